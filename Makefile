@@ -1,0 +1,39 @@
+# The whole set-up is two commands (see README.md):
+#   make demo   – create .venv, install qoe, score the bundled samples in data/
+#   make test   – create .venv, install qoe with its test extras (and tshark when possible), run pytest
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+PYTEST_ARGS ?=
+
+.PHONY: demo test bench system-deps clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip setuptools wheel
+
+# Stamps record which install is in place; they are remade when pyproject.toml changes.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test,dask,plot]'
+	touch $@ $(VENV)/.installed
+
+# Debian tools the tests use as independent cross-checks (tshark). Installed when we can
+# (root with apt-get); the tests that need them skip, saying so, when they are absent.
+system-deps:
+	@bash tools/install-system-deps.sh
+
+demo: $(VENV)/.installed
+	$(BIN)/qoe demo data
+
+test: $(VENV)/.installed-test system-deps
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: $(VENV)/.installed-test system-deps
+	$(BIN)/python benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info cli/*.egg-info .pytest_cache

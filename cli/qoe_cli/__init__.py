@@ -1,0 +1,1 @@
+"""The ``qoe`` command: a thin Click layer over the :mod:`qoe` library."""

@@ -1,0 +1,9 @@
+"""The list of commands attached to the ``qoe`` group, one module per domain."""
+
+from __future__ import annotations
+
+from qoe_cli.demo_cmd import demo
+from qoe_cli.emodel_cmd import emodel
+from qoe_cli.web_cmd import web
+
+ALL = [emodel, web, demo]

@@ -1,0 +1,57 @@
+"""Entry point of the ``qoe`` command: the Click group and its error policy.
+
+Commands live one module per domain and are attached with ``add_command``. A
+:class:`qoe.QoEError` becomes one line on standard error and exit status 2; any other
+exception is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+
+import click
+
+import qoe
+from qoe.errors import QoEError, QoEWarning
+
+
+class QoEGroup(click.Group):
+    """A Click group that turns :class:`qoe.QoEError` into a one-line message, exit 2."""
+
+    def invoke(self, ctx: click.Context):  # noqa: D102 - Click API
+        try:
+            return super().invoke(ctx)
+        except QoEError as exc:
+            click.echo(f"qoe: error: {exc}", err=True)
+            sys.exit(2)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
+    if issubclass(category, QoEWarning):
+        click.echo(f"qoe: warning: {message}", err=True)
+    else:
+        click.echo(warnings.formatwarning(message, category, filename, lineno, line), err=True, nl=False)
+
+
+@click.group(cls=QoEGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(qoe.__version__, prog_name="qoe")
+def cli() -> None:
+    """Score the quality people perceive (QoE) of voice calls, RTP video and web page
+    loads, from packet captures, reference media and plain network figures."""
+    warnings.showwarning = _show_warning
+
+
+def _register() -> None:
+    from qoe_cli import commands
+
+    for command in commands.ALL:
+        cli.add_command(command)
+
+
+_register()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli()
