@@ -1,0 +1,361 @@
+"""From captured bytes to :class:`~qoe.capture.Packet`: link layer, IP, UDP/TCP.
+
+Headers are read with :mod:`struct` at fixed offsets into the record's bytes (no object
+per protocol layer), because this runs once per packet.
+
+References
+----------
+.. [1] tcpdump.org link-layer header types (see :mod:`qoe.capture._linktypes`).
+.. [2] RFC 791 §3.1 (IPv4 header), RFC 815 (reassembly), see :mod:`._reassembly`.
+.. [3] RFC 8200 §3 (IPv6 header), §4 (extension headers: Hop-by-Hop Options 0, Routing 43,
+   Fragment 44, Destination Options 60), §4.5 (fragment header); RFC 4302 §2 (AH, 51:
+   length in 32-bit words minus 2); RFC 6275 §6.1 (Mobility header, 135); RFC 7401
+   §5.1 (HIP, 139) and RFC 5533 §5.1 (Shim6, 140) use the 8-octet-unit length of
+   RFC 8200 §4 too (RFC 7045 §2). RFC 6946 (atomic fragments).
+.. [4] RFC 768 (UDP header); RFC 9293 §3.1 (TCP header), §3.2 (options); RFC 7323,
+   RFC 2018 (TCP options).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import struct
+from collections.abc import Callable
+
+from qoe.capture._linktypes import (
+    AF_INET,
+    AF_INET6_VALUES,
+    ETHER_MAX_LENGTH,
+    ETHERTYPE_IPV4,
+    ETHERTYPE_IPV6,
+    ETHERTYPE_PPPOE_SESSION,
+    LINKTYPE_ETHERNET,
+    LINKTYPE_IPV4,
+    LINKTYPE_IPV6,
+    LINKTYPE_LINUX_SLL,
+    LINKTYPE_LINUX_SLL2,
+    LINKTYPE_LOOP,
+    LINKTYPE_NULL,
+    LINKTYPE_RAW,
+    LINKTYPE_RAW_DLT12,
+    LINKTYPE_RAW_DLT14,
+    LLC_SNAP,
+    PPP_IPV4,
+    PPP_IPV6,
+    VLAN_TPIDS,
+)
+from qoe.capture._reassembly import IPV4_TIMEOUT_NS, IPV6_TIMEOUT_NS, Reassembler
+from qoe.capture._types import Packet, TcpInfo
+
+IPPROTO_TCP = 6  # RFC 9293 / IANA protocol numbers
+IPPROTO_UDP = 17  # RFC 768
+PROTOCOLS = {"udp": IPPROTO_UDP, "tcp": IPPROTO_TCP}
+
+# RFC 8200 §4 extension headers whose length field counts 8-octet units beyond the first.
+_EXT_8OCTET = frozenset({0, 43, 60, 135, 139, 140})
+_IP6_FRAGMENT = 44  # RFC 8200 §4.5
+_IP6_AH = 51  # RFC 4302 §2.2: Payload Len in 32-bit words, minus 2
+
+_U16 = struct.Struct("!H")
+_IPV4 = struct.Struct("!HHHBB")  # total length, identification, flags+fragment offset, TTL, protocol
+_UDP = struct.Struct("!HHH")  # source port, destination port, length (RFC 768)
+_TCP = struct.Struct("!HHIIHHH")  # ports, seq, ack, offset+flags, window, checksum (RFC 9293 §3.1)
+_TCP_URG = struct.Struct("!H")
+_FRAG6 = struct.Struct("!HI")  # offset+M, identification (RFC 8200 §4.5)
+_U32 = struct.Struct("!I")
+
+_LINK_ETHERNET_LIKE = (LINKTYPE_ETHERNET,)
+_RAW_TYPES = frozenset({LINKTYPE_RAW, LINKTYPE_RAW_DLT12, LINKTYPE_RAW_DLT14})
+
+# Address text cache size: distinct addresses in one capture are few; the bound only keeps
+# a pathological capture (a scan, spoofed sources) from growing it without end.
+_ADDR_CACHE_MAX = 1 << 16
+
+
+def parse_tcp_options(opts: bytes) -> dict[str, object]:
+    """TCP options of RFC 9293 §3.2 (EOL 0, NOP 1, MSS 2), RFC 7323 (WS 3, TS 8), RFC 2018
+    (SACK-permitted 4, SACK 5); others are skipped by their length byte."""
+    out: dict[str, object] = {}
+    i = 0
+    n = len(opts)
+    while i < n:
+        kind = opts[i]
+        if kind == 0:  # End of Option List
+            break
+        if kind == 1:  # No-Operation
+            i += 1
+            continue
+        if i + 1 >= n:
+            break
+        ln = opts[i + 1]
+        if ln < 2 or i + ln > n:
+            break  # malformed: stop parsing options, keep what we have
+        if kind == 2 and ln == 4:
+            out["mss"] = _U16.unpack_from(opts, i + 2)[0]
+        elif kind == 3 and ln == 3:
+            out["wscale"] = opts[i + 2]
+        elif kind == 4 and ln == 2:
+            out["sack_permitted"] = True
+        elif kind == 5 and ln >= 10 and (ln - 2) % 8 == 0:
+            out["sack"] = tuple(
+                (_U32.unpack_from(opts, j)[0], _U32.unpack_from(opts, j + 4)[0]) for j in range(i + 2, i + ln, 8)
+            )
+        elif kind == 8 and ln == 10:
+            out["tsval"] = _U32.unpack_from(opts, i + 2)[0]
+            out["tsecr"] = _U32.unpack_from(opts, i + 6)[0]
+        i += ln
+    return out
+
+
+class Decoder:
+    """Turns records into packets; holds the reassembly state of one read.
+
+    Parameters
+    ----------
+    protocols : iterable of {"udp", "tcp"}
+        Which transports to return.
+    """
+
+    def __init__(self, protocols: frozenset[int]) -> None:
+        self.want = protocols
+        self.frag4 = Reassembler(strict_overlap=False, timeout_ns=IPV4_TIMEOUT_NS)
+        self.frag6 = Reassembler(strict_overlap=True, timeout_ns=IPV6_TIMEOUT_NS)
+        self._addr: dict[bytes, str] = {}
+
+    def addr(self, raw: bytes) -> str:
+        """Address text for 4 or 16 raw bytes, as :mod:`ipaddress` prints it (cached)."""
+        s = self._addr.get(raw)
+        if s is None:
+            if len(self._addr) >= _ADDR_CACHE_MAX:
+                self._addr.clear()
+            s = self._addr[raw] = str(ipaddress.ip_address(raw))
+        return s
+
+    def network_offset(self, linktype: int, data: bytes) -> tuple[int, int]:
+        """``(ip_version, offset)`` of the IP header in a frame; version 0 if not IP."""
+        n = len(data)
+        if linktype == LINKTYPE_ETHERNET:
+            if n < 14:
+                return 0, 0
+            et = data[12] << 8 | data[13]
+            off = 14
+        elif linktype == LINKTYPE_LINUX_SLL:
+            # LINKTYPE_LINUX_SLL: packet type 2, ARPHRD 2, addr len 2, addr 8, protocol 2.
+            if n < 16:
+                return 0, 0
+            et = data[14] << 8 | data[15]
+            off = 16
+        elif linktype == LINKTYPE_LINUX_SLL2:
+            # LINKTYPE_LINUX_SLL2: protocol 2, reserved 2, ifindex 4, ARPHRD 2, packet
+            # type 1, addr len 1, addr 8.
+            if n < 20:
+                return 0, 0
+            et = data[0] << 8 | data[1]
+            off = 20
+        elif linktype in _RAW_TYPES:
+            if not n:
+                return 0, 0
+            v = data[0] >> 4
+            return (v, 0) if v in (4, 6) else (0, 0)
+        elif linktype == LINKTYPE_IPV4:
+            return 4, 0
+        elif linktype == LINKTYPE_IPV6:
+            return 6, 0
+        elif linktype == LINKTYPE_NULL or linktype == LINKTYPE_LOOP:
+            if n < 4:
+                return 0, 0
+            if linktype == LINKTYPE_LOOP:
+                af = int.from_bytes(data[:4], "big")
+            else:
+                # LINKTYPE_NULL: host byte order of the writer; an AF value is < 2^16.
+                af = int.from_bytes(data[:4], "little")
+                if af > 0xFFFF:
+                    af = int.from_bytes(data[:4], "big")
+            if af == AF_INET:
+                return 4, 4
+            if af in AF_INET6_VALUES:
+                return 6, 4
+            return 0, 0
+        else:
+            return 0, 0
+        # EtherType chain: VLAN tags (802.1Q/802.1ad/QinQ), LLC/SNAP, PPPoE session.
+        while True:
+            if et == ETHERTYPE_IPV4:
+                return 4, off
+            if et == ETHERTYPE_IPV6:
+                return 6, off
+            if et in VLAN_TPIDS:
+                if n < off + 4:
+                    return 0, 0
+                et = data[off + 2] << 8 | data[off + 3]
+                off += 4
+            elif et <= ETHER_MAX_LENGTH and linktype == LINKTYPE_ETHERNET:
+                # IEEE 802.3 length field: IP only over LLC/SNAP with OUI 0 (RFC 1042).
+                if n < off + 8 or data[off : off + 3] != LLC_SNAP or data[off + 3 : off + 6] != b"\0\0\0":
+                    return 0, 0
+                et = data[off + 6] << 8 | data[off + 7]
+                off += 8
+            elif et == ETHERTYPE_PPPOE_SESSION:
+                # RFC 2516 §4: 6-byte PPPoE header, then the 2-byte PPP protocol (RFC 1661).
+                if n < off + 8:
+                    return 0, 0
+                proto = data[off + 6] << 8 | data[off + 7]
+                off += 8
+                if proto == PPP_IPV4:
+                    return 4, off
+                if proto == PPP_IPV6:
+                    return 6, off
+                return 0, 0
+            else:
+                return 0, 0
+
+    def decode(self, index: int, ts_ns: int, iface: int, linktype: int, wire_len: int, data: bytes) -> Packet | None:
+        """The packet in one record, or ``None`` (not IP, not a wanted transport, a
+        fragment of a datagram not yet complete, or headers cut short)."""
+        # Fast path: Ethernet II + IPv4 (the common case), inline.
+        if linktype == LINKTYPE_ETHERNET and len(data) >= 34 and data[12] == 8 and data[13] == 0:
+            version, off = 4, 14
+        else:
+            version, off = self.network_offset(linktype, data)
+        if version == 4:
+            return self._ipv4(index, ts_ns, iface, wire_len, data, off)
+        if version == 6:
+            return self._ipv6(index, ts_ns, iface, wire_len, data, off)
+        return None
+
+    def _ipv4(self, index: int, ts_ns: int, iface: int, wire_len: int, data: bytes, off: int) -> Packet | None:
+        # RFC 791 §3.1.
+        n = len(data)
+        if n < off + 20:
+            return None
+        vhl = data[off]
+        ihl = (vhl & 0x0F) << 2
+        if vhl >> 4 != 4 or ihl < 20 or n < off + ihl:
+            return None
+        total, ident, frag, _ttl, proto = _IPV4.unpack_from(data, off + 2)
+        if proto not in self.want:
+            return None
+        # Total length bounds the datagram (drops Ethernet padding); 0 is seen for TSO
+        # super-packets captured on the sending host: then the captured bytes count.
+        end = off + total if total >= ihl else n
+        if end > n:
+            end = n
+        src = data[off + 12 : off + 16]
+        dst = data[off + 16 : off + 20]
+        l4 = off + ihl
+        if frag & 0x3FFF:  # MF set or offset non-zero: a fragment (RFC 791 §3.1 Flags)
+            done = self.frag4.add(
+                (src, dst, proto, ident), ts_ns, (frag & 0x1FFF) << 3, bool(frag & 0x2000), data[l4:end]
+            )
+            if done is None:
+                return None
+            data = done[0]
+            l4, end = 0, len(data)
+        return self._transport(index, ts_ns, iface, wire_len, proto, self.addr(src), self.addr(dst), data, l4, end)
+
+    def _ipv6(self, index: int, ts_ns: int, iface: int, wire_len: int, data: bytes, off: int) -> Packet | None:
+        # RFC 8200 §3: version/class/flow 4, payload length 2, next header 1, hop limit 1,
+        # source 16, destination 16.
+        n = len(data)
+        if n < off + 40 or data[off] >> 4 != 6:
+            return None
+        plen = _U16.unpack_from(data, off + 4)[0]
+        nh = data[off + 6]
+        src = data[off + 8 : off + 24]
+        dst = data[off + 24 : off + 40]
+        p = off + 40
+        end = p + plen if plen else n  # 0 = jumbogram (RFC 2675): use what was captured
+        if end > n:
+            end = n
+        while True:
+            if nh in _EXT_8OCTET:
+                if end < p + 2:
+                    return None
+                nh, p = data[p], p + ((data[p + 1] + 1) << 3)
+            elif nh == _IP6_AH:
+                if end < p + 2:
+                    return None
+                nh, p = data[p], p + ((data[p + 1] + 2) << 2)
+            elif nh == _IP6_FRAGMENT:
+                if end < p + 8:
+                    return None
+                nxt = data[p]
+                fo, ident = _FRAG6.unpack_from(data, p + 2)
+                p += 8
+                if fo & 0xFFF9 == 0:  # offset 0 and M = 0: an atomic fragment (RFC 6946)
+                    nh = nxt
+                    continue
+                done = self.frag6.add((src, dst, ident), ts_ns, fo & 0xFFF8, bool(fo & 1), data[p:end], nxt)
+                if done is None:
+                    return None
+                data, nh = done  # type: ignore[assignment]
+                p, end = 0, len(data)
+            else:
+                break
+            if p > end:
+                return None
+        if nh not in self.want:
+            return None
+        return self._transport(index, ts_ns, iface, wire_len, nh, self.addr(src), self.addr(dst), data, p, end)
+
+    def _transport(
+        self,
+        index: int,
+        ts_ns: int,
+        iface: int,
+        wire_len: int,
+        proto: int,
+        src: str,
+        dst: str,
+        data: bytes,
+        l4: int,
+        end: int,
+    ) -> Packet | None:
+        if proto == IPPROTO_UDP:
+            if end < l4 + 8:
+                return None
+            sport, dport, ulen = _UDP.unpack_from(data, l4)
+            # RFC 768: Length covers header and data; it bounds the payload (0 is used
+            # for IPv6 jumbograms, RFC 2675 §4).
+            pend = l4 + ulen if ulen >= 8 else end
+            if pend > end:
+                pend = end
+            return Packet(index, ts_ns, src, dst, IPPROTO_UDP, sport, dport, data[l4 + 8 : pend], None, iface, wire_len)
+        if end < l4 + 20:
+            return None
+        sport, dport, seq, ack, offflags, window, _csum = _TCP.unpack_from(data, l4)
+        hlen = (offflags >> 12) << 2
+        if hlen < 20 or l4 + hlen > end:
+            return None
+        urg = _TCP_URG.unpack_from(data, l4 + 18)[0]
+        flags = offflags & 0x1FF
+        if hlen > 20:
+            o = parse_tcp_options(data[l4 + 20 : l4 + hlen])
+            tcp = TcpInfo(seq, ack, flags, window, urg, hlen, **o)  # type: ignore[arg-type]
+        else:
+            tcp = TcpInfo(seq, ack, flags, window, urg, hlen)
+        return Packet(index, ts_ns, src, dst, IPPROTO_TCP, sport, dport, data[l4 + hlen : end], tcp, iface, wire_len)
+
+
+def protocol_numbers(protocols: object, name: str = "protocols") -> frozenset[int]:
+    """Validate a ``protocols`` option (names from ``PROTOCOLS``) into IP protocol numbers."""
+    from qoe.errors import InputError
+
+    if isinstance(protocols, str):
+        protocols = (protocols,)
+    try:
+        items = list(protocols)  # type: ignore[call-overload]
+    except TypeError:
+        raise InputError(f"{name} must be a sequence of 'udp'/'tcp', given {protocols!r}") from None
+    out = set()
+    for p in items:
+        key = p.lower() if isinstance(p, str) else p
+        if key not in PROTOCOLS:
+            raise InputError(f"{name}: unknown protocol {p!r}; choose from {sorted(PROTOCOLS)}")
+        out.add(PROTOCOLS[key])
+    if not out:
+        raise InputError(f"{name} is empty; give at least one of {sorted(PROTOCOLS)}")
+    return frozenset(out)
+
+
+DecodeFn = Callable[[int, int, int, int, int, bytes], "Packet | None"]

@@ -1,0 +1,486 @@
+"""Capture files: recognise pcap / pcapng, stream their packet records.
+
+A record is the tuple ``(index, ts_ns, interface, linktype, wire_len, data)``: the 1-based
+frame number, the exact capture time in integer nanoseconds, the interface number, the
+link-layer header type, the original length and the captured bytes.
+
+Files are read in large chunks and parsed with :mod:`struct` at fixed offsets, so memory
+stays at one chunk whatever the file size. dpkt supplies the format constants and parses
+the pcapng Interface Description Blocks (their options); its per-packet readers are not
+used because they turn timestamps into floats and know one pcapng interface only.
+
+References
+----------
+.. [1] G. Harris, M. Richardson, "PCAP Capture File Format", draft-ietf-opsawg-pcap
+   (§4 File Header, §5 Packet Record). Also tcpdump.org ``pcap-savefile(5)``.
+.. [2] M. Tüxen et al., "PCAP Now Generic (pcapng) Capture File Format",
+   draft-ietf-opsawg-pcapng (§3.1 general block structure, §4.1 Section Header Block,
+   §4.2 Interface Description Block and ``if_tsresol``/``if_tsoffset``, §4.3 Enhanced
+   Packet Block, §4.4 Simple Packet Block, Appendix A Packet Block (obsolete)).
+.. [3] tcpdump.org, "LINK-LAYER HEADER TYPES", https://www.tcpdump.org/linktypes.html,
+   and draft-ietf-opsawg-pcaplinktype.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import struct
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import BinaryIO, Union
+
+import dpkt
+from dpkt import pcap as dpkt_pcap
+from dpkt import pcapng as dpkt_pcapng
+
+from qoe.capture._linktypes import SUPPORTED_LINKTYPES, linktype_name
+from qoe.errors import CaptureError, QoEWarning
+
+PathOrFile = Union[str, "os.PathLike[str]", BinaryIO]
+Record = tuple[int, int, int, int, int, bytes]
+
+# Read granularity: large enough that the per-read cost vanishes, small enough to be noise
+# next to the interpreter's own memory.
+CHUNK_SIZE = 1 << 20
+
+# A record claiming more captured bytes than this is taken as corruption, not a packet.
+# 0x40000 (262144) is libpcap's maximum snapshot length for most link types (pcap-int.h
+# MAXIMUM_SNAPLEN); we allow 64x that before giving up.
+MAX_RECORD = 1 << 24
+
+# pcap magic numbers, draft-ietf-opsawg-pcap §4 (as read big-endian from the first 4 bytes).
+_PCAP_MAGICS = {
+    dpkt_pcap.TCPDUMP_MAGIC: (">", False, False),  # a1b2c3d4: µs, big-endian writer
+    dpkt_pcap.TCPDUMP_MAGIC_NANO: (">", True, False),  # a1b23c4d: ns, big-endian writer
+    dpkt_pcap.PMUDPCT_MAGIC: ("<", False, False),  # d4c3b2a1: µs, little-endian writer
+    dpkt_pcap.PMUDPCT_MAGIC_NANO: ("<", True, False),  # 4d3cb2a1: ns, little-endian writer
+    # Alexey Kuznetzov's "modified" pcap: 24-byte record headers (tcpdump.org
+    # pcap-savefile(5) notes; Wireshark wiretap "PCAP-SS991029").
+    dpkt_pcap.MODPCAP_MAGIC: (">", False, True),
+    dpkt_pcap.PACPDOM_MAGIC: ("<", False, True),
+}
+# pcapng Section Header Block type, draft-ietf-opsawg-pcapng §4.1 (a palindrome, so it reads
+# the same in both byte orders).
+_SHB = dpkt_pcapng.PCAPNG_BT_SHB
+_BOM = dpkt_pcapng.BYTE_ORDER_MAGIC  # 0x1A2B3C4D, §4.1 Byte-Order Magic
+_IDB = dpkt_pcapng.PCAPNG_BT_IDB  # 1, §4.2
+_PB = dpkt_pcapng.PCAPNG_BT_PB  # 2, Appendix A (obsolete Packet Block)
+_SPB = dpkt_pcapng.PCAPNG_BT_SPB  # 3, §4.4
+_EPB = dpkt_pcapng.PCAPNG_BT_EPB  # 6, §4.3
+_OPT_TSRESOL = dpkt_pcapng.PCAPNG_OPT_IF_TSRESOL  # 9, §4.2 if_tsresol
+_OPT_TSOFFSET = dpkt_pcapng.PCAPNG_OPT_IF_TSOFFSET  # 14, §4.2 if_tsoffset
+_GZIP_MAGIC = b"\x1f\x8b"  # RFC 1952 §2.3.1 ID1 ID2
+
+NS_PER_S = 1_000_000_000
+
+
+def _name_of(source: PathOrFile) -> str:
+    if isinstance(source, (str, os.PathLike)):
+        return os.fspath(source)
+    return str(getattr(source, "name", f"<{type(source).__name__}>"))
+
+
+@dataclass
+class Interface:
+    """One capture interface: link type and timestamp conversion to ns.
+
+    ``ts_ns = (raw * num) // den + offset_ns`` with integers only (pcapng §4.2:
+    ``if_tsresol`` is 10^-v when its top bit is 0, 2^-v when it is 1; default 10^-6;
+    ``if_tsoffset`` is a signed number of seconds added to every timestamp).
+    """
+
+    linktype: int
+    snaplen: int = 0
+    num: int = 1000  # ns per tick numerator (default µs resolution)
+    den: int = 1
+    offset_ns: int = 0
+    tsresol: int = 6
+
+    def ticks_to_ns(self, raw: int) -> int:
+        return (raw * self.num) // self.den + self.offset_ns
+
+
+def tsresol_to_fraction(v: int) -> tuple[int, int]:
+    """``(num, den)`` with ``ns = ticks * num // den`` for an ``if_tsresol`` byte.
+
+    pcapng §4.2: top bit clear → resolution 10^-(v & 0x7F) s; set → 2^-(v & 0x7F) s.
+    """
+    e = v & 0x7F
+    if v & 0x80:
+        return NS_PER_S, 1 << e
+    if e <= 9:
+        return 10 ** (9 - e), 1
+    return 1, 10 ** (e - 9)
+
+
+@dataclass
+class CaptureInfo:
+    """What the file header said: format, byte order, resolution, interfaces."""
+
+    name: str
+    format: str  # "pcap" or "pcapng"
+    byte_order: str  # "<" or ">"
+    nanosecond: bool = False
+    modified: bool = False
+    interfaces: list[Interface] = field(default_factory=list)
+
+
+def _open(source: PathOrFile, name: str) -> tuple[BinaryIO, bool]:
+    """Open a path (or take a binary file), transparently un-gzipping. Returns (file, owned)."""
+    if isinstance(source, (str, os.PathLike)):
+        try:
+            f: BinaryIO = open(source, "rb")  # noqa: SIM115 - closed by the caller
+        except FileNotFoundError:
+            raise CaptureError(f"{name}: no such capture file") from None
+        except IsADirectoryError:
+            raise CaptureError(f"{name}: is a directory, not a capture file") from None
+        except OSError as e:
+            raise CaptureError(f"{name}: cannot open capture file ({e.strerror})") from None
+        owned = True
+    else:
+        f = source
+        owned = False
+        if not hasattr(f, "read"):
+            raise CaptureError(f"{name}: not a path or a binary file object")
+    try:
+        head = f.peek(2)[:2] if hasattr(f, "peek") else b""
+        if not head and hasattr(f, "seek"):
+            pos = f.tell()
+            head = f.read(2)
+            f.seek(pos)
+    except (OSError, ValueError) as e:
+        if owned:
+            f.close()
+        raise CaptureError(f"{name}: cannot read capture file ({e})") from None
+    if isinstance(head, str):
+        raise CaptureError(f"{name}: file object is in text mode; open it with 'rb'")
+    if head == _GZIP_MAGIC:
+        f = gzip.GzipFile(fileobj=f, mode="rb")  # type: ignore[assignment]
+        if owned:
+            # Keep the underlying file reachable so that closing the gzip layer closes both.
+            f = _OwningGzip(f)  # type: ignore[arg-type,assignment]
+    return f, owned
+
+
+class _OwningGzip(io.BufferedReader):
+    """A buffered gzip reader that closes the raw file under it too."""
+
+    def __init__(self, gz: gzip.GzipFile) -> None:
+        super().__init__(gz, CHUNK_SIZE)  # type: ignore[arg-type]
+        self._gz = gz
+
+    def close(self) -> None:
+        fileobj = self._gz.fileobj
+        super().close()
+        if fileobj is not None:
+            fileobj.close()
+
+
+def _read(f: BinaryIO, n: int, name: str) -> bytes:
+    try:
+        return f.read(n)
+    except (EOFError, gzip.BadGzipFile) as e:  # truncated or damaged gzip stream
+        warnings.warn(f"{name}: compressed capture is damaged ({e}); reading stops here", QoEWarning, stacklevel=4)
+        return b""
+    except OSError as e:
+        raise CaptureError(f"{name}: read error ({e})") from None
+
+
+def _check_linktype(name: str, lt: int, where: str) -> None:
+    if lt not in SUPPORTED_LINKTYPES:
+        supported = ", ".join(f"{k} ({linktype_name(k)})" for k in sorted(SUPPORTED_LINKTYPES))
+        raise CaptureError(
+            f"{name}: unsupported link-layer header type {lt} ({linktype_name(lt)}) {where}; "
+            f"qoe reads {supported}"
+        )
+
+
+def _parse_pcap_header(name: str, head: bytes) -> CaptureInfo:
+    """draft-ietf-opsawg-pcap §4: magic, version, reserved, snaplen, LinkType and FCS info."""
+    magic = struct.unpack(">I", head[:4])[0]
+    bo, nano, modified = _PCAP_MAGICS[magic]
+    if len(head) < 24:
+        raise CaptureError(f"{name}: pcap file header cut short ({len(head)} of 24 bytes)")
+    vmaj, _vmin, _r1, _r2, snaplen, lt_field = struct.unpack(bo + "HHIIII", head[4:24])
+    if vmaj != 2:
+        raise CaptureError(f"{name}: pcap major version {vmaj}, expected 2")
+    # §4: the link-layer type is the lower 16 bits; the upper bits carry FCS information.
+    lt = lt_field & 0xFFFF
+    _check_linktype(name, lt, "in the pcap file header")
+    info = CaptureInfo(name, "pcap", bo, nanosecond=nano, modified=modified)
+    info.interfaces.append(Interface(lt, snaplen, 1 if nano else 1000, 1, 0, 9 if nano else 6))
+    return info
+
+
+def probe(source: PathOrFile) -> CaptureInfo:
+    """Check that ``source`` is a capture qoe can read, and describe it.
+
+    For pcapng, the interfaces declared before the first packet are listed.
+
+    Raises
+    ------
+    CaptureError
+        Missing/unreadable file, not a pcap/pcapng file (the first bytes are quoted), or
+        an unsupported link-layer type (its number and name are quoted).
+    """
+    name = _name_of(source)
+    f, owned = _open(source, name)
+    try:
+        start = f.tell() if not owned and hasattr(f, "tell") else 0
+        head = _read(f, 24, name)
+        info = _probe_head(name, head, f)
+        if not owned and hasattr(f, "seek"):
+            f.seek(start)
+        return info
+    finally:
+        if owned:
+            f.close()
+
+
+def _probe_head(name: str, head: bytes, f: BinaryIO) -> CaptureInfo:
+    if not head:
+        raise CaptureError(f"{name}: empty file, not a capture")
+    if len(head) >= 4 and struct.unpack(">I", head[:4])[0] in _PCAP_MAGICS:
+        return _parse_pcap_header(name, head)
+    if len(head) >= 4 and struct.unpack(">I", head[:4])[0] == _SHB:
+        info = _parse_shb(name, head)
+        # Read the blocks up to the first packet: the interfaces and their link types.
+        for _ in _pcapng_blocks(f, name, info, probe_only=True, already=head):
+            pass
+        return info
+    shown = head[:8].hex(" ")
+    raise CaptureError(
+        f"{name}: not a pcap or pcapng capture (first bytes {shown}; pcap starts with "
+        "a1b2c3d4/d4c3b2a1/a1b23c4d/4d3cb2a1, pcapng with 0a0d0d0a)"
+    )
+
+
+def _parse_shb(name: str, head: bytes) -> CaptureInfo:
+    """pcapng §4.1: block type, total length, byte-order magic, version."""
+    if len(head) < 12:
+        raise CaptureError(f"{name}: pcapng Section Header Block cut short ({len(head)} bytes)")
+    bom_le = struct.unpack("<I", head[8:12])[0]
+    if bom_le == _BOM:
+        bo = "<"
+    elif struct.unpack(">I", head[8:12])[0] == _BOM:
+        bo = ">"
+    else:
+        raise CaptureError(f"{name}: pcapng byte-order magic is {head[8:12].hex()}, expected 1a2b3c4d")
+    if len(head) >= 14:
+        vmaj = struct.unpack(bo + "H", head[12:14])[0]
+        if vmaj != dpkt_pcapng.PCAPNG_VERSION_MAJOR:
+            raise CaptureError(f"{name}: pcapng major version {vmaj}, expected 1")
+    return CaptureInfo(name, "pcapng", bo)
+
+
+def _parse_idb(name: str, block: bytes, bo: str) -> Interface:
+    """pcapng §4.2 Interface Description Block, options parsed by dpkt."""
+    cls = dpkt_pcapng.InterfaceDescriptionBlockLE if bo == "<" else dpkt_pcapng.InterfaceDescriptionBlock
+    try:
+        idb = cls(block)
+    except (dpkt.UnpackError, dpkt.NeedData, struct.error, UnicodeDecodeError) as e:
+        raise CaptureError(f"{name}: damaged pcapng Interface Description Block ({e})") from None
+    iface = Interface(int(idb.linktype), int(idb.snaplen))
+    for opt in getattr(idb, "opts", []):
+        if opt.code == _OPT_TSRESOL and len(opt.data) >= 1:
+            iface.tsresol = opt.data[0]
+            iface.num, iface.den = tsresol_to_fraction(opt.data[0])
+        elif opt.code == _OPT_TSOFFSET and len(opt.data) >= 8:
+            iface.offset_ns = struct.unpack(bo + "q", opt.data[:8])[0] * NS_PER_S
+    return iface
+
+
+def records(source: PathOrFile) -> Iterator[Record]:
+    """Stream every packet record of a pcap or pcapng file.
+
+    Raises :class:`~qoe.errors.CaptureError` for a file that cannot be read at all (at
+    the first ``next``); a record cut short at the end of the file ends the stream with a
+    :class:`~qoe.errors.QoEWarning`.
+    """
+    name = _name_of(source)
+    f, owned = _open(source, name)
+    try:
+        head = _read(f, 24, name)
+        if len(head) >= 4 and struct.unpack(">I", head[:4])[0] == _SHB:
+            info = _parse_shb(name, head)
+            for blk in _pcapng_blocks(f, name, info, already=head):
+                yield blk
+        else:
+            info = _probe_head(name, head, f)
+            yield from _pcap_records(f, info)
+    finally:
+        if owned:
+            f.close()
+
+
+def _truncated(name: str, index: int, what: str) -> None:
+    warnings.warn(
+        f"{name}: capture ends inside packet record {index} ({what}); the {index - 1} "
+        "packets before it were read",
+        QoEWarning,
+        stacklevel=4,
+    )
+
+
+def _corrupt(name: str, index: int, what: str) -> None:
+    warnings.warn(
+        f"{name}: packet record {index} is damaged ({what}); the {index - 1} packets "
+        "before it were read, the rest of the file is skipped",
+        QoEWarning,
+        stacklevel=4,
+    )
+
+
+def _pcap_records(f: BinaryIO, info: CaptureInfo) -> Iterator[Record]:
+    """draft-ietf-opsawg-pcap §5: Timestamp (s), Timestamp (µs or ns), Captured Packet
+    Length, Original Packet Length, then the packet data."""
+    name = info.name
+    hdr = struct.Struct(info.byte_order + "IIII")
+    unpack_from = hdr.unpack_from
+    rec = 24 if info.modified else 16
+    frac_ns = 1 if info.nanosecond else 1000
+    lt = info.interfaces[0].linktype
+    buf = b""
+    pos = 0
+    index = 0
+    while True:
+        chunk = _read(f, CHUNK_SIZE, name)
+        if not chunk:
+            break
+        buf = buf[pos:] + chunk if pos < len(buf) else chunk
+        pos = 0
+        n = len(buf)
+        while pos + rec <= n:
+            sec, frac, caplen, wire = unpack_from(buf, pos)
+            start = pos + rec
+            end = start + caplen
+            if end > n:
+                if caplen > MAX_RECORD:
+                    _corrupt(name, index + 1, f"captured length {caplen}")
+                    return
+                break
+            index += 1
+            yield index, sec * NS_PER_S + frac * frac_ns, 0, lt, wire, buf[start:end]
+            pos = end
+    if pos < len(buf):
+        _truncated(name, index + 1, f"{len(buf) - pos} bytes of it present")
+
+
+def _pcapng_blocks(
+    f: BinaryIO,
+    name: str,
+    info: CaptureInfo,
+    *,
+    already: bytes = b"",
+    probe_only: bool = False,
+) -> Iterator[Record]:
+    """pcapng §3.1: blocks of (type, total length, body, total length), 32-bit aligned.
+
+    Packet blocks (EPB, SPB, obsolete PB) become records; IDBs add interfaces; a new SHB
+    starts a section (new byte order, interface ids restart in the file but our
+    interface numbers keep counting); every other block is skipped.
+    """
+    bo = info.byte_order
+    bh = struct.Struct(bo + "II")
+    epb = struct.Struct(bo + "IIIII")  # interface, ts high, ts low, caplen, original len
+    pb = struct.Struct(bo + "HHIIII")  # interface, drops, ts high, ts low, caplen, len
+    ifaces: list[Interface] = []  # interfaces of the current section
+    base = 0  # number of interfaces in earlier sections
+    index = 0
+    buf = already
+    pos = 0
+    while True:
+        n = len(buf)
+        blen = -1
+        if pos + 12 <= n:
+            btype, blen = bh.unpack_from(buf, pos)
+            if btype == _SHB:
+                # A new section; its byte order may differ from the last one's (§4.1).
+                sec = _parse_shb(name, buf[pos : pos + 14])
+                if sec.byte_order != bo:
+                    bo = info.byte_order = sec.byte_order
+                    bh = struct.Struct(bo + "II")
+                    epb = struct.Struct(bo + "IIIII")
+                    pb = struct.Struct(bo + "HHIIII")
+                    btype, blen = bh.unpack_from(buf, pos)
+            if blen < 12 or blen % 4:
+                _corrupt(name, index + 1, f"pcapng block of type 0x{btype:08x} with total length {blen}")
+                return
+            if pos + blen > n and blen > MAX_RECORD:
+                _corrupt(name, index + 1, f"pcapng block of type 0x{btype:08x} with total length {blen}")
+                return
+        if blen < 0 or pos + blen > n:
+            chunk = _read(f, CHUNK_SIZE, name)
+            if not chunk:
+                break
+            buf = buf[pos:] + chunk
+            pos = 0
+            continue
+        if btype == _SHB:
+            base += len(ifaces)
+            ifaces = []
+        if btype == _EPB:
+            if blen < 32:
+                _corrupt(name, index + 1, f"Enhanced Packet Block of {blen} bytes")
+                return
+            ifid, hi, lo, caplen, wire = epb.unpack_from(buf, pos + 8)
+            if ifid >= len(ifaces):
+                _corrupt(name, index + 1, f"interface {ifid} was never described")
+                return
+            if 28 + caplen + 4 > blen:
+                _corrupt(name, index + 1, f"captured length {caplen} exceeds its block")
+                return
+            if probe_only:
+                return
+            iface = ifaces[ifid]
+            index += 1
+            yield (
+                index,
+                ((hi << 32 | lo) * iface.num) // iface.den + iface.offset_ns,
+                base + ifid,
+                iface.linktype,
+                wire,
+                buf[pos + 28 : pos + 28 + caplen],
+            )
+        elif btype == _IDB:
+            iface = _parse_idb(name, buf[pos : pos + blen], bo)
+            _check_linktype(name, iface.linktype, f"on pcapng interface {base + len(ifaces)}")
+            ifaces.append(iface)
+            info.interfaces.append(iface)
+        elif btype == _SPB:
+            # §4.4: no interface id (interface 0), no timestamp; captured length is
+            # min(original length, snaplen) where snaplen 0 means unlimited.
+            if not ifaces:
+                _corrupt(name, index + 1, "Simple Packet Block before any interface")
+                return
+            if probe_only:
+                return
+            wire = struct.unpack_from(bo + "I", buf, pos + 8)[0]
+            snap = ifaces[0].snaplen
+            caplen = min(wire, snap) if snap else wire
+            caplen = min(caplen, blen - 16)
+            index += 1
+            yield index, 0, base, ifaces[0].linktype, wire, buf[pos + 12 : pos + 12 + caplen]
+        elif btype == _PB:
+            ifid, _drops, hi, lo, caplen, wire = pb.unpack_from(buf, pos + 8)
+            if ifid >= len(ifaces) or 28 + caplen + 4 > blen:
+                _corrupt(name, index + 1, "obsolete Packet Block with bad interface or length")
+                return
+            if probe_only:
+                return
+            iface = ifaces[ifid]
+            index += 1
+            yield (
+                index,
+                ((hi << 32 | lo) * iface.num) // iface.den + iface.offset_ns,
+                base + ifid,
+                iface.linktype,
+                wire,
+                buf[pos + 28 : pos + 28 + caplen],
+            )
+        pos += blen
+    if pos < len(buf) and not probe_only:
+        _truncated(name, index + 1, f"pcapng block cut short, {len(buf) - pos} bytes of it present")

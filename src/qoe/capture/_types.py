@@ -1,0 +1,237 @@
+"""The records :mod:`qoe.capture` hands out: one packet, TCP header facts, a UDP batch.
+
+References
+----------
+.. [1] RFC 9293, "Transmission Control Protocol (TCP)", §3.1 (header format) and §3.2
+   (options: End of List 0, NOP 1, MSS 2).
+.. [2] RFC 7323, "TCP Extensions for High Performance", §2 (Window Scale, kind 3) and §3
+   (Timestamps, kind 8).
+.. [3] RFC 2018, "TCP Selective Acknowledgment Options", §2 (SACK-permitted, kind 4) and
+   §3 (SACK, kind 5).
+.. [4] RFC 3168, "The Addition of Explicit Congestion Notification (ECN) to IP", §6.1
+   (ECE and CWR flags); RFC 9293 §3.1 for the others.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "Packet",
+    "TcpInfo",
+    "UdpBatch",
+    "TCP_FIN",
+    "TCP_SYN",
+    "TCP_RST",
+    "TCP_PSH",
+    "TCP_ACK",
+    "TCP_URG",
+    "TCP_ECE",
+    "TCP_CWR",
+    "TCP_AE",
+]
+
+# TCP control bits, RFC 9293 §3.1 (FIN..URG), RFC 3168 §6.1 (ECE, CWR), and the bit next to
+# them that RFC 3540 called NS and RFC 9768 (AccECN) calls AE. Bit values of TcpInfo.flags.
+TCP_FIN = 0x001
+TCP_SYN = 0x002
+TCP_RST = 0x004
+TCP_PSH = 0x008
+TCP_ACK = 0x010
+TCP_URG = 0x020
+TCP_ECE = 0x040
+TCP_CWR = 0x080
+TCP_AE = 0x100
+
+
+@dataclass(frozen=True, slots=True)
+class TcpInfo:
+    """The TCP header of one segment (RFC 9293 §3.1) and the options qoe uses.
+
+    Attributes
+    ----------
+    seq, ack : int
+        Sequence and acknowledgment numbers, raw 32-bit values (not relative).
+    flags : int
+        The 9 control bits: OR of ``TCP_FIN`` ... ``TCP_AE`` (module constants).
+    window : int
+        The raw 16-bit window field, *not* scaled (the scale is negotiated in the SYNs).
+    urgent : int
+        Urgent pointer.
+    header_len : int
+        TCP header length in bytes (data offset × 4), options included.
+    mss : int or None
+        Maximum Segment Size option (kind 2, RFC 9293 §3.2), usually only on SYNs.
+    wscale : int or None
+        Window Scale shift count (kind 3, RFC 7323 §2.2).
+    sack_permitted : bool
+        SACK-permitted option present (kind 4, RFC 2018 §2).
+    sack : tuple of (int, int)
+        SACK blocks (left edge, right edge) (kind 5, RFC 2018 §3).
+    tsval, tsecr : int or None
+        Timestamps option values (kind 8, RFC 7323 §3.2).
+    """
+
+    seq: int
+    ack: int
+    flags: int
+    window: int
+    urgent: int = 0
+    header_len: int = 20
+    mss: int | None = None
+    wscale: int | None = None
+    sack_permitted: bool = False
+    sack: tuple[tuple[int, int], ...] = ()
+    tsval: int | None = None
+    tsecr: int | None = None
+
+    @property
+    def syn(self) -> bool:
+        """SYN bit set."""
+        return bool(self.flags & TCP_SYN)
+
+    @property
+    def fin(self) -> bool:
+        """FIN bit set."""
+        return bool(self.flags & TCP_FIN)
+
+    @property
+    def rst(self) -> bool:
+        """RST bit set."""
+        return bool(self.flags & TCP_RST)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-dict copy (for JSON/CSV output)."""
+        d = dataclasses.asdict(self)
+        d["sack"] = [list(b) for b in self.sack]
+        return d
+
+
+@dataclass(frozen=True, slots=True)
+class Packet:
+    """One UDP datagram or TCP segment read from a capture.
+
+    Attributes
+    ----------
+    index : int
+        1-based frame number in the file, as Wireshark numbers frames (every packet
+        record counts, whether or not it is returned). A datagram reassembled from IP
+        fragments carries the number of the frame that completed it.
+    ts_ns : int
+        Capture time in integer nanoseconds since the Unix epoch, computed exactly from
+        the file's integer fields (finer resolutions are floored to 1 ns).
+    src, dst : str
+        IP addresses as :mod:`ipaddress` prints them (dotted IPv4, compressed IPv6).
+    proto : int
+        IP protocol number: 17 (UDP) or 6 (TCP).
+    sport, dport : int
+        Transport ports.
+    payload : bytes
+        Transport payload as captured (shorter than on the wire if the capture's snap
+        length cut it; Ethernet padding removed). For a reassembled datagram, the whole
+        payload.
+    tcp : TcpInfo or None
+        TCP header facts, ``None`` for UDP.
+    interface : int
+        pcapng interface number (counted over the whole file, so equal to the Interface
+        Description Block's id in a one-section file); 0 for pcap.
+    wire_len : int
+        Original length of the frame on the wire (of the completing frame for a
+        reassembled datagram).
+    """
+
+    index: int
+    ts_ns: int
+    src: str
+    dst: str
+    proto: int
+    sport: int
+    dport: int
+    payload: bytes
+    tcp: TcpInfo | None
+    interface: int
+    wire_len: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-dict copy, payload as hex (for JSON/CSV output)."""
+        return {
+            "index": self.index,
+            "ts_ns": self.ts_ns,
+            "src": self.src,
+            "dst": self.dst,
+            "proto": self.proto,
+            "sport": self.sport,
+            "dport": self.dport,
+            "payload": self.payload.hex(),
+            "tcp": None if self.tcp is None else self.tcp.to_dict(),
+            "interface": self.interface,
+            "wire_len": self.wire_len,
+        }
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class UdpBatch:
+    """Up to ``batch_size`` UDP datagrams in columns, in frame order.
+
+    Attributes
+    ----------
+    index : numpy.ndarray of int64
+        Frame numbers (1-based, as :attr:`Packet.index`).
+    ts_ns : numpy.ndarray of int64
+        Capture times, integer ns since the Unix epoch.
+    src, dst : numpy.ndarray of int32
+        Address *codes*: ``addresses[src[i]]`` is the source address text. Codes are
+        stable over all the batches of one :func:`read_udp_batches` call, so they can be
+        grouped and compared with NumPy directly.
+    sport, dport : numpy.ndarray of uint16
+        Ports.
+    payload : numpy.ndarray of uint8
+        All payloads back to back; payload ``i`` is ``payload[offsets[i]:offsets[i + 1]]``.
+    offsets : numpy.ndarray of int64
+        ``len(index) + 1`` offsets into :attr:`payload`.
+    interface : numpy.ndarray of int32
+        pcapng interface numbers (0 for pcap).
+    wire_len : numpy.ndarray of int64
+        Original frame lengths on the wire.
+    addresses : tuple of str
+        Address text for each code seen so far in this read.
+    """
+
+    index: np.ndarray
+    ts_ns: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    sport: np.ndarray
+    dport: np.ndarray
+    payload: np.ndarray
+    offsets: np.ndarray
+    interface: np.ndarray
+    wire_len: np.ndarray
+    addresses: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return int(self.index.shape[0])
+
+    def payload_of(self, i: int) -> bytes:
+        """Payload of datagram ``i`` as bytes."""
+        return self.payload[self.offsets[i] : self.offsets[i + 1]].tobytes()
+
+    def packet(self, i: int) -> Packet:
+        """Datagram ``i`` as a :class:`Packet` (slow; for inspection and tests)."""
+        return Packet(
+            index=int(self.index[i]),
+            ts_ns=int(self.ts_ns[i]),
+            src=self.addresses[self.src[i]],
+            dst=self.addresses[self.dst[i]],
+            proto=17,
+            sport=int(self.sport[i]),
+            dport=int(self.dport[i]),
+            payload=self.payload_of(i),
+            tcp=None,
+            interface=int(self.interface[i]),
+            wire_len=int(self.wire_len[i]),
+        )
