@@ -1,0 +1,55 @@
+"""``qoe emodel``: the G.107 E-model from the command line."""
+
+from __future__ import annotations
+
+import click
+
+from qoe.errors import InputError
+from qoe.voice import emodel as em
+from qoe_cli._output import emit, format_option, output_option, render_pairs
+
+
+def _parse_params(pairs: tuple[str, ...]) -> dict[str, float]:
+    params: dict[str, float] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep:
+            raise InputError(f"--param expects NAME=VALUE; given {pair!r}")
+        try:
+            params[name.strip().lower()] = float(value)
+        except ValueError:
+            raise InputError(f"--param {name}: value must be a number; given {value!r}") from None
+    return params
+
+
+@click.command("emodel")
+@click.option("--delay-ms", type=float, default=None,
+              help="One-way mouth-to-ear delay D: sets Ta = T = D and Tr = 2·D (ms).")
+@click.option("--loss-pct", type=float, default=None, help="Packet-loss probability Ppl in percent.")
+@click.option("--burst-ratio", type=float, default=None, help="BurstR (1 = random loss).")
+@click.option("--codec", default=None,
+              help="Codec preset for Ie/Bpl (G.113 App. I), e.g. G.711, G.711-plc, G.729A+VAD.")
+@click.option("--band", type=click.Choice(["nb", "wb"]), default="nb", show_default=True,
+              help="nb = G.107, wb = G.107.1 (R on the 0..129 scale).")
+@click.option("--delay-sensitivity", type=click.Choice(list(em.DELAY_SENSITIVITY)), default=None,
+              help="G.107 §7.4 delay-sensitivity class (sets sT, mT).")
+@click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
+              help="Any G.107 Table 3 parameter by its lower-case symbol (repeatable), "
+                   "e.g. --param telr=55 --param a=5. Overrides the options above.")
+@format_option
+@output_option
+def emodel(delay_ms, loss_pct, burst_ratio, codec, band, delay_sensitivity, params, fmt, output):
+    """Transmission rating R, MOS and the impairments of the E-model (ITU-T G.107).
+
+    Every parameter not given keeps its G.107 Table 3 default; with none at all, R = 93.2.
+    """
+    kwargs: dict[str, float] = {}
+    if delay_ms is not None:
+        kwargs.update(ta=delay_ms, t=delay_ms, tr=2 * delay_ms)
+    if loss_pct is not None:
+        kwargs["ppl"] = loss_pct
+    if burst_ratio is not None:
+        kwargs["burst_r"] = burst_ratio
+    kwargs.update(_parse_params(params))
+    res = em.r_factor(codec=codec, band=band, delay_sensitivity=delay_sensitivity, **kwargs)
+    emit(render_pairs(res.to_dict(), fmt), output)

@@ -1,0 +1,613 @@
+"""The E-model (ITU-T G.107, narrow-band; G.107.1, wide-band), vectorised.
+
+:func:`r_factor` computes the transmission rating R and every intermediate impairment
+from the G.107 input parameters. Each parameter may be a NumPy array; arrays broadcast
+against each other, so a delay × loss heat map is one call::
+
+    >>> import numpy as np
+    >>> res = r_factor(ta=np.arange(0, 1000, 50)[:, None], t=np.arange(0, 1000, 50)[:, None],
+    ...                tr=2 * np.arange(0, 1000, 50)[:, None], ppl=np.linspace(0, 5, 11), codec="G.711-plc")
+    >>> res.r.shape
+    (20, 11)
+
+Also here: :func:`delay_impairment` (the Id term alone, used as z2 by the seed paper) and
+:func:`simplified_r` (the simplified estimator of Cole & Rosenbluth 2001, as used by the
+CableLabs DOCSIS AQM study).
+
+Parameter names are the G.107 symbols in lower case (``is_`` and ``id_`` carry a trailing
+underscore because ``is`` and ``id`` are Python names). Delays are in milliseconds, the
+packet-loss probability ``ppl`` in percent, levels in dB / dBm0 / dB(A) as in G.107 Table 3.
+
+References
+----------
+.. [1] ITU-T G.107 (06/2015), "The E-model: a computational model for use in transmission
+   planning", clause 7 (equations 7-1 … 7-32), Table 1 (advantage factor), Table 3
+   (default values and permitted ranges), delay-sensitivity classes of clause 7.4.
+.. [2] ITU-T G.107.1 (06/2015), "Wideband E-model", clauses 6.2 and 7.
+.. [3] ITU-T G.113 (11/2007), "Transmission impairments due to speech processing",
+   Appendix I, Table I.1 (Ie values) and Table I.3 (Bpl values).
+.. [4] R. G. Cole and J. H. Rosenbluth, "Voice over IP performance monitoring",
+   ACM SIGCOMM Computer Communication Review 31(2), 2001, doi:10.1145/505666.505669.
+.. [5] G. White and D. Rice, "Active Queue Management Algorithms for DOCSIS 3.0",
+   CableLabs, 2013 (uses [4] as its VoIP MOS estimator).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from qoe.errors import InputError
+from qoe.mos import r_to_mos
+
+__all__ = [
+    "G107_DEFAULTS",
+    "DELAY_SENSITIVITY",
+    "ADVANTAGE_FACTOR",
+    "CODECS",
+    "CODECS_WB",
+    "Codec",
+    "EModelResult",
+    "SimplifiedResult",
+    "r_factor",
+    "delay_impairment",
+    "simplified_r",
+    "codec",
+]
+
+FloatArray = NDArray[np.float64]
+
+# --------------------------------------------------------------------------------------
+# Coefficient tables (immutable)
+# --------------------------------------------------------------------------------------
+
+#: G.107 (06/2015) clause 7.7, Table 3: default values of every input parameter.
+G107_DEFAULTS: Mapping[str, float] = MappingProxyType(
+    {
+        "slr": 8.0,  # send loudness rating, dB
+        "rlr": 2.0,  # receive loudness rating, dB
+        "stmr": 15.0,  # sidetone masking rating, dB
+        "lstr": 18.0,  # listener sidetone rating, dB
+        "ds": 3.0,  # D-value of telephone, send side
+        "dr": 3.0,  # D-value of telephone, receive side
+        "telr": 65.0,  # talker echo loudness rating, dB
+        "wepl": 110.0,  # weighted echo path loss, dB
+        "t": 0.0,  # mean one-way delay of the echo path, ms
+        "tr": 0.0,  # round-trip delay in a 4-wire loop, ms
+        "ta": 0.0,  # absolute (mouth-to-ear) delay, ms
+        "qdu": 1.0,  # number of quantisation distortion units
+        "ie": 0.0,  # equipment impairment factor
+        "bpl": 4.3,  # packet-loss robustness factor
+        "ppl": 0.0,  # random packet-loss probability, %
+        "burst_r": 1.0,  # burst ratio (1 = random loss)
+        "nc": -70.0,  # circuit noise referred to the 0 dBr point, dBm0p
+        "nfor": -64.0,  # noise floor at the receive side, dBmp
+        "ps": 35.0,  # room noise at the send side, dB(A)
+        "pr": 35.0,  # room noise at the receive side, dB(A)
+        "a": 0.0,  # advantage factor
+        "s_t": 1.0,  # delay sensitivity (clause 7.4)
+        "m_t": 100.0,  # minimum perceivable delay, ms (clause 7.4)
+    }
+)
+
+#: G.107 (06/2015) clause 7.4: delay-sensitivity classes, as (sT, mT) pairs.
+DELAY_SENSITIVITY: Mapping[str, tuple[float, float]] = MappingProxyType(
+    {
+        "default": (1.0, 100.0),
+        "low": (0.55, 120.0),
+        "very_low": (0.4, 150.0),
+    }
+)
+
+#: G.107 (06/2015) clause 7.6, Table 1: provisional maximum values of the advantage factor A.
+ADVANTAGE_FACTOR: Mapping[str, float] = MappingProxyType(
+    {
+        "conventional": 0.0,  # conventional (wirebound)
+        "mobility-building": 5.0,  # mobility by cellular networks in a building
+        "mobility-vehicle": 10.0,  # mobility in a geographical area or moving in a vehicle
+        "hard-to-reach": 20.0,  # access to hard-to-reach locations, e.g. multi-hop satellite
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Codec:
+    """Equipment impairment of a codec: Ie, and Bpl where one is tabulated.
+
+    Attributes
+    ----------
+    name : str
+        Preset name as accepted by ``r_factor(codec=...)``.
+    ie : float
+        Equipment impairment factor Ie (G.113 Appendix I, Table I.1).
+    bpl : float or None
+        Packet-loss robustness factor Bpl (G.113 Appendix I, Table I.3); ``None`` when
+        G.113 tabulates none, in which case a loss probability needs an explicit ``bpl``.
+    description : str
+        Codec, bit rate and (for Bpl) the packet size and concealment it was measured with.
+    """
+
+    name: str
+    ie: float
+    bpl: float | None
+    description: str
+
+
+def _codec_table(entries: list[Codec]) -> Mapping[str, Codec]:
+    return MappingProxyType({c.name.lower(): c for c in entries})
+
+
+#: Narrow-band codec presets, ITU-T G.113 (11/2007) Appendix I: Ie from Table I.1,
+#: Bpl from Table I.3 (random packet loss).
+CODECS: Mapping[str, Codec] = _codec_table(
+    [
+        Codec("G.711", 0.0, 4.3, "G.711 PCM 64 kbit/s, 10 ms packets, no PLC (Table I.1/I.3)"),
+        Codec("G.711-plc", 0.0, 25.1, "G.711 PCM 64 kbit/s, 10 ms packets, G.711 Appendix I PLC (Table I.1/I.3)"),
+        Codec("G.726-40", 2.0, None, "G.726 ADPCM 40 kbit/s (Table I.1)"),
+        Codec("G.726-32", 7.0, None, "G.726 ADPCM 32 kbit/s (Table I.1)"),
+        Codec("G.726-24", 25.0, None, "G.726 ADPCM 24 kbit/s (Table I.1)"),
+        Codec("G.726-16", 50.0, None, "G.726 ADPCM 16 kbit/s (Table I.1)"),
+        Codec("G.728-16", 7.0, None, "G.728 LD-CELP 16 kbit/s (Table I.1)"),
+        Codec("G.728-12.8", 20.0, None, "G.728 LD-CELP 12.8 kbit/s (Table I.1)"),
+        Codec("G.729", 10.0, None, "G.729 CS-ACELP 8 kbit/s (Table I.1)"),
+        Codec("G.729A+VAD", 11.0, 19.0, "G.729A CS-ACELP 8 kbit/s with VAD, 20 ms packets (Table I.1/I.3)"),
+        Codec("G.723.1-6.3", 15.0, None, "G.723.1 MP-MLQ 6.3 kbit/s (Table I.1)"),
+        Codec("G.723.1-5.3", 19.0, None, "G.723.1 ACELP 5.3 kbit/s (Table I.1)"),
+        Codec("G.723.1+VAD", 15.0, 16.1, "G.723.1 MP-MLQ 6.3 kbit/s with VAD, 30 ms packets (Table I.1/I.3)"),
+        Codec("GSM-FR", 20.0, None, "GSM 06.10 RPE-LTP full rate 13 kbit/s (Table I.1)"),
+        Codec("GSM-HR", 23.0, None, "GSM 06.20 VSELP half rate 5.6 kbit/s (Table I.1)"),
+        Codec("GSM-EFR", 5.0, 10.0, "GSM 06.60 ACELP enhanced full rate 12.2 kbit/s, 20 ms packets (Table I.1/I.3)"),
+        Codec("IS-54", 20.0, None, "IS-54 VSELP 8 kbit/s (Table I.1)"),
+        Codec("IS-641", 10.0, None, "IS-641 ACELP 7.4 kbit/s (Table I.1)"),
+        Codec("IS-96a", 21.0, None, "IS-96a QCELP 8 kbit/s (Table I.1)"),
+        Codec("IS-127", 6.0, None, "IS-127 RCELP (EVRC) 8 kbit/s (Table I.1)"),
+        Codec("PDC-FR", 24.0, None, "Japanese PDC VSELP full rate 6.7 kbit/s (Table I.1)"),
+    ]
+)
+
+#: Wide-band codec presets. G.107.1 gives no codec table of its own (it defers to G.113
+#: Appendix IV), and that table could not be checked against its text here, so none is
+#: shipped: give ``ie`` and ``bpl`` (on the wide-band scale) explicitly with ``band="wb"``.
+CODECS_WB: Mapping[str, Codec] = _codec_table([])
+
+# G.107 (06/2015) eq. (7-31): Ie,eff saturates at 95 on the narrow-band scale;
+# G.107.1 (06/2015) clause 7.5: at Ro,WB = 129 on the wide-band scale.
+_IE_CEILING = {"nb": 95.0, "wb": 129.0}
+# G.107.1 (06/2015) clause 6.2 and 7.2: Ro,WB = 129; R_WB / 1.29 is on the NB scale.
+_RO_WB = 129.0
+_WB_TO_NB = 1.29
+
+
+def codec(name: str, *, band: Literal["nb", "wb"] = "nb") -> Codec:
+    """Look up a codec preset by name (case-insensitive).
+
+    Raises
+    ------
+    InputError
+        For an unknown name; the message lists the known ones.
+    """
+    table = CODECS if band == "nb" else CODECS_WB
+    try:
+        return table[name.lower()]
+    except KeyError:
+        known = ", ".join(c.name for c in table.values()) or "none"
+        raise InputError(f"unknown {band} codec {name!r}; known codecs: {known}") from None
+
+
+# --------------------------------------------------------------------------------------
+# Results
+# --------------------------------------------------------------------------------------
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.item() if value.ndim == 0 else value.tolist()
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class EModelResult:
+    """Transmission rating R, MOS and every intermediate term of the E-model.
+
+    All numeric fields are float64 arrays of the broadcast shape of the inputs (0-d for
+    scalar inputs; ``float(res.r)`` gives a Python number).
+
+    Attributes
+    ----------
+    r : ndarray
+        Transmission rating factor R, eq. (7-1) (R_WB for ``band="wb"``).
+    mos : ndarray
+        MOS-CQE from R, Annex B (from R_WB / 1.29 for wide-band).
+    ro : ndarray
+        Basic signal-to-noise ratio Ro, eq. (7-2).
+    is_ : ndarray
+        Simultaneous impairment factor Is = Iolr + Ist + Iq, eq. (7-10).
+    iolr, ist, iq : ndarray
+        The three parts of Is, eq. (7-11), (7-13), (7-15).
+    id_ : ndarray
+        Delay impairment factor Id = Idte + Idle + Idd, eq. (7-20).
+    idte, idle, idd : ndarray
+        Talker-echo, listener-echo and absolute-delay impairments, eq. (7-21), (7-26), (7-29).
+    ie_eff : ndarray
+        Effective equipment impairment factor, eq. (7-31).
+    a : ndarray
+        Advantage factor A.
+    no : ndarray
+        Total noise power No, eq. (7-3), dBm0p.
+    band : {"nb", "wb"}
+        Which scale R is on.
+    """
+
+    r: FloatArray
+    mos: FloatArray
+    ro: FloatArray
+    is_: FloatArray
+    iolr: FloatArray
+    ist: FloatArray
+    iq: FloatArray
+    id_: FloatArray
+    idte: FloatArray
+    idle: FloatArray
+    idd: FloatArray
+    ie_eff: FloatArray
+    a: FloatArray
+    no: FloatArray
+    band: str = "nb"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Fields as plain Python values (floats, or nested lists for arrays)."""
+        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+
+@dataclass(frozen=True, slots=True)
+class SimplifiedResult:
+    """Result of :func:`simplified_r` (Cole & Rosenbluth 2001).
+
+    Attributes
+    ----------
+    r, mos, id_, ie : ndarray
+        Rating, MOS (G.107 Annex B), delay impairment and loss-dependent equipment impairment.
+    codec : str
+        ``"G.711"`` or ``"G.729A"``.
+    """
+
+    r: FloatArray
+    mos: FloatArray
+    id_: FloatArray
+    ie: FloatArray
+    codec: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """Fields as plain Python values."""
+        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+
+# --------------------------------------------------------------------------------------
+# The model
+# --------------------------------------------------------------------------------------
+
+
+def _check(name: str, value: FloatArray, *, min_value: float | None = None,
+           max_value: float | None = None, strict: bool = False) -> None:
+    if np.isnan(value).any():
+        raise InputError(f"{name} contains NaN")
+    if min_value is not None:
+        bad = value <= min_value if strict else value < min_value
+        if bad.any():
+            op = ">" if strict else ">="
+            raise InputError(f"{name} must be {op} {min_value:g}; given {name}={value[bad].flat[0]:g}")
+    if max_value is not None and (value > max_value).any():
+        raise InputError(f"{name} must be <= {max_value:g}; given {name}={value[value > max_value].flat[0]:g}")
+
+
+def _resolve(
+    params: Mapping[str, ArrayLike],
+    codec_name: str | None,
+    delay_sensitivity: str | None,
+    band: str,
+) -> dict[str, FloatArray]:
+    unknown = set(params) - set(G107_DEFAULTS)
+    if unknown:
+        raise InputError(
+            f"unknown E-model parameter(s) {sorted(unknown)}; known: {', '.join(G107_DEFAULTS)}"
+        )
+    merged: dict[str, Any] = dict(G107_DEFAULTS)
+    if band == "wb":
+        merged["bpl"] = 4.3  # same Table 3 default; Ie,WB defaults to 0 as well
+    if delay_sensitivity is not None:
+        try:
+            merged["s_t"], merged["m_t"] = DELAY_SENSITIVITY[delay_sensitivity]
+        except KeyError:
+            raise InputError(
+                f"delay_sensitivity must be one of {list(DELAY_SENSITIVITY)}; given {delay_sensitivity!r}"
+            ) from None
+    ppl_given = "ppl" in params
+    if codec_name is not None:
+        preset = codec(codec_name, band=band)  # type: ignore[arg-type]
+        merged["ie"] = preset.ie
+        if preset.bpl is not None:
+            merged["bpl"] = preset.bpl
+        elif "bpl" not in params and ppl_given and np.any(np.asarray(params["ppl"]) > 0):
+            raise InputError(
+                f"G.113 gives no Bpl for codec {preset.name!r}; pass bpl= explicitly to model packet loss"
+            )
+    merged.update(params)  # explicit keywords override the presets
+    out = {k: np.asarray(v, dtype=np.float64) for k, v in merged.items()}
+    for name in ("t", "tr", "ta", "ie", "a"):
+        _check(name, out[name], min_value=0.0)
+    _check("ppl", out["ppl"], min_value=0.0, max_value=100.0)
+    for name in ("qdu", "bpl", "burst_r", "s_t", "m_t"):
+        _check(name, out[name], min_value=0.0, strict=True)
+    for name in ("slr", "rlr", "stmr", "lstr", "ds", "dr", "telr", "wepl", "nc", "nfor", "ps", "pr"):
+        _check(name, out[name])
+    return out
+
+
+def _lg(x: FloatArray) -> FloatArray:
+    return np.log10(x)
+
+
+def r_factor(
+    *,
+    codec: str | None = None,
+    band: Literal["nb", "wb"] = "nb",
+    delay_sensitivity: Literal["default", "low", "very_low"] | None = None,
+    **params: ArrayLike,
+) -> EModelResult:
+    """Transmission rating R of the E-model, with MOS and every intermediate impairment.
+
+    Parameters
+    ----------
+    codec : str, optional
+        A preset from :data:`CODECS` (e.g. ``"G.711-plc"``, ``"G.729A+VAD"``) setting
+        ``ie`` and, where G.113 tabulates it, ``bpl``. Explicit ``ie=``/``bpl=`` override it.
+    band : {"nb", "wb"}
+        ``"nb"``: G.107 (R on the 0..100 scale). ``"wb"``: G.107.1 (Ro,WB = 129, R_WB on the
+        0..129 scale; MOS from R_WB/1.29). See Notes for what the wide-band mode computes.
+    delay_sensitivity : {"default", "low", "very_low"}, optional
+        Delay-sensitivity class of G.107 clause 7.4, setting (sT, mT) to (1, 100),
+        (0.55, 120) or (0.4, 150). Explicit ``s_t=``/``m_t=`` override it.
+    **params : array_like
+        Any G.107 Table 3 parameter by its lower-case symbol: ``slr, rlr, stmr, lstr, ds,
+        dr, telr, wepl, t, tr, ta, qdu, ie, bpl, ppl, burst_r, nc, nfor, ps, pr, a, s_t,
+        m_t`` (delays in ms, ``ppl`` in percent). Missing ones take the defaults of
+        :data:`G107_DEFAULTS`. Arrays broadcast against each other.
+
+    Returns
+    -------
+    EModelResult
+        R, MOS and all intermediates, as arrays of the broadcast shape.
+
+    Raises
+    ------
+    InputError
+        Unknown parameter or codec, NaN, negative delay, ``ppl`` outside 0..100, or a
+        non-positive ``qdu``, ``bpl``, ``burst_r``, ``s_t`` or ``m_t``.
+
+    Notes
+    -----
+    Narrow-band, G.107 (06/2015) clause 7:
+
+    * R = Ro − Is − Id − Ie,eff + A (7-1).
+    * Ro from the noise sum No of circuit noise, room noise at both sides and the receive
+      noise floor (7-2 … 7-9).
+    * Is = Iolr + Ist + Iq (7-10 … 7-19).
+    * Id = Idte + Idle + Idd (7-20 … 7-30). Idte uses TERV, replaced by TERV + Ist/2 for
+      STMR < 9 dB (7-25); for STMR > 20 dB Idte is replaced by sqrt(Idte² + Ist²); and for
+      T < 1 ms the echo is perceived as sidetone, Idte = 0. Idd = 0 for Ta ≤ mT, else
+      25·{(1 + X^(6 sT))^(1/(6 sT)) − 3·(1 + (X/3)^(6 sT))^(1/(6 sT)) + 2}, X = lg(Ta/mT)/lg 2.
+    * Ie,eff = Ie + (95 − Ie)·Ppl / (Ppl/BurstR + Bpl) (7-31).
+
+    Wide-band, G.107.1 (06/2015): R_WB = Ro,WB − Is,WB − Id,WB − Ie,eff,WB + A with
+    Ro,WB = 129 and Ie,eff,WB = Ie,WB + (129 − Ie,WB)·Ppl/(Ppl/BurstR + Bpl). Here Is,WB is
+    taken as 0 and Id,WB as the narrow-band Id of the same delays and echo parameters; the
+    Recommendation's text for those two terms could not be consulted while writing this,
+    so treat wide-band results with non-default echo/delay parameters as provisional.
+
+    References
+    ----------
+    .. [1] ITU-T G.107 (06/2015), clause 7, eq. (7-1)–(7-31), Tables 1 and 3.
+    .. [2] ITU-T G.107.1 (06/2015), clauses 6.2, 7.2 and 7.5.
+    .. [3] ITU-T G.113 (11/2007), Appendix I, Tables I.1 and I.3.
+
+    Examples
+    --------
+    All defaults (G.107 clause 7.7):
+
+    >>> res = r_factor()
+    >>> round(float(res.r), 4), round(float(res.mos), 4)
+    (93.2062, 4.4094)
+    """
+    if band not in _IE_CEILING:
+        raise InputError(f"band must be 'nb' (G.107) or 'wb' (G.107.1); given band={band!r}")
+    p = _resolve(params, codec, delay_sensitivity, band)
+
+    slr, rlr, stmr, lstr = p["slr"], p["rlr"], p["stmr"], p["lstr"]
+    ds, dr, telr, wepl = p["ds"], p["dr"], p["telr"], p["wepl"]
+    t, tr, ta = p["t"], p["tr"], p["ta"]
+    nc, nfor, ps, pr = p["nc"], p["nfor"], p["ps"], p["pr"]
+    s_t, m_t = p["s_t"], p["m_t"]
+    del dr  # Dr enters only through LSTR, which is itself an input (Table 3)
+
+    # --- 7.2 Basic signal-to-noise ratio, Ro -------------------------------------------
+    olr = slr + rlr  # (7-5)
+    nos = ps - slr - ds - 100.0 + 0.004 * (ps - olr - ds - 14.0) ** 2  # (7-4)
+    pre = pr + 10.0 * _lg(1.0 + 10.0 ** ((10.0 - lstr) / 10.0))  # (7-7)
+    nor = rlr - 121.0 + pre + 0.008 * (pre - 35.0) ** 2  # (7-6)
+    nfo = nfor + rlr  # (7-8)
+    no = 10.0 * _lg(10.0 ** (nc / 10.0) + 10.0 ** (nos / 10.0)
+                    + 10.0 ** (nor / 10.0) + 10.0 ** (nfo / 10.0))  # (7-3)
+    ro = 15.0 - 1.5 * (slr + no)  # (7-2)
+
+    # --- 7.3 Simultaneous impairment factor, Is ----------------------------------------
+    xolr = olr + 0.2 * (64.0 + no - rlr)  # (7-12)
+    iolr = 20.0 * ((1.0 + (xolr / 8.0) ** 8) ** (1.0 / 8.0) - xolr / 8.0)  # (7-11)
+    stmro = -10.0 * _lg(10.0 ** (-stmr / 10.0) + np.exp(-t / 4.0) * 10.0 ** (-telr / 10.0))  # (7-14)
+    ist = (12.0 * (1.0 + ((stmro - 13.0) / 6.0) ** 8) ** (1.0 / 8.0)
+           - 28.0 * (1.0 + ((stmro + 1.0) / 19.4) ** 35) ** (1.0 / 35.0)
+           - 13.0 * (1.0 + ((stmro - 3.0) / 33.0) ** 13) ** (1.0 / 13.0)
+           + 29.0)  # (7-13)
+    q = 37.0 - 15.0 * _lg(p["qdu"])  # (7-19)
+    g = 1.07 + 0.258 * q + 0.0602 * q**2  # (7-18)
+    z = 46.0 / 30.0 - g / 40.0  # (7-17)
+    y = (ro - 100.0) / 15.0 + 46.0 / 8.4 - g / 9.0  # (7-16)
+    iq = 15.0 * _lg(1.0 + 10.0**y + 10.0**z)  # (7-15)
+    is_ = iolr + ist + iq  # (7-10)
+
+    # --- 7.4 Delay impairment factor, Id -----------------------------------------------
+    # Talker echo, (7-21)-(7-25).
+    roe = -1.5 * (no - rlr)  # (7-22)
+    terv = telr - 40.0 * _lg((1.0 + t / 10.0) / (1.0 + t / 150.0)) + 6.0 * np.exp(-0.3 * t**2)  # (7-24)
+    if np.any(stmr < 9.0):
+        terv = np.where(stmr < 9.0, terv + ist / 2.0, terv)  # (7-25): TERVs for STMR < 9 dB
+    re = 80.0 + 2.5 * (terv - 14.0)  # (7-23)
+    idte = ((roe - re) / 2.0 + np.sqrt((roe - re) ** 2 / 4.0 + 100.0) - 1.0) * (1.0 - np.exp(-t))  # (7-21)
+    if np.any(stmr > 20.0):
+        idte = np.where(stmr > 20.0, np.sqrt(idte**2 + ist**2), idte)  # Idtes for STMR > 20 dB
+    idte = np.where(t < 1.0, 0.0, idte)  # T < 1 ms: echo is perceived as sidetone, Idte = 0
+    # Listener echo, (7-26)-(7-27).
+    rle = 10.5 * (wepl + 7.0) * (tr + 1.0) ** -0.25  # (7-27)
+    idle = (ro - rle) / 2.0 + np.sqrt((ro - rle) ** 2 / 4.0 + 169.0)  # (7-26)
+    # Absolute delay, (7-28)-(7-30). X = 0 for Ta <= mT makes (7-29) exactly 0 = (7-28).
+    x = np.log2(np.maximum(ta, m_t) / m_t)  # (7-30)
+    e = 6.0 * s_t
+    idd = 25.0 * ((1.0 + x**e) ** (1.0 / e) - 3.0 * (1.0 + (x / 3.0) ** e) ** (1.0 / e) + 2.0)  # (7-29)
+    id_ = idte + idle + idd  # (7-20)
+
+    # --- 7.5 Effective equipment impairment factor, Ie,eff -----------------------------
+    ie, ppl = p["ie"], p["ppl"]
+    ie_eff = ie + (_IE_CEILING[band] - ie) * ppl / (ppl / p["burst_r"] + p["bpl"])  # (7-31)
+
+    a = p["a"]
+    if band == "wb":
+        ro = np.full_like(ro, _RO_WB)  # G.107.1 clause 7.2
+        is_ = np.zeros_like(is_)
+        r = ro - id_ - ie_eff + a  # G.107.1 eq. (7-1) with Is,WB = 0 (see Notes)
+        mos = r_to_mos(r / _WB_TO_NB)  # G.107.1 clause 6.2
+    else:
+        r = ro - is_ - id_ - ie_eff + a  # (7-1)
+        mos = r_to_mos(r)  # Annex B
+
+    fields = dict(r=r, mos=mos, ro=ro, is_=is_, iolr=iolr, ist=ist, iq=iq, id_=id_, idte=idte,
+                  idle=idle, idd=idd, ie_eff=ie_eff, a=a, no=no)
+    shape = np.broadcast_shapes(*(v.shape for v in fields.values()))
+    return EModelResult(**{k: np.broadcast_to(v, shape) for k, v in fields.items()}, band=band)
+
+
+def delay_impairment(
+    one_way_ms: ArrayLike,
+    *,
+    t: ArrayLike | None = None,
+    tr: ArrayLike | None = None,
+    **params: ArrayLike,
+) -> FloatArray:
+    """The E-model delay impairment Id of a mouth-to-ear delay (the seed paper's z2).
+
+    Parameters
+    ----------
+    one_way_ms : array_like
+        Absolute one-way (mouth-to-ear) delay Ta in ms.
+    t : array_like, optional
+        Mean one-way delay of the echo path T; defaults to ``one_way_ms``.
+    tr : array_like, optional
+        Round-trip delay of the 4-wire loop Tr; defaults to ``2 * one_way_ms``.
+    **params : array_like
+        Other G.107 parameters (e.g. ``telr``, ``wepl``, ``s_t``, ``m_t``), defaults otherwise.
+
+    Returns
+    -------
+    numpy.ndarray
+        Id = Idte + Idle + Idd, G.107 (06/2015) eq. (7-20).
+
+    Notes
+    -----
+    Pujol et al. (IMC 2014) §7.1 subtract this from the PESQ score mapped to R:
+    z = max(0, z1 − z2) with z2 = Id. With the G.107 default echo parameters (TELR 65 dB,
+    WEPL 110 dB) Idte and Idle are small and Id is dominated by Idd beyond mT = 100 ms.
+
+    References
+    ----------
+    .. [1] ITU-T G.107 (06/2015), clause 7.4.
+    .. [2] Pujol et al., "A QoE Perspective on Sizing Network Buffers", IMC 2014, §7.1.
+
+    Examples
+    --------
+    >>> round(float(delay_impairment(0.0)), 4)   # Idle of the default parameters only
+    0.149
+    """
+    d = np.asarray(one_way_ms, dtype=np.float64)
+    t = d if t is None else t
+    tr = 2.0 * d if tr is None else tr
+    return r_factor(ta=d, t=t, tr=tr, **params).id_
+
+
+# Cole & Rosenbluth (2001), §3: R = 94.2 - Id - Ie with a fixed default R of 94.2, the
+# delay knee at 177.3 ms, and Ie = g1 + g2 ln(1 + g3 e) fitted per codec (their Table 2).
+_CR_R0 = 94.2
+_CR_IE = {
+    "G.711": (0.0, 30.0, 15.0),  # G.711 with PLC
+    "G.729A": (11.0, 40.0, 10.0),  # G.729A
+}
+
+
+def simplified_r(
+    one_way_ms: ArrayLike,
+    loss: ArrayLike = 0.0,
+    *,
+    codec: Literal["G.711", "G.729A"] = "G.711",
+) -> SimplifiedResult:
+    """Simplified E-model of Cole & Rosenbluth (2001), as used by the CableLabs AQM study.
+
+    Parameters
+    ----------
+    one_way_ms : array_like
+        Mouth-to-ear delay d in ms (network + jitter buffer + packetisation).
+    loss : array_like
+        Total packet-loss *fraction* e in [0, 1] (network loss plus late loss in the jitter
+        buffer), not a percentage.
+    codec : {"G.711", "G.729A"}
+        Which fitted loss curve to use.
+
+    Returns
+    -------
+    SimplifiedResult
+        R = 94.2 − Id − Ie, with Id = 0.024 d + 0.11 (d − 177.3) H(d − 177.3) and
+        Ie = 0 + 30 ln(1 + 15 e) (G.711) or 11 + 40 ln(1 + 10 e) (G.729A); MOS by G.107 Annex B.
+
+    Notes
+    -----
+    This is *not* G.107: it is a linear/log fit of the full model at default parameters,
+    convenient where only delay and loss are known. Use :func:`r_factor` for the standard.
+
+    References
+    ----------
+    .. [1] R. G. Cole and J. H. Rosenbluth, "Voice over IP performance monitoring",
+       ACM SIGCOMM CCR 31(2), 2001, §3 and Table 2.
+    .. [2] G. White and D. Rice, "Active Queue Management Algorithms for DOCSIS 3.0",
+       CableLabs, 2013.
+
+    Examples
+    --------
+    >>> round(float(simplified_r(150.0).r), 2)
+    90.6
+    """
+    try:
+        g1, g2, g3 = _CR_IE[codec]
+    except KeyError:
+        raise InputError(f"codec must be one of {list(_CR_IE)}; given codec={codec!r}") from None
+    d = np.asarray(one_way_ms, dtype=np.float64)
+    e = np.asarray(loss, dtype=np.float64)
+    _check("one_way_ms", d, min_value=0.0)
+    _check("loss", e, min_value=0.0, max_value=1.0)
+    id_ = 0.024 * d + 0.11 * (d - 177.3) * np.heaviside(d - 177.3, 0.0)  # Cole & Rosenbluth eq. (3)
+    ie = g1 + g2 * np.log1p(g3 * e)  # Cole & Rosenbluth Table 2
+    r = _CR_R0 - id_ - ie
+    shape = np.broadcast_shapes(r.shape, id_.shape, ie.shape)
+    b = lambda v: np.broadcast_to(v, shape)  # noqa: E731
+    return SimplifiedResult(r=b(r), mos=b(r_to_mos(r)), id_=b(id_), ie=b(ie), codec=codec)

@@ -1,0 +1,96 @@
+"""The `qoe` command: version, help, emodel, web g1030, demo, and its error policy."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+import qoe
+from qoe_cli.main import cli
+
+
+@pytest.fixture
+def run():
+    runner = CliRunner()
+
+    def _run(*args):
+        return runner.invoke(cli, list(args), catch_exceptions=False)
+
+    return _run
+
+
+def test_version(run):
+    res = run("--version")
+    assert res.exit_code == 0
+    assert qoe.__version__ in res.output
+
+
+def test_help_lists_commands(run):
+    res = run("--help")
+    assert res.exit_code == 0
+    for name in ("emodel", "web", "demo"):
+        assert name in res.output
+
+
+def test_emodel_defaults(run):
+    res = run("emodel")
+    assert res.exit_code == 0
+    assert "93.2062" in res.output and "4.4094" in res.output
+
+
+def test_emodel_json_with_options(run):
+    res = run("emodel", "--delay-ms", "300", "--delay-sensitivity", "low", "--format", "json")
+    assert res.exit_code == 0
+    out = json.loads(res.output)
+    assert out["r"] == pytest.approx(77.3328, abs=5e-5)  # DESIGN.md facts, T = Ta = 300, Tr = 600
+
+
+def test_emodel_codec_loss_burst(run):
+    res = run("emodel", "--codec", "G.711-plc", "--loss-pct", "2", "--burst-ratio", "1", "--format", "json")
+    assert json.loads(res.output)["ie_eff"] == pytest.approx(95 * 2 / 27.1, abs=1e-9)
+
+
+def test_emodel_param_overrides(run):
+    res = run("emodel", "--param", "a=10", "--format", "json")
+    assert json.loads(res.output)["r"] == pytest.approx(103.2062, abs=5e-5)
+
+
+def test_emodel_csv_to_file(run, tmp_path):
+    out = tmp_path / "r.csv"
+    res = run("emodel", "--format", "csv", "-o", str(out))
+    assert res.exit_code == 0 and res.output == ""
+    header, row = out.read_text().splitlines()
+    assert header.startswith("r,mos,") and row.startswith("93.2062")
+
+
+def test_web_g1030(run):
+    res = run("web", "g1030", "0.85", "6", "--preset", "backbone", "--format", "json")
+    assert res.exit_code == 0
+    assert [r["mos"] for r in json.loads(res.output)] == [5.0, 1.0]
+
+
+def test_demo_runs_on_bundled_data(run, data_dir):
+    res = run("demo", str(data_dir))
+    assert res.exit_code == 0
+    assert "E-model" in res.output and "G.1030" in res.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("emodel", "--codec", "nope"), "unknown nb codec 'nope'"),
+        (("emodel", "--param", "telr"), "--param expects NAME=VALUE"),
+        (("emodel", "--param", "telr=abc"), "value must be a number"),
+        (("emodel", "--delay-ms", "-5"), "must be >= 0"),
+        (("web", "g1030", "--", "-1"), "must be >= 0"),
+        (("demo", "/nonexistent/qoe-data"), "not a directory"),
+    ],
+)
+def test_errors_are_one_line_exit_2(args, message):
+    res = CliRunner().invoke(cli, list(args))
+    assert res.exit_code == 2, res.output
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("qoe: error:") and message in lines[0]
+    assert "Traceback" not in res.output

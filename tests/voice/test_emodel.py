@@ -1,0 +1,244 @@
+"""E-model (G.107 / G.107.1) and the simplified Cole & Rosenbluth estimator.
+
+Reference values: the G.107 default case (clause 7.7, R = 93.2) with its intermediates,
+the delay-sensitivity example listed in the project's DESIGN.md (T = Ta = 300 ms,
+Tr = 600 ms), and single terms worked by hand below with ``math`` from the equations.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from qoe.errors import InputError
+from qoe.mos import r_to_mos
+from qoe.voice import emodel as em
+
+# Published figures are given to 4 decimals; half a unit in the last place.
+PUBLISHED = 5e-5
+
+
+def test_default_case_matches_g107():
+    # G.107 (06/2015) clause 7.7 / Table 3: all defaults give R = 93.2.
+    res = em.r_factor()
+    assert float(res.r) == pytest.approx(93.2062, abs=PUBLISHED)
+    assert float(res.ro) == pytest.approx(94.7688, abs=PUBLISHED)
+    assert float(res.is_) == pytest.approx(1.4136, abs=PUBLISHED)
+    assert float(res.iolr) == pytest.approx(0.4402, abs=PUBLISHED)
+    assert float(res.ist) == pytest.approx(-0.0007, abs=PUBLISHED)
+    assert float(res.iq) == pytest.approx(0.9741, abs=PUBLISHED)
+    assert float(res.idle) == pytest.approx(0.1490, abs=PUBLISHED)
+    assert float(res.idte) == 0.0 and float(res.idd) == 0.0 and float(res.ie_eff) == 0.0
+    assert float(res.mos) == pytest.approx(4.4094, abs=PUBLISHED)
+
+
+@pytest.mark.parametrize(
+    ("cls", "expected"),
+    [("low", 77.3328), ("very_low", 81.2485)],  # DESIGN.md facts (G.107 §7.4 classes)
+)
+def test_delay_sensitivity_classes(cls, expected):
+    res = em.r_factor(t=300, ta=300, tr=600, delay_sensitivity=cls)
+    assert float(res.r) == pytest.approx(expected, abs=PUBLISHED)
+    s_t, m_t = em.DELAY_SENSITIVITY[cls]
+    same = em.r_factor(t=300, ta=300, tr=600, s_t=s_t, m_t=m_t)
+    assert float(same.r) == float(res.r)
+
+
+def _idd_by_hand(ta: float, s_t: float = 1.0, m_t: float = 100.0) -> float:
+    # G.107 eq. (7-28)-(7-30), written out independently.
+    if ta <= m_t:
+        return 0.0
+    x = math.log(ta / m_t) / math.log(2)
+    e = 6 * s_t
+    return 25 * ((1 + x**e) ** (1 / e) - 3 * (1 + (x / 3) ** e) ** (1 / e) + 2)
+
+
+@pytest.mark.parametrize("ta", [0.0, 100.0, 150.0, 200.0, 400.0, 3167.0])
+@pytest.mark.parametrize("cls", ["default", "low", "very_low"])
+def test_idd_matches_equation(ta, cls):
+    s_t, m_t = em.DELAY_SENSITIVITY[cls]
+    res = em.r_factor(ta=ta, delay_sensitivity=cls)
+    assert float(res.idd) == pytest.approx(_idd_by_hand(ta, s_t, m_t), abs=1e-12)
+
+
+def test_idd_exponent_is_six_times_st():
+    # A known slip of public implementations is the exponent 6·sT; with sT = 0.55 at
+    # Ta = 400 ms the two readings differ by several R points.
+    res = em.r_factor(ta=400, s_t=0.55, m_t=120)
+    wrong = _idd_by_hand(400, s_t=0.55 / 6, m_t=120)  # exponent sT instead of 6 sT
+    assert abs(float(res.idd) - wrong) > 1.0
+    assert float(res.idd) == pytest.approx(_idd_by_hand(400, 0.55, 120), abs=1e-12)
+
+
+def test_ie_eff_with_burst_ratio():
+    # eq. (7-31) by hand: Ie + (95 - Ie) Ppl / (Ppl/BurstR + Bpl).
+    res = em.r_factor(codec="G.711-plc", ppl=2.0, burst_r=1.0)
+    assert float(res.ie_eff) == pytest.approx(95 * 2 / (2 + 25.1), abs=1e-12)
+    bursty = em.r_factor(codec="G.711-plc", ppl=2.0, burst_r=3.0)
+    assert float(bursty.ie_eff) == pytest.approx(95 * 2 / (2 / 3 + 25.1), abs=1e-12)
+    g729 = em.r_factor(codec="G.729A+VAD", ppl=5.0)
+    assert float(g729.ie_eff) == pytest.approx(11 + 84 * 5 / (5 + 19.0), abs=1e-12)
+
+
+def test_codec_presets_g113():
+    # G.113 Appendix I Tables I.1 / I.3 (spot checks).
+    assert (em.codec("g.711").ie, em.codec("G.711").bpl) == (0.0, 4.3)
+    assert em.codec("G.711-plc").bpl == 25.1
+    assert (em.codec("G.729A+VAD").ie, em.codec("G.729A+VAD").bpl) == (11.0, 19.0)
+    assert (em.codec("G.723.1+VAD").ie, em.codec("G.723.1+VAD").bpl) == (15.0, 16.1)
+    assert (em.codec("GSM-EFR").ie, em.codec("GSM-EFR").bpl) == (5.0, 10.0)
+    assert em.codec("G.726-32").ie == 7.0 and em.codec("G.728-16").ie == 7.0
+    assert em.codec("GSM-FR").ie == 20.0 and em.codec("GSM-HR").ie == 23.0
+
+
+def test_explicit_parameters_override_codec():
+    res = em.r_factor(codec="G.729A+VAD", ie=3.0)
+    assert float(res.ie_eff) == 3.0
+
+
+def test_t_below_one_ms_means_no_talker_echo():
+    # G.107 clause 7.4: for T < 1 ms talker echo is perceived as sidetone, Idte = 0.
+    assert float(em.r_factor(t=0.9, telr=20).idte) == 0.0
+    assert float(em.r_factor(t=1.0, telr=20).idte) > 0.0
+
+
+def _idte_by_hand(t: float, telr: float, stmr: float = 15.0) -> float:
+    base = em.r_factor(t=t, telr=telr, stmr=stmr)  # for No and Ist only
+    no, ist = float(base.no), float(base.ist)
+    roe = -1.5 * (no - 2.0)  # eq. (7-22), RLR = 2
+    terv = telr - 40 * math.log10((1 + t / 10) / (1 + t / 150)) + 6 * math.exp(-0.3 * t * t)  # (7-24)
+    if stmr < 9:
+        terv += ist / 2  # (7-25)
+    re = 80 + 2.5 * (terv - 14)  # (7-23)
+    idte = ((roe - re) / 2 + math.sqrt((roe - re) ** 2 / 4 + 100) - 1) * (1 - math.exp(-t))  # (7-21)
+    if stmr > 20:
+        idte = math.sqrt(idte**2 + ist**2)
+    return idte
+
+
+@pytest.mark.parametrize("stmr", [5.0, 15.0, 25.0])
+@pytest.mark.parametrize("t", [20.0, 150.0])
+def test_idte_matches_equation(t, stmr):
+    res = em.r_factor(t=t, telr=40, stmr=stmr)
+    assert float(res.idte) == pytest.approx(_idte_by_hand(t, 40, stmr), abs=1e-9)
+
+
+def test_r_is_sum_of_terms():
+    res = em.r_factor(t=120, ta=150, tr=240, ppl=1.5, codec="G.711-plc", a=5, qdu=2, nc=-60)
+    recomposed = res.ro - res.is_ - res.id_ - res.ie_eff + res.a
+    assert float(res.r) == pytest.approx(float(recomposed), abs=1e-12)
+    assert float(res.mos) == pytest.approx(float(r_to_mos(res.r)), abs=1e-12)
+
+
+def test_broadcasting_grid():
+    d = np.arange(0, 1000, 50.0)[:, None]
+    loss = np.linspace(0, 5, 11)
+    res = em.r_factor(ta=d, t=d, tr=2 * d, ppl=loss, codec="G.711-plc")
+    assert res.r.shape == (20, 11)
+    assert res.ro.shape == (20, 11) and res.idd.shape == (20, 11)
+    # each cell equals the scalar call
+    i, j = 7, 4
+    one = em.r_factor(ta=d[i, 0], t=d[i, 0], tr=2 * d[i, 0], ppl=loss[j], codec="G.711-plc")
+    assert res.r[i, j] == pytest.approx(float(one.r), abs=1e-12)
+
+
+def test_million_point_grid_is_one_call():
+    d = np.linspace(0, 1000, 1000)[:, None]
+    loss = np.linspace(0, 20, 1000)
+    res = em.r_factor(ta=d, t=d, tr=2 * d, ppl=loss, codec="G.711-plc")
+    assert res.r.shape == (1000, 1000)
+    assert np.isfinite(res.r).all()
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.floats(0, 3000), st.floats(0, 3000), st.floats(0, 20), st.floats(0, 20))
+def test_more_delay_or_loss_never_helps(d1, d2, p1, p2):
+    lo_d, hi_d = sorted((d1, d2))
+    lo_p, hi_p = sorted((p1, p2))
+    a = em.r_factor(ta=lo_d, ppl=lo_p, codec="G.711-plc")
+    b = em.r_factor(ta=hi_d, ppl=hi_p, codec="G.711-plc")
+    assert float(b.r) <= float(a.r) + 1e-9
+
+
+def test_to_dict_is_plain():
+    d = em.r_factor().to_dict()
+    assert isinstance(d["r"], float) and d["band"] == "nb"
+    grid = em.r_factor(ta=[0, 200]).to_dict()
+    assert isinstance(grid["r"], list) and len(grid["r"]) == 2
+
+
+def test_wideband_scale():
+    # G.107.1: Ro,WB = 129; MOS from R_WB / 1.29.
+    res = em.r_factor(band="wb")
+    assert float(res.ro) == 129.0
+    assert float(res.r) == pytest.approx(129.0 - float(res.id_), abs=1e-12)
+    assert float(res.mos) == pytest.approx(float(r_to_mos(float(res.r) / 1.29)), abs=1e-12)
+    lossy = em.r_factor(band="wb", ie=10, bpl=20, ppl=3)
+    assert float(lossy.ie_eff) == pytest.approx(10 + 119 * 3 / (3 + 20), abs=1e-12)
+
+
+def test_delay_impairment_is_id():
+    d = np.array([0.0, 100.0, 177.3, 400.0, 3000.0])
+    z2 = em.delay_impairment(d)
+    full = em.r_factor(ta=d, t=d, tr=2 * d).id_
+    assert np.array_equal(z2, full)
+    assert float(z2[0]) == pytest.approx(0.1490, abs=PUBLISHED)
+    assert np.all(np.diff(z2) > 0)
+
+
+@pytest.mark.parametrize(
+    ("d", "e", "codec", "expected"),
+    [
+        # Cole & Rosenbluth (2001): R = 94.2 - Id - Ie, worked by hand.
+        (150.0, 0.0, "G.711", 94.2 - 0.024 * 150),
+        (200.0, 0.0, "G.711", 94.2 - 0.024 * 200 - 0.11 * (200 - 177.3)),
+        (100.0, 0.02, "G.711", 94.2 - 2.4 - 30 * math.log(1 + 15 * 0.02)),
+        (100.0, 0.01, "G.729A", 94.2 - 2.4 - 11 - 40 * math.log(1 + 10 * 0.01)),
+    ],
+)
+def test_simplified_estimator(d, e, codec, expected):
+    res = em.simplified_r(d, e, codec=codec)
+    assert float(res.r) == pytest.approx(expected, abs=1e-12)
+    assert float(res.mos) == pytest.approx(float(r_to_mos(expected)), abs=1e-12)
+
+
+def test_simplified_knee_at_177_3():
+    below = em.simplified_r([176.3, 177.3]).id_
+    above = em.simplified_r([177.3, 178.3]).id_
+    assert np.diff(below)[0] == pytest.approx(0.024)
+    assert np.diff(above)[0] == pytest.approx(0.134)
+
+
+# -- bad input -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"foo": 1}, "unknown E-model parameter"),
+        ({"codec": "G.999"}, "unknown nb codec 'G.999'"),
+        ({"ta": -1}, "ta must be >= 0"),
+        ({"ppl": 101}, "ppl must be <= 100"),
+        ({"ppl": float("nan")}, "ppl contains NaN"),
+        ({"bpl": 0}, "bpl must be > 0"),
+        ({"burst_r": 0}, "burst_r must be > 0"),
+        ({"band": "fb"}, "band must be"),
+        ({"delay_sensitivity": "extreme"}, "delay_sensitivity must be one of"),
+        ({"codec": "G.729", "ppl": 1}, "no Bpl for codec 'G.729'"),
+        ({"codec": "G.722", "band": "wb"}, "unknown wb codec"),
+    ],
+)
+def test_bad_input(kwargs, match):
+    with pytest.raises(InputError, match=match):
+        em.r_factor(**kwargs)
+
+
+def test_simplified_bad_input():
+    with pytest.raises(InputError, match="loss must be <= 1"):
+        em.simplified_r(100, 5.0)  # a percentage where a fraction is expected
+    with pytest.raises(InputError, match="codec must be one of"):
+        em.simplified_r(100, 0.0, codec="G.723")  # type: ignore[arg-type]
