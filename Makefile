@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: demo test bench system-deps clean
+.PHONY: demo test bench bench-short system-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,8 +32,12 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-test system-deps
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# Speed and accuracy against the reference tools; each script prints its own table.
 bench: $(VENV)/.installed-test system-deps
 	$(BIN)/python benchmarks/run_all.py
+
+bench-short: $(VENV)/.installed-test system-deps
+	$(BIN)/python benchmarks/run_all.py --short
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info cli/*.egg-info .pytest_cache
