@@ -8,7 +8,25 @@ from collections.abc import Iterator
 import numpy as np
 
 from qoe.capture._decode import IPPROTO_UDP, Decoder
-from qoe.capture._files import PathOrFile, probe, records
+from qoe.capture._files import PathOrFile, RawChunk, probe, raw_chunks
+from qoe.capture._linktypes import (
+    AF_INET,
+    ETHER_MAX_LENGTH,
+    ETHERTYPE_IPV4,
+    ETHERTYPE_IPV6,
+    ETHERTYPE_PPPOE_SESSION,
+    LINKTYPE_ETHERNET,
+    LINKTYPE_IPV4,
+    LINKTYPE_IPV6,
+    LINKTYPE_LINUX_SLL,
+    LINKTYPE_LINUX_SLL2,
+    LINKTYPE_LOOP,
+    LINKTYPE_NULL,
+    LINKTYPE_RAW,
+    LINKTYPE_RAW_DLT12,
+    LINKTYPE_RAW_DLT14,
+    VLAN_TPIDS,
+)
 from qoe.capture._types import UdpBatch
 from qoe.errors import InputError
 
@@ -77,63 +95,244 @@ def read_udp_batches(path: PathOrFile, *, batch_size: int = 65536) -> Iterator[U
     return _iter_batches(path, batch_size)
 
 
-class _Columns:
-    """Growing columns of one batch."""
+class _Piece:
+    """Datagrams of one chunk (or a remainder), columns plus their payload bytes."""
 
-    def __init__(self) -> None:
-        self.index: list[int] = []
-        self.ts: list[int] = []
-        self.src: list[int] = []
-        self.dst: list[int] = []
-        self.sport: list[int] = []
-        self.dport: list[int] = []
-        self.payloads: list[bytes] = []
-        self.iface: list[int] = []
-        self.wire: list[int] = []
+    __slots__ = ("index", "ts", "src", "dst", "sport", "dport", "iface", "wire", "lens", "payload")
+
+    def __init__(self, index, ts, src, dst, sport, dport, iface, wire, lens, payload):  # type: ignore[no-untyped-def]
+        self.index = index
+        self.ts = ts
+        self.src = src
+        self.dst = dst
+        self.sport = sport
+        self.dport = dport
+        self.iface = iface
+        self.wire = wire
+        self.lens = lens
+        self.payload = payload  # bytes
 
     def __len__(self) -> int:
-        return len(self.index)
+        return int(self.index.shape[0])
 
-    def build(self, book: AddressBook) -> UdpBatch:
-        lens = np.fromiter((len(p) for p in self.payloads), dtype=np.int64, count=len(self.payloads))
-        offsets = np.zeros(len(lens) + 1, dtype=np.int64)
-        np.cumsum(lens, out=offsets[1:])
-        payload = np.frombuffer(b"".join(self.payloads), dtype=np.uint8)
-        return UdpBatch(
-            index=np.asarray(self.index, dtype=np.int64),
-            ts_ns=np.asarray(self.ts, dtype=np.int64),
-            src=np.asarray(self.src, dtype=np.int32),
-            dst=np.asarray(self.dst, dtype=np.int32),
-            sport=np.asarray(self.sport, dtype=np.uint16),
-            dport=np.asarray(self.dport, dtype=np.uint16),
-            payload=payload,
-            offsets=offsets,
-            interface=np.asarray(self.iface, dtype=np.int32),
-            wire_len=np.asarray(self.wire, dtype=np.int64),
-            addresses=book.snapshot(),
-        )
+
+_COLS = ("index", "ts", "src", "dst", "sport", "dport", "iface", "wire", "lens")
+
+
+def _concat(pieces: list[_Piece]) -> _Piece:
+    if len(pieces) == 1:
+        return pieces[0]
+    cols = [np.concatenate([getattr(p, c) for p in pieces]) for c in _COLS]
+    return _Piece(*cols, b"".join(p.payload for p in pieces))
+
+
+def _split(p: _Piece, k: int) -> tuple[_Piece, _Piece]:
+    nbytes = int(p.lens[:k].sum())
+    head = _Piece(*(getattr(p, c)[:k] for c in _COLS), p.payload[:nbytes])
+    tail = _Piece(*(getattr(p, c)[k:] for c in _COLS), p.payload[nbytes:])
+    return head, tail
+
+
+def _to_batch(p: _Piece, book: AddressBook) -> UdpBatch:
+    offsets = np.zeros(len(p) + 1, dtype=np.int64)
+    np.cumsum(p.lens, out=offsets[1:])
+    return UdpBatch(
+        index=p.index.astype(np.int64, copy=False),
+        ts_ns=p.ts.astype(np.int64, copy=False),
+        src=p.src.astype(np.int32, copy=False),
+        dst=p.dst.astype(np.int32, copy=False),
+        sport=p.sport.astype(np.uint16, copy=False),
+        dport=p.dport.astype(np.uint16, copy=False),
+        payload=np.frombuffer(p.payload, dtype=np.uint8),
+        offsets=offsets,
+        interface=p.iface.astype(np.int32, copy=False),
+        wire_len=p.wire.astype(np.int64, copy=False),
+        addresses=book.snapshot(),
+    )
+
+
+class _Extractor:
+    """Columns of the UDP datagrams in a :class:`RawChunk`.
+
+    Rows whose layout is the common one — a link header of fixed length announcing IPv4
+    (Ethernet II type 0x0800, SLL/SLL2 protocol 0x0800, raw IP, NULL/LOOP AF_INET), an IPv4
+    header without options (IHL 5, RFC 791 §3.1), not a fragment (MF = 0, offset 0),
+    protocol 17 — are decoded with NumPy. Rows that are certainly not UDP (IPv4 of another
+    protocol, non-IP EtherTypes) are dropped the same way. The rest (VLAN tags, IPv6,
+    fragments, IP options, …) go through the per-packet :class:`Decoder`, which keeps the
+    reassembly state, so the result is the same as ``read_packets(..., ("udp",))``.
+    """
+
+    def __init__(self) -> None:
+        self.decoder = Decoder(frozenset({IPPROTO_UDP}))
+        self.book = AddressBook()
+        self._v4: dict[int, int] = {}  # IPv4 address as int -> code
+
+    def _v4codes(self, values: np.ndarray) -> np.ndarray:
+        uniq, inv = np.unique(values, return_inverse=True)
+        cache = self._v4
+        codes = np.empty(len(uniq), dtype=np.int32)
+        for j, v in enumerate(uniq.tolist()):
+            c = cache.get(v)
+            if c is None:
+                c = cache[v] = self.book.code(self.decoder.addr(v.to_bytes(4, "big")))
+            codes[j] = c
+        return codes[inv.reshape(-1)]
+
+    def extract(self, ch: RawChunk) -> _Piece | None:
+        k = len(ch)
+        buf = ch.buf
+        u8 = np.frombuffer(buf, dtype=np.uint8)
+        last = len(u8) - 1
+        off = ch.data_off
+        cap = ch.caplen
+        lt = ch.linktype
+
+        def byte_at(rel: np.ndarray | int) -> np.ndarray:
+            return u8[np.minimum(off + rel, last)].astype(np.int64)
+
+        # Link layer → offset of an IPv4 header (-1: not the simple case), and rows known
+        # not to carry IP at all.
+        l3 = np.full(k, -1, dtype=np.int64)
+        not_ip = np.zeros(k, dtype=bool)
+        lts = [lt] if isinstance(lt, int) else np.unique(lt).tolist()
+        for t in lts:
+            sel = np.ones(k, dtype=bool) if isinstance(lt, int) else (lt == t)
+            if t in _ETHERTYPE_AT:
+                # Where the EtherType / protocol field sits, and the link header length.
+                at, hl = _ETHERTYPE_AT[t]
+                et = byte_at(at) << 8 | byte_at(at + 1)
+                ok = sel & (cap >= hl)
+                l3 = np.where(ok & (et == ETHERTYPE_IPV4), hl, l3)
+                maybe_ip = np.isin(et, _MAYBE_IP_ETHERTYPES)
+                if t == LINKTYPE_ETHERNET:
+                    maybe_ip |= et <= ETHER_MAX_LENGTH  # 802.3 length: LLC/SNAP may carry IP
+                not_ip |= sel & ~(ok & maybe_ip)
+            elif t in _RAW_TYPES:
+                v = byte_at(0) >> 4
+                good = np.ones(k, dtype=bool) if t == LINKTYPE_IPV4 else (v == 4)
+                if t != LINKTYPE_IPV6:
+                    l3 = np.where(sel & good & (cap > 0), 0, l3)
+                if t not in (LINKTYPE_IPV4, LINKTYPE_IPV6):
+                    not_ip |= sel & ((cap == 0) | ((v != 4) & (v != 6)))
+            elif t == LINKTYPE_NULL or t == LINKTYPE_LOOP:
+                b0, b1, b2, b3 = (byte_at(i) for i in range(4))
+                be = b0 << 24 | b1 << 16 | b2 << 8 | b3
+                le = b3 << 24 | b2 << 16 | b1 << 8 | b0
+                af = be if t == LINKTYPE_LOOP else np.where(le > 0xFFFF, be, le)
+                l3 = np.where(sel & (cap >= 4) & (af == AF_INET), 4, l3)
+        # IPv4 + UDP headers (28 bytes) of every row, gathered at once.
+        base = off + np.maximum(l3, 0)
+        g = u8[np.minimum(base[:, None] + _ARANGE28, last)].astype(np.int64)
+        total = g[:, 2] << 8 | g[:, 3]
+        simple = (l3 >= 0) & (cap >= l3 + 28) & (g[:, 0] == 0x45) & (((g[:, 6] << 8 | g[:, 7]) & 0x3FFF) == 0)
+        proto = g[:, 9]
+        fast = simple & (proto == IPPROTO_UDP) & (total >= 28)
+        slow = ~(fast | (simple & (proto != IPPROTO_UDP)) | not_ip)
+
+        fi = np.flatnonzero(fast)
+        pieces: list[_Piece] = []
+        if len(fi):
+            gf = g[fi]
+            capf = cap[fi]
+            l3f = l3[fi]
+            ip_end = np.minimum(l3f + total[fi], capf)
+            ulen = gf[:, 24] << 8 | gf[:, 25]
+            pend = np.where(ulen >= 8, np.minimum(l3f + 20 + ulen, ip_end), ip_end)
+            starts = off[fi] + l3f + 28
+            ends = off[fi] + pend
+            src = gf[:, 12] << 24 | gf[:, 13] << 16 | gf[:, 14] << 8 | gf[:, 15]
+            dst = gf[:, 16] << 24 | gf[:, 17] << 16 | gf[:, 18] << 8 | gf[:, 19]
+            codes = self._v4codes(np.concatenate([src, dst]))
+            m = len(fi)
+            mv = memoryview(buf)
+            payload = b"".join([mv[a:b] for a, b in zip(starts.tolist(), ends.tolist())])
+            pieces.append(
+                _Piece(
+                    fi + ch.index0,
+                    ch.ts_ns[fi],
+                    codes[:m],
+                    codes[m:],
+                    gf[:, 20] << 8 | gf[:, 21],
+                    gf[:, 22] << 8 | gf[:, 23],
+                    ch.iface[fi],
+                    ch.wire[fi],
+                    ends - starts,
+                    payload,
+                )
+            )
+        si = np.flatnonzero(slow)
+        if len(si):
+            decode = self.decoder.decode
+            code = self.book.code
+            rows = []
+            for r in si.tolist():
+                o = int(off[r])
+                t = lt if isinstance(lt, int) else int(lt[r])
+                p = decode(r + ch.index0, int(ch.ts_ns[r]), int(ch.iface[r]), t, int(ch.wire[r]), buf[o : o + int(cap[r])])
+                if p is not None:
+                    rows.append(p)
+            if rows:
+                pieces.append(
+                    _Piece(
+                        np.array([p.index for p in rows], dtype=np.int64),
+                        np.array([p.ts_ns for p in rows], dtype=np.int64),
+                        np.array([code(p.src) for p in rows], dtype=np.int32),
+                        np.array([code(p.dst) for p in rows], dtype=np.int32),
+                        np.array([p.sport for p in rows], dtype=np.int64),
+                        np.array([p.dport for p in rows], dtype=np.int64),
+                        np.array([p.interface for p in rows], dtype=np.int32),
+                        np.array([p.wire_len for p in rows], dtype=np.int64),
+                        np.array([len(p.payload) for p in rows], dtype=np.int64),
+                        b"".join(p.payload for p in rows),
+                    )
+                )
+        if not pieces:
+            return None
+        if len(pieces) == 1:
+            return pieces[0]
+        return _merge_by_index(pieces[0], pieces[1])
+
+
+def _merge_by_index(a: _Piece, b: _Piece) -> _Piece:
+    """Interleave two pieces in frame order (payloads re-joined accordingly)."""
+    both = _concat([a, b])
+    order = np.argsort(both.index, kind="stable")
+    offs = np.zeros(len(both) + 1, dtype=np.int64)
+    np.cumsum(both.lens, out=offs[1:])
+    mv = memoryview(both.payload)
+    o = offs.tolist()
+    payload = b"".join([mv[o[i] : o[i + 1]] for i in order.tolist()])
+    cols = [getattr(both, c)[order] for c in _COLS]
+    return _Piece(*cols, payload)
+
+
+_ARANGE28 = np.arange(28, dtype=np.int64)
+_MAYBE_IP_ETHERTYPES = np.array(
+    [ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_PPPOE_SESSION, *sorted(VLAN_TPIDS)], dtype=np.int64
+)
+_RAW_TYPES = frozenset({LINKTYPE_RAW, LINKTYPE_RAW_DLT12, LINKTYPE_RAW_DLT14, LINKTYPE_IPV4, LINKTYPE_IPV6})
+# Link types with an EtherType-like protocol field: (its offset, link header length), from
+# the tcpdump.org descriptions of LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL and LINKTYPE_LINUX_SLL2.
+_ETHERTYPE_AT = {LINKTYPE_ETHERNET: (12, 14), LINKTYPE_LINUX_SLL: (14, 16), LINKTYPE_LINUX_SLL2: (0, 20)}
 
 
 def _iter_batches(path: PathOrFile, batch_size: int) -> Iterator[UdpBatch]:
-    decode = Decoder(frozenset({IPPROTO_UDP})).decode
-    book = AddressBook()
-    code = book.code
-    cols = _Columns()
-    for rec in records(path):
-        pkt = decode(*rec)
-        if pkt is None:
+    ex = _Extractor()
+    pending: list[_Piece] = []
+    count = 0
+    for ch in raw_chunks(path):
+        piece = ex.extract(ch)
+        if piece is None:
             continue
-        cols.index.append(pkt.index)
-        cols.ts.append(pkt.ts_ns)
-        cols.src.append(code(pkt.src))
-        cols.dst.append(code(pkt.dst))
-        cols.sport.append(pkt.sport)
-        cols.dport.append(pkt.dport)
-        cols.payloads.append(pkt.payload)
-        cols.iface.append(pkt.interface)
-        cols.wire.append(pkt.wire_len)
-        if len(cols) >= batch_size:
-            yield cols.build(book)
-            cols = _Columns()
-    if len(cols):
-        yield cols.build(book)
+        pending.append(piece)
+        count += len(piece)
+        if count >= batch_size:
+            whole = _concat(pending)
+            while len(whole) >= batch_size:
+                head, whole = _split(whole, batch_size)
+                yield _to_batch(head, ex.book)
+            pending = [whole] if len(whole) else []
+            count = len(whole)
+    if count:
+        yield _to_batch(_concat(pending), ex.book)

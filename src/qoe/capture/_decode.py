@@ -45,7 +45,7 @@ from qoe.capture._linktypes import (
     VLAN_TPIDS,
 )
 from qoe.capture._reassembly import IPV4_TIMEOUT_NS, IPV6_TIMEOUT_NS, Reassembler
-from qoe.capture._types import Packet, TcpInfo
+from qoe.capture._types import Packet, make_packet, make_tcpinfo
 
 IPPROTO_TCP = 6  # RFC 9293 / IANA protocol numbers
 IPPROTO_UDP = 17  # RFC 768
@@ -62,7 +62,7 @@ _UDP = struct.Struct("!HHH")  # source port, destination port, length (RFC 768)
 _TCP = struct.Struct("!HHIIHHH")  # ports, seq, ack, offset+flags, window, checksum (RFC 9293 §3.1)
 _TCP_URG = struct.Struct("!H")
 _FRAG6 = struct.Struct("!HI")  # offset+M, identification (RFC 8200 §4.5)
-_U32 = struct.Struct("!I")
+_SACK = struct.Struct("!II")  # two 32-bit values: SACK edges, or TSval/TSecr
 
 _LINK_ETHERNET_LIKE = (LINKTYPE_ETHERNET,)
 _RAW_TYPES = frozenset({LINKTYPE_RAW, LINKTYPE_RAW_DLT12, LINKTYPE_RAW_DLT14})
@@ -72,10 +72,18 @@ _RAW_TYPES = frozenset({LINKTYPE_RAW, LINKTYPE_RAW_DLT12, LINKTYPE_RAW_DLT14})
 _ADDR_CACHE_MAX = 1 << 16
 
 
-def parse_tcp_options(opts: bytes) -> dict[str, object]:
-    """TCP options of RFC 9293 §3.2 (EOL 0, NOP 1, MSS 2), RFC 7323 (WS 3, TS 8), RFC 2018
-    (SACK-permitted 4, SACK 5); others are skipped by their length byte."""
-    out: dict[str, object] = {}
+def parse_tcp_options(
+    opts: bytes,
+) -> tuple[int | None, int | None, bool, tuple[tuple[int, int], ...], int | None, int | None]:
+    """TCP options ``(mss, wscale, sack_permitted, sack, tsval, tsecr)``.
+
+    RFC 9293 §3.2 (End of Option List 0, No-Operation 1, MSS 2), RFC 7323 §2.2 (Window
+    Scale 3) and §3.2 (Timestamps 8), RFC 2018 §2-§3 (SACK-permitted 4, SACK 5); other
+    kinds are skipped by their length byte; a malformed length ends the parse.
+    """
+    mss = wscale = tsval = tsecr = None
+    sack_ok = False
+    sack: tuple[tuple[int, int], ...] = ()
     i = 0
     n = len(opts)
     while i < n:
@@ -89,22 +97,19 @@ def parse_tcp_options(opts: bytes) -> dict[str, object]:
             break
         ln = opts[i + 1]
         if ln < 2 or i + ln > n:
-            break  # malformed: stop parsing options, keep what we have
+            break
         if kind == 2 and ln == 4:
-            out["mss"] = _U16.unpack_from(opts, i + 2)[0]
+            mss = _U16.unpack_from(opts, i + 2)[0]
         elif kind == 3 and ln == 3:
-            out["wscale"] = opts[i + 2]
+            wscale = opts[i + 2]
         elif kind == 4 and ln == 2:
-            out["sack_permitted"] = True
+            sack_ok = True
         elif kind == 5 and ln >= 10 and (ln - 2) % 8 == 0:
-            out["sack"] = tuple(
-                (_U32.unpack_from(opts, j)[0], _U32.unpack_from(opts, j + 4)[0]) for j in range(i + 2, i + ln, 8)
-            )
+            sack = tuple(_SACK.unpack_from(opts, j) for j in range(i + 2, i + ln, 8))
         elif kind == 8 and ln == 10:
-            out["tsval"] = _U32.unpack_from(opts, i + 2)[0]
-            out["tsecr"] = _U32.unpack_from(opts, i + 6)[0]
+            tsval, tsecr = _SACK.unpack_from(opts, i + 2)
         i += ln
-    return out
+    return mss, wscale, sack_ok, sack, tsval, tsecr
 
 
 class Decoder:
@@ -212,11 +217,31 @@ class Decoder:
     def decode(self, index: int, ts_ns: int, iface: int, linktype: int, wire_len: int, data: bytes) -> Packet | None:
         """The packet in one record, or ``None`` (not IP, not a wanted transport, a
         fragment of a datagram not yet complete, or headers cut short)."""
-        # Fast path: Ethernet II + IPv4 (the common case), inline.
-        if linktype == LINKTYPE_ETHERNET and len(data) >= 34 and data[12] == 8 and data[13] == 0:
-            version, off = 4, 14
-        else:
-            version, off = self.network_offset(linktype, data)
+        n = len(data)
+        # Fast path, inline: Ethernet II, IPv4 without options, not a fragment (the common
+        # case). Anything else takes the general path below.
+        if linktype == LINKTYPE_ETHERNET and n >= 42 and data[12] == 8 and data[13] == 0 and data[14] == 0x45:
+            total, _ident, frag, _ttl, proto = _IPV4.unpack_from(data, 16)
+            if not frag & 0x3FFF:
+                if proto not in self.want:
+                    return None
+                end = 14 + total if total >= 20 else n
+                if end > n:
+                    end = n
+                raw = data[26:30]
+                src = self._addr.get(raw) or self.addr(raw)
+                raw = data[30:34]
+                dst = self._addr.get(raw) or self.addr(raw)
+                if proto == IPPROTO_UDP and end >= 42:
+                    sport, dport, ulen = _UDP.unpack_from(data, 34)
+                    pend = 34 + ulen if ulen >= 8 else end
+                    if pend > end:
+                        pend = end
+                    return make_packet(
+                        index, ts_ns, src, dst, IPPROTO_UDP, sport, dport, data[42:pend], None, iface, wire_len
+                    )
+                return self._transport(index, ts_ns, iface, wire_len, proto, src, dst, data, 34, end)
+        version, off = self.network_offset(linktype, data)
         if version == 4:
             return self._ipv4(index, ts_ns, iface, wire_len, data, off)
         if version == 6:
@@ -320,7 +345,9 @@ class Decoder:
             pend = l4 + ulen if ulen >= 8 else end
             if pend > end:
                 pend = end
-            return Packet(index, ts_ns, src, dst, IPPROTO_UDP, sport, dport, data[l4 + 8 : pend], None, iface, wire_len)
+            return make_packet(
+                index, ts_ns, src, dst, IPPROTO_UDP, sport, dport, data[l4 + 8 : pend], None, iface, wire_len
+            )
         if end < l4 + 20:
             return None
         sport, dport, seq, ack, offflags, window, _csum = _TCP.unpack_from(data, l4)
@@ -330,11 +357,12 @@ class Decoder:
         urg = _TCP_URG.unpack_from(data, l4 + 18)[0]
         flags = offflags & 0x1FF
         if hlen > 20:
-            o = parse_tcp_options(data[l4 + 20 : l4 + hlen])
-            tcp = TcpInfo(seq, ack, flags, window, urg, hlen, **o)  # type: ignore[arg-type]
+            tcp = make_tcpinfo(seq, ack, flags, window, urg, hlen, *parse_tcp_options(data[l4 + 20 : l4 + hlen]))
         else:
-            tcp = TcpInfo(seq, ack, flags, window, urg, hlen)
-        return Packet(index, ts_ns, src, dst, IPPROTO_TCP, sport, dport, data[l4 + hlen : end], tcp, iface, wire_len)
+            tcp = make_tcpinfo(seq, ack, flags, window, urg, hlen, None, None, False, (), None, None)
+        return make_packet(
+            index, ts_ns, src, dst, IPPROTO_TCP, sport, dport, data[l4 + hlen : end], tcp, iface, wire_len
+        )
 
 
 def protocol_numbers(protocols: object, name: str = "protocols") -> frozenset[int]:

@@ -32,6 +32,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO, Union
 
+import numpy as np
+
 import dpkt
 from dpkt import pcap as dpkt_pcap
 from dpkt import pcapng as dpkt_pcapng
@@ -483,4 +485,254 @@ def _pcapng_blocks(
             )
         pos += blen
     if pos < len(buf) and not probe_only:
+        _truncated(name, index + 1, f"pcapng block cut short, {len(buf) - pos} bytes of it present")
+
+
+# --------------------------------------------------------------------------------------
+# Chunk walkers for the columnar reader: the record boundaries are found in Python (they
+# chain, each record's length gives the next one's start); every field is then taken
+# from the chunk with NumPy.
+
+
+@dataclass
+class RawChunk:
+    """The packet records found in one chunk of a file, as arrays.
+
+    ``buf`` holds the bytes; row ``i`` is frame ``index0 + i``, its captured bytes are
+    ``buf[data_off[i] : data_off[i] + caplen[i]]``. ``linktype`` is one value for all
+    rows (pcap) or an array (pcapng).
+    """
+
+    buf: bytes
+    index0: int
+    data_off: "np.ndarray"
+    caplen: "np.ndarray"
+    wire: "np.ndarray"
+    ts_ns: "np.ndarray"
+    iface: "np.ndarray"
+    linktype: "int | np.ndarray"
+
+    def __len__(self) -> int:
+        return int(self.data_off.shape[0])
+
+
+def _gather_u32(buf_u8: "np.ndarray", starts: "np.ndarray", count: int, bo: str) -> "np.ndarray":
+    """``count`` consecutive uint32 fields at each of ``starts`` (k × count array)."""
+    idx = starts[:, None] + np.arange(4 * count, dtype=np.int64)
+    raw = np.ascontiguousarray(buf_u8[idx])
+    return raw.view(np.dtype(bo + "u4")).reshape(len(starts), count).astype(np.int64)
+
+
+def raw_chunks(source: PathOrFile) -> Iterator[RawChunk]:
+    """Stream a capture as :class:`RawChunk` arrays (same records, numbers and times as
+    :func:`records`, same warnings)."""
+    name = _name_of(source)
+    f, owned = _open(source, name)
+    try:
+        head = _read(f, 24, name)
+        if len(head) >= 4 and struct.unpack(">I", head[:4])[0] == _SHB:
+            info = _parse_shb(name, head)
+            yield from _pcapng_chunks(f, name, info, head)
+        else:
+            info = _probe_head(name, head, f)
+            yield from _pcap_chunks(f, info)
+    finally:
+        if owned:
+            f.close()
+
+
+def _pcap_chunks(f: BinaryIO, info: CaptureInfo) -> Iterator[RawChunk]:
+    name = info.name
+    bo = info.byte_order
+    caplen_at = struct.Struct(bo + "I").unpack_from
+    rec = 24 if info.modified else 16
+    frac_ns = 1 if info.nanosecond else 1000
+    lt = info.interfaces[0].linktype
+    buf = b""
+    pos = 0
+    index = 0
+    while True:
+        chunk = _read(f, CHUNK_SIZE, name)
+        if not chunk:
+            break
+        buf = buf[pos:] + chunk if pos < len(buf) else chunk
+        pos = 0
+        n = len(buf)
+        starts = []
+        append = starts.append
+        while pos + rec <= n:
+            end = pos + rec + caplen_at(buf, pos + 8)[0]
+            if end > n:
+                break
+            append(pos)
+            pos = end
+        if pos + rec <= n and caplen_at(buf, pos + 8)[0] > MAX_RECORD:
+            _corrupt(name, index + len(starts) + 1, f"captured length {caplen_at(buf, pos + 8)[0]}")
+            pos = n = len(buf)
+            chunk = b""
+        if starts:
+            st = np.asarray(starts, dtype=np.int64)
+            h = _gather_u32(np.frombuffer(buf, dtype=np.uint8), st, 4, bo)
+            k = len(st)
+            yield RawChunk(
+                buf=buf,
+                index0=index + 1,
+                data_off=st + rec,
+                caplen=h[:, 2],
+                wire=h[:, 3],
+                ts_ns=h[:, 0] * NS_PER_S + h[:, 1] * frac_ns,
+                iface=np.zeros(k, dtype=np.int32),
+                linktype=lt,
+            )
+            index += k
+        if not chunk:
+            return
+    if pos < len(buf):
+        _truncated(name, index + 1, f"{len(buf) - pos} bytes of it present")
+
+
+def _ticks_to_ns(raw: "np.ndarray", iface: Interface) -> "np.ndarray":
+    """Vectorised, exact :meth:`Interface.ticks_to_ns` (Python ints when int64 could overflow)."""
+    num, den, off = iface.num, iface.den, iface.offset_ns
+    lim = (1 << 62) - abs(off)
+    if raw.size == 0:
+        return raw.astype(np.int64)
+    top = int(raw.max())
+    if den == 1 and top <= lim // num:
+        return raw.astype(np.int64) * num + off
+    if num == 1 and top < (1 << 63):
+        return raw.astype(np.int64) // den + off
+    k = den.bit_length() - 1
+    if num == NS_PER_S and den == 1 << k and k <= 32 and (top >> k) <= lim // NS_PER_S:
+        sec = (raw >> np.uint64(k)).astype(np.int64)
+        frac = (raw & np.uint64(den - 1)).astype(np.int64)
+        return sec * NS_PER_S + ((frac * NS_PER_S) >> k) + off
+    return np.array([iface.ticks_to_ns(int(r)) for r in raw], dtype=np.int64)
+
+
+def _pcapng_chunks(f: BinaryIO, name: str, info: CaptureInfo, already: bytes) -> Iterator[RawChunk]:
+    bo = info.byte_order
+    bh = struct.Struct(bo + "II")
+    ifaces: list[Interface] = []
+    base = 0
+    index = 0
+    buf = already
+    pos = 0
+    # Per chunk: block offsets of EPBs, and fully decoded rows of the rarer SPB/PB.
+    epbs: list[int] = []
+    others: list[tuple[int, int, int, int, int, int]] = []  # (row, data_off, caplen, wire, iface, ts)
+    damaged = False
+
+    def flush() -> RawChunk | None:
+        nonlocal epbs, others, index
+        k = len(epbs) + len(others)
+        if not k:
+            return None
+        data_off = np.empty(k, dtype=np.int64)
+        caplen = np.empty(k, dtype=np.int64)
+        wire = np.empty(k, dtype=np.int64)
+        ts = np.empty(k, dtype=np.int64)
+        ifc = np.empty(k, dtype=np.int64)
+        is_epb = np.ones(k, dtype=bool)
+        if others:
+            rows = np.array([o[0] for o in others], dtype=np.int64)
+            is_epb[rows] = False
+            vals = np.array([o[1:] for o in others], dtype=object)
+            data_off[rows] = vals[:, 0].astype(np.int64)
+            caplen[rows] = vals[:, 1].astype(np.int64)
+            wire[rows] = vals[:, 2].astype(np.int64)
+            ifc[rows] = vals[:, 3].astype(np.int64)
+            ts[rows] = np.array([int(v) for v in vals[:, 4]], dtype=np.int64)
+        if epbs:
+            st = np.asarray(epbs, dtype=np.int64)
+            h = _gather_u32(np.frombuffer(buf, dtype=np.uint8), st, 7, bo)
+            # EPB (§4.3): type, length, interface id, ts high, ts low, caplen, original length
+            local = h[:, 2]
+            raw = (h[:, 3].astype(np.uint64) << np.uint64(32)) | h[:, 4].astype(np.uint64)
+            e_ts = np.empty(len(st), dtype=np.int64)
+            for i in np.unique(local).tolist():
+                sel = local == i
+                e_ts[sel] = _ticks_to_ns(raw[sel], ifaces[i])
+            data_off[is_epb] = st + 28
+            caplen[is_epb] = h[:, 5]
+            wire[is_epb] = h[:, 6]
+            ts[is_epb] = e_ts
+            ifc[is_epb] = local + base
+        lts = np.array([x.linktype for x in info.interfaces], dtype=np.int64)
+        chunk = RawChunk(buf, index + 1, data_off, caplen, wire, ts, ifc.astype(np.int32), lts[ifc])
+        index += k
+        epbs = []
+        others = []
+        return chunk
+
+    epb_fields = struct.Struct(bo + "III")  # interface id, ... caplen at +20
+    cap_at = struct.Struct(bo + "I").unpack_from
+    while not damaged:
+        n = len(buf)
+        blen = -1
+        if pos + 12 <= n:
+            btype, blen = bh.unpack_from(buf, pos)
+            if btype == _SHB:
+                ch = flush()
+                if ch is not None:
+                    yield ch
+                sec = _parse_shb(name, buf[pos : pos + 14])
+                if sec.byte_order != bo:
+                    bo = info.byte_order = sec.byte_order
+                    bh = struct.Struct(bo + "II")
+                    epb_fields = struct.Struct(bo + "III")
+                    cap_at = struct.Struct(bo + "I").unpack_from
+                    btype, blen = bh.unpack_from(buf, pos)
+            if blen < 12 or blen % 4 or (pos + blen > n and blen > MAX_RECORD):
+                _corrupt(name, index + len(epbs) + len(others) + 1, f"pcapng block of type 0x{btype:08x} with total length {blen}")
+                damaged = True
+                break
+        if blen < 0 or pos + blen > n:
+            ch = flush()
+            if ch is not None:
+                yield ch
+            chunk = _read(f, CHUNK_SIZE, name)
+            if not chunk:
+                break
+            buf = buf[pos:] + chunk
+            pos = 0
+            continue
+        if btype == _EPB:
+            ifid = epb_fields.unpack_from(buf, pos + 8)[0]
+            if blen < 32 or ifid >= len(ifaces) or 32 + cap_at(buf, pos + 20)[0] > blen:
+                _corrupt(name, index + len(epbs) + len(others) + 1, "Enhanced Packet Block with bad interface or length")
+                damaged = True
+                break
+            epbs.append(pos)
+        elif btype == _IDB:
+            iface = _parse_idb(name, buf[pos : pos + blen], bo)
+            _check_linktype(name, iface.linktype, f"on pcapng interface {base + len(ifaces)}")
+            ifaces.append(iface)
+            info.interfaces.append(iface)
+        elif btype == _SHB:
+            base += len(ifaces)
+            ifaces = []
+        elif btype == _SPB or btype == _PB:
+            row = len(epbs) + len(others)
+            if btype == _SPB:
+                if not ifaces:
+                    _corrupt(name, index + row + 1, "Simple Packet Block before any interface")
+                    damaged = True
+                    break
+                wire = cap_at(buf, pos + 8)[0]
+                snap = ifaces[0].snaplen
+                caplen = min(wire, snap) if snap else wire
+                others.append((row, pos + 12, min(caplen, blen - 16), wire, base, 0))
+            else:
+                ifid, _d, hi, lo, caplen, wire = struct.unpack_from(bo + "HHIIII", buf, pos + 8)
+                if ifid >= len(ifaces) or 32 + caplen > blen:
+                    _corrupt(name, index + row + 1, "obsolete Packet Block with bad interface or length")
+                    damaged = True
+                    break
+                others.append((row, pos + 28, caplen, wire, base + ifid, ifaces[ifid].ticks_to_ns(hi << 32 | lo)))
+        pos += blen
+    ch = flush()
+    if ch is not None:
+        yield ch
+    if not damaged and pos < len(buf):
         _truncated(name, index + 1, f"pcapng block cut short, {len(buf) - pos} bytes of it present")

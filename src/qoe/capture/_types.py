@@ -235,3 +235,33 @@ class UdpBatch:
             interface=int(self.interface[i]),
             wire_len=int(self.wire_len[i]),
         )
+
+
+def _fast_constructor(cls: type) -> Any:
+    """A constructor for frozen slotted dataclass ``cls`` that skips the frozen ``__init__``.
+
+    A frozen dataclass's generated ``__init__`` sets every field through
+    ``object.__setattr__``, which costs about 2 µs for :class:`Packet`'s 11 fields, more
+    than all the header parsing. This builds a mutable twin with the same slots, fills it
+    with plain stores and then re-labels the object as ``cls`` (allowed because the slot
+    layouts are identical), 3-4 times faster. The result is an ordinary, frozen ``cls``.
+    """
+    twin = dataclasses.make_dataclass(
+        "_Mutable" + cls.__name__,
+        [(f.name, f.type, f) for f in dataclasses.fields(cls)],
+        slots=True,
+        eq=False,
+        repr=False,
+    )
+
+    def make(*args: Any, _twin: type = twin, _cls: type = cls) -> Any:
+        obj = _twin(*args)
+        obj.__class__ = _cls
+        return obj
+
+    make.__doc__ = f"Positional fast constructor of {cls.__name__}."
+    return make
+
+
+make_packet = _fast_constructor(Packet)
+make_tcpinfo = _fast_constructor(TcpInfo)
