@@ -1,0 +1,104 @@
+"""The seed paper's VoIP score: listening quality (PESQ) minus the E-model delay impairment.
+
+Pujol et al. (IMC 2014) §7.1 combine a signal-based listening score with conversational
+dynamics::
+
+    z1 = R of the PESQ MOS-LQO      (MOS → R by the exact inverse of G.107 Annex B)
+    z2 = Id of the mouth-to-ear delay (G.107 delay impairment)
+    z  = max(0, z1 − z2)
+    MOS = G.107 Annex B of z
+
+References
+----------
+.. [1] Pujol, Hohlfeld, Ciucu, Feldmann, Barford, "A QoE Perspective on Sizing Network
+   Buffers", ACM IMC 2014, §7.1.
+.. [2] ITU-T G.107 (06/2015), clause 7.4 (Id), Annex B and Appendix I (R ↔ MOS).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from qoe.errors import InputError
+from qoe.mos import mos_to_r, r_to_mos
+from qoe.voice.emodel import delay_impairment
+
+__all__ = ["CombinedScore", "combined_score"]
+
+
+@dataclass(frozen=True, slots=True)
+class CombinedScore:
+    """Every term of the seed paper's combined VoIP score (arrays of the broadcast shape).
+
+    Attributes
+    ----------
+    mos_lqo : ndarray
+        The listening-quality input (P.862.1 MOS-LQO).
+    one_way_ms : ndarray
+        The mouth-to-ear delay the delay impairment was computed for.
+    z1 : ndarray
+        R of ``mos_lqo`` (G.107 Appendix I).
+    z2 : ndarray
+        Delay impairment Id (G.107 clause 7.4).
+    z : ndarray
+        max(0, z1 − z2).
+    mos : ndarray
+        MOS of z (G.107 Annex B).
+    """
+
+    mos_lqo: NDArray[np.float64]
+    one_way_ms: NDArray[np.float64]
+    z1: NDArray[np.float64]
+    z2: NDArray[np.float64]
+    z: NDArray[np.float64]
+    mos: NDArray[np.float64]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Fields as plain Python values."""
+        return {
+            f.name: (v.item() if v.ndim == 0 else v.tolist())
+            for f in dataclasses.fields(self)
+            for v in [np.asarray(getattr(self, f.name))]
+        }
+
+
+def combined_score(mos_lqo: ArrayLike, one_way_ms: ArrayLike, **emodel_params: ArrayLike) -> CombinedScore:
+    """Combined listening + delay score of Pujol et al. (IMC 2014) §7.1.
+
+    Parameters
+    ----------
+    mos_lqo : array_like
+        Listening quality as P.862.1 MOS-LQO (e.g. ``qoe.voice.pesq(...).mos_lqo``).
+    one_way_ms : array_like
+        Mouth-to-ear delay in ms: network one-way delay plus jitter-buffer and
+        packetisation delay.
+    **emodel_params : array_like
+        Passed to :func:`qoe.voice.emodel.delay_impairment` (e.g. ``telr``, ``s_t``, ``m_t``).
+
+    Returns
+    -------
+    CombinedScore
+
+    Examples
+    --------
+    A clean call (MOS-LQO 4.0) over a bloated uplink (1 s one way):
+
+    >>> s = combined_score(4.0, 1000.0)
+    >>> round(float(s.z1), 1), round(float(s.z2), 1), round(float(s.mos), 2)
+    (79.4, 54.3, 1.42)
+    """
+    m = np.asarray(mos_lqo, dtype=np.float64)
+    d = np.asarray(one_way_ms, dtype=np.float64)
+    if np.isnan(m).any() or ((m < 1.0) | (m > 5.0)).any():
+        raise InputError(f"mos_lqo must lie in [1, 5]; given {mos_lqo!r}")
+    z1 = mos_to_r(np.minimum(m, 4.5))  # Annex B tops out at 4.5 (R = 100)
+    z2 = delay_impairment(d, **emodel_params)
+    z = np.maximum(0.0, z1 - z2)  # Pujol et al. §7.1
+    shape = np.broadcast_shapes(m.shape, d.shape, z.shape)
+    b = lambda v: np.broadcast_to(v, shape)  # noqa: E731
+    return CombinedScore(mos_lqo=b(m), one_way_ms=b(d), z1=b(z1), z2=b(z2), z=b(z), mos=b(r_to_mos(z)))
