@@ -1,0 +1,373 @@
+"""One-way delay of an RTP stream from a sender-side and a receiver-side capture.
+
+The same packet seen at both ends is recognised by its SSRC and extended sequence
+number (RFC 3550 §5.1, A.1); its one-way delay is the receiver's capture time minus the
+sender's. A packet sent and never received is *network loss*; one received after the
+receiver's jitter-buffer deadline is *late loss* (when a buffer is given).
+
+Clocks. Both timestamps must come from the same clock for the delays to be true one-way
+delays (e.g. two tcpdumps on one host, or hosts synchronised by PTP). When they are not
+-- the user says so, or a delay comes out negative, or the smallest delay is larger than
+any network could produce (``max_plausible_ms``) -- the offset between the clocks is
+unknown: the delays are then reported *relative to the smallest one* (the queueing and
+jitter part, which is what a buffer study needs), with a :class:`qoe.errors.QoEWarning`
+and ``clocks="different"`` in the result. A small offset between two clocks cannot be
+told from a network delay and is not detected; neither is a clock drift, which over a
+capture of minutes looks like a slowly filling queue.
+
+References
+----------
+.. [1] RFC 3550, "RTP: A Transport Protocol for Real-Time Applications", §5.1 (SSRC,
+   sequence number), Appendix A.1 (extended sequence numbers).
+.. [2] RFC 7679, "A One-Way Delay Metric for IP Performance Metrics (IPPM)", §3 (a
+   packet's one-way delay: wire time at the destination minus wire time at the source;
+   undefined, "infinite", for a lost packet), §3.7.1 (clock synchronisation errors).
+.. [3] ITU-T G.114 (05/2003), §1 (one-way transmission time; above 400 ms unacceptable
+   for general network planning).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from qoe.errors import InputError, QoEWarning
+from qoe.voice.jitterbuffer import JitterBuffer, PlayoutResult
+
+if TYPE_CHECKING:  # pragma: no cover
+    from qoe.voice.rtp import RtpStream
+
+__all__ = ["OneWayDelay", "one_way_delay", "stream_delay", "match_streams", "delays_between"]
+
+Clocks = Literal["auto", "same", "different"]
+
+# RFC 3550 A.1: sequence numbers wrap at 2**16.
+_SEQ_MOD = 1 << 16
+# A smallest one-way delay above 10 s is taken as a clock offset, not a network delay:
+# G.114 (05/2003) §1 already calls 400 ms unacceptable; the worst bufferbloat measured in
+# the seed paper (Pujol et al. 2014, §6) is about 3 s. A keyword option.
+_MAX_PLAUSIBLE_MS = 10_000.0
+
+
+@dataclass(frozen=True, slots=True)
+class OneWayDelay:
+    """One-way delays of one stream, per packet the sender sent.
+
+    Attributes
+    ----------
+    ssrc : int or None
+        The stream's SSRC, when known.
+    seq_ext : numpy.ndarray of int64
+        Extended sequence numbers of the packets sent (sender numbering), inside the
+        overlap of the two captures, in sequence order.
+    sent_ns : numpy.ndarray of int64
+        Sender capture time of each packet.
+    received_ns : numpy.ndarray of int64
+        Receiver capture time (first copy), -1 for packets never received.
+    delay_ms : numpy.ndarray of float
+        One-way delay (NaN for packets never received); relative to the smallest delay
+        when ``relative`` is True.
+    received : numpy.ndarray of bool
+        The packet reached the receiver capture.
+    late : numpy.ndarray of bool
+        Received, but after the jitter buffer's deadline (all False without a buffer).
+    clocks : {"same", "different"}
+        Whether the two captures were taken as sharing one clock.
+    relative : bool
+        Delays are relative to the smallest one (``clocks == "different"``).
+    offset_ms : float
+        What was subtracted to make the delays relative (the smallest raw delay); 0 when
+        the delays are absolute.
+    outside : int
+        Sender packets outside the overlap of the two captures (not counted as lost).
+    unmatched_received : int
+        Receiver packets with no counterpart in the sender capture.
+    buffer : str or None
+        The jitter buffer used for late loss, e.g. ``"fixed:60"``.
+    """
+
+    ssrc: int | None
+    seq_ext: np.ndarray
+    sent_ns: np.ndarray
+    received_ns: np.ndarray
+    delay_ms: np.ndarray
+    received: np.ndarray
+    late: np.ndarray
+    clocks: str
+    relative: bool
+    offset_ms: float
+    outside: int
+    unmatched_received: int
+    buffer: str | None = None
+
+    @property
+    def sent(self) -> int:
+        """Packets sent inside the overlap of the two captures."""
+        return int(self.seq_ext.shape[0])
+
+    @property
+    def matched(self) -> int:
+        """Packets seen at both ends."""
+        return int(self.received.sum())
+
+    @property
+    def network_lost(self) -> int:
+        """Packets sent and never received."""
+        return self.sent - self.matched
+
+    @property
+    def late_lost(self) -> int:
+        """Packets received after the jitter buffer's deadline."""
+        return int(self.late.sum())
+
+    def to_dict(self) -> dict[str, Any]:
+        """Summary (no per-packet arrays): counts, loss and min/mean/p50/p95/max delay."""
+        d = self.delay_ms[self.received]
+        nan = float("nan")
+        sent = self.sent
+        return {
+            "ssrc": None if self.ssrc is None else f"0x{self.ssrc:08x}",
+            "sent": sent,
+            "matched": self.matched,
+            "network_lost": self.network_lost,
+            "network_loss": self.network_lost / sent if sent else 0.0,
+            "late_lost": self.late_lost,
+            "late_loss": self.late_lost / sent if sent else 0.0,
+            "buffer": self.buffer,
+            "min_ms": float(d.min()) if d.size else nan,
+            "mean_ms": float(d.mean()) if d.size else nan,
+            "p50_ms": float(np.percentile(d, 50)) if d.size else nan,
+            "p95_ms": float(np.percentile(d, 95)) if d.size else nan,
+            "max_ms": float(d.max()) if d.size else nan,
+            "clocks": self.clocks,
+            "relative": self.relative,
+            "offset_ms": self.offset_ms,
+            "outside": self.outside,
+            "unmatched_received": self.unmatched_received,
+        }
+
+
+def _first_by_seq(seq_ext: np.ndarray, t_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unique sequence numbers (sorted) and the time of the first copy of each."""
+    order = np.lexsort((t_ns, seq_ext))
+    s = seq_ext[order]
+    keep = np.ones(s.shape[0], dtype=bool)
+    keep[1:] = s[1:] != s[:-1]
+    return s[keep], t_ns[order][keep]
+
+
+def one_way_delay(
+    sent_seq_ext: np.ndarray,
+    sent_ns: np.ndarray,
+    received_seq_ext: np.ndarray,
+    received_ns: np.ndarray,
+    *,
+    clocks: Clocks = "auto",
+    playout: PlayoutResult | None = None,
+    ssrc: int | None = None,
+    max_plausible_ms: float = _MAX_PLAUSIBLE_MS,
+) -> OneWayDelay:
+    """Match one stream's packets across a sender and a receiver capture.
+
+    Parameters
+    ----------
+    sent_seq_ext, sent_ns : numpy.ndarray
+        Extended sequence numbers and capture times (ns) at the sender.
+    received_seq_ext, received_ns : numpy.ndarray
+        The same at the receiver. The two numberings may differ by whole cycles of 2**16
+        (each capture extends from its own first packet); the shift that matches most
+        packets is used.
+    clocks : {"auto", "same", "different"}, keyword-only
+        ``"same"``: delays are absolute, whatever they are; ``"different"``: relative to
+        the smallest; ``"auto"``: relative, with a warning, when a delay is negative or
+        the smallest exceeds ``max_plausible_ms``.
+    playout : PlayoutResult, optional, keyword-only
+        The receiver's jitter buffer run over ``received_*`` (:func:`qoe.voice.jitterbuffer.simulate`):
+        its late packets are reported as late loss.
+    ssrc : int, optional, keyword-only
+        Carried into the result.
+    max_plausible_ms : float, keyword-only
+        Largest smallest-delay taken as a network delay (default 10 s).
+
+    Returns
+    -------
+    OneWayDelay
+
+    Raises
+    ------
+    InputError
+        Arrays of different lengths, or no packet in common.
+
+    Examples
+    --------
+    Packets 1..4 sent every 20 ms; 3 is lost, 4 is delayed by 30 ms:
+
+    >>> r = one_way_delay([1, 2, 3, 4], [0, 20_000_000, 40_000_000, 60_000_000],
+    ...                   [1, 2, 4], [5_000_000, 25_000_000, 95_000_000])
+    >>> r.delay_ms.tolist(), r.network_lost
+    ([5.0, 5.0, nan, 35.0], 1)
+    """
+    s_seq = np.asarray(sent_seq_ext, dtype=np.int64)
+    s_ns = np.asarray(sent_ns, dtype=np.int64)
+    r_seq = np.asarray(received_seq_ext, dtype=np.int64)
+    r_ns = np.asarray(received_ns, dtype=np.int64)
+    if s_seq.shape != s_ns.shape or r_seq.shape != r_ns.shape or s_seq.ndim != 1 or r_seq.ndim != 1:
+        raise InputError(
+            "one_way_delay: sequence numbers and times must be 1-D arrays of equal length; given "
+            f"sender {s_seq.shape}/{s_ns.shape}, receiver {r_seq.shape}/{r_ns.shape}"
+        )
+    if clocks not in ("auto", "same", "different"):
+        raise InputError(f"clocks must be 'auto', 'same' or 'different', given clocks={clocks!r}")
+    who = "" if ssrc is None else f"stream ssrc=0x{ssrc:08x}: "
+    s_u, s_t = _first_by_seq(s_seq, s_ns)
+    r_u, r_t = _first_by_seq(r_seq, r_ns)
+
+    # Each capture extends sequence numbers from its own first packet: align the cycles.
+    best_shift, best_n = 0, -1
+    for shift in (0, -_SEQ_MOD, _SEQ_MOD):
+        k = np.intersect1d(s_u, r_u + shift, assume_unique=True).size
+        if k > best_n:
+            best_shift, best_n = shift, k
+    if best_n <= 0:
+        raise InputError(
+            f"{who}the sender and receiver captures have no packet in common "
+            "(same SSRC, no common sequence number): are they captures of the same stream?"
+        )
+    r_u = r_u + best_shift
+
+    pos = np.searchsorted(r_u, s_u)
+    pos_c = np.minimum(pos, r_u.shape[0] - 1)
+    got = r_u[pos_c] == s_u
+    matched_seq = s_u[got]
+    lo, hi = int(matched_seq.min()), int(matched_seq.max())
+    inside = (s_u >= lo) & (s_u <= hi)
+    outside = int((~inside).sum())
+    s_u, s_t, got, pos_c = s_u[inside], s_t[inside], got[inside], pos_c[inside]
+
+    recv_ns = np.where(got, r_t[pos_c], -1)
+    delay = np.where(got, (recv_ns - s_t) / 1e6, np.nan)
+    d_ok = delay[got]
+    dmin = float(d_ok.min())
+    relative = False
+    used = "same"
+    if clocks == "different":
+        relative, used = True, "different"
+    elif clocks == "auto" and (dmin < 0 or dmin > max_plausible_ms):
+        relative, used = True, "different"
+        why = "negative" if dmin < 0 else f"over {max_plausible_ms:g} ms"
+        warnings.warn(
+            f"{who}the smallest one-way delay is {why} ({dmin:.3f} ms): the sender and receiver "
+            "captures do not share a clock; delays are reported relative to the smallest one",
+            QoEWarning,
+            stacklevel=2,
+        )
+    offset = dmin if relative else 0.0
+    if relative:
+        delay = delay - dmin
+
+    late = np.zeros(s_u.shape[0], dtype=bool)
+    buffer_name = None
+    if playout is not None:
+        buffer_name = playout.buffer
+        first = playout.seq_first + best_shift
+        idx = s_u - first
+        ok = got & (idx >= 0) & (idx < playout.slot_late.shape[0])
+        late[ok] = playout.slot_late[idx[ok]]
+
+    unmatched = int(r_u.shape[0] - got.sum())
+    return OneWayDelay(
+        ssrc=ssrc,
+        seq_ext=s_u,
+        sent_ns=s_t,
+        received_ns=recv_ns.astype(np.int64),
+        delay_ms=delay,
+        received=got,
+        late=late,
+        clocks=used,
+        relative=relative,
+        offset_ms=offset,
+        outside=outside,
+        unmatched_received=unmatched,
+        buffer=buffer_name,
+    )
+
+
+def match_streams(
+    sender: list[RtpStream], receiver: list[RtpStream]
+) -> list[tuple[RtpStream, RtpStream]]:
+    """Pair the streams of two captures by SSRC (addresses may differ, e.g. behind NAT).
+
+    When one SSRC appears in several streams of a capture, the one with the most packets
+    is used. Streams seen in only one capture are left out.
+    """
+
+    def by_ssrc(streams: list[RtpStream]) -> dict[int, RtpStream]:
+        out: dict[int, RtpStream] = {}
+        for s in streams:
+            if s.packets is None:
+                continue
+            cur = out.get(s.ssrc)
+            if cur is None or len(s.packets) > len(cur.packets):  # type: ignore[arg-type]
+                out[s.ssrc] = s
+        return out
+
+    snd, rcv = by_ssrc(sender), by_ssrc(receiver)
+    return [(snd[k], rcv[k]) for k in sorted(snd) if k in rcv]
+
+
+def stream_delay(
+    sent: RtpStream,
+    received: RtpStream,
+    *,
+    clocks: Clocks = "auto",
+    buffer: JitterBuffer | str | None = None,
+    max_plausible_ms: float = _MAX_PLAUSIBLE_MS,
+) -> OneWayDelay:
+    """:func:`one_way_delay` for two :class:`~qoe.voice.rtp.RtpStream` of the same SSRC.
+
+    Parameters
+    ----------
+    sent, received : RtpStream
+        The stream as captured at the sender and at the receiver.
+    clocks : {"auto", "same", "different"}, keyword-only
+        See :func:`one_way_delay`.
+    buffer : JitterBuffer or str, optional, keyword-only
+        A receiver jitter buffer (e.g. ``"adaptive"``, ``"fixed:60"``) whose late
+        packets are reported as late loss.
+    """
+    if sent.packets is None or received.packets is None:
+        raise InputError(f"stream ssrc=0x{sent.ssrc:08x}: the packet tables were not kept")
+    if sent.ssrc != received.ssrc:
+        raise InputError(
+            f"stream_delay: SSRCs differ (0x{sent.ssrc:08x} sent, 0x{received.ssrc:08x} received)"
+        )
+    playout = None
+    if buffer is not None:
+        from qoe.voice.playout import playout_stream  # local: playout imports g711 tables
+
+        playout = playout_stream(received, buffer=buffer)
+    p, q = sent.packets, received.packets
+    return one_way_delay(
+        p.seq_ext,
+        p.arrival_ns,
+        q.seq_ext,
+        q.arrival_ns,
+        clocks=clocks,
+        playout=playout,
+        ssrc=sent.ssrc,
+        max_plausible_ms=max_plausible_ms,
+    )
+
+
+def delays_between(
+    sender: list[RtpStream],
+    receiver: list[RtpStream],
+    *,
+    clocks: Clocks = "auto",
+    buffer: JitterBuffer | str | None = None,
+) -> list[OneWayDelay]:
+    """One-way delay of every stream present in both captures (matched by SSRC)."""
+    return [stream_delay(s, r, clocks=clocks, buffer=buffer) for s, r in match_streams(sender, receiver)]

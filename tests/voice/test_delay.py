@@ -1,0 +1,132 @@
+"""One-way delay matching on hand-built sender/receiver traces (expected values by hand)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from qoe.errors import InputError, QoEWarning
+from qoe.voice.delay import delays_between, match_streams, one_way_delay, stream_delay
+from qoe.voice.jitterbuffer import simulate
+from qoe.voice.rtp import RtpStream, StreamKey, make_packets, rtp_stats
+
+MS = 1_000_000
+
+
+def test_hand_worked_delays_and_loss():
+    # Sent: seq 1..6 every 20 ms. Received: 1 (+5), 2 (+5), 4 (+35, overtakes 3),
+    # 3 (+30), a duplicate of 2, 6 (+5). Seq 5 never arrives.
+    sent_seq = np.arange(1, 7)
+    sent_ns = (sent_seq - 1) * 20 * MS
+    recv_seq = np.array([1, 2, 4, 3, 2, 6])
+    recv_ns = np.array([5, 25, 95, 70, 120, 105]) * MS
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", QoEWarning)  # same clock: no warning
+        r = one_way_delay(sent_seq, sent_ns, recv_seq, recv_ns, ssrc=0x1234)
+    assert r.seq_ext.tolist() == [1, 2, 3, 4, 5, 6]
+    np.testing.assert_allclose(r.delay_ms, [5, 5, 30, 35, np.nan, 5])
+    assert r.received.tolist() == [True, True, True, True, False, True]
+    assert r.received_ns.tolist() == [5 * MS, 25 * MS, 70 * MS, 95 * MS, -1, 105 * MS]
+    d = r.to_dict()
+    assert (d["sent"], d["matched"], d["network_lost"], d["late_lost"]) == (6, 5, 1, 0)
+    assert d["network_loss"] == pytest.approx(1 / 6)
+    assert (d["min_ms"], d["p50_ms"], d["max_ms"]) == (5.0, 5.0, 35.0)
+    assert d["mean_ms"] == pytest.approx((5 + 5 + 30 + 35 + 5) / 5)
+    assert (d["clocks"], d["relative"], d["offset_ms"], d["ssrc"]) == ("same", False, 0.0, "0x00001234")
+
+
+def test_late_loss_from_a_jitter_buffer():
+    # Sent 1..4 every 20 ms; received at 5, 25, 100, 65 ms (seq 3 is 60 ms late).
+    # fixed:30 anchored on the first arrival (5 ms): due 35, 55, 75, 95 -> seq 3 late.
+    recv_seq, recv_ns = np.array([1, 2, 3, 4]), np.array([5, 25, 100, 65]) * MS
+    playout = simulate(recv_ns, recv_seq, (recv_seq - 1) * 160, clock_rate=8000, buffer="fixed:30")
+    r = one_way_delay(np.arange(1, 5), np.arange(4) * 20 * MS, recv_seq, recv_ns, playout=playout)
+    assert r.late.tolist() == [False, False, True, False]
+    assert (r.network_lost, r.late_lost, r.buffer) == (0, 1, "fixed:30")
+
+
+def test_sequence_cycles_are_aligned_between_captures():
+    # The sender capture started before a wrap (65534, 65535, 0, 1 -> 65534..65537);
+    # the receiver capture started after it, so it numbers the same packets 0 and 1.
+    sent_seq = np.array([65534, 65535, 65536, 65537])
+    sent_ns = np.arange(4) * 20 * MS
+    r = one_way_delay(sent_seq, sent_ns, [0, 1], np.array([41, 61]) * MS)
+    assert r.seq_ext.tolist() == [65536, 65537]  # the overlap only
+    assert r.delay_ms.tolist() == [1.0, 1.0]
+    assert r.outside == 2
+
+
+def test_only_the_overlap_of_the_two_captures_counts():
+    # Sender saw 1..10; the receiver capture ran from seq 4 to seq 8, and 6 was lost.
+    recv_seq = np.array([4, 5, 7, 8])
+    r = one_way_delay(np.arange(1, 11), np.arange(10) * 20 * MS, recv_seq, (recv_seq - 1) * 20 * MS + MS)
+    assert (r.sent, r.matched, r.network_lost, r.outside) == (5, 4, 1, 2 + 3)
+
+
+def test_different_clocks_detected_by_negative_delay():
+    # The receiver's clock is 1 s behind: raw delays -995, -990 ms.
+    args = ([1, 2], np.array([1000, 1020]) * MS, [1, 2], np.array([5, 30]) * MS)
+    with pytest.warns(QoEWarning, match="do not share a clock"):
+        r = one_way_delay(*args, ssrc=7)
+    assert (r.clocks, r.relative, r.offset_ms) == ("different", True, -995.0)
+    assert r.delay_ms.tolist() == [0.0, 5.0]
+    # Told that the clocks are the same, the raw (negative) delays are kept.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", QoEWarning)
+        same = one_way_delay(*args, clocks="same")
+    assert same.delay_ms.tolist() == [-995.0, -990.0]
+    assert not same.relative
+
+
+def test_different_clocks_detected_by_implausible_offset_or_flag():
+    args = ([1, 2], [0, 20 * MS], [1, 2], np.array([3_600_000, 3_600_030]) * MS)  # +1 h
+    with pytest.warns(QoEWarning, match="over 10000 ms"):
+        r = one_way_delay(*args)
+    assert r.delay_ms.tolist() == [0.0, 10.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", QoEWarning)  # an explicit flag does not warn
+        flagged = one_way_delay([1, 2], [0, 20 * MS], [1, 2], np.array([7, 37]) * MS, clocks="different")
+    assert flagged.delay_ms.tolist() == [0.0, 10.0] and flagged.offset_ms == 7.0
+
+
+def _stream(ssrc, seq, arrival_ms, *, src="192.0.2.2"):
+    seq = np.asarray(seq)
+    pk = make_packets(
+        frame=np.arange(1, seq.size + 1),
+        arrival_ns=np.asarray(arrival_ms) * MS,
+        seq=seq,
+        timestamp=(seq - seq[0]) * 160,
+        marker=np.zeros(seq.size, bool),
+        payload_type=np.full(seq.size, 8),
+        payloads=[b"\xd5" * 160] * seq.size,
+    )
+    key = StreamKey(src, 40000, "198.51.100.2", 50000, ssrc)
+    return RtpStream(key=key, payload_type=8, codec="PCMA", clock_rate=8000, packets=pk,
+                     stats=rtp_stats(pk, 8000))
+
+
+def test_streams_are_matched_by_ssrc_whatever_the_addresses():
+    a_sent = _stream(0xA, [10, 11, 12], [0, 20, 40])
+    b_sent = _stream(0xB, [1, 2], [0, 20])
+    a_recv = _stream(0xA, [10, 12], [3, 43], src="203.0.113.9")  # NAT: other source
+    c_recv = _stream(0xC, [1], [0])
+    pairs = match_streams([b_sent, a_sent], [c_recv, a_recv])
+    assert [(s.ssrc, r.ssrc) for s, r in pairs] == [(0xA, 0xA)]
+    (res,) = delays_between([a_sent, b_sent], [a_recv, c_recv])
+    assert res.delay_ms[res.received].tolist() == [3.0, 3.0]
+    assert res.network_lost == 1 and res.ssrc == 0xA
+    late = stream_delay(a_sent, a_recv, buffer="fixed:0")
+    assert late.buffer == "fixed:0" and late.late_lost == 0  # 12 due at 3 + 40 = 43: on time
+
+
+def test_bad_input():
+    with pytest.raises(InputError, match="no packet in common"):
+        one_way_delay([1, 2], [0, 1], [7, 8], [0, 1])
+    with pytest.raises(InputError, match="equal length"):
+        one_way_delay([1, 2], [0], [1], [0])
+    with pytest.raises(InputError, match="clocks must be"):
+        one_way_delay([1], [0], [1], [0], clocks="ntp")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="SSRCs differ"):
+        stream_delay(_stream(1, [1], [0]), _stream(2, [1], [0]))

@@ -1,0 +1,144 @@
+"""Rebuilding received audio from G.711 packets: placement by timestamp, concealment."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from qoe.errors import InputError, UnsupportedCodecError
+from qoe.voice import g711
+from qoe.voice.playout import extract_audio, playout_stream, rebuild_audio, silent_packets
+from qoe.voice.rtp import RtpStream, StreamKey, make_packets, rtp_stats
+
+MS = 1_000_000
+
+
+def _const(value, n=4, law="PCMA"):
+    return g711.encode(np.full(n, value, dtype=np.int16), law)
+
+
+def test_placement_by_timestamp_and_silence_for_gaps():
+    # 4-sample packets, given out of order, are placed by timestamp. A-law of 1000 decodes to 1008 (Table 1a: segment 3, 125 -> interval 15 -> 126, x8);
+    # of -2000 to -2016 (250 -> segment 4, value 252, x8).
+    a = rebuild_audio([104, 100], [_const(-2000), _const(1000)], law="PCMA")
+    assert a.ts_first == 100 and a.sample_rate == 8000
+    assert a.samples.tolist() == [1008] * 4 + [-2016] * 4
+    # ts 100 and 112: the 8 samples between are missing -> silence, marked concealed.
+    a = rebuild_audio([100, 112], [_const(1000), _const(-2000)], law="PCMA")
+    assert a.samples.tolist() == [1008] * 4 + [0] * 8 + [-2016] * 4
+    assert a.concealed.tolist() == [False] * 4 + [True] * 8 + [False] * 4
+    assert a.to_dict()["concealed_samples"] == 8
+
+
+def test_played_mask_and_ts_first():
+    # The second packet was late: left out, its samples concealed; output starts at 96.
+    a = rebuild_audio([100, 104, 108], [_const(1000)] * 3, law="PCMA",
+                      played=np.array([True, False, True]), ts_first=96)
+    assert a.samples.tolist() == [0] * 4 + [1008] * 4 + [0] * 4 + [1008] * 4
+    assert a.concealed.sum() == 8
+
+
+def test_repeat_concealment_fades_to_silence():
+    # µ-law 400 decodes to 396 (Table 2a: 100 -> segment 3 value 99, x4). One packet,
+    # then a 12-sample gap, then a packet. fade over 8 samples (1 ms at 8 kHz): gains
+    # 1, 7/8, ..., 1/8, then 0.
+    p = _const(400, law="PCMU")
+    a = rebuild_audio([0, 16], [p, p], law="PCMU", conceal="repeat", fade_ms=1.0)
+    expected_gap = [round(396 * (1 - k / 8)) for k in range(8)] + [0] * 4
+    assert a.samples.tolist() == [396] * 4 + expected_gap + [396] * 4
+    assert a.concealed.tolist() == [False] * 4 + [True] * 12 + [False] * 4
+
+
+def test_repeat_concealment_repeats_the_last_packet_waveform():
+    ramp = np.array([100, 200, 300, 400], dtype=np.int16) * 8  # A-law exact for these
+    p = g711.encode_alaw(ramp)
+    dec = g711.decode_alaw(p).tolist()
+    a = rebuild_audio([0, 12], [p, p], law="PCMA", conceal="repeat", fade_ms=1000.0)
+    gain = [1 - k / 8000 for k in range(8)]
+    want = [round(dec[k % 4] * gain[k]) for k in range(8)]
+    assert a.samples[4:12].tolist() == want
+
+
+def test_gap_at_start_is_silence_even_with_repeat():
+    a = rebuild_audio([4], [_const(1000)], law="PCMA", conceal="repeat", ts_first=0)
+    assert a.samples.tolist() == [0] * 4 + [1008] * 4
+
+
+def test_silent_packets():
+    loud = _const(3000, n=160)
+    idle = b"\xd5" * 160  # A-law idle code: +8, -72 dBov
+    quiet = _const(30, n=160)  # 24 after decoding ~ -63 dBov
+    assert silent_packets([loud, idle, quiet, b""], "PCMA").tolist() == [False, True, True, True]
+    assert silent_packets([quiet], "PCMA", threshold_dbov=-70).tolist() == [False]
+
+
+def _stream(pt=8, codec="PCMA", *, n=10, drop=(), delay_ms=None, source=None):
+    rng = np.random.default_rng(1)
+    audio = source if source is not None else (rng.normal(0, 3000, n * 160)).astype(np.int16)
+    seq = np.array([i for i in range(n) if i not in drop]) + 100
+    t_ms = (seq - 100) * 20.0
+    arr = t_ms + (delay_ms if delay_ms is not None else np.zeros(seq.size))
+    order = np.argsort(arr, kind="stable")
+    seq, arr = seq[order], arr[order]
+    law = codec if codec in ("PCMA", "PCMU") else "PCMA"
+    payloads = [g711.encode(audio[(s - 100) * 160:(s - 99) * 160], law) for s in seq]
+    pk = make_packets(
+        frame=np.arange(1, seq.size + 1), arrival_ns=np.rint(arr * MS).astype(np.int64), seq=seq,
+        timestamp=(seq - 100) * 160 + 1000, marker=np.zeros(seq.size, bool),
+        payload_type=np.full(seq.size, pt), payloads=payloads,
+    )
+    key = StreamKey("192.0.2.2", 40000, "198.51.100.2", 50000, 0x1234)
+    st = RtpStream(key=key, payload_type=pt, codec=codec, clock_rate=8000, packets=pk, stats=rtp_stats(pk, 8000))
+    return st, audio
+
+
+@pytest.mark.parametrize("codec, pt", [("PCMA", 8), ("PCMU", 0)])
+def test_extract_without_loss_is_the_decoded_signal(codec, pt):
+    st, audio = _stream(pt, codec)
+    a = extract_audio(st, jitter_buffer="none")
+    assert a.codec == codec and a.ts_first == 1000
+    assert np.array_equal(a.samples, g711.decode(g711.encode(audio, codec), codec))
+    assert not a.concealed.any()
+
+
+def test_extract_conceals_network_and_late_loss():
+    # Packet 3 lost; packet 6 arrives 100 ms late for a 40 ms fixed buffer.
+    delay = np.zeros(9)
+    delay[5] = 100.0  # the 6th remaining packet is seq 106
+    st, audio = _stream(drop=(3,), delay_ms=delay)
+    a = extract_audio(st, jitter_buffer="fixed:40", conceal="silence")
+    assert a.playout is not None and a.playout.network_lost == 1 and a.playout.late_lost == 1
+    dec = g711.decode_alaw(g711.encode_alaw(audio))
+    missing = np.zeros(audio.size, bool)
+    missing[3 * 160:4 * 160] = missing[6 * 160:7 * 160] = True
+    assert np.array_equal(a.concealed, missing)
+    assert np.array_equal(a.samples[~missing], dec[~missing])
+    assert not a.samples[missing].any()
+    d = a.to_dict()
+    assert d["effective_lost"] == 2 and d["concealed_samples"] == 320
+
+
+def test_playout_stream_finds_talkspurts_from_silence():
+    # Sound, 3 packets of digital silence, sound: the 4th packet of sound opens talkspurt 1.
+    src = np.concatenate([np.full(160 * 3, 5000), np.zeros(160 * 3), np.full(160 * 4, 5000)]).astype(np.int16)
+    st, _ = _stream(n=10, source=src)
+    r = playout_stream(st, buffer="adaptive")
+    assert r.talkspurt.tolist() == [0] * 6 + [1] * 4
+
+
+@pytest.mark.parametrize("pt, codec", [(9, "G722"), (96, "opus"), (18, None)])
+def test_other_codecs_are_refused_with_their_payload_type(pt, codec):
+    st, _ = _stream(pt, codec)
+    with pytest.raises(UnsupportedCodecError, match=f"payload type {pt}"):
+        extract_audio(st)
+
+
+def test_bad_input():
+    with pytest.raises(InputError, match="one payload per timestamp"):
+        rebuild_audio([0, 4], [b"\xd5"], law="PCMA")
+    with pytest.raises(InputError, match="conceal must be"):
+        rebuild_audio([0], [b"\xd5"], law="PCMA", conceal="interpolate")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="law must be"):
+        rebuild_audio([0], [b"\xd5"], law="G729")
+    with pytest.raises(InputError, match="played has shape"):
+        rebuild_audio([0], [b"\xd5"], law="PCMA", played=np.array([True, False]))
