@@ -1,0 +1,63 @@
+"""Network-side per-window voice scores."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from qoe.errors import InputError
+from qoe.voice import emodel
+from qoe.voice.netscore import windowed_scores
+
+
+def _stream(seconds=30, ptime=0.02):
+    t = np.arange(0, seconds, ptime)
+    return t, np.zeros(t.size, bool), np.full(t.size, 40.0)
+
+
+def test_clean_stream_scores_like_the_emodel():
+    t, lost, d = _stream()
+    ws = windowed_scores(t, lost, d)
+    assert ws.start_s.tolist() == [0.0, 10.0, 20.0]
+    ref = emodel.r_factor(codec="G.711-plc", ta=40, t=40, tr=80)
+    assert np.allclose(ws.r, float(ref.r)) and ws.overall["r"] == pytest.approx(float(ref.r))
+    assert ws.packets.tolist() == [500, 500, 500] and ws.lost.tolist() == [0, 0, 0]
+
+
+def test_a_bad_window_shows_in_min_not_in_mean():
+    t, lost, d = _stream()
+    bad = (t >= 10) & (t < 20)
+    lost[bad] = np.arange(bad.sum()) % 10 < 3  # 30 % loss in runs of 3, only in window 2
+    d[bad] = 800.0
+    ws = windowed_scores(t, lost, d)
+    assert ws.ppl.tolist() == pytest.approx([0.0, 30.0, 0.0])
+    assert ws.mos[1] < ws.mos[0] - 1.5
+    assert ws.overall["mos_min"] == pytest.approx(ws.mos[1])
+    assert ws.overall["mos_mean"] > ws.overall["mos_min"] + 1.0
+    assert ws.burst_r[1] > 1.5  # runs of 3 are burstier than random
+    # the window's R is the E-model of that window's own Ppl, BurstR and delay
+    ref = emodel.r_factor(codec="G.711-plc", ppl=30.0, burst_r=ws.burst_r[1], ta=800, t=800, tr=1600)
+    assert ws.r[1] == pytest.approx(float(ref.r))
+
+
+def test_simplified_estimate_present_for_g711_only():
+    t, lost, d = _stream(10)
+    assert np.isfinite(windowed_scores(t, lost, d).mos_simplified).all()
+    assert np.isnan(windowed_scores(t, lost, d, codec="GSM-EFR").mos_simplified).all()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [({"window_s": 0}, "window_s must be > 0"), ({"codec": "nope"}, "unknown nb codec")],
+)
+def test_bad_options(kwargs, match):
+    t, lost, d = _stream(1)
+    with pytest.raises(InputError, match=match):
+        windowed_scores(t, lost, d, **kwargs)
+
+
+def test_bad_shapes():
+    with pytest.raises(InputError, match="equal length"):
+        windowed_scores([0, 1], [False], [1.0, 2.0])
+    with pytest.raises(InputError, match="no packets"):
+        windowed_scores([], [], [])
