@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from qoe_cli.delay_cmd import delay
 from qoe_cli.demo_cmd import demo
 from qoe_cli.emodel_cmd import emodel
+from qoe_cli.extract_cmd import extract
 from qoe_cli.web_cmd import web
 
 ALL = [emodel, web, demo]
+ALL += [extract, delay]

@@ -1,0 +1,28 @@
+"""``qoe extract``: the audio a receiver played, rebuilt from a capture, as a WAV file."""
+
+from __future__ import annotations
+
+import click
+
+from qoe.voice.io import extract_wav
+from qoe_cli._output import emit, format_option, render_pairs
+
+
+@click.command("extract")
+@click.argument("capture", type=click.Path(exists=True, dir_okay=False))
+@click.option("--ssrc", default=None, help="Stream to extract (0x7a1c0003 or decimal); needed when the capture holds several.")
+@click.option("--jitter-buffer", "jitter_buffer", default="adaptive", show_default=True,
+              help="Receiver buffer: fixed:<ms> (e.g. fixed:60), adaptive (Ramjee et al. 1994) or none.")
+@click.option("--conceal", type=click.Choice(["silence", "repeat"]), default="silence", show_default=True,
+              help="Fill lost and late packets with silence or by repeating the last packet (fading out).")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, writable=True),
+              help="WAV file to write (16-bit PCM at the codec's rate).")
+@format_option
+def extract(capture, ssrc, jitter_buffer, conceal, output, fmt):
+    """Rebuild the received audio of a G.711 RTP stream in CAPTURE and write it as WAV.
+
+    Packets are decoded and placed by RTP timestamp; packets lost in the network or
+    late for the jitter buffer are concealed. Prints what was done (loss, late packets,
+    buffer delay)."""
+    summary = extract_wav(capture, output, ssrc=ssrc, jitter_buffer=jitter_buffer, conceal=conceal)
+    emit(render_pairs(summary, fmt, digits=3), None)

@@ -1,0 +1,164 @@
+"""File-level voice operations: captures in, WAV files and per-stream delay records out.
+
+The pure functions (:mod:`qoe.voice.g711`, :mod:`qoe.voice.jitterbuffer`,
+:mod:`qoe.voice.delay`, :mod:`qoe.voice.playout`) work on arrays and stream tables; this
+module is where files are read (through :func:`qoe.voice.rtp.find_streams`) and written
+(WAV through soundfile).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import soundfile
+
+from qoe.errors import InputError, StreamNotFoundError
+from qoe.voice.delay import Clocks, OneWayDelay, delays_between
+from qoe.voice.jitterbuffer import JitterBuffer
+from qoe.voice.playout import Conceal, ReceivedAudio, extract_audio
+
+if TYPE_CHECKING:  # pragma: no cover
+    from qoe.voice.rtp import RtpStream
+
+__all__ = ["write_wav", "select_stream", "extract_wav", "capture_delays", "parse_ssrc"]
+
+
+def write_wav(audio: ReceivedAudio, path: str | os.PathLike[str]) -> None:
+    """Write rebuilt audio as a 16-bit PCM mono WAV file at its sample rate."""
+    soundfile.write(os.fspath(path), audio.samples, audio.sample_rate, subtype="PCM_16", format="WAV")
+
+
+def parse_ssrc(text: str | int | None) -> int | None:
+    """``"0x7a1c0003"``, ``"2048655363"`` or an int -> the SSRC as an int (None stays None)."""
+    if text is None or isinstance(text, int):
+        return text
+    try:
+        value = int(str(text).strip(), 0)
+    except ValueError:
+        raise InputError(f"SSRC {text!r} is not a number (write it as 0x7a1c0003 or in decimal)") from None
+    if not 0 <= value < 1 << 32:
+        raise InputError(f"SSRC {text!r} is outside 0..0xffffffff (RFC 3550 §5.1: 32 bits)")
+    return value
+
+
+def _describe(streams: Sequence[RtpStream]) -> str:
+    return ", ".join(f"0x{s.ssrc:08x} ({s.key.src}:{s.key.sport} -> {s.key.dst}:{s.key.dport}, "
+                     f"{s.codec or 'PT ' + str(s.payload_type)})" for s in streams)
+
+
+def select_stream(streams: Sequence[RtpStream], ssrc: int | None, *, source: str = "the capture") -> RtpStream:
+    """The stream with this SSRC; without one, the only stream there is.
+
+    Raises
+    ------
+    StreamNotFoundError
+        No stream, an unknown SSRC, or several streams and no SSRC; the message lists
+        the SSRCs present.
+    """
+    if not streams:
+        raise StreamNotFoundError(f"{source}: no RTP stream found")
+    if ssrc is None:
+        if len(streams) == 1:
+            return streams[0]
+        raise StreamNotFoundError(
+            f"{source} holds {len(streams)} RTP streams; choose one with --ssrc: {_describe(streams)}"
+        )
+    hits = [s for s in streams if s.ssrc == ssrc]
+    if not hits:
+        raise StreamNotFoundError(f"{source}: no RTP stream with SSRC 0x{ssrc:08x}; present: {_describe(streams)}")
+    return max(hits, key=lambda s: s.stats.packets)
+
+
+def extract_wav(
+    capture: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    ssrc: int | str | None = None,
+    jitter_buffer: JitterBuffer | str | None = "adaptive",
+    conceal: Conceal = "silence",
+) -> dict[str, Any]:
+    """Rebuild the audio of one G.711 stream of a capture and write it as WAV.
+
+    Parameters
+    ----------
+    capture : path
+        pcap or pcapng file.
+    output : path
+        WAV file to write (16-bit PCM, 8000 Hz for G.711).
+    ssrc : int or str, optional, keyword-only
+        The stream; needed when the capture holds several.
+    jitter_buffer : str or buffer, keyword-only
+        ``"adaptive"``, ``"fixed:<ms>"`` or ``"none"``.
+    conceal : {"silence", "repeat"}, keyword-only
+        Concealment of lost and late packets.
+
+    Returns
+    -------
+    dict
+        The stream, the output file and the playout summary (loss, late, delays).
+
+    Raises
+    ------
+    StreamNotFoundError, UnsupportedCodecError, CaptureError, InputError
+    """
+    from qoe.voice.rtp import find_streams  # noqa: PLC0415 - keeps this module importable alone
+
+    name = os.fspath(capture)
+    stream = select_stream(find_streams(name), parse_ssrc(ssrc), source=name)
+    audio = extract_audio(stream, jitter_buffer=jitter_buffer, conceal=conceal)
+    write_wav(audio, output)
+    k = stream.key
+    return {
+        "capture": name,
+        "ssrc": f"0x{k.ssrc:08x}",
+        "src": f"{k.src}:{k.sport}",
+        "dst": f"{k.dst}:{k.dport}",
+        "output": os.fspath(output),
+        **audio.to_dict(),
+    }
+
+
+def capture_delays(
+    sender_capture: str | os.PathLike[str],
+    receiver_capture: str | os.PathLike[str],
+    *,
+    clocks: Clocks = "auto",
+    buffer: JitterBuffer | str | None = None,
+    ssrc: int | str | None = None,
+) -> list[OneWayDelay]:
+    """One-way delay of every RTP stream present in both captures (matched by SSRC).
+
+    Parameters
+    ----------
+    sender_capture, receiver_capture : path
+        Captures taken at the sending and at the receiving end.
+    clocks : {"auto", "same", "different"}, keyword-only
+        See :func:`qoe.voice.delay.one_way_delay`.
+    buffer : str or buffer, optional, keyword-only
+        Receiver jitter buffer whose late packets count as late loss.
+    ssrc : int or str, optional, keyword-only
+        Only this stream.
+
+    Raises
+    ------
+    StreamNotFoundError
+        No stream is in both captures (or not the one asked for); the message lists the
+        SSRCs of each capture.
+    """
+    from qoe.voice.rtp import find_streams  # noqa: PLC0415
+
+    s_name, r_name = os.fspath(sender_capture), os.fspath(receiver_capture)
+    sent, recv = find_streams(s_name), find_streams(r_name)
+    want = parse_ssrc(ssrc)
+    if want is not None:
+        sent = [select_stream(sent, want, source=s_name)]
+        recv = [select_stream(recv, want, source=r_name)]
+    out = delays_between(sent, recv, clocks=clocks, buffer=buffer)
+    if not out:
+        raise StreamNotFoundError(
+            f"no RTP stream (SSRC) is in both {s_name} [{_describe(sent) or 'none'}] and "
+            f"{r_name} [{_describe(recv) or 'none'}]"
+        )
+    return out
