@@ -1,0 +1,168 @@
+"""pcap and pcapng file formats: magic numbers, byte orders, resolutions, interfaces.
+
+Expected times are computed by hand from the integer fields written (never via float).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+
+import pytest
+
+from qoe.capture import probe, read_packets, read_udp_batches
+
+
+def _frame(cap, i: int = 0) -> bytes:  # type: ignore[no-untyped-def]
+    return cap.eth(cap.ipv4("192.0.2.1", "198.51.100.2", 17, cap.udp(4000 + i, 5000, bytes([i]) * 10)))
+
+
+@pytest.mark.parametrize("byteorder", ["<", ">"])
+@pytest.mark.parametrize("nano", [False, True])
+def test_pcap_magic_byteorder_resolution(cap, write, udp_both, byteorder, nano):  # type: ignore[no-untyped-def]
+    frac = [123_456_789, 999_999_999, 0] if nano else [123_456, 999_999, 0]
+    recs = [(cap.T0 + i, frac[i], _frame(cap, i)) for i in range(3)]
+    path = write(cap.pcap(recs, nano=nano, byteorder=byteorder))
+    pkts = udp_both(path)
+    mult = 1 if nano else 1000
+    assert [p.ts_ns for p in pkts] == [(cap.T0 + i) * 10**9 + frac[i] * mult for i in range(3)]
+    assert [p.index for p in pkts] == [1, 2, 3]
+    assert [p.sport for p in pkts] == [4000, 4001, 4002]
+    assert all(p.interface == 0 for p in pkts)
+    info = probe(path)
+    assert (info.format, info.byte_order, info.nanosecond) == ("pcap", byteorder, nano)
+
+
+def test_pcap_modified_24_byte_records(cap, write, udp_both):  # type: ignore[no-untyped-def]
+    recs = [(cap.T0, 5, _frame(cap, 0)), (cap.T0 + 1, 6, _frame(cap, 1))]
+    pkts = udp_both(write(cap.pcap(recs, modified=True)))
+    assert [p.ts_ns for p in pkts] == [cap.T0 * 10**9 + 5000, (cap.T0 + 1) * 10**9 + 6000]
+
+
+def test_pcap_fcs_bits_in_linktype_field_are_ignored(cap, write):  # type: ignore[no-untyped-def]
+    # draft-ietf-opsawg-pcap §4: the link type is the lower 16 bits; bit 28 (F) and the FCS
+    # length above it describe the frames' FCS.
+    data = cap.pcap([(cap.T0, 0, _frame(cap) + b"\xde\xad\xbe\xef")], linktype=1 | 0x10000000 | (2 << 29))
+    (p,) = read_packets(write(data))
+    assert p.payload == bytes(10)  # IP total length excludes the FCS
+
+
+def test_wire_length_and_snaplen_truncation(cap, write, udp_both):  # type: ignore[no-untyped-def]
+    full = cap.eth(cap.ipv4("192.0.2.1", "198.51.100.2", 17, cap.udp(1, 2, bytes(range(100)))))
+    cut = full[:60]  # snap length 60: 60 - 42 = 18 payload bytes captured
+    (p,) = udp_both(write(cap.pcap([(cap.T0, 0, cut, len(full))], snaplen=60)))
+    assert p.wire_len == len(full) == 142
+    assert p.payload == bytes(range(18))
+
+
+def test_frame_numbers_count_every_record(cap, write):  # type: ignore[no-untyped-def]
+    arp = cap.eth(b"\0" * 28, 0x0806)
+    t = cap.tcp(80, 1234, b"hello")
+    recs = [
+        (cap.T0, 0, arp),
+        (cap.T0, 1, _frame(cap, 1)),
+        (cap.T0, 2, cap.eth(cap.ipv4("192.0.2.1", "198.51.100.2", 6, t))),
+        (cap.T0, 3, arp),
+        (cap.T0, 4, _frame(cap, 4)),
+    ]
+    path = write(cap.pcap(recs))
+    assert [p.index for p in read_packets(path)] == [2, 3, 5]
+    assert [p.index for p in read_packets(path, protocols=("udp",))] == [2, 5]
+    assert [p.index for p in read_packets(path, protocols=["tcp"])] == [3]
+    assert [b.index.tolist() for b in read_udp_batches(path)] == [[2, 5]]
+
+
+# ---------------------------------------------------------------------------- pcapng
+
+
+@pytest.mark.parametrize("bo", ["<", ">"])
+def test_pcapng_interfaces_with_own_linktype_and_resolution(cap, write, udp_both, bo):  # type: ignore[no-untyped-def]
+    ip = cap.ipv4("192.0.2.1", "198.51.100.2", 17, cap.udp(7, 8, b"abc"))
+    blocks = [
+        cap.shb(bo),
+        cap.idb(bo, 1),  # Ethernet, default resolution 10^-6 (§4.2)
+        cap.idb(bo, 113, tsresol=9),  # Linux SLL, ns
+        cap.idb(bo, 101, tsresol=0x80 | 20),  # raw IP, 2^-20 s
+        cap.idb(bo, 276, tsresol=3, tsoffset=-3600),  # SLL2, ms, offset -1 h
+        cap.idb(bo, 228, tsresol=12, tsoffset=cap.T0),  # raw IPv4, ps (floored to ns), +T0 s
+        cap.epb(bo, 0, cap.T0 * 10**6 + 250_001, cap.eth(ip)),
+        cap.nrb(bo),
+        cap.epb(bo, 1, cap.T0 * 10**9 + 123_456_789, cap.sll(ip)),
+        cap.epb(bo, 2, (cap.T0 << 20) + 3, ip),  # 3/2^20 s = 2861.02294921875 ns
+        cap.isb(bo, 0),
+        cap.epb(bo, 3, (cap.T0 + 3600) * 1000 + 7, cap.sll2(ip)),
+        cap.epb(bo, 4, 1_999, ip, comment=b"picoseconds"),
+    ]
+    path = write(b"".join(blocks), "t.pcapng")
+    pkts = udp_both(path)
+    s = cap.T0 * 10**9
+    assert [p.ts_ns for p in pkts] == [s + 250_001_000, s + 123_456_789, s + 2861, s + 7_000_000, s + 1]
+    assert [p.interface for p in pkts] == [0, 1, 2, 3, 4]
+    assert [p.index for p in pkts] == [1, 2, 3, 4, 5]
+    assert all(p.payload == b"abc" and p.src == "192.0.2.1" for p in pkts)
+    info = probe(path)
+    assert [i.linktype for i in info.interfaces] == [1, 113, 101, 276, 228]
+
+
+def test_pcapng_sections_change_byte_order_and_number_interfaces_on(cap, write, udp_both):  # type: ignore[no-untyped-def]
+    f = _frame(cap)
+    data = b"".join(
+        [
+            cap.shb("<"),
+            cap.idb("<", 1),
+            cap.epb("<", 0, cap.T0 * 10**6, f),
+            cap.shb(">"),
+            cap.idb(">", 1, tsresol=9),
+            cap.idb(">", 1),
+            cap.epb(">", 1, cap.T0 * 10**6 + 1, f),
+            cap.epb(">", 0, cap.T0 * 10**9 + 1, f),
+        ]
+    )
+    pkts = udp_both(write(data, "s.pcapng"))
+    s = cap.T0 * 10**9
+    assert [(p.interface, p.ts_ns) for p in pkts] == [(0, s), (2, s + 1000), (1, s + 1)]
+
+
+def test_pcapng_simple_and_obsolete_packet_blocks(cap, write, udp_both):  # type: ignore[no-untyped-def]
+    f = _frame(cap, 3)
+    data = b"".join(
+        [cap.shb(), cap.idb("<", 1, snaplen=0), cap.spb("<", f), cap.pb("<", 0, cap.T0 * 10**6 + 5, f), cap.epb("<", 0, 1, f)]
+    )
+    pkts = udp_both(write(data, "p.pcapng"))
+    # §4.4: a Simple Packet Block has no timestamp; qoe gives it 0.
+    assert [p.ts_ns for p in pkts] == [0, cap.T0 * 10**9 + 5000, 1000]
+    assert [p.index for p in pkts] == [1, 2, 3]
+
+
+def test_pcapng_simple_packet_block_cut_to_snaplen(cap, write):  # type: ignore[no-untyped-def]
+    f = _frame(cap, 3)  # 52 bytes
+    data = b"".join([cap.shb(), cap.idb("<", 1, snaplen=46), cap.spb("<", f[:46], wire=len(f))])
+    (p,) = read_packets(write(data, "p.pcapng"))
+    assert (p.wire_len, p.payload) == (52, bytes([3]) * 4)
+
+
+def test_big_timestamps_keep_every_nanosecond(cap, write, udp_both):  # type: ignore[no-untyped-def]
+    # 2^32 - 1 s (year 2106) with 999999999 ns: 4294967295999999999 ns, exact in int64.
+    pkts = udp_both(write(cap.pcap([(2**32 - 1, 999_999_999, _frame(cap))], nano=True)))
+    assert pkts[0].ts_ns == 4_294_967_295_999_999_999
+
+
+def test_gzip_compressed_capture(cap, write, udp_both):  # type: ignore[no-untyped-def]
+    raw = cap.pcap([(cap.T0, i, _frame(cap, i)) for i in range(5)])
+    pkts = udp_both(write(gzip.compress(raw), "t.pcap.gz"))
+    assert [p.ts_ns for p in pkts] == [cap.T0 * 10**9 + i * 1000 for i in range(5)]
+
+
+def test_binary_file_object(cap):  # type: ignore[no-untyped-def]
+    raw = cap.pcap([(cap.T0, i, _frame(cap, i)) for i in range(4)])
+    assert [p.sport for p in read_packets(io.BytesIO(raw))] == [4000, 4001, 4002, 4003]
+    assert sum(len(b) for b in read_udp_batches(io.BytesIO(raw), batch_size=3)) == 4
+
+
+def test_many_chunks(cap, write, udp_both):  # type: ignore[no-untyped-def]
+    # Records straddle the 1 MiB read chunks: all must come out, in order.
+    frames = [cap.eth(cap.ipv4("192.0.2.1", "198.51.100.2", 17, cap.udp(1, 2, bytes(1000 + i % 7)))) for i in range(2500)]
+    pkts = udp_both(write(cap.pcap([(cap.T0, i, f) for i, f in enumerate(frames)])))
+    assert len(pkts) == 2500
+    assert [len(p.payload) for p in pkts] == [1000 + i % 7 for i in range(2500)]
+    assert pkts[-1].ts_ns == cap.T0 * 10**9 + 2499 * 1000
