@@ -166,3 +166,8 @@ def test_many_chunks(cap, write, udp_both):  # type: ignore[no-untyped-def]
     assert len(pkts) == 2500
     assert [len(p.payload) for p in pkts] == [1000 + i % 7 for i in range(2500)]
     assert pkts[-1].ts_ns == cap.T0 * 10**9 + 2499 * 1000
+
+
+def test_gzip_file_object(cap):  # type: ignore[no-untyped-def]
+    raw = gzip.compress(cap.pcap([(cap.T0, i, _frame(cap, i)) for i in range(4)]))
+    assert [p.sport for p in read_packets(io.BytesIO(raw))] == [4000, 4001, 4002, 4003]

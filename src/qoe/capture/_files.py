@@ -24,10 +24,10 @@ References
 from __future__ import annotations
 
 import gzip
-import io
 import os
 import struct
 import warnings
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO, Union
@@ -160,35 +160,58 @@ def _open(source: PathOrFile, name: str) -> tuple[BinaryIO, bool]:
     if isinstance(head, str):
         raise CaptureError(f"{name}: file object is in text mode; open it with 'rb'")
     if head == _GZIP_MAGIC:
-        f = gzip.GzipFile(fileobj=f, mode="rb")  # type: ignore[assignment]
-        if owned:
-            # Keep the underlying file reachable so that closing the gzip layer closes both.
-            f = _OwningGzip(f)  # type: ignore[arg-type,assignment]
+        f = _Gunzip(f, owned)  # type: ignore[assignment]
     return f, owned
 
 
-class _OwningGzip(io.BufferedReader):
-    """A buffered gzip reader that closes the raw file under it too."""
+class _Gunzip:
+    """Read a gzip stream (RFC 1952) so that a stream cut short still gives every byte
+    before the cut: ``read1`` pieces are gathered, and the error is kept in ``error``."""
 
-    def __init__(self, gz: gzip.GzipFile) -> None:
-        super().__init__(gz, CHUNK_SIZE)  # type: ignore[arg-type]
-        self._gz = gz
+    def __init__(self, raw: BinaryIO, owned: bool) -> None:
+        self._raw = raw
+        self._owned = owned
+        self._gz = gzip.GzipFile(fileobj=raw, mode="rb")
+        self.name = getattr(raw, "name", "<gzip>")
+        self.error: Exception | None = None
+
+    def read(self, n: int) -> bytes:
+        out = []
+        got = 0
+        while got < n and self.error is None:
+            try:
+                b = self._gz.read1(n - got)
+            except (EOFError, OSError, zlib.error) as e:  # cut short or damaged
+                self.error = e
+                break
+            if not b:
+                break
+            out.append(b)
+            got += len(b)
+        return b"".join(out)
+
+    def tell(self) -> int:
+        return 0
 
     def close(self) -> None:
-        fileobj = self._gz.fileobj
-        super().close()
-        if fileobj is not None:
-            fileobj.close()
+        self._gz.close()
+        if self._owned:
+            self._raw.close()
 
 
 def _read(f: BinaryIO, n: int, name: str) -> bytes:
     try:
-        return f.read(n)
-    except (EOFError, gzip.BadGzipFile) as e:  # truncated or damaged gzip stream
-        warnings.warn(f"{name}: compressed capture is damaged ({e}); reading stops here", QoEWarning, stacklevel=4)
-        return b""
+        data = f.read(n)
     except OSError as e:
         raise CaptureError(f"{name}: read error ({e})") from None
+    if len(data) < n and getattr(f, "error", None) is not None and not getattr(f, "warned", False):
+        f.warned = True  # type: ignore[attr-defined]
+        warnings.warn(
+            f"{name}: compressed capture is cut short or damaged ({f.error}); reading stops there",  # type: ignore[attr-defined]
+            QoEWarning,
+            stacklevel=4,
+        )
+    return data
 
 
 def _check_linktype(name: str, lt: int, where: str) -> None:
@@ -229,17 +252,21 @@ def probe(source: PathOrFile) -> CaptureInfo:
         an unsupported link-layer type (its number and name are quoted).
     """
     name = _name_of(source)
+    start = None
+    if not isinstance(source, (str, os.PathLike)):
+        try:
+            start = source.tell()
+        except (AttributeError, OSError, ValueError):
+            raise CaptureError(f"{name}: file object is not seekable; give a path or a seekable binary file") from None
     f, owned = _open(source, name)
     try:
-        start = f.tell() if not owned and hasattr(f, "tell") else 0
         head = _read(f, 24, name)
-        info = _probe_head(name, head, f)
-        if not owned and hasattr(f, "seek"):
-            f.seek(start)
-        return info
+        return _probe_head(name, head, f)
     finally:
         if owned:
             f.close()
+        elif start is not None:
+            source.seek(start)  # type: ignore[union-attr]
 
 
 def _probe_head(name: str, head: bytes, f: BinaryIO) -> CaptureInfo:

@@ -1,0 +1,64 @@
+"""The public surface of qoe.capture: names, immutability, dict forms."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+import qoe.capture as capture
+from qoe.capture import Packet, TcpInfo, read_packets, read_udp_batches
+
+
+def test_all_names_exist_and_are_complete():
+    for name in capture.__all__:
+        assert hasattr(capture, name), name
+    public = {n for n in vars(capture) if not n.startswith("_") and n not in {"annotations"}}
+    modules = {n for n in public if type(getattr(capture, n)).__name__ == "module"}
+    assert public - modules == set(capture.__all__)
+    for name in ("read_packets", "read_udp_batches", "Packet", "TcpInfo", "UdpBatch"):
+        assert name in capture.__all__
+
+
+def test_packet_is_frozen_hashable_and_fast_built_equal(cap, write):
+    path = write(cap.pcap([(cap.T0, 5, cap.eth(cap.ipv4("192.0.2.1", "192.0.2.2", 6, cap.tcp(1, 2, b"x"))))]))
+    (p,) = read_packets(path)
+    assert type(p) is Packet and dataclasses.is_dataclass(p)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.sport = 3  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.tcp.seq = 3  # type: ignore[misc,union-attr]
+    q = Packet(1, cap.T0 * 10**9 + 5000, "192.0.2.1", "192.0.2.2", 6, 1, 2, b"x", TcpInfo(1000, 0, 0x18, 65535), 0, len(p.payload) + 54)
+    assert p == q and hash(p) == hash(q)
+    assert dataclasses.replace(p, sport=9).sport == 9
+
+
+def test_to_dict(cap, write):
+    path = write(cap.pcap([(cap.T0, 5, cap.eth(cap.ipv4("192.0.2.1", "192.0.2.2", 6, cap.tcp(1, 2, b"\x01\xff"))))]))
+    (p,) = read_packets(path)
+    d = p.to_dict()
+    assert d["payload"] == "01ff" and d["tcp"]["seq"] == 1000 and d["ts_ns"] == cap.T0 * 10**9 + 5000
+    assert set(d) == {f.name for f in dataclasses.fields(Packet)}
+
+
+def test_udp_batch_columns(cap, write):
+    frames = [cap.eth(cap.ipv4(f"192.0.2.{1 + i % 3}", "198.51.100.2", 17, cap.udp(1000 + i, 2000, bytes([i]) * i))) for i in range(7)]
+    (b,) = read_udp_batches(write(cap.pcap([(cap.T0, i, f) for i, f in enumerate(frames)])))
+    assert len(b) == 7
+    assert b.index.dtype.name == "int64" and b.ts_ns.dtype.name == "int64"
+    assert b.sport.dtype.name == "uint16" and b.src.dtype.name == "int32" and b.payload.dtype.name == "uint8"
+    assert b.offsets.tolist() == [0, 0, 1, 3, 6, 10, 15, 21]
+    assert [b.addresses[c] for c in b.src] == [f"192.0.2.{1 + i % 3}" for i in range(7)]
+    assert {b.addresses[c] for c in b.dst} == {"198.51.100.2"}
+    assert b.payload_of(3) == b"\x03\x03\x03"
+    assert b.sport.tolist() == list(range(1000, 1007))
+
+
+def test_address_codes_stable_across_batches(cap, write):
+    frames = [cap.eth(cap.ipv4(f"10.0.0.{i}", "10.0.1.1", 17, cap.udp(1, 2, b""))) for i in range(1, 9)]
+    frames += [cap.eth(cap.ipv4("10.0.0.1", "10.0.1.1", 17, cap.udp(1, 2, b"")))]
+    batches = list(read_udp_batches(write(cap.pcap([(cap.T0, i, f) for i, f in enumerate(frames)])), batch_size=4))
+    assert [len(b) for b in batches] == [4, 4, 1]
+    assert batches[2].src[0] == batches[0].src[0]
+    assert batches[0].dst[0] == batches[2].dst[0]
+    assert batches[-1].addresses[: len(batches[0].addresses)] == batches[0].addresses

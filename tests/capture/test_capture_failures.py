@@ -1,0 +1,157 @@
+"""Files qoe.capture cannot read (CaptureError naming the file and what was found), files cut
+short (QoEWarning + every packet before the cut), and bad options (InputError)."""
+
+from __future__ import annotations
+
+import gzip
+import re
+import warnings
+
+import pytest
+
+from qoe.capture import read_packets, read_udp_batches
+from qoe.errors import CaptureError, InputError, QoEWarning
+
+READERS = [
+    pytest.param(lambda p: [x.index for x in read_packets(p)], id="read_packets"),
+    pytest.param(lambda p: [int(i) for b in read_udp_batches(p, batch_size=2) for i in b.index], id="read_udp_batches"),
+]
+
+
+def _frames(cap, n: int):  # type: ignore[no-untyped-def]
+    return [cap.eth(cap.ipv4("192.0.2.1", "198.51.100.2", 17, cap.udp(1, 2, bytes(20 + i)))) for i in range(n)]
+
+
+@pytest.mark.parametrize("reader", READERS)
+@pytest.mark.parametrize("cut", [1, 10, 16, 30], ids=["1-byte-header", "mid-header", "header-only", "mid-data"])
+def test_truncated_pcap_warns_and_keeps_packets_before(cap, write, reader, cut):  # type: ignore[no-untyped-def]
+    whole = cap.pcap([(cap.T0, i, f) for i, f in enumerate(_frames(cap, 4))])
+    last_rec = 16 + len(_frames(cap, 4)[3])
+    path = write(whole[: len(whole) - last_rec + cut], "cut.pcap")
+    with pytest.warns(QoEWarning, match=re.escape(str(path)) + r".*record 4"):
+        assert reader(path) == [1, 2, 3]
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_truncated_pcapng_warns_and_keeps_packets_before(cap, write, reader):  # type: ignore[no-untyped-def]
+    blocks = [cap.shb(), cap.idb()] + [cap.epb("<", 0, i, f) for i, f in enumerate(_frames(cap, 3))]
+    data = b"".join(blocks)
+    path = write(data[:-7], "cut.pcapng")
+    with pytest.warns(QoEWarning, match=re.escape(str(path)) + r".*record 3"):
+        assert reader(path) == [1, 2]
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_truncated_gzip_warns(cap, write, reader):  # type: ignore[no-untyped-def]
+    data = gzip.compress(cap.pcap([(cap.T0, i, f) for i, f in enumerate(_frames(cap, 50))]))
+    path = write(data[: len(data) // 2], "cut.pcap.gz")
+    with pytest.warns(QoEWarning, match=re.escape(str(path))):
+        got = reader(path)
+    assert got == list(range(1, len(got) + 1))
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_damaged_record_length_stops_with_warning(cap, write, reader):  # type: ignore[no-untyped-def]
+    good = cap.pcap([(cap.T0, i, f) for i, f in enumerate(_frames(cap, 2))])
+    bad = good + (cap.T0).to_bytes(4, "little") + bytes(4) + (0x7FFFFFF0).to_bytes(4, "little") + bytes(4) + bytes(100)
+    path = write(bad, "bad.pcap")
+    with pytest.warns(QoEWarning, match=r"record 3 is damaged \(captured length 2147483632\)"):
+        assert reader(path) == [1, 2]
+
+
+def test_complete_file_gives_no_warning(cap, write):  # type: ignore[no-untyped-def]
+    path = write(cap.pcap([(cap.T0, i, f) for i, f in enumerate(_frames(cap, 3))]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(list(read_packets(path))) == 3
+        assert sum(len(b) for b in read_udp_batches(path)) == 3
+
+
+@pytest.mark.parametrize("reader", [read_packets, read_udp_batches])
+def test_not_a_capture(write, reader):  # type: ignore[no-untyped-def]
+    path = write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "page.txt")
+    with pytest.raises(CaptureError, match=re.escape(str(path)) + r": not a pcap or pcapng capture \(first bytes 47 45 54 20"):
+        reader(path)  # raised at the call, before any iteration
+
+
+def test_empty_file(write):  # type: ignore[no-untyped-def]
+    path = write(b"", "empty.pcap")
+    with pytest.raises(CaptureError, match=re.escape(str(path)) + ": empty file"):
+        read_packets(path)
+
+
+def test_missing_file_and_directory(tmp_path):  # type: ignore[no-untyped-def]
+    with pytest.raises(CaptureError, match="nope.pcap: no such capture file"):
+        read_packets(tmp_path / "nope.pcap")
+    with pytest.raises(CaptureError, match="is a directory"):
+        read_udp_batches(tmp_path)
+
+
+def test_pcap_header_cut_short(cap, write):  # type: ignore[no-untyped-def]
+    path = write(cap.pcap([])[:20])
+    with pytest.raises(CaptureError, match=r"pcap file header cut short \(20 of 24 bytes\)"):
+        read_packets(path)
+
+
+def test_pcap_unknown_version(cap, write):  # type: ignore[no-untyped-def]
+    data = bytearray(cap.pcap([]))
+    data[4] = 3
+    with pytest.raises(CaptureError, match="pcap major version 3"):
+        read_packets(write(bytes(data)))
+
+
+@pytest.mark.parametrize("reader", [read_packets, read_udp_batches])
+def test_unknown_linktype_pcap(cap, write, reader):  # type: ignore[no-untyped-def]
+    path = write(cap.pcap([(cap.T0, 0, b"\0" * 40)], linktype=127))
+    with pytest.raises(CaptureError, match=re.escape(str(path)) + r": unsupported link-layer header type 127 \(IEEE802_11_RADIOTAP\)"):
+        reader(path)
+
+
+@pytest.mark.parametrize("reader", [read_packets, read_udp_batches])
+def test_unknown_linktype_pcapng_interface(cap, write, reader):  # type: ignore[no-untyped-def]
+    data = cap.shb() + cap.idb("<", 1) + cap.idb("<", 4000) + cap.epb("<", 0, 0, b"\0" * 40)
+    path = write(data, "x.pcapng")
+    with pytest.raises(CaptureError, match=r"unsupported link-layer header type 4000 \(unknown\) on pcapng interface 1"):
+        reader(path)
+
+
+def test_unknown_linktype_on_interface_described_later(cap, write):  # type: ignore[no-untyped-def]
+    f = _frames(cap, 1)[0]
+    data = cap.shb() + cap.idb("<", 1) + cap.epb("<", 0, 0, f) + cap.idb("<", 189) + cap.epb("<", 1, 0, b"\0" * 40)
+    it = read_packets(write(data, "late.pcapng"))
+    assert next(it).index == 1
+    with pytest.raises(CaptureError, match=r"189 \(USB_LINUX\) on pcapng interface 1"):
+        next(it)
+
+
+def test_pcapng_bad_byte_order_magic(cap, write):  # type: ignore[no-untyped-def]
+    data = bytearray(cap.shb())
+    data[8:12] = b"\x01\x02\x03\x04"
+    with pytest.raises(CaptureError, match="byte-order magic is 01020304"):
+        read_packets(write(bytes(data), "b.pcapng"))
+
+
+def test_pcapng_packet_on_undescribed_interface(cap, write):  # type: ignore[no-untyped-def]
+    data = cap.shb() + cap.idb() + cap.epb("<", 0, 0, _frames(cap, 1)[0]) + cap.epb("<", 5, 0, b"\0" * 40)
+    with pytest.warns(QoEWarning, match=r"record 2 is damaged \(.*interface"):
+        assert [p.index for p in read_packets(write(data, "u.pcapng"))] == [1]
+
+
+@pytest.mark.parametrize("bad", ["icmp", ("udp", "sctp"), (), 17, None])
+def test_bad_protocols(cap, write, bad):  # type: ignore[no-untyped-def]
+    path = write(cap.pcap([]))
+    with pytest.raises(InputError, match="protocols"):
+        read_packets(path, protocols=bad)
+
+
+@pytest.mark.parametrize("bad", [0, -5, 1.5, "10"])
+def test_bad_batch_size(cap, write, bad):  # type: ignore[no-untyped-def]
+    with pytest.raises(InputError, match=r"batch_size must be a positive integer"):
+        read_udp_batches(write(cap.pcap([])), batch_size=bad)
+
+
+def test_text_mode_file_object(tmp_path):  # type: ignore[no-untyped-def]
+    p = tmp_path / "t.pcap"
+    p.write_text("hello")
+    with open(p) as f, pytest.raises(CaptureError, match="text mode"):
+        read_packets(f)
