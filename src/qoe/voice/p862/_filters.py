@@ -1,0 +1,129 @@
+"""Level alignment and input filtering of P.862 (clauses 10.1.1, 10.1.2, 10.1.3) and P.862.2.
+
+All functions work on a *guarded buffer*: the signal of ``n`` samples preceded by
+``setup.guard`` zeros and followed by ``setup.guard + setup.tail`` zeros (the layout the
+Recommendation's reference software uses, so that filters and searches may run past both
+ends of the speech). :func:`guarded` builds one.
+
+References
+----------
+.. [1] ITU-T P.862 (02/2001), clauses 10.1.1 (level alignment), 10.1.2 (IRS filtering) and
+   10.1.3 (filtered copy used for time alignment); Annex A reference software.
+.. [2] ITU-T P.862.2 (11/2007), clause 2 (wide-band input filter).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.fft
+import scipy.signal
+
+from qoe.voice.p862 import _constants as C
+from qoe.voice.p862._constants import RateSetup
+
+__all__ = [
+    "guarded",
+    "fft_filter",
+    "band_power",
+    "irs_receive",
+    "wideband_input",
+    "alignment_copy",
+]
+
+
+def guarded(x: np.ndarray, setup: RateSetup, length: int | None = None) -> np.ndarray:
+    """Float64 guarded buffer holding ``x``; ``length`` (>= len(x)) zero-extends the signal.
+
+    The buffer is ``guard`` zeros, the signal (zero-extended to ``length``), then
+    ``guard + tail`` zeros.
+    """
+    n = x.size if length is None else length
+    buf = np.zeros(n + 2 * setup.guard + setup.tail)
+    buf[setup.guard : setup.guard + x.size] = x
+    return buf
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(0, int(n - 1).bit_length())
+
+
+def fft_filter(buf: np.ndarray, n: int, curve_db: tuple, setup: RateSetup) -> np.ndarray:
+    """Zero-phase filter by a piecewise-linear dB response, over the whole signal at once.
+
+    The ``n`` signal samples and the ``tail`` after them are transformed with one FFT
+    (zero-padded to a power of two), each bin is scaled by the response interpolated
+    linearly in dB between the given (Hz, dB) points, normalised to 0 dB at 1 kHz, and
+    transformed back (P.862 clause 10.1.2).
+
+    Returns a new guarded buffer.
+    """
+    g = setup.guard
+    m = n + setup.tail
+    size = _next_pow2(m)
+    spectrum = scipy.fft.rfft(buf[g : g + m], size)
+    points = np.asarray(curve_db, dtype=np.float64)
+    freqs = np.arange(size // 2 + 1) * (setup.fs / size)
+    gain_db = np.interp(freqs, points[:, 0], points[:, 1])
+    gain_db -= np.interp(C.GAIN_REFERENCE_HZ, points[:, 0], points[:, 1])  # 10.1.2: 0 dB at 1 kHz
+    spectrum *= 10.0 ** (gain_db / 20.0)
+    out = buf.copy()
+    out[g : g + m] = scipy.fft.irfft(spectrum, size)[:m]
+    return out
+
+
+def band_power(buf: np.ndarray, n: int, n_max: int, setup: RateSetup) -> float:
+    """Mean power of the 350-3250 Hz band of a signal, the quantity level alignment equalises.
+
+    The sum of squares of the band-passed signal (and its tail) is divided by the length of
+    the *longer* of the two signals plus the tail, as in the reference software, so that both
+    signals of a pair are measured over the same duration (P.862 clause 10.1.1).
+    """
+    filtered = fft_filter(buf, n, C.LEVEL_FILTER_DB, setup)
+    g = setup.guard
+    region = filtered[g : g + n + setup.tail]
+    return float(np.dot(region, region)) / (n_max + setup.tail)
+
+
+def irs_receive(buf: np.ndarray, n: int, setup: RateSetup) -> np.ndarray:
+    """Narrow-band receive filtering: the IRS receive characteristic (P.862 clause 10.1.2)."""
+    return fft_filter(buf, n, C.IRS_RECEIVE_DB, setup)
+
+
+def _sos(rows: tuple) -> np.ndarray:
+    """Annex A sections (b0, b1, b2, a1, a2) as SciPy second-order sections."""
+    arr = np.asarray(rows, dtype=np.float64)
+    return np.column_stack([arr[:, :3], np.ones(len(arr)), arr[:, 3:]])
+
+
+def wideband_input(buf: np.ndarray, n: int, setup: RateSetup) -> np.ndarray:
+    """Wide-band input filter of P.862.2 clause 2: linear fades, then a 100 Hz high-pass.
+
+    The first and last 15 samples are faded linearly over 16 steps, then the signal (not
+    its guard or tail) is filtered by one biquad.
+    """
+    g = setup.guard
+    out = buf.copy()
+    ramp = np.arange(1, C.WB_FADE_SAMPLES) / C.WB_FADE_SAMPLES  # 1/16 .. 15/16
+    k = min(ramp.size, n)
+    out[g : g + k] *= ramp[:k]
+    out[g + n - k : g + n] *= ramp[:k][::-1]
+    out[g : g + n] = scipy.signal.sosfilt(_sos(C.WB_INPUT_SOS[setup.fs]), out[g : g + n])
+    return out
+
+
+def alignment_copy(buf: np.ndarray, n: int, setup: RateSetup) -> np.ndarray:
+    """The filtered copy of a signal that the time alignment works on (P.862 clause 10.1.3).
+
+    The mean of the signal is removed (the reference software divides the sum by the
+    guarded length, which is kept), the first and last 4 ms block are faded in and out by
+    half-sample-centred ramps, and the whole buffer is passed through the fixed IIR filter.
+    """
+    g, b = setup.guard, setup.block
+    out = buf.copy()
+    sig = out[g : g + n]
+    sig -= sig.sum() / (n + 2 * g)
+    ramp = (np.arange(b) + 0.5) / b
+    k = min(b, n)
+    sig[:k] *= ramp[:k]
+    sig[n - k :] *= ramp[:k][::-1]
+    return scipy.signal.sosfilt(_sos(C.ALIGN_IIR_SOS[setup.fs]), out)
