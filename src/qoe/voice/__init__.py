@@ -9,3 +9,4 @@ from qoe.voice.delay import OneWayDelay, delays_between, one_way_delay, stream_d
 from qoe.voice.jitterbuffer import AdaptiveBuffer, FixedBuffer, NoBuffer, PlayoutResult, parse_jitter_buffer, simulate  # noqa: E402,F401
 from qoe.voice.playout import ReceivedAudio, extract_audio, playout_stream, rebuild_audio  # noqa: E402,F401
 from qoe.voice.io import capture_delays, extract_wav, write_wav  # noqa: E402,F401
+from qoe.voice.p862 import PesqResult, load_speech, pesq  # noqa: E402,F401
