@@ -1,7 +1,8 @@
 """Speed and memory of qoe.capture's two readers on a large capture.
 
 Builds a capture of N packets (default 10^6; ``--short``: 10^5) by replicating a real
-voice capture from data/voice/*.pcap (shifting times so the copies follow each other);
+voice capture from data/voice/**/*.pcap (the largest Ethernet one; times shifted so the
+copies follow each other);
 when none exists yet, it writes a synthetic one like them: two G.711 RTP streams
 (20 ms, 160-byte payloads) over Ethernet/IPv4/UDP with 1 in 5 frames bulk TCP. Then times
 
@@ -9,8 +10,11 @@ when none exists yet, it writes a synthetic one like them: two G.711 RTP streams
 - ``read_packets(path, protocols=("udp",))``,
 - ``read_udp_batches(path)`` (columns),
 
-each in a fresh subprocess so peak memory (ru_maxrss) is per reader, and prints packets
-per second and peak RSS. Usage::
+each in a fresh subprocess so peak memory (ru_maxrss) is per reader, and prints frames
+per second and peak RSS, on the full capture and on its first half (same peak memory on
+both = memory flat in the file size; read_udp_batches plateaus after a few batches, at
+about five batches' worth of payload). When tshark is installed, the time of
+``tshark -r FILE -q -z rtp,streams`` on the same file is printed as a yardstick. Usage::
 
     python benchmarks/capture_read.py [--short] [--packets N] [--capture FILE]
 """
@@ -69,9 +73,9 @@ def _synthetic(n: int) -> tuple[int, list[tuple[int, int, bytes]]]:
 def build_capture(path: str, n: int, source: str | None) -> str:
     """Write ``n`` packets into a µs pcap at ``path``; return a description of the source."""
     if source is None:
-        cands = sorted(glob.glob(os.path.join(ROOT, "data", "voice", "*.pcap")))
+        cands = sorted(glob.glob(os.path.join(ROOT, "data", "voice", "**", "*.pcap"), recursive=True))
         cands = [c for c in cands if _linktype(c) == 1]
-        source = cands[0] if cands else None
+        source = max(cands, key=os.path.getsize) if cands else None
     if source:
         recs = _records_of(source)
         if not recs:
@@ -139,29 +143,51 @@ def run(path: str, mode: str) -> dict:
     return json.loads(out.stdout)
 
 
+def run_tshark(path: str) -> dict | None:
+    import shutil
+
+    tshark = shutil.which("tshark")
+    if tshark is None:
+        return None
+    t = time.perf_counter()
+    subprocess.run([tshark, "-r", path, "-q", "-z", "rtp,streams"], capture_output=True, check=True)
+    return {"s": time.perf_counter() - t}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--short", action="store_true", help="10^5 packets instead of 10^6")
     ap.add_argument("--packets", type=int, default=None)
     ap.add_argument("--capture", default=None, help="real capture to replicate (Ethernet pcap)")
+    ap.add_argument("--no-tshark", action="store_true", help="skip the tshark yardstick")
     args = ap.parse_args()
     n = args.packets or (100_000 if args.short else 1_000_000)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "big.pcap")
+        small = os.path.join(tmp, "half.pcap")
         t = time.perf_counter()
         desc = build_capture(path, n, args.capture)
+        build_capture(small, n // 2, args.capture)
         size = os.path.getsize(path)
         print(f"capture: {n} frames, {size / 1e6:.1f} MB, {desc} (built in {time.perf_counter() - t:.1f} s)")
         print(f"python {sys.version.split()[0]}, numpy {np.__version__}, {os.cpu_count()} CPUs")
         print()
-        print(f"{'reader':<40} {'returned':>9} {'time s':>8} {'frames/s':>11} {'peak RSS MB':>12}")
+        head = f"{'reader':<36} {'returned':>9} {'time s':>8} {'frames/s':>11} {'peak RSS MB':>12} {'RSS MB (N/2)':>14}"
+        print(head)
+        print("-" * len(head))
         for mode, label in (
             ("packets", "read_packets (udp+tcp)"),
             ("packets-udp", "read_packets(protocols=('udp',))"),
             ("batches", "read_udp_batches"),
         ):
             r = run(path, mode)
-            print(f"{label:<40} {r['n']:>9} {r['s']:>8.2f} {n / r['s']:>11,.0f} {r['rss_mb']:>12.1f}")
+            r10 = run(small, mode)
+            print(
+                f"{label:<36} {r['n']:>9} {r['s']:>8.2f} {n / r['s']:>11,.0f} {r['rss_mb']:>12.1f} {r10['rss_mb']:>14.1f}"
+            )
+        ts = None if args.no_tshark else run_tshark(path)
+        if ts is not None:
+            print(f"{'tshark -q -z rtp,streams':<36} {'':>9} {ts['s']:>8.2f} {n / ts['s']:>11,.0f}")
 
 
 if __name__ == "__main__":

@@ -317,6 +317,22 @@ _RAW_TYPES = frozenset({LINKTYPE_RAW, LINKTYPE_RAW_DLT12, LINKTYPE_RAW_DLT14, LI
 _ETHERTYPE_AT = {LINKTYPE_ETHERNET: (12, 14), LINKTYPE_LINUX_SLL: (14, 16), LINKTYPE_LINUX_SLL2: (0, 20)}
 
 
+def _take(pending: list[_Piece], k: int) -> _Piece:
+    """Remove the first ``k`` datagrams from ``pending`` (split the last piece if needed)."""
+    take = []
+    got = 0
+    while got < k:
+        p = pending[0]
+        if got + len(p) <= k:
+            take.append(pending.pop(0))
+            got += len(p)
+        else:
+            head, pending[0] = _split(p, k - got)
+            take.append(head)
+            got = k
+    return _concat(take)
+
+
 def _iter_batches(path: PathOrFile, batch_size: int) -> Iterator[UdpBatch]:
     ex = _Extractor()
     pending: list[_Piece] = []
@@ -327,12 +343,8 @@ def _iter_batches(path: PathOrFile, batch_size: int) -> Iterator[UdpBatch]:
             continue
         pending.append(piece)
         count += len(piece)
-        if count >= batch_size:
-            whole = _concat(pending)
-            while len(whole) >= batch_size:
-                head, whole = _split(whole, batch_size)
-                yield _to_batch(head, ex.book)
-            pending = [whole] if len(whole) else []
-            count = len(whole)
+        while count >= batch_size:
+            yield _to_batch(_take(pending, batch_size), ex.book)
+            count -= batch_size
     if count:
         yield _to_batch(_concat(pending), ex.book)
