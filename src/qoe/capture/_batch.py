@@ -11,6 +11,7 @@ from qoe.capture._decode import IPPROTO_UDP, Decoder
 from qoe.capture._files import PathOrFile, RawChunk, probe, raw_chunks
 from qoe.capture._linktypes import (
     AF_INET,
+    AF_INET6_VALUES,
     ETHER_MAX_LENGTH,
     ETHERTYPE_IPV4,
     ETHERTYPE_IPV6,
@@ -154,28 +155,33 @@ def _to_batch(p: _Piece, book: AddressBook) -> UdpBatch:
 class _Extractor:
     """Columns of the UDP datagrams in a :class:`RawChunk`.
 
-    Rows whose layout is the common one — a link header of fixed length announcing IPv4
-    (Ethernet II type 0x0800, SLL/SLL2 protocol 0x0800, raw IP, NULL/LOOP AF_INET), an IPv4
-    header without options (IHL 5, RFC 791 §3.1), not a fragment (MF = 0, offset 0),
-    protocol 17 — are decoded with NumPy. Rows that are certainly not UDP (IPv4 of another
-    protocol, non-IP EtherTypes) are dropped the same way. The rest (VLAN tags, IPv6,
-    fragments, IP options, …) go through the per-packet :class:`Decoder`, which keeps the
-    reassembly state, so the result is the same as ``read_packets(..., ("udp",))``.
+    Rows with a common layout are decoded with NumPy: a link header announcing IP
+    (Ethernet II with up to two VLAN tags, SLL/SLL2, raw IP, NULL/LOOP), then either an
+    IPv4 header without options (IHL 5, RFC 791 §3.1) that is not a fragment (MF = 0,
+    offset 0) with protocol 17, or an IPv6 header (RFC 8200 §3) whose Next Header is 17.
+    Rows that are certainly not UDP (IPv4/IPv6 with another protocol and no extension
+    header, non-IP EtherTypes) are dropped the same way. The rest (IPv6 extension headers,
+    fragments, IP options, LLC/SNAP, PPPoE, …) go through the per-packet
+    :class:`Decoder`, which keeps the reassembly state, so the result is the same as
+    ``read_packets(..., protocols=("udp",))``.
     """
 
     def __init__(self) -> None:
         self.decoder = Decoder(frozenset({IPPROTO_UDP}))
         self.book = AddressBook()
-        self._v4: dict[int, int] = {}  # IPv4 address as int -> code
+        self._codes: dict[bytes, int] = {}  # raw address (4 or 16 bytes) -> code
 
-    def _v4codes(self, values: np.ndarray) -> np.ndarray:
-        uniq, inv = np.unique(values, return_inverse=True)
-        cache = self._v4
+    def _addr_codes(self, raw: np.ndarray) -> np.ndarray:
+        """Codes of the addresses in the rows of ``raw`` (n × 4 or n × 16 uint8)."""
+        width = raw.shape[1]
+        keys = np.ascontiguousarray(raw, dtype=np.uint8).view(np.dtype((np.void, width))).reshape(-1)
+        uniq, inv = np.unique(keys, return_inverse=True)
+        cache = self._codes
         codes = np.empty(len(uniq), dtype=np.int32)
         for j, v in enumerate(uniq.tolist()):
             c = cache.get(v)
             if c is None:
-                c = cache[v] = self.book.code(self.decoder.addr(v.to_bytes(4, "big")))
+                c = cache[v] = self.book.code(self.decoder.addr(v))
             codes[j] = c
         return codes[inv.reshape(-1)]
 
@@ -191,60 +197,90 @@ class _Extractor:
         def byte_at(rel: np.ndarray | int) -> np.ndarray:
             return u8[np.minimum(off + rel, last)].astype(np.int64)
 
-        # Link layer → offset of an IPv4 header (-1: not the simple case), and rows known
-        # not to carry IP at all.
+        # 1. Link layer: offset and version of the IP header (l3 = -1: not decided here),
+        #    and the rows known to carry no IP at all.
         l3 = np.full(k, -1, dtype=np.int64)
+        ver = np.zeros(k, dtype=np.int64)
         not_ip = np.zeros(k, dtype=bool)
-        lts = [lt] if isinstance(lt, int) else np.unique(lt).tolist()
-        for t in lts:
+        for t in [lt] if isinstance(lt, int) else np.unique(lt).tolist():
             sel = np.ones(k, dtype=bool) if isinstance(lt, int) else (lt == t)
             if t in _ETHERTYPE_AT:
-                # Where the EtherType / protocol field sits, and the link header length.
                 at, hl = _ETHERTYPE_AT[t]
+                hl = np.full(k, hl, dtype=np.int64)
                 et = byte_at(at) << 8 | byte_at(at + 1)
+                if t == LINKTYPE_ETHERNET:
+                    for _ in range(2):  # up to two 802.1Q / 802.1ad tags (IEEE 802.1Q §9.5)
+                        tagged = np.isin(et, _VLAN_ARRAY)
+                        et = np.where(tagged, byte_at(hl + 2) << 8 | byte_at(hl + 3), et)
+                        hl = np.where(tagged, hl + 4, hl)
                 ok = sel & (cap >= hl)
-                l3 = np.where(ok & (et == ETHERTYPE_IPV4), hl, l3)
+                v4 = ok & (et == ETHERTYPE_IPV4)
+                v6 = ok & (et == ETHERTYPE_IPV6)
+                l3 = np.where(v4 | v6, hl, l3)
+                ver = np.where(v4, 4, np.where(v6, 6, ver))
                 maybe_ip = np.isin(et, _MAYBE_IP_ETHERTYPES)
                 if t == LINKTYPE_ETHERNET:
                     maybe_ip |= et <= ETHER_MAX_LENGTH  # 802.3 length: LLC/SNAP may carry IP
                 not_ip |= sel & ~(ok & maybe_ip)
             elif t in _RAW_TYPES:
                 v = byte_at(0) >> 4
-                good = np.ones(k, dtype=bool) if t == LINKTYPE_IPV4 else (v == 4)
-                if t != LINKTYPE_IPV6:
-                    l3 = np.where(sel & good & (cap > 0), 0, l3)
-                if t not in (LINKTYPE_IPV4, LINKTYPE_IPV6):
-                    not_ip |= sel & ((cap == 0) | ((v != 4) & (v != 6)))
+                if t == LINKTYPE_IPV4:
+                    v = np.full(k, 4, dtype=np.int64)
+                elif t == LINKTYPE_IPV6:
+                    v = np.full(k, 6, dtype=np.int64)
+                good = sel & (cap > 0) & ((v == 4) | (v == 6))
+                l3 = np.where(good, 0, l3)
+                ver = np.where(good, v, ver)
+                not_ip |= sel & ~good
             elif t == LINKTYPE_NULL or t == LINKTYPE_LOOP:
                 b0, b1, b2, b3 = (byte_at(i) for i in range(4))
                 be = b0 << 24 | b1 << 16 | b2 << 8 | b3
                 le = b3 << 24 | b2 << 16 | b1 << 8 | b0
                 af = be if t == LINKTYPE_LOOP else np.where(le > 0xFFFF, be, le)
-                l3 = np.where(sel & (cap >= 4) & (af == AF_INET), 4, l3)
-        # IPv4 + UDP headers (28 bytes) of every row, gathered at once.
-        base = off + np.maximum(l3, 0)
-        g = u8[np.minimum(base[:, None] + _ARANGE28, last)].astype(np.int64)
-        total = g[:, 2] << 8 | g[:, 3]
-        simple = (l3 >= 0) & (cap >= l3 + 28) & (g[:, 0] == 0x45) & (((g[:, 6] << 8 | g[:, 7]) & 0x3FFF) == 0)
-        proto = g[:, 9]
-        fast = simple & (proto == IPPROTO_UDP) & (total >= 28)
-        slow = ~(fast | (simple & (proto != IPPROTO_UDP)) | not_ip)
+                v4 = sel & (cap >= 4) & (af == AF_INET)
+                v6 = sel & (cap >= 4) & np.isin(af, _AF_INET6_ARRAY)
+                l3 = np.where(v4 | v6, 4, l3)
+                ver = np.where(v4, 4, np.where(v6, 6, ver))
+                not_ip |= sel & ~(v4 | v6)
 
-        fi = np.flatnonzero(fast)
+        # 2. IP + UDP headers (48 bytes: enough for IPv6 + UDP) of every row, at once.
+        base = off + np.maximum(l3, 0)
+        g = u8[np.minimum(base[:, None] + _ARANGE48, last)].astype(np.int64)
+        # IPv4, RFC 791 §3.1: IHL 5, flags/fragment offset, protocol at byte 9.
+        total = g[:, 2] << 8 | g[:, 3]
+        simple4 = (ver == 4) & (cap >= l3 + 28) & (g[:, 0] == 0x45) & (((g[:, 6] << 8 | g[:, 7]) & 0x3FFF) == 0)
+        fast4 = simple4 & (g[:, 9] == IPPROTO_UDP) & (total >= 28)
+        # IPv6, RFC 8200 §3: version 6, payload length at 4, next header at 6.
+        nh = g[:, 6]
+        simple6 = (ver == 6) & (cap >= l3 + 48) & ((g[:, 0] >> 4) == 6) & ~np.isin(nh, _IPV6_EXT_ARRAY)
+        fast6 = simple6 & (nh == IPPROTO_UDP)
+        skip = (simple4 & (g[:, 9] != IPPROTO_UDP)) | (simple6 & (nh != IPPROTO_UDP)) | not_ip
+        slow = ~(fast4 | fast6 | skip)
+
         pieces: list[_Piece] = []
-        if len(fi):
+        for fast, v in ((fast4, 4), (fast6, 6)):
+            fi = np.flatnonzero(fast)
+            if not len(fi):
+                continue
             gf = g[fi]
             capf = cap[fi]
             l3f = l3[fi]
-            ip_end = np.minimum(l3f + total[fi], capf)
-            ulen = gf[:, 24] << 8 | gf[:, 25]
-            pend = np.where(ulen >= 8, np.minimum(l3f + 20 + ulen, ip_end), ip_end)
-            starts = off[fi] + l3f + 28
-            ends = off[fi] + pend
-            src = gf[:, 12] << 24 | gf[:, 13] << 16 | gf[:, 14] << 8 | gf[:, 15]
-            dst = gf[:, 16] << 24 | gf[:, 17] << 16 | gf[:, 18] << 8 | gf[:, 19]
-            codes = self._v4codes(np.concatenate([src, dst]))
+            if v == 4:
+                ip_end = np.minimum(l3f + total[fi], capf)
+                hdr, src_at, alen = 20, 12, 4
+            else:
+                plen = gf[:, 4] << 8 | gf[:, 5]
+                ip_end = np.where(plen > 0, np.minimum(l3f + 40 + plen, capf), capf)
+                hdr, src_at, alen = 40, 8, 16
+            u = hdr  # UDP header starts here (RFC 768)
+            ulen = gf[:, u + 4] << 8 | gf[:, u + 5]
+            pend = np.where(ulen >= 8, np.minimum(l3f + hdr + ulen, ip_end), ip_end)
+            starts = off[fi] + l3f + hdr + 8
+            ends = np.maximum(off[fi] + pend, starts)
             m = len(fi)
+            codes = self._addr_codes(
+                np.concatenate([gf[:, src_at : src_at + alen], gf[:, src_at + alen : src_at + 2 * alen]])
+            )
             mv = memoryview(buf)
             payload = b"".join([mv[a:b] for a, b in zip(starts.tolist(), ends.tolist())])
             pieces.append(
@@ -253,8 +289,8 @@ class _Extractor:
                     ch.ts_ns[fi],
                     codes[:m],
                     codes[m:],
-                    gf[:, 20] << 8 | gf[:, 21],
-                    gf[:, 22] << 8 | gf[:, 23],
+                    gf[:, u] << 8 | gf[:, u + 1],
+                    gf[:, u + 2] << 8 | gf[:, u + 3],
                     ch.iface[fi],
                     ch.wire[fi],
                     ends - starts,
@@ -291,12 +327,12 @@ class _Extractor:
             return None
         if len(pieces) == 1:
             return pieces[0]
-        return _merge_by_index(pieces[0], pieces[1])
+        return _merge_by_index(pieces)
 
 
-def _merge_by_index(a: _Piece, b: _Piece) -> _Piece:
-    """Interleave two pieces in frame order (payloads re-joined accordingly)."""
-    both = _concat([a, b])
+def _merge_by_index(pieces: list[_Piece]) -> _Piece:
+    """Interleave pieces in frame order (payloads re-joined accordingly)."""
+    both = _concat(pieces)
     order = np.argsort(both.index, kind="stable")
     offs = np.zeros(len(both) + 1, dtype=np.int64)
     np.cumsum(both.lens, out=offs[1:])
@@ -307,7 +343,13 @@ def _merge_by_index(a: _Piece, b: _Piece) -> _Piece:
     return _Piece(*cols, payload)
 
 
-_ARANGE28 = np.arange(28, dtype=np.int64)
+_ARANGE48 = np.arange(48, dtype=np.int64)
+_VLAN_ARRAY = np.array(sorted(VLAN_TPIDS), dtype=np.int64)
+_AF_INET6_ARRAY = np.array(sorted(AF_INET6_VALUES), dtype=np.int64)
+# IPv6 Next Header values that are extension headers (RFC 8200 §4; AH RFC 4302; ESP RFC
+# 4303; Mobility RFC 6275; HIP RFC 7401; Shim6 RFC 5533; No Next Header 59): the general
+# decoder handles those rows.
+_IPV6_EXT_ARRAY = np.array([0, 43, 44, 50, 51, 59, 60, 135, 139, 140, 253, 254], dtype=np.int64)
 _MAYBE_IP_ETHERTYPES = np.array(
     [ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_PPPOE_SESSION, *sorted(VLAN_TPIDS)], dtype=np.int64
 )
