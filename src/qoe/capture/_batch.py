@@ -172,16 +172,20 @@ class _Extractor:
         self._codes: dict[bytes, int] = {}  # raw address (4 or 16 bytes) -> code
 
     def _addr_codes(self, raw: np.ndarray) -> np.ndarray:
-        """Codes of the addresses in the rows of ``raw`` (n × 4 or n × 16 uint8)."""
+        """Codes of the addresses in the rows of ``raw`` (n × 4 or n × 16 byte values)."""
         width = raw.shape[1]
-        keys = np.ascontiguousarray(raw, dtype=np.uint8).view(np.dtype((np.void, width))).reshape(-1)
+        if width == 4:  # sorting uint32 is far cheaper than sorting 4-byte voids
+            keys = raw[:, 0] << 24 | raw[:, 1] << 16 | raw[:, 2] << 8 | raw[:, 3]
+        else:
+            keys = np.ascontiguousarray(raw, dtype=np.uint8).view(np.dtype((np.void, width))).reshape(-1)
         uniq, inv = np.unique(keys, return_inverse=True)
         cache = self._codes
         codes = np.empty(len(uniq), dtype=np.int32)
         for j, v in enumerate(uniq.tolist()):
-            c = cache.get(v)
+            key = v.to_bytes(4, "big") if width == 4 else v
+            c = cache.get(key)
             if c is None:
-                c = cache[v] = self.book.code(self.decoder.addr(v))
+                c = cache[key] = self.book.code(self.decoder.addr(key))
             codes[j] = c
         return codes[inv.reshape(-1)]
 
