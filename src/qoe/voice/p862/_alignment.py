@@ -113,6 +113,8 @@ class _Aligner:
         self.kernel = self.nfft // C.FINE_KERNEL_DIVISOR
         # Annex A: periodic Hann window over the 64 ms frame.
         self.window = 0.5 * (1.0 - np.cos(2.0 * np.pi * np.arange(self.nfft) / self.nfft))
+        self.ref_frames = np.lib.stride_tricks.sliding_window_view(ref, self.nfft)
+        self.deg_frames = np.lib.stride_tricks.sliding_window_view(deg, self.nfft)
         k = np.arange(1 - self.kernel, self.kernel)
         self.triangle = 1.0 - np.abs(k) / self.kernel
         self.triangle_shifts = k
@@ -120,58 +122,92 @@ class _Aligner:
     # -- 10.1.3.1: envelope cross-correlation -----------------------------------------
     def envelope_delay(self, first: int, last: int, base: int) -> int:
         """Delay (samples) of reference blocks [first, last) from envelopes, around ``base``."""
-        return self.envelope_correlation(first, last, base)[0]
+        return self.envelope_correlations([(first, last, base)])[0][0]
 
-    def envelope_correlation(self, first: int, last: int, base: int) -> tuple[int, np.ndarray | None]:
-        """:meth:`envelope_delay` and the full cross-correlation it maximised (None if none)."""
+    def envelope_correlations(self, segments: list[tuple[int, int, int]]) -> list[tuple[int, np.ndarray | None]]:
+        """:meth:`envelope_delay` of several (first, last, base) segments at once.
+
+        The degraded envelope is read from ``base`` (truncated to whole blocks) later, over
+        as many blocks as the reference segment where it has them. Returns, per segment, the
+        delay and the full cross-correlation it maximised (None when a segment has fewer
+        than two blocks), whose index i is the lag i - (reference blocks - 1).
+        """
         b = self.setup.block
-        r0 = first
-        d0 = r0 + tdiv(base, b)
-        if d0 < 0:
-            r0, d0 = -tdiv(base, b), 0
-        nr = last - r0
-        nd = min(nr, self.env_deg.log_vad.size - d0)
-        lag = 0
-        corr = None
-        if nr > 1 and nd > 1:
-            x = self.env_ref.log_vad[r0 : r0 + nr]
-            y = self.env_deg.log_vad[d0 : d0 + nd]
-            corr = scipy.signal.fftconvolve(y, x[::-1], mode="full")
-            i = int(np.argmax(corr))
-            if corr[i] > 0.0:
-                lag = i - (nr - 1)
-        return base + lag * b, corr
+        n_deg = self.env_deg.log_vad.size
+        geometry = []
+        for first, last, base in segments:
+            shift = tdiv(base, b)
+            r0, d0 = (first, first + shift) if first + shift >= 0 else (-shift, 0)
+            nr = last - r0
+            geometry.append((r0, d0, nr, min(nr, n_deg - d0)))
+        valid = [i for i, (_, _, nr, nd) in enumerate(geometry) if nr > 1 and nd > 1]
+        out: list[tuple[int, np.ndarray | None]] = [(base, None) for _, _, base in segments]
+        if not valid:
+            return out
+        r0, d0, nr, nd = (np.array([geometry[i][j] for i in valid]) for j in range(4))
+        size = scipy.fft.next_fast_len(int((nr + nd - 1).max()), real=True)
+        span = np.arange(size)
+        x = np.concatenate([self.env_ref.log_vad, np.zeros(size)])
+        y = np.concatenate([self.env_deg.log_vad, np.zeros(size)])
+        xs = np.where(span < nr[:, None], x[np.maximum(r0, 0)[:, None] + span], 0.0)
+        ys = np.where(span < nd[:, None], y[d0[:, None] + span], 0.0)
+        circ = scipy.fft.irfft(np.conj(scipy.fft.rfft(xs, axis=1)) * scipy.fft.rfft(ys, axis=1), size, axis=1)
+        for row, i in enumerate(valid):
+            n_full = int(nr[row] + nd[row] - 1)
+            corr = circ[row, (np.arange(n_full) - (nr[row] - 1)) % size]
+            k = int(np.argmax(corr))
+            lag = k - int(nr[row] - 1) if corr[k] > 0.0 else 0
+            out[i] = (segments[i][2] + lag * b, corr)
+        return out
 
     # -- 10.1.3.2: fine alignment -----------------------------------------------------
-    def votes(self, r_starts: np.ndarray, d_starts: np.ndarray, window: np.ndarray | None = None) -> np.ndarray:
-        """Per-frame votes: lags within 1 % of each frame's correlation peak, weighted.
+    def votes(
+        self, r_starts: np.ndarray, d_starts: np.ndarray, window: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Votes of frames: lags within 1 % of each frame's correlation peak, weighted.
 
-        Row k holds, for frame k (reference at ``r_starts[k]``, degraded at
-        ``d_starts[k]``), ``peak**0.125`` at every circular lag whose |cross-correlation|
-        exceeds 0.99 of the frame maximum (``peak`` being that 0.99 x maximum).
+        Frame k pairs the reference at ``r_starts[k]`` with the degraded signal at
+        ``d_starts[k]`` (64 ms, Hann window). Every circular lag whose |cross-correlation|
+        exceeds 0.99 of the frame maximum gets one vote of weight ``peak**0.125``, ``peak``
+        being that 0.99 x maximum. Returns (frame, lag, weight) of every vote, ordered by
+        frame.
         """
         if r_starts.size == 0:
-            return np.zeros((0, self.nfft))
-        idx = np.arange(self.nfft)
-        w = self.window if window is None else window
-        x = self.ref[r_starts[:, None] + idx] * w
-        y = self.deg[d_starts[:, None] + idx] * w
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+        # Single precision, as in the reference software (and twice as fast).
+        w = (self.window if window is None else window).astype(np.float32)
+        x = self.ref_frames[r_starts].astype(np.float32) * w
+        y = self.deg_frames[d_starts].astype(np.float32) * w
         spec = np.conj(scipy.fft.rfft(x, axis=1)) * scipy.fft.rfft(y, axis=1)
         corr = np.abs(scipy.fft.irfft(spec, self.nfft, axis=1))
-        peak = C.FINE_PEAK_FRACTION * corr.max(axis=1, keepdims=True)
-        return np.where(corr > peak, peak**C.FINE_VOTE_POWER, 0.0)
+        peak = np.float32(C.FINE_PEAK_FRACTION) * corr.max(axis=1)
+        frame, lag = np.nonzero(corr > peak[:, None])
+        return frame, lag, peak[frame].astype(np.float64) ** C.FINE_VOTE_POWER
 
-    def histogram_peak(self, hist: np.ndarray, total: float) -> tuple[int, float]:
-        """Lag and confidence of a vote histogram smoothed by the triangular kernel."""
-        smooth = np.zeros_like(hist)
-        for shift, weight in zip(self.triangle_shifts, self.triangle):
-            smooth += weight * np.roll(hist, shift)
-        i = int(np.argmax(smooth))
-        if smooth[i] <= 0.0:
-            return 0, 0.0
-        conf = float(smooth[i]) / total if total > 0.0 else 0.0
-        lag = i - self.nfft if i >= self.nfft // 2 else i
-        return lag, conf
+    def histogram_peaks(self, frame: np.ndarray, lag: np.ndarray, weight: np.ndarray, counts) -> tuple:
+        """Delay lag and confidence from the votes of the first ``counts[i]`` frames, for each i.
+
+        Each vote is spread over neighbouring lags by a triangle of half-width nfft/64
+        (circularly); the highest point of the smoothed histogram gives the lag (wrapped to
+        [-nfft/2, nfft/2)) and, divided by the sum of the votes, the confidence (10.1.3.2).
+        """
+        counts = np.asarray(counts, dtype=np.int64)
+        n_votes = np.searchsorted(frame, counts, side="left")
+        width = self.triangle.size
+        spread_lag = ((lag[:, None] + self.triangle_shifts) % self.nfft).ravel()
+        spread_weight = (weight[:, None] * self.triangle).ravel()
+        lags = np.zeros(counts.size, dtype=np.int64)
+        conf = np.zeros(counts.size)
+        for i, nv in enumerate(n_votes):
+            if nv == 0:
+                continue
+            smooth = np.bincount(spread_lag[: nv * width], spread_weight[: nv * width], minlength=self.nfft)
+            best = int(np.argmax(smooth))
+            total = float(weight[:nv].sum())
+            if smooth[best] > 0.0 and total > 0.0:
+                conf[i] = smooth[best] / total
+                lags[i] = best - self.nfft if best >= self.nfft // 2 else best
+        return lags, conf
 
     def forward_frames(self, first_block: int, estimate: int) -> tuple[np.ndarray, np.ndarray]:
         """Frames stepping forward from reference block ``first_block`` at delay ``estimate``."""
@@ -198,10 +234,9 @@ class _Aligner:
         """Sample-accurate delay of reference blocks [search_first, search_last) (10.1.3.2)."""
         r_starts, d_starts = self.forward_frames(search_first, estimate)
         keep = r_starts + self.nfft <= search_last * self.setup.block
-        v = self.votes(r_starts[keep], d_starts[keep])
-        hist = v.sum(axis=0)
-        lag, conf = self.histogram_peak(hist, float(hist.sum()))
-        return estimate + lag, conf
+        frame, lag, weight = self.votes(r_starts[keep], d_starts[keep])
+        lags, conf = self.histogram_peaks(frame, lag, weight, [int(keep.sum())])
+        return estimate + int(lags[0]), float(conf[0])
 
     # -- 10.1.3.3: utterance splitting ------------------------------------------------
     def best_split(self, utt: _Utt, speech_first: int, speech_last: int) -> tuple | None:
@@ -225,29 +260,28 @@ class _Aligner:
         # reproduced here.
         window = self.window.copy()
         offset = 3 * self.nfft + 6
-        est1, est2 = [], []
+        segments = []
         for p in points:
-            for first, last, out in ((utt.start, int(p), est1), (int(p), utt.end, est2)):
-                delay, corr = self.envelope_correlation(first, last, utt.estimate)
-                out.append(delay)
-                if corr is not None and corr.size > offset:
-                    over = corr[offset : offset + self.nfft]
-                    window[: over.size] = over
+            segments += [(utt.start, int(p), utt.estimate), (int(p), utt.end, utt.estimate)]
+        found = self.envelope_correlations(segments)
+        for _, corr in found:
+            if corr is not None and corr.size > offset:
+                over = corr[offset : offset + self.nfft]
+                window[: over.size] = over
+        est1 = [delay for delay, _ in found[0::2]]
+        est2 = [delay for delay, _ in found[1::2]]
 
         # First halves: frames forward from the utterance start, up to each point.
         d1 = np.zeros(n_points, dtype=np.int64)
         c1 = np.zeros(n_points)
         for estimate in set(est1):
-            sel = [i for i in range(n_points) if est1[i] == estimate]
+            sel = np.array([i for i in range(n_points) if est1[i] == estimate])
             r_starts, d_starts = self.forward_frames(utt.start, estimate)
-            limit = int(points[sel].max()) * b
-            keep = r_starts + self.nfft <= limit
-            cum = np.cumsum(self.votes(r_starts[keep], d_starts[keep], window), axis=0)
-            for i in sel:
-                k = int(np.count_nonzero(r_starts[keep] + self.nfft <= points[i] * b))
-                hist = cum[k - 1] if k > 0 else np.zeros(self.nfft)
-                lag, c1[i] = self.histogram_peak(hist, float(hist.sum()))
-                d1[i] = estimate + lag
+            keep = r_starts + self.nfft <= points[sel].max() * b
+            r_starts, d_starts = r_starts[keep], d_starts[keep]
+            counts = np.searchsorted(r_starts + self.nfft, points[sel] * b, side="right")
+            lags, c1[sel] = self.histogram_peaks(*self.votes(r_starts, d_starts, window), counts)
+            d1[sel] = estimate + lags
 
         # Second halves, only where the first half beats the whole: frames backward from
         # the utterance end, down to each point.
@@ -255,15 +289,12 @@ class _Aligner:
         c2 = np.zeros(n_points)
         todo = [i for i in range(n_points) if c1[i] > utt.confidence]
         for estimate in {est2[i] for i in todo}:
-            sel = [i for i in todo if est2[i] == estimate]
+            sel = np.array([i for i in todo if est2[i] == estimate])
             lowest = int(points[sel].min()) * b
             r_starts, d_starts = self.backward_frames(utt.end, estimate, lowest)
-            cum = np.cumsum(self.votes(r_starts, d_starts, window), axis=0)
-            for i in sel:
-                k = int(np.count_nonzero(r_starts >= points[i] * b))
-                hist = cum[k - 1] if k > 0 else np.zeros(self.nfft)
-                lag, c2[i] = self.histogram_peak(hist, float(hist.sum()))
-                d2[i] = estimate + lag
+            counts = np.count_nonzero(r_starts[None, :] >= points[sel, None] * b, axis=1)
+            lags, c2[sel] = self.histogram_peaks(*self.votes(r_starts, d_starts, window), counts)
+            d2[sel] = estimate + lags
 
         best, best_sum = None, 0.0
         for i in range(n_points):

@@ -14,6 +14,8 @@ References
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import scipy.fft
 import scipy.signal
@@ -23,6 +25,8 @@ from qoe.voice.p862._constants import RateSetup
 
 __all__ = [
     "guarded",
+    "RegionSpectrum",
+    "region_spectrum",
     "fft_filter",
     "band_power",
     "irs_receive",
@@ -47,46 +51,72 @@ def _next_pow2(n: int) -> int:
     return 1 << max(0, int(n - 1).bit_length())
 
 
-def fft_filter(buf: np.ndarray, n: int, curve_db: tuple, setup: RateSetup) -> np.ndarray:
-    """Zero-phase filter by a piecewise-linear dB response, over the whole signal at once.
+@dataclass(frozen=True)
+class RegionSpectrum:
+    """FFT of a signal and its tail, shared by the level measurement and the IRS filter.
 
-    The ``n`` signal samples and the ``tail`` after them are transformed with one FFT
-    (zero-padded to a power of two), each bin is scaled by the response interpolated
-    linearly in dB between the given (Hz, dB) points, normalised to 0 dB at 1 kHz, and
-    transformed back (P.862 clause 10.1.2).
-
-    Returns a new guarded buffer.
+    Attributes
+    ----------
+    spectrum : numpy.ndarray
+        ``rfft`` of the ``n + tail`` samples after the guard, zero-padded to ``size``.
+    size : int
+        The FFT length: the next power of two.
+    n : int
+        Signal length in samples.
     """
-    g = setup.guard
+
+    spectrum: np.ndarray
+    size: int
+    n: int
+
+
+def region_spectrum(buf: np.ndarray, n: int, setup: RateSetup) -> RegionSpectrum:
+    """One FFT over the signal and its tail (P.862 clause 10.1.2: "an FFT over the whole file").
+
+    Computed in single precision, the precision of the reference software.
+    """
     m = n + setup.tail
     size = _next_pow2(m)
-    spectrum = scipy.fft.rfft(buf[g : g + m], size)
+    region = buf[setup.guard : setup.guard + m].astype(np.float32)
+    return RegionSpectrum(scipy.fft.rfft(region, size), size, n)
+
+
+def fft_filter(spec: RegionSpectrum, curve_db: tuple, setup: RateSetup) -> np.ndarray:
+    """Zero-phase filtering by a piecewise-linear dB response; returns the signal and its tail.
+
+    Each bin is scaled by the response interpolated linearly in dB between the given
+    (Hz, dB) points, normalised to 0 dB at 1 kHz, and transformed back; the first
+    ``n + tail`` samples are kept (P.862 clause 10.1.2).
+    """
     points = np.asarray(curve_db, dtype=np.float64)
-    freqs = np.arange(size // 2 + 1) * (setup.fs / size)
+    freqs = np.arange(spec.size // 2 + 1) * (setup.fs / spec.size)
     gain_db = np.interp(freqs, points[:, 0], points[:, 1])
     gain_db -= np.interp(C.GAIN_REFERENCE_HZ, points[:, 0], points[:, 1])  # 10.1.2: 0 dB at 1 kHz
-    spectrum *= 10.0 ** (gain_db / 20.0)
-    out = buf.copy()
-    out[g : g + m] = scipy.fft.irfft(spectrum, size)[:m]
-    return out
+    gain = (10.0 ** (gain_db / 20.0)).astype(np.float32)
+    out = scipy.fft.irfft(spec.spectrum * gain, spec.size)
+    return out[: spec.n + setup.tail].astype(np.float64)
 
 
-def band_power(buf: np.ndarray, n: int, n_max: int, setup: RateSetup) -> float:
+def band_power(spec: RegionSpectrum, n_max: int, setup: RateSetup) -> float:
     """Mean power of the 350-3250 Hz band of a signal, the quantity level alignment equalises.
 
     The sum of squares of the band-passed signal (and its tail) is divided by the length of
     the *longer* of the two signals plus the tail, as in the reference software, so that both
     signals of a pair are measured over the same duration (P.862 clause 10.1.1).
     """
-    filtered = fft_filter(buf, n, C.LEVEL_FILTER_DB, setup)
-    g = setup.guard
-    region = filtered[g : g + n + setup.tail]
-    return float(np.dot(region, region)) / (n_max + setup.tail)
+    region = fft_filter(spec, C.LEVEL_FILTER_DB, setup)
+    return float(np.square(region).sum()) / (n_max + setup.tail)
 
 
-def irs_receive(buf: np.ndarray, n: int, setup: RateSetup) -> np.ndarray:
-    """Narrow-band receive filtering: the IRS receive characteristic (P.862 clause 10.1.2)."""
-    return fft_filter(buf, n, C.IRS_RECEIVE_DB, setup)
+def irs_receive(spec: RegionSpectrum, scale: float, setup: RateSetup) -> np.ndarray:
+    """Level-scaled, IRS receive-filtered guarded buffer (P.862 clauses 10.1.1, 10.1.2).
+
+    Filtering is linear, so the spectrum of the unscaled signal is filtered and scaled.
+    """
+    region = fft_filter(spec, C.IRS_RECEIVE_DB, setup)
+    buf = np.zeros(spec.n + 2 * setup.guard + setup.tail)
+    buf[setup.guard : setup.guard + region.size] = scale * region
+    return buf
 
 
 def _sos(rows: tuple) -> np.ndarray:

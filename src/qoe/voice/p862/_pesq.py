@@ -11,7 +11,14 @@ from qoe.mos import raw_to_mos_lqo
 from qoe.voice.p862 import _constants as C
 from qoe.voice.p862._alignment import align
 from qoe.voice.p862._constants import RateSetup, rate_setup
-from qoe.voice.p862._filters import alignment_copy, band_power, guarded, irs_receive, wideband_input
+from qoe.voice.p862._filters import (
+    alignment_copy,
+    band_power,
+    guarded,
+    irs_receive,
+    region_spectrum,
+    wideband_input,
+)
 from qoe.voice.p862._perceptual import perceive
 from qoe.voice.p862._result import PesqResult
 from qoe.voice.p862._vad import envelope
@@ -150,20 +157,21 @@ def pesq(
 
     # 10.1.1: level alignment.
     ref_buf, deg_buf = guarded(x, setup), guarded(y, setup)
-    p_ref = band_power(ref_buf, n_ref, n_max, setup)
-    p_deg = band_power(deg_buf, n_deg, n_max, setup)
+    ref_spec, deg_spec = region_spectrum(ref_buf, n_ref, setup), region_spectrum(deg_buf, n_deg, setup)
+    p_ref = band_power(ref_spec, n_max, setup)
+    p_deg = band_power(deg_spec, n_max, setup)
     if not p_ref > 0.0:
         raise NoSpeechError("ref is silent (no power in the 350-3250 Hz band); PESQ needs speech in the reference")
     if not p_deg > 0.0:
         raise NoSpeechError("deg is silent (no power in the 350-3250 Hz band); nothing to score")
-    ref_buf *= np.sqrt(C.TARGET_POWER / p_ref)
-    deg_buf *= np.sqrt(C.TARGET_POWER / p_deg)
+    ref_scale, deg_scale = np.sqrt(C.TARGET_POWER / p_ref), np.sqrt(C.TARGET_POWER / p_deg)
 
     # 10.1.2 / P.862.2 clause 2: receive filtering.
     if mode == "nb":
-        ref_buf, deg_buf = irs_receive(ref_buf, n_ref, setup), irs_receive(deg_buf, n_deg, setup)
+        ref_buf, deg_buf = irs_receive(ref_spec, ref_scale, setup), irs_receive(deg_spec, deg_scale, setup)
     else:
-        ref_buf, deg_buf = wideband_input(ref_buf, n_ref, setup), wideband_input(deg_buf, n_deg, setup)
+        ref_buf = wideband_input(ref_buf * ref_scale, n_ref, setup)
+        deg_buf = wideband_input(deg_buf * deg_scale, n_deg, setup)
 
     # 10.1.3: time alignment, on filtered copies.
     ref_al, deg_al = alignment_copy(ref_buf, n_ref, setup), alignment_copy(deg_buf, n_deg, setup)
