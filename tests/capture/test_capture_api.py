@@ -28,7 +28,7 @@ def test_packet_is_frozen_hashable_and_fast_built_equal(cap, write):
         p.sport = 3  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
         p.tcp.seq = 3  # type: ignore[misc,union-attr]
-    q = Packet(1, cap.T0 * 10**9 + 5000, "192.0.2.1", "192.0.2.2", 6, 1, 2, b"x", TcpInfo(1000, 0, 0x18, 65535), 0, len(p.payload) + 54)
+    q = Packet(1, cap.T0 * 10**9 + 5000, "192.0.2.1", "192.0.2.2", 6, 1, 2, b"x", TcpInfo(1000, 0, 0x18, 65535, data_len=1), 0, len(p.payload) + 54)
     assert p == q and hash(p) == hash(q)
     assert dataclasses.replace(p, sport=9).sport == 9
 

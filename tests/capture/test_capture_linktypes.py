@@ -173,3 +173,16 @@ def test_tcp_malformed_option_length_stops_option_parsing(cap, write):  # type: 
     t = cap.tcp(1, 2, b"x", options=b"\x02\x04\x05\xb4\x08\x01\0\0")  # TS with length 1
     (p,) = read_packets(write(cap.pcap([(cap.T0, 0, cap.eth(cap.ipv4("192.0.2.1", "192.0.2.2", 6, t)))])))
     assert (p.tcp.mss, p.tcp.tsval, p.payload) == (1460, None, b"x")
+
+
+def test_tcp_data_len_survives_snap_length(cap, write):  # type: ignore[no-untyped-def]
+    # A 1000-byte segment captured with snap length 96 (tcpdump -s 96): the payload holds
+    # the 42 captured bytes, data_len the 1000 the IPv4 Total Length announces.
+    seg = cap.tcp(80, 50000, bytes(1000), options=b"\x01\x01\x08\x0a" + bytes(8))
+    frame = cap.eth(cap.ipv4("198.51.100.2", "192.0.2.1", 6, seg))
+    seg6 = cap.tcp(80, 50000, bytes(1000))
+    frame6 = cap.eth(cap.ipv6(SRC6, DST6, 0, cap.ext(6) + seg6), 0x86DD)
+    path = write(cap.pcap([(cap.T0, 0, frame[:96], len(frame)), (cap.T0, 1, frame6[:96], len(frame6))], snaplen=96))
+    p, q = read_packets(path)
+    assert (len(p.payload), p.tcp.data_len, p.tcp.header_len, p.wire_len) == (96 - 14 - 20 - 32, 1000, 32, 1066)
+    assert (len(q.payload), q.tcp.data_len) == (96 - 14 - 40 - 8 - 20, 1000)

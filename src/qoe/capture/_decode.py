@@ -225,7 +225,7 @@ class Decoder:
             if not frag & 0x3FFF:
                 if proto not in self.want:
                     return None
-                end = 14 + total if total >= 20 else n
+                dend = end = 14 + total if total >= 20 else n
                 if end > n:
                     end = n
                 raw = data[26:30]
@@ -240,7 +240,7 @@ class Decoder:
                     return make_packet(
                         index, ts_ns, src, dst, IPPROTO_UDP, sport, dport, data[42:pend], None, iface, wire_len
                     )
-                return self._transport(index, ts_ns, iface, wire_len, proto, src, dst, data, 34, end)
+                return self._transport(index, ts_ns, iface, wire_len, proto, src, dst, data, 34, end, dend)
         version, off = self.network_offset(linktype, data)
         if version == 4:
             return self._ipv4(index, ts_ns, iface, wire_len, data, off)
@@ -262,7 +262,7 @@ class Decoder:
             return None
         # Total length bounds the datagram (drops Ethernet padding); 0 is seen for TSO
         # super-packets captured on the sending host: then the captured bytes count.
-        end = off + total if total >= ihl else n
+        dend = end = off + total if total >= ihl else n
         if end > n:
             end = n
         src = data[off + 12 : off + 16]
@@ -275,8 +275,11 @@ class Decoder:
             if done is None:
                 return None
             data = done[0]
-            l4, end = 0, len(data)
-        return self._transport(index, ts_ns, iface, wire_len, proto, self.addr(src), self.addr(dst), data, l4, end)
+            l4 = 0
+            dend = end = len(data)
+        return self._transport(
+            index, ts_ns, iface, wire_len, proto, self.addr(src), self.addr(dst), data, l4, end, dend
+        )
 
     def _ipv6(self, index: int, ts_ns: int, iface: int, wire_len: int, data: bytes, off: int) -> Packet | None:
         # RFC 8200 §3: version/class/flow 4, payload length 2, next header 1, hop limit 1,
@@ -289,7 +292,7 @@ class Decoder:
         src = data[off + 8 : off + 24]
         dst = data[off + 24 : off + 40]
         p = off + 40
-        end = p + plen if plen else n  # 0 = jumbogram (RFC 2675): use what was captured
+        dend = end = p + plen if plen else n  # 0 = jumbogram (RFC 2675): use what was captured
         if end > n:
             end = n
         while True:
@@ -314,14 +317,15 @@ class Decoder:
                 if done is None:
                     return None
                 data, nh = done  # type: ignore[assignment]
-                p, end = 0, len(data)
+                p = 0
+                dend = end = len(data)
             else:
                 break
             if p > end:
                 return None
         if nh not in self.want:
             return None
-        return self._transport(index, ts_ns, iface, wire_len, nh, self.addr(src), self.addr(dst), data, p, end)
+        return self._transport(index, ts_ns, iface, wire_len, nh, self.addr(src), self.addr(dst), data, p, end, dend)
 
     def _transport(
         self,
@@ -335,7 +339,11 @@ class Decoder:
         data: bytes,
         l4: int,
         end: int,
+        dend: int,
     ) -> Packet | None:
+        """UDP (RFC 768) or TCP (RFC 9293 §3.1) from ``data[l4:end]`` (captured bytes);
+        ``dend`` is where the IP length fields say the datagram ends (may lie beyond
+        ``end`` when the capture's snap length cut the frame)."""
         if proto == IPPROTO_UDP:
             if end < l4 + 8:
                 return None
@@ -356,10 +364,13 @@ class Decoder:
             return None
         urg = _TCP_URG.unpack_from(data, l4 + 18)[0]
         flags = offflags & 0x1FF
+        dlen = dend - l4 - hlen
+        if dlen < 0:
+            dlen = 0
         if hlen > 20:
-            tcp = make_tcpinfo(seq, ack, flags, window, urg, hlen, *parse_tcp_options(data[l4 + 20 : l4 + hlen]))
+            tcp = make_tcpinfo(seq, ack, flags, window, urg, hlen, dlen, *parse_tcp_options(data[l4 + 20 : l4 + hlen]))
         else:
-            tcp = make_tcpinfo(seq, ack, flags, window, urg, hlen, None, None, False, (), None, None)
+            tcp = make_tcpinfo(seq, ack, flags, window, urg, hlen, dlen, None, None, False, (), None, None)
         return make_packet(
             index, ts_ns, src, dst, IPPROTO_TCP, sport, dport, data[l4 + hlen : end], tcp, iface, wire_len
         )

@@ -64,6 +64,11 @@ class TcpInfo:
         Urgent pointer.
     header_len : int
         TCP header length in bytes (data offset × 4), options included.
+    data_len : int
+        Data octets in the segment according to the IP length fields (RFC 791 Total
+        Length, RFC 8200 Payload Length): the segment's true size even when the capture's
+        snap length kept fewer bytes in :attr:`Packet.payload`. SYN and FIN are not
+        counted (RFC 9293 §3.3.1 SEG.LEN counts them; add them yourself).
     mss : int or None
         Maximum Segment Size option (kind 2, RFC 9293 §3.2), usually only on SYNs.
     wscale : int or None
@@ -82,6 +87,7 @@ class TcpInfo:
     window: int
     urgent: int = 0
     header_len: int = 20
+    data_len: int = 0
     mss: int | None = None
     wscale: int | None = None
     sack_permitted: bool = False
