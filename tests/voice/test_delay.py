@@ -121,6 +121,22 @@ def test_streams_are_matched_by_ssrc_whatever_the_addresses():
     assert late.buffer == "fixed:0" and late.late_lost == 0  # 12 due at 3 + 40 = 43: on time
 
 
+def test_streams_flowing_the_other_way_are_reversed():
+    # Each end's capture holds both directions of a call. Stream 0xB goes from the
+    # second capture's host to the first's: at the first it arrives 4 ms after the
+    # second capture saw it leave, so the roles are swapped for it.
+    first = [_stream(0xA, [1, 2], [0, 20]), _stream(0xB, [7, 8], [104, 124], src="198.51.100.2")]
+    second = [_stream(0xA, [1, 2], [3, 23]), _stream(0xB, [7, 8], [100, 120], src="198.51.100.2")]
+    a, b = delays_between(first, second)
+    assert (a.ssrc, a.reversed, a.delay_ms.tolist()) == (0xA, False, [3.0, 3.0])
+    assert (b.ssrc, b.reversed, b.delay_ms.tolist()) == (0xB, True, [4.0, 4.0])
+    assert b.to_dict()["stream"] == "198.51.100.2:40000 -> 198.51.100.2:50000"
+    # Declared different clocks: no orientation (stream 0xB keeps the given roles and
+    # its negative delays are made relative, with a warning-free explicit flag).
+    a, b = delays_between(first, second, clocks="different")
+    assert not b.reversed and b.offset_ms == -4.0
+
+
 def test_bad_input():
     with pytest.raises(InputError, match="no packet in common"):
         one_way_delay([1, 2], [0, 1], [7, 8], [0, 1])

@@ -29,7 +29,7 @@ References
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -87,6 +87,11 @@ class OneWayDelay:
         Receiver packets with no counterpart in the sender capture.
     buffer : str or None
         The jitter buffer used for late loss, e.g. ``"fixed:60"``.
+    stream : str or None
+        ``"src:port -> dst:port"`` as seen at the sender, when known.
+    reversed : bool
+        The stream flowed from the second capture's side to the first's (see
+        :func:`delays_between`): the roles of the two captures were swapped for it.
     """
 
     ssrc: int | None
@@ -102,6 +107,8 @@ class OneWayDelay:
     outside: int
     unmatched_received: int
     buffer: str | None = None
+    stream: str | None = None
+    reversed: bool = False
 
     @property
     def sent(self) -> int:
@@ -130,6 +137,8 @@ class OneWayDelay:
         sent = self.sent
         return {
             "ssrc": None if self.ssrc is None else f"0x{self.ssrc:08x}",
+            "stream": self.stream,
+            "reversed": self.reversed,
             "sent": sent,
             "matched": self.matched,
             "network_lost": self.network_lost,
@@ -350,7 +359,7 @@ def stream_delay(
 
         playout = playout_stream(received, buffer=buffer)
     p, q = sent.packets, received.packets
-    return one_way_delay(
+    result = one_way_delay(
         p.seq_ext,
         p.arrival_ns,
         q.seq_ext,
@@ -360,14 +369,48 @@ def stream_delay(
         ssrc=sent.ssrc,
         max_plausible_ms=max_plausible_ms,
     )
+    k = sent.key
+    return replace(result, stream=f"{k.src}:{k.sport} -> {k.dst}:{k.dport}")
+
+
+def _raw_median_ms(sent: RtpStream, received: RtpStream) -> float:
+    """Median of (second capture - first capture) times over common packets, in ms."""
+    r = one_way_delay(sent.packets.seq_ext, sent.packets.arrival_ns,  # type: ignore[union-attr]
+                      received.packets.seq_ext, received.packets.arrival_ns,  # type: ignore[union-attr]
+                      clocks="same")
+    return float(np.median(r.delay_ms[r.received]))
 
 
 def delays_between(
-    sender: list[RtpStream],
-    receiver: list[RtpStream],
+    first: list[RtpStream],
+    second: list[RtpStream],
     *,
     clocks: Clocks = "auto",
     buffer: JitterBuffer | str | None = None,
+    orient: bool = True,
 ) -> list[OneWayDelay]:
-    """One-way delay of every stream present in both captures (matched by SSRC)."""
-    return [stream_delay(s, r, clocks=clocks, buffer=buffer) for s, r in match_streams(sender, receiver)]
+    """One-way delay of every stream present in both captures (matched by SSRC).
+
+    A call has a stream each way, and each end's capture holds both: the first capture
+    is the sender of one and the receiver of the other. With ``orient`` (and clocks not
+    declared different), a stream whose packets reach the first capture *after* the
+    second is taken to flow from the second capture's side: the roles are swapped for
+    it and the result says ``reversed=True``. This needs the two clocks to agree better
+    than the network delay; with ``clocks="different"`` no stream is reversed.
+
+    Parameters
+    ----------
+    first, second : list of RtpStream
+        The streams of the sender-side and the receiver-side capture.
+    clocks, buffer
+        See :func:`stream_delay`.
+    orient : bool, keyword-only
+        Detect streams flowing from the second capture's side (default True).
+    """
+    out = []
+    for a, b in match_streams(first, second):
+        if orient and clocks != "different" and _raw_median_ms(a, b) < 0:
+            out.append(replace(stream_delay(b, a, clocks=clocks, buffer=buffer), reversed=True))
+        else:
+            out.append(stream_delay(a, b, clocks=clocks, buffer=buffer))
+    return out
