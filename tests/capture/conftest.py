@@ -229,6 +229,7 @@ def cap() -> SimpleNamespace:
         pb=pb,
         isb=isb,
         nrb=nrb,
+        _block=_block,
     )
 
 

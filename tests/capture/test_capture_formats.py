@@ -171,3 +171,21 @@ def test_many_chunks(cap, write, udp_both):  # type: ignore[no-untyped-def]
 def test_gzip_file_object(cap):  # type: ignore[no-untyped-def]
     raw = gzip.compress(cap.pcap([(cap.T0, i, _frame(cap, i)) for i in range(4)]))
     assert [p.sport for p in read_packets(io.BytesIO(raw))] == [4000, 4001, 4002, 4003]
+
+
+def test_pcapng_frames_without_packets_take_a_number(cap, write, udp_both):  # type: ignore[no-untyped-def]
+    # tshark 4.0 (`tshark -r FILE -T fields -e frame.number -e frame.protocols`) numbers a
+    # Systemd Journal Export Block (§4.7) and a Custom Block (§4.8) as frames, not a
+    # Decryption Secrets Block (§4.7): on this very file it printed frames 1 systemd_journal,
+    # 2 udp, 3 data, 4 udp, 5 udp.
+    import struct
+
+    bo = "<"
+    f = _frame(cap)
+    sje = cap._block(bo, 9, b"__REALTIME_TIMESTAMP=1700000000000000\nMESSAGE=hi\n")
+    custom = cap._block(bo, 0x0BAD, struct.pack(bo + "I", 32473) + b"data")
+    dsb = cap._block(bo, 0x0A, struct.pack(bo + "II", 0x544C534B, 4) + b"abcd")
+    data = b"".join(
+        [cap.shb(bo), sje, cap.idb(bo), cap.epb(bo, 0, 1, f), custom, cap.epb(bo, 0, 2, f), dsb, cap.epb(bo, 0, 3, f)]
+    )
+    assert [p.index for p in udp_both(write(data, "j.pcapng"))] == [2, 4, 5]

@@ -246,6 +246,8 @@ class _Extractor:
                 l3 = np.where(v4 | v6, 4, l3)
                 ver = np.where(v4, 4, np.where(v6, 6, ver))
                 not_ip |= sel & ~(v4 | v6)
+            else:  # a frame without a packet (pcapng journal/custom block)
+                not_ip |= sel
 
         # 2. IP + UDP headers (48 bytes: enough for IPv6 + UDP) of every row, at once.
         base = off + np.maximum(l3, 0)

@@ -72,6 +72,10 @@ _IDB = dpkt_pcapng.PCAPNG_BT_IDB  # 1, §4.2
 _PB = dpkt_pcapng.PCAPNG_BT_PB  # 2, Appendix A (obsolete Packet Block)
 _SPB = dpkt_pcapng.PCAPNG_BT_SPB  # 3, §4.4
 _EPB = dpkt_pcapng.PCAPNG_BT_EPB  # 6, §4.3
+# Blocks that Wireshark shows as frames although they hold no packet: the Systemd Journal
+# Export Block (pcapng §4.7, type 9) and Custom Blocks (§4.8, 0x00000BAD / 0x40000BAD).
+# They take a frame number (checked with tshark 4.0), so that ours stay equal to Wireshark's.
+_FRAME_WITHOUT_PACKET = frozenset({0x00000009, 0x00000BAD, 0x40000BAD})
 _OPT_TSRESOL = dpkt_pcapng.PCAPNG_OPT_IF_TSRESOL  # 9, §4.2 if_tsresol
 _OPT_TSOFFSET = dpkt_pcapng.PCAPNG_OPT_IF_TSOFFSET  # 14, §4.2 if_tsoffset
 _GZIP_MAGIC = b"\x1f\x8b"  # RFC 1952 §2.3.1 ID1 ID2
@@ -493,6 +497,8 @@ def _pcapng_blocks(
             caplen = min(caplen, blen - 16)
             index += 1
             yield index, 0, base, ifaces[0].linktype, wire, buf[pos + 12 : pos + 12 + caplen]
+        elif btype in _FRAME_WITHOUT_PACKET:
+            index += 1
         elif btype == _PB:
             ifid, _drops, hi, lo, caplen, wire = pb.unpack_from(buf, pos + 8)
             if ifid >= len(ifaces) or 28 + caplen + 4 > blen:
@@ -685,7 +691,8 @@ def _pcapng_chunks(f: BinaryIO, name: str, info: CaptureInfo, already: bytes) ->
             wire[is_epb] = h[:, 6]
             ts[is_epb] = e_ts
             ifc[is_epb] = local + base
-        lts = np.array([x.linktype for x in info.interfaces], dtype=np.int64)
+        lts = np.array([x.linktype for x in info.interfaces] + [-1], dtype=np.int64)
+        ifc[ifc < 0] = len(lts) - 1  # frames without a packet: link type -1, nothing decoded
         chunk = RawChunk(buf, index + 1, data_off, caplen, wire, ts, ifc.astype(np.int32), lts[ifc])
         index += k
         epbs = []
@@ -757,6 +764,8 @@ def _pcapng_chunks(f: BinaryIO, name: str, info: CaptureInfo, already: bytes) ->
                     damaged = True
                     break
                 others.append((row, pos + 28, caplen, wire, base + ifid, ifaces[ifid].ticks_to_ns(hi << 32 | lo)))
+        elif btype in _FRAME_WITHOUT_PACKET:
+            others.append((len(epbs) + len(others), pos, 0, 0, -1, 0))
         pos += blen
     ch = flush()
     if ch is not None:
