@@ -1,0 +1,490 @@
+"""SIP signalling and SDP session descriptions: where a call's RTP streams go, and in what codec.
+
+A SIP call (RFC 3261) is set up by an INVITE whose body is an SDP offer (RFC 3264) and a
+2xx answer whose body is the SDP answer. Each SDP media line says where one party wants
+to *receive* RTP (connection address ``c=`` and port ``m=``), which payload types it
+accepts and what they mean (``a=rtpmap``), and the packetisation time (``a=ptime``). This
+module parses those messages from UDP payloads and groups them into calls by Call-ID,
+so that :mod:`qoe.voice.rtp` can name the codec and clock rate of each stream and tie
+both directions of a call together.
+
+Only what stream discovery needs is parsed: start line, Call-ID, CSeq, From, To,
+Content-Type, Content-Length and an ``application/sdp`` body. Multipart bodies and SIP
+over TCP/TLS are not handled.
+
+References
+----------
+.. [1] RFC 3261, "SIP: Session Initiation Protocol", §7 (message format), §7.3.3 (compact
+   header names), §20 (header fields), §21 (status codes).
+.. [2] RFC 4566, "SDP: Session Description Protocol", §5 (``v= o= s= c= t= m= a=`` lines),
+   §5.7 (connection data), §5.14 (media descriptions), §6 (``rtpmap``, ``ptime``,
+   ``sendrecv`` ...).
+.. [3] RFC 3264, "An Offer/Answer Model with SDP", §5 and §6 (offer and answer).
+.. [4] RFC 3605, "RTCP attribute in SDP" (``a=rtcp:port``); RFC 5761 §5.1.1 (``a=rtcp-mux``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "SdpMedia",
+    "SessionDescription",
+    "SipMessage",
+    "SipCall",
+    "parse_sdp",
+    "parse_sip",
+    "group_calls",
+    "SIP_METHODS",
+]
+
+# RFC 3261 §27.4 (methods of RFC 3261) plus the extension methods registered since
+# (PRACK RFC 3262, SUBSCRIBE/NOTIFY RFC 6665, UPDATE RFC 3311, INFO RFC 6086,
+# REFER RFC 3515, MESSAGE RFC 3428, PUBLISH RFC 3903).
+SIP_METHODS = (
+    "INVITE", "ACK", "BYE", "CANCEL", "OPTIONS", "REGISTER", "PRACK", "SUBSCRIBE",
+    "NOTIFY", "PUBLISH", "INFO", "REFER", "MESSAGE", "UPDATE",
+)
+_METHODS = frozenset(SIP_METHODS)
+
+# RFC 3261 §7.3.3: compact forms of header field names.
+_COMPACT = {"i": "call-id", "f": "from", "t": "to", "c": "content-type", "l": "content-length",
+            "m": "contact", "v": "via", "e": "content-encoding", "k": "supported", "s": "subject"}
+
+_REQUEST_LINE = re.compile(r"^([A-Z]+) (\S+) SIP/2\.0$")
+_STATUS_LINE = re.compile(r"^SIP/2\.0 (\d{3})(?: (.*))?$")
+_URI = re.compile(r"<([^>]*)>|^\s*([^;\s]+)")
+
+
+@dataclass(frozen=True, slots=True)
+class SdpMedia:
+    """One ``m=`` section of an SDP body: where its author wants to receive media.
+
+    Attributes
+    ----------
+    media : str
+        ``audio``, ``video``, ...
+    address : str or None
+        Connection address (media-level ``c=``, else the session-level one).
+    port : int
+        Media port (0: the stream is rejected/disabled, RFC 3264 §6).
+    protocol : str
+        Transport, e.g. ``RTP/AVP``.
+    payload_types : tuple of int
+        Payload types in preference order (RFC 4566 §5.14).
+    rtpmap : dict of int to (str, int, int)
+        ``a=rtpmap``: payload type -> (encoding name, clock rate, channels).
+    ptime_ms : float or None
+        ``a=ptime`` (RFC 4566 §6).
+    rtcp_port : int or None
+        ``a=rtcp`` port (RFC 3605); otherwise RTCP is on port + 1 (RFC 3550 §11).
+    rtcp_mux : bool
+        ``a=rtcp-mux`` (RFC 5761): RTCP shares the RTP port.
+    direction : str
+        ``sendrecv``, ``sendonly``, ``recvonly`` or ``inactive`` (RFC 4566 §6).
+    """
+
+    media: str
+    address: str | None
+    port: int
+    protocol: str
+    payload_types: tuple[int, ...]
+    rtpmap: dict[int, tuple[str, int, int]] = field(default_factory=dict)
+    ptime_ms: float | None = None
+    rtcp_port: int | None = None
+    rtcp_mux: bool = False
+    direction: str = "sendrecv"
+
+    def encoding(self, payload_type: int) -> tuple[str, int] | None:
+        """(encoding name, clock rate) of ``payload_type`` from ``a=rtpmap``, if given."""
+        m = self.rtpmap.get(payload_type)
+        return None if m is None else (m[0], m[1])
+
+
+@dataclass(frozen=True, slots=True)
+class SessionDescription:
+    """A parsed SDP body (RFC 4566): origin, session-level address and media sections."""
+
+    origin: str | None
+    address: str | None
+    media: tuple[SdpMedia, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SipMessage:
+    """One SIP request or response seen in a capture.
+
+    Attributes
+    ----------
+    frame : int
+        Frame number in the capture.
+    time_ns : int
+        Capture time, ns since the epoch.
+    src, sport, dst, dport : str, int, str, int
+        UDP addresses.
+    method : str or None
+        Request method, None for a response.
+    status : int or None
+        Response status code, None for a request.
+    reason : str
+        Reason phrase of a response (empty for a request).
+    call_id : str or None
+        ``Call-ID`` header.
+    cseq : int or None
+        CSeq number.
+    cseq_method : str or None
+        CSeq method (tells which request a response answers).
+    from_uri, to_uri : str or None
+        URIs of the ``From`` and ``To`` headers.
+    sdp : SessionDescription or None
+        The SDP body, if the message has one.
+    """
+
+    frame: int
+    time_ns: int
+    src: str
+    sport: int
+    dst: str
+    dport: int
+    method: str | None
+    status: int | None
+    reason: str
+    call_id: str | None
+    cseq: int | None
+    cseq_method: str | None
+    from_uri: str | None
+    to_uri: str | None
+    sdp: SessionDescription | None
+
+
+@dataclass(frozen=True)
+class SipCall:
+    """The SIP dialogue of one Call-ID and the media its offer and answer announced.
+
+    Attributes
+    ----------
+    call_id : str
+        The Call-ID shared by all messages of the call.
+    from_uri, to_uri : str or None
+        Caller and callee URIs (``From``/``To`` of the first INVITE).
+    caller, callee : str or None
+        IP addresses the first INVITE came from and went to.
+    invite_ns, answer_ns, end_ns : int or None
+        Times of the first INVITE, of the first 2xx answer to an INVITE, and of the first
+        BYE or CANCEL.
+    status : int or None
+        The final status of the INVITE (e.g. 200, 486), None if none was seen.
+    offer, answer : tuple of SdpMedia
+        Media sections of the first SDP offer (caller's receive side) and of the first SDP
+        answer (callee's receive side).
+    messages : int
+        Number of SIP messages of this call in the capture.
+    """
+
+    call_id: str
+    from_uri: str | None
+    to_uri: str | None
+    caller: str | None
+    callee: str | None
+    invite_ns: int | None
+    answer_ns: int | None
+    end_ns: int | None
+    status: int | None
+    offer: tuple[SdpMedia, ...]
+    answer: tuple[SdpMedia, ...]
+    messages: int
+
+    @property
+    def media(self) -> tuple[SdpMedia, ...]:
+        """Every media section announced in the call (offer, then answer)."""
+        return self.offer + self.answer
+
+    @property
+    def setup_s(self) -> float | None:
+        """Call set-up time: INVITE to first 2xx, in seconds (None if not answered)."""
+        if self.invite_ns is None or self.answer_ns is None:
+            return None
+        return (self.answer_ns - self.invite_ns) / 1e9
+
+    def to_dict(self) -> dict[str, Any]:
+        """One flat record of the call (media summarised as ``addr:port pts``)."""
+
+        def fmt(media: tuple[SdpMedia, ...]) -> str:
+            return " ".join(
+                f"{m.address}:{m.port}/{','.join(str(p) for p in m.payload_types)}" for m in media
+            )
+
+        return {
+            "call_id": self.call_id,
+            "from": self.from_uri,
+            "to": self.to_uri,
+            "caller": self.caller,
+            "callee": self.callee,
+            "invite_ns": self.invite_ns,
+            "answer_ns": self.answer_ns,
+            "end_ns": self.end_ns,
+            "status": self.status,
+            "setup_s": self.setup_s,
+            "offer": fmt(self.offer),
+            "answer": fmt(self.answer),
+            "messages": self.messages,
+        }
+
+
+def parse_sdp(text: str) -> SessionDescription:
+    """Parse an SDP body (RFC 4566 §5) into its media sections.
+
+    Unknown lines are ignored; a malformed ``m=`` line is skipped.
+
+    Parameters
+    ----------
+    text : str
+        The SDP text (lines separated by CRLF or LF).
+
+    Returns
+    -------
+    SessionDescription
+
+    Examples
+    --------
+    >>> sdp = parse_sdp("v=0\\r\\no=- 1 1 IN IP4 192.0.2.1\\r\\ns=-\\r\\nc=IN IP4 192.0.2.1\\r\\n"
+    ...                 "t=0 0\\r\\nm=audio 4000 RTP/AVP 8 101\\r\\na=rtpmap:8 PCMA/8000\\r\\n"
+    ...                 "a=rtpmap:101 telephone-event/8000\\r\\na=ptime:20\\r\\n")
+    >>> m = sdp.media[0]
+    >>> (m.address, m.port, m.payload_types, m.encoding(8), m.ptime_ms)
+    ('192.0.2.1', 4000, (8, 101), ('PCMA', 8000), 20.0)
+    """
+    origin = None
+    session_addr = None
+    sections: list[dict[str, Any]] = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if len(line) < 2 or line[1] != "=":
+            continue
+        kind, value = line[0], line[2:].strip()
+        cur = sections[-1] if sections else None
+        if kind == "o":
+            origin = value
+        elif kind == "c":
+            addr = _connection_address(value)
+            if cur is None:
+                session_addr = addr
+            else:
+                cur["address"] = addr
+        elif kind == "m":
+            parts = value.split()
+            if len(parts) < 3:
+                sections.append({"skip": True})
+                continue
+            try:
+                port = int(parts[1].split("/")[0])  # RFC 4566 §5.14: <port>/<number of ports>
+            except ValueError:
+                sections.append({"skip": True})
+                continue
+            pts = tuple(int(p) for p in parts[3:] if p.isdigit())
+            sections.append({"media": parts[0], "port": port, "protocol": parts[2], "pts": pts,
+                             "rtpmap": {}, "attrs": {}})
+        elif kind == "a" and cur is not None and not cur.get("skip"):
+            name, _, val = value.partition(":")
+            if name == "rtpmap":
+                pt_s, _, enc = val.partition(" ")
+                bits = enc.strip().split("/")
+                try:
+                    clock = int(bits[1]) if len(bits) > 1 else 0
+                    chans = int(bits[2]) if len(bits) > 2 and bits[2] else 1
+                    cur["rtpmap"][int(pt_s)] = (bits[0], clock, chans)
+                except ValueError:
+                    pass
+            else:
+                cur["attrs"][name] = val
+    media = []
+    for s in sections:
+        if s.get("skip"):
+            continue
+        attrs = s["attrs"]
+        ptime = None
+        if "ptime" in attrs:
+            try:
+                ptime = float(attrs["ptime"])
+            except ValueError:
+                ptime = None
+        rtcp_port = None
+        if attrs.get("rtcp"):
+            head = attrs["rtcp"].split()[0]
+            rtcp_port = int(head) if head.isdigit() else None
+        direction = next((d for d in ("sendonly", "recvonly", "inactive", "sendrecv") if d in attrs), "sendrecv")
+        media.append(
+            SdpMedia(
+                media=s["media"],
+                address=s.get("address", session_addr),
+                port=s["port"],
+                protocol=s["protocol"],
+                payload_types=s["pts"],
+                rtpmap=s["rtpmap"],
+                ptime_ms=ptime,
+                rtcp_port=rtcp_port,
+                rtcp_mux="rtcp-mux" in attrs,
+                direction=direction,
+            )
+        )
+    return SessionDescription(origin=origin, address=session_addr, media=tuple(media))
+
+
+def _connection_address(value: str) -> str | None:
+    """The address of a ``c=IN IP4 <addr>[/ttl]`` line (RFC 4566 §5.7)."""
+    parts = value.split()
+    if len(parts) < 3:
+        return None
+    return parts[2].split("/")[0]
+
+
+def parse_sip(
+    data: bytes,
+    *,
+    frame: int = 0,
+    time_ns: int = 0,
+    src: str = "",
+    sport: int = 0,
+    dst: str = "",
+    dport: int = 0,
+) -> SipMessage | None:
+    """Parse one SIP message from a UDP payload; None if it is not SIP.
+
+    Parameters
+    ----------
+    data : bytes
+        The UDP payload.
+    frame, time_ns, src, sport, dst, dport
+        Where the message was seen (copied into the result).
+
+    Returns
+    -------
+    SipMessage or None
+
+    References
+    ----------
+    RFC 3261 §7.1 (requests), §7.2 (responses), §7.3 (header fields), §7.5 (framing).
+    """
+    head, sep, body = data.partition(b"\r\n\r\n")
+    if not sep:
+        head, sep, body = data.partition(b"\n\n")
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        text = head.decode("latin-1")
+    lines = text.replace("\r\n", "\n").split("\n")
+    if not lines:
+        return None
+    start = lines[0].strip()
+    method = status = None
+    reason = ""
+    m = _REQUEST_LINE.match(start)
+    if m and m.group(1) in _METHODS:
+        method = m.group(1)
+    else:
+        m = _STATUS_LINE.match(start)
+        if not m:
+            return None
+        status = int(m.group(1))
+        reason = m.group(2) or ""
+    headers: dict[str, str] = {}
+    last = None
+    for line in lines[1:]:
+        if line[:1] in (" ", "\t") and last is not None:  # RFC 3261 §7.3.1 line folding
+            headers[last] += " " + line.strip()
+            continue
+        name, colon, value = line.partition(":")
+        if not colon:
+            continue
+        key = name.strip().lower()
+        key = _COMPACT.get(key, key)
+        if key not in headers:  # the first occurrence is the one that counts here
+            headers[key] = value.strip()
+        last = key
+    cseq = cseq_method = None
+    if "cseq" in headers:
+        bits = headers["cseq"].split()
+        if bits and bits[0].isdigit():
+            cseq = int(bits[0])
+        if len(bits) > 1:
+            cseq_method = bits[1].upper()
+    if "content-length" in headers and headers["content-length"].isdigit():
+        body = body[: int(headers["content-length"])]
+    sdp = None
+    ctype = headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype == "application/sdp" and body:
+        sdp = parse_sdp(body.decode("utf-8", errors="replace"))
+    return SipMessage(
+        frame=frame, time_ns=time_ns, src=src, sport=sport, dst=dst, dport=dport,
+        method=method, status=status, reason=reason,
+        call_id=headers.get("call-id"), cseq=cseq, cseq_method=cseq_method,
+        from_uri=_uri(headers.get("from")), to_uri=_uri(headers.get("to")), sdp=sdp,
+    )
+
+
+def _uri(value: str | None) -> str | None:
+    """The URI of a From/To header value (``"name" <uri>;tag=...`` or ``uri;tag=...``)."""
+    if not value:
+        return None
+    m = _URI.search(value)
+    if not m:
+        return None
+    return m.group(1) or m.group(2)
+
+
+def group_calls(messages: Iterable[SipMessage]) -> list[SipCall]:
+    """Group SIP messages into calls by Call-ID (RFC 3261 §8.1.1.4), in time order.
+
+    The offer is the SDP of the first INVITE that has one (RFC 3264 §5); the answer the
+    first SDP in a response to an INVITE (or in the ACK, for a late offer).
+
+    Parameters
+    ----------
+    messages : iterable of SipMessage
+        Messages in capture order.
+
+    Returns
+    -------
+    list of SipCall
+        Calls that had at least one INVITE, ordered by the time of their first INVITE.
+    """
+    by_id: dict[str, list[SipMessage]] = {}
+    for msg in messages:
+        if msg.call_id:
+            by_id.setdefault(msg.call_id, []).append(msg)
+    calls = []
+    for call_id, msgs in by_id.items():
+        invites = [m for m in msgs if m.method == "INVITE"]
+        if not invites:
+            continue
+        first = invites[0]
+        offer_msg = next((m for m in invites if m.sdp is not None), None)
+        answers = [m for m in msgs if m.status is not None and m.cseq_method == "INVITE"]
+        answer_msg = next((m for m in answers if m.sdp is not None), None)
+        if offer_msg is None:  # late offer: SDP in the 2xx, answer in the ACK (RFC 3264 §5)
+            offer_msg = answer_msg
+            answer_msg = next((m for m in msgs if m.method == "ACK" and m.sdp is not None), None)
+        ok = next((m for m in answers if 200 <= m.status < 300), None)  # type: ignore[operator]
+        final = next((m for m in answers if m.status >= 200), None)  # type: ignore[operator]
+        end = next((m for m in msgs if m.method in ("BYE", "CANCEL")), None)
+        calls.append(
+            SipCall(
+                call_id=call_id,
+                from_uri=first.from_uri,
+                to_uri=first.to_uri,
+                caller=first.src or None,
+                callee=first.dst or None,
+                invite_ns=first.time_ns,
+                answer_ns=ok.time_ns if ok else None,
+                end_ns=end.time_ns if end else None,
+                status=final.status if final else None,
+                offer=offer_msg.sdp.media if offer_msg and offer_msg.sdp else (),
+                answer=answer_msg.sdp.media if answer_msg and answer_msg.sdp else (),
+                messages=len(msgs),
+            )
+        )
+    calls.sort(key=lambda c: (c.invite_ns or 0, c.call_id))
+    return calls
