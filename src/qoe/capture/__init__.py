@@ -9,16 +9,42 @@ nothing of QoE.
   path for large captures (vectorised header extraction for the common layouts).
 
 Both read in chunks (memory flat in the file size), keep timestamps exact as integer
-nanoseconds, reassemble IPv4/IPv6 fragments, number frames as Wireshark does, raise
-:class:`~qoe.errors.CaptureError` for files they cannot read (missing file, not a capture,
-unsupported link type) and warn with :class:`~qoe.errors.QoEWarning` (then stop) when a
-file is cut short inside a record.
+nanoseconds, reassemble IPv4/IPv6 fragments, and number frames as Wireshark does.
+
+Errors and warnings
+-------------------
+Every problem with the *file* is a :class:`~qoe.errors.CaptureError` (missing file,
+directory, unreadable, not a pcap/pcapng file, unsupported link type, damaged header),
+raised when :func:`read_packets` / :func:`read_udp_batches` is called, with the file name
+and what was found (first bytes, link-type number and name). Bad *options* (``protocols``,
+``batch_size``) are :class:`~qoe.errors.InputError`. A file cut short inside a record, or a
+damaged record later in the file, gives every packet before it and one
+:class:`~qoe.errors.QoEWarning` naming the file and the record.
+
+Conventions
+-----------
+- Frame numbers count every packet record (and the pcapng blocks Wireshark shows as
+  frames); a reassembled datagram takes the number and time of its completing fragment.
+- ``interface`` counts pcapng Interface Description Blocks over the whole file.
+- A pcapng Simple Packet Block has no timestamp: its ``ts_ns`` is 0.
+- Paths, ``os.PathLike`` and seekable binary file objects are accepted; gzip-compressed
+  captures (``.pcap.gz``) are read transparently.
+- Not decoded: tunnels (GRE, IP-in-IP, VXLAN), MPLS, ESP-protected payloads, link types
+  other than those in :data:`SUPPORTED_LINKTYPES`.
+
+References
+----------
+.. [1] G. Harris, M. Richardson, "PCAP Capture File Format", draft-ietf-opsawg-pcap.
+.. [2] M. Tüxen et al., "PCAP Now Generic (pcapng) Capture File Format",
+   draft-ietf-opsawg-pcapng.
+.. [3] tcpdump.org, "LINK-LAYER HEADER TYPES", https://www.tcpdump.org/linktypes.html.
+.. [4] RFC 791 (IPv4), RFC 815 (reassembly), RFC 8200 (IPv6), RFC 768 (UDP), RFC 9293 (TCP).
 """
 
 from __future__ import annotations
 
 from qoe.capture._batch import read_udp_batches
-from qoe.capture._files import probe
+from qoe.capture._files import CaptureInfo, Interface, probe
 from qoe.capture._linktypes import SUPPORTED_LINKTYPES, linktype_name
 from qoe.capture._reader import read_packets
 from qoe.capture._types import (
@@ -40,6 +66,8 @@ __all__ = [
     "read_packets",
     "read_udp_batches",
     "probe",
+    "CaptureInfo",
+    "Interface",
     "Packet",
     "TcpInfo",
     "UdpBatch",

@@ -311,7 +311,8 @@ class _Extractor:
             for r in si.tolist():
                 o = int(off[r])
                 t = lt if isinstance(lt, int) else int(lt[r])
-                p = decode(r + ch.index0, int(ch.ts_ns[r]), int(ch.iface[r]), t, int(ch.wire[r]), buf[o : o + int(cap[r])])
+                frame = buf[o : o + int(cap[r])]
+                p = decode(r + ch.index0, int(ch.ts_ns[r]), int(ch.iface[r]), t, int(ch.wire[r]), frame)
                 if p is not None:
                     rows.append(p)
             if rows:

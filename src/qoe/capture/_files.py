@@ -208,10 +208,11 @@ def _read(f: BinaryIO, n: int, name: str) -> bytes:
         data = f.read(n)
     except OSError as e:
         raise CaptureError(f"{name}: read error ({e})") from None
-    if len(data) < n and getattr(f, "error", None) is not None and not getattr(f, "warned", False):
+    error = getattr(f, "error", None)
+    if len(data) < n and error is not None and not getattr(f, "warned", False):
         f.warned = True  # type: ignore[attr-defined]
         warnings.warn(
-            f"{name}: compressed capture is cut short or damaged ({f.error}); reading stops there",  # type: ignore[attr-defined]
+            f"{name}: compressed capture is cut short or damaged ({error}); reading stops there",
             QoEWarning,
             stacklevel=4,
         )
@@ -718,7 +719,8 @@ def _pcapng_chunks(f: BinaryIO, name: str, info: CaptureInfo, already: bytes) ->
                     cap_at = struct.Struct(bo + "I").unpack_from
                     btype, blen = bh.unpack_from(buf, pos)
             if blen < 12 or blen % 4 or (pos + blen > n and blen > MAX_RECORD):
-                _corrupt(name, index + len(epbs) + len(others) + 1, f"pcapng block of type 0x{btype:08x} with total length {blen}")
+                what = f"pcapng block of type 0x{btype:08x} with total length {blen}"
+                _corrupt(name, index + len(epbs) + len(others) + 1, what)
                 damaged = True
                 break
         if blen < 0 or pos + blen > n:
@@ -734,7 +736,8 @@ def _pcapng_chunks(f: BinaryIO, name: str, info: CaptureInfo, already: bytes) ->
         if btype == _EPB:
             ifid = epb_fields.unpack_from(buf, pos + 8)[0]
             if blen < 32 or ifid >= len(ifaces) or 32 + cap_at(buf, pos + 20)[0] > blen:
-                _corrupt(name, index + len(epbs) + len(others) + 1, "Enhanced Packet Block with bad interface or length")
+                what = "Enhanced Packet Block with bad interface or length"
+                _corrupt(name, index + len(epbs) + len(others) + 1, what)
                 damaged = True
                 break
             epbs.append(pos)
