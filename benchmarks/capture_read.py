@@ -122,6 +122,7 @@ import json, resource, sys, time
 from qoe.capture import read_packets, read_udp_batches
 path, mode = sys.argv[1], sys.argv[2]
 t = time.perf_counter()
+c = time.process_time()
 n = 0
 nbytes = 0
 if mode == "packets":
@@ -134,7 +135,8 @@ else:
     for b in read_udp_batches(path):
         n += len(b)
 dt = time.perf_counter() - t
-print(json.dumps({"n": n, "s": dt, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+cpu = time.process_time() - c
+print(json.dumps({"n": n, "s": dt, "cpu": cpu, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
 
@@ -144,14 +146,18 @@ def run(path: str, mode: str) -> dict:
 
 
 def run_tshark(path: str) -> dict | None:
+    import resource
     import shutil
 
     tshark = shutil.which("tshark")
     if tshark is None:
         return None
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     subprocess.run([tshark, "-r", path, "-q", "-z", "rtp,streams"], capture_output=True, check=True)
-    return {"s": time.perf_counter() - t}
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return {"s": time.perf_counter() - t, "cpu": cpu, "rss_mb": after.ru_maxrss / 1024}
 
 
 def main() -> None:
@@ -172,7 +178,10 @@ def main() -> None:
         print(f"capture: {n} frames, {size / 1e6:.1f} MB, {desc} (built in {time.perf_counter() - t:.1f} s)")
         print(f"python {sys.version.split()[0]}, numpy {np.__version__}, {os.cpu_count()} CPUs")
         print()
-        head = f"{'reader':<36} {'returned':>9} {'time s':>8} {'frames/s':>11} {'peak RSS MB':>12} {'RSS MB (N/2)':>14}"
+        head = (
+            f"{'reader':<36} {'returned':>9} {'wall s':>7} {'frames/s':>11} {'CPU s':>6} {'frames/CPU s':>12}"
+            f" {'peak RSS MB':>12} {'RSS MB (N/2)':>13}"
+        )
         print(head)
         print("-" * len(head))
         for mode, label in (
@@ -183,11 +192,15 @@ def main() -> None:
             r = run(path, mode)
             r10 = run(small, mode)
             print(
-                f"{label:<36} {r['n']:>9} {r['s']:>8.2f} {n / r['s']:>11,.0f} {r['rss_mb']:>12.1f} {r10['rss_mb']:>14.1f}"
+                f"{label:<36} {r['n']:>9} {r['s']:>7.2f} {n / r['s']:>11,.0f} {r['cpu']:>6.2f} {n / r['cpu']:>12,.0f}"
+                f" {r['rss_mb']:>12.1f} {r10['rss_mb']:>13.1f}"
             )
         ts = None if args.no_tshark else run_tshark(path)
         if ts is not None:
-            print(f"{'tshark -q -z rtp,streams':<36} {'':>9} {ts['s']:>8.2f} {n / ts['s']:>11,.0f}")
+            print(
+                f"{'tshark -q -z rtp,streams':<36} {'':>9} {ts['s']:>7.2f} {n / ts['s']:>11,.0f} {ts['cpu']:>6.2f}"
+                f" {n / ts['cpu']:>12,.0f} {ts['rss_mb']:>12.1f}"
+            )
 
 
 if __name__ == "__main__":

@@ -192,14 +192,16 @@ class _Extractor:
     def extract(self, ch: RawChunk) -> _Piece | None:
         k = len(ch)
         buf = ch.buf
-        u8 = np.frombuffer(buf, dtype=np.uint8)
-        last = len(u8) - 1
+        # Zero padding past the end lets every gather below run unclipped: no offset used
+        # exceeds a record start by more than _PAD bytes, and each row is only believed
+        # where its captured length covers the bytes read.
+        u8 = np.frombuffer(buf + _PAD_BYTES, dtype=np.uint8)
         off = ch.data_off
         cap = ch.caplen
         lt = ch.linktype
 
         def byte_at(rel: np.ndarray | int) -> np.ndarray:
-            return u8[np.minimum(off + rel, last)].astype(np.int64)
+            return u8[off + rel].astype(np.int64)
 
         # 1. Link layer: offset and version of the IP header (l3 = -1: not decided here),
         #    and the rows known to carry no IP at all.
@@ -251,16 +253,21 @@ class _Extractor:
 
         # 2. IP + UDP headers (48 bytes: enough for IPv6 + UDP) of every row, at once.
         base = off + np.maximum(l3, 0)
-        g = u8[np.minimum(base[:, None] + _ARANGE48, last)].astype(np.int64)
+        g = u8[base[:, None] + _ARANGE48]  # uint8, k × 48
+
+        def u16(col: int) -> np.ndarray:
+            return g[:, col].astype(np.int64) << 8 | g[:, col + 1]
+
         # IPv4, RFC 791 §3.1: IHL 5, flags/fragment offset, protocol at byte 9.
-        total = g[:, 2] << 8 | g[:, 3]
-        simple4 = (ver == 4) & (cap >= l3 + 28) & (g[:, 0] == 0x45) & (((g[:, 6] << 8 | g[:, 7]) & 0x3FFF) == 0)
-        fast4 = simple4 & (g[:, 9] == IPPROTO_UDP) & (total >= 28)
+        total = u16(2)
+        proto = g[:, 9]
+        simple4 = (ver == 4) & (cap >= l3 + 28) & (g[:, 0] == 0x45) & ((u16(6) & 0x3FFF) == 0)
+        fast4 = simple4 & (proto == IPPROTO_UDP) & (total >= 28)
         # IPv6, RFC 8200 §3: version 6, payload length at 4, next header at 6.
         nh = g[:, 6]
         simple6 = (ver == 6) & (cap >= l3 + 48) & ((g[:, 0] >> 4) == 6) & ~np.isin(nh, _IPV6_EXT_ARRAY)
         fast6 = simple6 & (nh == IPPROTO_UDP)
-        skip = (simple4 & (g[:, 9] != IPPROTO_UDP)) | (simple6 & (nh != IPPROTO_UDP)) | not_ip
+        skip = (simple4 & (proto != IPPROTO_UDP)) | (simple6 & (nh != IPPROTO_UDP)) | not_ip
         slow = ~(fast4 | fast6 | skip)
 
         pieces: list[_Piece] = []
@@ -268,7 +275,7 @@ class _Extractor:
             fi = np.flatnonzero(fast)
             if not len(fi):
                 continue
-            gf = g[fi]
+            gf = g[fi].astype(np.int64)
             capf = cap[fi]
             l3f = l3[fi]
             if v == 4:
@@ -351,6 +358,7 @@ def _merge_by_index(pieces: list[_Piece]) -> _Piece:
 
 
 _ARANGE48 = np.arange(48, dtype=np.int64)
+_PAD_BYTES = bytes(128)  # > largest link header (22, Ethernet + 2 tags) + 48 bytes gathered
 _VLAN_ARRAY = np.array(sorted(VLAN_TPIDS), dtype=np.int64)
 _AF_INET6_ARRAY = np.array(sorted(AF_INET6_VALUES), dtype=np.int64)
 # IPv6 Next Header values that are extension headers (RFC 8200 §4; AH RFC 4302; ESP RFC
