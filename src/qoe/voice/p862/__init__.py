@@ -11,7 +11,8 @@ One module per stage of the Recommendation:
 ``_perceptual``        the perceptual model and bad-interval realignment (10.2)
 ``_result``            :class:`PesqResult`
 ``_pesq``              :func:`pesq`: input checks and the stages in order
-``_io``                :func:`load_speech`: files in, explicit resampling
+``_io``                :func:`load_speech` (files in, explicit resampling) and
+                       :func:`pesq_files`
 =====================  ===========================================================
 
 References
@@ -23,8 +24,8 @@ References
 
 from __future__ import annotations
 
-from qoe.voice.p862._io import load_speech
+from qoe.voice.p862._io import load_speech, pesq_files
 from qoe.voice.p862._pesq import pesq
 from qoe.voice.p862._result import PesqResult
 
-__all__ = ["pesq", "PesqResult", "load_speech"]
+__all__ = ["pesq", "PesqResult", "load_speech", "pesq_files"]

@@ -38,7 +38,10 @@ def _check_rate(fs: object, mode: object) -> int:
             "Resample first, e.g. qoe.voice.load_speech(path, fs=16000)"
         )
     if mode == "wb" and int(fs) != 16000:
-        raise InputError(f"wide-band mode (P.862.2) needs fs=16000; given fs={fs}")
+        raise InputError(
+            f"wide-band mode (P.862.2) needs fs=16000; given fs={fs} "
+            "(score 8 kHz speech with mode='nb', or resample with load_speech(path, fs=16000))"
+        )
     return int(fs)
 
 
