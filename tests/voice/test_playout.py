@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
 import numpy as np
 import pytest
+import soundfile
 
 from qoe.errors import InputError, UnsupportedCodecError
 from qoe.voice import g711
@@ -142,3 +148,115 @@ def test_bad_input():
         rebuild_audio([0], [b"\xd5"], law="G729")
     with pytest.raises(InputError, match="played has shape"):
         rebuild_audio([0], [b"\xd5"], law="PCMA", played=np.array([True, False]))
+
+
+# ---- end to end on the real captures of data/voice (made by data/voice/make_samples.sh) ----
+
+VOICE = Path(__file__).resolve().parents[2] / "data" / "voice"
+
+
+def _real_streams():
+    path = VOICE / "captures" / "scenarios.jsonl"
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        if line.strip():
+            sc = json.loads(line)
+            out.extend(pytest.param(sc, st, id=f"{sc['scenario']}-{st['direction']}") for st in sc["streams"])
+    return out
+
+
+REAL = _real_streams()
+
+
+def _received(st):
+    from qoe.voice.io import select_stream  # noqa: PLC0415
+    from qoe.voice.rtp import find_streams  # noqa: PLC0415
+
+    cap = VOICE / "captures" / st["receiver_capture"]
+    return select_stream(find_streams(cap), int(st["ssrc"], 16), source=str(cap))
+
+
+def _reference_through_g711(st, codec, tmp_path):
+    """The reference WAV as the sender encoded it (ffmpeg) and an independent tool decodes it (SoX).
+
+    ``ffmpeg -i REF.wav -c:a pcm_alaw -ar 8000 -ac 1 -f alaw ref.g711`` (pcm_mulaw/-f mulaw
+    for PCMU), the encoder the capture script used; then ``sox -t raw -e a-law -r 8000
+    -b 8 -c 1 ref.g711 -t raw -e signed-integer -b 16 -L ref.raw``. (ffmpeg's encoder
+    rounds negative values at decision boundaries differently from audioop's, which G.711
+    leaves open, so qoe's own encoder is not used for the expectation.)
+    """
+    enc, fmt, sox_enc = ("pcm_alaw", "alaw", "a-law") if codec == "PCMA" else ("pcm_mulaw", "mulaw", "u-law")
+    g, raw = tmp_path / "ref.g711", tmp_path / "ref.raw"
+    subprocess.run(["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-y", "-i", str(VOICE / st["reference"]),
+                    "-c:a", enc, "-ar", "8000", "-ac", "1", "-f", fmt, str(g)], check=True)
+    subprocess.run(["sox", "-t", "raw", "-e", sox_enc, "-r", "8000", "-b", "8", "-c", "1", str(g),
+                    "-t", "raw", "-e", "signed-integer", "-b", "16", "-L", str(raw)], check=True)
+    return np.fromfile(raw, dtype="<i2")
+
+
+@pytest.mark.skipif(not REAL, reason="data/voice/captures not present")
+@pytest.mark.skipif(shutil.which("ffmpeg") is None or shutil.which("sox") is None, reason="needs ffmpeg and sox")
+@pytest.mark.parametrize("sc, st", REAL)
+def test_real_audio_is_the_reference_through_g711(sc, st, tmp_path):
+    # Reference: the speech WAV that ffmpeg sent (data/voice/speech), G.711-encoded by
+    # ffmpeg and decoded by SoX (see _reference_through_g711). The rebuilt audio must
+    # equal it sample for sample wherever a packet arrived, with no shift.
+    stream = _received(st)
+    a = extract_audio(stream, jitter_buffer="none")
+    expected = _reference_through_g711(st, a.codec, tmp_path)
+    # samples[k] has RTP timestamp ts_first + k; the first packet in the sender's capture
+    # carries the reference's sample 0 (ffmpeg sends the file from its start).
+    offset = a.ts_first - _sender_first_ts(sc, st)
+    assert offset >= 0
+    n = min(a.samples.size, expected.size - offset)
+    got, want, hole = a.samples[:n], expected[offset:offset + n], a.concealed[:n]
+    assert n > 0.9 * a.samples.size
+    assert np.array_equal(got[~hole], want[~hole])
+    assert hole.sum() == a.playout.network_lost * 160  # 20 ms packets at 8 kHz
+
+
+def _sender_first_ts(sc, st):
+    from qoe.voice.io import select_stream  # noqa: PLC0415
+    from qoe.voice.rtp import find_streams  # noqa: PLC0415
+
+    cap = VOICE / "captures" / st["sender_capture"]
+    return int(select_stream(find_streams(cap), int(st["ssrc"], 16), source=str(cap)).packets.ts_ext.min())
+
+
+@pytest.mark.skipif(not REAL, reason="data/voice/captures not present")
+@pytest.mark.parametrize("sc, st", REAL)
+def test_real_concealment_covers_the_effective_loss(sc, st):
+    stream = _received(st)
+    silence = extract_audio(stream, jitter_buffer="adaptive", conceal="silence")
+    repeat = extract_audio(stream, jitter_buffer="adaptive", conceal="repeat")
+    pr = silence.playout
+    assert silence.concealed.sum() == pr.effective_lost * 160
+    assert np.array_equal(silence.concealed, repeat.concealed)
+    # Repetition only changes concealed samples.
+    assert np.array_equal(silence.samples[~silence.concealed], repeat.samples[~repeat.concealed])
+    assert not silence.samples[silence.concealed].any()
+
+
+@pytest.mark.skipif(not REAL, reason="data/voice/captures not present")
+def test_extract_cli_writes_the_wav(tmp_path):
+    from click.testing import CliRunner  # noqa: PLC0415
+
+    from qoe_cli.main import cli  # noqa: PLC0415
+
+    sc, st = REAL[0].values
+    cap = str(VOICE / "captures" / st["receiver_capture"])
+    out = tmp_path / "rx.wav"
+    res = CliRunner().invoke(cli, ["extract", cap, "--ssrc", st["ssrc"], "--jitter-buffer", "fixed:60",
+                                   "--conceal", "repeat", "-o", str(out), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.output)
+    x, rate = soundfile.read(out, dtype="int16")
+    assert rate == 8000 and x.size == summary["samples"] and summary["buffer"] == "fixed:60"
+    assert np.array_equal(x, extract_audio(_received(st), jitter_buffer="fixed:60", conceal="repeat").samples)
+    # Several streams and no --ssrc: exit 2 with the SSRCs listed.
+    res = CliRunner().invoke(cli, ["extract", cap, "-o", str(out)])
+    assert res.exit_code == 2 and st["ssrc"].lower() in res.output
+    res = CliRunner().invoke(cli, ["extract", cap, "--jitter-buffer", "fixed:x", "--ssrc", st["ssrc"], "-o", str(out)])
+    assert res.exit_code == 2 and "fixed:x" in res.output
