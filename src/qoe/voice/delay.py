@@ -22,8 +22,8 @@ References
 .. [2] RFC 7679, "A One-Way Delay Metric for IP Performance Metrics (IPPM)", §3 (a
    packet's one-way delay: wire time at the destination minus wire time at the source;
    undefined, "infinite", for a lost packet), §3.7.1 (clock synchronisation errors).
-.. [3] ITU-T G.114 (05/2003), §1 (one-way transmission time; above 400 ms unacceptable
-   for general network planning).
+.. [3] ITU-T G.114 (05/2003), "One-way transmission time" (400 ms: the limit for
+   general network planning).
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ Clocks = Literal["auto", "same", "different"]
 # RFC 3550 A.1: sequence numbers wrap at 2**16.
 _SEQ_MOD = 1 << 16
 # A smallest one-way delay above 10 s is taken as a clock offset, not a network delay:
-# G.114 (05/2003) §1 already calls 400 ms unacceptable; the worst bufferbloat measured in
-# the seed paper (Pujol et al. 2014, §6) is about 3 s. A keyword option.
+# G.114 (05/2003) already puts the planning limit at 400 ms; the worst bufferbloat measured in
+# the seed paper (Pujol et al. 2014, text on Fig. 4) is about 3 s. A keyword option.
 _MAX_PLAUSIBLE_MS = 10_000.0
 
 

@@ -35,7 +35,7 @@ References
 ----------
 .. [1] R. Ramjee, J. Kurose, D. Towsley, H. Schulzrinne, "Adaptive playout mechanisms
    for packetized audio applications in wide-area networks", Proc. IEEE INFOCOM '94,
-   pp. 680-688, 1994. doi:10.1109/INFCOM.1994.337655 (Algorithm 1: α = 0.998002,
+   pp. 680-688, 1994 (Algorithm 1: α = 0.998002,
    playout delay d + 4v at talkspurt starts; Algorithm 4: delay-spike detection).
 .. [2] S. B. Moon, J. Kurose, D. Towsley, "Packet audio playout delay adjustment:
    performance bounds and algorithms", Multimedia Systems 6:17-28, 1998 (restates

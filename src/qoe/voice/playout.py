@@ -13,9 +13,10 @@ discarded by the jitter buffer as late -- is filled by *concealment*:
     packet length, i.e. the last good packet) are repeated for the length of the gap,
     under a gain that falls linearly from 1 at the start of the gap to 0 after
     ``fade_ms`` (60 ms by default), and silence after that, so that a long gap does
-    not buzz. This is the classic receiver-based repetition scheme of Perkins et al.
-    (1998, §4.2), with a fade in the spirit of G.711 Appendix I (which mutes after
-    60 ms); it is *not* the Appendix I algorithm (no pitch search, no overlap-add).
+    not buzz. This is the classic receiver-based repetition scheme surveyed by Perkins
+    et al. (1998), with a fade in the spirit of G.711 Appendix I (whose concealment is
+    attenuated to silence after 60 ms of loss); it is *not* the Appendix I algorithm
+    (no pitch search, no overlap-add).
 
 References
 ----------
@@ -23,9 +24,10 @@ References
 .. [2] RFC 3551, §4.5.14 (PCMA/PCMU: 8000 Hz, one octet per sample), §4.1 (the RTP
    timestamp counts samples).
 .. [3] C. Perkins, O. Hodson, V. Hardman, "A survey of packet loss recovery techniques
-   for streaming audio", IEEE Network 12(5):40-48, 1998, §4.2 "Repetition".
+   for streaming audio", IEEE Network 12(5):40-48, 1998 (receiver-based repair by
+   repetition).
 .. [4] ITU-T G.711 Appendix I (09/1999), "A high quality low-complexity algorithm for
-   packet loss concealment with G.711", §I.2 (attenuation reaching silence after 60 ms).
+   packet loss concealment with G.711" (attenuation reaching silence after 60 ms).
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ __all__ = [
 
 Conceal = Literal["silence", "repeat"]
 
-# Repetition fades to silence over 60 ms, as G.711 Appendix I (09/1999) §I.2 mutes the
+# Repetition fades to silence over 60 ms, as G.711 Appendix I (09/1999) mutes its
 # concealment after 60 ms of consecutive loss.
 _FADE_MS = 60.0
 # A packet whose decoded level is below -60 dBov carries silence (G.711 idle codes decode
