@@ -66,7 +66,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.signal import lfilter
 
 from qoe.errors import InputError, QoEWarning
 from qoe.voice.lossmodel import loss_pattern
@@ -440,8 +439,15 @@ class RtpScan:
     udp_packets: int
     rtcp_packets: int
 
-    def stream_records(self) -> list[dict[str, Any]]:
-        """One flat record per stream (with its call's From/To), for tables and CSV."""
+    def stream_records(self, *, brief: bool = False) -> list[dict[str, Any]]:
+        """One flat record per stream (with its call's From/To), for tables and CSV.
+
+        Parameters
+        ----------
+        brief : bool, optional
+            Only the columns that fit a terminal table (stream, codec, call, packets,
+            loss, delta, jitter, bursts, problems) instead of every field.
+        """
         calls = {c.call_id: c for c in self.calls}
         rows = []
         for s in self.streams:
@@ -450,6 +456,26 @@ class RtpScan:
             d["call_from"] = c.from_uri if c else None
             d["call_to"] = c.to_uri if c else None
             d["start_s"] = (s.stats.first_ns - self.first_ns) / 1e9 if self.first_ns is not None else None
+            if brief:
+                st = s.stats
+                d = {
+                    "source": f"{s.key.src}:{s.key.sport}",
+                    "destination": f"{s.key.dst}:{s.key.dport}",
+                    "ssrc": d["ssrc"],
+                    "codec": s.codec if s.codec else f"PT{s.payload_type}",
+                    "call_id": s.call_id,
+                    "start_s": d["start_s"],
+                    "duration_s": st.duration_s,
+                    "packets": st.packets,
+                    "lost": st.lost,
+                    "loss_%": 100.0 * st.loss_fraction,
+                    "max_delta_ms": st.max_delta_ms,
+                    "mean_jitter_ms": st.mean_jitter_ms,
+                    "max_jitter_ms": st.max_jitter_ms,
+                    "bursts": st.loss_bursts,
+                    "max_burst": st.max_burst_length,
+                    "problems": st.problems,
+                }
             rows.append(d)
         return rows
 
@@ -715,6 +741,36 @@ def _cn_table(extra: Iterable[int] = ()) -> np.ndarray:
     return table
 
 
+_JITTER_BLOCK = 256
+# (1 - 1/16)**-256 is about 1.5e7: block-local sums stay far from overflow and lose no
+# precision that matters, while whole-array powers of 15/16 would underflow.
+_JITTER_POW = (1.0 - _JITTER_GAIN) ** np.arange(_JITTER_BLOCK + 1)
+
+
+def _jitter_filter(abs_d: np.ndarray, j0: float) -> np.ndarray:
+    """RFC 3550 §6.4.1 / A.8 recursion ``J(i) = J(i-1) + (|D(i)| - J(i-1)) / 16`` for all i.
+
+    Vectorised in blocks of 256: inside a block ``J(k) = a**(k+1) * J(start) +
+    sum_j a**(k-j) * |D(j)| / 16`` with ``a = 15/16``, the sum taken as a cumulative sum of
+    ``a**-j``-weighted terms; block starts are chained in a short Python loop.
+    """
+    m = abs_d.size
+    nb = -(-m // _JITTER_BLOCK)
+    x = np.zeros(nb * _JITTER_BLOCK)
+    x[:m] = abs_d * _JITTER_GAIN
+    x = x.reshape(nb, _JITTER_BLOCK)
+    up = _JITTER_POW[:_JITTER_BLOCK]  # a**k
+    local = np.cumsum(x / up, axis=1) * up  # zero-start response inside each block
+    starts = np.empty(nb)
+    j = j0
+    a_block = _JITTER_POW[_JITTER_BLOCK]
+    for i in range(nb):
+        starts[i] = j
+        j = a_block * j + local[i, -1]
+    out = local + starts[:, None] * _JITTER_POW[1:]
+    return out.reshape(-1)[:m]
+
+
 def _running_mean(mean: float, values: np.ndarray, ks: np.ndarray) -> float:
     """Apply ``mean += (v - mean) / k`` for each (v, k) in order, in closed form.
 
@@ -848,7 +904,7 @@ class _Analyser:
                 prev_nom[1:] = nom[:-1]
                 dd = np.abs(delta_ms[jpos] - (nom - prev_nom))  # |D(i-1, i)|
                 # RFC 3550 §6.4.1 / A.8: J(i) = J(i-1) + (|D| - J(i-1)) / 16
-                jit, _ = lfilter([_JITTER_GAIN], [1.0, _JITTER_GAIN - 1.0], dd, zi=[(1.0 - _JITTER_GAIN) * self.j])
+                jit = _jitter_filter(dd, self.j)
                 self.j = float(jit[-1])
                 self.ref_nom = float(nom[-1])
                 inc_j = inc_d[jpos]

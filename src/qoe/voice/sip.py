@@ -56,7 +56,7 @@ _COMPACT = {"i": "call-id", "f": "from", "t": "to", "c": "content-type", "l": "c
 
 _REQUEST_LINE = re.compile(r"^([A-Z]+) (\S+) SIP/2\.0$")
 _STATUS_LINE = re.compile(r"^SIP/2\.0 (\d{3})(?: (.*))?$")
-_URI = re.compile(r"<([^>]*)>|^\s*([^;\s]+)")
+_ANGLE_URI = re.compile(r"<([^>]*)>")
 
 
 @dataclass(frozen=True, slots=True)
@@ -429,10 +429,11 @@ def _uri(value: str | None) -> str | None:
     """The URI of a From/To header value (``"name" <uri>;tag=...`` or ``uri;tag=...``)."""
     if not value:
         return None
-    m = _URI.search(value)
-    if not m:
-        return None
-    return m.group(1) or m.group(2)
+    m = _ANGLE_URI.search(value)  # RFC 3261 §20.20: name-addr "display name" <uri>
+    if m:
+        return m.group(1)
+    bare = value.split(";")[0].strip()  # addr-spec without angle brackets, then params
+    return bare or None
 
 
 def group_calls(messages: Iterable[SipMessage]) -> list[SipCall]:

@@ -1,0 +1,36 @@
+"""``qoe streams``: every RTP stream and SIP call in a capture, with its statistics."""
+
+from __future__ import annotations
+
+import click
+
+from qoe.voice.rtp import scan_capture
+from qoe_cli._output import emit, format_option, output_option, render
+
+
+@click.command("streams")
+@click.argument("capture", type=click.Path(exists=True, dir_okay=False))
+@click.option("--heuristic/--sdp-only", default=True, show_default=True,
+              help="Also find RTP that no SIP/SDP announced (version 2, one SSRC, progressing sequence numbers).")
+@click.option("--min-packets", type=click.IntRange(min=2), default=4, show_default=True,
+              help="Fewest packets for an unannounced flow to count as RTP.")
+@click.option("--all-columns", is_flag=True, help="Print every field in the table (JSON and CSV always have them all).")
+@format_option
+@output_option
+def streams(capture, heuristic, min_packets, all_columns, fmt, output):
+    """List the RTP streams and SIP calls in CAPTURE (pcap or pcapng) with RFC 3550
+    statistics: packets, lost, sequence errors, arrival delta and interarrival jitter
+    (equal to what `tshark -q -z rtp,streams` prints), loss bursts and RTCP round-trip
+    times. Streams are found from SIP/SDP and, without signalling, by their RTP headers."""
+    scan = scan_capture(capture, keep_packets=False, heuristic=heuristic, min_packets=min_packets)
+    if fmt == "json":
+        text = render([scan.to_dict()], fmt, digits=3)
+    elif fmt == "csv":
+        text = render(scan.stream_records(), fmt)
+    else:
+        text = f"RTP streams in {capture}: {len(scan.streams)}\n"
+        if scan.streams:
+            text += render(scan.stream_records(brief=not all_columns), fmt, digits=3)
+        if scan.calls:
+            text += f"\nSIP calls: {len(scan.calls)}\n" + render(scan.call_records(), fmt, digits=3)
+    emit(text, output)
