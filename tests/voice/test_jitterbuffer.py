@@ -7,6 +7,9 @@ comments are ms; ``t`` is the sender time (timestamp / 8000), ``a`` the arrival 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -193,3 +196,68 @@ def test_bad_input():
         FixedBuffer(-1.0)
     with pytest.raises(InputError, match="alpha"):
         AdaptiveBuffer(alpha=1.0)
+
+
+# ---- on the real captures of data/voice (made by data/voice/make_samples.sh) ----
+
+CAPTURES = Path(__file__).resolve().parents[2] / "data" / "voice" / "captures"
+
+
+def _real(direction_loaded: bool):
+    path = CAPTURES / "scenarios.jsonl"
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        sc = json.loads(line)
+        for st in sc["streams"]:
+            link = "up" if st["direction"] == "talk" else "down"
+            loaded = sc["load"] in (link, "both")
+            if loaded == direction_loaded:
+                out.append(pytest.param(sc, st, id=f"{sc['scenario']}-{st['direction']}"))
+    return out
+
+
+def _received(st):
+    from qoe.voice.io import select_stream  # noqa: PLC0415
+    from qoe.voice.rtp import find_streams  # noqa: PLC0415
+
+    cap = CAPTURES / st["receiver_capture"]
+    return select_stream(find_streams(cap), int(st["ssrc"], 16), source=str(cap))
+
+
+@pytest.mark.parametrize("sc, st", _real(False))
+def test_real_unloaded_direction_loses_nothing_late(sc, st):
+    from qoe.voice.playout import playout_stream  # noqa: PLC0415
+
+    stream = _received(st)
+    # Without load on this link its queue stays (nearly) empty and the delay varies by
+    # well under 20 ms, so neither buffer discards anything...
+    for jb in ("adaptive", "fixed:60"):
+        assert playout_stream(stream, buffer=jb).late_lost == 0, jb
+    # ...and with no load at all the adaptive buffer sits at its 20 ms floor: d + 4v adds
+    # almost nothing (later packets of a talkspurt may come a few µs earlier: >= 19).
+    if sc["load"] == "none":
+        mean = playout_stream(stream, buffer="adaptive").to_dict()["buffer_delay_mean_ms"]
+        assert 19.0 <= mean < 25.0
+
+
+@pytest.mark.parametrize("sc, st", [p for p in _real(True) if p.values[0]["scenario"] == "up-b256"])
+def test_real_bufferbloat_ramp_defeats_a_fixed_buffer(sc, st):
+    # Under uplink load with a 256-packet tbf buffer the one-way delay climbs by about a
+    # second during the call (test_delay.py): a fixed 60 ms buffer anchored on the first
+    # packet discards most packets as late; the adaptive buffer follows the ramp at
+    # talkspurt starts and loses far fewer; no buffer loses none late.
+    from qoe.voice.playout import playout_stream  # noqa: PLC0415
+
+    stream = _received(st)
+    fixed = playout_stream(stream, buffer="fixed:60")
+    adaptive = playout_stream(stream, buffer="adaptive")
+    none = playout_stream(stream, buffer="none")
+    assert fixed.late_lost > 0.5 * fixed.received
+    assert adaptive.late_lost < 0.5 * fixed.late_lost
+    assert none.late_lost == 0
+    assert fixed.network_lost == adaptive.network_lost == none.network_lost > 0  # tbf tail drops
+    assert adaptive.to_dict()["talkspurts"] > 5  # espeak pauses, found from silent payloads
