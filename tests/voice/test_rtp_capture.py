@@ -1,0 +1,269 @@
+"""Stream discovery on captures written here with dpkt: heuristic RTP, RTCP, SIP/SDP.
+
+Every capture is built packet by packet in the test, so the expected values (frame
+numbers, payload bytes, which flows are streams, RTT) follow from what was written.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import warnings
+
+import dpkt
+import numpy as np
+import pytest
+
+from qoe.errors import QoEWarning
+from qoe.voice.rtp import find_streams, make_packets, parse_rtcp, parse_rtp_header, rtp_stats, scan_capture
+
+A, B = "192.0.2.1", "198.51.100.2"
+T0 = 1_700_000_000.0
+
+
+def rtp(seq, ts, ssrc, pt=8, marker=False, payload=b"\xd5" * 160, csrc=(), ext=None, pad=0):
+    b0 = 0x80 | len(csrc) | (0x10 if ext is not None else 0) | (0x20 if pad else 0)
+    out = struct.pack("!BBHII", b0, (0x80 if marker else 0) | pt, seq & 0xFFFF, ts & 0xFFFFFFFF, ssrc)
+    out += b"".join(struct.pack("!I", c) for c in csrc)
+    if ext is not None:  # RFC 3550 §5.3.1: profile, length in 32-bit words, data
+        out += struct.pack("!HH", 0xBEDE, len(ext) // 4) + ext
+    out += payload
+    if pad:
+        out += b"\x00" * (pad - 1) + bytes([pad])
+    return out
+
+
+def frame(src, sport, dst, dport, data):
+    u = dpkt.udp.UDP(sport=sport, dport=dport, data=data)
+    u.ulen = len(u)
+    ip = dpkt.ip.IP(src=socket.inet_aton(src), dst=socket.inet_aton(dst), p=17, data=u)
+    ip.len = len(ip)
+    return bytes(dpkt.ethernet.Ethernet(src=b"\x02" * 6, dst=b"\x04" * 6, type=0x0800, data=ip))
+
+
+def write(path, frames, pcapng=False, nano=True):
+    with open(path, "wb") as fh:
+        w = dpkt.pcapng.Writer(fh) if pcapng else dpkt.pcap.Writer(fh, nano=nano)
+        for t, b in frames:
+            w.writepkt(b, ts=t)
+    return str(path)
+
+
+def voice(n, ssrc, *, src=A, sport=5004, dst=B, dport=5006, t0=T0, pt=8, seq0=1000, ts0=5000, **kw):
+    return [(t0 + 0.02 * i, frame(src, sport, dst, dport, rtp(seq0 + i, ts0 + 160 * i, ssrc, pt, **kw))) for i in range(n)]
+
+
+def sr(ssrc, ntp, rtp_ts=0, blocks=()):
+    body = struct.pack("!IQIII", ssrc, ntp, rtp_ts, 10, 1600) + b"".join(blocks)
+    return struct.pack("!BBH", 0x80 | len(blocks), 200, len(body) // 4) + body
+
+
+def rr(ssrc, blocks):
+    body = struct.pack("!I", ssrc) + b"".join(blocks)
+    return struct.pack("!BBH", 0x80 | len(blocks), 201, len(body) // 4) + body
+
+
+def block(ssrc, lsr, dlsr, fraction=0.25, cum=-3, highest=1049, jitter=40):
+    return struct.pack("!IB", ssrc, int(fraction * 256)) + (cum & 0xFFFFFF).to_bytes(3, "big") + struct.pack(
+        "!IIII", highest, jitter, lsr, dlsr)
+
+
+def sdes(ssrc, cname=b"user@host"):
+    chunk = struct.pack("!IBB", ssrc, 1, len(cname)) + cname + b"\x00"
+    chunk += b"\x00" * (-len(chunk) % 4)
+    return struct.pack("!BBH", 0x81, 202, len(chunk) // 4) + chunk
+
+
+# ------------------------------------------------------------------------ headers
+
+
+def test_header_with_csrc_extension_and_padding():
+    payload = bytes(range(160))
+    data = rtp(7, 960, 0x1234, pt=0, marker=True, payload=payload, csrc=(1, 2), ext=b"\x10\x20\x30\x40", pad=4)
+    h = parse_rtp_header(data)
+    assert (h.payload_type, h.marker, h.seq, h.timestamp, h.ssrc, h.csrc_count) == (0, True, 7, 960, 0x1234, 2)
+    assert data[h.payload_start : h.payload_end] == payload
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"\x80\x08\x00", bytes([0x40, 8]) + bytes(10), bytes([0x8F, 8]) + bytes(20), sr(1, 2)],
+    ids=["short", "version1", "csrc-beyond-end", "rtcp-sr"],
+)
+def test_not_rtp(data):
+    assert parse_rtp_header(data) is None
+
+
+def test_rtcp_compound_sr_sdes():
+    items = parse_rtcp(sr(0xAA, 0x1122334455667788, blocks=[block(0xBB, 0x33445566, 6554)]) + sdes(0xAA))
+    assert [i["type"] for i in items] == [200, 202]
+    b = items[0]["blocks"][0]
+    assert (b["ssrc"], b["fraction_lost"], b["cumulative_lost"], b["lsr"], b["dlsr"]) == (0xBB, 0.25, -3, 0x33445566, 6554)
+    assert parse_rtcp(rtp(1, 2, 3)) is None
+
+
+# ------------------------------------------------------------------------ discovery
+
+
+def test_heuristic_stream_table_and_payloads(tmp_path):
+    payloads = [bytes([i]) * 160 for i in range(30)]
+    frames = []
+    for i in range(30):
+        t = T0 + 0.02 * i
+        frames.append((t, frame(A, 5004, B, 5006, rtp(100 + i, 160 * i, 0xCAFE, payload=payloads[i], csrc=(9,), pad=4 if i % 3 else 0))))
+        if i % 10 == 0:  # non-RTP UDP in between: frame numbers must count it
+            frames.append((t + 0.001, frame(A, 40000, B, 53, b"\x12\x34\x01\x00" + bytes(20))))
+    path = write(tmp_path / "a.pcap", frames)
+    (s,) = find_streams(path)
+    assert str(s.key) == f"{A}:5004 -> {B}:5006 ssrc=0x0000cafe"
+    assert (s.payload_type, s.codec, s.clock_rate, s.found_by, s.call_id) == (8, "PCMA", 8000, "heuristic", None)
+    p = s.packets
+    assert p.payloads == tuple(payloads)
+    expected_frames = [i + 1 + (i // 10 + 1) - (1 if i % 10 == 0 else 0) for i in range(30)]
+    assert p.frame.tolist() == expected_frames
+    assert p.seq.tolist() == list(range(100, 130)) and p.ts_ext.tolist() == [160 * i for i in range(30)]
+    assert abs(p.arrival_ns[1] - p.arrival_ns[0] - 20_000_000) < 1000  # dpkt writes float seconds
+    # the scanned statistics are those of the table
+    assert s.stats == rtp_stats(p, 8000)
+
+
+def test_statistics_only_scan_gives_the_same_numbers(tmp_path):
+    frames = voice(200, 1)
+    frames = [f for i, f in enumerate(frames) if i % 17 != 5]
+    path = write(tmp_path / "a.pcap", frames)
+    full = scan_capture(path).streams[0]
+    lean = scan_capture(path, keep_packets=False).streams[0]
+    assert lean.packets is None and lean.stats == full.stats
+    assert full.stats.lost == 12
+
+
+def test_pcapng_and_small_batches_give_the_same_streams(tmp_path):
+    frames = sorted(voice(100, 1) + voice(100, 2, src=B, sport=6000, dst=A, dport=6002, t0=T0 + 0.005), key=lambda f: f[0])
+    a = scan_capture(write(tmp_path / "a.pcap", frames, nano=False), keep_packets=False)  # pcapng: µs too
+    b = scan_capture(write(tmp_path / "a.pcapng", frames, pcapng=True), keep_packets=False, batch_size=7)
+    for x, y in zip(a.streams, b.streams, strict=True):  # chunking changes float rounding only
+        assert y.stats.to_dict() == pytest.approx(x.stats.to_dict(), rel=1e-12)
+    assert [s.key.ssrc for s in a.streams] == [1, 2]
+
+
+def test_ssrc_change_on_one_port_pair_makes_two_streams(tmp_path):
+    frames = voice(50, 0x111) + voice(50, 0x222, t0=T0 + 1.0, seq0=7, ts0=99)
+    streams = find_streams(write(tmp_path / "a.pcap", frames))
+    assert [(s.key.ssrc, s.stats.packets, s.stats.lost) for s in streams] == [(0x111, 50, 0), (0x222, 50, 0)]
+
+
+def test_rtcp_is_not_rtp_and_gives_round_trip_time(tmp_path):
+    ntp = (3_900_000_000 << 32) | 0x80000000
+    lsr = (ntp >> 16) & 0xFFFFFFFF
+    frames = voice(100, 0xA)
+    # SR from A on port+1 at t=0.5 s; RR from B at 0.9 s after holding it 0.1 s (DLSR
+    # 6554/65536 s): RTT = 0.9 - 0.5 - 0.1 = 0.3 s (RFC 3550 §6.4.1).
+    frames.append((T0 + 0.5, frame(A, 5005, B, 5007, sr(0xA, ntp) + sdes(0xA))))
+    frames.append((T0 + 0.9, frame(B, 5007, A, 5005, rr(0xB, [block(0xA, lsr, 6554)]) + sdes(0xB))))
+    # rtcp-mux (RFC 5761): RTCP on the RTP port itself
+    frames.append((T0 + 1.0, frame(A, 5004, B, 5006, sr(0xA, ntp + (1 << 32)))))
+    scan = scan_capture(write(tmp_path / "a.pcap", sorted(frames, key=lambda f: f[0])))
+    assert [s.key.ssrc for s in scan.streams] == [0xA]
+    assert scan.streams[0].stats.packets == 100 and scan.rtcp_packets == 3
+    r = scan.streams[0].rtcp
+    assert (r.sender_reports, r.reports, r.fraction_lost, r.cumulative_lost) == (2, 1, 0.25, -3)
+    assert r.rtt_ms == pytest.approx((400.0 - 6554 / 65.536,), abs=1e-3)  # dpkt stores float seconds
+
+
+def test_random_udp_and_dns_are_not_streams(tmp_path):
+    rng = np.random.default_rng(0)
+    frames = []
+    for i in range(200):
+        junk = bytes([0x80 | int(rng.integers(0, 16))]) + rng.bytes(100)  # looks like version 2
+        frames.append((T0 + 0.01 * i, frame(A, 33333, B, 44444, junk)))
+        frames.append((T0 + 0.01 * i + 0.001, frame(A, 40000 + i, B, 53, bytes([0x80, 0]) + rng.bytes(40))))
+    path = write(tmp_path / "a.pcap", frames)
+    with pytest.warns(QoEWarning, match="no RTP stream found in 400 UDP datagrams"):
+        assert find_streams(path) == []
+
+
+def test_minimum_packet_count(tmp_path):
+    path = write(tmp_path / "a.pcap", voice(3, 5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QoEWarning)
+        assert find_streams(path) == []
+    assert [s.stats.packets for s in find_streams(path, min_packets=2)] == [3]
+
+
+def test_heavy_reordering_is_still_rtp(tmp_path):
+    rng = np.random.default_rng(1)
+    frames = [(T0 + 0.02 * i + rng.uniform(0, 0.05), f) for i, (_, f) in enumerate(voice(100, 9))]
+    (s,) = find_streams(write(tmp_path / "a.pcap", sorted(frames, key=lambda f: f[0])))
+    assert s.stats.packets == 100 and s.stats.out_of_order > 10
+
+
+# ------------------------------------------------------------------------ SIP/SDP
+
+
+def sip_message(start, call_id, cseq, sdp=None, compact=False):
+    hdr = [start, f"Via: SIP/2.0/UDP {A}:5060;branch=z9hG4bK-1",
+           f'{"f" if compact else "From"}: "Alice" <sip:alice@{A}>;tag=1',
+           f'{"t" if compact else "To"}: <sip:bob@{B}>',
+           f'{"i" if compact else "Call-ID"}: {call_id}', f"CSeq: {cseq}"]
+    body = b""
+    if sdp is not None:
+        body = sdp.encode()
+        hdr.append(f'{"c" if compact else "Content-Type"}: application/sdp')
+    hdr.append(f'{"l" if compact else "Content-Length"}: {len(body)}')
+    return ("\r\n".join(hdr) + "\r\n\r\n").encode() + body
+
+
+def sdp(addr, port, pts, maps):
+    lines = ["v=0", f"o=- 1 1 IN IP4 {addr}", "s=-", f"c=IN IP4 {addr}", "t=0 0",
+             f"m=audio {port} RTP/AVP {' '.join(map(str, pts))}"] + [f"a=rtpmap:{m}" for m in maps] + ["a=ptime:20"]
+    return "\r\n".join(lines) + "\r\n"
+
+
+def test_sip_call_names_codec_clock_and_both_directions(tmp_path):
+    cid = "abc123@192.0.2.1"
+    frames = [
+        (T0, frame(A, 5060, B, 5060, sip_message(f"INVITE sip:bob@{B} SIP/2.0", cid, "1 INVITE",
+                                                 sdp(A, 7000, [96, 101], ["96 opus/48000/2", "101 telephone-event/8000"])))),
+        (T0 + 0.05, frame(B, 5060, A, 5060, sip_message("SIP/2.0 200 OK", cid, "1 INVITE",
+                                                        sdp(B, 9000, [96], ["96 opus/48000/2"]), compact=True))),
+        (T0 + 0.06, frame(A, 5060, B, 5060, sip_message(f"ACK sip:bob@{B} SIP/2.0", cid, "1 ACK"))),
+    ]
+    # Opus at 48 kHz: 960 ticks per 20 ms. Packets 10 ms late every 7th.
+    for i in range(60):
+        late = 0.01 if i % 7 == 3 else 0.0
+        frames.append((T0 + 0.1 + 0.02 * i + late, frame(A, 7000, B, 9000, rtp(i, 960 * i, 0x51, pt=96, payload=b"o" * 80))))
+        frames.append((T0 + 0.101 + 0.02 * i, frame(B, 9000, A, 7000, rtp(500 + i, 960 * i, 0x52, pt=96, payload=b"p" * 80))))
+    frames.append((T0 + 2, frame(A, 5060, B, 5060, sip_message(f"BYE sip:bob@{B} SIP/2.0", cid, "2 BYE"))))
+    scan = scan_capture(write(tmp_path / "call.pcap", sorted(frames, key=lambda f: f[0])))
+    (call,) = scan.calls
+    assert (call.call_id, call.from_uri, call.to_uri, call.status) == (cid, f"sip:alice@{A}", f"sip:bob@{B}", 200)
+    assert call.setup_s == pytest.approx(0.05) and call.end_ns == int(round((T0 + 2) * 1e9))
+    assert [(m.address, m.port) for m in call.media] == [(A, 7000), (B, 9000)]
+    assert [(s.key.ssrc, s.found_by, s.call_id, s.codec, s.clock_rate, s.ptime_ms) for s in scan.streams] == [
+        (0x51, "sdp", cid, "opus", 48000, 20.0), (0x52, "sdp", cid, "opus", 48000, 20.0)]
+    # jitter computed with the SDP clock rate, as rtp_stats would with clock_rates={96: 48000}
+    s = scan.streams[0]
+    assert s.stats == rtp_stats(s.packets, None, clock_rates={96: 48000})
+    assert s.stats.max_jitter_ms > 0.5
+    records = scan.stream_records()
+    assert records[0]["call_from"] == f"sip:alice@{A}" and scan.call_records()[0]["streams"] == 2
+
+
+def test_sdp_only_scan_ignores_unannounced_rtp(tmp_path):
+    path = write(tmp_path / "a.pcap", voice(50, 1))
+    assert scan_capture(path, heuristic=False).streams == ()
+
+
+def test_payload_type_counts(tmp_path):
+    frames = voice(40, 3)
+    frames += [(T0 + 0.81 + 0.02 * i, frame(A, 5004, B, 5006, rtp(1040 + i, 5000 + 160 * 40, 3, pt=101, payload=b"\x01\x0a\x00\xa0")))
+               for i in range(5)]
+    (s,) = find_streams(write(tmp_path / "a.pcap", frames))
+    assert s.payload_types == (8, 101) and s.payload_type == 8
+
+
+def test_make_packets_round_trip_with_find_streams(tmp_path):
+    (s,) = find_streams(write(tmp_path / "a.pcap", voice(20, 4)))
+    p = s.packets
+    q = make_packets(p.frame, p.arrival_ns, p.seq, p.timestamp, p.marker, p.payload_type, p.payloads)
+    assert all(np.array_equal(getattr(p, f), getattr(q, f)) for f in ("seq_ext", "ts_ext", "frame", "arrival_ns"))
