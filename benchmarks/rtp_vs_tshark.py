@@ -125,9 +125,14 @@ def _child_peak(text: str) -> float | None:
 
 
 LIB_SNIPPET = """
-import resource, sys
+import resource, sys, time
+t0 = time.perf_counter()
 from qoe.voice.rtp import scan_capture
+t1 = time.perf_counter()
 scan = scan_capture(sys.argv[1], keep_packets=False)
+t2 = time.perf_counter()
+print("IMPORT_SECONDS", t1 - t0)
+print("SCAN_SECONDS", t2 - t1)
 for s in scan.streams:
     st = s.stats
     print("STREAM", s.key.src, s.key.sport, s.key.dst, s.key.dport, s.key.ssrc, st.packets, st.lost,
@@ -209,7 +214,10 @@ def main(argv: list[str] | None = None) -> int:
         lib_half_t, lib_half_m, _ = run_measured([sys.executable, "-c", LIB_SNIPPET, str(half)], env=env)
         rows.append(("qoe library (half size)", n_half, lib_half_t, lib_half_m))
         lib_t, lib_m, lib_out = run_measured([sys.executable, "-c", LIB_SNIPPET, str(big)], env=env)
-        rows.append(("qoe library scan_capture", n_big, lib_t, lib_m))
+        rows.append(("qoe library (process)", n_big, lib_t, lib_m))
+        scan_t = float(re.search(r"^SCAN_SECONDS (\S+)$", lib_out, re.M).group(1))
+        import_t = float(re.search(r"^IMPORT_SECONDS (\S+)$", lib_out, re.M).group(1))
+        rows.append(("  of which scan_capture", n_big, scan_t, float("nan")))
         if Path(qoe_cli).exists():
             wrapper = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], capture_output=True); "
                        "print('PEAK_RSS_KB', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
@@ -225,10 +233,11 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(f"{'tool':<28} {'packets':>9} {'seconds':>8} {'packets/s':>11} {'peak RSS MiB':>13}")
         for name, npk, secs, mem in rows:
-            print(f"{name:<28} {npk:>9} {secs:>8.2f} {npk / secs:>11.0f} {mem:>13.1f}")
+            print(f"{name:<28} {npk:>9} {secs:>8.2f} {npk / secs:>11.0f} {mem:>13.1f}".replace("nan", "  -"))
         if tshark:
-            print(f"\nspeed-up over tshark: library {ts_t / lib_t:.1f}x"
-                  + (f", CLI {ts_t / cli_t:.1f}x" if Path(qoe_cli).exists() else ""))
+            print(f"\nspeed-up over tshark: library process {ts_t / lib_t:.1f}x, scan_capture alone {ts_t / scan_t:.1f}x"
+                  + (f", CLI {ts_t / cli_t:.1f}x" if Path(qoe_cli).exists() else "")
+                  + f" (importing qoe.voice took {import_t:.2f} s of the library process)")
             count, problems = compare(parse_tshark(ts_out), parse_lib(lib_out))
             print(f"agreement: {count} streams compared (packets, lost exact; max delta, max and mean "
                   f"jitter within {TOLERANCE_MS} ms): {'all agree' if not problems else f'{len(problems)} differences'}")

@@ -32,5 +32,5 @@ def streams(capture, heuristic, min_packets, all_columns, fmt, output):
         if scan.streams:
             text += render(scan.stream_records(brief=not all_columns), fmt, digits=3)
         if scan.calls:
-            text += f"\nSIP calls: {len(scan.calls)}\n" + render(scan.call_records(), fmt, digits=3)
+            text += f"\nSIP calls: {len(scan.calls)}\n" + render(scan.call_records(brief=not all_columns), fmt, digits=3)
     emit(text, output)

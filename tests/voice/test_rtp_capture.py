@@ -267,3 +267,15 @@ def test_make_packets_round_trip_with_find_streams(tmp_path):
     p = s.packets
     q = make_packets(p.frame, p.arrival_ns, p.seq, p.timestamp, p.marker, p.payload_type, p.payloads)
     assert all(np.array_equal(getattr(p, f), getattr(q, f)) for f in ("seq_ext", "ts_ext", "frame", "arrival_ns"))
+
+
+def test_sdp_seen_after_the_stream_started_still_names_the_call(tmp_path):
+    cid = "late@192.0.2.1"
+    frames = voice(40, 0x77, dport=9000)
+    frames.append((T0 + 0.5, frame(B, 5060, A, 5060, sip_message("SIP/2.0 200 OK", cid, "1 INVITE", sdp(B, 9000, [8], ["8 PCMA/8000"])))))
+    frames.insert(0, (T0 - 0.1, frame(A, 5060, B, 5060, sip_message(f"INVITE sip:bob@{B} SIP/2.0", cid, "1 INVITE"))))
+    scan = scan_capture(write(tmp_path / "a.pcap", sorted(frames, key=lambda f: f[0])))
+    (s,) = scan.streams
+    assert (s.call_id, s.found_by, s.ptime_ms) == (cid, "heuristic", 20.0)
+    (c,) = scan.call_records(brief=True)
+    assert (c["call_id"], c["streams"], c["start_s"]) == (cid, 1, 0.0)

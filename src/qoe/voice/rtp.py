@@ -69,7 +69,7 @@ import numpy as np
 
 from qoe.errors import InputError, QoEWarning
 from qoe.voice.lossmodel import loss_pattern
-from qoe.voice.sip import SdpMedia, SipCall, SipMessage, group_calls, parse_sip
+from qoe.voice.sip import SIP_METHODS, SdpMedia, SipCall, SipMessage, group_calls, parse_sip
 
 __all__ = [
     "RtpPackets",
@@ -142,6 +142,12 @@ STATIC_PAYLOAD_TYPES: dict[int, tuple[str, int]] = {
 # QUIC/HTTP3 443, IKE 500/4500, syslog 514, SSDP 1900, mDNS 5353, LLMNR 5355 (IANA
 # service-name registry). SDP-announced ports are always accepted.
 _NOT_RTP_PORTS = np.array([53, 67, 68, 123, 137, 138, 161, 162, 443, 500, 514, 1900, 4500, 5353, 5355])
+
+# First four bytes of a SIP message: a request method of RFC 3261 §27.4 and its extensions
+# (qoe.voice.sip.SIP_METHODS), or the "SIP/" of a status line (RFC 3261 §7.2).
+_SIP_PREFIXES = np.array(
+    [int.from_bytes((m + " ").encode()[:4], "big") for m in SIP_METHODS] + [int.from_bytes(b"SIP/", "big")]
+)
 
 # Heuristic: packets looked at before a flow is accepted as RTP or rejected.
 _PROBE_PACKETS = 16
@@ -479,12 +485,25 @@ class RtpScan:
             rows.append(d)
         return rows
 
-    def call_records(self) -> list[dict[str, Any]]:
-        """One flat record per SIP call, with the number of streams found for it."""
+    def call_records(self, *, brief: bool = False) -> list[dict[str, Any]]:
+        """One flat record per SIP call, with the number of streams found for it.
+
+        Parameters
+        ----------
+        brief : bool, optional
+            Times relative to the capture's first UDP datagram (``start_s``) and the
+            call's duration instead of the absolute nanosecond times.
+        """
         out = []
         for c in self.calls:
             d = c.to_dict()
             d["streams"] = sum(1 for s in self.streams if s.call_id == c.call_id)
+            if brief:
+                rel = None if c.invite_ns is None or self.first_ns is None else (c.invite_ns - self.first_ns) / 1e9
+                dur = None if c.answer_ns is None or c.end_ns is None else (c.end_ns - c.answer_ns) / 1e9
+                d = {"call_id": d["call_id"], "from": d["from"], "to": d["to"], "status": d["status"],
+                     "start_s": rel, "setup_s": d["setup_s"], "duration_s": dur, "offer": d["offer"],
+                     "answer": d["answer"], "messages": d["messages"], "streams": d["streams"]}
             out.append(d)
         return out
 
@@ -1206,9 +1225,14 @@ class _Scanner:
         b0 = u8[np.minimum(start, last)].astype(np.int64)
         b1 = u8[np.minimum(start + 1, last)].astype(np.int64)
         b0 = np.where(length >= 1, b0, 0)
-        # SIP: text messages starting with a method or "SIP/2.0" (RFC 3261 §7.1, §7.2);
-        # their first byte is an upper-case letter, which RTP/RTCP (version 2) never is.
-        sip_rows = np.flatnonzero((length >= 12) & (b0 >= 0x41) & (b0 <= 0x5A))
+        # SIP: text messages starting with a method or "SIP/2.0" (RFC 3261 §7.1, §7.2),
+        # told apart by their first four bytes (never RTP/RTCP: "A"-"Z" is version 1).
+        cand = np.flatnonzero((length >= 12) & (b0 >= 0x41) & (b0 <= 0x5A))
+        sip_rows = cand
+        if cand.size:
+            s4 = start[cand][:, None] + np.arange(4)
+            head = (u8[s4].astype(np.int64) * np.array([1 << 24, 1 << 16, 1 << 8, 1])).sum(axis=1)
+            sip_rows = cand[np.isin(head, _SIP_PREFIXES)]
         for i in sip_rows.tolist():
             self._sip(b, i)
         v2 = (length >= 8) & ((b0 >> 6) == _RTP_VERSION)
@@ -1366,12 +1390,21 @@ class _Scanner:
         for flow in sorted(self.flows.values(), key=lambda f: f.first_frame):
             if flow.state != "rtp" or flow.analyser is None:
                 continue
+            if flow.media is None:  # SDP seen only after the flow was taken as RTP
+                ann = self._announcement(flow)
+                if ann is not None:
+                    flow.call_id = ann[0]
+                    late_media = ann[1]
+                else:
+                    late_media = None
+            else:
+                late_media = None
             an = flow.analyser
             stats = an.result()
             counts = an.pt_counts
             pts = tuple(int(p) for p in np.argsort(-counts, kind="stable") if counts[p] > 0)
             main = pts[0]
-            codec, rate = _codec_of(main, flow.media)
+            codec, rate = _codec_of(main, flow.media or late_media)
             src, dst, sport, dport, ssrc = flow.key
             packets = None
             if self.keep:
@@ -1386,7 +1419,7 @@ class _Scanner:
                     packets=packets,
                     stats=stats,
                     call_id=flow.call_id,
-                    ptime_ms=flow.media.ptime_ms if flow.media else None,
+                    ptime_ms=(flow.media or late_media).ptime_ms if (flow.media or late_media) else None,
                     found_by="sdp" if flow.media is not None else "heuristic",
                     payload_types=pts,
                     rtcp=rtcp.get(ssrc),
