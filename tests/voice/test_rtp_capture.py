@@ -274,7 +274,8 @@ def test_sdp_seen_after_the_stream_started_still_names_the_call(tmp_path):
     frames = voice(40, 0x77, dport=9000)
     frames.append((T0 + 0.5, frame(B, 5060, A, 5060, sip_message("SIP/2.0 200 OK", cid, "1 INVITE", sdp(B, 9000, [8], ["8 PCMA/8000"])))))
     frames.insert(0, (T0 - 0.1, frame(A, 5060, B, 5060, sip_message(f"INVITE sip:bob@{B} SIP/2.0", cid, "1 INVITE"))))
-    scan = scan_capture(write(tmp_path / "a.pcap", sorted(frames, key=lambda f: f[0])))
+    # small batches: the 200 OK is read after the flow was accepted by the heuristic
+    scan = scan_capture(write(tmp_path / "a.pcap", sorted(frames, key=lambda f: f[0])), batch_size=8)
     (s,) = scan.streams
     assert (s.call_id, s.found_by, s.ptime_ms) == (cid, "heuristic", 20.0)
     (c,) = scan.call_records(brief=True)
