@@ -99,15 +99,13 @@ class _Aligner:
         deg: np.ndarray,
         env_ref: Envelope,
         env_deg: Envelope,
-        n_ref: int,
         n_deg: int,
         setup: RateSetup,
     ) -> None:
         self.ref, self.deg = ref, deg
         self.env_ref, self.env_deg = env_ref, env_deg
         self.setup = setup
-        self.n_ref_g = n_ref + 2 * setup.guard  # guarded lengths (without the tail)
-        self.n_deg_g = n_deg + 2 * setup.guard
+        self.n_deg_g = n_deg + 2 * setup.guard  # guarded length (without the tail)
         self.nfft = setup.align_nfft
         self.hop = self.nfft // 4  # 10.1.3.2: 75 % overlap
         self.kernel = self.nfft // C.FINE_KERNEL_DIVISOR
@@ -323,7 +321,6 @@ def align(
     deg: np.ndarray,
     env_ref: Envelope,
     env_deg: Envelope,
-    n_ref: int,
     n_deg: int,
     setup: RateSetup,
 ) -> Utterances:
@@ -335,8 +332,8 @@ def align(
         Alignment copies (:func:`._filters.alignment_copy`) of the two guarded buffers.
     env_ref, env_deg : Envelope
         Their voice-activity envelopes.
-    n_ref, n_deg : int
-        Signal lengths in samples (without guards).
+    n_deg : int
+        Length of the degraded signal in samples (without guards).
     setup : RateSetup
         Rate-dependent constants.
 
@@ -346,7 +343,7 @@ def align(
         Empty (no utterance) when the reference holds no speech burst of 200 ms that the
         degraded signal can cover.
     """
-    al = _Aligner(ref, deg, env_ref, env_deg, n_ref, n_deg, setup)
+    al = _Aligner(ref, deg, env_ref, env_deg, n_deg, setup)
     b = setup.block
     n_blocks = env_ref.vad.size
     crude = _whole_file_delay(env_ref, env_deg, b)  # 10.1.3.1

@@ -20,7 +20,7 @@ import scipy.fft
 import scipy.signal
 
 from qoe.voice.p862 import _constants as C
-from qoe.voice.p862._alignment import Utterances
+from qoe.voice.p862._alignment import Utterances, tdiv
 from qoe.voice.p862._constants import RateSetup
 
 __all__ = ["Disturbance", "perceive"]
@@ -235,12 +235,12 @@ def perceive(
     # 10.2.12: zero the frames skipped where the delay decreases by more than half a frame.
     for k in range(1, utts.start.size):
         d_prev, d_cur = int(utts.delay[k - 1]), int(utts.delay[k])
-        a = _tdiv((int(utts.start[k]) - C.GUARD_BLOCKS) * setup.block + d_cur, hop)
-        b = _tdiv((int(utts.end[k - 1]) - C.GUARD_BLOCKS) * setup.block + d_prev, hop)
+        a = tdiv((int(utts.start[k]) - C.GUARD_BLOCKS) * setup.block + d_cur, hop)
+        b = tdiv((int(utts.end[k - 1]) - C.GUARD_BLOCKS) * setup.block + d_prev, hop)
         lo = max(min(a, b), 0)
         jump = d_cur - d_prev
         if jump < -hop:
-            hi = _tdiv((int(utts.start[k]) - C.GUARD_BLOCKS) * setup.block + abs(jump), hop) + 1
+            hi = tdiv((int(utts.start[k]) - C.GUARD_BLOCKS) * setup.block + abs(jump), hop) + 1
             sel = slice(lo, max(lo, min(hi + 1, stop_frame)))
             sym[sel] = 0.0
             asym[sel] = 0.0
@@ -275,11 +275,6 @@ def perceive(
         frame_asym=asym[first_frame:],
         bad_intervals=n_bad,
     )
-
-
-def _tdiv(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
 
 
 def _realign_bad_intervals(

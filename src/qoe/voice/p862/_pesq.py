@@ -180,7 +180,7 @@ def pesq(
     ref_al, deg_al = alignment_copy(ref_buf, n_ref, setup), alignment_copy(deg_buf, n_deg, setup)
     env_ref = envelope(ref_al, n_ref + 2 * setup.guard, setup.block)
     env_deg = envelope(deg_al, n_deg + 2 * setup.guard, setup.block)
-    utts = align(ref_al, deg_al, env_ref, env_deg, n_ref, n_deg, setup)
+    utts = align(ref_al, deg_al, env_ref, env_deg, n_deg, setup)
     if utts.start.size == 0:
         raise NoSpeechError(
             "no utterance found: the reference holds no 200 ms burst of speech that the "
