@@ -36,7 +36,6 @@ from decimal import Decimal
 from pathlib import Path
 
 import dpkt
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SAMPLE = ROOT / "data" / "voice" / "captures" / "noload-b64-pcmu_client.pcap"

@@ -102,3 +102,12 @@ def test_late_offer_in_the_answer():
     ack = INVITE.replace("INVITE sip", "ACK sip").replace("314159 INVITE", "314159 ACK").replace("49172", "49999")
     (c,) = group_calls([_msg(invite, 1), _msg(OK, 2, "198.51.100.7", "192.0.2.101"), _msg(ack, 3)])
     assert [m.port for m in c.offer] == [3456] and [m.port for m in c.answer] == [49999, 51372]
+
+
+@pytest.mark.parametrize("name", ["qoe.voice.sip", "qoe.voice.rtp"])
+def test_examples_run_as_doctests(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0

@@ -59,10 +59,12 @@ References
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
 import warnings
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -430,7 +432,8 @@ class RtpScan:
     rtcp : dict of int to RtcpSummary
         RTCP reports by the SSRC they describe (also attached to the streams).
     first_ns : int or None
-        Time of the first UDP datagram of the capture.
+        Time of the capture's first frame, whatever its protocol (what tshark's "Start
+        time" is relative to); the first UDP datagram's if that cannot be read.
     udp_packets : int
         UDP datagrams read.
     rtcp_packets : int
@@ -1513,7 +1516,29 @@ def scan_capture(
     sc = _Scanner(keep_packets=keep_packets, heuristic=heuristic, min_packets=min_packets)
     for b in read_udp_batches(name, batch_size=batch_size):
         sc.batch(b)
-    return sc.finish(name)
+    scan = sc.finish(name)
+    first = _first_frame_ns(name)
+    if first is not None and (scan.first_ns is None or first <= scan.first_ns):
+        scan = dataclasses.replace(scan, first_ns=first)
+    return scan
+
+
+def _first_frame_ns(path: str) -> int | None:
+    """Capture time of frame 1, of any protocol (tshark's zero for "Start time").
+
+    Uses the capture layer's record reader (first chunk only); None if unavailable.
+    """
+    try:
+        from qoe.capture._files import raw_chunks  # noqa: PLC0415 - no public first-frame time yet
+    except ImportError:  # pragma: no cover - capture layer reorganised
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the main read reports a damaged file once
+        with contextlib.closing(raw_chunks(path)) as chunks:
+            for ch in chunks:
+                if len(ch):
+                    return int(ch.ts_ns[0])
+    return None
 
 
 def find_streams(
