@@ -74,10 +74,14 @@ def _degrade(kind: str, x: np.ndarray, fs: int) -> np.ndarray:
         return scipy.signal.lfilter(b, a, x)
     if kind == "delay_jump":
         return _jump(x, fs)
+    if kind == "dc_offset":
+        # noise-free apart from a DC offset: in wb mode the reference code's single-precision
+        # high-pass leaves a noise floor that the score feels (see _filters.wideband_input)
+        return x + 0.03
     raise AssertionError(kind)
 
 
-KINDS = ["identical", "scaled", "delayed", "noisy", "g711", "loss", "loss_plc", "lowpass", "delay_jump"]
+KINDS = ["identical", "scaled", "delayed", "noisy", "g711", "loss", "loss_plc", "lowpass", "delay_jump", "dc_offset"]
 
 
 def _oracle_raw(fs: int, x: np.ndarray, y: np.ndarray, mode: str) -> float:
