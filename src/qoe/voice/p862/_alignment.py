@@ -39,6 +39,10 @@ from qoe.voice.p862._vad import Envelope
 __all__ = ["Utterances", "align"]
 
 
+def _next_pow2(n: int) -> int:
+    return 1 << max(0, int(n - 1).bit_length())
+
+
 def tdiv(a: int, b: int) -> int:
     """Integer division truncating toward zero (the reference software's C semantics)."""
     q = abs(a) // abs(b)
@@ -143,13 +147,18 @@ class _Aligner:
         if not valid:
             return out
         r0, d0, nr, nd = (np.array([geometry[i][j] for i in valid]) for j in range(4))
-        size = scipy.fft.next_fast_len(int((nr + nd - 1).max()), real=True)
+        # Single precision and a power-of-two length of at least twice the longer segment,
+        # as in the reference software: where the envelopes do not overlap the
+        # correlation is zero up to the rounding noise of the transform, and that noise
+        # can end up in the fine-alignment window (see best_split), where its size counts.
+        size = 2 * _next_pow2(int(np.maximum(nr, nd).max()))
         span = np.arange(size)
-        x = np.concatenate([self.env_ref.log_vad, np.zeros(size)])
-        y = np.concatenate([self.env_deg.log_vad, np.zeros(size)])
-        xs = np.where(span < nr[:, None], x[np.maximum(r0, 0)[:, None] + span], 0.0)
-        ys = np.where(span < nd[:, None], y[d0[:, None] + span], 0.0)
+        x = np.concatenate([self.env_ref.log_vad, np.zeros(size)]).astype(np.float32)
+        y = np.concatenate([self.env_deg.log_vad, np.zeros(size)]).astype(np.float32)
+        xs = np.where(span < nr[:, None], x[np.maximum(r0, 0)[:, None] + span], np.float32(0.0))
+        ys = np.where(span < nd[:, None], y[d0[:, None] + span], np.float32(0.0))
         circ = scipy.fft.irfft(np.conj(scipy.fft.rfft(xs, axis=1)) * scipy.fft.rfft(ys, axis=1), size, axis=1)
+        circ = circ.astype(np.float64)
         for row, i in enumerate(valid):
             n_full = int(nr[row] + nd[row] - 1)
             corr = circ[row, (np.arange(n_full) - (nr[row] - 1)) % size]
