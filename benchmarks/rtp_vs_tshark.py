@@ -140,7 +140,7 @@ print("PEAK_RSS_KB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 
 TSHARK_ROW = re.compile(
-    r"^\s*[\d.]+\s+[\d.]+\s+(\S+)\s+(\d+)\s+(\S+)\s+(\d+)\s+0x([0-9A-Fa-f]+)\s+.+?\s+(\d+)\s+(-?\d+) \([-\d.]+%\)"
+    r"^\s*-?[\d.]+\s+-?[\d.]+\s+(\S+)\s+(\d+)\s+(\S+)\s+(\d+)\s+0x([0-9A-Fa-f]+)\s+.+?\s+(\d+)\s+(-?\d+) \([-\d.]+%\)"
     r"\s+([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)"
 )
 

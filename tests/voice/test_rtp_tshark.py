@@ -39,7 +39,7 @@ TOL_MS = 0.0006
 TOL_S = 0.0000006
 
 _ROW = re.compile(
-    r"^\s*(?P<start>[\d.]+)\s+(?P<end>[\d.]+)\s+(?P<src>\S+)\s+(?P<sport>\d+)\s+(?P<dst>\S+)\s+(?P<dport>\d+)\s+"
+    r"^\s*(?P<start>-?[\d.]+)\s+(?P<end>-?[\d.]+)\s+(?P<src>\S+)\s+(?P<sport>\d+)\s+(?P<dst>\S+)\s+(?P<dport>\d+)\s+"
     r"0x(?P<ssrc>[0-9A-Fa-f]+)\s+(?P<payload>.+?)\s+(?P<pkts>\d+)\s+(?P<lost>-?\d+) \([-\d.]+%\)\s+"
     r"(?P<min_d>[-\d.]+)\s+(?P<mean_d>[-\d.]+)\s+(?P<max_d>[-\d.]+)\s+"
     r"(?P<min_j>[-\d.]+)\s+(?P<mean_j>[-\d.]+)\s+(?P<max_j>[-\d.]+)\s*(?P<problem>X?)\s*$"

@@ -432,8 +432,9 @@ class RtpScan:
     rtcp : dict of int to RtcpSummary
         RTCP reports by the SSRC they describe (also attached to the streams).
     first_ns : int or None
-        Time of the capture's first frame, whatever its protocol (what tshark's "Start
-        time" is relative to); the first UDP datagram's if that cannot be read.
+        Time of the capture's frame 1, whatever its protocol (what tshark's "Start
+        time" is relative to, so a stream can start at a negative time when the file is
+        not in time order); the first UDP datagram's if that cannot be read.
     udp_packets : int
         UDP datagrams read.
     rtcp_packets : int
@@ -1518,7 +1519,7 @@ def scan_capture(
         sc.batch(b)
     scan = sc.finish(name)
     first = _first_frame_ns(name)
-    if first is not None and (scan.first_ns is None or first <= scan.first_ns):
+    if first is not None:  # frame 1, even when a later frame has an earlier time (as tshark)
         scan = dataclasses.replace(scan, first_ns=first)
     return scan
 
