@@ -264,7 +264,11 @@ class _Aligner:
         # correlation longer than that (an utterance of about 3 s at 8 kHz, 6 s at 16 kHz)
         # replaces the first window values with correlation values, the last writer
         # winning. Its scores, and so the conformance data, include that effect; it is
-        # reproduced here.
+        # reproduced here. Where the two envelopes do not overlap at those lags the
+        # values are the transform's rounding noise, which no other implementation can
+        # reproduce bit for bit: for such long utterances, a split decided by a hair's
+        # breadth can go the other way here, which is the main source of the (rare)
+        # differences from the reference software.
         window = self.window.copy()
         offset = 3 * self.nfft + 6
         segments = []

@@ -129,8 +129,13 @@ def pesq(
     score 4.5 - 0.1 d_sym - 0.0309 d_asym (10.2.16).
 
     The Recommendation's reference C code takes precedence over its prose (P.862 clause 1);
-    this implementation follows the behaviour of that code, including its boundary rules,
-    and is checked against it (``benchmarks/pesq_vs_itu.py``, Annex A conformance data).
+    this implementation follows the behaviour of that code, including its boundary rules
+    and its single-precision filters, and is checked against it
+    (``benchmarks/pesq_vs_itu.py``, Annex A conformance data). One behaviour cannot be
+    reproduced exactly: for utterances longer than about 4 s (8 kHz) the reference's
+    utterance-split search windows its frames partly with floating-point rounding noise
+    (see ``_alignment.best_split``), so on such files a borderline split may be decided
+    differently and the scores then differ.
 
     References
     ----------
