@@ -132,7 +132,7 @@ def pesq(
     this implementation follows the behaviour of that code, including its boundary rules
     and its single-precision filters, and is checked against it
     (``benchmarks/pesq_vs_itu.py``, Annex A conformance data). One behaviour cannot be
-    reproduced exactly: for utterances longer than about 4 s (8 kHz) the reference's
+    reproduced exactly: for utterances longer than about 3 s (6 s at 16 kHz) the reference's
     utterance-split search windows its frames partly with floating-point rounding noise
     (see ``_alignment.best_split``), so on such files a borderline split may be decided
     differently and the scores then differ.
