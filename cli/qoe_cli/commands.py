@@ -1,16 +1,18 @@
-"""The list of commands attached to the ``qoe`` group, one module per domain."""
+"""The commands of the ``qoe`` group: name -> "module:attribute", one module per domain.
+
+Commands are imported only when used (or listed by ``--help``), so ``qoe streams`` on a big
+capture does not import the P.862 scorer and SciPy. To add a command, add a line here.
+"""
 
 from __future__ import annotations
 
-from qoe_cli.delay_cmd import delay
-from qoe_cli.demo_cmd import demo
-from qoe_cli.emodel_cmd import emodel
-from qoe_cli.extract_cmd import extract
-from qoe_cli.pesq_cmd import pesq
-from qoe_cli.streams_cmd import streams
-from qoe_cli.web_cmd import web
-
-ALL = [emodel, web, demo]
-ALL += [extract, delay]
-ALL += [pesq]
-ALL += [streams]
+COMMANDS: dict[str, str] = {
+    "emodel": "qoe_cli.emodel_cmd:emodel",
+    "web": "qoe_cli.web_cmd:web",
+    "streams": "qoe_cli.streams_cmd:streams",
+    "extract": "qoe_cli.extract_cmd:extract",
+    "delay": "qoe_cli.delay_cmd:delay",
+    "pesq": "qoe_cli.pesq_cmd:pesq",
+    "demo": "qoe_cli.demo_cmd:demo",
+    "score": "qoe_cli.score_cmd:score",
+}

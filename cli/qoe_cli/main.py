@@ -7,6 +7,7 @@ exception is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import importlib
 import sys
 import warnings
 
@@ -17,7 +18,21 @@ from qoe.errors import QoEError, QoEWarning
 
 
 class QoEGroup(click.Group):
-    """A Click group that turns :class:`qoe.QoEError` into a one-line message, exit 2."""
+    """A Click group that turns :class:`qoe.QoEError` into a one-line message, exit 2,
+    and imports its commands lazily from :data:`qoe_cli.commands.COMMANDS`."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:  # noqa: D102 - Click API
+        from qoe_cli.commands import COMMANDS
+
+        return sorted(set(super().list_commands(ctx)) | set(COMMANDS))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:  # noqa: D102
+        from qoe_cli.commands import COMMANDS
+
+        if cmd_name in COMMANDS:
+            module_name, attr = COMMANDS[cmd_name].split(":")
+            return getattr(importlib.import_module(module_name), attr)
+        return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context):  # noqa: D102 - Click API
         try:
@@ -40,16 +55,6 @@ def cli() -> None:
     """Score the quality people perceive (QoE) of voice calls, RTP video and web page
     loads, from packet captures, reference media and plain network figures."""
     warnings.showwarning = _show_warning
-
-
-def _register() -> None:
-    from qoe_cli import commands
-
-    for command in commands.ALL:
-        cli.add_command(command)
-
-
-_register()
 
 
 def main() -> None:

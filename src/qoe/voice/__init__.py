@@ -1,14 +1,65 @@
-"""Voice: the E-model (G.107), RTP streams and their statistics, playout, and P.862 scoring."""
+"""Voice: the E-model (G.107), RTP streams and their statistics, playout, and P.862 scoring.
+
+Names are loaded on first use (PEP 562), so that ``import qoe.voice.rtp`` — the path of
+``qoe streams`` on a large capture — does not pay for SciPy's signal module, which only the
+P.862 scorer needs. To export a new public name, add it to ``_EXPORTS`` below.
+"""
 
 from __future__ import annotations
 
-from qoe.voice import emodel  # noqa: F401
-from qoe.voice.rtp import RtpPackets, RtpStats, RtpStream, StreamKey, make_packets, rtp_stats  # noqa: E402,F401
-from qoe.voice.rtp import RtcpSummary, RtpScan, find_streams, scan_capture  # noqa: E402,F401
-from qoe.voice.sip import SdpMedia, SipCall, group_calls, parse_sdp, parse_sip  # noqa: E402,F401
-from qoe.voice import g711  # noqa: E402,F401
-from qoe.voice.delay import OneWayDelay, delays_between, one_way_delay, stream_delay  # noqa: E402,F401
-from qoe.voice.jitterbuffer import AdaptiveBuffer, FixedBuffer, NoBuffer, PlayoutResult, parse_jitter_buffer, simulate  # noqa: E402,F401
-from qoe.voice.playout import ReceivedAudio, extract_audio, playout_stream, rebuild_audio  # noqa: E402,F401
-from qoe.voice.io import capture_delays, extract_wav, write_wav  # noqa: E402,F401
-from qoe.voice.p862 import PesqResult, load_speech, pesq  # noqa: E402,F401
+import importlib
+from typing import Any
+
+# public name -> submodule that defines it (a name equal to its submodule is the module)
+_EXPORTS: dict[str, str] = {
+    # submodules
+    "emodel": "emodel",
+    "g711": "g711",
+    "lossmodel": "lossmodel",
+    "combined": "combined",
+    "netscore": "netscore",
+    "rtp": "rtp",
+    "sip": "sip",
+    "jitterbuffer": "jitterbuffer",
+    "playout": "playout",
+    "delay": "delay",
+    "io": "io",
+    "p862": "p862",
+    # RTP streams and statistics
+    "RtpPackets": "rtp", "RtpStats": "rtp", "RtpStream": "rtp", "StreamKey": "rtp",
+    "RtcpSummary": "rtp", "RtpScan": "rtp", "make_packets": "rtp", "rtp_stats": "rtp",
+    "find_streams": "rtp", "scan_capture": "rtp",
+    # SIP / SDP
+    "SdpMedia": "sip", "SipCall": "sip", "group_calls": "sip", "parse_sdp": "sip", "parse_sip": "sip",
+    # one-way delay, jitter buffers, playout
+    "OneWayDelay": "delay", "delays_between": "delay", "one_way_delay": "delay", "stream_delay": "delay",
+    "AdaptiveBuffer": "jitterbuffer", "FixedBuffer": "jitterbuffer", "NoBuffer": "jitterbuffer",
+    "PlayoutResult": "jitterbuffer", "parse_jitter_buffer": "jitterbuffer", "simulate": "jitterbuffer",
+    "ReceivedAudio": "playout", "extract_audio": "playout", "playout_stream": "playout",
+    "rebuild_audio": "playout",
+    "capture_delays": "io", "extract_wav": "io", "write_wav": "io",
+    # models
+    "r_factor": "emodel", "delay_impairment": "emodel", "simplified_r": "emodel",
+    "loss_pattern": "lossmodel", "combined_score": "combined", "windowed_scores": "netscore",
+    "PesqResult": "p862", "load_speech": "p862", "pesq": "p862",
+    # call scores (issue 5)
+    "call": "call", "locate": "locate", "score_call": "call", "score_calls": "call", "find_calls": "call",
+    "Reference": "call", "CallScore": "call", "DirectionScore": "call", "locate_reference": "locate",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module_name = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module 'qoe.voice' has no attribute {name!r}") from None
+    module = importlib.import_module(f"qoe.voice.{module_name}")
+    value = module if module_name == name else getattr(module, name)
+    globals()[name] = value  # cache: later lookups bypass __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
