@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+from qoe.api import score
 from qoe.errors import (
     AlignmentError,
     CaptureError,
@@ -18,6 +19,7 @@ from qoe.errors import (
     StreamNotFoundError,
     UnsupportedCodecError,
 )
+from qoe.report import Report
 
 try:
     __version__ = version("qoe")
@@ -26,6 +28,8 @@ except PackageNotFoundError:  # running from a source tree without install
 
 __all__ = [
     "__version__",
+    "score",
+    "Report",
     "QoEError",
     "InputError",
     "NoSpeechError",
