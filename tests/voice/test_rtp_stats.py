@@ -278,3 +278,64 @@ def test_running_mean_closed_form_equals_the_loop():
     for v, k in zip(vals, ks):
         m += (v - m) / k
     assert _running_mean(0.0, vals, ks) == pytest.approx(m, rel=1e-12)
+
+
+# --------------------------------------------------------------------- bounded memory
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_run_statistics_in_pieces_equal_loss_pattern(seed):
+    from qoe.voice.lossmodel import loss_pattern
+    from qoe.voice.rtp import _RunStats
+
+    rng = np.random.default_rng(seed)
+    lost = rng.random(int(rng.integers(1, 3000))) < rng.choice([0.0, 0.02, 0.3, 0.9])
+    if seed == 5:
+        lost[-7:] = True  # ends inside a loss run
+    runs = _RunStats()
+    cuts = np.sort(rng.choice(np.arange(lost.size + 1), size=min(10, lost.size + 1)))
+    for a, b in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [lost.size]))):
+        runs.add(lost[a:b])
+    lp = loss_pattern(lost)
+    got = runs.result()
+    assert (got["loss_bursts"], got["max_burst_length"]) == (lp.bursts, lp.max_burst)
+    assert (got["mean_burst_length"], got["mean_gap_length"], got["burst_ratio"]) == pytest.approx(
+        (lp.mean_burst, lp.mean_gap, lp.burst_r))
+
+
+def test_presence_window_slides_without_changing_the_counts(monkeypatch):
+    """With a 64-number window the map is settled hundreds of times; the counts equal
+    those of a whole-stream map as long as nothing arrives more than 64 numbers late."""
+    import qoe.voice.rtp as rtp
+
+    rng = np.random.default_rng(7)
+    e = np.arange(20000)
+    e = e[rng.random(e.size) > 0.05]  # loss
+    pos = np.arange(e.size, dtype=float)
+    dup = rng.random(e.size) < 0.02  # duplicates, a few packets later
+    e = np.concatenate([e, e[dup]])
+    pos = np.concatenate([pos, pos[dup] + rng.random(dup.sum()) * 10])
+    e = e[np.argsort(pos + rng.random(pos.size) * 3, kind="stable")]  # reordering, all within 64
+    monkeypatch.setattr(rtp, "_PRESENCE_WINDOW", 64)
+    small = rtp._Presence(int(e[0]))
+    small.add(e[1:])
+    monkeypatch.undo()
+    whole = rtp._Presence(int(e[0]))
+    whole.add(e[1:])
+    assert small.settled is not None and whole.settled is None
+    assert (small.dups, small.ooo) == (whole.dups, whole.ooo)
+    assert small.loss_runs() == pytest.approx(whole.loss_runs())
+    # and whole-stream counts are the plain definitions
+    _, first = np.unique(e, return_index=True)
+    assert whole.dups == e.size - first.size > 300
+
+
+def test_presence_survives_a_jump_far_ahead(monkeypatch):
+    import qoe.voice.rtp as rtp
+
+    monkeypatch.setattr(rtp, "_PRESENCE_WINDOW", 64)
+    p = rtp._Presence(0)
+    p.add(np.concatenate([np.arange(1, 50), [10_000_000], np.arange(50, 100)]))
+    runs = p.loss_runs()
+    # 0..49 received, 50..99 arrived after being settled (late), then nothing until 10^7
+    assert p.ooo == 50 and runs["loss_bursts"] == 1 and runs["max_burst_length"] == 10_000_000 - 50

@@ -70,7 +70,6 @@ from typing import Any
 import numpy as np
 
 from qoe.errors import InputError, QoEWarning
-from qoe.voice.lossmodel import loss_pattern
 from qoe.voice.sip import SIP_METHODS, SdpMedia, SipCall, SipMessage, group_calls, parse_sip
 
 __all__ = [
@@ -810,6 +809,199 @@ def _running_mean(mean: float, values: np.ndarray, ks: np.ndarray) -> float:
     return float(mean * suffix[0] + np.sum(values / ks * after))
 
 
+# A packet may arrive this many sequence numbers behind the highest one and still be
+# told apart as a duplicate or a late packet: the presence map keeps 2 * 2**16 of them
+# (128 KiB per stream), so its memory does not grow with the stream. A whole sequence
+# cycle (RFC 3550 A.1) is far beyond any real reordering; RFC 3550 A.1's MAX_DROPOUT is 3000.
+_PRESENCE_WINDOW = 1 << 16
+
+
+class _RunStats:
+    """Loss-run statistics of a received/lost sequence fed in pieces.
+
+    The definitions are those of :func:`qoe.voice.lossmodel.loss_pattern` (G.107 (06/2015)
+    §7.5, eq. 7-32: p, q, BurstR = 1/(p + q), loss runs and the gaps between them), kept
+    as counts so that the sequence never has to be held whole.
+    """
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.lost = 0
+        self.last: bool | None = None
+        self.rx_to_lost = self.lost_to_rx = self.from_rx = self.from_lost = 0
+        self.bursts = self.burst_sum = self.burst_max = 0
+        self.gaps = self.gap_sum = 0
+        self.open_val: bool | None = None
+        self.open_len = 0
+        self.pending_gap: int | None = None
+
+    def add(self, m: np.ndarray) -> None:
+        """Append ``m`` (True = lost) to the sequence."""
+        if m.size == 0:
+            return
+        self.n += int(m.size)
+        self.lost += int(np.count_nonzero(m))
+        seq = m if self.last is None else np.concatenate(([self.last], m))
+        prev, nxt = seq[:-1], seq[1:]
+        lost_prev = int(np.count_nonzero(prev))
+        self.from_lost += lost_prev
+        self.from_rx += int(prev.size) - lost_prev
+        self.rx_to_lost += int(np.count_nonzero(~prev & nxt))
+        self.lost_to_rx += int(np.count_nonzero(prev & ~nxt))
+        self.last = bool(m[-1])
+        starts = np.concatenate(([0], np.flatnonzero(m[1:] != m[:-1]) + 1))
+        lengths = np.diff(np.concatenate((starts, [m.size])))
+        for v, n in zip(m[starts].tolist(), lengths.tolist()):
+            if v == self.open_val:
+                self.open_len += n
+            else:
+                self._close()
+                self.open_val, self.open_len = v, n
+
+    def add_run(self, value: bool, n: int) -> None:
+        """Append ``n`` copies of ``value`` without building them."""
+        if n <= 0:
+            return
+        self.n += n
+        self.lost += n if value else 0
+        if self.last is not None:
+            if self.last:
+                self.from_lost += 1
+                self.lost_to_rx += 0 if value else 1
+            else:
+                self.from_rx += 1
+                self.rx_to_lost += 1 if value else 0
+        if value:
+            self.from_lost += n - 1
+        else:
+            self.from_rx += n - 1
+        self.last = value
+        if value == self.open_val:
+            self.open_len += n
+        else:
+            self._close()
+            self.open_val, self.open_len = value, n
+
+    def _close(self) -> None:
+        if self.open_val is None:
+            return
+        if self.open_val:  # a loss run ends; a received run before it, after a burst, is a gap
+            if self.pending_gap is not None:
+                self.gaps += 1
+                self.gap_sum += self.pending_gap
+                self.pending_gap = None
+            self.bursts += 1
+            self.burst_sum += self.open_len
+            self.burst_max = max(self.burst_max, self.open_len)
+        elif self.bursts:
+            self.pending_gap = self.open_len
+
+    def result(self) -> dict[str, Any]:
+        """bursts, mean/max burst, mean gap and BurstR, as loss_pattern defines them."""
+        bursts, burst_sum, burst_max, gaps, gap_sum = self.bursts, self.burst_sum, self.burst_max, self.gaps, self.gap_sum
+        if self.open_val:  # the sequence ends inside a loss run
+            if self.pending_gap is not None:
+                gaps, gap_sum = gaps + 1, gap_sum + self.pending_gap
+            bursts, burst_sum, burst_max = bursts + 1, burst_sum + self.open_len, max(burst_max, self.open_len)
+        mean_burst = burst_sum / bursts if bursts else 0.0
+        p = self.rx_to_lost / self.from_rx if self.from_rx else 0.0
+        if self.lost == 0:
+            burst_r = 1.0
+        elif self.lost == self.n:
+            burst_r = float("inf")
+        else:
+            q = self.lost_to_rx / self.from_lost if self.from_lost else 0.0
+            if q == 0.0:  # the only loss run is still open at the end
+                q = 1.0 / mean_burst
+            burst_r = 1.0 / (p + q)  # G.107 (06/2015) eq. (7-32)
+        return {
+            "loss_bursts": bursts,
+            "mean_burst_length": float(mean_burst),
+            "max_burst_length": int(burst_max),
+            "mean_gap_length": gap_sum / gaps if gaps else 0.0,
+            "burst_ratio": float(burst_r),
+        }
+
+
+class _Presence:
+    """Which extended sequence numbers arrived: duplicates, reordering, loss runs.
+
+    Keeps a window of ``2 * _PRESENCE_WINDOW`` sequence numbers; numbers more than
+    ``_PRESENCE_WINDOW`` below the highest are settled into :class:`_RunStats` and
+    dropped. A packet arriving after its number was settled counts as out of order.
+    """
+
+    def __init__(self, first: int) -> None:
+        self.cap = 2 * _PRESENCE_WINDOW
+        self.margin = max(1, self.cap // 128)  # room below the first number for early-reordered ones
+        self.base = first - self.margin
+        self.have = np.zeros(self.cap, dtype=bool)
+        self.have[first - self.base] = True
+        self.lo = self.hi = self.max_ext = first
+        self.settled: int | None = None  # numbers below this are in self.runs
+        self.runs = _RunStats()
+        self.dups = 0
+        self.ooo = 0
+
+    def add(self, e: np.ndarray) -> None:
+        """Mark extended sequence numbers ``e`` (arrival order) as received."""
+        step, half = _PRESENCE_WINDOW // 4, _PRESENCE_WINDOW // 2
+        i, n = 0, e.size
+        while i < n:  # pieces that never move the highest number by more than half a window
+            j = min(i + step, n)
+            cm = np.maximum.accumulate(e[i:j])
+            over = np.flatnonzero(cm > max(self.max_ext, int(e[i])) + half)
+            if over.size:
+                j = i + int(over[0])
+            self._add(e[i:j])
+            i = j
+
+    def _add(self, e: np.ndarray) -> None:
+        run_max = np.maximum.accumulate(np.concatenate(([self.max_ext], e)))[:-1]
+        self.max_ext = max(self.max_ext, int(e.max()))
+        hi = max(self.hi, int(e.max()))
+        if hi - self.base >= self.cap:  # slide: settle what is far behind the highest
+            keep_from = hi - _PRESENCE_WINDOW
+            if keep_from > self.lo:
+                top = min(keep_from, self.hi + 1)
+                self.runs.add(~self.have[self.lo - self.base : top - self.base])
+                self.runs.add_run(True, keep_from - top)  # numbers jumped over: missing
+                self.settled = keep_from
+                self._rebase(keep_from, keep_from, self.hi)
+                self.lo = keep_from
+            else:
+                self._rebase(self.lo, self.lo, self.hi)
+        floor = hi - self.cap + 1 if self.settled is None else max(self.settled, hi - self.cap + 1)
+        too_late = e < floor
+        ok = ~too_late
+        lo = min(self.lo, int(e[ok].min())) if ok.any() else self.lo
+        if lo < self.base:
+            self._rebase(max(lo - self.margin, hi - self.cap + 1), self.lo, self.hi)
+        self.lo, self.hi = lo, hi
+        idx = e[ok] - self.base
+        order = np.argsort(idx, kind="stable")
+        srt = idx[order]
+        first_in_piece = np.ones(idx.size, dtype=bool)
+        first_in_piece[order[1:]] = srt[1:] != srt[:-1]
+        dup = ~first_in_piece | self.have[idx]
+        self.have[idx] = True
+        self.dups += int(np.count_nonzero(dup))
+        self.ooo += int(np.count_nonzero(~dup & (e[ok] < run_max[ok]))) + int(np.count_nonzero(too_late))
+
+    def _rebase(self, base: int, a: int, b: int) -> None:
+        """Move the map to start at ``base``, keeping the numbers ``a``..``b``."""
+        moved = np.zeros(self.cap, dtype=bool)
+        if b >= a:
+            moved[a - base : b - base + 1] = self.have[a - self.base : b - self.base + 1]
+        self.have, self.base = moved, base
+
+    def loss_runs(self) -> dict[str, Any]:
+        runs = _RunStats()
+        runs.__dict__.update({k: v for k, v in self.runs.__dict__.items()})
+        runs.add(~self.have[self.lo - self.base : self.hi - self.base + 1])
+        return runs.result()
+
+
 class _Analyser:
     """Streaming receiver statistics of one stream, fed chunk by chunk in arrival order.
 
@@ -836,14 +1028,8 @@ class _Analyser:
         self.under = False
         self.seq_errors = 0
         self.wrong_ts = 0
-        self.dups = 0
-        self.ooo = 0
         self.pt_counts = np.zeros(128, dtype=np.int64)
-        # sequence-number presence map: have[e - base] for extended sequence number e
-        self.have = np.zeros(0, dtype=bool)
-        self.base = 0
-        self.lo = 0
-        self.hi = 0
+        self.presence: _Presence | None = None
 
     # -- one chunk ---------------------------------------------------------------
     def update(
@@ -881,11 +1067,7 @@ class _Analyser:
         self.prev_cn = bool(self.cn[pt])
         self.track = seq
         self.last_arr = arr
-        self.max_ext = seq
-        self.base = seq - 1024
-        self.have = np.zeros(4096, dtype=bool)
-        self.have[seq - self.base] = True
-        self.lo = self.hi = seq
+        self.presence = _Presence(seq)
 
     def _rest(self, arr, seq, ts, pt, mk):  # noqa: ANN001, ANN202 - internal, arrays
         m = arr.shape[0]
@@ -957,7 +1139,7 @@ class _Analyser:
             self.under = bool(after[-1])
 
         self._sequence_errors(seq, seq_ext)
-        self._presence(seq_ext)
+        self.presence.add(seq_ext)  # type: ignore[union-attr]
 
         self.n += m
         self.prev_cn = bool(cn[-1])
@@ -994,37 +1176,14 @@ class _Analyser:
         self.seq_errors += errors
         self.track = s
 
-    def _presence(self, e: np.ndarray) -> None:
-        """Mark extended sequence numbers received; count duplicates and reordering."""
-        lo = min(self.lo, int(e.min()))
-        hi = max(self.hi, int(e.max()))
-        if lo < self.base or hi - self.base >= self.have.size:
-            size = max(2 * self.have.size, hi - lo + 4096)
-            base = lo - (size - (hi - lo + 1)) // 2
-            grown = np.zeros(size, dtype=bool)
-            grown[self.lo - base : self.hi - base + 1] = self.have[self.lo - self.base : self.hi - self.base + 1]
-            self.have, self.base = grown, base
-        self.lo, self.hi = lo, hi
-        idx = e - self.base
-        order = np.argsort(idx, kind="stable")
-        srt = idx[order]
-        first_in_chunk = np.ones(e.size, dtype=bool)
-        first_in_chunk[order[1:]] = srt[1:] != srt[:-1]
-        dup = ~first_in_chunk | self.have[idx]
-        self.have[idx] = True
-        run_max = np.maximum.accumulate(np.concatenate(([self.max_ext], e)))[:-1]
-        self.dups += int(np.count_nonzero(dup))
-        self.ooo += int(np.count_nonzero(~dup & (e < run_max)))
-        self.max_ext = max(self.max_ext, int(e.max()))
-
     # -- the result --------------------------------------------------------------
     def result(self) -> RtpStats:
         if self.n == 0:
             raise InputError("rtp_stats: the stream has no packets")
         expected = self.cycles * _SEQ_MOD + self.last_seq - self.start + 1
         lost = expected - self.n
-        missing = ~self.have[self.lo - self.base : self.hi - self.base + 1]
-        lp = loss_pattern(missing)
+        pres = self.presence
+        runs = pres.loss_runs()  # type: ignore[union-attr]
         nan = float("nan")
         has_d = self.n_d > 0
         has_j = self.n_j > 0
@@ -1035,8 +1194,8 @@ class _Analyser:
             expected=int(expected),
             lost=int(lost),
             loss_fraction=lost / expected if expected > 0 else 0.0,
-            duplicates=self.dups,
-            out_of_order=self.ooo,
+            duplicates=pres.dups,  # type: ignore[union-attr]
+            out_of_order=pres.ooo,  # type: ignore[union-attr]
             sequence_errors=self.seq_errors,
             wrong_timestamps=self.wrong_ts,
             problems=bool(self.seq_errors or self.wrong_ts),
@@ -1047,11 +1206,7 @@ class _Analyser:
             mean_jitter_ms=self.mean_j if has_j else nan,
             max_jitter_ms=self.max_j if has_j else nan,
             jitter_ms=self.j if self.any_clock else nan,
-            loss_bursts=lp.bursts,
-            mean_burst_length=lp.mean_burst,
-            max_burst_length=lp.max_burst,
-            mean_gap_length=lp.mean_gap,
-            burst_ratio=lp.burst_r,
+            **runs,
         )
 
 
