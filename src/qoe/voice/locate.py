@@ -164,6 +164,15 @@ def _refine(x: np.ndarray, y: np.ndarray, offset: int, block: int) -> int:
     return lo + int(np.argmax(c))
 
 
+def _overlap_correlation(x: np.ndarray, y: np.ndarray, block: int, default: float) -> float:
+    """Onset-envelope correlation of two aligned, equally long signals."""
+    ex = np.diff(envelope_db(x, block))
+    ey = np.diff(envelope_db(y, block))
+    if ex.size < 2 or np.std(ex) == 0 or np.std(ey) == 0:
+        return default
+    return float(np.corrcoef(ex, ey)[0, 1])
+
+
 def locate_reference(
     received: np.ndarray,
     reference: np.ndarray,
@@ -262,6 +271,8 @@ def locate_reference(
     for lag, rk in sorted(taken):
         offset = _refine(x, y, lag * block, block)
         start, end = max(0, offset), min(n, offset + nx)
+        if offset != lag * block:  # blocks aligned on the refined offset: the correlation there
+            rk = _overlap_correlation(x[start - offset : end - offset], y[start:end], block, rk)
         plays.append(
             Play(
                 offset=offset,
