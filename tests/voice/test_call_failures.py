@@ -1,0 +1,66 @@
+"""Bad input to the call scorer: clear QoEError subclasses that say what was wrong."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from qoe.errors import InputError
+from qoe.voice import g711
+from qoe.voice.call import Reference, score_call, score_calls
+from qoe.voice.rtp import RtpStream, StreamKey, make_packets, rtp_stats
+
+FS = 8000
+
+
+def _stream(n: int = 100) -> RtpStream:
+    rng = np.random.default_rng(1)
+    audio = np.round(rng.standard_normal(n * 160) * 2000).astype(np.int16)
+    k = np.arange(n)
+    pk = make_packets(frame=k + 1, arrival_ns=k * 20_000_000 + 5_000_000, seq=k, timestamp=k * 160,
+                      marker=k == 0, payload_type=np.full(n, 8),
+                      payloads=[g711.encode_alaw(audio[i * 160:(i + 1) * 160]) for i in k])
+    return RtpStream(key=StreamKey("192.0.2.2", 40000, "198.51.100.2", 50000, 7), payload_type=8, codec="PCMA",
+                     clock_rate=FS, packets=pk, stats=rtp_stats(pk, FS))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"delay_basis": "round-trip"}, "delay_basis must be 'conversation' or 'direction'"),
+        ({"conceal": "noise"}, "conceal must be 'repeat' or 'silence'"),
+        ({"one_way_ms": -5.0}, "one_way_ms must be a finite number of ms >= 0"),
+        ({"one_way_ms": float("nan")}, "one_way_ms must be a finite number"),
+        ({"window_s": 0}, "window_s must be > 0"),
+        ({"jitter_buffer": "elastic"}, "jitter buffer 'elastic' not understood"),
+        ({"jitter_buffer": "fixed:-3"}, "depth after 'fixed:'"),
+        ({"codec": "G.999"}, "unknown nb codec 'G.999'; known codecs: G.711"),
+    ],
+)
+def test_bad_options(kwargs, match):
+    with pytest.raises(InputError, match=match):
+        score_call([_stream()], **{"one_way_ms": 0.0, **kwargs})
+
+
+def test_no_streams():
+    with pytest.raises(InputError, match="no streams given"):
+        score_call([])
+
+
+def test_stream_without_packet_table():
+    s = dataclasses.replace(_stream(), packets=None)
+    with pytest.raises(InputError, match="no packet table"):
+        score_call([s], one_way_ms=0.0)
+
+
+def test_reference_at_another_rate_names_the_fix():
+    ref = Reference(np.zeros(16000), 16000, "wide.wav")
+    with pytest.raises(InputError, match=r"'wide.wav' is sampled at 16000 Hz .*load_speech\(path, fs=8000\)"):
+        score_call([_stream()], references=[ref], one_way_ms=0.0)
+
+
+def test_bad_clocks_option_from_the_delay_matcher():
+    with pytest.raises(InputError, match="clocks must be 'auto', 'same' or 'different'"):
+        score_calls([_stream()], sender_streams=[_stream()], clocks="atomic")
