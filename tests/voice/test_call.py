@@ -169,6 +169,25 @@ def test_given_and_rtcp_base_delays(refs):
     assert (from_rtcp.delay.network_source, from_rtcp.delay.network_ms) == ("rtcp", pytest.approx(45.0))
 
 
+def test_captures_on_different_clocks_give_relative_delays(refs):
+    talk, _ = refs
+    n = 3 * FS // PKT
+    delay = 30.0 + 20.0 * (np.arange(n) % 2)  # 30 / 50 ms alternating
+    sender = _stream(talk[: 3 * FS], ssrc=0xA, t0_ms=-3_600_000.0)  # its clock is an hour behind
+    receiver = _stream(talk[: 3 * FS], ssrc=0xA, delay_ms=delay, dst=CLIENT, src=SERVER)
+    sender = dataclasses.replace(sender, key=receiver.key)
+    with pytest.warns(QoEWarning) as rec:
+        (call,) = score_calls([receiver], sender_streams=[sender], jitter_buffer="none")
+    assert any("do not share a clock" in str(w.message) for w in rec)
+    (d,) = call.directions
+    assert d.delay.network_source == "measured-relative"
+    assert (d.delay.network_min_ms, d.delay.network_max_ms) == (pytest.approx(0.0), pytest.approx(20.0))
+    with pytest.warns(QoEWarning, match="do not share a clock"):  # qoe.voice.delay says so; the base is given
+        (given,) = score_calls([receiver], sender_streams=[sender], jitter_buffer="none",
+                               one_way_ms=30.0)[0].directions
+    assert given.delay.network_ms == pytest.approx(40.0)
+
+
 def test_delay_variation_is_seen_in_one_capture(refs):
     talk, _ = refs
     n = 3 * FS // PKT
@@ -184,9 +203,8 @@ def test_direction_basis_uses_each_directions_own_delay(refs):
     talk, listen = refs
     up = _stream(talk[: 3 * FS], ssrc=0xA, delay_ms=0.0)
     down = _stream(listen[: 3 * FS], ssrc=0xB, src=SERVER, dst=CLIENT, delay_ms=0.0)
-    owd = {}
     res = score_call([up, down], user=CLIENT[0], one_way_ms=100.0, jitter_buffer="fixed:20",
-                     delay_basis="direction", delays=owd)
+                     delay_basis="direction")
     t, li = res.directions
     assert (t.direction, li.direction) == (USER_TALKS, USER_LISTENS)
     assert t.delay.ta_ms == pytest.approx(t.delay.mouth_to_ear_ms) == pytest.approx(140.0)

@@ -462,7 +462,7 @@ class DirectionScore:
     """
 
     call_id: str
-    direction: str | None
+    direction: Direction | None
     stream: str
     ssrc: int
     codec: str | None
@@ -641,7 +641,6 @@ class _Prep:
     ptime_ms: float
     net_ms: np.ndarray  # per received packet
     net_source: str
-    net_note: str
     m2e_ms: np.ndarray  # per received packet; NaN unless played
     arrival_ns: np.ndarray
     capture: str | None
@@ -673,11 +672,9 @@ def _rtt_ms(streams: Sequence[RtpStream]) -> tuple[float | None, int]:
     best, count = None, 0
     for s in streams:
         if s.rtcp is not None and s.rtcp.rtt_ms:
-            rtt = np.asarray(s.rtcp.rtt_ms, dtype=float)
-            count += rtt.size
-            med = float(np.median(rtt))
+            med = float(np.median(np.asarray(s.rtcp.rtt_ms, dtype=float)))
             if best is None or med > best:
-                best = med
+                best, count = med, len(s.rtcp.rtt_ms)
     return best, count
 
 
@@ -764,7 +761,7 @@ def _prepare(
     net, source, note = _network_delay(stream, playout, owd, one_way_ms=one_way_ms, rtt_ms=rtt[0], rtt_count=rtt[1])
     m2e = np.where(playout.played, ptime + net + playout.buffer_delay_ms, np.nan)
     notes = [note, f"packetisation delay: {ptime:g} ms ({ptime_how})"]
-    return _Prep(stream, playout, ptime, net, source, note, m2e, stream.packets.arrival_ns, capture, notes)
+    return _Prep(stream, playout, ptime, net, source, m2e, stream.packets.arrival_ns, capture, notes)
 
 
 def _conversation_ta(prep: _Prep, others: Sequence[_Prep]) -> tuple[np.ndarray, str]:
@@ -1109,6 +1106,13 @@ def _score_call(
             f"call {call_id}: one-way delay assumed 0 ms (plus the delay variation seen) for "
             f"{len(assumed)} stream(s): only one capture given and no RTCP round-trip time; "
             "give a sender-side capture or one_way_ms",
+            QoEWarning,
+            stacklevel=2,
+        )
+    if one_way_ms is None and any(pr.net_source == "measured-relative" for pr in preps):
+        warnings.warn(
+            f"call {call_id}: the two captures do not share a clock; one-way delay assumed 0 ms for the "
+            "least-delayed packet (plus the measured variation); give one_way_ms",
             QoEWarning,
             stacklevel=2,
         )
