@@ -242,7 +242,7 @@ def build(cache: str | None = None, *, short: bool = False, rates: tuple[int, ..
     """Make (or reuse) the corpus and return its pairs."""
     for tool in ("espeak-ng", "ffmpeg"):
         if shutil.which(tool) is None:
-            raise SystemExit(f"{tool} is needed to build the PESQ corpus (apt-get install {tool})")
+            raise FileNotFoundError(f"{tool} is needed to build the PESQ corpus (apt-get install {tool})")
     root = cache_dir(cache)
     voices = list(VOICES)[:2] if short else list(VOICES)
     pairs: list[Pair] = []
