@@ -43,8 +43,9 @@ _EXPORTS: dict[str, str] = {
     "loss_pattern": "lossmodel", "combined_score": "combined", "windowed_scores": "netscore",
     "PesqResult": "p862", "load_speech": "p862", "pesq": "p862",
     # call scores (issue 5)
-    "call": "call", "locate": "locate", "score_call": "call", "score_calls": "call", "find_calls": "call",
-    "Reference": "call", "CallScore": "call", "DirectionScore": "call", "locate_reference": "locate",
+    "call": "call", "locate": "locate", "score_call": "call", "score_calls": "call", "find_calls": "_call_inputs",
+    "Reference": "_call_inputs", "CallScore": "_call_results", "DirectionScore": "_call_results",
+    "locate_reference": "locate",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -42,6 +42,10 @@ Mouth-to-ear delay
 Every result says which inputs were measured and which assumed (``inputs`` and
 ``notes``).
 
+The inputs (:class:`Reference`, :class:`Call`, :func:`find_calls`) and the result
+classes are defined in the private modules ``_call_inputs`` and ``_call_results`` and
+re-exported here; import them from this module.
+
 References
 ----------
 .. [1] Pujol, Hohlfeld, Ciucu, Feldmann, Barford, "A QoE Perspective on Sizing Network
@@ -63,19 +67,33 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from qoe.errors import InputError, QoEError, QoEWarning, UnsupportedCodecError
 from qoe.voice import emodel, g711
+# The scorer's inputs and results live in modules of their own and are re-exported here:
+# qoe.voice.call stays the one place to import them from.
+from qoe.voice._call_inputs import Call, Reference, find_calls, is_audio, pair_id
+from qoe.voice._call_results import (
+    USER_LISTENS,
+    USER_TALKS,
+    CallScore,
+    DelayTerms,
+    Direction,
+    DirectionScore,
+    FullReferenceScore,
+    NetworkScore,
+    PlayScore,
+)
 from qoe.voice.combined import combined_score
 from qoe.voice.delay import OneWayDelay
 from qoe.voice.jitterbuffer import JitterBuffer, PlayoutResult, parse_jitter_buffer
 from qoe.voice.locate import Play, locate_reference
 from qoe.voice.lossmodel import loss_pattern
-from qoe.voice.netscore import WindowScores, windowed_scores
+from qoe.voice.netscore import windowed_scores
 from qoe.voice.p862 import pesq
 from qoe.voice.playout import Conceal, playout_stream, rebuild_audio
 
@@ -99,14 +117,8 @@ __all__ = [
     "score_calls",
 ]
 
-USER_TALKS = "user talks"
-USER_LISTENS = "user listens"
-Direction = Literal["user talks", "user listens"]
 DelayBasis = Literal["conversation", "direction"]
 
-# RFC 3551 §5 and Table 5: video payload formats use a 90 kHz RTP clock; voice scoring
-# leaves such streams out.
-_VIDEO_CLOCK = 90000
 # RFC 3551 §4.5 (Table 4): the audio encodings whose G.113 Appendix I presets exist here.
 _EMODEL_PRESET = {"G729": "G.729A+VAD"}
 # P.862 (02/2001) clause 10.1.3: the utterance search looks a few hundred ms either side;
@@ -119,514 +131,8 @@ _PLAY_MARGIN_S = 0.25
 _MIN_PLAY_S = 2.0
 
 
-# --------------------------------------------------------------------------- inputs
-
-
-@dataclass(frozen=True, slots=True)
-class Reference:
-    """A reference speech signal and its name.
-
-    Attributes
-    ----------
-    samples : numpy.ndarray
-        1-D speech (int16 or float).
-    fs : int
-        Its sample rate (must equal the stream's RTP clock rate: 8000 for G.711).
-    name : str
-        How results name it (e.g. the file name).
-    """
-
-    samples: np.ndarray
-    fs: int
-    name: str = "reference"
-
-
-@dataclass(frozen=True)
-class Call:
-    """The streams of one call: SIP-grouped, or the two directions of one address pair.
-
-    Attributes
-    ----------
-    call_id : str
-        SIP Call-ID, or ``"a:port <-> b:port"`` for streams without signalling.
-    streams : tuple of RtpStream
-        Its audio streams, in order of their first packet.
-    sip : SipCall or None
-        The SIP dialogue, when the capture had it.
-    """
-
-    call_id: str
-    streams: tuple[RtpStream, ...]
-    sip: SipCall | None = None
-
-
-def _is_audio(stream: RtpStream) -> bool:
-    return bool(stream.clock_rate) and stream.clock_rate != _VIDEO_CLOCK
-
-
-def find_calls(streams: Sequence[RtpStream], sip_calls: Sequence[SipCall] = ()) -> list[Call]:
-    """Group audio streams into calls.
-
-    Streams announced by the same SIP call (``RtpStream.call_id``) form one call; so do
-    streams that flow both ways between the same two ports (symmetric RTP, RFC 4961) and
-    any stream sharing a port pair with a SIP-grouped one. Video streams (90 kHz clock)
-    and streams of unknown clock rate are left out.
-
-    Parameters
-    ----------
-    streams : sequence of RtpStream
-        E.g. :func:`qoe.voice.rtp.find_streams` or ``scan_capture(...).streams``.
-    sip_calls : sequence of SipCall, optional
-        ``scan_capture(...).calls``: attached to the calls by Call-ID.
-
-    Returns
-    -------
-    list of Call
-        In order of their first stream.
-    """
-    audio = [s for s in streams if _is_audio(s)]
-    parent = list(range(len(audio)))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    def join(i: int, j: int) -> None:
-        parent[root(i)] = root(j)
-
-    by_pair: dict[frozenset[tuple[str, int]], int] = {}
-    by_call: dict[str, int] = {}
-    for i, s in enumerate(audio):
-        k = s.key
-        pair = frozenset({(k.src, k.sport), (k.dst, k.dport)})
-        if pair in by_pair:
-            join(i, by_pair[pair])
-        else:
-            by_pair[pair] = i
-        if s.call_id:
-            if s.call_id in by_call:
-                join(i, by_call[s.call_id])
-            else:
-                by_call[s.call_id] = i
-    groups: dict[int, list[RtpStream]] = {}
-    for i, s in enumerate(audio):
-        groups.setdefault(root(i), []).append(s)
-    sip = {c.call_id: c for c in sip_calls}
-    calls = []
-    for members in groups.values():
-        members.sort(key=lambda s: s.stats.first_ns)
-        cid = next((s.call_id for s in members if s.call_id), None)
-        if cid is None:
-            k = members[0].key
-            a, b = sorted([f"{k.src}:{k.sport}", f"{k.dst}:{k.dport}"])
-            cid = f"{a} <-> {b}"
-        calls.append(Call(call_id=cid, streams=tuple(members), sip=sip.get(cid)))
-    calls.sort(key=lambda c: c.streams[0].stats.first_ns)
-    return calls
-
-
-# --------------------------------------------------------------------------- results
-
-
 def _f(x: Any) -> float:
     return float(x) if x is not None else float("nan")
-
-
-@dataclass(frozen=True, slots=True)
-class DelayTerms:
-    """The mouth-to-ear delay of one direction and its parts (ms, means over played packets).
-
-    Attributes
-    ----------
-    packetisation_ms : float
-        One packet's duration (G.114 Annex A.2).
-    network_ms : float
-        Mean network one-way delay.
-    network_min_ms, network_max_ms : float
-        Its extremes.
-    network_source : str
-        ``"measured"`` (two captures), ``"rtcp"`` (RTT/2 + variation), ``"given"``
-        (``one_way_ms`` + variation) or ``"assumed"`` (0 ms + variation).
-    buffer_ms : float
-        Mean time a played packet waited in the jitter buffer.
-    mouth_to_ear_ms : float
-        Mean packetisation + network + buffer delay of this direction.
-    mouth_to_ear_max_ms : float
-        Its maximum.
-    basis : {"conversation", "direction"}
-        Which delay the delay impairment uses (module docstring).
-    ta_ms : float
-        The delay the delay impairment uses: this direction's mouth-to-ear delay, or the
-        mean of both directions' (``basis="conversation"``).
-    id_ : float
-        G.107 delay impairment Id at ``ta_ms`` (the seed paper's z2).
-    """
-
-    packetisation_ms: float
-    network_ms: float
-    network_min_ms: float
-    network_max_ms: float
-    network_source: str
-    buffer_ms: float
-    mouth_to_ear_ms: float
-    mouth_to_ear_max_ms: float
-    basis: str
-    ta_ms: float
-    id_: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """Fields as plain Python values."""
-        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
-
-
-@dataclass(frozen=True)
-class NetworkScore:
-    """Network-side (no reference) G.107 and Cole & Rosenbluth scores of one direction.
-
-    Attributes
-    ----------
-    codec : str
-        The G.113 Appendix I preset used for Ie/Bpl.
-    ppl : float
-        Effective packet loss (network + late) in percent.
-    burst_r : float
-        G.107 BurstR of the effective loss pattern (eq. 7-32).
-    delay_ms : float
-        Mean delay used for Id (``DelayTerms.ta_ms`` over the whole stream).
-    id_, ie_eff : float
-        G.107 delay impairment and effective equipment impairment (eq. 7-31).
-    r, mos : float
-        G.107 R and MOS (Annex B) of the whole stream.
-    mos_simplified : float
-        Cole & Rosenbluth (2001) MOS (NaN for codecs they did not fit).
-    mos_min, mos_mean : float
-        Worst and mean G.107 MOS over the windows.
-    windows : WindowScores
-        The per-window figures.
-    """
-
-    codec: str
-    ppl: float
-    burst_r: float
-    delay_ms: float
-    id_: float
-    ie_eff: float
-    r: float
-    mos: float
-    mos_simplified: float
-    mos_min: float
-    mos_mean: float
-    windows: WindowScores = field(repr=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Whole-stream figures plus ``windows`` (per-window lists)."""
-        out = {k: getattr(self, k) for k in ("codec", "ppl", "burst_r", "delay_ms", "id_", "ie_eff", "r", "mos",
-                                             "mos_simplified", "mos_min", "mos_mean")}
-        out["windows"] = self.windows.to_dict()
-        return out
-
-    def window_records(self) -> list[dict[str, Any]]:
-        """One flat record per window."""
-        w = self.windows
-        return [
-            {
-                "window_start_s": float(w.start_s[i]),
-                "window_s": w.window_s,
-                "packets": int(w.packets[i]),
-                "lost": int(w.lost[i]),
-                "ppl": float(w.ppl[i]),
-                "burst_r": float(w.burst_r[i]),
-                "delay_ms": float(w.delay_ms[i]),
-                "r": float(w.r[i]),
-                "mos": float(w.mos[i]),
-                "mos_simplified": float(w.mos_simplified[i]),
-            }
-            for i in range(w.start_s.shape[0])
-        ]
-
-
-@dataclass(frozen=True, slots=True)
-class PlayScore:
-    """The seed paper's score of one located play of a reference.
-
-    Attributes
-    ----------
-    reference : str
-        Name of the reference.
-    start_s : float
-        Where the reference's first sample falls in the received audio (s from its
-        first sample; negative when the play began before the capture).
-    coverage : float
-        Fraction of the reference the received audio holds (1.0: the whole play).
-    correlation : float
-        Envelope correlation that located it.
-    mos_lqo : float
-        P.862 + P.862.1 MOS-LQO of the play.
-    pesq_raw : float
-        Raw P.862 score.
-    ta_ms : float
-        Mean delay (``DelayTerms.ta_ms``) of the packets of this play.
-    z1, z2, z, mos : float
-        R of ``mos_lqo``; Id of ``ta_ms``; max(0, z1 − z2); MOS of z.
-    """
-
-    reference: str
-    start_s: float
-    coverage: float
-    correlation: float
-    mos_lqo: float
-    pesq_raw: float
-    ta_ms: float
-    z1: float
-    z2: float
-    z: float
-    mos: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """Fields as plain Python values."""
-        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
-
-
-@dataclass(frozen=True)
-class FullReferenceScore:
-    """Full-reference score of one direction: the seed paper §7.1 over its located plays.
-
-    The direction's figures are those of the mean MOS-LQO and mean delay of its plays.
-
-    Attributes
-    ----------
-    plays : tuple of PlayScore
-    mos_lqo, ta_ms, z1, z2, z, mos : float
-    """
-
-    plays: tuple[PlayScore, ...]
-    mos_lqo: float
-    ta_ms: float
-    z1: float
-    z2: float
-    z: float
-    mos: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """Summary figures plus ``plays`` (one dict per play)."""
-        out = {k: getattr(self, k) for k in ("mos_lqo", "ta_ms", "z1", "z2", "z", "mos")}
-        out["plays"] = [p.to_dict() for p in self.plays]
-        return out
-
-
-@dataclass(frozen=True)
-class DirectionScore:
-    """Every score of one direction (one RTP stream) of a call, and the facts behind them.
-
-    Attributes
-    ----------
-    call_id : str
-        The call (SIP Call-ID or address pair).
-    direction : {"user talks", "user listens"} or None
-        None when it is not known which end is the user (module :func:`score_call`).
-    stream : str
-        ``"src:port -> dst:port"`` and SSRC.
-    ssrc : int
-    codec : str or None
-        Encoding name (``PCMA``, ``PCMU``, ...).
-    payload_type, clock_rate : int
-    capture : str or None
-        The capture this stream was scored from (its receiver side when two were given).
-    jitter_buffer : str
-        The simulated buffer (``"adaptive"``, ``"fixed:60"``, ``"none"``).
-    conceal : str
-        Loss concealment of the rebuilt audio (``"repeat"`` or ``"silence"``).
-    expected, received, network_lost, late_lost, duplicates : int
-        Packets, by the receiver-side sequence numbers (network loss) and the jitter
-        buffer (late loss).
-    effective_loss : float
-        (network + late loss) / expected.
-    burst_r : float
-        G.107 BurstR of the effective loss pattern.
-    loss_bursts, max_burst : int
-        Runs of effective loss and the longest.
-    jitter_ms : float
-        Mean RFC 3550 interarrival jitter (as tshark prints it).
-    delay : DelayTerms
-    network : NetworkScore or None
-        None when the codec has no G.113 preset (see ``notes``).
-    full_reference : FullReferenceScore or None
-        None without a reference, for codecs qoe cannot decode, or when no play of a
-        reference was found in this stream.
-    inputs : dict of str to str
-        For each input of the scores, whether it was measured, given or assumed, and how.
-    notes : tuple of str
-        Everything worth knowing to read the scores (assumptions, skipped parts).
-    """
-
-    call_id: str
-    direction: Direction | None
-    stream: str
-    ssrc: int
-    codec: str | None
-    payload_type: int
-    clock_rate: int
-    capture: str | None
-    jitter_buffer: str
-    conceal: str
-    expected: int
-    received: int
-    network_lost: int
-    late_lost: int
-    duplicates: int
-    effective_loss: float
-    burst_r: float
-    loss_bursts: int
-    max_burst: int
-    jitter_ms: float
-    delay: DelayTerms
-    network: NetworkScore | None
-    full_reference: FullReferenceScore | None
-    inputs: dict[str, str] = field(default_factory=dict)
-    notes: tuple[str, ...] = ()
-
-    @property
-    def mos(self) -> float:
-        """The headline MOS: full-reference when available, else the network-side G.107 MOS."""
-        if self.full_reference is not None:
-            return self.full_reference.mos
-        return self.network.mos if self.network is not None else float("nan")
-
-    def identity(self) -> dict[str, Any]:
-        """The columns that name this direction in detail tables."""
-        return {"call_id": self.call_id, "direction": self.direction, "stream": self.stream,
-                "ssrc": f"0x{self.ssrc:08x}"}
-
-    def to_record(self, *, brief: bool = False) -> dict[str, Any]:
-        """One flat record (for tables, CSV and DataFrames); per-window and per-play lists left out.
-
-        Parameters
-        ----------
-        brief : bool, keyword-only
-            Only the headline columns (what fits a terminal): direction, stream, loss,
-            delays, the network-side and the full-reference MOS.
-        """
-        if brief:
-            fr, n = self.full_reference, self.network
-            nan = float("nan")
-            return {
-                "call_id": self.call_id,
-                "direction": self.direction or "-",
-                "stream": self.stream,
-                "codec": self.codec,
-                "loss_%": 100.0 * self.network_lost / self.expected if self.expected else 0.0,
-                "late_%": 100.0 * self.late_lost / self.expected if self.expected else 0.0,
-                "burst_r": self.burst_r,
-                "m2e_ms": self.delay.mouth_to_ear_ms,
-                "Ta_ms": self.delay.ta_ms,
-                "Id": self.delay.id_,
-                "R": n.r if n else nan,
-                "MOS_net": n.mos if n else nan,
-                "MOS_min": n.mos_min if n else nan,
-                "MOS_CR": n.mos_simplified if n else nan,
-                "MOS_LQO": fr.mos_lqo if fr else nan,
-                "z1": fr.z1 if fr else nan,
-                "z2": fr.z2 if fr else nan,
-                "z": fr.z if fr else nan,
-                "MOS": self.mos,
-            }
-        d = self.delay
-        n = self.network
-        fr = self.full_reference
-        nan = float("nan")
-        return {
-            "call_id": self.call_id,
-            "direction": self.direction,
-            "stream": self.stream,
-            "ssrc": f"0x{self.ssrc:08x}",
-            "codec": self.codec,
-            "capture": self.capture,
-            "jitter_buffer": self.jitter_buffer,
-            "expected": self.expected,
-            "received": self.received,
-            "network_lost": self.network_lost,
-            "late_lost": self.late_lost,
-            "effective_loss": self.effective_loss,
-            "burst_r": self.burst_r,
-            "jitter_ms": self.jitter_ms,
-            "packetisation_ms": d.packetisation_ms,
-            "network_ms": d.network_ms,
-            "network_source": d.network_source,
-            "buffer_ms": d.buffer_ms,
-            "mouth_to_ear_ms": d.mouth_to_ear_ms,
-            "ta_ms": d.ta_ms,
-            "id": d.id_,
-            "emodel_codec": n.codec if n else None,
-            "ie_eff": n.ie_eff if n else nan,
-            "r": n.r if n else nan,
-            "mos_network": n.mos if n else nan,
-            "mos_network_min": n.mos_min if n else nan,
-            "mos_network_mean": n.mos_mean if n else nan,
-            "mos_cole_rosenbluth": n.mos_simplified if n else nan,
-            "plays": len(fr.plays) if fr else 0,
-            "mos_lqo": fr.mos_lqo if fr else nan,
-            "z1": fr.z1 if fr else nan,
-            "z2": fr.z2 if fr else nan,
-            "z": fr.z if fr else nan,
-            "mos_call": fr.mos if fr else nan,
-            "mos": self.mos,
-            "notes": "; ".join(self.notes),
-        }
-
-    def to_dict(self) -> dict[str, Any]:
-        """Nested plain-Python view: everything, including windows, plays and inputs."""
-        out: dict[str, Any] = {
-            k: getattr(self, k)
-            for k in ("call_id", "direction", "stream", "codec", "payload_type", "clock_rate", "capture",
-                      "jitter_buffer", "conceal", "expected", "received", "network_lost", "late_lost",
-                      "duplicates", "effective_loss", "burst_r", "loss_bursts", "max_burst", "jitter_ms")
-        }
-        out["ssrc"] = f"0x{self.ssrc:08x}"
-        out["mos"] = self.mos
-        out["delay"] = self.delay.to_dict()
-        out["network"] = self.network.to_dict() if self.network else None
-        out["full_reference"] = self.full_reference.to_dict() if self.full_reference else None
-        out["inputs"] = dict(self.inputs)
-        out["notes"] = list(self.notes)
-        return out
-
-    def tables(self) -> dict[str, list[dict[str, Any]]]:
-        """Detail tables: ``windows`` (per time window) and ``plays`` (per located play)."""
-        return {
-            "windows": self.network.window_records() if self.network else [],
-            "plays": [p.to_dict() for p in self.full_reference.plays] if self.full_reference else [],
-        }
-
-
-@dataclass(frozen=True)
-class CallScore:
-    """The scores of one call: one :class:`DirectionScore` per stream.
-
-    Attributes
-    ----------
-    call_id : str
-    user : str or None
-        The address taken as the user's end (None when unknown).
-    directions : tuple of DirectionScore
-    notes : tuple of str
-        Notes about the call as a whole (e.g. how the user's end was chosen).
-    """
-
-    call_id: str
-    user: str | None
-    directions: tuple[DirectionScore, ...]
-    notes: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        """Nested plain-Python view."""
-        return {
-            "call_id": self.call_id,
-            "user": self.user,
-            "directions": [d.to_dict() for d in self.directions],
-            "notes": list(self.notes),
-        }
 
 
 # --------------------------------------------------------------------------- per stream
@@ -932,7 +438,7 @@ def _full_reference(
 # --------------------------------------------------------------------------- calls
 
 
-def _direction_of(stream: RtpStream, user: str | None) -> str | None:
+def _direction_of(stream: RtpStream, user: str | None) -> Direction | None:
     if user is None:
         return None
     if stream.key.dst == user:
@@ -1080,11 +586,7 @@ def _score_call(
     params = dict(emodel_params or {})
     delays = dict(delays or {})
     captures = dict(captures or {})
-    call_id = call_id or next((s.call_id for s in streams if s.call_id), None)
-    if call_id is None:
-        k = streams[0].key
-        a, b = sorted([f"{k.src}:{k.sport}", f"{k.dst}:{k.dport}"])
-        call_id = f"{a} <-> {b}"
+    call_id = call_id or next((s.call_id for s in streams if s.call_id), None) or pair_id(streams[0].key)
 
     call_notes: list[str] = []
     if user is not None:
@@ -1266,14 +768,14 @@ def score_calls(
     """
     from qoe.voice.delay import delays_between  # noqa: PLC0415 - delay imports playout lazily
 
-    streams = [s for s in streams if _is_audio(s)]
+    streams = [s for s in streams if is_audio(s)]
     delays: dict[int, OneWayDelay] = {}
     caps: dict[int, str] = {}
     chosen: list[RtpStream] = list(streams)
     two = sender_streams is not None
     extra_notes: list[str] = []
     if two:
-        far = [s for s in sender_streams if _is_audio(s)]  # type: ignore[union-attr]
+        far = [s for s in sender_streams if is_audio(s)]  # type: ignore[union-attr]
         owds = delays_between(far, streams, clocks=clocks)
         by_ssrc_main = {s.ssrc: s for s in streams}
         by_ssrc_far = {s.ssrc: s for s in far}
