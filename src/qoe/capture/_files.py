@@ -4,10 +4,15 @@ A record is the tuple ``(index, ts_ns, interface, linktype, wire_len, data)``: t
 frame number, the exact capture time in integer nanoseconds, the interface number, the
 link-layer header type, the original length and the captured bytes.
 
-Files are read in large chunks and parsed with :mod:`struct` at fixed offsets, so memory
-stays at one chunk whatever the file size. dpkt supplies the format constants and parses
-the pcapng Interface Description Blocks (their options); its per-packet readers are not
-used because they turn timestamps into floats and know one pcapng interface only.
+Files are read in large chunks, so memory stays at one chunk whatever the file size. One
+walker per format (:func:`_pcap_chunks`, :func:`_pcapng_chunks`) finds the record
+boundaries of a chunk with :mod:`struct` (they chain: each record's length gives the next
+one's start) and takes every field with NumPy, as a :class:`RawChunk`; the columnar
+reader uses those arrays, :func:`records` unpacks them into tuples for the per-packet
+reader, and :func:`probe` runs the pcapng walker up to the first packet. dpkt supplies
+the format constants and parses the pcapng Interface Description Blocks (their options);
+its per-packet readers are not used because they turn timestamps into floats and know
+one pcapng interface only.
 
 References
 ----------
@@ -266,7 +271,12 @@ def probe(source: PathOrFile) -> CaptureInfo:
     f, owned = _open(source, name)
     try:
         head = _read(f, 24, name)
-        return _probe_head(name, head, f)
+        info = _parse_head(name, head)
+        if info.format == "pcapng":
+            # Read the blocks up to the first packet: the interfaces and their link types.
+            for _ in _pcapng_chunks(f, info, head, probe_only=True):
+                pass
+        return info
     finally:
         if owned:
             f.close()
@@ -274,17 +284,15 @@ def probe(source: PathOrFile) -> CaptureInfo:
             source.seek(start)  # type: ignore[union-attr]
 
 
-def _probe_head(name: str, head: bytes, f: BinaryIO) -> CaptureInfo:
+def _parse_head(name: str, head: bytes) -> CaptureInfo:
+    """The format, from the first bytes: a pcap file header or a pcapng Section Header Block."""
     if not head:
         raise CaptureError(f"{name}: empty file, not a capture")
-    if len(head) >= 4 and struct.unpack(">I", head[:4])[0] in _PCAP_MAGICS:
+    magic = struct.unpack(">I", head[:4])[0] if len(head) >= 4 else None
+    if magic in _PCAP_MAGICS:
         return _parse_pcap_header(name, head)
-    if len(head) >= 4 and struct.unpack(">I", head[:4])[0] == _SHB:
-        info = _parse_shb(name, head)
-        # Read the blocks up to the first packet: the interfaces and their link types.
-        for _ in _pcapng_blocks(f, name, info, probe_only=True, already=head):
-            pass
-        return info
+    if magic == _SHB:
+        return _parse_shb(name, head)
     shown = head[:8].hex(" ")
     raise CaptureError(
         f"{name}: not a pcap or pcapng capture (first bytes {shown}; pcap starts with "
@@ -328,26 +336,15 @@ def _parse_idb(name: str, block: bytes, bo: str) -> Interface:
 
 
 def records(source: PathOrFile) -> Iterator[Record]:
-    """Stream every packet record of a pcap or pcapng file.
+    """Stream every packet record of a pcap or pcapng file, as :data:`Record` tuples.
 
+    The records of :func:`raw_chunks`, one at a time (frames without a packet left out).
     Raises :class:`~qoe.errors.CaptureError` for a file that cannot be read at all (at
     the first ``next``); a record cut short at the end of the file ends the stream with a
     :class:`~qoe.errors.QoEWarning`.
     """
-    name = _name_of(source)
-    f, owned = _open(source, name)
-    try:
-        head = _read(f, 24, name)
-        if len(head) >= 4 and struct.unpack(">I", head[:4])[0] == _SHB:
-            info = _parse_shb(name, head)
-            for blk in _pcapng_blocks(f, name, info, already=head):
-                yield blk
-        else:
-            info = _probe_head(name, head, f)
-            yield from _pcap_records(f, info)
-    finally:
-        if owned:
-            f.close()
+    for chunk in raw_chunks(source):
+        yield from chunk.records()
 
 
 def _truncated(name: str, index: int, what: str) -> None:
@@ -368,164 +365,10 @@ def _corrupt(name: str, index: int, what: str) -> None:
     )
 
 
-def _pcap_records(f: BinaryIO, info: CaptureInfo) -> Iterator[Record]:
-    """draft-ietf-opsawg-pcap §5: Timestamp (s), Timestamp (µs or ns), Captured Packet
-    Length, Original Packet Length, then the packet data."""
-    name = info.name
-    hdr = struct.Struct(info.byte_order + "IIII")
-    unpack_from = hdr.unpack_from
-    rec = 24 if info.modified else 16
-    frac_ns = 1 if info.nanosecond else 1000
-    lt = info.interfaces[0].linktype
-    buf = b""
-    pos = 0
-    index = 0
-    while True:
-        chunk = _read(f, CHUNK_SIZE, name)
-        if not chunk:
-            break
-        buf = buf[pos:] + chunk if pos < len(buf) else chunk
-        pos = 0
-        n = len(buf)
-        while pos + rec <= n:
-            sec, frac, caplen, wire = unpack_from(buf, pos)
-            start = pos + rec
-            end = start + caplen
-            if end > n:
-                if caplen > MAX_RECORD:
-                    _corrupt(name, index + 1, f"captured length {caplen}")
-                    return
-                break
-            index += 1
-            yield index, sec * NS_PER_S + frac * frac_ns, 0, lt, wire, buf[start:end]
-            pos = end
-    if pos < len(buf):
-        _truncated(name, index + 1, f"{len(buf) - pos} bytes of it present")
-
-
-def _pcapng_blocks(
-    f: BinaryIO,
-    name: str,
-    info: CaptureInfo,
-    *,
-    already: bytes = b"",
-    probe_only: bool = False,
-) -> Iterator[Record]:
-    """pcapng §3.1: blocks of (type, total length, body, total length), 32-bit aligned.
-
-    Packet blocks (EPB, SPB, obsolete PB) become records; IDBs add interfaces; a new SHB
-    starts a section (new byte order, interface ids restart in the file but our
-    interface numbers keep counting); every other block is skipped.
-    """
-    bo = info.byte_order
-    bh = struct.Struct(bo + "II")
-    epb = struct.Struct(bo + "IIIII")  # interface, ts high, ts low, caplen, original len
-    pb = struct.Struct(bo + "HHIIII")  # interface, drops, ts high, ts low, caplen, len
-    ifaces: list[Interface] = []  # interfaces of the current section
-    base = 0  # number of interfaces in earlier sections
-    index = 0
-    buf = already
-    pos = 0
-    while True:
-        n = len(buf)
-        blen = -1
-        if pos + 12 <= n:
-            btype, blen = bh.unpack_from(buf, pos)
-            if btype == _SHB:
-                # A new section; its byte order may differ from the last one's (§4.1).
-                sec = _parse_shb(name, buf[pos : pos + 14])
-                if sec.byte_order != bo:
-                    bo = info.byte_order = sec.byte_order
-                    bh = struct.Struct(bo + "II")
-                    epb = struct.Struct(bo + "IIIII")
-                    pb = struct.Struct(bo + "HHIIII")
-                    btype, blen = bh.unpack_from(buf, pos)
-            if blen < 12 or blen % 4:
-                _corrupt(name, index + 1, f"pcapng block of type 0x{btype:08x} with total length {blen}")
-                return
-            if pos + blen > n and blen > MAX_RECORD:
-                _corrupt(name, index + 1, f"pcapng block of type 0x{btype:08x} with total length {blen}")
-                return
-        if blen < 0 or pos + blen > n:
-            chunk = _read(f, CHUNK_SIZE, name)
-            if not chunk:
-                break
-            buf = buf[pos:] + chunk
-            pos = 0
-            continue
-        if btype == _SHB:
-            base += len(ifaces)
-            ifaces = []
-        if btype == _EPB:
-            if blen < 32:
-                _corrupt(name, index + 1, f"Enhanced Packet Block of {blen} bytes")
-                return
-            ifid, hi, lo, caplen, wire = epb.unpack_from(buf, pos + 8)
-            if ifid >= len(ifaces):
-                _corrupt(name, index + 1, f"interface {ifid} was never described")
-                return
-            if 28 + caplen + 4 > blen:
-                _corrupt(name, index + 1, f"captured length {caplen} exceeds its block")
-                return
-            if probe_only:
-                return
-            iface = ifaces[ifid]
-            index += 1
-            yield (
-                index,
-                ((hi << 32 | lo) * iface.num) // iface.den + iface.offset_ns,
-                base + ifid,
-                iface.linktype,
-                wire,
-                buf[pos + 28 : pos + 28 + caplen],
-            )
-        elif btype == _IDB:
-            iface = _parse_idb(name, buf[pos : pos + blen], bo)
-            _check_linktype(name, iface.linktype, f"on pcapng interface {base + len(ifaces)}")
-            ifaces.append(iface)
-            info.interfaces.append(iface)
-        elif btype == _SPB:
-            # §4.4: no interface id (interface 0), no timestamp; captured length is
-            # min(original length, snaplen) where snaplen 0 means unlimited.
-            if not ifaces:
-                _corrupt(name, index + 1, "Simple Packet Block before any interface")
-                return
-            if probe_only:
-                return
-            wire = struct.unpack_from(bo + "I", buf, pos + 8)[0]
-            snap = ifaces[0].snaplen
-            caplen = min(wire, snap) if snap else wire
-            caplen = min(caplen, blen - 16)
-            index += 1
-            yield index, 0, base, ifaces[0].linktype, wire, buf[pos + 12 : pos + 12 + caplen]
-        elif btype in _FRAME_WITHOUT_PACKET:
-            index += 1
-        elif btype == _PB:
-            ifid, _drops, hi, lo, caplen, wire = pb.unpack_from(buf, pos + 8)
-            if ifid >= len(ifaces) or 28 + caplen + 4 > blen:
-                _corrupt(name, index + 1, "obsolete Packet Block with bad interface or length")
-                return
-            if probe_only:
-                return
-            iface = ifaces[ifid]
-            index += 1
-            yield (
-                index,
-                ((hi << 32 | lo) * iface.num) // iface.den + iface.offset_ns,
-                base + ifid,
-                iface.linktype,
-                wire,
-                buf[pos + 28 : pos + 28 + caplen],
-            )
-        pos += blen
-    if pos < len(buf) and not probe_only:
-        _truncated(name, index + 1, f"pcapng block cut short, {len(buf) - pos} bytes of it present")
-
-
 # --------------------------------------------------------------------------------------
-# Chunk walkers for the columnar reader: the record boundaries are found in Python (they
-# chain, each record's length gives the next one's start); every field is then taken
-# from the chunk with NumPy.
+# Chunk walkers, one per format: the record boundaries are found in Python (they chain,
+# each record's length gives the next one's start); every field is then taken from the
+# chunk with NumPy.
 
 
 @dataclass
@@ -534,7 +377,7 @@ class RawChunk:
 
     ``buf`` holds the bytes; row ``i`` is frame ``index0 + i``, its captured bytes are
     ``buf[data_off[i] : data_off[i] + caplen[i]]``. ``linktype`` is one value for all
-    rows (pcap) or an array (pcapng).
+    rows (pcap) or an array (pcapng, where a frame without a packet has link type -1).
     """
 
     buf: bytes
@@ -549,6 +392,28 @@ class RawChunk:
     def __len__(self) -> int:
         return int(self.data_off.shape[0])
 
+    def records(self) -> Iterator[Record]:
+        """The rows as :data:`Record` tuples of Python ints and bytes, in frame order,
+        leaving out the frames that hold no packet."""
+        k = len(self)
+        buf = self.buf
+        lt = self.linktype
+        cols = (
+            range(self.index0, self.index0 + k),
+            self.ts_ns.tolist(),
+            self.iface.tolist(),
+            self.wire.tolist(),
+            self.data_off.tolist(),
+            (self.data_off + self.caplen).tolist(),
+        )
+        if isinstance(lt, int):  # pcap: one link type, every row a packet
+            for index, ts, iface, wire, a, e in zip(*cols):
+                yield index, ts, iface, lt, wire, buf[a:e]
+            return
+        for index, ts, iface, wire, a, e, t in zip(*cols, lt.tolist()):
+            if t >= 0:
+                yield index, ts, iface, t, wire, buf[a:e]
+
 
 def _gather_u32(buf_u8: "np.ndarray", starts: "np.ndarray", count: int, bo: str) -> "np.ndarray":
     """``count`` consecutive uint32 fields at each of ``starts`` (k × count array)."""
@@ -558,17 +423,20 @@ def _gather_u32(buf_u8: "np.ndarray", starts: "np.ndarray", count: int, bo: str)
 
 
 def raw_chunks(source: PathOrFile) -> Iterator[RawChunk]:
-    """Stream a capture as :class:`RawChunk` arrays (same records, numbers and times as
-    :func:`records`, same warnings)."""
+    """Stream a capture as :class:`RawChunk` arrays.
+
+    Raises :class:`~qoe.errors.CaptureError` for a file that cannot be read at all (at
+    the first ``next``); a record cut short or damaged ends the stream with a
+    :class:`~qoe.errors.QoEWarning`, after the chunk of the records before it.
+    """
     name = _name_of(source)
     f, owned = _open(source, name)
     try:
         head = _read(f, 24, name)
-        if len(head) >= 4 and struct.unpack(">I", head[:4])[0] == _SHB:
-            info = _parse_shb(name, head)
-            yield from _pcapng_chunks(f, name, info, head)
+        info = _parse_head(name, head)
+        if info.format == "pcapng":
+            yield from _pcapng_chunks(f, info, head)
         else:
-            info = _probe_head(name, head, f)
             yield from _pcap_chunks(f, info)
     finally:
         if owned:
@@ -644,7 +512,18 @@ def _ticks_to_ns(raw: "np.ndarray", iface: Interface) -> "np.ndarray":
     return np.array([iface.ticks_to_ns(int(r)) for r in raw], dtype=np.int64)
 
 
-def _pcapng_chunks(f: BinaryIO, name: str, info: CaptureInfo, already: bytes) -> Iterator[RawChunk]:
+def _pcapng_chunks(f: BinaryIO, info: CaptureInfo, already: bytes, *, probe_only: bool = False) -> Iterator[RawChunk]:
+    """pcapng §3.1: blocks of (type, total length, body, total length), 32-bit aligned.
+
+    Packet blocks (EPB, SPB, obsolete PB) become rows, and so do the blocks Wireshark
+    counts as frames without a packet; IDBs add interfaces (to ``info`` too); a new SHB
+    starts a section (new byte order, interface ids restart in the file but our
+    interface numbers keep counting); every other block is skipped. A chunk is yielded
+    whenever the buffer must be refilled or a section ends, and before an error is
+    raised, so every packet before the error is delivered. With ``probe_only`` the walk
+    stops at the first packet and yields no packet.
+    """
+    name = info.name
     bo = info.byte_order
     bh = struct.Struct(bo + "II")
     ifaces: list[Interface] = []
@@ -700,8 +579,7 @@ def _pcapng_chunks(f: BinaryIO, name: str, info: CaptureInfo, already: bytes) ->
         others = []
         return chunk
 
-    epb_fields = struct.Struct(bo + "III")  # interface id, ... caplen at +20
-    cap_at = struct.Struct(bo + "I").unpack_from
+    epb_fields = struct.Struct(bo + "IIII")  # §4.3: interface id, ts high, ts low, caplen
     while not damaged:
         n = len(buf)
         blen = -1
@@ -711,12 +589,12 @@ def _pcapng_chunks(f: BinaryIO, name: str, info: CaptureInfo, already: bytes) ->
                 ch = flush()
                 if ch is not None:
                     yield ch
+                # A new section; its byte order may differ from the last one's (§4.1).
                 sec = _parse_shb(name, buf[pos : pos + 14])
                 if sec.byte_order != bo:
                     bo = info.byte_order = sec.byte_order
                     bh = struct.Struct(bo + "II")
-                    epb_fields = struct.Struct(bo + "III")
-                    cap_at = struct.Struct(bo + "I").unpack_from
+                    epb_fields = struct.Struct(bo + "IIII")
                     btype, blen = bh.unpack_from(buf, pos)
             if blen < 12 or blen % 4 or (pos + blen > n and blen > MAX_RECORD):
                 what = f"pcapng block of type 0x{btype:08x} with total length {blen}"
@@ -733,45 +611,69 @@ def _pcapng_chunks(f: BinaryIO, name: str, info: CaptureInfo, already: bytes) ->
             buf = buf[pos:] + chunk
             pos = 0
             continue
+        row = len(epbs) + len(others)
         if btype == _EPB:
-            ifid = epb_fields.unpack_from(buf, pos + 8)[0]
-            if blen < 32 or ifid >= len(ifaces) or 32 + cap_at(buf, pos + 20)[0] > blen:
-                what = "Enhanced Packet Block with bad interface or length"
-                _corrupt(name, index + len(epbs) + len(others) + 1, what)
+            problem = None
+            if blen < 32:
+                problem = f"Enhanced Packet Block of {blen} bytes"
+            else:
+                ifid, _hi, _lo, caplen = epb_fields.unpack_from(buf, pos + 8)
+                if ifid >= len(ifaces):
+                    problem = f"interface {ifid} was never described"
+                elif 32 + caplen > blen:
+                    problem = f"captured length {caplen} exceeds its block"
+            if problem is not None:
+                _corrupt(name, index + row + 1, problem)
                 damaged = True
                 break
+            if probe_only:
+                return
             epbs.append(pos)
         elif btype == _IDB:
-            iface = _parse_idb(name, buf[pos : pos + blen], bo)
-            _check_linktype(name, iface.linktype, f"on pcapng interface {base + len(ifaces)}")
+            try:
+                iface = _parse_idb(name, buf[pos : pos + blen], bo)
+                _check_linktype(name, iface.linktype, f"on pcapng interface {base + len(ifaces)}")
+            except CaptureError:
+                ch = flush()  # the packets before a bad interface are delivered first
+                if ch is not None:
+                    yield ch
+                raise
             ifaces.append(iface)
             info.interfaces.append(iface)
         elif btype == _SHB:
             base += len(ifaces)
             ifaces = []
-        elif btype == _SPB or btype == _PB:
-            row = len(epbs) + len(others)
-            if btype == _SPB:
-                if not ifaces:
-                    _corrupt(name, index + row + 1, "Simple Packet Block before any interface")
-                    damaged = True
-                    break
-                wire = cap_at(buf, pos + 8)[0]
-                snap = ifaces[0].snaplen
-                caplen = min(wire, snap) if snap else wire
-                others.append((row, pos + 12, min(caplen, blen - 16), wire, base, 0))
-            else:
+        elif btype == _SPB:
+            # §4.4: no interface id (interface 0), no timestamp; captured length is
+            # min(original length, snaplen) where snaplen 0 means unlimited.
+            if not ifaces:
+                _corrupt(name, index + row + 1, "Simple Packet Block before any interface")
+                damaged = True
+                break
+            if probe_only:
+                return
+            wire = struct.unpack_from(bo + "I", buf, pos + 8)[0]
+            snap = ifaces[0].snaplen
+            caplen = min(wire, snap) if snap else wire
+            others.append((row, pos + 12, min(caplen, blen - 16), wire, base, 0))
+        elif btype == _PB:
+            # Appendix A: interface id, drops count, ts high, ts low, caplen, original length.
+            good = blen >= 32
+            if good:
                 ifid, _d, hi, lo, caplen, wire = struct.unpack_from(bo + "HHIIII", buf, pos + 8)
-                if ifid >= len(ifaces) or 32 + caplen > blen:
-                    _corrupt(name, index + row + 1, "obsolete Packet Block with bad interface or length")
-                    damaged = True
-                    break
-                others.append((row, pos + 28, caplen, wire, base + ifid, ifaces[ifid].ticks_to_ns(hi << 32 | lo)))
+                good = ifid < len(ifaces) and 32 + caplen <= blen
+            if not good:
+                _corrupt(name, index + row + 1, "obsolete Packet Block with bad interface or length")
+                damaged = True
+                break
+            if probe_only:
+                return
+            others.append((row, pos + 28, caplen, wire, base + ifid, ifaces[ifid].ticks_to_ns(hi << 32 | lo)))
         elif btype in _FRAME_WITHOUT_PACKET:
-            others.append((len(epbs) + len(others), pos, 0, 0, -1, 0))
+            others.append((row, pos, 0, 0, -1, 0))
         pos += blen
     ch = flush()
     if ch is not None:
         yield ch
-    if not damaged and pos < len(buf):
+    if not damaged and not probe_only and pos < len(buf):
         _truncated(name, index + 1, f"pcapng block cut short, {len(buf) - pos} bytes of it present")
