@@ -7,6 +7,9 @@ nothing of QoE.
   :class:`TcpInfo` for TCP), one Python object per packet.
 - :func:`read_udp_batches` streams :class:`UdpBatch` columns of NumPy arrays, the fast
   path for large captures (vectorised header extraction for the common layouts).
+- :func:`probe` checks that a file is a capture qoe reads and describes it
+  (:class:`CaptureInfo`: format, interfaces, and the time of frame 1 that Wireshark's
+  relative times count from) from the file's first records only.
 
 Both read in chunks (memory flat in the file size), keep timestamps exact as integer
 nanoseconds, reassemble IPv4/IPv6 fragments, and number frames as Wireshark does.

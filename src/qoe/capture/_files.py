@@ -129,7 +129,32 @@ def tsresol_to_fraction(v: int) -> tuple[int, int]:
 
 @dataclass
 class CaptureInfo:
-    """What the file header said: format, byte order, resolution, interfaces."""
+    """What the start of a capture says: format, byte order, resolution, interfaces, and
+    the time of its first frame.
+
+    Attributes
+    ----------
+    name : str
+        The file's name (or the file object's).
+    format : {"pcap", "pcapng"}
+    byte_order : {"<", ">"}
+        Byte order of the file (of its first section, for pcapng).
+    nanosecond : bool
+        pcap with nanosecond timestamps (magic a1b23c4d).
+    modified : bool
+        The "modified" pcap variant with 24-byte record headers.
+    interfaces : list of Interface
+        pcap: the one link type of the file header; pcapng: the interfaces described
+        before the first packet.
+    first_frame_ns : int or None
+        Capture time of frame 1 (integer ns since the Unix epoch), whatever the frame
+        holds: what Wireshark's relative times ("Start time" of ``-z rtp,streams``,
+        ``frame.time_relative``) count from, also when a later frame is earlier (a
+        pcapng file merged from several interfaces). 0 when frame 1 carries no time (a
+        pcapng Simple Packet Block), as :attr:`Packet.ts_ns`; None when the file holds
+        no whole frame. :func:`probe` reads it from the first record only (pcapng: the
+        blocks up to the first packet), whatever the file's size.
+    """
 
     name: str
     format: str  # "pcap" or "pcapng"
@@ -137,6 +162,7 @@ class CaptureInfo:
     nanosecond: bool = False
     modified: bool = False
     interfaces: list[Interface] = field(default_factory=list)
+    first_frame_ns: int | None = None
 
 
 def _open(source: PathOrFile, name: str) -> tuple[BinaryIO, bool]:
@@ -253,13 +279,36 @@ def _parse_pcap_header(name: str, head: bytes) -> CaptureInfo:
 def probe(source: PathOrFile) -> CaptureInfo:
     """Check that ``source`` is a capture qoe can read, and describe it.
 
-    For pcapng, the interfaces declared before the first packet are listed.
+    Reads the file header and the first record only (pcapng: the blocks up to the first
+    packet), so its cost does not depend on the file's size.
+
+    Parameters
+    ----------
+    source : str, os.PathLike or seekable binary file object
+        The capture; a file object is returned to its position afterwards.
+
+    Returns
+    -------
+    CaptureInfo
+        Format, byte order, resolution, the interfaces (pcapng: those described before
+        the first packet) and the time of frame 1 (:attr:`CaptureInfo.first_frame_ns`).
 
     Raises
     ------
     CaptureError
         Missing/unreadable file, not a pcap/pcapng file (the first bytes are quoted), or
         an unsupported link-layer type (its number and name are quoted).
+
+    References
+    ----------
+    draft-ietf-opsawg-pcap §4 (File Header), §5 (Packet Record); draft-ietf-opsawg-pcapng
+    §4.1-§4.4 (Section Header, Interface Description, Enhanced and Simple Packet Blocks).
+
+    Examples
+    --------
+    >>> info = probe("call.pcap")  # doctest: +SKIP
+    >>> info.format, info.interfaces[0].linktype, info.first_frame_ns  # doctest: +SKIP
+    ('pcap', 1, 1700000000000000000)
     """
     name = _name_of(source)
     start = None
@@ -273,9 +322,11 @@ def probe(source: PathOrFile) -> CaptureInfo:
         head = _read(f, 24, name)
         info = _parse_head(name, head)
         if info.format == "pcapng":
-            # Read the blocks up to the first packet: the interfaces and their link types.
+            # Walk to the first packet: the interfaces and link types, and frame 1's time.
             for _ in _pcapng_chunks(f, info, head, probe_only=True):
                 pass
+        else:
+            info.first_frame_ns = _pcap_first_frame_ns(f, info)
         return info
     finally:
         if owned:
@@ -298,6 +349,18 @@ def _parse_head(name: str, head: bytes) -> CaptureInfo:
         f"{name}: not a pcap or pcapng capture (first bytes {shown}; pcap starts with "
         "a1b2c3d4/d4c3b2a1/a1b23c4d/4d3cb2a1, pcapng with 0a0d0d0a)"
     )
+
+
+def _pcap_first_frame_ns(f: BinaryIO, info: CaptureInfo) -> int | None:
+    """draft-ietf-opsawg-pcap §5: the time of the first Packet Record, if it is whole."""
+    rec = 24 if info.modified else 16
+    head = _read(f, rec, info.name)
+    if len(head) < rec:
+        return None
+    sec, frac, caplen, _wire = struct.unpack_from(info.byte_order + "IIII", head)
+    if caplen > MAX_RECORD or len(_read(f, caplen, info.name)) < caplen:
+        return None
+    return sec * NS_PER_S + frac * (1 if info.nanosecond else 1000)
 
 
 def _parse_shb(name: str, head: bytes) -> CaptureInfo:
@@ -521,7 +584,7 @@ def _pcapng_chunks(f: BinaryIO, info: CaptureInfo, already: bytes, *, probe_only
     interface numbers keep counting); every other block is skipped. A chunk is yielded
     whenever the buffer must be refilled or a section ends, and before an error is
     raised, so every packet before the error is delivered. With ``probe_only`` the walk
-    stops at the first packet and yields no packet.
+    stops at the first packet, having set ``info.first_frame_ns``, and yields no packet.
     """
     name = info.name
     bo = info.byte_order
@@ -535,6 +598,10 @@ def _pcapng_chunks(f: BinaryIO, info: CaptureInfo, already: bytes, *, probe_only
     epbs: list[int] = []
     others: list[tuple[int, int, int, int, int, int]] = []  # (row, data_off, caplen, wire, iface, ts)
     damaged = False
+
+    def first_frame(ts_ns: int) -> None:
+        if info.first_frame_ns is None:
+            info.first_frame_ns = ts_ns
 
     def flush() -> RawChunk | None:
         nonlocal epbs, others, index
@@ -617,7 +684,7 @@ def _pcapng_chunks(f: BinaryIO, info: CaptureInfo, already: bytes, *, probe_only
             if blen < 32:
                 problem = f"Enhanced Packet Block of {blen} bytes"
             else:
-                ifid, _hi, _lo, caplen = epb_fields.unpack_from(buf, pos + 8)
+                ifid, hi, lo, caplen = epb_fields.unpack_from(buf, pos + 8)
                 if ifid >= len(ifaces):
                     problem = f"interface {ifid} was never described"
                 elif 32 + caplen > blen:
@@ -627,6 +694,7 @@ def _pcapng_chunks(f: BinaryIO, info: CaptureInfo, already: bytes, *, probe_only
                 damaged = True
                 break
             if probe_only:
+                first_frame(ifaces[ifid].ticks_to_ns(hi << 32 | lo))
                 return
             epbs.append(pos)
         elif btype == _IDB:
@@ -651,6 +719,7 @@ def _pcapng_chunks(f: BinaryIO, info: CaptureInfo, already: bytes, *, probe_only
                 damaged = True
                 break
             if probe_only:
+                first_frame(0)
                 return
             wire = struct.unpack_from(bo + "I", buf, pos + 8)[0]
             snap = ifaces[0].snaplen
@@ -666,10 +735,14 @@ def _pcapng_chunks(f: BinaryIO, info: CaptureInfo, already: bytes, *, probe_only
                 _corrupt(name, index + row + 1, "obsolete Packet Block with bad interface or length")
                 damaged = True
                 break
+            ts_ns = ifaces[ifid].ticks_to_ns(hi << 32 | lo)
             if probe_only:
+                first_frame(ts_ns)
                 return
-            others.append((row, pos + 28, caplen, wire, base + ifid, ifaces[ifid].ticks_to_ns(hi << 32 | lo)))
+            others.append((row, pos + 28, caplen, wire, base + ifid, ts_ns))
         elif btype in _FRAME_WITHOUT_PACKET:
+            if probe_only:
+                first_frame(0)  # no time of its own, as in the rows below
             others.append((row, pos, 0, 0, -1, 0))
         pos += blen
     ch = flush()
