@@ -67,7 +67,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -448,6 +448,27 @@ def _direction_of(stream: RtpStream, user: str | None) -> Direction | None:
     return None
 
 
+def _user_note(user: str, how: str) -> str:
+    """The call note saying which address was taken as the user's end, and how."""
+    return f"user's end: {user} ({how})"
+
+
+def _user_at(capture: str, call: Call, delays: Mapping[int, OneWayDelay], captures: Mapping[int, str]) -> str | None:
+    """The address at which ``capture`` was taken, from the call's streams seen in both captures.
+
+    A stream scored from ``capture`` was received there (its destination is the user's
+    end); one scored from the other capture was sent from there (its source is).
+    """
+    both = [s for s in call.streams if s.ssrc in delays]
+    listened = [s for s in both if captures.get(s.ssrc) == capture]
+    talked = [s for s in both if captures.get(s.ssrc) != capture]
+    if listened:
+        return listened[0].key.dst
+    if talked:
+        return talked[0].key.src
+    return None
+
+
 def _mean(x: np.ndarray) -> float:
     x = x[np.isfinite(x)]
     return float(x.mean()) if x.size else float("nan")
@@ -529,43 +550,6 @@ def score_call(
     ----------
     Pujol et al., IMC 2014, §7.1; ITU-T G.107 (06/2015); see the module docstring.
     """
-    return _score_call(
-        streams,
-        references=references,
-        delays=delays,
-        one_way_ms=one_way_ms,
-        user=user,
-        jitter_buffer=jitter_buffer,
-        conceal=conceal,
-        delay_basis=delay_basis,
-        window_s=window_s,
-        codec=codec,
-        captures=captures,
-        call_id=call_id,
-        min_correlation=min_correlation,
-        emodel_params=emodel_params,
-    )
-
-
-def _score_call(
-    streams: Sequence[RtpStream] | Call,
-    *,
-    references: Sequence[Reference] = (),
-    delays: Mapping[int, OneWayDelay] | None = None,
-    one_way_ms: float | None = None,
-    user: str | None = None,
-    jitter_buffer: JitterBuffer | str = "adaptive",
-    conceal: Conceal = "repeat",
-    delay_basis: DelayBasis = "conversation",
-    window_s: float = 10.0,
-    codec: str | None = None,
-    captures: Mapping[int, str] | None = None,
-    call_id: str | None = None,
-    min_correlation: float = 0.4,
-    emodel_params: Mapping[str, Any] | None = None,
-    user_how: str = "given",
-) -> CallScore:
-    """:func:`score_call`, with ``user_how`` saying how ``user`` was chosen (for the notes)."""
     sip = None
     if isinstance(streams, Call):
         call_id = call_id or streams.call_id
@@ -590,7 +574,7 @@ def _score_call(
 
     call_notes: list[str] = []
     if user is not None:
-        call_notes.append(f"user's end: {user} ({user_how})")
+        call_notes.append(_user_note(user, "given"))
     elif sip is not None and sip.caller:
         user = sip.caller
         call_notes.append(f"user's end: {user}, the SIP caller (From {sip.from_uri})")
@@ -769,6 +753,7 @@ def score_calls(
     from qoe.voice.delay import delays_between  # noqa: PLC0415 - delay imports playout lazily
 
     streams = [s for s in streams if is_audio(s)]
+    here, there = capture or "capture", sender_capture or "sender capture"
     delays: dict[int, OneWayDelay] = {}
     caps: dict[int, str] = {}
     chosen: list[RtpStream] = list(streams)
@@ -790,32 +775,30 @@ def score_calls(
         for s in streams:
             if s.ssrc in received_at_far:
                 chosen.append(by_ssrc_far[s.ssrc])
-                caps[s.ssrc] = sender_capture or "sender capture"
+                caps[s.ssrc] = there
             else:
                 chosen.append(s)
-                caps[s.ssrc] = capture or "capture"
+                caps[s.ssrc] = here
         unmatched = [s for s in far if s.ssrc not in by_ssrc_main]
         if unmatched:
             extra_notes.append(f"{len(unmatched)} stream(s) of the far end's capture are not in the user's capture "
                                "and were not scored")
     else:
         for s in streams:
-            caps[s.ssrc] = capture or "capture"
+            caps[s.ssrc] = here
     calls = find_calls(chosen, list(sip_calls) + list(sender_sip_calls))
     out = []
     for call in calls:
-        u, how = user, "given"
+        u = user
         if u is None and two:
-            listened = [s for s in call.streams if s.ssrc in delays and caps.get(s.ssrc) == (capture or "capture")]
-            talked = [s for s in call.streams if s.ssrc in delays and caps.get(s.ssrc) != (capture or "capture")]
-            if listened:
-                u = listened[0].key.dst
-            elif talked:
-                u = talked[0].key.src
-            how = "where the first of the two captures was taken"
-        res = _score_call(call, references=references, delays=delays, user=u, user_how=how, captures=caps, **options)
-        if extra_notes:
-            res = CallScore(res.call_id, res.user, res.directions, res.notes + tuple(extra_notes))
+            u = _user_at(here, call, delays, caps)
+        res = score_call(call, references=references, delays=delays, user=u, captures=caps, **options)
+        notes = res.notes
+        if u is not None and user is None:  # score_call took u as given: say where it came from
+            given, found = _user_note(u, "given"), _user_note(u, "where the first of the two captures was taken")
+            notes = tuple(found if n == given else n for n in notes)
+        if notes != res.notes or extra_notes:
+            res = replace(res, notes=notes + tuple(extra_notes))
         out.append(res)
     if references:
         located = {p.reference for c in out for d in c.directions if d.full_reference for p in d.full_reference.plays}
