@@ -59,8 +59,6 @@ References
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import os
 import warnings
 from collections.abc import Iterable
@@ -1352,7 +1350,7 @@ class _Flow:
 class _Scanner:
     """Reads UDP batches once: SIP, RTCP and RTP flows, with statistics as it goes."""
 
-    def __init__(self, *, keep_packets: bool, heuristic: bool, min_packets: int) -> None:
+    def __init__(self, *, keep_packets: bool, heuristic: bool, min_packets: int, first_ns: int | None = None) -> None:
         self.keep = keep_packets
         self.heuristic = heuristic
         self.min_packets = min_packets
@@ -1362,7 +1360,7 @@ class _Scanner:
         self.rtcp_ports: set[tuple[str, int]] = set()
         self.rtcp = _RtcpBook()
         self.addresses: tuple[str, ...] = ()
-        self.first_ns: int | None = None
+        self.first_ns = first_ns  # the capture's frame 1; else the first UDP datagram's
         self.udp = 0
 
     # -- per batch ---------------------------------------------------------------
@@ -1664,37 +1662,19 @@ def scan_capture(
     ----------
     RFC 3550 §5.1, §6.4, §11; RFC 5761 §4; RFC 3261 §7; RFC 4566 §5.
     """
-    from qoe.capture import read_udp_batches  # noqa: PLC0415 - the capture layer, imported when used
+    from qoe.capture import probe, read_udp_batches  # noqa: PLC0415 - the capture layer, imported when used
 
     if min_packets < 2:
         raise InputError(f"min_packets must be at least 2, given {min_packets}")
     name = os.fspath(path)
-    sc = _Scanner(keep_packets=keep_packets, heuristic=heuristic, min_packets=min_packets)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the read below reports a damaged file once
+        # frame 1, even when a later frame has an earlier time (as tshark)
+        first_ns = probe(name).first_frame_ns
+    sc = _Scanner(keep_packets=keep_packets, heuristic=heuristic, min_packets=min_packets, first_ns=first_ns)
     for b in read_udp_batches(name, batch_size=batch_size):
         sc.batch(b)
-    scan = sc.finish(name)
-    first = _first_frame_ns(name)
-    if first is not None:  # frame 1, even when a later frame has an earlier time (as tshark)
-        scan = dataclasses.replace(scan, first_ns=first)
-    return scan
-
-
-def _first_frame_ns(path: str) -> int | None:
-    """Capture time of frame 1, of any protocol (tshark's zero for "Start time").
-
-    Uses the capture layer's record reader (first chunk only); None if unavailable.
-    """
-    try:
-        from qoe.capture._files import raw_chunks  # noqa: PLC0415 - no public first-frame time yet
-    except ImportError:  # pragma: no cover - capture layer reorganised
-        return None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the main read reports a damaged file once
-        with contextlib.closing(raw_chunks(path)) as chunks:
-            for ch in chunks:
-                if len(ch):
-                    return int(ch.ts_ns[0])
-    return None
+    return sc.finish(name)
 
 
 def find_streams(
