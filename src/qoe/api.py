@@ -147,7 +147,8 @@ def score(
 
 
 def _score_voice(capture: str, reference: Any, *, strict: bool, **options: Any) -> Report:
-    from qoe.voice.call import score_calls  # noqa: PLC0415 - keeps `import qoe` light
+    from qoe.voice._call_inputs import is_audio  # noqa: PLC0415 - keeps `import qoe` light
+    from qoe.voice.call import score_calls  # noqa: PLC0415
     from qoe.voice.io import parse_ssrc  # noqa: PLC0415
     from qoe.voice.rtp import scan_capture  # noqa: PLC0415
 
@@ -157,14 +158,15 @@ def _score_voice(capture: str, reference: Any, *, strict: bool, **options: Any) 
     user = options.pop("user", None)
     clocks = options.pop("clocks", "auto")
     scan = scan_capture(capture)
-    far = scan_capture(os.fspath(sender)) if sender is not None else None
-    audio = [s for s in scan.streams if s.clock_rate and s.clock_rate != 90000]
+    sender = os.fspath(sender) if sender is not None else None
+    far = scan_capture(sender) if sender is not None else None
+    audio = [s for s in scan.streams if is_audio(s)]
     left_out = len(scan.streams) - len(audio)
     if left_out:
         notes.append(f"{left_out} RTP stream(s) that are not audio (90 kHz clock or unknown payload type) were left out")
     inputs: dict[str, Any] = {
         "capture": capture,
-        "sender_capture": os.fspath(sender) if sender is not None else None,
+        "sender_capture": sender,
         "references": [r.name for r in refs],
         "user": user,
         "clocks": clocks,
@@ -184,7 +186,7 @@ def _score_voice(capture: str, reference: Any, *, strict: bool, **options: Any) 
         references=refs,
         user=user,
         capture=Path(capture).name,
-        sender_capture=Path(os.fspath(sender)).name if sender is not None else None,
+        sender_capture=Path(sender).name if sender is not None else None,
         clocks=clocks,
         **options,
     )
