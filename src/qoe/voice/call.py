@@ -336,6 +336,12 @@ def _network_score(
     )
 
 
+def _z_terms(mos_lqo: float, ta_ms: float, emodel_params: Mapping[str, Any]) -> dict[str, float]:
+    """The seed paper's z1, z2, z and MOS (§7.1) of a MOS-LQO heard at a delay ``ta_ms``."""
+    cs = combined_score(mos_lqo, ta_ms, **emodel_params)
+    return {"z1": float(cs.z1), "z2": float(cs.z2), "z": float(cs.z), "mos": float(cs.mos)}
+
+
 def _full_reference(
     prep: _Prep,
     references: Sequence[Reference],
@@ -343,24 +349,23 @@ def _full_reference(
     conceal: Conceal,
     min_correlation: float,
     emodel_params: Mapping[str, Any],
-) -> tuple[FullReferenceScore | None, list[str], list[str]]:
-    """Rebuild the audio, locate each reference in it, score each play. Returns (score, notes, found names)."""
+) -> tuple[FullReferenceScore | None, list[str]]:
+    """Rebuild the audio, locate each reference in it, score each play. Returns (score, notes)."""
     s = prep.stream
     notes: list[str] = []
     try:
         law = g711.g711_codec(s.payload_type, s.codec)
     except UnsupportedCodecError as exc:
-        return None, [f"full-reference score skipped: {exc}"], []
+        return None, [f"full-reference score skipped: {exc}"]
     p = s.packets
     if not p.payloads:
-        return None, ["full-reference score skipped: the packet payloads were not kept"], []
+        return None, ["full-reference score skipped: the packet payloads were not kept"]
     fs = int(s.clock_rate)
     played = prep.playout.played & (p.payload_type == s.payload_type)
     audio = rebuild_audio(p.ts_ext, p.payloads, law=law, played=played, conceal=conceal, sample_rate=fs,
                           playout=prep.playout)
     pos = p.ts_ext - audio.ts_first  # sample position of each packet's first sample
     found: list[tuple[Reference, Play]] = []
-    names: list[str] = []
     for ref in references:
         if int(ref.fs) != fs:
             raise InputError(
@@ -376,14 +381,12 @@ def _full_reference(
                 )
                 continue
             found.append((ref, play))
-        if plays:
-            names.append(ref.name)
     if not found:
         notes.append(
             "full-reference score: no reference was found in this stream's audio (envelope correlation below "
             f"{min_correlation:g}): " + ", ".join(r.name for r in references)
         )
-        return None, notes, names
+        return None, notes
     found.sort(key=lambda rp: rp[1].offset)
     n = audio.samples.shape[0]
     margin = int(_PLAY_MARGIN_S * fs)
@@ -405,7 +408,6 @@ def _full_reference(
             continue
         inside = played & (pos >= play.start) & (pos < play.end)
         ta = float(np.nanmean(prep.ta_ms[inside])) if inside.any() else float(np.nanmean(prep.ta_ms[played]))
-        cs = combined_score(res.mos_lqo, ta, **emodel_params)
         scores.append(
             PlayScore(
                 reference=ref.name,
@@ -415,24 +417,115 @@ def _full_reference(
                 mos_lqo=float(res.mos_lqo),
                 pesq_raw=_f(res.raw),
                 ta_ms=ta,
-                z1=float(cs.z1),
-                z2=float(cs.z2),
-                z=float(cs.z),
-                mos=float(cs.mos),
+                **_z_terms(res.mos_lqo, ta, emodel_params),
             )
         )
         if play.coverage < 1.0:
             notes.append(f"{ref.name}: the play at {play.offset / fs:.2f} s is cut by the capture; "
                          f"{100 * play.coverage:.0f} % of the reference scored")
     if not scores:
-        return None, notes, names
+        return None, notes
     mos_lqo = float(np.mean([sc.mos_lqo for sc in scores]))
     ta = float(np.mean([sc.ta_ms for sc in scores]))
-    cs = combined_score(mos_lqo, ta, **emodel_params)
-    fr = FullReferenceScore(
-        plays=tuple(scores), mos_lqo=mos_lqo, ta_ms=ta, z1=float(cs.z1), z2=float(cs.z2), z=float(cs.z), mos=float(cs.mos)
+    fr = FullReferenceScore(plays=tuple(scores), mos_lqo=mos_lqo, ta_ms=ta, **_z_terms(mos_lqo, ta, emodel_params))
+    return fr, notes
+
+
+def _delay_terms(prep: _Prep, *, basis: DelayBasis, emodel_params: Mapping[str, Any]) -> DelayTerms:
+    """The mouth-to-ear delay of one direction, its parts and its delay impairment (means over played packets)."""
+    pl = prep.playout
+    played = pl.played
+    ta_mean = _mean(prep.ta_ms[played])
+    idv = float(emodel.delay_impairment(0.0 if math.isnan(ta_mean) else ta_mean, **emodel_params))
+    net_played = prep.net_ms[played]
+    return DelayTerms(
+        packetisation_ms=prep.ptime_ms,
+        network_ms=_mean(net_played),
+        network_min_ms=float(np.min(net_played)) if net_played.size else float("nan"),
+        network_max_ms=float(np.max(net_played)) if net_played.size else float("nan"),
+        network_source=prep.net_source,
+        buffer_ms=_mean(pl.buffer_delay_ms[played]),
+        mouth_to_ear_ms=_mean(prep.m2e_ms[played]),
+        mouth_to_ear_max_ms=float(np.nanmax(prep.m2e_ms[played])) if played.any() else float("nan"),
+        basis=basis,
+        ta_ms=ta_mean,
+        id_=idv,
     )
-    return fr, notes, names
+
+
+def _direction_score(
+    prep: _Prep,
+    *,
+    call_id: str,
+    user: str | None,
+    measured: bool,
+    delay_basis: DelayBasis,
+    conceal: Conceal,
+    codec: str | None,
+    window_s: float,
+    references: Sequence[Reference],
+    min_correlation: float,
+    emodel_params: Mapping[str, Any],
+) -> DirectionScore:
+    """Every score of one stream, once its delays are known; ``measured``: seen by both captures."""
+    s = prep.stream
+    pl = prep.playout
+    notes = list(prep.notes)
+    inputs = {
+        "network_delay": prep.net_source,
+        "packetisation_delay": "SDP a=ptime" if s.ptime_ms else "RTP timestamps",
+        "jitter_buffer": f"simulated ({pl.buffer})",
+        "loss": "measured at the receiver" if measured else "measured at the capture point",
+        "delay_basis": delay_basis,
+    }
+    if not measured:
+        notes.append(
+            "loss and delay variation as seen at the capture point: if the capture was taken at the sender of "
+            "this stream, the network's effect on it is not in the capture"
+        )
+    lp = loss_pattern(pl.lost | pl.slot_late)
+    delay = _delay_terms(prep, basis=delay_basis, emodel_params=emodel_params)
+    preset, preset_note = _emodel_preset(s, conceal, codec)
+    notes.append(preset_note)
+    network = None
+    if preset is not None and pl.played.any():
+        network = _network_score(prep, preset, window_s=window_s, emodel_params=emodel_params)
+        inputs["codec_impairment"] = preset
+    full = None
+    if references:
+        full, fr_notes = _full_reference(prep, references, conceal=conceal, min_correlation=min_correlation,
+                                         emodel_params=emodel_params)
+        notes.extend(fr_notes)
+        inputs["reference"] = "located: " + ", ".join(sorted({p.reference for p in full.plays})) if full else "not found"
+    else:
+        inputs["reference"] = "none given (network-side score only)"
+    return DirectionScore(
+        call_id=call_id,
+        direction=_direction_of(s, user),
+        stream=str(s.key),
+        ssrc=s.ssrc,
+        codec=s.codec,
+        payload_type=int(s.payload_type),
+        clock_rate=int(s.clock_rate),
+        capture=prep.capture,
+        jitter_buffer=pl.buffer,
+        conceal=conceal,
+        expected=pl.expected,
+        received=pl.received,
+        network_lost=pl.network_lost,
+        late_lost=pl.late_lost,
+        duplicates=int(pl.duplicate.sum()),
+        effective_loss=pl.effective_loss,
+        burst_r=float(lp.burst_r),
+        loss_bursts=lp.bursts,
+        max_burst=lp.max_burst,
+        jitter_ms=float(s.stats.mean_jitter_ms),
+        delay=delay,
+        network=network,
+        full_reference=full,
+        inputs=inputs,
+        notes=tuple(notes),
+    )
 
 
 # --------------------------------------------------------------------------- calls
@@ -611,91 +704,12 @@ def score_call(
             pr.ta_ms, how = pr.m2e_ms, "this direction's mouth-to-ear delay"
         pr.notes.append(f"delay impairment Id from: {how}")
 
-    out = []
-    found_any: set[str] = set()
-    for pr in preps:
-        s = pr.stream
-        pl = pr.playout
-        direction = _direction_of(s, user)
-        notes = list(pr.notes)
-        inputs = {
-            "network_delay": pr.net_source,
-            "packetisation_delay": "SDP a=ptime" if s.ptime_ms else "RTP timestamps",
-            "jitter_buffer": f"simulated ({pl.buffer})",
-            "loss": "measured at the receiver" if s.ssrc in delays else "measured at the capture point",
-            "delay_basis": delay_basis,
-        }
-        if s.ssrc not in delays:
-            notes.append(
-                "loss and delay variation as seen at the capture point: if the capture was taken at the sender of "
-                "this stream, the network's effect on it is not in the capture"
-            )
-        eff = pl.lost | pl.slot_late
-        lp = loss_pattern(eff)
-        ta = pr.ta_ms
-        played = pl.played
-        ta_mean = _mean(ta[played])
-        idv = float(emodel.delay_impairment(0.0 if math.isnan(ta_mean) else ta_mean, **params))
-        net_played = pr.net_ms[played]
-        dterms = DelayTerms(
-            packetisation_ms=pr.ptime_ms,
-            network_ms=_mean(net_played),
-            network_min_ms=float(np.min(net_played)) if net_played.size else float("nan"),
-            network_max_ms=float(np.max(net_played)) if net_played.size else float("nan"),
-            network_source=pr.net_source,
-            buffer_ms=_mean(pl.buffer_delay_ms[played]),
-            mouth_to_ear_ms=_mean(pr.m2e_ms[played]),
-            mouth_to_ear_max_ms=float(np.nanmax(pr.m2e_ms[played])) if played.any() else float("nan"),
-            basis=delay_basis,
-            ta_ms=ta_mean,
-            id_=idv,
-        )
-        preset, preset_note = _emodel_preset(s, conceal, codec)
-        notes.append(preset_note)
-        network = None
-        if preset is not None and played.any():
-            network = _network_score(pr, preset, window_s=window_s, emodel_params=params)
-            inputs["codec_impairment"] = preset
-        full = None
-        if references:
-            full, fr_notes, names = _full_reference(pr, references, conceal=conceal,
-                                                    min_correlation=min_correlation, emodel_params=params)
-            notes.extend(fr_notes)
-            found_any.update(names)
-            inputs["reference"] = (
-                "located: " + ", ".join(sorted({p.reference for p in full.plays})) if full else "not found"
-            )
-        else:
-            inputs["reference"] = "none given (network-side score only)"
-        out.append(
-            DirectionScore(
-                call_id=call_id,
-                direction=direction,
-                stream=str(s.key),
-                ssrc=s.ssrc,
-                codec=s.codec,
-                payload_type=int(s.payload_type),
-                clock_rate=int(s.clock_rate),
-                capture=pr.capture,
-                jitter_buffer=pl.buffer,
-                conceal=conceal,
-                expected=pl.expected,
-                received=pl.received,
-                network_lost=pl.network_lost,
-                late_lost=pl.late_lost,
-                duplicates=int(pl.duplicate.sum()),
-                effective_loss=pl.effective_loss,
-                burst_r=float(lp.burst_r),
-                loss_bursts=lp.bursts,
-                max_burst=lp.max_burst,
-                jitter_ms=float(s.stats.mean_jitter_ms),
-                delay=dterms,
-                network=network,
-                full_reference=full,
-                inputs=inputs,
-                notes=tuple(notes),
-            )
-        )
+    out = [
+        _direction_score(pr, call_id=call_id, user=user, measured=pr.stream.ssrc in delays, delay_basis=delay_basis,
+                         conceal=conceal, codec=codec, window_s=window_s, references=references,
+                         min_correlation=min_correlation, emodel_params=params)
+        for pr in preps
+    ]
     order = {USER_TALKS: 0, USER_LISTENS: 1, None: 2}
     out.sort(key=lambda d: order[d.direction])
     return CallScore(call_id=call_id, user=user, directions=tuple(out), notes=tuple(call_notes))
