@@ -13,19 +13,15 @@ from qoe.capture._linktypes import (
     AF_INET,
     AF_INET6_VALUES,
     ETHER_MAX_LENGTH,
+    ETHERTYPE_FIELD,
     ETHERTYPE_IPV4,
     ETHERTYPE_IPV6,
     ETHERTYPE_PPPOE_SESSION,
+    IP_VERSION_OF_LINKTYPE,
     LINKTYPE_ETHERNET,
-    LINKTYPE_IPV4,
-    LINKTYPE_IPV6,
-    LINKTYPE_LINUX_SLL,
-    LINKTYPE_LINUX_SLL2,
     LINKTYPE_LOOP,
     LINKTYPE_NULL,
-    LINKTYPE_RAW,
-    LINKTYPE_RAW_DLT12,
-    LINKTYPE_RAW_DLT14,
+    RAW_IP_LINKTYPES,
     VLAN_TPIDS,
 )
 from qoe.capture._types import UdpBatch
@@ -210,8 +206,8 @@ class _Extractor:
         not_ip = np.zeros(k, dtype=bool)
         for t in [lt] if isinstance(lt, int) else np.unique(lt).tolist():
             sel = np.ones(k, dtype=bool) if isinstance(lt, int) else (lt == t)
-            if t in _ETHERTYPE_AT:
-                at, hl = _ETHERTYPE_AT[t]
+            if t in ETHERTYPE_FIELD:
+                at, hl = ETHERTYPE_FIELD[t]
                 hl = np.full(k, hl, dtype=np.int64)
                 et = byte_at(at) << 8 | byte_at(at + 1)
                 if t == LINKTYPE_ETHERNET:
@@ -228,12 +224,11 @@ class _Extractor:
                 if t == LINKTYPE_ETHERNET:
                     maybe_ip |= et <= ETHER_MAX_LENGTH  # 802.3 length: LLC/SNAP may carry IP
                 not_ip |= sel & ~(ok & maybe_ip)
-            elif t in _RAW_TYPES:
-                v = byte_at(0) >> 4
-                if t == LINKTYPE_IPV4:
-                    v = np.full(k, 4, dtype=np.int64)
-                elif t == LINKTYPE_IPV6:
-                    v = np.full(k, 6, dtype=np.int64)
+            elif t in RAW_IP_LINKTYPES or t in IP_VERSION_OF_LINKTYPE:
+                if t in IP_VERSION_OF_LINKTYPE:
+                    v = np.full(k, IP_VERSION_OF_LINKTYPE[t], dtype=np.int64)
+                else:
+                    v = byte_at(0) >> 4
                 good = sel & (cap > 0) & ((v == 4) | (v == 6))
                 l3 = np.where(good, 0, l3)
                 ver = np.where(good, v, ver)
@@ -368,10 +363,6 @@ _IPV6_EXT_ARRAY = np.array([0, 43, 44, 50, 51, 59, 60, 135, 139, 140, 253, 254],
 _MAYBE_IP_ETHERTYPES = np.array(
     [ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_PPPOE_SESSION, *sorted(VLAN_TPIDS)], dtype=np.int64
 )
-_RAW_TYPES = frozenset({LINKTYPE_RAW, LINKTYPE_RAW_DLT12, LINKTYPE_RAW_DLT14, LINKTYPE_IPV4, LINKTYPE_IPV6})
-# Link types with an EtherType-like protocol field: (its offset, link header length), from
-# the tcpdump.org descriptions of LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL and LINKTYPE_LINUX_SLL2.
-_ETHERTYPE_AT = {LINKTYPE_ETHERNET: (12, 14), LINKTYPE_LINUX_SLL: (14, 16), LINKTYPE_LINUX_SLL2: (0, 20)}
 
 
 def _take(pending: list[_Piece], k: int) -> _Piece:

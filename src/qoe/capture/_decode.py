@@ -26,22 +26,18 @@ from qoe.capture._linktypes import (
     AF_INET,
     AF_INET6_VALUES,
     ETHER_MAX_LENGTH,
+    ETHERTYPE_FIELD,
     ETHERTYPE_IPV4,
     ETHERTYPE_IPV6,
     ETHERTYPE_PPPOE_SESSION,
+    IP_VERSION_OF_LINKTYPE,
     LINKTYPE_ETHERNET,
-    LINKTYPE_IPV4,
-    LINKTYPE_IPV6,
-    LINKTYPE_LINUX_SLL,
-    LINKTYPE_LINUX_SLL2,
     LINKTYPE_LOOP,
     LINKTYPE_NULL,
-    LINKTYPE_RAW,
-    LINKTYPE_RAW_DLT12,
-    LINKTYPE_RAW_DLT14,
     LLC_SNAP,
     PPP_IPV4,
     PPP_IPV6,
+    RAW_IP_LINKTYPES,
     VLAN_TPIDS,
 )
 from qoe.capture._reassembly import IPV4_TIMEOUT_NS, IPV6_TIMEOUT_NS, Reassembler
@@ -64,8 +60,6 @@ _TCP_URG = struct.Struct("!H")
 _FRAG6 = struct.Struct("!HI")  # offset+M, identification (RFC 8200 §4.5)
 _SACK = struct.Struct("!II")  # two 32-bit values: SACK edges, or TSval/TSecr
 
-_LINK_ETHERNET_LIKE = (LINKTYPE_ETHERNET,)
-_RAW_TYPES = frozenset({LINKTYPE_RAW, LINKTYPE_RAW_DLT12, LINKTYPE_RAW_DLT14})
 
 # Address text cache size: distinct addresses in one capture are few; the bound only keeps
 # a pathological capture (a scan, spoofed sources) from growing it without end.
@@ -139,33 +133,19 @@ class Decoder:
     def network_offset(self, linktype: int, data: bytes) -> tuple[int, int]:
         """``(ip_version, offset)`` of the IP header in a frame; version 0 if not IP."""
         n = len(data)
-        if linktype == LINKTYPE_ETHERNET:
-            if n < 14:
+        field = ETHERTYPE_FIELD.get(linktype)
+        if field is not None:  # Ethernet, Linux cooked v1/v2: an EtherType, then a chain
+            at, off = field
+            if n < off:
                 return 0, 0
-            et = data[12] << 8 | data[13]
-            off = 14
-        elif linktype == LINKTYPE_LINUX_SLL:
-            # LINKTYPE_LINUX_SLL: packet type 2, ARPHRD 2, addr len 2, addr 8, protocol 2.
-            if n < 16:
-                return 0, 0
-            et = data[14] << 8 | data[15]
-            off = 16
-        elif linktype == LINKTYPE_LINUX_SLL2:
-            # LINKTYPE_LINUX_SLL2: protocol 2, reserved 2, ifindex 4, ARPHRD 2, packet
-            # type 1, addr len 1, addr 8.
-            if n < 20:
-                return 0, 0
-            et = data[0] << 8 | data[1]
-            off = 20
-        elif linktype in _RAW_TYPES:
+            et = data[at] << 8 | data[at + 1]
+        elif linktype in RAW_IP_LINKTYPES:
             if not n:
                 return 0, 0
             v = data[0] >> 4
             return (v, 0) if v in (4, 6) else (0, 0)
-        elif linktype == LINKTYPE_IPV4:
-            return 4, 0
-        elif linktype == LINKTYPE_IPV6:
-            return 6, 0
+        elif linktype in IP_VERSION_OF_LINKTYPE:
+            return IP_VERSION_OF_LINKTYPE[linktype], 0
         elif linktype == LINKTYPE_NULL or linktype == LINKTYPE_LOOP:
             if n < 4:
                 return 0, 0

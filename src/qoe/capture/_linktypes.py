@@ -79,6 +79,17 @@ SUPPORTED_LINKTYPES = frozenset(
     }
 )
 
+# Link layers whose header ends in an EtherType-valued protocol field: link type -> (offset
+# of that field, header length). tcpdump.org LINKTYPE_ETHERNET: destination 6, source 6,
+# type 2; LINKTYPE_LINUX_SLL: packet type 2, ARPHRD 2, address length 2, address 8,
+# protocol 2; LINKTYPE_LINUX_SLL2: protocol 2, reserved 2, ifindex 4, ARPHRD 2, packet
+# type 1, address length 1, address 8.
+ETHERTYPE_FIELD = {LINKTYPE_ETHERNET: (12, 14), LINKTYPE_LINUX_SLL: (14, 16), LINKTYPE_LINUX_SLL2: (0, 20)}
+# Raw IP without a link header: the IP version is the first nibble (LINKTYPE_RAW and the
+# old DLT_RAW values), or fixed by the link type (LINKTYPE_IPV4, LINKTYPE_IPV6).
+RAW_IP_LINKTYPES = frozenset({LINKTYPE_RAW, LINKTYPE_RAW_DLT12, LINKTYPE_RAW_DLT14})
+IP_VERSION_OF_LINKTYPE = {LINKTYPE_IPV4: 4, LINKTYPE_IPV6: 6}
+
 # EtherTypes (IEEE Registration Authority; RFC 894 IPv4, RFC 2464 §3 IPv6).
 ETHERTYPE_IPV4 = 0x0800
 ETHERTYPE_IPV6 = 0x86DD
