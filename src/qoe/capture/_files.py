@@ -28,6 +28,7 @@ References
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import struct
@@ -317,22 +318,33 @@ def probe(source: PathOrFile) -> CaptureInfo:
             start = source.tell()
         except (AttributeError, OSError, ValueError):
             raise CaptureError(f"{name}: file object is not seekable; give a path or a seekable binary file") from None
+    try:
+        with _opened(source, name) as (f, info, head):
+            if info.format == "pcapng":
+                # Walk to the first packet: the interfaces and link types, and frame 1's time.
+                for _ in _pcapng_chunks(f, info, head, probe_only=True):
+                    pass
+            else:
+                info.first_frame_ns = _pcap_first_frame_ns(f, info)
+            return info
+    finally:
+        if start is not None:
+            source.seek(start)  # type: ignore[union-attr]
+
+
+@contextlib.contextmanager
+def _opened(source: PathOrFile, name: str) -> Iterator[tuple[BinaryIO, CaptureInfo, bytes]]:
+    """Open ``source`` and read what its first bytes say: (file, info, the bytes read).
+
+    The file is closed at the end if it was opened here (a path), not if it was given.
+    """
     f, owned = _open(source, name)
     try:
         head = _read(f, 24, name)
-        info = _parse_head(name, head)
-        if info.format == "pcapng":
-            # Walk to the first packet: the interfaces and link types, and frame 1's time.
-            for _ in _pcapng_chunks(f, info, head, probe_only=True):
-                pass
-        else:
-            info.first_frame_ns = _pcap_first_frame_ns(f, info)
-        return info
+        yield f, _parse_head(name, head), head
     finally:
         if owned:
             f.close()
-        elif start is not None:
-            source.seek(start)  # type: ignore[union-attr]
 
 
 def _parse_head(name: str, head: bytes) -> CaptureInfo:
@@ -492,18 +504,11 @@ def raw_chunks(source: PathOrFile) -> Iterator[RawChunk]:
     the first ``next``); a record cut short or damaged ends the stream with a
     :class:`~qoe.errors.QoEWarning`, after the chunk of the records before it.
     """
-    name = _name_of(source)
-    f, owned = _open(source, name)
-    try:
-        head = _read(f, 24, name)
-        info = _parse_head(name, head)
+    with _opened(source, _name_of(source)) as (f, info, head):
         if info.format == "pcapng":
             yield from _pcapng_chunks(f, info, head)
         else:
             yield from _pcap_chunks(f, info)
-    finally:
-        if owned:
-            f.close()
 
 
 def _pcap_chunks(f: BinaryIO, info: CaptureInfo) -> Iterator[RawChunk]:

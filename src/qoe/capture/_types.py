@@ -20,21 +20,6 @@ from typing import Any
 
 import numpy as np
 
-__all__ = [
-    "Packet",
-    "TcpInfo",
-    "UdpBatch",
-    "TCP_FIN",
-    "TCP_SYN",
-    "TCP_RST",
-    "TCP_PSH",
-    "TCP_ACK",
-    "TCP_URG",
-    "TCP_ECE",
-    "TCP_CWR",
-    "TCP_AE",
-]
-
 # TCP control bits, RFC 9293 §3.1 (FIN..URG), RFC 3168 §6.1 (ECE, CWR), and the bit next to
 # them that RFC 3540 called NS and RFC 9768 (AccECN) calls AE. Bit values of TcpInfo.flags.
 TCP_FIN = 0x001
