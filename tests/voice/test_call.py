@@ -319,3 +319,8 @@ def test_records_and_dicts_are_plain(two_capture_call):
     assert full["full_reference"]["plays"][0]["reference"] == "talk.wav"
     assert full["network"]["windows"]["window_s"] == 10.0
     assert d.tables()["plays"][0]["z"] == d.full_reference.plays[0].z
+
+
+def test_a_user_chosen_from_two_captures_says_how_once(two_capture_call):
+    # score_calls chose the user's end (no user= given): the one note says how, not "(given)"
+    assert two_capture_call.notes == (f"user's end: {CLIENT[0]} (where the first of the two captures was taken)",)
