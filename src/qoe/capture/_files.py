@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, Union
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 import dpkt
 from dpkt import pcap as dpkt_pcap
@@ -490,11 +491,14 @@ class RawChunk:
                 yield index, ts, iface, t, wire, buf[a:e]
 
 
-def _gather_u32(buf_u8: "np.ndarray", starts: "np.ndarray", count: int, bo: str) -> "np.ndarray":
-    """``count`` consecutive uint32 fields at each of ``starts`` (k × count array)."""
-    idx = starts[:, None] + np.arange(4 * count, dtype=np.int64)
-    raw = np.ascontiguousarray(buf_u8[idx])
-    return raw.view(np.dtype(bo + "u4")).reshape(len(starts), count).astype(np.int64)
+def _gather_u32(buf: bytes, starts: "np.ndarray", count: int, bo: str) -> "np.ndarray":
+    """``count`` consecutive uint32 fields at each of ``starts`` (k × count int64 array).
+
+    One row of ``4 * count`` bytes is taken per start from a sliding-window view of the
+    buffer (no copy until the rows are gathered), then read as uint32.
+    """
+    rows = sliding_window_view(np.frombuffer(buf, dtype=np.uint8), 4 * count)[starts]
+    return rows.view(bo + "u4").astype(np.int64)
 
 
 def raw_chunks(source: PathOrFile) -> Iterator[RawChunk]:
@@ -528,7 +532,7 @@ def _pcap_chunks(f: BinaryIO, info: CaptureInfo) -> Iterator[RawChunk]:
         buf = buf[pos:] + chunk if pos < len(buf) else chunk
         pos = 0
         n = len(buf)
-        starts = []
+        starts: list[int] = []
         append = starts.append
         while pos + rec <= n:
             end = pos + rec + caplen_at(buf, pos + 8)[0]
@@ -541,8 +545,8 @@ def _pcap_chunks(f: BinaryIO, info: CaptureInfo) -> Iterator[RawChunk]:
             pos = n = len(buf)
             chunk = b""
         if starts:
-            st = np.asarray(starts, dtype=np.int64)
-            h = _gather_u32(np.frombuffer(buf, dtype=np.uint8), st, 4, bo)
+            st = np.fromiter(starts, dtype=np.int64, count=len(starts))
+            h = _gather_u32(buf, st, 4, bo)
             k = len(st)
             yield RawChunk(
                 buf=buf,
@@ -613,36 +617,33 @@ def _pcapng_chunks(f: BinaryIO, info: CaptureInfo, already: bytes, *, probe_only
         k = len(epbs) + len(others)
         if not k:
             return None
-        data_off = np.empty(k, dtype=np.int64)
-        caplen = np.empty(k, dtype=np.int64)
-        wire = np.empty(k, dtype=np.int64)
-        ts = np.empty(k, dtype=np.int64)
-        ifc = np.empty(k, dtype=np.int64)
+        data_off, caplen, wire, ts, ifc = np.empty((5, k), dtype=np.int64)
         is_epb = np.ones(k, dtype=bool)
         if others:
             rows = np.array([o[0] for o in others], dtype=np.int64)
             is_epb[rows] = False
-            vals = np.array([o[1:] for o in others], dtype=object)
-            data_off[rows] = vals[:, 0].astype(np.int64)
-            caplen[rows] = vals[:, 1].astype(np.int64)
-            wire[rows] = vals[:, 2].astype(np.int64)
-            ifc[rows] = vals[:, 3].astype(np.int64)
-            ts[rows] = np.array([int(v) for v in vals[:, 4]], dtype=np.int64)
+            for dst, v in zip((data_off, caplen, wire, ifc, ts), zip(*(o[1:] for o in others))):
+                dst[rows] = v
         if epbs:
-            st = np.asarray(epbs, dtype=np.int64)
-            h = _gather_u32(np.frombuffer(buf, dtype=np.uint8), st, 7, bo)
+            st = np.fromiter(epbs, dtype=np.int64, count=len(epbs))
+            h = _gather_u32(buf, st, 7, bo)
             # EPB (§4.3): type, length, interface id, ts high, ts low, caplen, original length
             local = h[:, 2]
             raw = (h[:, 3].astype(np.uint64) << np.uint64(32)) | h[:, 4].astype(np.uint64)
-            e_ts = np.empty(len(st), dtype=np.int64)
-            for i in np.unique(local).tolist():
-                sel = local == i
-                e_ts[sel] = _ticks_to_ns(raw[sel], ifaces[i])
-            data_off[is_epb] = st + 28
-            caplen[is_epb] = h[:, 5]
-            wire[is_epb] = h[:, 6]
-            ts[is_epb] = e_ts
-            ifc[is_epb] = local + base
+            present = np.flatnonzero(np.bincount(local)).tolist()
+            if len(present) == 1:
+                e_ts = _ticks_to_ns(raw, ifaces[present[0]])
+            else:
+                e_ts = np.empty(len(st), dtype=np.int64)
+                for i in present:
+                    sel = local == i
+                    e_ts[sel] = _ticks_to_ns(raw[sel], ifaces[i])
+            epb_cols = (st + 28, h[:, 5], h[:, 6], e_ts, local + base)
+            if others:
+                for dst, v in zip((data_off, caplen, wire, ts, ifc), epb_cols):
+                    dst[is_epb] = v
+            else:
+                data_off, caplen, wire, ts, ifc = epb_cols
         lts = np.array([x.linktype for x in info.interfaces] + [-1], dtype=np.int64)
         ifc[ifc < 0] = len(lts) - 1  # frames without a packet: link type -1, nothing decoded
         chunk = RawChunk(buf, index + 1, data_off, caplen, wire, ts, ifc.astype(np.int32), lts[ifc])
