@@ -1,0 +1,252 @@
+"""What a scan of a capture found: streams, their keys and RTCP summaries, and the scan.
+
+The result records of :func:`qoe.voice.rtp.scan_capture` and their flat views for tables,
+CSV and JSON (re-exported, and documented as a whole, by :mod:`qoe.voice.rtp`).
+
+References
+----------
+.. [1] RFC 3550, "RTP: A Transport Protocol for Real-Time Applications", §3 (SSRC),
+   §6.4 (sender and receiver reports), §6.4.1 (round-trip time from LSR and DLSR).
+.. [2] RFC 3261 §20 (the Call-ID, From and To header fields of a SIP call).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from qoe.voice._rtp_packet import RtpPackets
+from qoe.voice._rtp_stats import RtpStats
+from qoe.voice.sip import SipCall
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class StreamKey:
+    """What identifies one RTP stream: the UDP direction and the SSRC (RFC 3550 §3)."""
+
+    src: str
+    sport: int
+    dst: str
+    dport: int
+    ssrc: int
+
+    def __str__(self) -> str:
+        return f"{self.src}:{self.sport} -> {self.dst}:{self.dport} ssrc=0x{self.ssrc:08x}"
+
+
+
+@dataclass(frozen=True, slots=True)
+class RtcpSummary:
+    """What the RTCP of a capture said about one SSRC (RFC 3550 §6.4).
+
+    Attributes
+    ----------
+    ssrc : int
+        The synchronisation source the reports are about (the media sender).
+    sender_reports : int
+        Sender reports (SR) sent by this SSRC.
+    reports : int
+        Reception report blocks about this SSRC (in SRs or RRs of its peers).
+    fraction_lost : float or None
+        Fraction lost of the last report block (0..1, RFC 3550 §6.4.1).
+    cumulative_lost : int or None
+        Cumulative number of packets lost, from the last report block.
+    jitter_ticks : int or None
+        Interarrival jitter of the last report block, in timestamp units.
+    rtt_ms : tuple of float
+        Round-trip times between the capture point and the reporter, one per report
+        block whose LSR matched a sender report seen in the capture:
+        ``t(RR) - t(SR) - DLSR`` (RFC 3550 §6.4.1, with capture times for A and the
+        SR's sending time).
+    """
+
+    ssrc: int
+    sender_reports: int
+    reports: int
+    fraction_lost: float | None
+    cumulative_lost: int | None
+    jitter_ticks: int | None
+    rtt_ms: tuple[float, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Flat record with the RTT summarised (count, mean, min, max)."""
+        rtt = np.asarray(self.rtt_ms, dtype=float)
+        return {
+            "rtcp_sender_reports": self.sender_reports,
+            "rtcp_reports": self.reports,
+            "rtcp_fraction_lost": self.fraction_lost,
+            "rtcp_cumulative_lost": self.cumulative_lost,
+            "rtcp_jitter_ticks": self.jitter_ticks,
+            "rtt_count": int(rtt.size),
+            "rtt_mean_ms": float(rtt.mean()) if rtt.size else None,
+            "rtt_min_ms": float(rtt.min()) if rtt.size else None,
+            "rtt_max_ms": float(rtt.max()) if rtt.size else None,
+        }
+
+
+@dataclass(frozen=True)
+class RtpStream:
+    """One RTP stream found in a capture.
+
+    Attributes
+    ----------
+    key : StreamKey
+        Addresses, ports and SSRC.
+    payload_type : int
+        The most frequent payload type of the stream.
+    codec : str or None
+        Encoding name from SDP ``a=rtpmap`` or RFC 3551's static table, else None.
+    clock_rate : int or None
+        RTP clock rate of ``payload_type`` in Hz; None when unknown (no jitter then).
+    packets : RtpPackets or None
+        The per-packet table; None when the stream was scanned for statistics only.
+    stats : RtpStats
+        Receiver statistics.
+    call_id : str or None
+        SIP Call-ID of the call whose SDP announced this stream.
+    ptime_ms : float or None
+        Packetisation time from SDP ``a=ptime``.
+    found_by : str
+        ``"sdp"`` when SIP/SDP announced the stream, ``"heuristic"`` otherwise.
+    payload_types : tuple of int
+        Every payload type seen in the stream, most frequent first.
+    rtcp : RtcpSummary or None
+        RTCP reports about this SSRC, if the capture has any.
+    """
+
+    key: StreamKey
+    payload_type: int
+    codec: str | None
+    clock_rate: int | None
+    packets: RtpPackets | None
+    stats: RtpStats
+    call_id: str | None = None
+    ptime_ms: float | None = None
+    found_by: str = "heuristic"
+    payload_types: tuple[int, ...] = ()
+    rtcp: RtcpSummary | None = None
+
+    @property
+    def ssrc(self) -> int:
+        return self.key.ssrc
+
+    def to_dict(self) -> dict[str, Any]:
+        """One flat record: identification, codec, statistics, RTCP summary."""
+        k = self.key
+        out: dict[str, Any] = {
+            "src": k.src,
+            "sport": k.sport,
+            "dst": k.dst,
+            "dport": k.dport,
+            "ssrc": f"0x{k.ssrc:08x}",
+            "payload_type": self.payload_type,
+            "codec": self.codec,
+            "clock_rate": self.clock_rate,
+            "call_id": self.call_id,
+            "found_by": self.found_by,
+        }
+        out.update(self.stats.to_dict())
+        if self.rtcp is not None:
+            out.update(self.rtcp.to_dict())
+        return out
+
+
+@dataclass(frozen=True)
+class RtpScan:
+    """Everything :func:`scan_capture` found: RTP streams, SIP calls, RTCP.
+
+    Attributes
+    ----------
+    path : str
+        The capture.
+    streams : tuple of RtpStream
+        In order of their first packet.
+    calls : tuple of SipCall
+        SIP calls (by Call-ID) in order of their first INVITE.
+    rtcp : dict of int to RtcpSummary
+        RTCP reports by the SSRC they describe (also attached to the streams).
+    first_ns : int or None
+        Time of the capture's frame 1, whatever its protocol (what tshark's "Start
+        time" is relative to, so a stream can start at a negative time when the file is
+        not in time order); the first UDP datagram's if that cannot be read.
+    udp_packets : int
+        UDP datagrams read.
+    rtcp_packets : int
+        UDP datagrams recognised as RTCP.
+    """
+
+    path: str
+    streams: tuple[RtpStream, ...]
+    calls: tuple[SipCall, ...]
+    rtcp: dict[int, RtcpSummary]
+    first_ns: int | None
+    udp_packets: int
+    rtcp_packets: int
+
+    def stream_records(self, *, brief: bool = False) -> list[dict[str, Any]]:
+        """One flat record per stream (with its call's From/To), for tables and CSV.
+
+        Parameters
+        ----------
+        brief : bool, optional
+            Only the columns that fit a terminal table (stream, codec, call, packets,
+            loss, delta, jitter, bursts, problems) instead of every field.
+        """
+        calls = {c.call_id: c for c in self.calls}
+        rows = []
+        for s in self.streams:
+            d = s.to_dict()
+            c = calls.get(s.call_id) if s.call_id else None
+            d["call_from"] = c.from_uri if c else None
+            d["call_to"] = c.to_uri if c else None
+            d["start_s"] = (s.stats.first_ns - self.first_ns) / 1e9 if self.first_ns is not None else None
+            if brief:
+                st = s.stats
+                d = {
+                    "source": f"{s.key.src}:{s.key.sport}",
+                    "destination": f"{s.key.dst}:{s.key.dport}",
+                    "ssrc": d["ssrc"],
+                    "codec": s.codec if s.codec else f"PT{s.payload_type}",
+                    "call_id": s.call_id,
+                    "start_s": d["start_s"],
+                    "duration_s": st.duration_s,
+                    "packets": st.packets,
+                    "lost": st.lost,
+                    "loss_%": 100.0 * st.loss_fraction,
+                    "max_delta_ms": st.max_delta_ms,
+                    "mean_jitter_ms": st.mean_jitter_ms,
+                    "max_jitter_ms": st.max_jitter_ms,
+                    "bursts": st.loss_bursts,
+                    "max_burst": st.max_burst_length,
+                    "problems": st.problems,
+                }
+            rows.append(d)
+        return rows
+
+    def call_records(self, *, brief: bool = False) -> list[dict[str, Any]]:
+        """One flat record per SIP call, with the number of streams found for it.
+
+        Parameters
+        ----------
+        brief : bool, optional
+            Times relative to the capture's first UDP datagram (``start_s``) and the
+            call's duration instead of the absolute nanosecond times.
+        """
+        out = []
+        for c in self.calls:
+            d = c.to_dict()
+            d["streams"] = sum(1 for s in self.streams if s.call_id == c.call_id)
+            if brief:
+                rel = None if c.invite_ns is None or self.first_ns is None else (c.invite_ns - self.first_ns) / 1e9
+                dur = None if c.answer_ns is None or c.end_ns is None else (c.end_ns - c.answer_ns) / 1e9
+                d = {"call_id": d["call_id"], "from": d["from"], "to": d["to"], "status": d["status"],
+                     "start_s": rel, "setup_s": d["setup_s"], "duration_s": dur, "offer": d["offer"],
+                     "answer": d["answer"], "messages": d["messages"], "streams": d["streams"]}
+            out.append(d)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"streams": [...], "calls": [...]}`` of flat records."""
+        return {"streams": self.stream_records(), "calls": self.call_records()}
