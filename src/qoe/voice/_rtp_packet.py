@@ -1,10 +1,11 @@
 """The RTP and RTCP wire formats: headers, static payload types, sequence numbers.
 
-What :mod:`qoe.voice.rtp` reads from each datagram: the RTP fixed header, RTCP compound
-packets, and 16-bit sequence numbers and 32-bit timestamps extended across their wraps;
-and the per-packet table (:class:`RtpPackets`) that the statistics, the jitter buffer
-and the decoder work on. The public names are re-exported, and documented as a whole,
-by :mod:`qoe.voice.rtp`.
+What :mod:`qoe.voice.rtp` reads from each datagram: the RTP fixed header (of one packet,
+or of many at once for the capture scan, by the same code), RTCP compound packets, and
+16-bit sequence numbers and 32-bit timestamps extended across their wraps; and the
+per-packet table (:class:`RtpPackets`) that the statistics, the jitter buffer and the
+decoder work on. The public names are re-exported, and documented as a whole, by
+:mod:`qoe.voice.rtp`.
 
 References
 ----------
@@ -20,7 +21,7 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -127,6 +128,80 @@ class RtpHeader:
     payload_end: int
 
 
+class RtpHeaderColumns(NamedTuple):
+    """The RTP fixed headers of many packets (:func:`header_columns`), one entry per kept row."""
+
+    rows: np.ndarray  # indices (into the packets given) of the headers that fit their packet
+    csrc_count: np.ndarray
+    extension: np.ndarray
+    padding: np.ndarray
+    marker: np.ndarray
+    payload_type: np.ndarray
+    seq: np.ndarray
+    timestamp: np.ndarray
+    ssrc: np.ndarray
+    payload_start: np.ndarray  # absolute offsets into the buffer
+    payload_end: np.ndarray
+
+
+def header_columns(u8: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> RtpHeaderColumns:
+    """Parse the RTP fixed headers of many packets in one buffer at once.
+
+    The packets must already be known to be version 2, not RTCP and at least 12 bytes
+    long (:func:`parse_rtp_header` and the capture scan check that first). A packet too
+    short for the CSRC list and header extension it announces is dropped; a padding
+    count larger than the payload is ignored rather than rejected.
+
+    Parameters
+    ----------
+    u8 : numpy.ndarray of uint8
+        The bytes holding the packets.
+    starts, lengths : numpy.ndarray of int64
+        Where each packet starts in ``u8`` and how long it is.
+
+    Returns
+    -------
+    RtpHeaderColumns
+        The header fields of the packets that hold a whole header, and where their
+        payloads lie in ``u8`` (after the CSRC list and extension, without padding).
+
+    References
+    ----------
+    RFC 3550 §5.1 (fixed header, padding, CSRC count), §5.3.1 (header extension: a
+    16-bit profile word, then its length in 32-bit words).
+    """
+    h = u8[starts[:, None] + np.arange(RTP_FIXED_HEADER)].astype(np.int64)
+    cc = h[:, 0] & 0x0F
+    has_x = (h[:, 0] & 0x10) != 0
+    has_p = (h[:, 0] & 0x20) != 0
+    hdr = RTP_FIXED_HEADER + 4 * cc
+    xi = np.flatnonzero(has_x & (hdr + 4 <= lengths))
+    if xi.size:  # RFC 3550 §5.3.1: 16-bit profile word, 16-bit length in 32-bit words
+        at = starts[xi] + hdr[xi]
+        hdr[xi] += 4 + 4 * (u8[at + 2].astype(np.int64) << 8 | u8[at + 3])
+    valid = (hdr <= lengths) & ~(has_x & (RTP_FIXED_HEADER + 4 * cc + 4 > lengths))
+    rows = np.flatnonzero(valid)
+    if rows.size < valid.size:
+        starts, lengths, h, hdr, cc, has_x, has_p = (
+            starts[rows], lengths[rows], h[rows], hdr[rows], cc[rows], has_x[rows], has_p[rows]
+        )
+    pad = np.where(has_p, u8[starts + lengths - 1], 0).astype(np.int64)
+    pad = np.where(pad <= lengths - hdr, pad, 0)
+    return RtpHeaderColumns(
+        rows=rows,
+        csrc_count=cc,
+        extension=has_x,
+        padding=has_p,
+        marker=(h[:, 1] & 0x80) != 0,
+        payload_type=h[:, 1] & 0x7F,
+        seq=h[:, 2] << 8 | h[:, 3],
+        timestamp=h[:, 4] << 24 | h[:, 5] << 16 | h[:, 6] << 8 | h[:, 7],
+        ssrc=h[:, 8] << 24 | h[:, 9] << 16 | h[:, 10] << 8 | h[:, 11],
+        payload_start=starts + hdr,
+        payload_end=starts + lengths - pad,
+    )
+
+
 def parse_rtp_header(data: bytes) -> RtpHeader | None:
     """Parse the RTP header of a UDP payload; None if it cannot be RTP.
 
@@ -156,31 +231,21 @@ def parse_rtp_header(data: bytes) -> RtpHeader | None:
     n = len(data)
     if n < RTP_FIXED_HEADER or data[0] >> 6 != RTP_VERSION or data[1] in RTCP_TYPES:
         return None
-    b0 = data[0]
-    cc = b0 & 0x0F
-    hdr = RTP_FIXED_HEADER + 4 * cc
-    ext = bool(b0 & 0x10)
-    if ext:
-        if hdr + 4 > n:
-            return None
-        hdr += 4 + 4 * int.from_bytes(data[hdr + 2 : hdr + 4], "big")  # RFC 3550 §5.3.1
-    if hdr > n:
+    h = header_columns(np.frombuffer(data, dtype=np.uint8), np.zeros(1, dtype=np.int64), np.array([n]))
+    if h.rows.size == 0:
         return None
-    pad = data[-1] if b0 & 0x20 else 0
-    if pad > n - hdr:
-        pad = 0
     return RtpHeader(
         version=RTP_VERSION,
-        padding=bool(b0 & 0x20),
-        extension=ext,
-        csrc_count=cc,
-        marker=bool(data[1] & 0x80),
-        payload_type=data[1] & 0x7F,
-        seq=int.from_bytes(data[2:4], "big"),
-        timestamp=int.from_bytes(data[4:8], "big"),
-        ssrc=int.from_bytes(data[8:12], "big"),
-        payload_start=hdr,
-        payload_end=n - pad,
+        padding=bool(h.padding[0]),
+        extension=bool(h.extension[0]),
+        csrc_count=int(h.csrc_count[0]),
+        marker=bool(h.marker[0]),
+        payload_type=int(h.payload_type[0]),
+        seq=int(h.seq[0]),
+        timestamp=int(h.timestamp[0]),
+        ssrc=int(h.ssrc[0]),
+        payload_start=int(h.payload_start[0]),
+        payload_end=int(h.payload_end[0]),
     )
 
 
@@ -284,10 +349,17 @@ def extend_sequence(values: np.ndarray, modulus: int) -> np.ndarray:
 
 def unwrap(v: np.ndarray, prev_raw: int, prev_ext: int, modulus: int) -> np.ndarray:
     """Extend ``v`` (int64 raw values) continuing from a previous (raw, extended) pair."""
+    return prev_ext + np.cumsum(wrapped_distance(np.diff(v, prepend=prev_raw), modulus))
+
+
+def wrapped_distance(d: np.ndarray, modulus: int) -> np.ndarray:
+    """Counter differences ``d`` as the shortest signed distance modulo ``modulus``.
+
+    The result lies in ``[-modulus/2, modulus/2)``: RFC 3550 A.1's way of telling a
+    wrap (a small step forward across ``modulus``) from a reordering (a small step back).
+    """
     half = modulus // 2
-    d = np.diff(v, prepend=prev_raw)
-    d = (d + half) % modulus - half  # shortest signed distance modulo `modulus`
-    return prev_ext + np.cumsum(d)
+    return (d + half) % modulus - half
 
 
 def make_packets(

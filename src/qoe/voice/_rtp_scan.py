@@ -36,8 +36,10 @@ from qoe.voice._rtp_packet import (
     SEQ_MOD,
     STATIC_PAYLOAD_TYPES,
     TS_MOD,
-    RtpPackets,
+    header_columns,
+    make_packets,
     parse_rtcp,
+    wrapped_distance,
 )
 from qoe.voice._rtp_results import RtcpSummary, RtpScan, RtpStream, StreamKey
 from qoe.voice._rtp_stats import Analyser, clock_table, cn_table
@@ -116,8 +118,8 @@ def _looks_like_rtp(seq: np.ndarray, ts: np.ndarray, pt: np.ndarray) -> bool:
     n = seq.size
     if n < 2:
         return False
-    ds = (np.diff(seq.astype(np.int64)) + 32768) % SEQ_MOD - 32768
-    dt = (np.diff(ts.astype(np.int64)) + (1 << 31)) % TS_MOD - (1 << 31)
+    ds = wrapped_distance(np.diff(seq.astype(np.int64)), SEQ_MOD)
+    dt = wrapped_distance(np.diff(ts.astype(np.int64)), TS_MOD)
     steps = n - 1
     seq_ok = np.count_nonzero(np.abs(ds) <= 128) >= 0.9 * steps and np.count_nonzero(ds >= 1) >= 0.5 * steps
     ts_ok = np.count_nonzero(np.abs(dt) < (1 << 25)) >= 0.9 * steps
@@ -216,28 +218,11 @@ class _Scanner:
                     self.rtcp_ports.add((m.address, m.rtcp_port or (m.port + 1)))
 
     def _rtp(self, b: Any, u8: np.ndarray, rows: np.ndarray, s: np.ndarray, ln: np.ndarray) -> None:
-        h = u8[s[:, None] + np.arange(RTP_FIXED_HEADER)].astype(np.int64)
-        cc = h[:, 0] & 0x0F
-        has_x = (h[:, 0] & 0x10) != 0
-        has_p = (h[:, 0] & 0x20) != 0
-        hdr = RTP_FIXED_HEADER + 4 * cc
-        xi = np.flatnonzero(has_x & (hdr + 4 <= ln))
-        if xi.size:  # RFC 3550 §5.3.1: 16-bit profile word, 16-bit length in 32-bit words
-            at = s[xi] + hdr[xi]
-            hdr[xi] += 4 + 4 * (u8[at + 2].astype(np.int64) << 8 | u8[at + 3])
-        valid = (hdr <= ln) & ~(has_x & (RTP_FIXED_HEADER + 4 * cc + 4 > ln))
-        if not valid.all():
-            keep = np.flatnonzero(valid)
-            rows, s, ln, h, hdr, has_p = rows[keep], s[keep], ln[keep], h[keep], hdr[keep], has_p[keep]
-            if rows.size == 0:
-                return
-        pad = np.where(has_p, u8[s + ln - 1], 0).astype(np.int64)
-        pad = np.where(pad <= ln - hdr, pad, 0)
-        marker = (h[:, 1] & 0x80) != 0
-        ptype = h[:, 1] & 0x7F
-        seq = h[:, 2] << 8 | h[:, 3]
-        ts = h[:, 4] << 24 | h[:, 5] << 16 | h[:, 6] << 8 | h[:, 7]
-        ssrc = h[:, 8] << 24 | h[:, 9] << 16 | h[:, 10] << 8 | h[:, 11]
+        h = header_columns(u8, s, ln)
+        if h.rows.size == 0:
+            return
+        rows = rows[h.rows]
+        marker, ptype, seq, ts, ssrc = h.marker, h.payload_type, h.seq, h.timestamp, h.ssrc
         src = b.src[rows].astype(np.int64)
         dst = b.dst[rows].astype(np.int64)
         sport = b.sport[rows].astype(np.int64)
@@ -250,8 +235,7 @@ class _Scanner:
         bounds = np.concatenate(([0], cut, [order.size]))
         frame = b.index[rows]
         arr = b.ts_ns[rows]
-        pstart = s + hdr
-        pend = s + ln - pad
+        pstart, pend = h.payload_start, h.payload_end
         buf = u8.data if self.keep else None
         for g0, g1 in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
             sel = order[g0:g1]
@@ -321,10 +305,10 @@ class _Scanner:
             self._push(flow, c[:6], c[6])
 
     def _push(self, flow: _Flow, cols: tuple[np.ndarray, ...], pays: list[bytes]) -> None:
-        frame, arr, seq, ts, pt, mk = cols
-        se, te = flow.analyser.update(arr, seq, ts, pt, mk)  # type: ignore[union-attr]
+        _frame, arr, seq, ts, pt, mk = cols
+        flow.analyser.update(arr, seq, ts, pt, mk)  # type: ignore[union-attr]
         if self.keep:
-            flow.chunks.append((frame, arr, seq, se, ts, te, mk, pt))
+            flow.chunks.append(cols)
             flow.payloads.append(pays)
 
     # -- at the end --------------------------------------------------------------
@@ -363,7 +347,8 @@ class _Scanner:
             src, dst, sport, dport, ssrc = flow.key
             packets = None
             if self.keep:
-                packets = _concat_packets(flow.chunks, flow.payloads)
+                frame, arr, seq, ts, pt, mk = (np.concatenate(c) for c in zip(*flow.chunks))
+                packets = make_packets(frame, arr, seq, ts, mk, pt, [p for chunk in flow.payloads for p in chunk])
                 flow.chunks, flow.payloads = [], []
             streams.append(
                 RtpStream(
@@ -400,22 +385,6 @@ def _codec_of(pt: int, media: SdpMedia | None) -> tuple[str | None, int | None]:
     if pt in STATIC_PAYLOAD_TYPES:
         return STATIC_PAYLOAD_TYPES[pt]
     return None, None
-
-
-def _concat_packets(chunks: list[tuple[np.ndarray, ...]], payloads: list[list[bytes]]) -> RtpPackets:
-    cols = [np.concatenate([c[i] for c in chunks]) for i in range(8)]
-    frame, arr, seq, se, ts, te, mk, pt = cols
-    return RtpPackets(
-        frame=frame.astype(np.int64),
-        arrival_ns=arr.astype(np.int64),
-        seq=seq.astype(np.uint16),
-        seq_ext=se.astype(np.int64),
-        timestamp=ts.astype(np.uint32),
-        ts_ext=te.astype(np.int64),
-        marker=mk.astype(bool),
-        payload_type=pt.astype(np.uint8),
-        payloads=tuple(p for chunk in payloads for p in chunk),
-    )
 
 
 def scan_capture(

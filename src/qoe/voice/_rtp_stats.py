@@ -178,6 +178,15 @@ def jitter_filter(abs_d: np.ndarray, j0: float) -> np.ndarray:
     return out.reshape(-1)[:m]
 
 
+def _previous(x: np.ndarray, first: Any) -> np.ndarray:
+    """Each element's predecessor: ``[first, x[0], ..., x[-2]]`` (``x`` non-empty), the
+    carried-in ``first`` being the last value of the chunk before."""
+    out = np.empty_like(x)
+    out[0] = first
+    out[1:] = x[:-1]
+    return out
+
+
 def running_mean(mean: float, values: np.ndarray, ks: np.ndarray) -> float:
     """Apply ``mean += (v - mean) / k`` for each (v, k) in order, in closed form.
 
@@ -343,7 +352,7 @@ class Presence:
             i = j
 
     def _add(self, e: np.ndarray) -> None:
-        run_max = np.maximum.accumulate(np.concatenate(([self.max_ext], e)))[:-1]
+        run_max = np.maximum.accumulate(_previous(e, self.max_ext))
         self.max_ext = max(self.max_ext, int(e.max()))
         hi = max(self.hi, int(e.max()))
         if hi - self.base >= self.cap:  # slide: settle what is far behind the highest
@@ -418,26 +427,22 @@ class Analyser:
         self.presence: Presence | None = None
 
     # -- one chunk ---------------------------------------------------------------
-    def update(
-        self, arr: np.ndarray, seq: np.ndarray, ts: np.ndarray, pt: np.ndarray, mk: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Add packets (arrival order); return their extended sequence numbers and timestamps."""
+    def update(self, arr: np.ndarray, seq: np.ndarray, ts: np.ndarray, pt: np.ndarray, mk: np.ndarray) -> None:
+        """Add packets in arrival order: arrival ns, sequence numbers, timestamps, payload types, markers."""
         arr = np.asarray(arr, dtype=np.int64)
         seq = np.asarray(seq).astype(np.int64)
         ts = np.asarray(ts).astype(np.int64)
         pt = np.asarray(pt).astype(np.intp)
         mk = np.asarray(mk, dtype=bool)
-        m = arr.shape[0]
-        if m == 0:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        if arr.shape[0] == 0:
+            return
         self.pt_counts += np.bincount(pt, minlength=128)
         if self.n == 0:
             self._first(int(arr[0]), int(seq[0]), int(ts[0]), int(pt[0]))
-            if m == 1:
-                return seq[:1].copy(), ts[:1].copy()
-            se, te = self._rest(arr[1:], seq[1:], ts[1:], pt[1:], mk[1:])
-            return np.concatenate((seq[:1], se)), np.concatenate((ts[:1], te))
-        return self._rest(arr, seq, ts, pt, mk)
+            arr, seq, ts, pt, mk = arr[1:], seq[1:], ts[1:], pt[1:], mk[1:]
+            if arr.shape[0] == 0:
+                return
+        self._rest(arr, seq, ts, pt, mk)
 
     def _first(self, arr: int, seq: int, ts: int, pt: int) -> None:
         self.n = 1
@@ -455,7 +460,7 @@ class Analyser:
         self.last_arr = arr
         self.presence = Presence(seq)
 
-    def _rest(self, arr, seq, ts, pt, mk):  # noqa: ANN001, ANN202 - internal, arrays
+    def _rest(self, arr: np.ndarray, seq: np.ndarray, ts: np.ndarray, pt: np.ndarray, mk: np.ndarray) -> None:
         m = arr.shape[0]
         seq_ext = unwrap(seq, self.last_seq, self.last_seq_ext, SEQ_MOD)
         ts_ext = unwrap(ts, self.last_ts, self.last_ts_ext, TS_MOD)
@@ -464,9 +469,7 @@ class Analyser:
         ok = rel_ts >= 0  # else a "wrong timestamp": counted, otherwise ignored
         self.wrong_ts += int(m - np.count_nonzero(ok))
         cn = self.cn[pt]
-        prev_cn = np.empty(m, dtype=bool)
-        prev_cn[0] = self.prev_cn
-        prev_cn[1:] = cn[:-1]
+        prev_cn = _previous(cn, self.prev_cn)
         clk = self.clocks[pt]
         known = ~np.isnan(clk)
         left_out = mk | cn | prev_cn
@@ -474,10 +477,7 @@ class Analyser:
         oi = np.flatnonzero(ok)
         if oi.size:
             a_ok = arr[oi]
-            prev_a = np.empty_like(a_ok)
-            prev_a[0] = self.ref_arr
-            prev_a[1:] = a_ok[:-1]
-            delta_ms = (a_ok - prev_a) / 1e6
+            delta_ms = (a_ok - _previous(a_ok, self.ref_arr)) / 1e6
             inc_d = ~left_out[oi]
             if inc_d.any():
                 d = delta_ms[inc_d]
@@ -490,10 +490,7 @@ class Analyser:
                 self.any_clock = True
                 ji = oi[jpos]
                 nom = rel_ts[ji] * (1000.0 / clk[ji])  # RFC 3550 §6.4.1: timestamps in ms
-                prev_nom = np.empty_like(nom)
-                prev_nom[0] = self.ref_nom
-                prev_nom[1:] = nom[:-1]
-                dd = np.abs(delta_ms[jpos] - (nom - prev_nom))  # |D(i-1, i)|
+                dd = np.abs(delta_ms[jpos] - (nom - _previous(nom, self.ref_nom)))  # |D(i-1, i)|
                 # RFC 3550 §6.4.1 / A.8: J(i) = J(i-1) + (|D| - J(i-1)) / 16
                 jit = jitter_filter(dd, self.j)
                 self.j = float(jit[-1])
@@ -509,19 +506,13 @@ class Analyser:
 
         # Wireshark-compatible cycle count (qoe.voice.rtp's docstring), over the packets with a
         # usable timestamp; "last" is the last packet's sequence number, whatever it was.
-        stop_prev = np.empty(m, dtype=np.int64)
-        stop_prev[0] = self.last_seq
-        stop_prev[1:] = seq[:-1]
-        set_ev = ok & ((seq < self.start) | ((seq == 0) & (stop_prev == SEQ_MOD - 1)))
+        set_ev = ok & ((seq < self.start) | ((seq == 0) & (_previous(seq, self.last_seq) == SEQ_MOD - 1)))
         clr_ev = ok & (seq > self.start)
         if set_ev.any() or (self.under and clr_ev.any()):
             idx = np.where(set_ev | clr_ev, np.arange(m), -1)
             last_ev = np.maximum.accumulate(idx)
             after = np.where(last_ev >= 0, set_ev[np.maximum(last_ev, 0)], self.under)
-            before = np.empty(m, dtype=bool)
-            before[0] = self.under
-            before[1:] = after[:-1]
-            self.cycles += int(np.count_nonzero(set_ev & ~before))
+            self.cycles += int(np.count_nonzero(set_ev & ~_previous(after, self.under)))
             self.under = bool(after[-1])
 
         self._sequence_errors(seq, seq_ext)
@@ -534,7 +525,6 @@ class Analyser:
         self.last_ts = int(ts[-1])
         self.last_ts_ext = int(ts_ext[-1])
         self.last_arr = int(arr[-1])
-        return seq_ext, ts_ext
 
     def _sequence_errors(self, seq: np.ndarray, seq_ext: np.ndarray) -> None:
         """Count packets that are not the successor of the tracked sequence number.
@@ -543,7 +533,7 @@ class Analyser:
         more than 0xFF00, taken as a wrap) but not late or duplicate packets.
         """
         d = np.diff(seq_ext, prepend=self.last_seq_ext)
-        wrapped = seq < np.concatenate(([self.last_seq], seq[:-1]))
+        wrapped = seq < _previous(seq, self.last_seq)
         if self.track == self.last_seq and bool(np.all(d >= 1)) and not bool(np.any(wrapped & (d >= SEQ_MOD - _WS_WRAP_GAP))):
             # every packet moves forward: the tracked number is always the previous one
             self.seq_errors += int(np.count_nonzero(d != 1))
