@@ -72,11 +72,43 @@ def test_header_columns_of_many_packets_at_once():
     assert h.seq.tolist() == [1, 2, 3, 6] and h.timestamp.tolist() == [160, 320, 480, 960]
     assert (h.payload_start - starts[h.rows]).tolist() == [12, 28, 12, 12]
     assert (h.payload_end - starts[h.rows]).tolist() == [32, 48, 12, 14]
-    for k, i in enumerate(h.rows.tolist()):  # the one-packet parser is the same code
-        one = rtp.parse_rtp_header(pkts[i])
-        assert (one.seq, one.payload_start, one.payload_end) == (
-            int(h.seq[k]), int(h.payload_start[k] - starts[i]), int(h.payload_end[k] - starts[i]))
     assert rtp.parse_rtp_header(pkts[3]) is None and rtp.parse_rtp_header(pkts[4]) is None
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_one_packet_and_many_packet_parsers_agree(seed):
+    """parse_rtp_header (one header, plain Python) and header_columns (the scan's, NumPy)
+    state the same rules: random version-2 packets with random CSRC counts, extension
+    lengths, padding bytes and sizes get the same verdict and the same fields."""
+    rng = np.random.default_rng(seed)
+    pkts = []
+    for _ in range(2000):
+        n = int(rng.integers(12, 120))
+        b = bytearray(rng.integers(0, 256, n, dtype=np.uint8).tobytes())
+        b[0] = 0x80 | (b[0] & 0x3F)  # version 2, random P, X and CSRC count
+        if rng.random() < 0.5 and n >= 16 + 4 * (b[0] & 0x0F):  # a plausible extension length
+            at = 12 + 4 * (b[0] & 0x0F)
+            b[at + 2 : at + 4] = int(rng.integers(0, 8)).to_bytes(2, "big")
+        pkts.append(bytes(b))
+    pkts = [p for p in pkts if p[1] not in range(200, 205)]  # RTCP is told apart before
+    starts = np.cumsum([0] + [len(p) for p in pkts[:-1]]).astype(np.int64)
+    lengths = np.array([len(p) for p in pkts], dtype=np.int64)
+    h = header_columns(np.frombuffer(b"".join(pkts), dtype=np.uint8), starts, lengths)
+    ones = [rtp.parse_rtp_header(p) for p in pkts]
+    assert h.rows.tolist() == [i for i, o in enumerate(ones) if o is not None]
+    assert 300 < h.rows.size < len(pkts)  # both verdicts are exercised
+    got = [
+        (int(h.csrc_count[k]), bool(h.extension[k]), bool(h.padding[k]), bool(h.marker[k]), int(h.payload_type[k]),
+         int(h.seq[k]), int(h.timestamp[k]), int(h.ssrc[k]), int(h.payload_start[k] - starts[i]),
+         int(h.payload_end[k] - starts[i]))
+        for k, i in enumerate(h.rows.tolist())
+    ]
+    want = [
+        (o.csrc_count, o.extension, o.padding, o.marker, o.payload_type, o.seq, o.timestamp, o.ssrc,
+         o.payload_start, o.payload_end)
+        for o in ones if o is not None
+    ]
+    assert got == want
 
 
 def test_wrapped_distance_is_the_shortest_signed_step():
