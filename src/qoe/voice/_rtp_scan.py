@@ -329,21 +329,17 @@ class _Scanner:
         for flow in sorted(self.flows.values(), key=lambda f: f.first_frame):
             if flow.state != "rtp" or flow.analyser is None:
                 continue
-            if flow.media is None:  # SDP seen only after the flow was taken as RTP
+            media = flow.media
+            if media is None:  # SDP seen only after the flow was taken as RTP
                 ann = self._announcement(flow)
                 if ann is not None:
-                    flow.call_id = ann[0]
-                    late_media = ann[1]
-                else:
-                    late_media = None
-            else:
-                late_media = None
+                    flow.call_id, media = ann
             an = flow.analyser
             stats = an.result()
             counts = an.pt_counts
             pts = tuple(int(p) for p in np.argsort(-counts, kind="stable") if counts[p] > 0)
             main = pts[0]
-            codec, rate = _codec_of(main, flow.media or late_media)
+            codec, rate = _codec_of(main, media)
             src, dst, sport, dport, ssrc = flow.key
             packets = None
             if self.keep:
@@ -359,7 +355,7 @@ class _Scanner:
                     packets=packets,
                     stats=stats,
                     call_id=flow.call_id,
-                    ptime_ms=(flow.media or late_media).ptime_ms if (flow.media or late_media) else None,
+                    ptime_ms=media.ptime_ms if media is not None else None,
                     found_by="sdp" if flow.media is not None else "heuristic",
                     payload_types=pts,
                     rtcp=rtcp.get(ssrc),
