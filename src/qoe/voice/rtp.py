@@ -103,10 +103,11 @@ from qoe.voice._rtp_packet import (
 )
 from qoe.voice._rtp_results import RtcpSummary, RtpScan, RtpStream, StreamKey
 from qoe.voice._rtp_scan import find_streams, scan_capture
-from qoe.voice._rtp_stats import PRESENCE_WINDOW, Presence, RtpStats, rtp_stats
+from qoe.voice._rtp_stats import RtpStats, rtp_stats
 
 # The statistics' internals under the names they had when all of this was one module,
 # for the code and tests written against those names.
+from qoe.voice import _rtp_stats
 from qoe.voice._rtp_stats import Analyser as _Analyser
 from qoe.voice._rtp_stats import RunStats as _RunStats
 from qoe.voice._rtp_stats import clock_table as _clock_table
@@ -134,9 +135,9 @@ __all__ = [
 
 # The presence map's window, read when a map is made here (a test shrinks it to watch the
 # map slide); the map itself takes its window as a parameter.
-_PRESENCE_WINDOW = PRESENCE_WINDOW
+_PRESENCE_WINDOW = _rtp_stats.PRESENCE_WINDOW
 
 
-def _Presence(first: int) -> Presence:  # noqa: N802 - the class's old name
+def _Presence(first: int) -> _rtp_stats.Presence:  # noqa: N802 - the class's old name
     """A presence map (:class:`qoe.voice._rtp_stats.Presence`) with this module's window."""
-    return Presence(first, window=_PRESENCE_WINDOW)
+    return _rtp_stats.Presence(first, window=_PRESENCE_WINDOW)
