@@ -172,13 +172,24 @@ def test_to_dict_is_plain():
 
 
 def test_wideband_scale():
-    # G.107.1: Ro,WB = 129; MOS from R_WB / 1.29.
+    # G.107.1 as implemented (see r_factor Notes): Ro,WB = 129, Is,WB = 0, Idle from Ro,WB,
+    # MOS from R_WB / 1.29. Idle worked by hand with eq. (7-26)/(7-27) at the defaults.
     res = em.r_factor(band="wb")
-    assert float(res.ro) == 129.0
-    assert float(res.r) == pytest.approx(129.0 - float(res.id_), abs=1e-12)
+    assert float(res.ro) == 129.0 and float(res.is_) == 0.0
+    rle = 10.5 * (110 + 7) * (0 + 1) ** -0.25
+    idle = (129 - rle) / 2 + math.sqrt((129 - rle) ** 2 / 4 + 169)
+    assert float(res.idle) == pytest.approx(idle, abs=1e-12)
+    assert float(res.r) == pytest.approx(129.0 - idle, abs=1e-12)
     assert float(res.mos) == pytest.approx(float(r_to_mos(float(res.r) / 1.29)), abs=1e-12)
+
+
+def test_wideband_loss_keeps_95_and_delay_scales_by_1_29():
+    # Ie,eff,WB keeps the 95 of eq. (7-31); Idd,WB = 1.29 x Idd (G.107.1 clause 7.4).
     lossy = em.r_factor(band="wb", ie=10, bpl=20, ppl=3)
-    assert float(lossy.ie_eff) == pytest.approx(10 + 119 * 3 / (3 + 20), abs=1e-12)
+    assert float(lossy.ie_eff) == pytest.approx(10 + 85 * 3 / (3 + 20), abs=1e-12)
+    nb, wb = em.r_factor(ta=400), em.r_factor(ta=400, band="wb")
+    assert float(wb.idd) == pytest.approx(1.29 * float(nb.idd), abs=1e-12)
+    assert float(wb.idd) == pytest.approx(1.29 * _idd_by_hand(400), abs=1e-12)
 
 
 def test_delay_impairment_is_id():

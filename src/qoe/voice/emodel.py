@@ -23,7 +23,8 @@ References
 .. [1] ITU-T G.107 (06/2015), "The E-model: a computational model for use in transmission
    planning", clause 7 (equations 7-1 … 7-32), Table 1 (advantage factor), Table 3
    (default values and permitted ranges), delay-sensitivity classes of clause 7.4.
-.. [2] ITU-T G.107.1 (06/2015), "Wideband E-model", clauses 6.2 and 7.
+.. [2] ITU-T G.107.1, "Wideband E-model", clauses 7.2-7.5 and Annex A (text not
+   consulted; see :func:`r_factor` Notes).
 .. [3] ITU-T G.113 (11/2007), "Transmission impairments due to speech processing",
    Appendix I, Table I.1 (Ie values) and Table I.3 (Bpl values).
 .. [4] R. G. Cole and J. H. Rosenbluth, "Voice over IP performance monitoring",
@@ -176,12 +177,16 @@ CODECS: Mapping[str, Codec] = _codec_table(
 #: shipped: give ``ie`` and ``bpl`` (on the wide-band scale) explicitly with ``band="wb"``.
 CODECS_WB: Mapping[str, Codec] = _codec_table([])
 
-# G.107 (06/2015) eq. (7-31): Ie,eff saturates at 95 on the narrow-band scale;
-# G.107.1 (06/2015) clause 7.5: at Ro,WB = 129 on the wide-band scale.
-_IE_CEILING = {"nb": 95.0, "wb": 129.0}
-# G.107.1 (06/2015) clause 6.2 and 7.2: Ro,WB = 129; R_WB / 1.29 is on the NB scale.
+# G.107 (06/2015) eq. (7-31): Ie,eff saturates at 95. G.107.1 clause 7.5 keeps the 95 of the
+# narrow-band equation for Ie,eff,WB (it is not rescaled to 129).
+_IE_CEILING = 95.0
+_BANDS = ("nb", "wb")
+# G.107.1 clause 7.2: Ro,WB = 129; Annex A: MOS from Rx = R_WB / 1.29 (the NB polynomial).
 _RO_WB = 129.0
 _WB_TO_NB = 1.29
+# G.107.1 clause 7.4: the pure-delay impairment on the wide-band scale is the narrow-band
+# Idd times 1.29.
+_IDD_WB_FACTOR = 1.29
 
 
 def codec(name: str, *, band: Literal["nb", "wb"] = "nb") -> Codec:
@@ -369,7 +374,8 @@ def r_factor(
         ``ie`` and, where G.113 tabulates it, ``bpl``. Explicit ``ie=``/``bpl=`` override it.
     band : {"nb", "wb"}
         ``"nb"``: G.107 (R on the 0..100 scale). ``"wb"``: G.107.1 (Ro,WB = 129, R_WB on the
-        0..129 scale; MOS from R_WB/1.29). See Notes for what the wide-band mode computes.
+        0..129 scale; MOS from R_WB/1.29). See Notes for what the wide-band mode computes
+        and what it leaves out.
     delay_sensitivity : {"default", "low", "very_low"}, optional
         Delay-sensitivity class of G.107 clause 7.4, setting (sT, mT) to (1, 100),
         (0.55, 120) or (0.4, 150). Explicit ``s_t=``/``m_t=`` override it.
@@ -404,16 +410,19 @@ def r_factor(
       25·{(1 + X^(6 sT))^(1/(6 sT)) − 3·(1 + (X/3)^(6 sT))^(1/(6 sT)) + 2}, X = lg(Ta/mT)/lg 2.
     * Ie,eff = Ie + (95 − Ie)·Ppl / (Ppl/BurstR + Bpl) (7-31).
 
-    Wide-band, G.107.1 (06/2015): R_WB = Ro,WB − Is,WB − Id,WB − Ie,eff,WB + A with
-    Ro,WB = 129 and Ie,eff,WB = Ie,WB + (129 − Ie,WB)·Ppl/(Ppl/BurstR + Bpl). Here Is,WB is
-    taken as 0 and Id,WB as the narrow-band Id of the same delays and echo parameters; the
-    Recommendation's text for those two terms could not be consulted while writing this,
-    so treat wide-band results with non-default echo/delay parameters as provisional.
+    Wide-band, G.107.1: R_WB = Ro,WB − Is,WB − Id,WB − Ie,eff,WB + A with Ro,WB = 129,
+    Is,WB = 0, Idd,WB = 1.29·Idd, Idle from Ro,WB, Ie,eff,WB = Ie,WB + (95 − Ie,WB)·Ppl /
+    (Ppl/BurstR + Bpl), and MOS from R_WB/1.29 (Annex A). The Recommendation's own text
+    could not be consulted while writing this: these terms follow the equations as quoted
+    by public implementations, and the wide-band talker-echo term (a modified TERV and Re)
+    is *not* implemented — Idte is the narrow-band one. With the default echo parameters
+    (TELR 65 dB) Idte is negligible, but treat wide-band results with non-default echo
+    parameters as provisional.
 
     References
     ----------
     .. [1] ITU-T G.107 (06/2015), clause 7, eq. (7-1)–(7-31), Tables 1 and 3.
-    .. [2] ITU-T G.107.1 (06/2015), clauses 6.2, 7.2 and 7.5.
+    .. [2] ITU-T G.107.1, clauses 7.2-7.5 and Annex A.
     .. [3] ITU-T G.113 (11/2007), Appendix I, Tables I.1 and I.3.
 
     Examples
@@ -424,7 +433,7 @@ def r_factor(
     >>> round(float(res.r), 4), round(float(res.mos), 4)
     (93.2062, 4.4094)
     """
-    if band not in _IE_CEILING:
+    if band not in _BANDS:
         raise InputError(f"band must be 'nb' (G.107) or 'wb' (G.107.1); given band={band!r}")
     p = _resolve(params, codec, delay_sensitivity, band)
 
@@ -473,23 +482,26 @@ def r_factor(
     idte = np.where(t < 1.0, 0.0, idte)  # T < 1 ms: echo is perceived as sidetone, Idte = 0
     # Listener echo, (7-26)-(7-27).
     rle = 10.5 * (wepl + 7.0) * (tr + 1.0) ** -0.25  # (7-27)
-    idle = (ro - rle) / 2.0 + np.sqrt((ro - rle) ** 2 / 4.0 + 169.0)  # (7-26)
+    ro_idle = np.full_like(ro, _RO_WB) if band == "wb" else ro  # G.107.1: Idle from Ro,WB
+    idle = (ro_idle - rle) / 2.0 + np.sqrt((ro_idle - rle) ** 2 / 4.0 + 169.0)  # (7-26)
     # Absolute delay, (7-28)-(7-30). X = 0 for Ta <= mT makes (7-29) exactly 0 = (7-28).
     x = np.log2(np.maximum(ta, m_t) / m_t)  # (7-30)
     e = 6.0 * s_t
     idd = 25.0 * ((1.0 + x**e) ** (1.0 / e) - 3.0 * (1.0 + (x / 3.0) ** e) ** (1.0 / e) + 2.0)  # (7-29)
+    if band == "wb":
+        idd = _IDD_WB_FACTOR * idd  # G.107.1 clause 7.4
     id_ = idte + idle + idd  # (7-20)
 
     # --- 7.5 Effective equipment impairment factor, Ie,eff -----------------------------
     ie, ppl = p["ie"], p["ppl"]
-    ie_eff = ie + (_IE_CEILING[band] - ie) * ppl / (ppl / p["burst_r"] + p["bpl"])  # (7-31)
+    ie_eff = ie + (_IE_CEILING - ie) * ppl / (ppl / p["burst_r"] + p["bpl"])  # (7-31); G.107.1 7.5
 
     a = p["a"]
     if band == "wb":
         ro = np.full_like(ro, _RO_WB)  # G.107.1 clause 7.2
         is_ = np.zeros_like(is_)
         r = ro - id_ - ie_eff + a  # G.107.1 eq. (7-1) with Is,WB = 0 (see Notes)
-        mos = r_to_mos(r / _WB_TO_NB)  # G.107.1 clause 6.2
+        mos = r_to_mos(r / _WB_TO_NB)  # G.107.1 Annex A
     else:
         r = ro - is_ - id_ - ie_eff + a  # (7-1)
         mos = r_to_mos(r)  # Annex B
