@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Install the Debian tools that the test suite uses as independent cross-checks.
-# Never fails the build: without root or apt-get, the tests that need a tool skip.
+# Install the Debian tools that the tests and benchmarks use as independent cross-checks:
+# tshark (RTP statistics, frame times), sox and ffmpeg (G.711 decoding, received audio),
+# espeak-ng (the speech corpus of benchmarks/pesq_vs_itu.py).
+# Never fails the build: without root or apt-get, what needs a missing tool skips and says so.
 set -u
-want=(tshark)
+want=(tshark sox ffmpeg espeak-ng)
 missing=()
 for t in "${want[@]}"; do command -v "$t" >/dev/null 2>&1 || missing+=("$t"); done
 [ ${#missing[@]} -eq 0 ] && exit 0
@@ -12,6 +14,6 @@ if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
 fi
 export DEBIAN_FRONTEND=noninteractive
 echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections 2>/dev/null || true
-(apt-get update -qq && apt-get install -y -qq --no-install-recommends tshark) >/tmp/qoe-apt.log 2>&1 \
-  || echo "note: apt-get install tshark failed (see /tmp/qoe-apt.log); tests needing it will skip" >&2
+(apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}") >/tmp/qoe-apt.log 2>&1 \
+  || echo "note: apt-get install ${missing[*]} failed (see /tmp/qoe-apt.log); tests needing them will skip" >&2
 exit 0
