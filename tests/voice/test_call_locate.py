@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+from voice_samples import stream_params
 
 from qoe.errors import InputError
 from qoe.voice import g711
@@ -86,18 +86,7 @@ def test_bad_signals():
 
 # ---- the threshold, measured on the real calls of data/voice --------------------------------
 
-def _streams_with_refs():
-    path = VOICE / "captures" / "scenarios.jsonl"
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        sc = json.loads(line)
-        out += [pytest.param(sc, st, id=f"{sc['scenario']}-{st['direction']}") for st in sc["streams"]]
-    return out
-
-
-REAL = _streams_with_refs()
+REAL = stream_params()
 
 
 @pytest.fixture(scope="module")

@@ -13,11 +13,11 @@ The captures are real timing, so the tests assert orderings and bounds that the 
 
 from __future__ import annotations
 
-import json
 import warnings
 from pathlib import Path
 
 import pytest
+from voice_samples import scenarios
 
 import qoe
 from qoe.errors import QoEWarning
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.skipif(not MANIFEST.is_file(), reason="data/voice/captu
 
 
 def _scenarios() -> dict[str, dict]:
-    return {(sc := json.loads(line))["scenario"]: sc for line in MANIFEST.read_text().splitlines() if line.strip()}
+    return {sc["scenario"]: sc for sc in scenarios()}
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from voice_samples import stream_params
 
 from qoe.errors import InputError, QoEWarning
 from qoe.voice.delay import delays_between, match_streams, one_way_delay, stream_delay
@@ -158,19 +159,7 @@ def test_bad_input():
 DATA = Path(__file__).resolve().parents[2] / "data" / "voice" / "captures"
 
 
-def _scenarios():
-    path = DATA / "scenarios.jsonl"
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        if line.strip():
-            sc = json.loads(line)
-            out.extend(pytest.param(sc, st, id=f"{sc['scenario']}-{st['direction']}") for st in sc["streams"])
-    return out
-
-
-REAL = _scenarios()
+REAL = stream_params()
 needs_data = pytest.mark.skipif(not REAL, reason="data/voice/captures not present")
 
 

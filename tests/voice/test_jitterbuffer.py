@@ -7,11 +7,11 @@ comments are ms; ``t`` is the sender time (timestamp / 8000), ``a`` the arrival 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+from voice_samples import stream_params
 
 from qoe.errors import InputError
 from qoe.voice.jitterbuffer import (
@@ -204,20 +204,11 @@ CAPTURES = Path(__file__).resolve().parents[2] / "data" / "voice" / "captures"
 
 
 def _real(direction_loaded: bool):
-    path = CAPTURES / "scenarios.jsonl"
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        if not line.strip():
-            continue
-        sc = json.loads(line)
-        for st in sc["streams"]:
-            link = "up" if st["direction"] == "talk" else "down"
-            loaded = sc["load"] in (link, "both")
-            if loaded == direction_loaded:
-                out.append(pytest.param(sc, st, id=f"{sc['scenario']}-{st['direction']}"))
-    return out
+    def keep(sc, st):
+        link = "up" if st["direction"] == "talk" else "down"
+        return (sc["load"] in (link, "both")) == direction_loaded
+
+    return stream_params(keep)
 
 
 def _received(st):

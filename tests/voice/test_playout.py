@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from voice_samples import stream_params
 import soundfile
 
 from qoe.errors import InputError, UnsupportedCodecError
@@ -155,19 +156,7 @@ def test_bad_input():
 VOICE = Path(__file__).resolve().parents[2] / "data" / "voice"
 
 
-def _real_streams():
-    path = VOICE / "captures" / "scenarios.jsonl"
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        if line.strip():
-            sc = json.loads(line)
-            out.extend(pytest.param(sc, st, id=f"{sc['scenario']}-{st['direction']}") for st in sc["streams"])
-    return out
-
-
-REAL = _real_streams()
+REAL = stream_params()
 
 
 def _received(st):
