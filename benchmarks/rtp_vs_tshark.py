@@ -5,7 +5,7 @@ copy continues the streams: times, sequence numbers and RTP timestamps are shift
 that the copies join into long streams, several calls run side by side on shifted
 ports), writes it to a temporary directory, then in the same run times
 
-* the library call ``qoe.voice.rtp.scan_capture(path, keep_packets=False)`` and the CLI
+* the library call ``qoe.rtp.scan_capture(path, keep_packets=False)`` and the CLI
   ``qoe streams CAPTURE --format csv``, each in a fresh process, and
 * ``tshark -r CAPTURE -q --enable-heuristic rtp_udp -z rtp,streams``,
 
@@ -138,7 +138,7 @@ def _child_peak(text: str) -> float | None:
 LIB_SNIPPET = """
 import resource, sys, time
 t0 = time.perf_counter()
-from qoe.voice.rtp import scan_capture
+from qoe.rtp import scan_capture
 t1 = time.perf_counter()
 scan = scan_capture(sys.argv[1], keep_packets=False)
 t2 = time.perf_counter()

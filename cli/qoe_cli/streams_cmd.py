@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from qoe.voice.rtp import scan_capture
+from qoe.rtp import scan_capture
 from qoe_cli._output import emit, format_option, output_option, render
 
 

@@ -1,7 +1,7 @@
 """``qoe.score``: one call from a capture (and reference media) to a :class:`~qoe.report.Report`.
 
 This is the only module that reads files *and* scores: it scans the capture(s) with
-:mod:`qoe.voice.rtp`, loads reference speech with :func:`qoe.voice.load_speech` and hands
+:mod:`qoe.rtp`, loads reference speech with :func:`qoe.voice.load_speech` and hands
 arrays to the pure scorers (:func:`qoe.voice.call.score_calls`).
 
 Kinds: ``"voice"`` (RTP audio calls) is implemented; ``"video"`` and ``"web"`` are not
@@ -147,10 +147,9 @@ def score(
 
 
 def _score_voice(capture: str, reference: Any, *, strict: bool, **options: Any) -> Report:
-    from qoe.voice._call_inputs import is_audio  # noqa: PLC0415 - keeps `import qoe` light
-    from qoe.voice.call import score_calls  # noqa: PLC0415
+    from qoe.voice.call import score_calls  # noqa: PLC0415 - keeps `import qoe` light
     from qoe.voice.io import parse_ssrc  # noqa: PLC0415
-    from qoe.voice.rtp import scan_capture  # noqa: PLC0415
+    from qoe.rtp import scan_capture  # noqa: PLC0415
 
     refs, notes = _load_references(reference)
     sender = options.pop("sender_capture", None)
@@ -160,10 +159,10 @@ def _score_voice(capture: str, reference: Any, *, strict: bool, **options: Any) 
     scan = scan_capture(capture)
     sender = os.fspath(sender) if sender is not None else None
     far = scan_capture(sender) if sender is not None else None
-    audio = [s for s in scan.streams if is_audio(s)]
+    audio = [s for s in scan.streams if s.media == "audio" and s.clock_rate]
     left_out = len(scan.streams) - len(audio)
     if left_out:
-        notes.append(f"{left_out} RTP stream(s) that are not audio (90 kHz clock or unknown payload type) were left out")
+        notes.append(f"{left_out} RTP stream(s) that are not audio (video, or a payload type without a known clock rate) were left out")
     inputs: dict[str, Any] = {
         "capture": capture,
         "sender_capture": sender,

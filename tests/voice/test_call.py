@@ -26,8 +26,8 @@ from qoe.voice.call import (
     score_call,
     score_calls,
 )
-from qoe.voice.lossmodel import loss_pattern
-from qoe.voice.rtp import RtcpSummary, RtpStream, StreamKey, make_packets, rtp_stats
+from qoe.rtp.lossmodel import loss_pattern
+from qoe.rtp import RtcpSummary, RtpStream, StreamKey, make_packets, rtp_stats
 
 MS = 1_000_000
 FS = 8000
@@ -182,7 +182,7 @@ def test_captures_on_different_clocks_give_relative_delays(refs):
     (d,) = call.directions
     assert d.delay.network_source == "measured-relative"
     assert (d.delay.network_min_ms, d.delay.network_max_ms) == (pytest.approx(0.0), pytest.approx(20.0))
-    with pytest.warns(QoEWarning, match="do not share a clock"):  # qoe.voice.delay says so; the base is given
+    with pytest.warns(QoEWarning, match="do not share a clock"):  # qoe.rtp.delay says so; the base is given
         (given,) = score_calls([receiver], sender_streams=[sender], jitter_buffer="none",
                                one_way_ms=30.0)[0].directions
     assert given.delay.network_ms == pytest.approx(40.0)
@@ -297,7 +297,7 @@ def test_calls_are_grouped_by_port_pair_and_sip_call_id(refs):
     up = _stream(talk[: FS], ssrc=1)
     down = _stream(listen[: FS], ssrc=2, src=SERVER, dst=CLIENT, t0_ms=5.0)
     other = _stream(talk[: FS], ssrc=3, src=("192.0.2.7", 4002), dst=("198.51.100.9", 4004), t0_ms=10.0)
-    video = dataclasses.replace(_stream(talk[: FS], ssrc=4, src=("192.0.2.7", 5000)), clock_rate=90000)
+    video = dataclasses.replace(_stream(talk[: FS], ssrc=4, src=("192.0.2.7", 5000)), clock_rate=90000, codec="H264", media="video")
     calls = find_calls([other, down, up, video])
     assert [c.call_id for c in calls] == ["192.0.2.2:40000 <-> 198.51.100.2:50000", "192.0.2.7:4002 <-> 198.51.100.9:4004"]
     assert [s.ssrc for s in calls[0].streams] == [1, 2]

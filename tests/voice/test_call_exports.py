@@ -18,7 +18,7 @@ import qoe.voice
 import qoe.voice.call as call
 from qoe.voice import g711
 from qoe.voice.call import FullReferenceScore, PlayScore, score_call
-from qoe.voice.rtp import RtpStream, StreamKey, make_packets, rtp_stats
+from qoe.rtp import RtpStream, StreamKey, make_packets, rtp_stats
 
 FS = 8000
 

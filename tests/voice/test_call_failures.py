@@ -10,7 +10,7 @@ import pytest
 from qoe.errors import InputError
 from qoe.voice import g711
 from qoe.voice.call import Reference, score_call, score_calls
-from qoe.voice.rtp import RtpStream, StreamKey, make_packets, rtp_stats
+from qoe.rtp import RtpStream, StreamKey, make_packets, rtp_stats
 
 FS = 8000
 

@@ -105,7 +105,7 @@ def test_the_sent_speech_and_only_it_is_found_in_each_real_stream(sc, st, speech
     up-b256-pfifo, ~40 % loss), with the default jitter buffer and repetition concealment.
     """
     from qoe.voice.playout import extract_audio
-    from qoe.voice.rtp import find_streams
+    from qoe.rtp import find_streams
 
     (stream,) = [s for s in find_streams(VOICE / "captures" / st["receiver_capture"]) if s.ssrc == int(st["ssrc"], 16)]
     audio = extract_audio(stream, jitter_buffer="adaptive", conceal="repeat").samples

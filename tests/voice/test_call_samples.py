@@ -170,7 +170,7 @@ def test_no_load_call_is_within_0_1_mos_of_the_itu_pesq_of_its_received_audio(sc
     pesq_itu = pytest.importorskip("pesq")
     from qoe.voice.p862 import load_speech
     from qoe.voice.playout import extract_audio
-    from qoe.voice.rtp import find_streams
+    from qoe.rtp import find_streams
 
     sc = _scenarios()[name]
     for st in sc["streams"]:

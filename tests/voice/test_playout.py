@@ -15,7 +15,7 @@ import soundfile
 from qoe.errors import InputError, UnsupportedCodecError
 from qoe.voice import g711
 from qoe.voice.playout import extract_audio, playout_stream, rebuild_audio, silent_packets
-from qoe.voice.rtp import RtpStream, StreamKey, make_packets, rtp_stats
+from qoe.rtp import RtpStream, StreamKey, make_packets, rtp_stats
 
 MS = 1_000_000
 
@@ -161,7 +161,7 @@ REAL = stream_params()
 
 def _received(st):
     from qoe.voice.io import select_stream  # noqa: PLC0415
-    from qoe.voice.rtp import find_streams  # noqa: PLC0415
+    from qoe.rtp import find_streams  # noqa: PLC0415
 
     cap = VOICE / "captures" / st["receiver_capture"]
     return select_stream(find_streams(cap), int(st["ssrc"], 16), source=str(cap))
@@ -208,7 +208,7 @@ def test_real_audio_is_the_reference_through_g711(sc, st, tmp_path):
 
 def _sender_first_ts(sc, st):
     from qoe.voice.io import select_stream  # noqa: PLC0415
-    from qoe.voice.rtp import find_streams  # noqa: PLC0415
+    from qoe.rtp import find_streams  # noqa: PLC0415
 
     cap = VOICE / "captures" / st["sender_capture"]
     return int(select_stream(find_streams(cap), int(st["ssrc"], 16), source=str(cap)).packets.ts_ext.min())

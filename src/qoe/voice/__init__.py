@@ -1,6 +1,6 @@
 """Voice: the E-model (G.107), RTP streams and their statistics, playout, and P.862 scoring.
 
-Names are loaded on first use (PEP 562), so that ``import qoe.voice.rtp`` — the path of
+Names are loaded on first use (PEP 562), so that ``import qoe.rtp`` — the path of
 ``qoe streams`` on a large capture — does not pay for SciPy's signal module, which only the
 P.862 scorer needs. To export a new public name, add it to ``_EXPORTS`` below.
 """
@@ -15,32 +15,18 @@ _EXPORTS: dict[str, str] = {
     # submodules
     "emodel": "emodel",
     "g711": "g711",
-    "lossmodel": "lossmodel",
     "combined": "combined",
     "netscore": "netscore",
-    "rtp": "rtp",
-    "sip": "sip",
-    "jitterbuffer": "jitterbuffer",
     "playout": "playout",
-    "delay": "delay",
     "io": "io",
     "p862": "p862",
-    # RTP streams and statistics
-    "RtpPackets": "rtp", "RtpStats": "rtp", "RtpStream": "rtp", "StreamKey": "rtp",
-    "RtcpSummary": "rtp", "RtpScan": "rtp", "make_packets": "rtp", "rtp_stats": "rtp",
-    "find_streams": "rtp", "scan_capture": "rtp",
-    # SIP / SDP
-    "SdpMedia": "sip", "SipCall": "sip", "group_calls": "sip", "parse_sdp": "sip", "parse_sip": "sip",
-    # one-way delay, jitter buffers, playout
-    "OneWayDelay": "delay", "delays_between": "delay", "one_way_delay": "delay", "stream_delay": "delay",
-    "AdaptiveBuffer": "jitterbuffer", "FixedBuffer": "jitterbuffer", "NoBuffer": "jitterbuffer",
-    "PlayoutResult": "jitterbuffer", "parse_jitter_buffer": "jitterbuffer", "simulate": "jitterbuffer",
+    # playout: the received audio
     "ReceivedAudio": "playout", "extract_audio": "playout", "playout_stream": "playout",
     "rebuild_audio": "playout",
     "capture_delays": "io", "extract_wav": "io", "write_wav": "io",
     # models
     "r_factor": "emodel", "delay_impairment": "emodel", "simplified_r": "emodel",
-    "loss_pattern": "lossmodel", "combined_score": "combined", "windowed_scores": "netscore",
+    "combined_score": "combined", "windowed_scores": "netscore",
     "PesqResult": "p862", "load_speech": "p862", "pesq": "p862",
     # call scores (issue 5)
     "call": "call", "locate": "locate", "score_call": "call", "score_calls": "call", "find_calls": "_call_inputs",

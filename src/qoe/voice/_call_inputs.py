@@ -18,14 +18,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover
-    from qoe.voice.rtp import RtpStream, StreamKey
-    from qoe.voice.sip import SipCall
+    from qoe.rtp import RtpStream, StreamKey
+    from qoe.rtp.sip import SipCall
 
 __all__ = ["Reference", "Call", "find_calls", "is_audio", "pair_id"]
-
-# RFC 3551 §5 and Table 5: video payload formats use a 90 kHz RTP clock; voice scoring
-# leaves such streams out.
-_VIDEO_CLOCK = 90000
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,8 +63,8 @@ class Call:
 
 
 def is_audio(stream: RtpStream) -> bool:
-    """Whether voice scoring takes ``stream``: a known clock rate that is not video's 90 kHz."""
-    return bool(stream.clock_rate) and stream.clock_rate != _VIDEO_CLOCK
+    """Whether voice scoring takes ``stream``: audio (:func:`qoe.rtp.media_kind`) with a known clock rate."""
+    return stream.media == "audio" and bool(stream.clock_rate)
 
 
 def pair_id(key: StreamKey) -> str:
@@ -88,7 +84,7 @@ def find_calls(streams: Sequence[RtpStream], sip_calls: Sequence[SipCall] = ()) 
     Parameters
     ----------
     streams : sequence of RtpStream
-        E.g. :func:`qoe.voice.rtp.find_streams` or ``scan_capture(...).streams``.
+        E.g. :func:`qoe.rtp.find_streams` or ``scan_capture(...).streams``.
     sip_calls : sequence of SipCall, optional
         ``scan_capture(...).calls``: attached to the calls by Call-ID.
 

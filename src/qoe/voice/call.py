@@ -6,7 +6,7 @@ and *user listens* (the far end's voice at the user). For each direction this mo
 gives two scores and every term behind them.
 
 Full reference (paper §7.1), when the reference speech is given
-    The received audio is rebuilt through a jitter buffer (:mod:`qoe.voice.jitterbuffer`,
+    The received audio is rebuilt through a jitter buffer (:mod:`qoe.rtp.jitterbuffer`,
     adaptive by default) with loss concealment (:mod:`qoe.voice.playout`); each play of
     the reference inside it is located (:mod:`qoe.voice.locate`) and scored with P.862
     (:mod:`qoe.voice.p862`) → MOS-LQO → ``z1`` (R by G.107 Appendix I); ``z2`` is the
@@ -24,7 +24,7 @@ Mouth-to-ear delay
     Per played packet: packetisation (one packet's duration: its first sample waits that
     long before the packet is sent, G.114 Annex A.2) + network one-way delay + time in the
     jitter buffer. The network part is, by order of preference: measured from a
-    sender-side and a receiver-side capture (:mod:`qoe.voice.delay`); the given
+    sender-side and a receiver-side capture (:mod:`qoe.rtp.delay`); the given
     ``one_way_ms`` or RTCP's round-trip time / 2 as the delay of the least-delayed packet,
     plus the delay variation the receiver capture shows (arrival time minus RTP
     timestamp, above its minimum); or that variation alone (a base of 0 ms, *assumed*,
@@ -89,17 +89,17 @@ from qoe.voice._call_results import (
     PlayScore,
 )
 from qoe.voice.combined import combined_score
-from qoe.voice.delay import OneWayDelay
-from qoe.voice.jitterbuffer import JitterBuffer, PlayoutResult, parse_jitter_buffer
+from qoe.rtp.delay import OneWayDelay
+from qoe.rtp.jitterbuffer import JitterBuffer, PlayoutResult, parse_jitter_buffer
 from qoe.voice.locate import Play, locate_reference
-from qoe.voice.lossmodel import loss_pattern
+from qoe.rtp.lossmodel import loss_pattern
 from qoe.voice.netscore import windowed_scores
 from qoe.voice.p862 import pesq
 from qoe.voice.playout import Conceal, playout_stream, rebuild_audio
 
 if TYPE_CHECKING:  # pragma: no cover
-    from qoe.voice.rtp import RtpStream
-    from qoe.voice.sip import SipCall
+    from qoe.rtp import RtpStream
+    from qoe.rtp.sip import SipCall
 
 __all__ = [
     "USER_TALKS",
@@ -595,7 +595,7 @@ def score_call(
         Reference speech. Each is looked for in every direction's audio (a call's two
         directions usually carry different speech); plays found are scored.
     delays : mapping of SSRC to OneWayDelay, optional, keyword-only
-        Measured one-way delays (:func:`qoe.voice.delay.delays_between`) of the streams
+        Measured one-way delays (:func:`qoe.rtp.delay.delays_between`) of the streams
         seen by a sender-side capture too.
     one_way_ms : float, optional, keyword-only
         Network one-way delay of the least-delayed packet, for streams without a
@@ -604,7 +604,7 @@ def score_call(
         The user's IP address: streams to it are "user listens", from it "user talks".
         Default: the SIP caller, when the call was set up by SIP; otherwise unknown.
     jitter_buffer : str or buffer, keyword-only
-        ``"adaptive"`` (default: :class:`~qoe.voice.jitterbuffer.AdaptiveBuffer`),
+        ``"adaptive"`` (default: :class:`~qoe.rtp.jitterbuffer.AdaptiveBuffer`),
         ``"fixed:<ms>"`` or ``"none"``.
     conceal : {"repeat", "silence"}, keyword-only
         Loss concealment of the rebuilt audio; also chooses the G.711 preset of the
@@ -736,7 +736,7 @@ def score_calls(
         The streams of the capture taken at the user's end (with packets and payloads).
     sender_streams : sequence of RtpStream, optional, keyword-only
         The streams of a capture taken at the far end. Streams seen in both are matched
-        by SSRC (:func:`qoe.voice.delay.delays_between`): their one-way delay is
+        by SSRC (:func:`qoe.rtp.delay.delays_between`): their one-way delay is
         measured, each is scored from the capture at its receiving end, and (unless
         ``user`` is given) the user's end is the first capture's: streams received
         there are "user listens", streams received at the far end "user talks".
@@ -749,7 +749,7 @@ def score_calls(
     capture, sender_capture : str, optional, keyword-only
         Names of the two captures, for the results.
     clocks : {"auto", "same", "different"}, keyword-only
-        Whether the two captures share a clock (:func:`qoe.voice.delay.one_way_delay`).
+        Whether the two captures share a clock (:func:`qoe.rtp.delay.one_way_delay`).
     **options
         Passed to :func:`score_call` (``jitter_buffer``, ``conceal``, ``one_way_ms``,
         ``delay_basis``, ``window_s``, ``codec``, ``min_correlation``, ``emodel_params``).
@@ -764,7 +764,7 @@ def score_calls(
     QoEWarning
         A reference found in no stream; a delay that had to be assumed.
     """
-    from qoe.voice.delay import delays_between  # noqa: PLC0415 - delay imports playout lazily
+    from qoe.rtp.delay import delays_between  # noqa: PLC0415 - delay imports playout lazily
 
     streams = [s for s in streams if is_audio(s)]
     here, there = capture or "capture", sender_capture or "sender capture"

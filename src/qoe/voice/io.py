@@ -1,8 +1,8 @@
 """File-level voice operations: captures in, WAV files and per-stream delay records out.
 
-The pure functions (:mod:`qoe.voice.g711`, :mod:`qoe.voice.jitterbuffer`,
-:mod:`qoe.voice.delay`, :mod:`qoe.voice.playout`) work on arrays and stream tables; this
-module is where files are read (through :func:`qoe.voice.rtp.find_streams`) and written
+The pure functions (:mod:`qoe.voice.g711`, :mod:`qoe.rtp.jitterbuffer`,
+:mod:`qoe.rtp.delay`, :mod:`qoe.voice.playout`) work on arrays and stream tables; this
+module is where files are read (through :func:`qoe.rtp.find_streams`) and written
 (WAV through soundfile).
 """
 
@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 import soundfile
 
 from qoe.errors import InputError, StreamNotFoundError
-from qoe.voice.delay import Clocks, OneWayDelay, delays_between
-from qoe.voice.jitterbuffer import JitterBuffer
-from qoe.voice.playout import Conceal, ReceivedAudio, extract_audio
+from qoe.rtp.delay import Clocks, OneWayDelay, delays_between
+from qoe.rtp.jitterbuffer import JitterBuffer, PlayoutResult
+from qoe.voice.playout import Conceal, ReceivedAudio, extract_audio, playout_stream
 
 if TYPE_CHECKING:  # pragma: no cover
-    from qoe.voice.rtp import RtpStream
+    from qoe.rtp import RtpStream
 
 __all__ = ["write_wav", "select_stream", "extract_wav", "capture_delays", "parse_ssrc"]
 
@@ -103,7 +103,7 @@ def extract_wav(
     ------
     StreamNotFoundError, UnsupportedCodecError, CaptureError, InputError
     """
-    from qoe.voice.rtp import find_streams  # noqa: PLC0415 - keeps this module importable alone
+    from qoe.rtp import find_streams  # noqa: PLC0415 - keeps this module importable alone
 
     name = os.fspath(capture)
     stream = select_stream(find_streams(name), parse_ssrc(ssrc), source=name)
@@ -118,6 +118,11 @@ def extract_wav(
         "output": os.fspath(output),
         **audio.to_dict(),
     }
+
+
+def _voice_playout(stream: RtpStream, buffer: JitterBuffer | str | None) -> PlayoutResult:
+    """The voice receiver: talkspurts also from silent G.711 payloads."""
+    return playout_stream(stream, buffer=buffer)
 
 
 def capture_delays(
@@ -135,7 +140,7 @@ def capture_delays(
     sender_capture, receiver_capture : path
         Captures taken at the sending and at the receiving end.
     clocks : {"auto", "same", "different"}, keyword-only
-        See :func:`qoe.voice.delay.one_way_delay`.
+        See :func:`qoe.rtp.delay.one_way_delay`.
     buffer : str or buffer, optional, keyword-only
         Receiver jitter buffer whose late packets count as late loss.
     ssrc : int or str, optional, keyword-only
@@ -147,7 +152,7 @@ def capture_delays(
         No stream is in both captures (or not the one asked for); the message lists the
         SSRCs of each capture.
     """
-    from qoe.voice.rtp import find_streams  # noqa: PLC0415
+    from qoe.rtp import find_streams  # noqa: PLC0415
 
     s_name, r_name = os.fspath(sender_capture), os.fspath(receiver_capture)
     sent, recv = find_streams(s_name), find_streams(r_name)
@@ -155,7 +160,7 @@ def capture_delays(
     if want is not None:
         sent = [select_stream(sent, want, source=s_name)]
         recv = [select_stream(recv, want, source=r_name)]
-    out = delays_between(sent, recv, clocks=clocks, buffer=buffer)
+    out = delays_between(sent, recv, clocks=clocks, buffer=buffer, playout=_voice_playout)
     if not out:
         raise StreamNotFoundError(
             f"no RTP stream (SSRC) is in both {s_name} [{_describe(sent) or 'none'}] and "

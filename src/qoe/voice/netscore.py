@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from qoe.errors import InputError
 from qoe.voice import emodel
-from qoe.voice.lossmodel import loss_pattern
+from qoe.rtp.lossmodel import loss_pattern
 
 __all__ = ["WindowScores", "windowed_scores"]
 

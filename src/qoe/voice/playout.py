@@ -40,10 +40,10 @@ import numpy as np
 
 from qoe.errors import InputError, UnsupportedCodecError
 from qoe.voice import g711
-from qoe.voice.jitterbuffer import JitterBuffer, PlayoutResult, simulate
+from qoe.rtp.jitterbuffer import JitterBuffer, PlayoutResult, simulate
 
 if TYPE_CHECKING:  # pragma: no cover
-    from qoe.voice.rtp import RtpStream
+    from qoe.rtp import RtpStream
 
 __all__ = [
     "ReceivedAudio",
@@ -299,7 +299,7 @@ def playout_stream(
     buffer: JitterBuffer | str | None = "adaptive",
     silence_dbov: float = _SILENCE_DBOV,
 ) -> PlayoutResult:
-    """Run a jitter buffer over an :class:`~qoe.voice.rtp.RtpStream`.
+    """Run a jitter buffer over an :class:`~qoe.rtp.RtpStream`.
 
     Talkspurts for the adaptive buffer come from the marker bits, timestamp jumps and,
     for G.711 streams, packets whose decoded level is below ``silence_dbov``.
@@ -344,7 +344,7 @@ def extract_audio(
         A G.711 stream with its packet table and payloads.
     jitter_buffer : str or buffer, keyword-only
         ``"adaptive"`` (default), ``"fixed:<ms>"`` or ``"none"`` (see
-        :func:`qoe.voice.jitterbuffer.parse_jitter_buffer`).
+        :func:`qoe.rtp.jitterbuffer.parse_jitter_buffer`).
     conceal : {"silence", "repeat"}, keyword-only
         Concealment of lost and late packets.
 

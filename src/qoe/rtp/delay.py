@@ -30,19 +30,22 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, replace
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from qoe.errors import InputError, QoEWarning
-from qoe.voice.jitterbuffer import JitterBuffer, PlayoutResult
+from qoe.rtp.jitterbuffer import JitterBuffer, PlayoutResult, simulate
 
 if TYPE_CHECKING:  # pragma: no cover
-    from qoe.voice.rtp import RtpStream
+    from qoe.rtp import RtpStream
 
-__all__ = ["OneWayDelay", "one_way_delay", "stream_delay", "match_streams", "delays_between"]
+__all__ = ["OneWayDelay", "one_way_delay", "stream_delay", "match_streams", "delays_between", "marker_playout"]
 
 Clocks = Literal["auto", "same", "different"]
+# How a receiver plays a stream out: (stream, buffer) -> PlayoutResult.
+PlayoutFn = Callable[["RtpStream", "JitterBuffer | str | None"], PlayoutResult]
 
 # RFC 3550 A.1: sequence numbers wrap at 2**16.
 _SEQ_MOD = 1 << 16
@@ -194,7 +197,7 @@ def one_way_delay(
         the smallest; ``"auto"``: relative, with a warning, when a delay is negative or
         the smallest exceeds ``max_plausible_ms``.
     playout : PlayoutResult, optional, keyword-only
-        The receiver's jitter buffer run over ``received_*`` (:func:`qoe.voice.jitterbuffer.simulate`):
+        The receiver's jitter buffer run over ``received_*`` (:func:`qoe.rtp.jitterbuffer.simulate`):
         its late packets are reported as late loss.
     ssrc : int, optional, keyword-only
         Carried into the result.
@@ -327,15 +330,30 @@ def match_streams(
     return [(snd[k], rcv[k]) for k in sorted(snd) if k in rcv]
 
 
+def marker_playout(stream: RtpStream, buffer: JitterBuffer | str | None) -> PlayoutResult:
+    """Play a stream out through ``buffer``, talkspurts from marker bits and timestamps.
+
+    The codec-blind receiver of :func:`stream_delay`: :func:`qoe.rtp.jitterbuffer.simulate`
+    over the stream's packet table, without looking at the payloads.
+    """
+    p = stream.packets
+    if p is None or len(p) == 0:
+        raise InputError(f"stream {stream.key}: no packet table (scan the capture keeping packets)")
+    if not stream.clock_rate:
+        raise InputError(f"stream {stream.key}: unknown RTP clock rate (payload type {stream.payload_type})")
+    return simulate(p.arrival_ns, p.seq_ext, p.ts_ext, clock_rate=int(stream.clock_rate), buffer=buffer, marker=p.marker)
+
+
 def stream_delay(
     sent: RtpStream,
     received: RtpStream,
     *,
     clocks: Clocks = "auto",
     buffer: JitterBuffer | str | None = None,
+    playout: PlayoutFn | None = None,
     max_plausible_ms: float = _MAX_PLAUSIBLE_MS,
 ) -> OneWayDelay:
-    """:func:`one_way_delay` for two :class:`~qoe.voice.rtp.RtpStream` of the same SSRC.
+    """:func:`one_way_delay` for two :class:`~qoe.rtp.RtpStream` of the same SSRC.
 
     Parameters
     ----------
@@ -346,6 +364,11 @@ def stream_delay(
     buffer : JitterBuffer or str, optional, keyword-only
         A receiver jitter buffer (e.g. ``"adaptive"``, ``"fixed:60"``) whose late
         packets are reported as late loss.
+    playout : callable, optional, keyword-only
+        ``playout(received, buffer) -> PlayoutResult``: how the receiver plays the stream
+        out (a media layer passes one that also finds talkspurts in the decoded audio,
+        e.g. :func:`qoe.voice.playout.playout_stream`). Default: :func:`marker_playout`,
+        talkspurts from marker bits and timestamp jumps only.
     """
     if sent.packets is None or received.packets is None:
         raise InputError(f"stream ssrc=0x{sent.ssrc:08x}: the packet tables were not kept")
@@ -353,11 +376,9 @@ def stream_delay(
         raise InputError(
             f"stream_delay: SSRCs differ (0x{sent.ssrc:08x} sent, 0x{received.ssrc:08x} received)"
         )
-    playout = None
+    played = None
     if buffer is not None:
-        from qoe.voice.playout import playout_stream  # local: playout imports g711 tables
-
-        playout = playout_stream(received, buffer=buffer)
+        played = (playout or marker_playout)(received, buffer)
     p, q = sent.packets, received.packets
     result = one_way_delay(
         p.seq_ext,
@@ -365,7 +386,7 @@ def stream_delay(
         q.seq_ext,
         q.arrival_ns,
         clocks=clocks,
-        playout=playout,
+        playout=played,
         ssrc=sent.ssrc,
         max_plausible_ms=max_plausible_ms,
     )
@@ -387,6 +408,7 @@ def delays_between(
     *,
     clocks: Clocks = "auto",
     buffer: JitterBuffer | str | None = None,
+    playout: PlayoutFn | None = None,
     orient: bool = True,
 ) -> list[OneWayDelay]:
     """One-way delay of every stream present in both captures (matched by SSRC).
@@ -402,7 +424,7 @@ def delays_between(
     ----------
     first, second : list of RtpStream
         The streams of the sender-side and the receiver-side capture.
-    clocks, buffer
+    clocks, buffer, playout
         See :func:`stream_delay`.
     orient : bool, keyword-only
         Detect streams flowing from the second capture's side (default True).
@@ -410,7 +432,7 @@ def delays_between(
     out = []
     for a, b in match_streams(first, second):
         if orient and clocks != "different" and _raw_median_ms(a, b) < 0:
-            out.append(replace(stream_delay(b, a, clocks=clocks, buffer=buffer), reversed=True))
+            out.append(replace(stream_delay(b, a, clocks=clocks, buffer=buffer, playout=playout), reversed=True))
         else:
-            out.append(stream_delay(a, b, clocks=clocks, buffer=buffer))
+            out.append(stream_delay(a, b, clocks=clocks, buffer=buffer, playout=playout))
     return out

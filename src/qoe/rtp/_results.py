@@ -1,7 +1,7 @@
 """What a scan of a capture found: streams, their keys and RTCP summaries, and the scan.
 
-The result records of :func:`qoe.voice.rtp.scan_capture` and their flat views for tables,
-CSV and JSON (re-exported, and documented as a whole, by :mod:`qoe.voice.rtp`).
+The result records of :func:`qoe.rtp.scan_capture` and their flat views for tables,
+CSV and JSON (re-exported, and documented as a whole, by :mod:`qoe.rtp`).
 
 References
 ----------
@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from qoe.voice._rtp_packet import RtpPackets
-from qoe.voice._rtp_stats import RtpStats
-from qoe.voice.sip import SipCall
+from qoe.rtp._packet import RtpPackets, media_kind
+from qoe.rtp._stats import RtpStats
+from qoe.rtp.sip import SipCall
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -114,6 +114,10 @@ class RtpStream:
         Every payload type seen in the stream, most frequent first.
     rtcp : RtcpSummary or None
         RTCP reports about this SSRC, if the capture has any.
+    media : {"audio", "video"} or None
+        What the main payload carries (:func:`qoe.rtp.media_kind`: the SDP ``m=`` line,
+        else the encoding name, else the clock rate); None when nothing tells. Left out,
+        it is derived from ``codec`` and ``clock_rate``.
     """
 
     key: StreamKey
@@ -127,6 +131,11 @@ class RtpStream:
     found_by: str = "heuristic"
     payload_types: tuple[int, ...] = ()
     rtcp: RtcpSummary | None = None
+    media: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.media is None:  # not given: from the codec's name and clock rate
+            object.__setattr__(self, "media", media_kind(self.codec, self.clock_rate))
 
     @property
     def ssrc(self) -> int:
@@ -144,6 +153,7 @@ class RtpStream:
             "payload_type": self.payload_type,
             "codec": self.codec,
             "clock_rate": self.clock_rate,
+            "media": self.media,
             "call_id": self.call_id,
             "found_by": self.found_by,
         }

@@ -1,4 +1,15 @@
-"""RTP streams in a capture: discovery, per-packet tables and RFC 3550 statistics.
+"""RTP in a capture, for voice and video alike: discovery, statistics, playout, delay.
+
+This layer sits between :mod:`qoe.capture` (packets) and the media scorers
+(:mod:`qoe.voice`, :mod:`qoe.video`); it imports neither of them. It holds:
+
+* SIP and SDP parsing (:mod:`qoe.rtp.sip`), which announce streams;
+* the one-pass scan (:func:`scan_capture`, :func:`find_streams`) and RFC 3550
+  receiver statistics (:func:`rtp_stats`), below;
+* loss-run statistics for G.107's Ppl and BurstR (:mod:`qoe.rtp.lossmodel`);
+* receiver jitter buffers (:mod:`qoe.rtp.jitterbuffer`) and one-way delay from two
+  captures (:mod:`qoe.rtp.delay`);
+* which payloads are audio and which video (:func:`media_kind`).
 
 A stream is one synchronisation source (SSRC) on one UDP direction (source address and
 port, destination address and port). For each stream this module gives
@@ -12,7 +23,7 @@ port, destination address and port). For each stream this module gives
   LSR/DLSR), and which SIP call announced it.
 
 Streams are found from SIP/SDP when the capture has the signalling
-(:mod:`qoe.voice.sip`), and otherwise by a heuristic (version 2, one SSRC, sequence
+(:mod:`qoe.rtp.sip`), and otherwise by a heuristic (version 2, one SSRC, sequence
 numbers and timestamps that progress, a dominant payload type), so that captures of
 ffmpeg, GStreamer or VLC streams need no options. RTCP (packet types 200-204, compound
 packets, also multiplexed on the RTP port) is recognised and never taken for RTP.
@@ -44,11 +55,12 @@ and that observed behaviour:
 
 Layout
 ------
-The code lives in private modules, one job each, and every public name is importable
-from here: :mod:`qoe.voice._rtp_packet` (RTP and RTCP headers, payload types, sequence
-numbers, the packet table), :mod:`qoe.voice._rtp_stats` (the statistics and their
-conventions above), :mod:`qoe.voice._rtp_results` (the result records) and
-:mod:`qoe.voice._rtp_scan` (the one-pass capture scan and stream discovery).
+The scan and the statistics live in private modules, one job each, and every public name
+is importable from here: ``_packet`` (RTP and RTCP headers, payload types, sequence
+numbers, the packet table), ``_stats`` (the statistics and their conventions above),
+``_results`` (the result records) and ``_scan`` (the one-pass capture scan and stream
+discovery). :mod:`qoe.rtp.sip`, :mod:`qoe.rtp.lossmodel`, :mod:`qoe.rtp.jitterbuffer` and
+:mod:`qoe.rtp.delay` are public modules.
 
 Examples
 --------
@@ -82,40 +94,57 @@ References
 .. [4] RFC 3389, "RTP Payload for Comfort Noise", §5 (payload type 13).
 .. [5] Wireshark User's Guide, §9.11 "RTP" (RTP Streams window, columns Lost, Max Delta,
    Max Jitter, Mean Jitter, Problems).
-.. [6] ITU-T G.107 (06/2015), §7.5, eq. (7-32): BurstR (see :mod:`qoe.voice.lossmodel`).
+.. [6] ITU-T G.107 (06/2015), §7.5, eq. (7-32): BurstR (see :mod:`qoe.rtp.lossmodel`).
 """
 
 from __future__ import annotations
 
-from qoe.voice._rtp_packet import (
+from qoe.rtp._packet import (
+    AUDIO_ENCODINGS,
     RTCP_APP,
     RTCP_BYE,
     RTCP_RR,
     RTCP_SDES,
     RTCP_SR,
     STATIC_PAYLOAD_TYPES,
+    VIDEO_CLOCK_HZ,
+    VIDEO_ENCODINGS,
     RtpHeader,
     RtpPackets,
     extend_sequence,
     make_packets,
+    media_kind,
     parse_rtcp,
     parse_rtp_header,
 )
-from qoe.voice._rtp_results import RtcpSummary, RtpScan, RtpStream, StreamKey
-from qoe.voice._rtp_scan import find_streams, scan_capture
-from qoe.voice._rtp_stats import RtpStats, rtp_stats
+from qoe.rtp._results import RtcpSummary, RtpScan, RtpStream, StreamKey
+from qoe.rtp._scan import find_streams, scan_capture
+from qoe.rtp._stats import RtpStats, rtp_stats
+from qoe.rtp.delay import OneWayDelay, delays_between, one_way_delay, stream_delay
+from qoe.rtp.jitterbuffer import (
+    AdaptiveBuffer,
+    FixedBuffer,
+    JitterBuffer,
+    NoBuffer,
+    PlayoutResult,
+    parse_jitter_buffer,
+    simulate,
+)
+from qoe.rtp.lossmodel import LossPattern, loss_pattern
+from qoe.rtp.sip import SdpMedia, SipCall, group_calls, parse_sdp, parse_sip
 
 # The statistics' internals under the names they had when all of this was one module,
 # for the code and tests written against those names.
-from qoe.voice import _rtp_stats
-from qoe.voice._rtp_stats import Analyser as _Analyser
-from qoe.voice._rtp_stats import RunStats as _RunStats
-from qoe.voice._rtp_stats import clock_table as _clock_table
-from qoe.voice._rtp_stats import cn_table as _cn_table
-from qoe.voice._rtp_stats import jitter_filter as _jitter_filter
-from qoe.voice._rtp_stats import running_mean as _running_mean
+from qoe.rtp import _stats as _rtp_stats
+from qoe.rtp._stats import Analyser as _Analyser
+from qoe.rtp._stats import RunStats as _RunStats
+from qoe.rtp._stats import clock_table as _clock_table
+from qoe.rtp._stats import cn_table as _cn_table
+from qoe.rtp._stats import jitter_filter as _jitter_filter
+from qoe.rtp._stats import running_mean as _running_mean
 
 __all__ = [
+    # streams and statistics
     "RtpPackets",
     "StreamKey",
     "RtpStats",
@@ -124,6 +153,15 @@ __all__ = [
     "RtpScan",
     "RtpHeader",
     "STATIC_PAYLOAD_TYPES",
+    "AUDIO_ENCODINGS",
+    "VIDEO_ENCODINGS",
+    "VIDEO_CLOCK_HZ",
+    "RTCP_SR",
+    "RTCP_RR",
+    "RTCP_SDES",
+    "RTCP_BYE",
+    "RTCP_APP",
+    "media_kind",
     "parse_rtp_header",
     "parse_rtcp",
     "rtp_stats",
@@ -131,6 +169,26 @@ __all__ = [
     "extend_sequence",
     "find_streams",
     "scan_capture",
+    # SIP / SDP
+    "SdpMedia",
+    "SipCall",
+    "parse_sdp",
+    "parse_sip",
+    "group_calls",
+    # loss runs, jitter buffers, one-way delay
+    "LossPattern",
+    "loss_pattern",
+    "FixedBuffer",
+    "AdaptiveBuffer",
+    "NoBuffer",
+    "JitterBuffer",
+    "PlayoutResult",
+    "parse_jitter_buffer",
+    "simulate",
+    "OneWayDelay",
+    "one_way_delay",
+    "stream_delay",
+    "delays_between",
 ]
 
 # The presence map's window, read when a map is made here (a test shrinks it to watch the
@@ -139,5 +197,5 @@ _PRESENCE_WINDOW = _rtp_stats.PRESENCE_WINDOW
 
 
 def _Presence(first: int) -> _rtp_stats.Presence:  # noqa: N802 - the class's old name
-    """A presence map (:class:`qoe.voice._rtp_stats.Presence`) with this module's window."""
+    """A presence map (:class:`qoe.rtp._stats.Presence`) with this module's window."""
     return _rtp_stats.Presence(first, window=_PRESENCE_WINDOW)

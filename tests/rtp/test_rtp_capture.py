@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from qoe.errors import QoEWarning
-from qoe.voice.rtp import find_streams, make_packets, parse_rtcp, parse_rtp_header, rtp_stats, scan_capture
+from qoe.rtp import find_streams, make_packets, parse_rtcp, parse_rtp_header, rtp_stats, scan_capture
 
 A, B = "192.0.2.1", "198.51.100.2"
 T0 = 1_700_000_000.0

@@ -1,10 +1,10 @@
 """The RTP and RTCP wire formats: headers, static payload types, sequence numbers.
 
-What :mod:`qoe.voice.rtp` reads from each datagram: the RTP fixed header (of one packet,
+What :mod:`qoe.rtp` reads from each datagram: the RTP fixed header (of one packet,
 or of many at once for the capture scan), RTCP compound packets, and 16-bit sequence
 numbers and 32-bit timestamps extended across their wraps; and the per-packet table
 (:class:`RtpPackets`) that the statistics, the jitter buffer and the decoder work on.
-The public names are re-exported, and documented as a whole, by :mod:`qoe.voice.rtp`.
+The public names are re-exported, and documented as a whole, by :mod:`qoe.rtp`.
 
 References
 ----------
@@ -65,6 +65,54 @@ STATIC_PAYLOAD_TYPES: dict[int, tuple[str, int]] = {
     33: ("MP2T", 90000),
     34: ("H263", 90000),
 }
+
+
+# Which payloads are audio and which video. RFC 3551 §6 Tables 4 (audio) and 5 (video:
+# CelB, JPEG, nv, H261, MPV, MP2T, H263; MP2T is an MPEG-2 transport stream, RFC 2250,
+# taken as video) name the static ones; the dynamic encodings are those of the IANA "RTP
+# Payload Format media types" registry, as named in SDP a=rtpmap (RFC 4566 §6), matched
+# without regard to case.
+AUDIO_ENCODINGS = frozenset({
+    "PCMU", "PCMA", "GSM", "G723", "DVI4", "LPC", "G722", "L16", "L8", "L20", "L24", "QCELP",
+    "CN", "MPA", "G728", "G729", "G729D", "G729E", "G7221", "G726-16", "G726-24", "G726-32",
+    "G726-40", "AAL2-G726-16", "AAL2-G726-24", "AAL2-G726-32", "AAL2-G726-40", "ILBC", "OPUS",
+    "SPEEX", "AMR", "AMR-WB", "EVS", "GSM-EFR", "GSM-HR-08", "SILK", "MP4A-LATM", "MPEG4-GENERIC",
+    "TELEPHONE-EVENT", "RED", "PCMA-WB", "PCMU-WB", "G719", "EVRC", "SMV",
+})
+VIDEO_ENCODINGS = frozenset({
+    "CELB", "JPEG", "NV", "H261", "MPV", "MP2T", "H263", "H263-1998", "H263-2000", "H264",
+    "H264-SVC", "H265", "H266", "VP8", "VP9", "AV1", "MP4V-ES", "THEORA", "RAW", "JPEG2000",
+})
+# RFC 3551 §5 / §6 Table 5: video payloads use a 90 kHz clock; an unnamed payload with it
+# is taken as video.
+VIDEO_CLOCK_HZ = 90_000
+
+
+def media_kind(encoding: str | None, clock_rate: int | None, sdp_media: str | None = None) -> str | None:
+    """``"audio"``, ``"video"`` or None (not known) for a payload.
+
+    The SDP ``m=`` line's media type wins when it says audio or video (RFC 4566 §5.14);
+    then the encoding name (:data:`AUDIO_ENCODINGS`, :data:`VIDEO_ENCODINGS`); then the
+    clock rate (90 kHz: video, any other known rate: audio).
+
+    Examples
+    --------
+    >>> media_kind("PCMA", 8000), media_kind("H264", 90000), media_kind(None, 90000)
+    ('audio', 'video', 'video')
+    >>> media_kind("x-custom", 48000, "video"), media_kind(None, None)
+    ('video', None)
+    """
+    if sdp_media in ("audio", "video"):
+        return sdp_media
+    if encoding:
+        name = encoding.upper()
+        if name in AUDIO_ENCODINGS:
+            return "audio"
+        if name in VIDEO_ENCODINGS:
+            return "video"
+    if clock_rate:
+        return "video" if clock_rate == VIDEO_CLOCK_HZ else "audio"
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ import dpkt
 import numpy as np
 import pytest
 
-from qoe.voice.rtp import scan_capture
+from qoe.rtp import scan_capture
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "voice" / "captures"
 STORED = sorted(DATA.glob("*.tshark-rtp-streams.txt"))

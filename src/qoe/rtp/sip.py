@@ -5,7 +5,7 @@ A SIP call (RFC 3261) is set up by an INVITE whose body is an SDP offer (RFC 326
 to *receive* RTP (connection address ``c=`` and port ``m=``), which payload types it
 accepts and what they mean (``a=rtpmap``), and the packetisation time (``a=ptime``). This
 module parses those messages from UDP payloads and groups them into calls by Call-ID,
-so that :mod:`qoe.voice.rtp` can name the codec and clock rate of each stream and tie
+so that :mod:`qoe.rtp` can name the codec and clock rate of each stream and tie
 both directions of a call together.
 
 Only what stream discovery needs is parsed: start line, Call-ID, CSeq, From, To,

@@ -14,7 +14,7 @@ import pytest
 from voice_samples import stream_params
 
 from qoe.errors import InputError
-from qoe.voice.jitterbuffer import (
+from qoe.rtp.jitterbuffer import (
     AdaptiveBuffer,
     FixedBuffer,
     NoBuffer,
@@ -213,7 +213,7 @@ def _real(direction_loaded: bool):
 
 def _received(st):
     from qoe.voice.io import select_stream  # noqa: PLC0415
-    from qoe.voice.rtp import find_streams  # noqa: PLC0415
+    from qoe.rtp import find_streams  # noqa: PLC0415
 
     cap = CAPTURES / st["receiver_capture"]
     return select_stream(find_streams(cap), int(st["ssrc"], 16), source=str(cap))

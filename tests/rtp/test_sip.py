@@ -1,4 +1,4 @@
-"""SIP message and SDP parsing (qoe.voice.sip) on messages written from RFC examples.
+"""SIP message and SDP parsing (qoe.rtp.sip) on messages written from RFC examples.
 
 The INVITE and 200 OK below follow RFC 3261 §24.2 (Alice calls Bob) and RFC 4566 §5's
 example session description, with documentation addresses.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from qoe.voice.sip import group_calls, parse_sdp, parse_sip
+from qoe.rtp.sip import group_calls, parse_sdp, parse_sip
 
 SDP_OFFER = (
     "v=0\r\no=alice 2890844526 2890844526 IN IP4 192.0.2.101\r\ns=-\r\nc=IN IP4 192.0.2.101\r\nt=0 0\r\n"
@@ -104,7 +104,7 @@ def test_late_offer_in_the_answer():
     assert [m.port for m in c.offer] == [3456] and [m.port for m in c.answer] == [49999, 51372]
 
 
-@pytest.mark.parametrize("name", ["qoe.voice.sip", "qoe.voice.rtp"])
+@pytest.mark.parametrize("name", ["qoe.rtp.sip", "qoe.rtp"])
 def test_examples_run_as_doctests(name):
     import doctest
     import importlib

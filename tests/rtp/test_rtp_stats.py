@@ -1,4 +1,4 @@
-"""Unit tests of qoe.voice.rtp's statistics: pure functions over packet tables.
+"""Unit tests of qoe.rtp's statistics: pure functions over packet tables.
 
 Reference values come from two places, said at each test:
 
@@ -18,7 +18,7 @@ import math
 import numpy as np
 import pytest
 
-from qoe.voice.rtp import (
+from qoe.rtp import (
     RtpPackets,
     _Analyser,
     _clock_table,
@@ -285,8 +285,8 @@ def test_running_mean_closed_form_equals_the_loop():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_run_statistics_in_pieces_equal_loss_pattern(seed):
-    from qoe.voice.lossmodel import loss_pattern
-    from qoe.voice.rtp import _RunStats
+    from qoe.rtp.lossmodel import loss_pattern
+    from qoe.rtp import _RunStats
 
     rng = np.random.default_rng(seed)
     lost = rng.random(int(rng.integers(1, 3000))) < rng.choice([0.0, 0.02, 0.3, 0.9])
@@ -306,7 +306,7 @@ def test_run_statistics_in_pieces_equal_loss_pattern(seed):
 def test_presence_window_slides_without_changing_the_counts(monkeypatch):
     """With a 64-number window the map is settled hundreds of times; the counts equal
     those of a whole-stream map as long as nothing arrives more than 64 numbers late."""
-    import qoe.voice.rtp as rtp
+    import qoe.rtp as rtp
 
     rng = np.random.default_rng(7)
     e = np.arange(20000)
@@ -331,7 +331,7 @@ def test_presence_window_slides_without_changing_the_counts(monkeypatch):
 
 
 def test_presence_survives_a_jump_far_ahead(monkeypatch):
-    import qoe.voice.rtp as rtp
+    import qoe.rtp as rtp
 
     monkeypatch.setattr(rtp, "_PRESENCE_WINDOW", 64)
     p = rtp._Presence(0)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from qoe.errors import InputError
-from qoe.voice.lossmodel import loss_pattern, runs
+from qoe.rtp.lossmodel import loss_pattern, runs
 
 
 def test_no_loss():

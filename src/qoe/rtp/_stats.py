@@ -4,7 +4,7 @@ Loss, duplicates, reordering, sequence errors, arrival deltas, RFC 3550 interarr
 jitter and the loss-burst profile behind G.107's BurstR, for a stream fed in chunks of
 packets in arrival order (:class:`Analyser`: memory flat in the stream's length) or
 given whole (:func:`rtp_stats`). The Wireshark conventions they follow are listed, with
-how they were established, in the docstring of :mod:`qoe.voice.rtp`, which re-exports
+how they were established, in the docstring of :mod:`qoe.rtp`, which re-exports
 the public names.
 
 References
@@ -16,7 +16,7 @@ References
 .. [3] RFC 3389, "RTP Payload for Comfort Noise", §5 (payload type 13).
 .. [4] Wireshark User's Guide, §9.11 "RTP" (RTP Streams window: Lost, Max Delta, Max
    Jitter, Mean Jitter, Problems).
-.. [5] ITU-T G.107 (06/2015), §7.5, eq. (7-32): BurstR (see :mod:`qoe.voice.lossmodel`).
+.. [5] ITU-T G.107 (06/2015), §7.5, eq. (7-32): BurstR (see :mod:`qoe.rtp.lossmodel`).
 """
 
 from __future__ import annotations
@@ -28,14 +28,14 @@ from typing import Any
 import numpy as np
 
 from qoe.errors import InputError
-from qoe.voice._rtp_packet import SEQ_MOD, STATIC_PAYLOAD_TYPES, TS_MOD, RtpPackets, unwrap
+from qoe.rtp._packet import SEQ_MOD, STATIC_PAYLOAD_TYPES, TS_MOD, RtpPackets, unwrap
 
 # RFC 3550 §6.4.1: the jitter estimate's gain parameter 1/16.
 _JITTER_GAIN = 1.0 / 16.0
 # RFC 3389 §5 / RFC 3551 Table 4: PT 13 is comfort noise; 19 was comfort noise in RFC 1890
 # and is still treated so by Wireshark.
 _COMFORT_NOISE_PTS = (13, 19)
-# Sequence-number bookkeeping compatible with Wireshark (see qoe.voice.rtp's docstring): a
+# Sequence-number bookkeeping compatible with Wireshark (see qoe.rtp's docstring): a
 # drop of more than this below the tracked number is taken as a wrap, not a late packet.
 _WS_WRAP_GAP = 0xFF00
 
@@ -45,7 +45,7 @@ class RtpStats:
     """Receiver statistics of one RTP stream (RFC 3550 §6.4.1, A.3, A.8).
 
     ``lost``, the deltas and the jitter follow Wireshark's conventions (listed in the
-    docstring of :mod:`qoe.voice.rtp`), so they equal ``tshark -q -z rtp,streams``. Times
+    docstring of :mod:`qoe.rtp`), so they equal ``tshark -q -z rtp,streams``. Times
     are in milliseconds unless the name says otherwise.
 
     Attributes
@@ -89,7 +89,7 @@ class RtpStats:
         Mean number of sequence numbers received between two loss runs (0 with fewer
         than two runs).
     burst_ratio : float
-        G.107 BurstR (eq. 7-32) of the loss pattern, see :func:`qoe.voice.lossmodel.loss_pattern`.
+        G.107 BurstR (eq. 7-32) of the loss pattern, see :func:`qoe.rtp.lossmodel.loss_pattern`.
     """
 
     first_ns: int
@@ -213,7 +213,7 @@ PRESENCE_WINDOW = 1 << 16
 class RunStats:
     """Loss-run statistics of a received/lost sequence fed in pieces.
 
-    The definitions are those of :func:`qoe.voice.lossmodel.loss_pattern` (G.107 (06/2015)
+    The definitions are those of :func:`qoe.rtp.lossmodel.loss_pattern` (G.107 (06/2015)
     §7.5, eq. 7-32: p, q, BurstR = 1/(p + q), loss runs and the gaps between them), kept
     as counts so that the sequence never has to be held whole.
     """
@@ -504,7 +504,7 @@ class Analyser:
                     self.n_j += int(jv.size)
             self.ref_arr = int(a_ok[-1])
 
-        # Wireshark-compatible cycle count (qoe.voice.rtp's docstring), over the packets with a
+        # Wireshark-compatible cycle count (qoe.rtp's docstring), over the packets with a
         # usable timestamp; "last" is the last packet's sequence number, whatever it was.
         set_ev = ok & ((seq < self.start) | ((seq == 0) & (_previous(seq, self.last_seq) == SEQ_MOD - 1)))
         clr_ev = ok & (seq > self.start)
@@ -615,7 +615,7 @@ def rtp_stats(
     Notes
     -----
     The conventions (which packets count for delta and jitter, how ``lost`` and the
-    means are computed) are Wireshark's, listed in the docstring of :mod:`qoe.voice.rtp`,
+    means are computed) are Wireshark's, listed in the docstring of :mod:`qoe.rtp`,
     so the result equals ``tshark -q -z rtp,streams`` for the same packets.
 
     References

@@ -5,8 +5,8 @@
 (and the round-trip times their LSR/DLSR give), and groups RTP packets into flows by
 UDP direction and SSRC, accepting a flow when SDP announced it or, by a heuristic, when
 its first packets progress like RTP; each accepted flow's statistics are computed as it
-goes (:class:`qoe.voice._rtp_stats.Analyser`). The public names are re-exported, and
-documented as a whole, by :mod:`qoe.voice.rtp`.
+goes (:class:`qoe.rtp._stats.Analyser`). The public names are re-exported, and
+documented as a whole, by :mod:`qoe.rtp`.
 
 References
 ----------
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from qoe.errors import InputError, QoEWarning
-from qoe.voice._rtp_packet import (
+from qoe.rtp._packet import (
     RTCP_APP,
     RTCP_SR,
     RTP_FIXED_HEADER,
@@ -38,12 +38,13 @@ from qoe.voice._rtp_packet import (
     TS_MOD,
     header_columns,
     make_packets,
+    media_kind,
     parse_rtcp,
     wrapped_distance,
 )
-from qoe.voice._rtp_results import RtcpSummary, RtpScan, RtpStream, StreamKey
-from qoe.voice._rtp_stats import Analyser, clock_table, cn_table
-from qoe.voice.sip import SIP_METHODS, SdpMedia, SipMessage, group_calls, parse_sip
+from qoe.rtp._results import RtcpSummary, RtpScan, RtpStream, StreamKey
+from qoe.rtp._stats import Analyser, clock_table, cn_table
+from qoe.rtp.sip import SIP_METHODS, SdpMedia, SipMessage, group_calls, parse_sip
 
 # UDP ports whose traffic is never taken for RTP by the heuristic (it can look like RTP
 # version 2 by chance): DNS 53, DHCP 67/68, NTP 123, NetBIOS 137/138, SNMP 161/162,
@@ -52,7 +53,7 @@ from qoe.voice.sip import SIP_METHODS, SdpMedia, SipMessage, group_calls, parse_
 _NOT_RTP_PORTS = np.array([53, 67, 68, 123, 137, 138, 161, 162, 443, 500, 514, 1900, 4500, 5353, 5355])
 
 # First four bytes of a SIP message: a request method of RFC 3261 §27.4 and its extensions
-# (qoe.voice.sip.SIP_METHODS), or the "SIP/" of a status line (RFC 3261 §7.2).
+# (qoe.rtp.sip.SIP_METHODS), or the "SIP/" of a status line (RFC 3261 §7.2).
 _SIP_PREFIXES = np.array(
     [int.from_bytes((m + " ").encode()[:4], "big") for m in SIP_METHODS] + [int.from_bytes(b"SIP/", "big")]
 )
@@ -359,6 +360,7 @@ class _Scanner:
                     found_by="sdp" if flow.media is not None else "heuristic",
                     payload_types=pts,
                     rtcp=rtcp.get(ssrc),
+                    media=media_kind(codec, rate, media.media if media is not None else None),
                 )
             )
         return RtpScan(

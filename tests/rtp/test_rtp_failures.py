@@ -1,11 +1,11 @@
-"""Bad input to qoe.voice.rtp raises a QoEError subclass that names what was wrong."""
+"""Bad input to qoe.rtp raises a QoEError subclass that names what was wrong."""
 
 from __future__ import annotations
 
 import pytest
 
 from qoe.errors import CaptureError, InputError
-from qoe.voice.rtp import find_streams, make_packets, rtp_stats, scan_capture
+from qoe.rtp import find_streams, make_packets, rtp_stats, scan_capture
 
 
 def test_rtp_stats_of_an_empty_stream():

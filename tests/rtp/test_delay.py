@@ -14,9 +14,9 @@ import pytest
 from voice_samples import stream_params
 
 from qoe.errors import InputError, QoEWarning
-from qoe.voice.delay import delays_between, match_streams, one_way_delay, stream_delay
-from qoe.voice.jitterbuffer import simulate
-from qoe.voice.rtp import RtpStream, StreamKey, make_packets, rtp_stats
+from qoe.rtp.delay import delays_between, match_streams, one_way_delay, stream_delay
+from qoe.rtp.jitterbuffer import simulate
+from qoe.rtp import RtpStream, StreamKey, make_packets, rtp_stats
 
 MS = 1_000_000
 
