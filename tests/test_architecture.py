@@ -1,0 +1,95 @@
+"""The layering of docs/architecture.md, checked on every module's imports.
+
+Each module's ``import``/``from ... import`` statements (at any depth, lazy ones included) are
+read with :mod:`ast`; a rule is broken when a package imports a ``qoe`` package its row of the
+table in docs/architecture.md does not allow.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "qoe"
+CLI = ROOT / "cli" / "qoe_cli"
+
+# package -> the qoe packages it may import (docs/architecture.md, "Which layer may import which")
+ALLOWED: dict[str, set[str]] = {
+    "errors": set(),
+    "mos": {"errors"},
+    "capture": {"errors"},
+    "rtp": {"errors", "capture"},
+    "voice": {"errors", "mos", "capture", "rtp"},
+    "video": {"errors", "mos", "capture", "rtp"},
+    "web": {"errors", "mos", "capture"},
+    "report": {"errors"},
+}
+
+
+def _package_of(path: Path) -> str:
+    rel = path.relative_to(SRC).parts
+    return rel[0].removesuffix(".py")
+
+
+def _qoe_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, dotted module) of every ``qoe`` import in ``path``, relative ones resolved."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    here = ["qoe", *path.relative_to(SRC).with_suffix("").parts]
+    if here[-1] == "__init__":
+        here = here[:-1]
+    else:
+        here = here[:-1]  # the module's package
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "qoe"]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[: len(here) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            if mod.split(".")[0] == "qoe":
+                if mod == "qoe":  # from qoe import voice, ...
+                    out += [(node.lineno, f"qoe.{a.name}") for a in node.names]
+                else:
+                    out.append((node.lineno, mod))
+    return out
+
+
+MODULES = sorted(p for p in SRC.rglob("*.py") if _package_of(p) in ALLOWED)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(SRC)))
+def test_layers_import_only_what_they_may(path):
+    pkg = _package_of(path)
+    allowed = ALLOWED[pkg] | {pkg}
+    bad = [
+        f"line {line}: {mod}"
+        for line, mod in _qoe_imports(path)
+        if mod.split(".")[1] not in allowed
+    ]
+    assert not bad, f"qoe.{pkg} may import only {sorted(allowed)}: {bad}"
+
+
+def test_every_package_has_a_rule():
+    packages = {_package_of(p) for p in SRC.rglob("*.py")}
+    unruled = packages - set(ALLOWED) - {"__init__", "api", "demo", "batch", "plot", "py"}
+    assert not unruled, f"add these packages to docs/architecture.md and ALLOWED: {sorted(unruled)}"
+
+
+@pytest.mark.parametrize("path", sorted(CLI.rglob("*.py")), ids=lambda p: p.name)
+def test_the_cli_uses_public_modules_only(path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    private = []
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "qoe":
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names if a.name.startswith("qoe.")]
+        private += [f"line {node.lineno}: {n}" for n in names if any(part.startswith("_") for part in n.split("."))]
+    assert not private, f"{path.name} imports private modules: {private}"
