@@ -85,6 +85,10 @@ class SdpMedia:
         ``a=rtcp-mux`` (RFC 5761): RTCP shares the RTP port.
     direction : str
         ``sendrecv``, ``sendonly``, ``recvonly`` or ``inactive`` (RFC 4566 §6).
+    fmtp : dict of int to dict of str to str
+        ``a=fmtp`` (RFC 4566 §6): payload type -> its format parameters, ``key=value``
+        pairs split at ``;`` (e.g. H.264's ``packetization-mode`` and
+        ``sprop-parameter-sets``, RFC 6184 §8.1); a parameter without ``=`` maps to "".
     """
 
     media: str
@@ -97,6 +101,7 @@ class SdpMedia:
     rtcp_port: int | None = None
     rtcp_mux: bool = False
     direction: str = "sendrecv"
+    fmtp: dict[int, dict[str, str]] = field(default_factory=dict)
 
     def encoding(self, payload_type: int) -> tuple[str, int] | None:
         """(encoding name, clock rate) of ``payload_type`` from ``a=rtpmap``, if given."""
@@ -234,6 +239,19 @@ class SipCall:
         }
 
 
+def _fmtp(value: str) -> tuple[int, dict[str, str]] | None:
+    """``<format> <parameters>`` of an ``a=fmtp`` line (RFC 4566 §6) as (payload type, dict)."""
+    fmt, _, params = value.strip().partition(" ")
+    if not fmt.isdigit():
+        return None
+    out: dict[str, str] = {}
+    for item in params.split(";"):
+        key, _, val = item.strip().partition("=")
+        if key:
+            out[key.strip()] = val.strip()
+    return int(fmt), out
+
+
 def parse_sdp(text: str) -> SessionDescription:
     """Parse an SDP body (RFC 4566 §5) into its media sections.
 
@@ -286,7 +304,7 @@ def parse_sdp(text: str) -> SessionDescription:
                 continue
             pts = tuple(int(p) for p in parts[3:] if p.isdigit())
             sections.append({"media": parts[0], "port": port, "protocol": parts[2], "pts": pts,
-                             "rtpmap": {}, "attrs": {}})
+                             "rtpmap": {}, "fmtp": {}, "attrs": {}})
         elif kind == "a" and cur is not None and not cur.get("skip"):
             name, _, val = value.partition(":")
             if name == "rtpmap":
@@ -298,6 +316,10 @@ def parse_sdp(text: str) -> SessionDescription:
                     cur["rtpmap"][int(pt_s)] = (bits[0], clock, chans)
                 except ValueError:
                     pass
+            elif name == "fmtp":
+                fmt = _fmtp(val)
+                if fmt is not None:
+                    cur["fmtp"][fmt[0]] = fmt[1]
             else:
                 cur["attrs"][name] = val
     media = []
@@ -328,6 +350,7 @@ def parse_sdp(text: str) -> SessionDescription:
                 rtcp_port=rtcp_port,
                 rtcp_mux="rtcp-mux" in attrs,
                 direction=direction,
+                fmtp=s["fmtp"],
             )
         )
     return SessionDescription(origin=origin, address=session_addr, media=tuple(media))

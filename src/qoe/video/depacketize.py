@@ -1,0 +1,384 @@
+"""Video bitstreams from RTP and UDP payloads: H.264 access units and MPEG-2 transport streams.
+
+Pure functions over payload bytes: they know nothing of captures or decoders.
+
+* H.264 over RTP (RFC 6184): single NAL unit packets, STAP-A aggregates and FU-A fragments
+  (packetization modes 0 and 1) become Annex B access units, one per RTP timestamp, each
+  marked complete or damaged (a fragment, a packet or the marker-bit end is missing).
+* MPEG-2 transport streams (ISO/IEC 13818-1), carried in UDP datagrams or in RTP (RFC 2250
+  §2: an integral number of 188-byte TS packets per RTP payload): the packets are checked
+  for their sync byte and each PID's continuity counter, so that a loss is located in the
+  elementary stream it hit.
+
+References
+----------
+.. [1] RFC 6184, "RTP Payload Format for H.264 Video", §5.1 (one access unit per RTP
+   timestamp; the marker bit on its last packet), §5.3 (NAL unit header), §5.4
+   (packetization modes), §5.6 (single NAL unit packet), §5.7.1 (STAP-A), §5.8 (FU-A),
+   §8.1 (``sprop-parameter-sets``).
+.. [2] ITU-T H.264 (08/2021), §7.3.1 / §7.4.1 (nal_unit_type: 1 non-IDR slice, 5 IDR slice,
+   7 SPS, 8 PPS), §7.3.3 (slice header: first_mb_in_slice, slice_type), §9.1 (Exp-Golomb
+   codes), Annex B (byte stream: start code 0x000001).
+.. [3] RFC 2250, "RTP Payload Format for MPEG1/MPEG2 Video", §2 (MPEG-2 transport streams:
+   payload type 33, a whole number of 188-byte packets per RTP packet).
+.. [4] ISO/IEC 13818-1 (ITU-T H.222.0, 06/2021), §2.4.3.2 (transport packet: sync byte
+   0x47, payload_unit_start_indicator, PID, adaptation_field_control, continuity_counter),
+   §2.4.3.3 (continuity_counter increments by one per packet with payload, modulo 16; a
+   duplicate packet repeats it), §2.4.3.4 (adaptation field: discontinuity_indicator,
+   random_access_indicator), §2.4.3.6-7 (PES packet header: PTS).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from qoe.errors import InputError
+
+__all__ = [
+    "ANNEXB_START",
+    "TS_PACKET",
+    "AccessUnit",
+    "TsCheck",
+    "h264_access_units",
+    "sprop_parameter_sets",
+    "nal_types",
+    "slice_types",
+    "check_transport_stream",
+]
+
+# H.264 Annex B: a NAL unit in a byte stream is preceded by the start code 0x000001 (a
+# zero_byte before it for SPS/PPS and the first NAL of an access unit; B.1.1).
+ANNEXB_START = b"\x00\x00\x00\x01"
+# RFC 6184 §5.2 Table 1 / §5.4: NAL unit types of the RTP payload structures.
+_STAP_A, _STAP_B, _MTAP16, _MTAP24, _FU_A, _FU_B = 24, 25, 26, 27, 28, 29
+# H.264 §7.4.1 Table 7-1: coded slices (non-IDR 1, data partition A 2, IDR 5).
+_SLICE_NAL_TYPES = (1, 2, 5)
+_IDR = 5
+# ISO/IEC 13818-1 §2.4.3.2: transport packets are 188 bytes and start with 0x47.
+TS_PACKET = 188
+_TS_SYNC = 0x47
+
+
+@dataclass(frozen=True, slots=True)
+class AccessUnit:
+    """One coded picture rebuilt from RTP packets (RFC 6184 §5.1).
+
+    Attributes
+    ----------
+    timestamp : int
+        Extended RTP timestamp (90 kHz) shared by the access unit's packets.
+    data : bytes
+        The NAL units that arrived whole, in Annex B byte-stream form.
+    complete : bool
+        Every packet of the access unit arrived: no sequence gap inside it, before it
+        (after the previous access unit's marker-bit end), and its last packet has the
+        marker bit.
+    first_seq, last_seq : int
+        Extended sequence numbers of its first and last received packet.
+    packets : int
+        Packets received for it.
+    dropped_nals : int
+        NAL units left out: FU-A fragments with a gap, or payload structures this reader
+        does not take (the interleaved mode's STAP-B, MTAP and FU-B).
+    nal_types : tuple of int
+        Types of the NAL units in ``data``, in order.
+    """
+
+    timestamp: int
+    data: bytes
+    complete: bool
+    first_seq: int
+    last_seq: int
+    packets: int
+    dropped_nals: int
+    nal_types: tuple[int, ...]
+
+    @property
+    def idr(self) -> bool:
+        """An IDR picture (H.264 nal_unit_type 5) is in it."""
+        return _IDR in self.nal_types
+
+
+def sprop_parameter_sets(value: str | None) -> list[bytes]:
+    """The NAL units of an SDP ``sprop-parameter-sets`` value (RFC 6184 §8.1).
+
+    A comma-separated list of base64 NAL units (typically an SPS and a PPS).
+
+    Raises
+    ------
+    InputError
+        A piece is not valid base64.
+
+    Examples
+    --------
+    >>> [n[0] & 0x1F for n in sprop_parameter_sets("Z2QAFKy0CwS2AiAAAAMAIAAABkHihVQ=,aO88sA==")]
+    [7, 8]
+    """
+    if not value:
+        return []
+    out = []
+    for piece in value.split(","):
+        piece = piece.strip()
+        if not piece:
+            continue
+        try:
+            out.append(base64.b64decode(piece, validate=True))
+        except (binascii.Error, ValueError) as exc:
+            raise InputError(f"sprop-parameter-sets: {piece!r} is not base64 ({exc})") from None
+    return out
+
+
+def _nals_of_payload(payload: bytes, fu: list[bytes] | None) -> tuple[list[bytes], list[bytes] | None, int]:
+    """NAL units completed by one RTP payload, the FU-A in progress, NAL units dropped.
+
+    ``fu`` is the list of pieces of a fragmented NAL unit being rebuilt (None: none open).
+    """
+    if not payload:
+        return [], fu, 0
+    ntype = payload[0] & 0x1F
+    if ntype == _FU_A:
+        if len(payload) < 2:
+            return [], None, 1 if fu is not None else 0
+        header = payload[1]
+        start, end = bool(header & 0x80), bool(header & 0x40)
+        dropped = 0
+        if start:
+            if fu is not None:  # a new start while one was open: the open one lost its end
+                dropped += 1
+            # RFC 6184 §5.8: the NAL header is the FU indicator's F and NRI with the FU header's type
+            fu = [bytes([(payload[0] & 0xE0) | (header & 0x1F)]), payload[2:]]
+        elif fu is None:  # a middle or end fragment without its start: lost
+            return [], None, 1 if end else 0
+        else:
+            fu.append(payload[2:])
+        if end:
+            return [b"".join(fu)], None, dropped
+        return [], fu, dropped
+    dropped = 1 if fu is not None else 0  # another packet type: the open FU-A lost its end
+    if ntype == _STAP_A:
+        nals = []
+        i = 1
+        while i + 2 <= len(payload):  # RFC 6184 §5.7.1: 16-bit NALU size, then the NAL unit
+            size = int.from_bytes(payload[i : i + 2], "big")
+            if size == 0 or i + 2 + size > len(payload):
+                dropped += 1
+                break
+            nals.append(payload[i + 2 : i + 2 + size])
+            i += 2 + size
+        return nals, None, dropped
+    if ntype in (_STAP_B, _MTAP16, _MTAP24, _FU_B) or ntype in (0, 30, 31):
+        return [], None, dropped + 1  # interleaved mode (§5.4) or reserved: not taken
+    return [payload], None, dropped  # §5.6: a single NAL unit packet
+
+
+def h264_access_units(
+    seq_ext: np.ndarray,
+    timestamp: np.ndarray,
+    marker: np.ndarray,
+    payloads: Sequence[bytes],
+    *,
+    parameter_sets: Iterable[bytes] = (),
+) -> list[AccessUnit]:
+    """Rebuild H.264 access units from the RTP packets of one stream (RFC 6184).
+
+    Parameters
+    ----------
+    seq_ext : numpy.ndarray of int64
+        Extended sequence numbers of the packets to use (those a receiver kept).
+    timestamp : numpy.ndarray of int64
+        Their extended RTP timestamps.
+    marker : numpy.ndarray of bool
+        Their marker bits.
+    payloads : sequence of bytes
+        Their RTP payloads.
+    parameter_sets : iterable of bytes, keyword-only
+        NAL units to put before the first access unit (e.g. the SPS and PPS of the SDP's
+        ``sprop-parameter-sets``), so that a stream whose in-band parameter sets were
+        lost, or never sent, still decodes.
+
+    Returns
+    -------
+    list of AccessUnit
+        In sequence-number order (duplicates dropped). Packets are put in order of
+        their sequence numbers first, as a receiver's buffer does.
+    """
+    n = len(payloads)
+    if not (seq_ext.shape[0] == timestamp.shape[0] == marker.shape[0] == n):
+        raise InputError(
+            f"h264_access_units: {seq_ext.shape[0]} sequence numbers, {timestamp.shape[0]} timestamps, "
+            f"{marker.shape[0]} markers and {n} payloads"
+        )
+    if n == 0:
+        return []
+    order = np.argsort(seq_ext, kind="stable")
+    seq_sorted = seq_ext[order]
+    keep = np.ones(n, dtype=bool)
+    keep[1:] = seq_sorted[1:] != seq_sorted[:-1]  # duplicates: the first copy
+    order = order[keep]
+    prefix = b"".join(ANNEXB_START + p for p in parameter_sets)
+    prefix_types = tuple(p[0] & 0x1F for p in parameter_sets if p)
+    out: list[AccessUnit] = []
+    seqs = seq_ext[order].tolist()
+    stamps = timestamp[order].tolist()
+    marks = marker[order].tolist()
+    cur: dict | None = None
+    prev_seq: int | None = None
+    prev_marker = True  # before the first packet, nothing is open
+
+    def close(c: dict) -> None:
+        nonlocal prefix, prefix_types
+        data = b"".join(ANNEXB_START + x for x in c["nals"])
+        types = tuple(x[0] & 0x1F for x in c["nals"])
+        complete = c["complete"] and c["end"] and c["fu"] is None and c["dropped"] == 0
+        dropped = c["dropped"] + (1 if c["fu"] is not None else 0)
+        out.append(AccessUnit(
+            timestamp=c["ts"], data=prefix + data, complete=complete, first_seq=c["first"],
+            last_seq=c["last"], packets=c["n"], dropped_nals=dropped, nal_types=prefix_types + types,
+        ))
+        prefix, prefix_types = b"", ()
+
+    for i, s, t, m in zip(order.tolist(), seqs, stamps, marks):
+        gap = prev_seq is not None and s != prev_seq + 1
+        if cur is None or t != cur["ts"]:
+            if cur is not None:
+                close(cur)
+            # a gap at the border belongs to this access unit unless the previous one ended
+            # with its marker bit and the gap could hold nothing but whole access units:
+            # either way this one may have lost its first packets
+            cur = {"ts": t, "nals": [], "fu": None, "dropped": 0, "first": s, "last": s, "n": 0,
+                   "complete": not (gap or (prev_seq is not None and not prev_marker)), "end": False}
+        elif gap:
+            cur["complete"] = False
+            if cur["fu"] is not None:  # the fragment in progress lost a piece
+                cur["fu"] = None
+                cur["dropped"] += 1
+        nals, cur["fu"], dropped = _nals_of_payload(payloads[i], cur["fu"])
+        cur["nals"].extend(nals)
+        cur["dropped"] += dropped
+        cur["last"] = s
+        cur["n"] += 1
+        cur["end"] = bool(m)
+        prev_seq, prev_marker = s, bool(m)
+    if cur is not None:
+        close(cur)
+    return out
+
+
+def nal_types(annexb: bytes) -> list[int]:
+    """Types of the NAL units in an Annex B byte stream (H.264 §7.4.1, Annex B)."""
+    out = []
+    i = annexb.find(b"\x00\x00\x01")
+    while i >= 0 and i + 3 < len(annexb):
+        out.append(annexb[i + 3] & 0x1F)
+        i = annexb.find(b"\x00\x00\x01", i + 3)
+    return out
+
+
+def _ue(bits: str, pos: int) -> tuple[int, int]:
+    """One Exp-Golomb ue(v) code (H.264 §9.1) from a string of '0'/'1' at ``pos``."""
+    zeros = 0
+    while pos + zeros < len(bits) and bits[pos + zeros] == "0":
+        zeros += 1
+    if pos + 2 * zeros + 1 > len(bits):
+        raise ValueError("truncated Exp-Golomb code")
+    value = int(bits[pos + zeros : pos + 2 * zeros + 1], 2) - 1
+    return value, pos + 2 * zeros + 1
+
+
+def slice_types(annexb: bytes) -> list[int]:
+    """slice_type (0-9, H.264 §7.4.3 Table 7-6) of every coded slice in a byte stream.
+
+    Read from the start of each slice header (§7.3.3: first_mb_in_slice ue(v), slice_type
+    ue(v)); types 2 and 7 are I slices. A header too short to read is left out.
+    """
+    out = []
+    i = annexb.find(b"\x00\x00\x01")
+    while i >= 0 and i + 3 < len(annexb):
+        t = annexb[i + 3] & 0x1F
+        if t in _SLICE_NAL_TYPES:
+            head = annexb[i + 4 : i + 12]
+            bits = "".join(f"{b:08b}" for b in head)
+            try:
+                _, pos = _ue(bits, 0)
+                st, _ = _ue(bits, pos)
+                out.append(st)
+            except ValueError:
+                pass
+        i = annexb.find(b"\x00\x00\x01", i + 3)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class TsCheck:
+    """What the transport-packet layer says about an MPEG-2 TS byte stream.
+
+    Attributes
+    ----------
+    packets : int
+        Whole 188-byte packets.
+    bad_sync : int
+        Packets without the 0x47 sync byte (ISO/IEC 13818-1 §2.4.3.2), left out.
+    stray_bytes : int
+        Bytes of datagrams whose length is not a multiple of 188.
+    cc_errors : dict of int to int
+        Continuity-counter discontinuities per PID (§2.4.3.3): each is one or more
+        packets lost (or reordered) before a packet of that PID.
+    lost_before : numpy.ndarray of bool
+        Per packet: a discontinuity of its PID's counter right before it.
+    pid : numpy.ndarray of int
+        Per packet, its PID.
+    """
+
+    packets: int
+    bad_sync: int
+    stray_bytes: int
+    cc_errors: dict[int, int]
+    lost_before: np.ndarray
+    pid: np.ndarray
+
+
+def check_transport_stream(data: bytes | bytearray | memoryview) -> TsCheck:
+    """Sync bytes and continuity counters of a transport stream (ISO/IEC 13818-1 §2.4.3).
+
+    A PID's ``continuity_counter`` increases by one, modulo 16, from one packet with a
+    payload to the next (``adaptation_field_control`` 01 or 11); a repeat of the previous
+    value is a duplicate packet, allowed once (§2.4.3.3). A packet whose adaptation field
+    sets ``discontinuity_indicator`` (§2.4.3.4) starts the count anew. The null PID 0x1FFF
+    carries no count.
+    """
+    buf = np.frombuffer(bytes(data), dtype=np.uint8)
+    n = buf.size // TS_PACKET
+    stray = buf.size - n * TS_PACKET
+    pk = buf[: n * TS_PACKET].reshape(n, TS_PACKET)
+    good = pk[:, 0] == _TS_SYNC
+    pk = pk[good]
+    pid = ((pk[:, 1].astype(np.int64) & 0x1F) << 8) | pk[:, 2]
+    afc = (pk[:, 3] >> 4) & 0x3
+    cc = (pk[:, 3] & 0x0F).astype(np.int64)
+    has_payload = (afc & 0x1) == 1
+    disc = (afc >= 2) & (pk[:, 4] > 0) & ((pk[:, 5] & 0x80) != 0)
+    lost_before = np.zeros(pk.shape[0], dtype=bool)
+    errors: dict[int, int] = {}
+    last: dict[int, tuple[int, bool]] = {}
+    for i, (p, c, pay, d) in enumerate(zip(pid.tolist(), cc.tolist(), has_payload.tolist(), disc.tolist())):
+        if p == 0x1FFF:
+            continue
+        prev = last.get(p)
+        if prev is not None and not d:
+            want = (prev[0] + 1) % 16 if pay else prev[0]
+            duplicate = pay and c == prev[0] and not prev[1]
+            if c != want and not duplicate:
+                lost_before[i] = True
+                errors[p] = errors.get(p, 0) + 1
+            last[p] = (c, duplicate)
+        else:
+            last[p] = (c, False)
+    return TsCheck(
+        packets=int(pk.shape[0]), bad_sync=int(n - pk.shape[0]), stray_bytes=int(stray), cc_errors=errors,
+        lost_before=lost_before, pid=pid,
+    )

@@ -1,0 +1,136 @@
+"""The video streams of a capture: RTP video (H.264, MPEG-TS) and MPEG-TS in plain UDP.
+
+RTP streams come from :func:`qoe.rtp.scan_capture` (SIP/SDP or the RTP heuristic) and are
+video when :func:`qoe.rtp.media_kind` says so, or when an SDP the user gives announces
+them. Plain UDP flows are MPEG-2 transport streams when every datagram is a whole number
+of 188-byte packets, each starting with the sync byte 0x47 (ISO/IEC 13818-1 §2.4.3.2), as
+IPTV multicast and ``ffmpeg -f mpegts udp://`` send them.
+
+References
+----------
+.. [1] ISO/IEC 13818-1 (06/2021), §2.4.3.2 (transport packet: 188 bytes, sync byte 0x47).
+.. [2] RFC 4566, §5.14 (``m=`` line: media type, port), §6 (``a=rtpmap``, ``a=fmtp``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from qoe.errors import InputError
+from qoe.rtp import RtpStream, SdpMedia, parse_sdp, scan_capture
+
+__all__ = ["VideoSource", "find_video", "load_sdp"]
+
+_TS = 188
+_SYNC = 0x47
+# A flow is taken for a transport stream after this many datagrams that all look like one.
+_MIN_TS_DATAGRAMS = 4
+
+
+@dataclass(frozen=True)
+class VideoSource:
+    """One video stream found in a capture, before the receiver rebuilds it.
+
+    Attributes
+    ----------
+    name : str
+        ``"src:port -> dst:port"`` (and the SSRC for RTP).
+    rtp : RtpStream or None
+        The RTP stream (with its packets), or None for plain UDP.
+    sdp : SdpMedia or None
+        The SDP media section that describes it, when known.
+    payloads : list of bytes
+        Plain UDP: the datagrams' payloads in arrival order.
+    arrival_ns : numpy.ndarray of int64
+        Plain UDP: their capture times.
+    """
+
+    name: str
+    rtp: RtpStream | None = None
+    sdp: SdpMedia | None = None
+    payloads: tuple[bytes, ...] = ()
+    arrival_ns: np.ndarray | None = None
+
+
+def load_sdp(sdp: str | os.PathLike[str] | None) -> list[SdpMedia]:
+    """The media sections of an SDP file or text (None: none).
+
+    A value with a newline, or starting with ``v=``, is SDP text; anything else a path.
+    """
+    if sdp is None:
+        return []
+    text = os.fspath(sdp)
+    if "\n" not in text and not text.startswith("v="):
+        try:
+            with open(text, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError as exc:
+            raise InputError(f"{sdp}: cannot read the SDP file ({exc.strerror})") from None
+    media = parse_sdp(text).media
+    if not media:
+        raise InputError(f"{sdp}: no media section (m= line) in the SDP")
+    return list(media)
+
+
+def _sdp_for(stream: RtpStream, media: list[SdpMedia]) -> SdpMedia | None:
+    """The SDP section announcing ``stream``: its port and address, else its port alone."""
+    k = stream.key
+    same_port = [m for m in media if m.port == k.dport]
+    exact = [m for m in same_port if m.address == k.dst]
+    return (exact or same_port or [None])[0]  # port alone: NAT, or a sender writing 127.0.0.1
+
+
+def find_video(capture: str | os.PathLike[str], *, sdp: str | os.PathLike[str] | None = None) -> list[VideoSource]:
+    """Every video stream of a capture, in order of their first packet.
+
+    Parameters
+    ----------
+    capture : path
+        pcap or pcapng.
+    sdp : path or str, optional, keyword-only
+        An SDP (file or text) that describes streams the capture's own signalling does
+        not, e.g. what ``ffmpeg -sdp_file`` wrote: a stream to its ``m=`` port is taken as
+        that media, with its payload names and format parameters.
+    """
+    from qoe.capture import read_udp_batches  # noqa: PLC0415
+
+    name = os.fspath(capture)
+    media = load_sdp(sdp)
+    out: list[tuple[int, VideoSource]] = []
+    scan = scan_capture(name, keep_packets=True)
+    rtp_keys = set()
+    for s in scan.streams:
+        m = _sdp_for(s, media)
+        kind = m.media if m is not None else s.media
+        rtp_keys.add((s.key.src, s.key.sport, s.key.dst, s.key.dport))
+        if kind == "video":
+            k = s.key
+            out.append((int(s.packets.frame[0]), VideoSource(
+                name=f"{k.src}:{k.sport} -> {k.dst}:{k.dport} ssrc=0x{k.ssrc:08x}", rtp=s, sdp=m)))
+    first_frame: dict[tuple[str, int, str, int], int] = {}
+    payloads: dict[tuple[str, int, str, int], list[bytes]] = {}
+    times: dict[tuple[str, int, str, int], list[int]] = {}
+    not_ts: set[tuple[str, int, str, int]] = set()
+    for b in read_udp_batches(name):
+        ln = np.diff(b.offsets)
+        for i in np.flatnonzero((ln >= _TS) & (ln % _TS == 0)).tolist():
+            key = (b.addresses[b.src[i]], int(b.sport[i]), b.addresses[b.dst[i]], int(b.dport[i]))
+            if key in rtp_keys or key in not_ts:
+                continue
+            data = b.payload_of(i)
+            if any(data[j] != _SYNC for j in range(0, len(data), _TS)):
+                not_ts.add(key)  # one datagram that is not whole transport packets: not a TS flow
+                continue
+            first_frame.setdefault(key, int(b.index[i]))
+            payloads.setdefault(key, []).append(data)
+            times.setdefault(key, []).append(int(b.ts_ns[i]))
+    for key, pays in payloads.items():
+        if key not in not_ts and len(pays) >= _MIN_TS_DATAGRAMS:
+            src, sport, dst, dport = key
+            out.append((first_frame[key], VideoSource(
+                name=f"{src}:{sport} -> {dst}:{dport}", payloads=tuple(pays),
+                arrival_ns=np.asarray(times[key], dtype=np.int64))))
+    return [v for _, v in sorted(out, key=lambda t: t[0])]
