@@ -133,47 +133,88 @@ def sprop_parameter_sets(value: str | None) -> list[bytes]:
     return out
 
 
-def _nals_of_payload(payload: bytes, fu: list[bytes] | None) -> tuple[list[bytes], list[bytes] | None, int]:
-    """NAL units completed by one RTP payload, the FU-A in progress, NAL units dropped.
+class _UnitBuilder:
+    """Rebuilds the NAL units of one access unit, packet by packet (RFC 6184 §5.6-5.8)."""
 
-    ``fu`` is the list of pieces of a fragmented NAL unit being rebuilt (None: none open).
-    """
-    if not payload:
-        return [], fu, 0
-    ntype = payload[0] & 0x1F
-    if ntype == _FU_A:
+    def __init__(self, timestamp: int, seq: int, damaged: bool) -> None:
+        self.timestamp = timestamp
+        self.first = self.last = seq
+        self.packets = 0
+        self.nals: list[bytes] = []
+        self.fu: list[bytes] | None = None  # pieces of the fragmented NAL unit in progress
+        self.broken = False  # a fragmented NAL unit lost a piece: skip to its end
+        self.dropped = 0
+        self.damaged = damaged
+
+    def gap(self) -> None:
+        """Packets were lost inside the unit."""
+        self.damaged = True
+        if self.fu is not None:
+            self.fu, self.broken = None, True
+
+    def _lose_open(self) -> None:
+        if self.fu is not None or self.broken:
+            self.dropped += 1
+        self.fu, self.broken = None, False
+
+    def add(self, seq: int, payload: bytes) -> None:
+        self.last = seq
+        self.packets += 1
+        if not payload:
+            return
+        ntype = payload[0] & 0x1F
+        if ntype == _FU_A:
+            self._fragment(payload)
+            return
+        self._lose_open()  # another packet type: a fragmented unit in progress lost its end
+        if ntype == _STAP_A:
+            i = 1
+            while i + 2 <= len(payload):  # §5.7.1: 16-bit NALU size, then the NAL unit
+                size = int.from_bytes(payload[i : i + 2], "big")
+                if size == 0 or i + 2 + size > len(payload):
+                    self.dropped += 1
+                    break
+                self.nals.append(payload[i + 2 : i + 2 + size])
+                i += 2 + size
+        elif ntype in (_STAP_B, _MTAP16, _MTAP24, _FU_B, 0, 30, 31):
+            self.dropped += 1  # interleaved mode (§5.4) or reserved: not taken
+        else:
+            self.nals.append(payload)  # §5.6: a single NAL unit packet
+
+    def _fragment(self, payload: bytes) -> None:
         if len(payload) < 2:
-            return [], None, 1 if fu is not None else 0
+            self._lose_open()
+            return
         header = payload[1]
         start, end = bool(header & 0x80), bool(header & 0x40)
-        dropped = 0
         if start:
-            if fu is not None:  # a new start while one was open: the open one lost its end
-                dropped += 1
-            # RFC 6184 §5.8: the NAL header is the FU indicator's F and NRI with the FU header's type
-            fu = [bytes([(payload[0] & 0xE0) | (header & 0x1F)]), payload[2:]]
-        elif fu is None:  # a middle or end fragment without its start: lost
-            return [], None, 1 if end else 0
-        else:
-            fu.append(payload[2:])
+            self._lose_open()
+            # §5.8: the NAL header is the FU indicator's F and NRI with the FU header's type
+            self.fu = [bytes([(payload[0] & 0xE0) | (header & 0x1F)]), payload[2:]]
+        elif self.fu is not None:
+            self.fu.append(payload[2:])
+        else:  # a fragment whose start was lost
+            self.broken = True
         if end:
-            return [b"".join(fu)], None, dropped
-        return [], fu, dropped
-    dropped = 1 if fu is not None else 0  # another packet type: the open FU-A lost its end
-    if ntype == _STAP_A:
-        nals = []
-        i = 1
-        while i + 2 <= len(payload):  # RFC 6184 §5.7.1: 16-bit NALU size, then the NAL unit
-            size = int.from_bytes(payload[i : i + 2], "big")
-            if size == 0 or i + 2 + size > len(payload):
-                dropped += 1
-                break
-            nals.append(payload[i + 2 : i + 2 + size])
-            i += 2 + size
-        return nals, None, dropped
-    if ntype in (_STAP_B, _MTAP16, _MTAP24, _FU_B) or ntype in (0, 30, 31):
-        return [], None, dropped + 1  # interleaved mode (§5.4) or reserved: not taken
-    return [payload], None, dropped  # §5.6: a single NAL unit packet
+            if self.fu is not None:
+                self.nals.append(b"".join(self.fu))
+                self.fu = None
+            else:
+                self.dropped += 1
+            self.broken = False
+
+    def build(self, prefix: bytes, prefix_types: tuple[int, ...]) -> AccessUnit:
+        self._lose_open()
+        return AccessUnit(
+            timestamp=self.timestamp,
+            data=prefix + b"".join(ANNEXB_START + x for x in self.nals),
+            complete=not self.damaged and self.dropped == 0,
+            first_seq=self.first,
+            last_seq=self.last,
+            packets=self.packets,
+            dropped_nals=self.dropped,
+            nal_types=prefix_types + tuple(x[0] & 0x1F for x in self.nals),
+        )
 
 
 def h264_access_units(
@@ -204,8 +245,11 @@ def h264_access_units(
     Returns
     -------
     list of AccessUnit
-        In sequence-number order (duplicates dropped). Packets are put in order of
-        their sequence numbers first, as a receiver's buffer does.
+        In sequence-number order (duplicates dropped), as a receiver's buffer orders
+        packets. An access unit is damaged when packets are missing inside it; packets
+        missing between two units damage the next one (its first packets may be the
+        lost ones) and, when the previous unit did not end with the marker bit
+        (§5.1), the previous one too.
     """
     n = len(payloads)
     if not (seq_ext.shape[0] == timestamp.shape[0] == marker.shape[0] == n):
@@ -220,52 +264,27 @@ def h264_access_units(
     keep = np.ones(n, dtype=bool)
     keep[1:] = seq_sorted[1:] != seq_sorted[:-1]  # duplicates: the first copy
     order = order[keep]
-    prefix = b"".join(ANNEXB_START + p for p in parameter_sets)
-    prefix_types = tuple(p[0] & 0x1F for p in parameter_sets if p)
+    params = [p for p in parameter_sets if p]
+    prefix = b"".join(ANNEXB_START + p for p in params)
+    prefix_types = tuple(p[0] & 0x1F for p in params)
     out: list[AccessUnit] = []
-    seqs = seq_ext[order].tolist()
-    stamps = timestamp[order].tolist()
-    marks = marker[order].tolist()
-    cur: dict | None = None
-    prev_seq: int | None = None
-    prev_marker = True  # before the first packet, nothing is open
-
-    def close(c: dict) -> None:
-        nonlocal prefix, prefix_types
-        data = b"".join(ANNEXB_START + x for x in c["nals"])
-        types = tuple(x[0] & 0x1F for x in c["nals"])
-        complete = c["complete"] and c["end"] and c["fu"] is None and c["dropped"] == 0
-        dropped = c["dropped"] + (1 if c["fu"] is not None else 0)
-        out.append(AccessUnit(
-            timestamp=c["ts"], data=prefix + data, complete=complete, first_seq=c["first"],
-            last_seq=c["last"], packets=c["n"], dropped_nals=dropped, nal_types=prefix_types + types,
-        ))
-        prefix, prefix_types = b"", ()
-
-    for i, s, t, m in zip(order.tolist(), seqs, stamps, marks):
+    cur: _UnitBuilder | None = None
+    prev_seq = prev_marker = None
+    for i, s, t, m in zip(order.tolist(), seq_ext[order].tolist(), timestamp[order].tolist(), marker[order].tolist()):
         gap = prev_seq is not None and s != prev_seq + 1
-        if cur is None or t != cur["ts"]:
+        if cur is None or t != cur.timestamp:
             if cur is not None:
-                close(cur)
-            # a gap at the border belongs to this access unit unless the previous one ended
-            # with its marker bit and the gap could hold nothing but whole access units:
-            # either way this one may have lost its first packets
-            cur = {"ts": t, "nals": [], "fu": None, "dropped": 0, "first": s, "last": s, "n": 0,
-                   "complete": not (gap or (prev_seq is not None and not prev_marker)), "end": False}
+                if gap and not prev_marker:
+                    cur.gap()  # lost packets may be this unit's tail
+                out.append(cur.build(prefix, prefix_types))
+                prefix, prefix_types = b"", ()
+            cur = _UnitBuilder(t, s, damaged=gap)
         elif gap:
-            cur["complete"] = False
-            if cur["fu"] is not None:  # the fragment in progress lost a piece
-                cur["fu"] = None
-                cur["dropped"] += 1
-        nals, cur["fu"], dropped = _nals_of_payload(payloads[i], cur["fu"])
-        cur["nals"].extend(nals)
-        cur["dropped"] += dropped
-        cur["last"] = s
-        cur["n"] += 1
-        cur["end"] = bool(m)
+            cur.gap()
+        cur.add(s, payloads[i])
         prev_seq, prev_marker = s, bool(m)
     if cur is not None:
-        close(cur)
+        out.append(cur.build(prefix, prefix_types))
     return out
 
 
