@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterator
 
 import numpy as np
 
 from qoe.capture._decode import IPPROTO_UDP, Decoder
-from qoe.capture._files import PathOrFile, RawChunk, probe, raw_chunks
+from qoe.capture._files import CHUNK_SIZE, PathOrFile, RawChunk, probe, raw_chunks
 from qoe.capture._linktypes import (
     AF_INET,
     AF_INET6_VALUES,
@@ -24,8 +23,9 @@ from qoe.capture._linktypes import (
     RAW_IP_LINKTYPES,
     VLAN_TPIDS,
 )
+from qoe.capture._options import positive_int
+from qoe.capture._reassembly import ReassemblyLimits, reassembly_limits
 from qoe.capture._types import UdpBatch
-from qoe.errors import InputError
 
 
 class AddressBook:
@@ -49,7 +49,13 @@ class AddressBook:
         return self._snapshot
 
 
-def read_udp_batches(path: PathOrFile, *, batch_size: int = 65536) -> Iterator[UdpBatch]:
+def read_udp_batches(
+    path: PathOrFile,
+    *,
+    batch_size: int = 65536,
+    chunk_size: int = CHUNK_SIZE,
+    reassembly: ReassemblyLimits = ReassemblyLimits(),
+) -> Iterator[UdpBatch]:
     """Stream the UDP datagrams of a capture as columns of NumPy arrays.
 
     Parameters
@@ -58,6 +64,9 @@ def read_udp_batches(path: PathOrFile, *, batch_size: int = 65536) -> Iterator[U
         A pcap or pcapng capture, as for :func:`~qoe.capture.read_packets`.
     batch_size : int, optional
         Datagrams per batch (every batch but the last is full).
+    chunk_size, reassembly : optional
+        As for :func:`~qoe.capture.read_packets`: bytes read from the file at a time, and
+        the bounds of IP fragment reassembly.
 
     Yields
     ------
@@ -71,7 +80,8 @@ def read_udp_batches(path: PathOrFile, *, batch_size: int = 65536) -> Iterator[U
     CaptureError
         As :func:`~qoe.capture.read_packets` (at the call).
     InputError
-        ``batch_size`` is not a positive integer.
+        ``batch_size`` or ``chunk_size`` is not a positive integer; ``reassembly`` is not
+        a :class:`~qoe.capture.ReassemblyLimits`.
 
     Warns
     -----
@@ -82,14 +92,11 @@ def read_udp_batches(path: PathOrFile, *, batch_size: int = 65536) -> Iterator[U
     ----------
     .. [1] draft-ietf-opsawg-pcap §5; draft-ietf-opsawg-pcapng §4.3; RFC 791; RFC 768.
     """
-    try:
-        batch_size = operator.index(batch_size)
-    except TypeError:
-        raise InputError(f"batch_size must be a positive integer, given {batch_size!r}") from None
-    if batch_size <= 0:
-        raise InputError(f"batch_size must be a positive integer, given {batch_size}")
-    probe(path)
-    return _iter_batches(path, batch_size)
+    batch_size = positive_int(batch_size, "batch_size")
+    chunk_size = positive_int(chunk_size, "chunk_size")
+    reassembly = reassembly_limits(reassembly)
+    probe(path, chunk_size=chunk_size)  # raise CaptureError now, not at the first next()
+    return _iter_batches(path, batch_size, chunk_size, reassembly)
 
 
 class _Piece:
@@ -162,8 +169,8 @@ class _Extractor:
     ``read_packets(..., protocols=("udp",))``.
     """
 
-    def __init__(self) -> None:
-        self.decoder = Decoder(frozenset({IPPROTO_UDP}))
+    def __init__(self, reassembly: ReassemblyLimits) -> None:
+        self.decoder = Decoder(frozenset({IPPROTO_UDP}), reassembly)
         self.book = AddressBook()
         self._codes: dict[bytes, int] = {}  # raw address (4 or 16 bytes) -> code
 
@@ -427,11 +434,13 @@ def _take(pending: list[_Piece], k: int) -> _Piece:
     return _concat(take)
 
 
-def _iter_batches(path: PathOrFile, batch_size: int) -> Iterator[UdpBatch]:
-    ex = _Extractor()
+def _iter_batches(
+    path: PathOrFile, batch_size: int, chunk_size: int, reassembly: ReassemblyLimits
+) -> Iterator[UdpBatch]:
+    ex = _Extractor(reassembly)
     pending: list[_Piece] = []
     count = 0
-    for ch in raw_chunks(path):
+    for ch in raw_chunks(path, chunk_size=chunk_size):
         piece = ex.extract(ch)
         if piece is None:
             continue

@@ -46,13 +46,14 @@ from dpkt import pcap as dpkt_pcap
 from dpkt import pcapng as dpkt_pcapng
 
 from qoe.capture._linktypes import SUPPORTED_LINKTYPES, linktype_name
+from qoe.capture._options import positive_int
 from qoe.errors import CaptureError, QoEWarning
 
 PathOrFile = Union[str, "os.PathLike[str]", BinaryIO]
 Record = tuple[int, int, int, int, int, bytes]
 
-# Read granularity: large enough that the per-read cost vanishes, small enough to be noise
-# next to the interpreter's own memory.
+# Read granularity (the readers' default ``chunk_size``): large enough that the per-read
+# cost vanishes, small enough to be noise next to the interpreter's own memory.
 CHUNK_SIZE = 1 << 20
 
 # A record claiming more captured bytes than this is taken as corruption, not a packet.
@@ -278,7 +279,7 @@ def _parse_pcap_header(name: str, head: bytes) -> CaptureInfo:
     return info
 
 
-def probe(source: PathOrFile) -> CaptureInfo:
+def probe(source: PathOrFile, *, chunk_size: int = CHUNK_SIZE) -> CaptureInfo:
     """Check that ``source`` is a capture qoe can read, and describe it.
 
     Reads the file header and the first record only (pcapng: the blocks up to the first
@@ -288,6 +289,11 @@ def probe(source: PathOrFile) -> CaptureInfo:
     ----------
     source : str, os.PathLike or seekable binary file object
         The capture; a file object is returned to its position afterwards.
+    chunk_size : int, optional
+        Bytes read at a time after the first 24 (default 1 MiB, 1048576): a pcapng file is
+        read chunk by chunk until the blocks up to its first packet are whole, so probe
+        reads at most 24 bytes + those blocks + one chunk. A pcap file's first record is
+        read by itself.
 
     Returns
     -------
@@ -300,6 +306,8 @@ def probe(source: PathOrFile) -> CaptureInfo:
     CaptureError
         Missing/unreadable file, not a pcap/pcapng file (the first bytes are quoted), or
         an unsupported link-layer type (its number and name are quoted).
+    InputError
+        ``chunk_size`` is not a positive integer.
 
     References
     ----------
@@ -312,6 +320,7 @@ def probe(source: PathOrFile) -> CaptureInfo:
     >>> info.format, info.interfaces[0].linktype, info.first_frame_ns  # doctest: +SKIP
     ('pcap', 1, 1700000000000000000)
     """
+    chunk_size = positive_int(chunk_size, "chunk_size")
     name = _name_of(source)
     start = None
     if not isinstance(source, (str, os.PathLike)):
@@ -323,7 +332,7 @@ def probe(source: PathOrFile) -> CaptureInfo:
         with _opened(source, name) as (f, info, head):
             if info.format == "pcapng":
                 # Walk to the first packet: the interfaces and link types, and frame 1's time.
-                for _ in _pcapng_chunks(f, info, head, probe_only=True):
+                for _ in _pcapng_chunks(f, info, head, chunk_size=chunk_size, probe_only=True):
                     pass
             else:
                 info.first_frame_ns = _pcap_first_frame_ns(f, info)
@@ -411,7 +420,7 @@ def _parse_idb(name: str, block: bytes, bo: str) -> Interface:
     return iface
 
 
-def records(source: PathOrFile) -> Iterator[Record]:
+def records(source: PathOrFile, *, chunk_size: int = CHUNK_SIZE) -> Iterator[Record]:
     """Stream every packet record of a pcap or pcapng file, as :data:`Record` tuples.
 
     The records of :func:`raw_chunks`, one at a time (frames without a packet left out).
@@ -419,7 +428,7 @@ def records(source: PathOrFile) -> Iterator[Record]:
     the first ``next``); a record cut short at the end of the file ends the stream with a
     :class:`~qoe.errors.QoEWarning`.
     """
-    for chunk in raw_chunks(source):
+    for chunk in raw_chunks(source, chunk_size=chunk_size):
         yield from chunk.records()
 
 
@@ -501,8 +510,8 @@ def _gather_u32(buf: bytes, starts: "np.ndarray", count: int, bo: str) -> "np.nd
     return rows.view(bo + "u4").astype(np.int64)
 
 
-def raw_chunks(source: PathOrFile) -> Iterator[RawChunk]:
-    """Stream a capture as :class:`RawChunk` arrays.
+def raw_chunks(source: PathOrFile, *, chunk_size: int = CHUNK_SIZE) -> Iterator[RawChunk]:
+    """Stream a capture as :class:`RawChunk` arrays, reading ``chunk_size`` bytes at a time.
 
     Raises :class:`~qoe.errors.CaptureError` for a file that cannot be read at all (at
     the first ``next``); a record cut short or damaged ends the stream with a
@@ -510,12 +519,12 @@ def raw_chunks(source: PathOrFile) -> Iterator[RawChunk]:
     """
     with _opened(source, _name_of(source)) as (f, info, head):
         if info.format == "pcapng":
-            yield from _pcapng_chunks(f, info, head)
+            yield from _pcapng_chunks(f, info, head, chunk_size=chunk_size)
         else:
-            yield from _pcap_chunks(f, info)
+            yield from _pcap_chunks(f, info, chunk_size)
 
 
-def _pcap_chunks(f: BinaryIO, info: CaptureInfo) -> Iterator[RawChunk]:
+def _pcap_chunks(f: BinaryIO, info: CaptureInfo, chunk_size: int) -> Iterator[RawChunk]:
     name = info.name
     bo = info.byte_order
     caplen_at = struct.Struct(bo + "I").unpack_from
@@ -526,7 +535,7 @@ def _pcap_chunks(f: BinaryIO, info: CaptureInfo) -> Iterator[RawChunk]:
     pos = 0
     index = 0
     while True:
-        chunk = _read(f, CHUNK_SIZE, name)
+        chunk = _read(f, chunk_size, name)
         if not chunk:
             break
         buf = buf[pos:] + chunk if pos < len(buf) else chunk
