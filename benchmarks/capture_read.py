@@ -1,6 +1,7 @@
 """Speed and memory of qoe.capture's two readers on a large capture.
 
-Builds a capture of N packets (default 10^6; ``--short``: 10^5) by replicating a real
+Builds a capture of N packets (default 10^6; ``--short``: 10^5; a µs pcap, or with
+``--format pcapng`` one section of Enhanced Packet Blocks) by replicating a real
 voice capture from data/voice/**/*.pcap (the largest Ethernet one; times shifted so the
 copies follow each other);
 when none exists yet, it writes a synthetic one like them: two G.711 RTP streams
@@ -16,7 +17,7 @@ both = memory flat in the file size; read_udp_batches plateaus after a few batch
 about five batches' worth of payload). When tshark is installed, the time of
 ``tshark -r FILE -q -z rtp,streams`` on the same file is printed as a yardstick. Usage::
 
-    python benchmarks/capture_read.py [--short] [--packets N] [--capture FILE]
+    python benchmarks/capture_read.py [--short] [--packets N] [--capture FILE] [--format pcapng]
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from typing import BinaryIO
 
 import numpy as np
 
@@ -70,8 +73,38 @@ def _synthetic(n: int) -> tuple[int, list[tuple[int, int, bytes]]]:
     return 1_000_000_000, [(ts, len(fr), fr) for ts, fr, _ in out]
 
 
-def build_capture(path: str, n: int, source: str | None) -> str:
-    """Write ``n`` packets into a µs pcap at ``path``; return a description of the source."""
+def _pcap_writer(f: BinaryIO) -> Callable[[int, int, bytes], bytes]:
+    """draft-ietf-opsawg-pcap §4 file header (µs, little-endian, Ethernet); returns the
+    §5 record packer ``(ts_ns, wire, data) -> bytes``."""
+    f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+    hdr = struct.Struct("<IIII")
+
+    def record(t: int, wire: int, data: bytes) -> bytes:
+        return hdr.pack(t // 1_000_000_000, (t % 1_000_000_000) // 1000, len(data), wire) + data
+
+    return record
+
+
+def _pcapng_writer(f: BinaryIO) -> Callable[[int, int, bytes], bytes]:
+    """draft-ietf-opsawg-pcapng §4.1 Section Header Block and §4.2 Interface Description
+    Block (Ethernet, default µs resolution), little-endian; returns the §4.3 Enhanced
+    Packet Block packer ``(ts_ns, wire, data) -> bytes``."""
+    shb = struct.pack("<IIIHHq", 0x0A0D0D0A, 28, 0x1A2B3C4D, 1, 0, -1) + struct.pack("<I", 28)
+    idb = struct.pack("<IIHHI", 1, 20, 1, 0, 0) + struct.pack("<I", 20)
+    f.write(shb + idb)
+    epb = struct.Struct("<IIIIIII")
+
+    def record(t: int, wire: int, data: bytes) -> bytes:
+        us = t // 1000
+        pad = -len(data) % 4
+        blen = 32 + len(data) + pad
+        return epb.pack(6, blen, 0, us >> 32, us & 0xFFFFFFFF, len(data), wire) + data + bytes(pad) + struct.pack("<I", blen)
+
+    return record
+
+
+def build_capture(path: str, n: int, source: str | None, fmt: str = "pcap") -> str:
+    """Write ``n`` packets into a µs pcap (or pcapng) at ``path``; return a description of the source."""
     if source is None:
         cands = sorted(glob.glob(os.path.join(ROOT, "data", "voice", "**", "*.pcap"), recursive=True))
         cands = [c for c in cands if _linktype(c) == 1]
@@ -88,8 +121,7 @@ def build_capture(path: str, n: int, source: str | None) -> str:
         period, recs = _synthetic(n)
         desc = f"synthetic RTP G.711 + TCP ({len(recs)} packets/s) replicated"
     with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
-        hdr = struct.Struct("<IIII")
+        record = _pcapng_writer(f) if fmt == "pcapng" else _pcap_writer(f)
         written = 0
         k = 0
         chunk = []
@@ -99,8 +131,7 @@ def build_capture(path: str, n: int, source: str | None) -> str:
                 if written >= n:
                     break
                 t = ts + shift
-                chunk.append(hdr.pack(t // 1_000_000_000, (t % 1_000_000_000) // 1000, len(data), wire))
-                chunk.append(data)
+                chunk.append(record(t, wire, data))
                 written += 1
             f.write(b"".join(chunk))
             chunk = []
@@ -165,17 +196,18 @@ def main() -> None:
     ap.add_argument("--short", action="store_true", help="10^5 packets instead of 10^6")
     ap.add_argument("--packets", type=int, default=None)
     ap.add_argument("--capture", default=None, help="real capture to replicate (Ethernet pcap)")
+    ap.add_argument("--format", choices=("pcap", "pcapng"), default="pcap", help="file format written (default pcap)")
     ap.add_argument("--no-tshark", action="store_true", help="skip the tshark yardstick")
     args = ap.parse_args()
     n = args.packets or (100_000 if args.short else 1_000_000)
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "big.pcap")
-        small = os.path.join(tmp, "half.pcap")
+        path = os.path.join(tmp, "big." + args.format)
+        small = os.path.join(tmp, "half." + args.format)
         t = time.perf_counter()
-        desc = build_capture(path, n, args.capture)
-        build_capture(small, n // 2, args.capture)
+        desc = build_capture(path, n, args.capture, args.format)
+        build_capture(small, n // 2, args.capture, args.format)
         size = os.path.getsize(path)
-        print(f"capture: {n} frames, {size / 1e6:.1f} MB, {desc} (built in {time.perf_counter() - t:.1f} s)")
+        print(f"capture: {args.format}, {n} frames, {size / 1e6:.1f} MB, {desc} (built in {time.perf_counter() - t:.1f} s)")
         print(f"python {sys.version.split()[0]}, numpy {np.__version__}, {os.cpu_count()} CPUs")
         print()
         head = (

@@ -142,7 +142,8 @@ def _opt(bo: str, code: int, value: bytes) -> bytes:
     return struct.pack(bo + "HH", code, len(value)) + value + b"\0" * (-len(value) % 4)
 
 
-def _block(bo: str, btype: int, body: bytes) -> bytes:
+def block(bo: str, btype: int, body: bytes) -> bytes:
+    """§3.1 general block: type, total length, ``body`` padded to 32 bits, total length."""
     body += b"\0" * (-len(body) % 4)
     n = 12 + len(body)
     return struct.pack(bo + "II", btype, n) + body + struct.pack(bo + "I", n)
@@ -151,7 +152,7 @@ def _block(bo: str, btype: int, body: bytes) -> bytes:
 def shb(bo: str = "<") -> bytes:
     """§4.1 Section Header Block, version 1.0, section length -1, one comment option."""
     opts = _opt(bo, 1, b"qoe test") + _opt(bo, 0, b"")
-    return _block(bo, 0x0A0D0D0A, struct.pack(bo + "IHHq", 0x1A2B3C4D, 1, 0, -1) + opts)
+    return block(bo, 0x0A0D0D0A, struct.pack(bo + "IHHq", 0x1A2B3C4D, 1, 0, -1) + opts)
 
 
 def idb(
@@ -170,7 +171,7 @@ def idb(
     if tsoffset is not None:
         opts += _opt(bo, 14, struct.pack(bo + "q", tsoffset))
     opts += _opt(bo, 0, b"")
-    return _block(bo, 1, struct.pack(bo + "HHI", linktype, 0, snaplen) + opts)
+    return block(bo, 1, struct.pack(bo + "HHI", linktype, 0, snaplen) + opts)
 
 
 def epb(bo: str, iface: int, ticks: int, data: bytes, wire: int | None = None, *, comment: bytes = b"") -> bytes:
@@ -179,29 +180,29 @@ def epb(bo: str, iface: int, ticks: int, data: bytes, wire: int | None = None, *
     body += data + b"\0" * (-len(data) % 4)
     if comment:
         body += _opt(bo, 1, comment) + _opt(bo, 0, b"")
-    return _block(bo, 6, body)
+    return block(bo, 6, body)
 
 
 def spb(bo: str, data: bytes, wire: int | None = None) -> bytes:
     """§4.4 Simple Packet Block."""
-    return _block(bo, 3, struct.pack(bo + "I", len(data) if wire is None else wire) + data)
+    return block(bo, 3, struct.pack(bo + "I", len(data) if wire is None else wire) + data)
 
 
 def pb(bo: str, iface: int, ticks: int, data: bytes) -> bytes:
     """Appendix A obsolete Packet Block: interface id 16 bits, drops count 16 bits."""
     body = struct.pack(bo + "HHIIII", iface, 0, ticks >> 32, ticks & 0xFFFFFFFF, len(data), len(data)) + data
-    return _block(bo, 2, body)
+    return block(bo, 2, body)
 
 
 def isb(bo: str, iface: int) -> bytes:
     """§4.6 Interface Statistics Block (no options): not a packet, must be skipped."""
-    return _block(bo, 5, struct.pack(bo + "III", iface, 0, 0))
+    return block(bo, 5, struct.pack(bo + "III", iface, 0, 0))
 
 
 def nrb(bo: str) -> bytes:
     """§4.5 Name Resolution Block with one IPv4 record and end-of-records: skipped."""
     rec = struct.pack(bo + "HH", 1, 12) + ip4("192.0.2.1") + b"host\0\0\0\0"
-    return _block(bo, 4, rec + struct.pack(bo + "HH", 0, 0))
+    return block(bo, 4, rec + struct.pack(bo + "HH", 0, 0))
 
 
 @pytest.fixture
@@ -229,7 +230,7 @@ def cap() -> SimpleNamespace:
         pb=pb,
         isb=isb,
         nrb=nrb,
-        _block=_block,
+        block=block,
     )
 
 
@@ -247,14 +248,15 @@ def write(tmp_path):  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def udp_both():  # type: ignore[no-untyped-def]
-    """``udp_both(path)`` → UDP packets from read_packets, after checking that
-    read_udp_batches (with tiny and default batch sizes) returns exactly the same."""
+    """``udp_both(path, **options)`` → UDP packets from read_packets, after checking that
+    read_udp_batches (with tiny and default batch sizes) returns exactly the same; the
+    options (``chunk_size``, ``reassembly``) go to both readers."""
     from qoe.capture import read_packets, read_udp_batches
 
     def _both(path, **kw):  # type: ignore[no-untyped-def]
-        pkts = list(read_packets(path, protocols=("udp",)))
+        pkts = list(read_packets(path, protocols=("udp",), **kw))
         for bs in (1, 3, 65536):
-            got = [b.packet(i) for b in read_udp_batches(path, batch_size=bs) for i in range(len(b))]
+            got = [b.packet(i) for b in read_udp_batches(path, batch_size=bs, **kw) for i in range(len(b))]
             assert got == pkts, f"batch_size={bs}"
         return pkts
 

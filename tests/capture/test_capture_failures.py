@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 
-from qoe.capture import read_packets, read_udp_batches
+from qoe.capture import ReassemblyLimits, probe, read_packets, read_udp_batches
 from qoe.errors import CaptureError, InputError, QoEWarning
 
 READERS = [
@@ -148,6 +148,27 @@ def test_bad_protocols(cap, write, bad):  # type: ignore[no-untyped-def]
 def test_bad_batch_size(cap, write, bad):  # type: ignore[no-untyped-def]
     with pytest.raises(InputError, match=r"batch_size must be a positive integer"):
         read_udp_batches(write(cap.pcap([])), batch_size=bad)
+
+
+@pytest.mark.parametrize("bad", [0, -5, 1.5, "10"])
+@pytest.mark.parametrize("call", [read_packets, read_udp_batches, probe])
+def test_bad_chunk_size(cap, write, call, bad):  # type: ignore[no-untyped-def]
+    with pytest.raises(InputError, match=r"chunk_size must be a positive integer, given"):
+        call(write(cap.pcap([])), chunk_size=bad)
+
+
+@pytest.mark.parametrize("bad", [None, 15, {"max_bytes": 10}])
+@pytest.mark.parametrize("reader", [read_packets, read_udp_batches])
+def test_bad_reassembly_option(cap, write, reader, bad):  # type: ignore[no-untyped-def]
+    with pytest.raises(InputError, match=r"reassembly must be a qoe.capture.ReassemblyLimits, given"):
+        reader(write(cap.pcap([])), reassembly=bad)
+
+
+@pytest.mark.parametrize("name", ["ipv4_timeout_ns", "ipv6_timeout_ns", "max_datagrams", "max_bytes"])
+@pytest.mark.parametrize("bad", [0, -1, 2.5])
+def test_bad_reassembly_limits(name, bad):  # type: ignore[no-untyped-def]
+    with pytest.raises(InputError, match=rf"ReassemblyLimits\.{name} must be a positive integer, given {bad}"):
+        ReassemblyLimits(**{name: bad})
 
 
 def test_text_mode_file_object(tmp_path):  # type: ignore[no-untyped-def]

@@ -11,6 +11,7 @@ import io
 import pytest
 
 from qoe.capture import probe, read_packets, read_udp_batches
+from qoe.errors import QoEWarning
 
 
 def _frame(cap, i: int = 0) -> bytes:  # type: ignore[no-untyped-def]
@@ -182,10 +183,81 @@ def test_pcapng_frames_without_packets_take_a_number(cap, write, udp_both):  # t
 
     bo = "<"
     f = _frame(cap)
-    sje = cap._block(bo, 9, b"__REALTIME_TIMESTAMP=1700000000000000\nMESSAGE=hi\n")
-    custom = cap._block(bo, 0x0BAD, struct.pack(bo + "I", 32473) + b"data")
-    dsb = cap._block(bo, 0x0A, struct.pack(bo + "II", 0x544C534B, 4) + b"abcd")
+    sje = cap.block(bo, 9, b"__REALTIME_TIMESTAMP=1700000000000000\nMESSAGE=hi\n")
+    custom = cap.block(bo, 0x0BAD, struct.pack(bo + "I", 32473) + b"data")
+    dsb = cap.block(bo, 0x0A, struct.pack(bo + "II", 0x544C534B, 4) + b"abcd")
     data = b"".join(
         [cap.shb(bo), sje, cap.idb(bo), cap.epb(bo, 0, 1, f), custom, cap.epb(bo, 0, 2, f), dsb, cap.epb(bo, 0, 3, f)]
     )
     assert [p.index for p in udp_both(write(data, "j.pcapng"))] == [2, 4, 5]
+
+
+# ------------------------------------------------------------------------- chunk_size
+
+
+def _mixed_pcapng(cap) -> bytes:  # type: ignore[no-untyped-def]
+    """Two sections (both byte orders), interfaces of several link types and resolutions,
+    every packet block type, blocks skipped or numbered without a packet, a TCP segment
+    (frame 7) and IPv4/IPv6 datagrams in fragments (completed by frames 9 and 11): UDP in
+    frames 1, 2, 4, 5, 9, 11, 12."""
+    import struct
+
+    f = _frame(cap)
+    ip = cap.ipv4("192.0.2.1", "198.51.100.2", 17, cap.udp(7, 8, b"abc"))
+    body4 = cap.udp(5000, 6000, bytes(range(200)))
+    v4 = [
+        cap.eth(cap.ipv4("192.0.2.1", "198.51.100.2", 17, body4[a:b], ident=4, mf=b < len(body4), offset=a))
+        for a, b in ((0, 96), (96, 160), (160, len(body4)))
+    ]
+    body6 = cap.udp(5004, 5006, bytes(range(100, 250)))
+    v6 = [
+        cap.eth(cap.ipv6("2001:db8::1", "2001:db8::2", 44, cap.frag6(17, a, b < len(body6), 66) + body6[a:b]), 0x86DD)
+        for a, b in ((0, 80), (80, len(body6)))
+    ]
+    tcp = cap.eth(cap.ipv4("192.0.2.1", "198.51.100.2", 6, cap.tcp(80, 1234, b"hello")))
+    us = cap.T0 * 10**6
+    return b"".join(
+        [
+            cap.shb("<"),
+            cap.idb("<", 1),
+            cap.idb("<", 113, tsresol=9),
+            cap.epb("<", 0, us + 1, f),  # frame 1
+            cap.epb("<", 1, cap.T0 * 10**9 + 2, cap.sll(ip)),  # 2
+            cap.nrb("<"),  # skipped
+            cap.block("<", 0x0BAD, struct.pack("<I", 32473) + b"data"),  # 3, a frame without a packet
+            cap.spb("<", f),  # 4
+            cap.pb("<", 0, us + 5, f),  # 5
+            cap.epb("<", 0, us + 6, v4[2]),  # 6, last IPv4 fragment
+            cap.epb("<", 0, us + 7, tcp),  # 7
+            cap.epb("<", 0, us + 8, v4[0]),  # 8, first IPv4 fragment
+            cap.isb("<", 0),  # skipped
+            cap.shb(">"),
+            cap.idb(">", 1, tsresol=0x80 | 20),
+            cap.epb(">", 0, (cap.T0 << 20) + 9, v4[1]),  # 9, completes the IPv4 datagram
+            cap.epb(">", 0, (cap.T0 << 20) + 10, v6[1]),  # 10
+            cap.epb(">", 0, (cap.T0 << 20) + 11, v6[0]),  # 11, completes the IPv6 datagram
+            cap.idb(">", 101),
+            cap.epb(">", 1, us + 12, ip),  # 12
+        ]
+    )
+
+
+@pytest.mark.parametrize("chunk_size", [1, 5, 64, 1000])
+def test_results_do_not_depend_on_chunk_size(cap, write, udp_both, chunk_size):  # type: ignore[no-untyped-def]
+    """Records split across reads at every possible place give the same packets, the
+    same probe and, for a file cut short, the same warning."""
+    data = _mixed_pcapng(cap)
+    path = write(data, "m.pcapng")
+    whole = list(read_packets(path))
+    assert [p.index for p in whole] == [1, 2, 4, 5, 7, 9, 11, 12]
+    assert list(read_packets(path, chunk_size=chunk_size)) == whole
+    assert udp_both(path, chunk_size=chunk_size) == [p for p in whole if p.proto == 17]
+    assert probe(path, chunk_size=chunk_size) == probe(path)
+    pcap = write(cap.pcap([(cap.T0, i, _frame(cap, i)) for i in range(5)], modified=True), "m.pcap")
+    assert udp_both(pcap, chunk_size=chunk_size) == udp_both(pcap)
+    for cut in (write(data[:-5], "cut.pcapng"), write(cap.pcap([(cap.T0, 0, _frame(cap))])[:-5], "cut.pcap")):
+        with pytest.warns(QoEWarning) as small:
+            got = list(read_packets(cut, chunk_size=chunk_size))
+        with pytest.warns(QoEWarning) as default:
+            assert got == list(read_packets(cut))
+        assert [str(w.message) for w in small] == [str(w.message) for w in default]

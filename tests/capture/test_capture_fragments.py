@@ -1,11 +1,11 @@
-"""IP fragment reassembly: RFC 791/815 for IPv4, RFC 8200 §4.5 for IPv6."""
+"""IP fragment reassembly: RFC 791/815 for IPv4, RFC 8200 §4.5 for IPv6, and its bounds
+(ReassemblyLimits). Expected payloads are the ones the fragments were cut from."""
 
 from __future__ import annotations
 
 import pytest
 
-from qoe.capture import read_packets
-from qoe.capture._reassembly import Reassembler
+from qoe.capture import ReassemblyLimits, read_packets
 
 SRC6, DST6 = "2001:db8::1", "2001:db8::2"
 
@@ -119,31 +119,78 @@ def test_ipv6_overlap_abandons_datagram_but_duplicate_does_not(cap, write, udp_b
     assert udp_both(write(cap.pcap(recs), "o.pcap")) == []  # RFC 8200 §4.5 / RFC 5722
 
 
-def test_reassembler_memory_is_bounded():  # type: ignore[no-untyped-def]
-    r = Reassembler(strict_overlap=False, timeout_ns=10**18, max_datagrams=100, max_bytes=10**9)
-    for i in range(10_000):  # first halves only: nothing ever completes
-        assert r.add(("a", "b", 17, i), i, 0, True, b"x" * 64) is None
-    assert len(r) <= 101
-    assert r.dropped >= 9_899
-    r = Reassembler(strict_overlap=False, timeout_ns=10**18, max_datagrams=10**6, max_bytes=64_000)
-    for i in range(10_000):
-        r.add(("a", "b", 17, i), i, 0, True, b"x" * 1000)
-    assert r._bytes <= 65_000
+def _halves(cap, ident: int, payload: bytes, cut: int, v6: bool = False):  # type: ignore[no-untyped-def]
+    """The two fragments of one UDP datagram, cut at byte ``cut`` of its IP payload."""
+    if v6:
+        return _v6_fragments(cap, payload, [cut], ident=ident)
+    return _v4_fragments(cap, payload, [cut], ident=ident)
 
 
-def test_reassembler_rejects_oversize_datagram():  # type: ignore[no-untyped-def]
-    # RFC 791 §3.1: Total Length is 16 bits; a fragment ending past 65535 is bogus.
-    r = Reassembler(strict_overlap=False, timeout_ns=10**9)
-    assert r.add("k", 0, 0, True, b"x" * 8) is None
-    assert r.add("k", 0, 65528, False, b"x" * 16) is None
-    assert len(r) == 0 and r.dropped == 1
+def _payload(i: int) -> bytes:
+    return i.to_bytes(2, "big") * 12
 
 
-def test_reassembler_conflicting_last_fragments():  # type: ignore[no-untyped-def]
-    r = Reassembler(strict_overlap=False, timeout_ns=10**9)
-    assert r.add("k", 0, 16, False, b"y" * 8) is None  # says the datagram is 24 bytes
-    assert r.add("k", 0, 32, False, b"z" * 8) is None  # says 40: inconsistent, dropped
-    assert len(r) == 0
-    assert r.add("k", 0, 8, True, b"b" * 8) is None
-    assert r.add("k", 0, 16, False, b"c" * 8) is None
-    assert r.add("k", 0, 0, True, b"a" * 8, extra="first") == (b"a" * 8 + b"b" * 8 + b"c" * 8, "first")
+def test_at_most_max_datagrams_pending_the_oldest_dropped(cap, write, udp_both):  # type: ignore[no-untyped-def]
+    """300 first halves, then the second halves of the last 100, of the one before them
+    and of the first: with room for 100 pending datagrams only the last 100 complete;
+    with the default room, all these."""
+    halves = [_halves(cap, i, _payload(i), 16) for i in range(300)]
+    order = [h[0] for h in halves] + [h[1] for h in halves[200:]] + [halves[199][1], halves[0][1]]
+    path = write(cap.pcap([(cap.T0, i, f) for i, f in enumerate(order)]))
+    bounded = udp_both(path, reassembly=ReassemblyLimits(max_datagrams=100))
+    assert [p.payload for p in bounded] == [_payload(i) for i in range(200, 300)]
+    assert [p.payload for p in udp_both(path)] == [_payload(i) for i in [*range(200, 300), 199, 0]]
+
+
+def test_at_most_max_bytes_buffered_the_oldest_dropped(cap, write, udp_both):  # type: ignore[no-untyped-def]
+    """First fragments of 1000 bytes each: 64 of them fill max_bytes = 64 000 exactly, so
+    the 64 most recent complete and the one before them was dropped."""
+    halves = [_halves(cap, i, bytes([i]) * 1000, 1000) for i in range(100)]
+    order = [h[0] for h in halves] + [h[1] for h in halves[36:]] + [halves[35][1]]
+    path = write(cap.pcap([(cap.T0, i, f) for i, f in enumerate(order)]))
+    bounded = udp_both(path, reassembly=ReassemblyLimits(max_bytes=64_000))
+    assert [p.payload[0] for p in bounded] == list(range(36, 100))
+    assert [p.payload[0] for p in udp_both(path)] == [*range(36, 100), 35]
+
+
+@pytest.mark.parametrize(
+    "v6, limits, kept_s, dropped_s",
+    [
+        (False, ReassemblyLimits(ipv4_timeout_ns=5 * 10**9), 4, 6),
+        (True, ReassemblyLimits(), 59, 61),  # RFC 8200 §4.5: 60 s
+        (True, ReassemblyLimits(ipv6_timeout_ns=10 * 10**9), 9, 11),
+    ],
+    ids=["ipv4-5s", "ipv6-default-60s", "ipv6-10s"],
+)
+def test_reassembly_timeouts(cap, write, udp_both, v6, limits, kept_s, dropped_s):  # type: ignore[no-untyped-def]
+    first, second = _halves(cap, 7, PAYLOAD, 1232, v6=v6)
+    kept = udp_both(write(cap.pcap([(cap.T0, 0, first), (cap.T0 + kept_s, 0, second)]), "k.pcap"), reassembly=limits)
+    assert [p.payload for p in kept] == [PAYLOAD]
+    late = write(cap.pcap([(cap.T0, 0, first), (cap.T0 + dropped_s, 0, second)]), "d.pcap")
+    assert udp_both(late, reassembly=limits) == []
+
+
+def test_oversize_datagram_is_dropped(cap, write, udp_both):  # type: ignore[no-untyped-def]
+    """RFC 791 §3.1: Total Length is 16 bits; a fragment ending past byte 65535 is bogus.
+    The datagram is given up, so the same key then reassembles a proper datagram."""
+    body = cap.udp(5000, 6000, b"p" * 16)  # 24 bytes of IP payload
+    mk = lambda data, off, mf: cap.eth(cap.ipv4("192.0.2.1", "198.51.100.2", 17, data, ident=9, mf=mf, offset=off))  # noqa: E731
+    frames = [mk(body[:8], 0, True), mk(b"x" * 16, 65528, False), mk(body[8:], 8, False), mk(body[:8], 0, True)]
+    (p,) = udp_both(write(cap.pcap([(cap.T0, i, f) for i, f in enumerate(frames)])))
+    assert (p.index, p.payload) == (4, b"p" * 16)
+
+
+def test_conflicting_last_fragments_abandon_the_datagram(cap, write, udp_both):  # type: ignore[no-untyped-def]
+    """Two "last" fragments saying different lengths (24 and 40 bytes): the datagram is
+    dropped, so its bytes ("y") do not leak into the next one with the same key."""
+    body = cap.udp(5000, 6000, b"b" * 8 + b"c" * 8)  # 24 bytes of IP payload
+    mk = lambda data, off, mf: cap.eth(cap.ipv4("192.0.2.1", "198.51.100.2", 17, data, ident=3, mf=mf, offset=off))  # noqa: E731
+    frames = [
+        mk(b"y" * 8, 16, False),  # says the datagram is 24 bytes
+        mk(b"z" * 8, 32, False),  # says 40: inconsistent, dropped
+        mk(body[8:16], 8, True),
+        mk(body[16:], 16, False),
+        mk(body[:8], 0, True),
+    ]
+    (p,) = udp_both(write(cap.pcap([(cap.T0, i, f) for i, f in enumerate(frames)])))
+    assert (p.index, p.sport, p.payload) == (5, 5000, b"b" * 8 + b"c" * 8)

@@ -18,7 +18,6 @@ import subprocess
 import pytest
 
 from qoe.capture import CaptureInfo, probe, read_packets, read_udp_batches
-from qoe.capture._files import CHUNK_SIZE
 from qoe.errors import QoEWarning
 
 TSHARK = shutil.which("tshark")
@@ -100,7 +99,7 @@ def test_first_frame_of_other_pcapng_blocks(cap, write):  # type: ignore[no-unty
     assert probe(write(pb, "pb.pcapng")).first_frame_ns == cap.T0 * 10**9 + 7_000_000
     spb = cap.shb() + cap.idb("<", 1) + cap.spb("<", _frame(cap)) + cap.epb("<", 0, cap.T0 * 10**6, _frame(cap))
     assert probe(write(spb, "spb.pcapng")).first_frame_ns == 0
-    custom = cap._block("<", 0x00000BAD, (32473).to_bytes(4, "little") + b"data")
+    custom = cap.block("<", 0x00000BAD, (32473).to_bytes(4, "little") + b"data")
     cb = cap.shb() + cap.idb("<", 1) + custom + cap.epb("<", 0, cap.T0 * 10**6, _frame(cap))
     path = write(cb, "custom.pcapng")
     assert probe(path).first_frame_ns == 0
@@ -131,20 +130,21 @@ class _Counting(io.BytesIO):
         return b
 
 
+@pytest.mark.parametrize("chunk_size", [4096, 65536])
 @pytest.mark.parametrize("fmt", ["pcap", "pcapng"])
-def test_probe_reads_the_start_only_and_restores_the_position(cap, fmt):  # type: ignore[no-untyped-def]
-    frames = [_frame(cap, i % 50) for i in range(40_000)]  # ~3 MB, several read chunks
+def test_probe_reads_the_start_only_and_restores_the_position(cap, fmt, chunk_size):  # type: ignore[no-untyped-def]
+    frames = [_frame(cap, i % 50) for i in range(4000)]  # ~330 kB, several read chunks
     if fmt == "pcap":
         data = cap.pcap([(cap.T0 + i, 0, f) for i, f in enumerate(frames)])
         bound = 2 + 24 + 16 + len(frames[0])  # gzip sniff, file header, first record
     else:
         data = cap.shb() + cap.idb("<", 1) + b"".join(cap.epb("<", 0, (cap.T0 + i) * 10**6, f) for i, f in enumerate(frames))
-        bound = 2 + 24 + CHUNK_SIZE  # gzip sniff, then the blocks up to the first packet
-    assert len(data) > 2 * CHUNK_SIZE
+        bound = 2 + 24 + chunk_size  # gzip sniff, then the blocks up to the first packet
+    assert len(data) > 2 * chunk_size
     f = _Counting(data)
     f.seek(7)
     f.seek(0)
-    info = probe(f)
+    info = probe(f, chunk_size=chunk_size)
     assert info.first_frame_ns == cap.T0 * 10**9
     assert f.got <= bound and f.tell() == 0
 

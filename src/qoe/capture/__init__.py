@@ -11,8 +11,10 @@ nothing of QoE.
   (:class:`CaptureInfo`: format, interfaces, and the time of frame 1 that Wireshark's
   relative times count from) from the file's first records only.
 
-Both read in chunks (memory flat in the file size), keep timestamps exact as integer
-nanoseconds, reassemble IPv4/IPv6 fragments, and number frames as Wireshark does.
+Both readers read in chunks of ``chunk_size`` bytes (memory flat in the file size), keep
+timestamps exact as integer nanoseconds, reassemble IPv4/IPv6 fragments within the
+bounds of a :class:`ReassemblyLimits` (``reassembly=``), and number frames as Wireshark
+does.
 
 Errors and warnings
 -------------------
@@ -20,9 +22,9 @@ Every problem with the *file* is a :class:`~qoe.errors.CaptureError` (missing fi
 directory, unreadable, not a pcap/pcapng file, unsupported link type, damaged header),
 raised when :func:`read_packets` / :func:`read_udp_batches` is called, with the file name
 and what was found (first bytes, link-type number and name). Bad *options* (``protocols``,
-``batch_size``) are :class:`~qoe.errors.InputError`. A file cut short inside a record, or a
-damaged record later in the file, gives every packet before it and one
-:class:`~qoe.errors.QoEWarning` naming the file and the record.
+``batch_size``, ``chunk_size``, ``reassembly``) are :class:`~qoe.errors.InputError`. A
+file cut short inside a record, or a damaged record later in the file, gives every packet
+before it and one :class:`~qoe.errors.QoEWarning` naming the file and the record.
 
 Conventions
 -----------
@@ -50,6 +52,7 @@ from qoe.capture._batch import read_udp_batches
 from qoe.capture._files import CaptureInfo, Interface, probe
 from qoe.capture._linktypes import SUPPORTED_LINKTYPES, linktype_name
 from qoe.capture._reader import read_packets
+from qoe.capture._reassembly import ReassemblyLimits
 from qoe.capture._types import (
     TCP_ACK,
     TCP_AE,
@@ -71,6 +74,7 @@ __all__ = [
     "probe",
     "CaptureInfo",
     "Interface",
+    "ReassemblyLimits",
     "Packet",
     "TcpInfo",
     "UdpBatch",

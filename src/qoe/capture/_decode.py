@@ -40,7 +40,7 @@ from qoe.capture._linktypes import (
     RAW_IP_LINKTYPES,
     VLAN_TPIDS,
 )
-from qoe.capture._reassembly import IPV4_TIMEOUT_NS, IPV6_TIMEOUT_NS, Reassembler
+from qoe.capture._reassembly import ReassemblyLimits
 from qoe.capture._types import Packet, make_packet, make_tcpinfo
 
 IPPROTO_TCP = 6  # RFC 9293 / IANA protocol numbers
@@ -111,14 +111,15 @@ class Decoder:
 
     Parameters
     ----------
-    protocols : iterable of {"udp", "tcp"}
-        Which transports to return.
+    protocols : frozenset of int
+        Which transports to return (IP protocol numbers, from :func:`protocol_numbers`).
+    reassembly : ReassemblyLimits
+        Bounds of the IPv4 and IPv6 fragment reassembly state.
     """
 
-    def __init__(self, protocols: frozenset[int]) -> None:
+    def __init__(self, protocols: frozenset[int], reassembly: ReassemblyLimits = ReassemblyLimits()) -> None:
         self.want = protocols
-        self.frag4 = Reassembler(strict_overlap=False, timeout_ns=IPV4_TIMEOUT_NS)
-        self.frag6 = Reassembler(strict_overlap=True, timeout_ns=IPV6_TIMEOUT_NS)
+        self.frag4, self.frag6 = reassembly.reassemblers()
         self._addr: dict[bytes, str] = {}
 
     def addr(self, raw: bytes) -> str:

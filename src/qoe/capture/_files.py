@@ -46,13 +46,14 @@ from dpkt import pcap as dpkt_pcap
 from dpkt import pcapng as dpkt_pcapng
 
 from qoe.capture._linktypes import SUPPORTED_LINKTYPES, linktype_name
+from qoe.capture._options import positive_int
 from qoe.errors import CaptureError, QoEWarning
 
 PathOrFile = Union[str, "os.PathLike[str]", BinaryIO]
 Record = tuple[int, int, int, int, int, bytes]
 
-# Read granularity: large enough that the per-read cost vanishes, small enough to be noise
-# next to the interpreter's own memory.
+# Read granularity (the readers' default ``chunk_size``): large enough that the per-read
+# cost vanishes, small enough to be noise next to the interpreter's own memory.
 CHUNK_SIZE = 1 << 20
 
 # A record claiming more captured bytes than this is taken as corruption, not a packet.
@@ -278,7 +279,7 @@ def _parse_pcap_header(name: str, head: bytes) -> CaptureInfo:
     return info
 
 
-def probe(source: PathOrFile) -> CaptureInfo:
+def probe(source: PathOrFile, *, chunk_size: int = CHUNK_SIZE) -> CaptureInfo:
     """Check that ``source`` is a capture qoe can read, and describe it.
 
     Reads the file header and the first record only (pcapng: the blocks up to the first
@@ -288,6 +289,11 @@ def probe(source: PathOrFile) -> CaptureInfo:
     ----------
     source : str, os.PathLike or seekable binary file object
         The capture; a file object is returned to its position afterwards.
+    chunk_size : int, optional
+        Bytes read at a time after the first 24 (default 1 MiB, 1048576): a pcapng file is
+        read chunk by chunk until the blocks up to its first packet are whole, so probe
+        reads at most 24 bytes + those blocks + one chunk. A pcap file's first record is
+        read by itself.
 
     Returns
     -------
@@ -300,6 +306,8 @@ def probe(source: PathOrFile) -> CaptureInfo:
     CaptureError
         Missing/unreadable file, not a pcap/pcapng file (the first bytes are quoted), or
         an unsupported link-layer type (its number and name are quoted).
+    InputError
+        ``chunk_size`` is not a positive integer.
 
     References
     ----------
@@ -312,6 +320,7 @@ def probe(source: PathOrFile) -> CaptureInfo:
     >>> info.format, info.interfaces[0].linktype, info.first_frame_ns  # doctest: +SKIP
     ('pcap', 1, 1700000000000000000)
     """
+    chunk_size = positive_int(chunk_size, "chunk_size")
     name = _name_of(source)
     start = None
     if not isinstance(source, (str, os.PathLike)):
@@ -323,7 +332,7 @@ def probe(source: PathOrFile) -> CaptureInfo:
         with _opened(source, name) as (f, info, head):
             if info.format == "pcapng":
                 # Walk to the first packet: the interfaces and link types, and frame 1's time.
-                for _ in _pcapng_chunks(f, info, head, probe_only=True):
+                for _ in _pcapng_chunks(f, info, head, chunk_size=chunk_size, probe_only=True):
                     pass
             else:
                 info.first_frame_ns = _pcap_first_frame_ns(f, info)
@@ -411,7 +420,7 @@ def _parse_idb(name: str, block: bytes, bo: str) -> Interface:
     return iface
 
 
-def records(source: PathOrFile) -> Iterator[Record]:
+def records(source: PathOrFile, *, chunk_size: int = CHUNK_SIZE) -> Iterator[Record]:
     """Stream every packet record of a pcap or pcapng file, as :data:`Record` tuples.
 
     The records of :func:`raw_chunks`, one at a time (frames without a packet left out).
@@ -419,7 +428,7 @@ def records(source: PathOrFile) -> Iterator[Record]:
     the first ``next``); a record cut short at the end of the file ends the stream with a
     :class:`~qoe.errors.QoEWarning`.
     """
-    for chunk in raw_chunks(source):
+    for chunk in raw_chunks(source, chunk_size=chunk_size):
         yield from chunk.records()
 
 
@@ -501,8 +510,8 @@ def _gather_u32(buf: bytes, starts: "np.ndarray", count: int, bo: str) -> "np.nd
     return rows.view(bo + "u4").astype(np.int64)
 
 
-def raw_chunks(source: PathOrFile) -> Iterator[RawChunk]:
-    """Stream a capture as :class:`RawChunk` arrays.
+def raw_chunks(source: PathOrFile, *, chunk_size: int = CHUNK_SIZE) -> Iterator[RawChunk]:
+    """Stream a capture as :class:`RawChunk` arrays, reading ``chunk_size`` bytes at a time.
 
     Raises :class:`~qoe.errors.CaptureError` for a file that cannot be read at all (at
     the first ``next``); a record cut short or damaged ends the stream with a
@@ -510,12 +519,12 @@ def raw_chunks(source: PathOrFile) -> Iterator[RawChunk]:
     """
     with _opened(source, _name_of(source)) as (f, info, head):
         if info.format == "pcapng":
-            yield from _pcapng_chunks(f, info, head)
+            yield from _pcapng_chunks(f, info, head, chunk_size=chunk_size)
         else:
-            yield from _pcap_chunks(f, info)
+            yield from _pcap_chunks(f, info, chunk_size)
 
 
-def _pcap_chunks(f: BinaryIO, info: CaptureInfo) -> Iterator[RawChunk]:
+def _pcap_chunks(f: BinaryIO, info: CaptureInfo, chunk_size: int) -> Iterator[RawChunk]:
     name = info.name
     bo = info.byte_order
     caplen_at = struct.Struct(bo + "I").unpack_from
@@ -526,7 +535,7 @@ def _pcap_chunks(f: BinaryIO, info: CaptureInfo) -> Iterator[RawChunk]:
     pos = 0
     index = 0
     while True:
-        chunk = _read(f, CHUNK_SIZE, name)
+        chunk = _read(f, chunk_size, name)
         if not chunk:
             break
         buf = buf[pos:] + chunk if pos < len(buf) else chunk
@@ -584,175 +593,284 @@ def _ticks_to_ns(raw: "np.ndarray", iface: Interface) -> "np.ndarray":
     return np.array([iface.ticks_to_ns(int(r)) for r in raw], dtype=np.int64)
 
 
-def _pcapng_chunks(f: BinaryIO, info: CaptureInfo, already: bytes, *, probe_only: bool = False) -> Iterator[RawChunk]:
-    """pcapng §3.1: blocks of (type, total length, body, total length), 32-bit aligned.
+# pcapng §4.3 Enhanced Packet Block: block type, total length, interface id, timestamp
+# (high, low), captured length, original length (28 bytes), the packet data, total length.
+_EPB_DATA = 28
+_EPB_MIN = 32
+
+
+def _pcapng_chunks(
+    f: BinaryIO, info: CaptureInfo, already: bytes, *, chunk_size: int = CHUNK_SIZE, probe_only: bool = False
+) -> Iterator[RawChunk]:
+    """pcapng §3.1: the packet records of the blocks of ``f``, as :class:`RawChunk` arrays.
+
+    ``already`` holds the bytes read from ``f`` before (the start of the first Section
+    Header Block). See :class:`_PcapngWalk`; with ``probe_only`` the walk stops at the
+    first packet, having set ``info.first_frame_ns``, and yields no packet.
+    """
+    # The walk's generator is returned as it is, not wrapped, so that its warnings are
+    # attributed to the same caller's frame as the pcap walker's.
+    return _PcapngWalk(f, info, already, chunk_size, probe_only).chunks()
+
+
+class _PcapngWalk:
+    """One walk over the blocks of a pcapng file (pcapng §3.1: type, total length, body,
+    total length, 32-bit aligned).
 
     Packet blocks (EPB, SPB, obsolete PB) become rows, and so do the blocks Wireshark
     counts as frames without a packet; IDBs add interfaces (to ``info`` too); a new SHB
-    starts a section (new byte order, interface ids restart in the file but our
-    interface numbers keep counting); every other block is skipped. A chunk is yielded
-    whenever the buffer must be refilled or a section ends, and before an error is
-    raised, so every packet before the error is delivered. With ``probe_only`` the walk
-    stops at the first packet, having set ``info.first_frame_ns``, and yields no packet.
+    starts a section (new byte order; interface ids restart in the file but our
+    interface numbers keep counting); every other block is skipped. :meth:`chunks`
+    yields a chunk whenever the buffer must be refilled or a section ends, and before an
+    error is raised, so every packet before the error is delivered.
+
+    The state: the buffer and the offset ``pos`` of the next block in it, the current
+    section's byte order and interfaces, and the rows found since the last chunk
+    (``epbs``, block offsets of Enhanced Packet Blocks, whose fields are taken with NumPy
+    when the chunk is made; ``others``, rows of the rarer blocks, decoded one by one).
     """
-    name = info.name
-    bo = info.byte_order
-    bh = struct.Struct(bo + "II")
-    ifaces: list[Interface] = []
-    base = 0
-    index = 0
-    buf = already
-    pos = 0
-    # Per chunk: block offsets of EPBs, and fully decoded rows of the rarer SPB/PB.
-    epbs: list[int] = []
-    others: list[tuple[int, int, int, int, int, int]] = []  # (row, data_off, caplen, wire, iface, ts)
-    damaged = False
 
-    def first_frame(ts_ns: int) -> None:
-        if info.first_frame_ns is None:
-            info.first_frame_ns = ts_ns
+    def __init__(self, f: BinaryIO, info: CaptureInfo, already: bytes, chunk_size: int, probe_only: bool) -> None:
+        self.f = f
+        self.info = info
+        self.chunk_size = chunk_size
+        self.probe_only = probe_only
+        self.found = False  # probe_only: the first packet has been reached
+        self.buf = already
+        self.pos = 0
+        self.ifaces: list[Interface] = []  # the current section's
+        self.base = 0  # our number of the current section's interface 0
+        self.index = 0  # frames in the chunks yielded so far
+        self.epbs: list[int] = []
+        self.others: list[tuple[int, int, int, int, int, int]] = []  # (row, data_off, caplen, wire, ts, iface)
+        self._set_byte_order(info.byte_order)
 
-    def flush() -> RawChunk | None:
-        nonlocal epbs, others, index
-        k = len(epbs) + len(others)
-        if not k:
-            return None
-        data_off, caplen, wire, ts, ifc = np.empty((5, k), dtype=np.int64)
-        is_epb = np.ones(k, dtype=bool)
-        if others:
-            rows = np.array([o[0] for o in others], dtype=np.int64)
-            is_epb[rows] = False
-            for dst, v in zip((data_off, caplen, wire, ifc, ts), zip(*(o[1:] for o in others))):
-                dst[rows] = v
-        if epbs:
-            st = np.fromiter(epbs, dtype=np.int64, count=len(epbs))
-            h = _gather_u32(buf, st, 7, bo)
-            # EPB (§4.3): type, length, interface id, ts high, ts low, caplen, original length
-            local = h[:, 2]
-            raw = (h[:, 3].astype(np.uint64) << np.uint64(32)) | h[:, 4].astype(np.uint64)
-            present = np.flatnonzero(np.bincount(local)).tolist()
-            if len(present) == 1:
-                e_ts = _ticks_to_ns(raw, ifaces[present[0]])
-            else:
-                e_ts = np.empty(len(st), dtype=np.int64)
-                for i in present:
-                    sel = local == i
-                    e_ts[sel] = _ticks_to_ns(raw[sel], ifaces[i])
-            epb_cols = (st + 28, h[:, 5], h[:, 6], e_ts, local + base)
-            if others:
-                for dst, v in zip((data_off, caplen, wire, ts, ifc), epb_cols):
-                    dst[is_epb] = v
-            else:
-                data_off, caplen, wire, ts, ifc = epb_cols
-        lts = np.array([x.linktype for x in info.interfaces] + [-1], dtype=np.int64)
-        ifc[ifc < 0] = len(lts) - 1  # frames without a packet: link type -1, nothing decoded
-        chunk = RawChunk(buf, index + 1, data_off, caplen, wire, ts, ifc.astype(np.int32), lts[ifc])
-        index += k
-        epbs = []
-        others = []
-        return chunk
+    def _set_byte_order(self, bo: str) -> None:
+        self.bo = bo
+        self.head = struct.Struct(bo + "II")  # §3.1: block type, block total length
+        self.epb_fields = struct.Struct(bo + "IIII")  # §4.3: interface id, ts high, ts low, caplen
 
-    epb_fields = struct.Struct(bo + "IIII")  # §4.3: interface id, ts high, ts low, caplen
-    while not damaged:
+    def chunks(self) -> Iterator[RawChunk]:
+        """Walk the file to its end (or the first packet, ``probe_only``), yielding chunks."""
+        name = self.info.name
+        problem = None
+        try:
+            while True:
+                if not self.probe_only:
+                    self._take_epbs()
+                btype, blen = self._block_head()
+                if btype == _SHB:
+                    yield from self._flush()  # the rows of the section that ends, in its byte order
+                    btype, blen = self._section_head()
+                problem = self._length_problem(btype, blen)
+                if problem is not None:
+                    break
+                if blen < 0 or self.pos + blen > len(self.buf):  # not whole in the buffer: read on
+                    yield from self._flush()
+                    chunk = _read(self.f, self.chunk_size, name)
+                    if not chunk:
+                        break
+                    self.buf = self.buf[self.pos :] + chunk
+                    self.pos = 0
+                    continue
+                problem = self._take(btype, blen)
+                if problem is not None:
+                    break
+                if self.found:
+                    return
+        except CaptureError:
+            yield from self._flush()  # the packets before a bad block are delivered first
+            raise
+        if problem is not None:
+            _corrupt(name, self.index + self._pending() + 1, problem)
+        yield from self._flush()
+        if problem is None and not self.probe_only and self.pos < len(self.buf):
+            _truncated(name, self.index + 1, f"pcapng block cut short, {len(self.buf) - self.pos} bytes of it present")
+
+    def _pending(self) -> int:
+        """Rows found since the last chunk."""
+        return len(self.epbs) + len(self.others)
+
+    def _take_epbs(self) -> None:
+        """Queue the run of well-formed Enhanced Packet Blocks (§4.3) that the buffer holds
+        whole from ``pos`` on: the common case, walked with local names only. Stops before
+        any other block, which :meth:`_take` handles (reporting a damaged EPB)."""
+        buf = self.buf
         n = len(buf)
-        blen = -1
-        if pos + 12 <= n:
-            btype, blen = bh.unpack_from(buf, pos)
-            if btype == _SHB:
-                ch = flush()
-                if ch is not None:
-                    yield ch
-                # A new section; its byte order may differ from the last one's (§4.1).
-                sec = _parse_shb(name, buf[pos : pos + 14])
-                if sec.byte_order != bo:
-                    bo = info.byte_order = sec.byte_order
-                    bh = struct.Struct(bo + "II")
-                    epb_fields = struct.Struct(bo + "IIII")
-                    btype, blen = bh.unpack_from(buf, pos)
-            if blen < 12 or blen % 4 or (pos + blen > n and blen > MAX_RECORD):
-                what = f"pcapng block of type 0x{btype:08x} with total length {blen}"
-                _corrupt(name, index + len(epbs) + len(others) + 1, what)
-                damaged = True
+        pos = self.pos
+        head = self.head.unpack_from
+        fields = self.epb_fields.unpack_from
+        nif = len(self.ifaces)
+        append = self.epbs.append
+        while pos + _EPB_MIN <= n:
+            btype, blen = head(buf, pos)
+            if btype != _EPB or blen < _EPB_MIN or blen % 4 or pos + blen > n:
                 break
-        if blen < 0 or pos + blen > n:
-            ch = flush()
-            if ch is not None:
-                yield ch
-            chunk = _read(f, CHUNK_SIZE, name)
-            if not chunk:
+            ifid, _hi, _lo, caplen = fields(buf, pos + 8)
+            if ifid >= nif or _EPB_MIN + caplen > blen:
                 break
-            buf = buf[pos:] + chunk
-            pos = 0
-            continue
-        row = len(epbs) + len(others)
+            append(pos)
+            pos += blen
+        self.pos = pos
+
+    def _block_head(self) -> tuple[int, int]:
+        """Type and total length of the block at ``pos`` (§3.1), in the section's byte
+        order; ``(-1, -1)`` when the buffer holds fewer than 12 bytes of it."""
+        if self.pos + 12 <= len(self.buf):
+            return self.head.unpack_from(self.buf, self.pos)  # type: ignore[return-value]
+        return -1, -1
+
+    def _section_head(self) -> tuple[int, int]:
+        """The Section Header Block at ``pos`` starts a section whose byte order may differ
+        from the last one's (§4.1): switch to it; its type and total length, read in it."""
+        sec = _parse_shb(self.info.name, self.buf[self.pos : self.pos + 14])
+        if sec.byte_order != self.bo:
+            self.info.byte_order = sec.byte_order
+            self._set_byte_order(sec.byte_order)
+        return self.head.unpack_from(self.buf, self.pos)  # type: ignore[return-value]
+
+    def _length_problem(self, btype: int, blen: int) -> str | None:
+        """What is wrong with a block's total length (§3.1: at least 12, a multiple of 4;
+        beyond :data:`MAX_RECORD` only if the buffer already holds it), if anything."""
+        if blen < 0:
+            return None
+        if blen < 12 or blen % 4 or (self.pos + blen > len(self.buf) and blen > MAX_RECORD):
+            return f"pcapng block of type 0x{btype:08x} with total length {blen}"
+        return None
+
+    def _take(self, btype: int, blen: int) -> str | None:
+        """Take the whole block at ``pos`` and step past it; or say what is damaged in it."""
         if btype == _EPB:
-            problem = None
-            if blen < 32:
-                problem = f"Enhanced Packet Block of {blen} bytes"
-            else:
-                ifid, hi, lo, caplen = epb_fields.unpack_from(buf, pos + 8)
-                if ifid >= len(ifaces):
-                    problem = f"interface {ifid} was never described"
-                elif 32 + caplen > blen:
-                    problem = f"captured length {caplen} exceeds its block"
-            if problem is not None:
-                _corrupt(name, index + row + 1, problem)
-                damaged = True
-                break
-            if probe_only:
-                first_frame(ifaces[ifid].ticks_to_ns(hi << 32 | lo))
-                return
-            epbs.append(pos)
+            problem = self._take_epb(blen)
         elif btype == _IDB:
-            try:
-                iface = _parse_idb(name, buf[pos : pos + blen], bo)
-                _check_linktype(name, iface.linktype, f"on pcapng interface {base + len(ifaces)}")
-            except CaptureError:
-                ch = flush()  # the packets before a bad interface are delivered first
-                if ch is not None:
-                    yield ch
-                raise
-            ifaces.append(iface)
-            info.interfaces.append(iface)
+            problem = self._take_idb(blen)
         elif btype == _SHB:
-            base += len(ifaces)
-            ifaces = []
+            self.base += len(self.ifaces)
+            self.ifaces = []
+            problem = None
         elif btype == _SPB:
-            # §4.4: no interface id (interface 0), no timestamp; captured length is
-            # min(original length, snaplen) where snaplen 0 means unlimited.
-            if not ifaces:
-                _corrupt(name, index + row + 1, "Simple Packet Block before any interface")
-                damaged = True
-                break
-            if probe_only:
-                first_frame(0)
-                return
-            wire = struct.unpack_from(bo + "I", buf, pos + 8)[0]
-            snap = ifaces[0].snaplen
-            caplen = min(wire, snap) if snap else wire
-            others.append((row, pos + 12, min(caplen, blen - 16), wire, base, 0))
+            problem = self._take_spb(blen)
         elif btype == _PB:
-            # Appendix A: interface id, drops count, ts high, ts low, caplen, original length.
-            good = blen >= 32
-            if good:
-                ifid, _d, hi, lo, caplen, wire = struct.unpack_from(bo + "HHIIII", buf, pos + 8)
-                good = ifid < len(ifaces) and 32 + caplen <= blen
-            if not good:
-                _corrupt(name, index + row + 1, "obsolete Packet Block with bad interface or length")
-                damaged = True
-                break
-            ts_ns = ifaces[ifid].ticks_to_ns(hi << 32 | lo)
-            if probe_only:
-                first_frame(ts_ns)
-                return
-            others.append((row, pos + 28, caplen, wire, base + ifid, ts_ns))
+            problem = self._take_pb(blen)
         elif btype in _FRAME_WITHOUT_PACKET:
-            if probe_only:
-                first_frame(0)  # no time of its own, as in the rows below
-            others.append((row, pos, 0, 0, -1, 0))
-        pos += blen
-    ch = flush()
-    if ch is not None:
-        yield ch
-    if not damaged and not probe_only and pos < len(buf):
-        _truncated(name, index + 1, f"pcapng block cut short, {len(buf) - pos} bytes of it present")
+            if self.probe_only:
+                self._first_frame(0)  # no time of its own, as in its row
+            self.others.append((self._pending(), self.pos, 0, 0, 0, -1))
+            problem = None
+        else:
+            problem = None  # any other block: skipped
+        if problem is None:
+            self.pos += blen
+        return problem
+
+    def _first_frame(self, ts_ns: int) -> None:
+        if self.info.first_frame_ns is None:
+            self.info.first_frame_ns = ts_ns
+
+    def _found_packet(self, ts_ns: int) -> None:
+        """``probe_only``: the first packet, at ``ts_ns``, ends the walk."""
+        self._first_frame(ts_ns)
+        self.found = True
+
+    def _take_epb(self, blen: int) -> str | None:
+        """§4.3 Enhanced Packet Block (the one at ``pos`` when :meth:`_take_epbs` stopped
+        on it: damaged, or ``probe_only``)."""
+        if blen < _EPB_MIN:
+            return f"Enhanced Packet Block of {blen} bytes"
+        ifid, hi, lo, caplen = self.epb_fields.unpack_from(self.buf, self.pos + 8)
+        if ifid >= len(self.ifaces):
+            return f"interface {ifid} was never described"
+        if _EPB_MIN + caplen > blen:
+            return f"captured length {caplen} exceeds its block"
+        if self.probe_only:
+            self._found_packet(self.ifaces[ifid].ticks_to_ns(hi << 32 | lo))
+        else:
+            self.epbs.append(self.pos)
+        return None
+
+    def _take_idb(self, blen: int) -> None:
+        """§4.2 Interface Description Block: one more interface (CaptureError if bad)."""
+        iface = _parse_idb(self.info.name, self.buf[self.pos : self.pos + blen], self.bo)
+        _check_linktype(self.info.name, iface.linktype, f"on pcapng interface {self.base + len(self.ifaces)}")
+        self.ifaces.append(iface)
+        self.info.interfaces.append(iface)
+
+    def _take_spb(self, blen: int) -> str | None:
+        """§4.4 Simple Packet Block: no interface id (interface 0), no timestamp; captured
+        length is min(original length, snaplen) where snaplen 0 means unlimited."""
+        if not self.ifaces:
+            return "Simple Packet Block before any interface"
+        if self.probe_only:
+            self._found_packet(0)
+            return None
+        wire = struct.unpack_from(self.bo + "I", self.buf, self.pos + 8)[0]
+        snap = self.ifaces[0].snaplen
+        caplen = min(wire, snap) if snap else wire
+        self.others.append((self._pending(), self.pos + 12, min(caplen, blen - 16), wire, 0, self.base))
+        return None
+
+    def _take_pb(self, blen: int) -> str | None:
+        """Appendix A obsolete Packet Block: interface id, drops count, ts high, ts low,
+        caplen, original length."""
+        good = blen >= 32
+        if good:
+            ifid, _d, hi, lo, caplen, wire = struct.unpack_from(self.bo + "HHIIII", self.buf, self.pos + 8)
+            good = ifid < len(self.ifaces) and 32 + caplen <= blen
+        if not good:
+            return "obsolete Packet Block with bad interface or length"
+        ts_ns = self.ifaces[ifid].ticks_to_ns(hi << 32 | lo)
+        if self.probe_only:
+            self._found_packet(ts_ns)
+            return None
+        self.others.append((self._pending(), self.pos + 28, caplen, wire, ts_ns, self.base + ifid))
+        return None
+
+    def _flush(self) -> Iterator[RawChunk]:
+        """The rows found since the last chunk as one :class:`RawChunk` (none if none)."""
+        k = self._pending()
+        if not k:
+            return
+        data_off, caplen, wire, ts, ifc = self._columns(k)
+        lts = np.array([x.linktype for x in self.info.interfaces] + [-1], dtype=np.int64)
+        ifc[ifc < 0] = len(lts) - 1  # frames without a packet: link type -1, nothing decoded
+        chunk = RawChunk(self.buf, self.index + 1, data_off, caplen, wire, ts, ifc.astype(np.int32), lts[ifc])
+        self.index += k
+        self.epbs = []
+        self.others = []
+        yield chunk
+
+    def _columns(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(data_off, caplen, wire, ts_ns, iface)`` of the ``k`` pending rows, in frame order."""
+        if not self.others:
+            return self._epb_columns()
+        cols = np.empty((5, k), dtype=np.int64)
+        rows = np.array([o[0] for o in self.others], dtype=np.int64)
+        for dst, v in zip(cols, zip(*(o[1:] for o in self.others))):
+            dst[rows] = v
+        if self.epbs:
+            is_epb = np.ones(k, dtype=bool)
+            is_epb[rows] = False
+            for dst, v in zip(cols, self._epb_columns()):
+                dst[is_epb] = v
+        return cols[0], cols[1], cols[2], cols[3], cols[4]
+
+    def _epb_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(data_off, caplen, wire, ts_ns, iface)`` of the queued Enhanced Packet Blocks."""
+        st = np.fromiter(self.epbs, dtype=np.int64, count=len(self.epbs))
+        # §4.3: type, length, interface id, ts high, ts low, caplen, original length
+        h = _gather_u32(self.buf, st, 7, self.bo)
+        local = h[:, 2]
+        raw = (h[:, 3].astype(np.uint64) << np.uint64(32)) | h[:, 4].astype(np.uint64)
+        return st + _EPB_DATA, h[:, 5], h[:, 6], _ticks_per_interface(raw, local, self.ifaces), local + self.base
+
+
+def _ticks_per_interface(raw: "np.ndarray", local: "np.ndarray", ifaces: list[Interface]) -> "np.ndarray":
+    """Nanoseconds of the timestamps ``raw`` taken on the section's interfaces ``local``."""
+    present = np.flatnonzero(np.bincount(local)).tolist()
+    if len(present) == 1:
+        return _ticks_to_ns(raw, ifaces[present[0]])
+    ts = np.empty(len(raw), dtype=np.int64)
+    for i in present:
+        sel = local == i
+        ts[sel] = _ticks_to_ns(raw[sel], ifaces[i])
+    return ts

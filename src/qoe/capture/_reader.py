@@ -5,11 +5,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from qoe.capture._decode import Decoder, protocol_numbers
-from qoe.capture._files import PathOrFile, probe, records
+from qoe.capture._files import CHUNK_SIZE, PathOrFile, probe, records
+from qoe.capture._options import positive_int
+from qoe.capture._reassembly import ReassemblyLimits, reassembly_limits
 from qoe.capture._types import Packet
 
 
-def read_packets(path: PathOrFile, *, protocols: Iterable[str] = ("udp", "tcp")) -> Iterator[Packet]:
+def read_packets(
+    path: PathOrFile,
+    *,
+    protocols: Iterable[str] = ("udp", "tcp"),
+    chunk_size: int = CHUNK_SIZE,
+    reassembly: ReassemblyLimits = ReassemblyLimits(),
+) -> Iterator[Packet]:
     """Stream the UDP datagrams and TCP segments of a pcap or pcapng capture.
 
     Parameters
@@ -21,6 +29,13 @@ def read_packets(path: PathOrFile, *, protocols: Iterable[str] = ("udp", "tcp"))
         gzip-compressed files are read transparently.
     protocols : iterable of {"udp", "tcp"}, optional
         Transports to return (default both).
+    chunk_size : int, optional
+        Bytes read from the file at a time (default 1 MiB, 1048576). Memory holds about
+        one chunk of records whatever the file's size; the packets do not depend on it.
+    reassembly : ReassemblyLimits, optional
+        How long and how much IP fragment reassembly may hold (default: 15 s for IPv4,
+        RFC 791 §3.2; 60 s for IPv6, RFC 8200 §4.5; 4096 datagrams and 32 MiB for each
+        IP version). A datagram given up at a limit is not returned.
 
     Yields
     ------
@@ -37,7 +52,8 @@ def read_packets(path: PathOrFile, *, protocols: Iterable[str] = ("udp", "tcp"))
         on a pcapng interface described later in the file raises when that interface's
         description is reached.
     InputError
-        ``protocols`` names something other than "udp"/"tcp".
+        ``protocols`` names something other than "udp"/"tcp"; ``chunk_size`` is not a
+        positive integer; ``reassembly`` is not a :class:`ReassemblyLimits`.
 
     Warns
     -----
@@ -52,8 +68,8 @@ def read_packets(path: PathOrFile, *, protocols: Iterable[str] = ("udp", "tcp"))
     libpcap wrote DLT_RAW), raw IPv4/IPv6 (228/229), BSD NULL (0) and OpenBSD LOOP (108).
     IPv6 extension headers (Hop-by-Hop, Routing, Destination Options, Fragment, AH,
     Mobility, HIP, Shim6) are skipped; ESP-protected and non-IP frames are not returned.
-    Memory does not grow with the file: records are read in 1 MiB chunks and the
-    fragment reassembly buffers are bounded (see :mod:`qoe.capture._reassembly`).
+    Memory does not grow with the file: records are read in chunks of ``chunk_size``
+    bytes and the fragment reassembly buffers are bounded by ``reassembly``.
 
     References
     ----------
@@ -68,13 +84,17 @@ def read_packets(path: PathOrFile, *, protocols: Iterable[str] = ("udp", "tcp"))
     ...     print(pkt.index, pkt.ts_ns, pkt.src, pkt.sport, len(pkt.payload))
     """
     want = protocol_numbers(protocols)
-    probe(path)  # raise CaptureError now, not at the first next()
-    return _iter_packets(path, want)
+    chunk_size = positive_int(chunk_size, "chunk_size")
+    reassembly = reassembly_limits(reassembly)
+    probe(path, chunk_size=chunk_size)  # raise CaptureError now, not at the first next()
+    return _iter_packets(path, want, chunk_size, reassembly)
 
 
-def _iter_packets(path: PathOrFile, want: frozenset[int]) -> Iterator[Packet]:
-    decode = Decoder(want).decode
-    for index, ts_ns, iface, linktype, wire_len, data in records(path):
+def _iter_packets(
+    path: PathOrFile, want: frozenset[int], chunk_size: int, reassembly: ReassemblyLimits
+) -> Iterator[Packet]:
+    decode = Decoder(want, reassembly).decode
+    for index, ts_ns, iface, linktype, wire_len, data in records(path, chunk_size=chunk_size):
         pkt = decode(index, ts_ns, iface, linktype, wire_len, data)
         if pkt is not None:
             yield pkt

@@ -19,6 +19,7 @@ fragment (capture time) is dropped (RFC 791 §3.2 suggests a 15 s initial timer;
 §4.5 says 60 s for IPv6); at most ``max_datagrams`` are pending and at most ``max_bytes``
 buffered, the oldest being dropped first; and a datagram may not exceed 65535 bytes
 (IPv4 total length, RFC 791 §3.1; IPv6 payload length without jumbograms, RFC 8200 §3).
+The readers take these bounds as one public :class:`ReassemblyLimits`.
 
 References
 ----------
@@ -33,12 +34,86 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Hashable
+from dataclasses import dataclass, fields
+
+from qoe.capture._options import positive_int
+from qoe.errors import InputError
 
 _INF = 1 << 62  # stands for "infinity" in the first hole (RFC 815 §3)
 MAX_DATAGRAM = 65535  # RFC 791 §3.1 Total Length is 16 bits; RFC 8200 §3 Payload Length
 
 IPV4_TIMEOUT_NS = 15_000_000_000  # RFC 791 §3.2: "recommended ... initial timer ... 15 seconds"
 IPV6_TIMEOUT_NS = 60_000_000_000  # RFC 8200 §4.5: reassembly abandoned after 60 seconds
+# Not from a standard: bounds that keep a capture full of unfinished datagrams (a flood, or
+# a capture that lost fragments) from growing the reader's memory without end, far above
+# what real traffic keeps pending.
+MAX_PENDING_DATAGRAMS = 4096
+MAX_PENDING_BYTES = 32 << 20
+
+
+@dataclass(frozen=True)
+class ReassemblyLimits:
+    """How long, and how much, IP fragment reassembly may hold during one read.
+
+    :func:`~qoe.capture.read_packets` and :func:`~qoe.capture.read_udp_batches` rebuild
+    fragmented IPv4 and IPv6 datagrams; a datagram is returned when its last missing
+    fragment arrives, with that fragment's frame number and time. Datagrams still
+    incomplete are given up (never returned) when they reach one of these limits, so
+    memory stays bounded whatever the capture holds.
+
+    Attributes
+    ----------
+    ipv4_timeout_ns : int, default 15 s
+        An IPv4 datagram not completed within this much capture time of its first
+        fragment is dropped (RFC 791 §3.2 recommends a 15 s initial reassembly timer).
+    ipv6_timeout_ns : int, default 60 s
+        The same for IPv6 (RFC 8200 §4.5: reassembly is abandoned after 60 s).
+    max_datagrams : int, default 4096
+        Datagrams being reassembled at once, for each IP version; one more drops the
+        oldest.
+    max_bytes : int, default 32 MiB
+        Bytes buffered for them, for each IP version; beyond it the oldest are dropped.
+
+    Raises
+    ------
+    InputError
+        A value that is not a positive integer.
+
+    References
+    ----------
+    .. [1] RFC 791, "Internet Protocol", §3.2 (reassembly timer).
+    .. [2] RFC 8200, "Internet Protocol, Version 6 (IPv6) Specification", §4.5.
+
+    Examples
+    --------
+    >>> from qoe.capture import ReassemblyLimits
+    >>> ReassemblyLimits(ipv4_timeout_ns=30_000_000_000).ipv6_timeout_ns
+    60000000000
+    """
+
+    ipv4_timeout_ns: int = IPV4_TIMEOUT_NS
+    ipv6_timeout_ns: int = IPV6_TIMEOUT_NS
+    max_datagrams: int = MAX_PENDING_DATAGRAMS
+    max_bytes: int = MAX_PENDING_BYTES
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            object.__setattr__(self, f.name, positive_int(getattr(self, f.name), f"ReassemblyLimits.{f.name}"))
+
+    def reassemblers(self) -> tuple[Reassembler, Reassembler]:
+        """Fresh IPv4 and IPv6 reassembly state within these limits."""
+        both = {"max_datagrams": self.max_datagrams, "max_bytes": self.max_bytes}
+        return (
+            Reassembler(strict_overlap=False, timeout_ns=self.ipv4_timeout_ns, **both),
+            Reassembler(strict_overlap=True, timeout_ns=self.ipv6_timeout_ns, **both),
+        )
+
+
+def reassembly_limits(value: object) -> ReassemblyLimits:
+    """``value`` if it is a :class:`ReassemblyLimits` (the readers' ``reassembly`` option)."""
+    if not isinstance(value, ReassemblyLimits):
+        raise InputError(f"reassembly must be a qoe.capture.ReassemblyLimits, given {value!r}")
+    return value
 
 
 class _Pending:
@@ -72,8 +147,8 @@ class Reassembler:
         *,
         strict_overlap: bool,
         timeout_ns: int,
-        max_datagrams: int = 4096,
-        max_bytes: int = 32 << 20,
+        max_datagrams: int = MAX_PENDING_DATAGRAMS,
+        max_bytes: int = MAX_PENDING_BYTES,
     ) -> None:
         self.strict_overlap = strict_overlap
         self.timeout_ns = timeout_ns
