@@ -23,7 +23,8 @@ Definitions (tools disagree; each result carries its own in ``definition``):
   gaussian_weights=True, sigma=1.5, use_sample_covariance=False, data_range=...)``.
 * ``variant="ssim.m"``: the same after the downsampling of Wang's later ``ssim.m`` (and
   VMAF's ``float_ssim``): f = max(1, round(min(H, W) / 256)); if f > 1 the plane is averaged
-  over f×f (MATLAB ``imfilter(..., 'symmetric', 'same')``) and every f-th pixel kept.
+  over f×f (MATLAB ``imfilter(..., 'symmetric', 'same')``) and every f-th pixel kept. With
+  ``planes="yuv"`` each plane gets the factor of its own size (VMAF scores luma only).
 * ``variant="ffmpeg"``: FFmpeg's ``ssim`` filter, which is x264's block SSIM: sums over 4×4
   blocks, 8×8 windows (2×2 blocks) on a 4-pixel grid, no Gaussian, sample (co)variance
   (N − 1 = 63), C1 and C2 scaled and rounded as x264 does; pixels beyond the last whole 4×4
@@ -592,31 +593,44 @@ def _block_sums(x: np.ndarray, h4: int, w4: int) -> np.ndarray:
 
 
 def _ffmpeg_ssim_plane(a: np.ndarray, b: np.ndarray, data_range: float) -> float:
-    """Block SSIM of FFmpeg's ssim filter (x264) of two 2-D planes."""
+    """Block SSIM of FFmpeg's ssim filter (x264) of two 2-D planes, in bands of block rows."""
     h4, w4 = a.shape[0] // _FF_BLOCK, a.shape[1] // _FF_BLOCK
     if h4 < 2 or w4 < 2:
         raise InputError(f"FFmpeg's block SSIM needs planes of at least 8×8 pixels; given {a.shape[0]}×{a.shape[1]}")
-    wide = np.int64 if data_range > 255 else np.int32  # 8-bit sums fit int32 (64·2·255² < 2³¹)
-    x = a.astype(wide)
-    y = b.astype(wide)
-    s1 = _block_sums(x, h4, w4)
-    s2 = _block_sums(y, h4, w4)
-    ss = _block_sums(x * x + y * y, h4, w4)
-    s12 = _block_sums(x * y, h4, w4)
-
-    def window(s: np.ndarray) -> np.ndarray:  # 8×8 windows = 2×2 blocks, on the 4-pixel grid
-        return (s[:-1, :-1] + s[1:, :-1] + s[:-1, 1:] + s[1:, 1:]).astype(np.float64)
-
-    s1, s2, ss, s12 = window(s1), window(s2), window(ss), window(s12)
-    n = _FF_WINDOW_PIXELS
+    # Sums of integer samples are exact in float32 for 8 bit (a window's Σ(x² + y²) ≤ 64·2·255²
+    # < 2²⁴) and in float64 beyond; float products are much faster than NumPy's integer ones.
+    exact = np.float32 if data_range <= 255 else np.float64
+    sums = np.empty((4, h4, w4), exact)  # Σx, Σy, Σ(x² + y²), Σxy over each 4×4 block
+    band = _BAND_ROWS // 2  # block rows per band (64 pixel rows)
+    for r0 in range(0, h4, band):
+        r1 = min(r0 + band, h4)
+        rows = slice(_FF_BLOCK * r0, _FF_BLOCK * r1)
+        x = a[rows].astype(exact)
+        y = b[rows].astype(exact)
+        n = r1 - r0
+        sums[0, r0:r1] = _block_sums(x, n, w4)
+        sums[1, r0:r1] = _block_sums(y, n, w4)
+        sums[3, r0:r1] = _block_sums(x * y, n, w4)
+        x *= x
+        y *= y
+        x += y
+        sums[2, r0:r1] = _block_sums(x, n, w4)
     # x264: C1 = K1²·L²·64 and C2 = K2²·L²·64·63, rounded to integers; sums stand for N·μ and
     # N²·σ, so C1 acts as C1/64 and the variances are sample variances (N − 1 = 63).
-    c1 = math.floor(_K1 * _K1 * data_range * data_range * n + 0.5)
-    c2 = math.floor(_K2 * _K2 * data_range * data_range * n * (n - 1) + 0.5)
-    var = ss * n - s1 * s1 - s2 * s2
-    covar = s12 * n - s1 * s2
-    ssim_map = ((2 * s1 * s2 + c1) * (2 * covar + c2)) / ((s1 * s1 + s2 * s2 + c1) * (var + c2))
-    return float(ssim_map.mean())
+    npix = _FF_WINDOW_PIXELS
+    c1 = math.floor(_K1 * _K1 * data_range * data_range * npix + 0.5)
+    c2 = math.floor(_K2 * _K2 * data_range * data_range * npix * (npix - 1) + 0.5)
+    total = 0.0
+    for r0 in range(0, h4 - 1, band):
+        r1 = min(r0 + band, h4 - 1)
+        blk = sums[:, r0 : r1 + 1].astype(np.float64)
+        # 8×8 windows = 2×2 blocks, on the 4-pixel grid
+        s1, s2, ss, s12 = blk[:, :-1, :-1] + blk[:, 1:, :-1] + blk[:, :-1, 1:] + blk[:, 1:, 1:]
+        var = ss * npix - s1 * s1 - s2 * s2
+        covar = s12 * npix - s1 * s2
+        ssim_map = ((2 * s1 * s2 + c1) * (2 * covar + c2)) / ((s1 * s1 + s2 * s2 + c1) * (var + c2))
+        total += float(ssim_map.sum())
+    return total / ((h4 - 1) * (w4 - 1))
 
 
 # --------------------------------------------------------------------------------------
