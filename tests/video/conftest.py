@@ -136,6 +136,8 @@ def variants(clip, tmp_path_factory) -> dict[str, Path]:
       ``... -vf "select='gte(n,2)'" -fps_mode passthrough ... late.mkv``;
     * ``"annexb"``: the distorted H.264 stream without a container (no timestamps):
       ``ffmpeg -i dist.mp4 -c:v copy -bsf:v h264_mp4toannexb dist.h264``;
+    * ``"shifted"``: the distorted file starting 5 s later, after the reference's end:
+      ``ffmpeg -itsoffset 5 -i dist.mp4 -c copy shifted.mkv``;
     * ``"small"``: another size, ``ffmpeg -f lavfi -i testsrc2=size=352x288:rate=25 ... small.mp4``;
     * ``"audio"``: no video stream, ``ffmpeg -f lavfi -i sine=duration=0.2 audio.wav``;
     * ``"text"``: not a media file.
@@ -153,6 +155,8 @@ def variants(clip, tmp_path_factory) -> dict[str, Path]:
     run(FFMPEG, "-hide_banner", "-y", "-i", dist, "-vf", "select='not(between(n,5,6))'", *lossless, str(out["dropped"]))
     run(FFMPEG, "-hide_banner", "-y", "-i", dist, "-vf", "select='gte(n,2)'", *lossless, str(out["late"]))
     run(FFMPEG, "-hide_banner", "-y", "-i", dist, "-c:v", "copy", "-bsf:v", "h264_mp4toannexb", str(out["annexb"]))
+    out["shifted"] = d / "shifted.mkv"
+    run(FFMPEG, "-hide_banner", "-y", "-itsoffset", "5", "-i", dist, "-c", "copy", str(out["shifted"]))
     out["small"] = encode(f"testsrc2=size=352x288:rate={RATE}", d / "small.mp4", "-c:v", "libx264", "-crf", "20")
     run(FFMPEG, "-hide_banner", "-y", "-f", "lavfi", "-i", "sine=duration=0.2", str(out["audio"]))
     out["text"].write_text("not a video\n")

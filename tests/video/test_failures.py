@@ -80,3 +80,11 @@ def test_compare_errors_are_qoe_errors(clip, variants):
         compare(clip.ref, clip.dist, psnr_table="vqeg")
     with pytest.raises(InputError, match="pairing"):
         compare(clip.ref, clip.dist, pairing="dts")  # type: ignore[arg-type]
+
+
+def test_no_overlap_in_time(clip, variants):
+    # `shifted` starts at 5 s (ffmpeg -itsoffset 5 -i dist.mp4 -c copy shifted.mkv), the reference ends at 0.76 s
+    with pytest.raises(InputError, match=r"shifted\.mkv: no frame of it was on screen.*ends at 0\.760 s"):
+        compare(clip.ref, variants["shifted"])
+    res = compare(clip.ref, variants["shifted"], pairing="index")  # the remedy the message names
+    assert res.n_paired == 20

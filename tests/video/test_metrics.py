@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from skimage.metrics import peak_signal_noise_ratio, structural_similarity
 
-from qoe.errors import InputError
 from qoe.video import metrics
 from qoe.video.metrics import psnr, ssim, ssim_downsample_factor
 

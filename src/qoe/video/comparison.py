@@ -19,7 +19,7 @@ import math
 import os
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -247,7 +247,8 @@ def compare(
     Raises
     ------
     InputError
-        An unreadable file (named), frames of different sizes (both quoted), bad options.
+        An unreadable file (named), frames of different sizes (both quoted), no distorted
+        frame shown during the reference, bad options.
     """
     _check_choice(variant, SSIM_VARIANTS, "variant")
     _check_choice(planes, ("y", "yuv"), "planes")
@@ -312,6 +313,11 @@ def compare(
     if first is None:
         raise InputError(f"{ref_name}: no frame could be decoded")
 
+    if not any(i >= 0 for i in dist_idx):
+        last = ref_pts[-1]
+        raise InputError(f"{dist_name}: no frame of it was on screen at any reference frame time (the reference "
+                         f"{ref_name} ends at {last:.3f} s): it holds no decodable frame or starts later; "
+                         "to ignore timestamps, pair by index")
     notes = []
     if pairing == "pts" and how == "index":
         notes.append("a file carries no timestamps: frames paired by index (EvalVid's rule)")
