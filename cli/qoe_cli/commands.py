@@ -15,4 +15,5 @@ COMMANDS: dict[str, str] = {
     "pesq": "qoe_cli.pesq_cmd:pesq",
     "demo": "qoe_cli.demo_cmd:demo",
     "score": "qoe_cli.score_cmd:score",
+    "video": "qoe_cli.video_cmd:video",
 }

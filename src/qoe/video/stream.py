@@ -20,17 +20,18 @@ References
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from qoe.errors import AlignmentError, InputError
-from qoe.video.align import THUMB_SIZE, Offset, find_offset, shown_frames, thumbnail
+from qoe.errors import AlignmentError
+from qoe.video.align import THUMB_SIZE, Offset, find_offset, thumbnail
+from qoe.video.comparison import VideoComparison
 from qoe.video.receiver import CLOCK_HZ, ReceivedVideo
 
-__all__ = ["StreamFacts", "VideoScore", "stream_facts", "score_stream"]
+__all__ = ["StreamFacts", "VideoScore", "stream_facts", "score_stream", "score_capture", "sorted_frames"]
 
 # A gap between frames longer than this many frame intervals is a freeze (a frame missing).
 _FREEZE_GAP = 1.5
@@ -102,7 +103,7 @@ class _Pass:
     height: int
 
 
-def _first_pass(frames: Iterator[Any]) -> _Pass:
+def _first_pass(frames: Iterable[Any]) -> _Pass:
     """Times, damage flags and thumbnails of frames given in presentation order."""
     pts, dmg, thumbs = [], [], []
     w = h = 0
@@ -166,56 +167,33 @@ class VideoScore:
     Attributes
     ----------
     facts : StreamFacts
-    reference : str
-    alignment : str
-        ``"pts"`` or ``"content"`` (see :class:`qoe.video.align.Offset`).
+        The no-reference facts of the stream.
+    comparison : VideoComparison
+        Per reference frame: the received frame on screen, PSNR, SSIM and MOS; clip
+        summaries (:class:`qoe.video.VideoComparison`).
+    alignment : {"pts", "content"}
+        How received times were put on the reference's time line
+        (:class:`qoe.video.align.Offset`).
     offset_s : float
-        Added to received presentation times to put them on the reference's time line.
-    ref_time_s : numpy.ndarray of float
-        Per scored reference frame, its presentation time.
-    shown : numpy.ndarray of int64
-        Per scored reference frame, the index (in presentation order) of the received
-        frame on screen; -1 when none had been decoded yet (compared with black).
-    frozen : numpy.ndarray of bool
-        Per scored reference frame: the frame on screen is the one already shown for the
-        previous reference frame.
-    psnr_db, ssim : numpy.ndarray of float
-        Per scored reference frame (luma); PSNR is inf for identical frames.
-    frames_scored : int
+        Added to received presentation times.
     frames_frozen : int
-    psnr_clip_db : float
-        FFmpeg's clip PSNR: the PSNR of the mean squared error over all scored frames.
-    psnr_mean_db, psnr_median_db, ssim_mean, ssim_median : float
-    mos_psnr, mos_ssim : float
-        The median over frames of the per-frame MOS (the seed paper reports medians).
+        Scored reference frames whose screen still showed the frame already shown for
+        the previous reference frame (a lost, late or undecodable frame).
     """
 
     facts: StreamFacts
-    reference: str
+    comparison: VideoComparison
     alignment: str
     offset_s: float
-    ref_time_s: np.ndarray
-    shown: np.ndarray
-    frozen: np.ndarray
-    psnr_db: np.ndarray
-    ssim: np.ndarray
-    mse: np.ndarray
-    frames_scored: int
     frames_frozen: int
-    psnr_clip_db: float
-    psnr_mean_db: float
-    psnr_median_db: float
-    ssim_mean: float
-    ssim_median: float
-    mos_psnr: float
-    mos_ssim: float
 
 
 def score_stream(
     video: ReceivedVideo,
     reference: str | os.PathLike[str],
     *,
-    data_range: float = 255.0,
+    variant: str = "wang",
+    psnr_table: str = "zinner2010",
 ) -> VideoScore:
     """Score a received stream against its reference file, frame by frame.
 
@@ -225,92 +203,61 @@ def score_stream(
         From :func:`qoe.video.receiver.receive_rtp` or :func:`~qoe.video.receiver.receive_ts`.
     reference : path
         The video that was sent (any file FFmpeg reads).
-    data_range : float, keyword-only
-        Pixel value range (255 for 8-bit video).
+    variant, psnr_table : str, keyword-only
+        SSIM definition and PSNR → MOS table (see :func:`qoe.video.compare`).
 
     Notes
     -----
-    The scored reference frames are those from the first received frame's time to the
-    last's; before the stream's first decoded frame the screen is black (luma 16, the
-    bottom of the limited range, ITU-R BT.601/709), and such frames score against it.
+    The reference frames scored are those from the first received frame's time to the
+    last's (in the reference's time): a capture that starts or ends inside the stream is
+    scored on what it holds. For each, the received frame on screen is the last decoded
+    one with a presentation time at or before it (:mod:`qoe.video.align`).
 
     Raises
     ------
     AlignmentError
-        The stream or the reference decodes to nothing.
+        The stream decodes to nothing, or its frames do not overlap the reference.
     """
-    from qoe.video import io as vio  # noqa: PLC0415
-    from qoe.video import metrics, mos  # noqa: PLC0415
+    from qoe.video.comparison import compare_frames  # noqa: PLC0415
+    from qoe.video.io import Frame, read_frames  # noqa: PLC0415
 
     ref_name = os.fspath(reference)
     dist = _first_pass(sorted_frames(video.frames()))
-    ref = _first_pass(_ref_frames(vio, ref_name))
-    facts = _facts(video, dist)
     if dist.pts.size == 0:
         raise AlignmentError(f"{video.name}: no frame could be decoded from the received stream")
+    facts = _facts(video, dist)
+    ref = _first_pass(_ref_frames(read_frames(ref_name)))
     off: Offset = find_offset(ref.pts, ref.thumbs, dist.pts, dist.thumbs, usable=~dist.damaged)
-    dpts = dist.pts + off.ticks
-    lo, hi = dpts[0], dpts[-1]
-    step = _interval(ref.pts) or 0
-    sel = np.flatnonzero((ref.pts >= lo - step) & (ref.pts <= hi))
-    if sel.size == 0:
+    lo, hi = (dist.pts[0] + off.ticks) / CLOCK_HZ, (dist.pts[-1] + off.ticks) / CLOCK_HZ
+    step = (_interval(ref.pts) or 0) / CLOCK_HZ
+    if not ((ref.pts / CLOCK_HZ >= lo - step / 2) & (ref.pts / CLOCK_HZ <= hi + step / 2)).any():
         raise AlignmentError(
-            f"{video.name}: the received frames ({lo / CLOCK_HZ:.3f}-{hi / CLOCK_HZ:.3f} s in the reference's "
-            f"time) do not overlap the reference {ref_name}"
+            f"{video.name}: the received frames ({lo:.3f}-{hi:.3f} s in the reference's time) do not overlap "
+            f"the reference {ref_name}"
         )
-    shown = shown_frames(ref.pts[sel], dpts)
-    frozen = np.zeros(sel.size, dtype=bool)
-    frozen[1:] = (shown[1:] == shown[:-1]) & (shown[1:] >= 0)
-    want = set(sel.tolist())
-    mse = np.empty(sel.size)
-    psnr = np.empty(sel.size)
-    ssim = np.empty(sel.size)
-    # second pass: full frames, both in presentation order, received one kept while on screen
-    dist_iter = iter(sorted_frames(video.frames()))
-    cur_idx, cur = -1, None
-    k = 0
-    for i, rf in enumerate(_ref_frames(vio, ref_name)):
-        if i not in want:
-            continue
-        while cur_idx < shown[k]:
-            cur = next(dist_iter)
-            cur_idx += 1
-        ry = rf.y
-        dy = cur.y if shown[k] >= 0 and cur is not None else np.full_like(ry, 16)
-        if dy.shape != ry.shape:
-            raise InputError(
-                f"{video.name}: received frames are {dy.shape[1]}x{dy.shape[0]}, the reference {ref_name} "
-                f"{ry.shape[1]}x{ry.shape[0]}"
-            )
-        mse[k] = metrics.mse(ry, dy)
-        psnr[k] = metrics.psnr(ry, dy, data_range=data_range)
-        ssim[k] = metrics.ssim(ry, dy, data_range=data_range)
-        k += 1
-    clip = float(metrics.psnr_from_mse(np.mean(mse), data_range=data_range))
-    return VideoScore(
-        facts=facts, reference=ref_name, alignment=off.method, offset_s=off.ticks / CLOCK_HZ,
-        ref_time_s=ref.pts[sel] / CLOCK_HZ, shown=shown, frozen=frozen, psnr_db=psnr, ssim=ssim, mse=mse,
-        frames_scored=int(sel.size), frames_frozen=int(np.count_nonzero(frozen)), psnr_clip_db=clip,
-        psnr_mean_db=float(np.mean(psnr)), psnr_median_db=float(np.median(psnr)),
-        ssim_mean=float(np.mean(ssim)), ssim_median=float(np.median(ssim)),
-        mos_psnr=float(np.median(mos.psnr_to_mos(psnr))), mos_ssim=float(np.median(mos.ssim_to_mos(ssim))),
+    received = (
+        Frame(pts_s=(f.pts + off.ticks) / CLOCK_HZ, y=f.y, u=f.u, v=f.v) for f in sorted_frames(video.frames())
     )
+    in_span = (
+        f for f in read_frames(ref_name) if f.pts_s is not None and lo - step / 2 <= f.pts_s <= hi + step / 2
+    )
+    cmp = compare_frames(in_span, received, ref_name=ref_name, dist_name=video.name, variant=variant,
+                         psnr_table=psnr_table)
+    shown = cmp.dist_index
+    frozen = int(np.count_nonzero((shown[1:] == shown[:-1]) & (shown[1:] >= 0)))
+    return VideoScore(facts=facts, comparison=cmp, alignment=off.method, offset_s=off.ticks / CLOCK_HZ,
+                      frames_frozen=frozen)
 
 
-def sorted_frames(frames: Iterator[Any]) -> Iterator[Any]:
-    """Frames in presentation order (decoders emit them so; this checks, and holds one back)."""
+def sorted_frames(frames: Iterable[Any]) -> Iterator[Any]:
+    """Frames in presentation order: one that goes back in time (a damaged stream's
+    decoder can emit such a frame) is never on screen, and is dropped."""
     last = None
     for f in frames:
-        if last is not None and f.pts < last:
-            continue  # a frame out of order (a damaged stream's decoder output): not shown
+        if last is not None and f.pts <= last:
+            continue
         last = f.pts
         yield f
-
-
-def _ref_frames(vio: Any, path: str) -> Iterator[Any]:
-    """The reference's frames with pts in 90 kHz ticks."""
-    for f in vio.read_frames(path):
-        yield _RefFrame(pts=int(round(f.pts_s * CLOCK_HZ)), y=f.y, damaged=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,3 +265,57 @@ class _RefFrame:
     pts: int
     y: np.ndarray
     damaged: bool
+
+
+def _ref_frames(frames: Iterable[Any]) -> Iterator[_RefFrame]:
+    """The reference's frames with their times in 90 kHz ticks."""
+    for f in frames:
+        if f.pts_s is not None:
+            yield _RefFrame(pts=int(round(f.pts_s * CLOCK_HZ)), y=f.y, damaged=False)
+
+
+def score_capture(
+    capture: str | os.PathLike[str],
+    reference: str | os.PathLike[str] | None = None,
+    *,
+    sdp: str | os.PathLike[str] | None = None,
+    buffer: Any = None,
+    variant: str = "wang",
+    psnr_table: str = "zinner2010",
+) -> list[VideoScore | StreamFacts]:
+    """Every video stream of a capture: scored against ``reference``, else its facts.
+
+    Parameters
+    ----------
+    capture : path
+        pcap or pcapng holding RTP video (H.264, MPEG-TS) or MPEG-TS in plain UDP.
+    reference : path, optional
+        The video that was sent; without it each stream's no-reference
+        :class:`StreamFacts` is the result.
+    sdp : path or str, optional, keyword-only
+        An SDP describing RTP streams the capture's signalling does not (what
+        ``ffmpeg -sdp_file`` wrote), see :func:`qoe.video.flows.find_video`.
+    buffer : JitterBuffer or str, optional, keyword-only
+        The receiver's jitter buffer for RTP streams (:func:`qoe.video.receiver.receive_rtp`).
+    variant, psnr_table : str, keyword-only
+        See :func:`score_stream`.
+
+    Returns
+    -------
+    list of VideoScore or StreamFacts
+        One per stream, in order of its first packet.
+    """
+    from qoe.video.flows import find_video  # noqa: PLC0415
+    from qoe.video.receiver import receive_rtp, receive_ts  # noqa: PLC0415
+
+    out: list[VideoScore | StreamFacts] = []
+    for src in find_video(capture, sdp=sdp):
+        if src.rtp is not None:
+            video = receive_rtp(src.rtp, sdp=src.sdp, buffer=buffer)
+        else:
+            video = receive_ts(src.name, list(src.payloads))
+        if reference is None:
+            out.append(stream_facts(video))
+        else:
+            out.append(score_stream(video, reference, variant=variant, psnr_table=psnr_table))
+    return out

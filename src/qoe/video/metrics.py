@@ -1,0 +1,763 @@
+"""Full-reference frame metrics: PSNR and SSIM of decoded frames, per frame and per clip.
+
+Pure functions over NumPy arrays (no file I/O): :func:`psnr` and :func:`ssim` take one
+frame (a 2-D plane) or a sequence of frames (``(N, H, W)``), on luma by default or on the
+three planes of 4:2:0 video (``planes="yuv"``), and return a :class:`FrameScores` that holds
+the per-frame values, says which definition it holds, and summarises the clip
+(:meth:`FrameScores.summary`).
+
+Definitions (tools disagree; each result carries its own in ``definition``):
+
+* **PSNR** = 10·log10(MAX² / MSE) with MAX = ``data_range`` (255 for 8-bit video), as FFmpeg's
+  ``psnr`` filter. With ``planes="yuv"`` the frame's MSE is the plane MSEs weighted by their
+  pixel counts — (4·Y + U + V) / 6 for 4:2:0 — as FFmpeg's ``psnr_avg``. **Identical frames**
+  have MSE 0 and PSNR = +inf (FFmpeg prints ``inf``; libvmaf would cap at 60 dB, EvalVid
+  report 0): we keep +inf, count such frames (``identical_frames``), and write ``null`` in
+  JSON. **A clip's PSNR** is reported two ways: FFmpeg's, the PSNR of the mean MSE over
+  the frames (``clip``; finite unless every frame is identical), and the mean and median of
+  the per-frame values (EvalVid's is the mean; it is +inf as soon as one frame is identical).
+* **SSIM**, ``variant="wang"`` (default): Wang et al. 2004, eqs. (13)–(17): local statistics
+  under an 11×11 circular Gaussian window (σ = 1.5, normalised to unit sum), K1 = 0.01,
+  K2 = 0.03, population (co)variances, averaged over the windows that lie wholly inside the
+  plane (Wang's ``ssim_index.m``). Equals scikit-image's ``structural_similarity(...,
+  gaussian_weights=True, sigma=1.5, use_sample_covariance=False, data_range=...)``.
+* ``variant="ssim.m"``: the same after the downsampling of Wang's later ``ssim.m`` (and
+  VMAF's ``float_ssim``): f = max(1, round(min(H, W) / 256)); if f > 1 the plane is averaged
+  over f×f (MATLAB ``imfilter(..., 'symmetric', 'same')``) and every f-th pixel kept. With
+  ``planes="yuv"`` each plane gets the factor of its own size (VMAF scores luma only).
+* ``variant="ffmpeg"``: FFmpeg's ``ssim`` filter, which is x264's block SSIM: sums over 4×4
+  blocks, 8×8 windows (2×2 blocks) on a 4-pixel grid, no Gaussian, sample (co)variance
+  (N − 1 = 63), C1 and C2 scaled and rounded as x264 does; pixels beyond the last whole 4×4
+  block are ignored.
+* With ``planes="yuv"`` a frame's SSIM is the per-plane SSIMs weighted by pixel counts, as
+  FFmpeg's ``All``; a clip's SSIM (``clip``) is the mean of the per-frame values, as FFmpeg's
+  summary.
+
+Speed: SSIM works in float32 on bands of rows (so the temporaries stay in cache), with
+OpenCV's separable filter for the Gaussian, four filterings per plane (x, y, x² + y², xy:
+the two variances only appear as their sum), no Python loop over pixels, reductions in
+float64. The inputs are shifted by ``data_range / 2`` before the products to keep float32
+cancellation in σ² = E[x²] − μ² small. ``threads`` spreads the bands of a plane over
+threads (OpenCV and NumPy release the GIL); the result does not depend on it.
+
+References
+----------
+.. [1] Z. Wang, A. C. Bovik, H. R. Sheikh, E. P. Simoncelli, "Image quality assessment: from
+   error visibility to structural similarity", IEEE Trans. Image Processing 13(4):600–612,
+   2004, doi:10.1109/TIP.2003.819861 — §III-B eqs. (6)–(13), §III-C eqs. (14)–(17).
+.. [2] Z. Wang, ``ssim.m`` (2009 revision of ``ssim_index.m``), downsampling step
+   ``f = max(1, round(min(M, N) / 256))``; VMAF ``float_ssim`` uses the same rule.
+.. [3] FFmpeg ``ssim`` filter (from x264's ``x264_pixel_ssim_wxh``) and ``psnr`` filter,
+   FFmpeg Filters Documentation, https://ffmpeg.org/ffmpeg-filters.html#ssim and #psnr.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+import cv2
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from qoe.errors import InputError
+
+__all__ = [
+    "psnr",
+    "ssim",
+    "FrameScores",
+    "ClipSummary",
+    "SSIM_VARIANTS",
+    "ssim_downsample_factor",
+    "plane_weights",
+    "SsimEngine",
+    "make_scores",
+]
+
+FloatArray = NDArray[np.float64]
+Planes = Literal["y", "yuv"]
+SsimVariant = Literal["wang", "ssim.m", "ffmpeg"]
+
+#: The SSIM definitions :func:`ssim` implements, each named after its source.
+SSIM_VARIANTS: tuple[str, ...] = ("wang", "ssim.m", "ffmpeg")
+
+_PLANE_NAMES = ("y", "u", "v")
+
+# Wang et al. 2004, §III-B: C1 = (K1·L)², eq. (7); C2 = (K2·L)², eq. (9); §III-C: K1 = 0.01, K2 = 0.03.
+_K1, _K2 = 0.01, 0.03
+# Wang et al. 2004, §III-C: "an 11 × 11 circular-symmetric Gaussian weighting function
+# w = {w_i | i = 1, ..., N}, with standard deviation of 1.5 samples, normalized to unit sum".
+_GAUSS_RADIUS, _GAUSS_SIGMA = 5, 1.5
+# Wang's ssim.m (2009): downsampling factor f = max(1, round(min(M, N) / 256)).
+_SSIM_M_SCALE = 256
+# x264 / FFmpeg ssim: 4×4 block sums, 8×8 windows = 2×2 blocks on a 4-pixel grid.
+_FF_BLOCK, _FF_WINDOW_PIXELS = 4, 64
+# Rows of output SSIM map per band: 32 keeps the band's float32 buffers (about 1.5 MB at
+# 1920 pixels a row) in cache; measured fastest of 16..128 at 1080p (benchmarks/video_metrics.py).
+_BAND_ROWS = 32
+
+
+# --------------------------------------------------------------------------------------
+# results
+
+
+@dataclass(frozen=True)
+class ClipSummary:
+    """Clip-level statistics of per-frame scores (frames without a score, NaN, left out).
+
+    Attributes
+    ----------
+    n_frames : int
+        Frames with a score.
+    mean, median, min, max : float
+        Of the per-frame values (+inf counts as a value: the mean PSNR is +inf as soon as
+        one frame is identical to its reference). NaN when there is no frame.
+    clip : float
+        The clip's score as FFmpeg's summary forms it: for PSNR the PSNR of the mean MSE,
+        for SSIM the mean of the per-frame values. See ``clip_definition``.
+    clip_definition : str
+        How ``clip`` was formed.
+    identical_frames : int or None
+        PSNR: frames with MSE 0 (PSNR +inf). ``None`` for SSIM.
+    """
+
+    n_frames: int
+    mean: float
+    median: float
+    min: float
+    max: float
+    clip: float
+    clip_definition: str
+    identical_frames: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-Python view; +inf and NaN become ``None`` (strict JSON)."""
+        return {
+            "n_frames": self.n_frames,
+            "mean": _json_number(self.mean),
+            "median": _json_number(self.median),
+            "min": _json_number(self.min),
+            "max": _json_number(self.max),
+            "clip": _json_number(self.clip),
+            "clip_definition": self.clip_definition,
+            "identical_frames": self.identical_frames,
+        }
+
+
+@dataclass(frozen=True)
+class FrameScores:
+    """Per-frame scores of one metric over a sequence of frames, and how they were formed.
+
+    Attributes
+    ----------
+    metric : {"psnr", "ssim"}
+    values : numpy.ndarray
+        One value per frame (float64): PSNR in dB (+inf for an identical frame) or SSIM.
+        NaN marks a frame that has no score (e.g. a reference frame with no distorted frame
+        shown yet, see :func:`qoe.video.compare`).
+    plane_values : Mapping[str, numpy.ndarray]
+        The same per plane: ``{"y": ...}`` or ``{"y": ..., "u": ..., "v": ...}``.
+    mse : numpy.ndarray or None
+        PSNR only: each frame's MSE (pixel-count weighted over the planes for ``"yuv"``).
+    planes : {"y", "yuv"}
+    variant : str
+        ``"psnr"`` for PSNR; for SSIM one of :data:`SSIM_VARIANTS`.
+    data_range : float
+        MAX of the PSNR and L of SSIM's C1 = (K1·L)², C2 = (K2·L)².
+    definition : str
+        In words: the formula, the planes, how planes and identical frames count.
+    """
+
+    metric: Literal["psnr", "ssim"]
+    values: FloatArray = field(repr=False)
+    plane_values: Mapping[str, FloatArray] = field(repr=False)
+    mse: FloatArray | None = field(repr=False)
+    planes: Planes
+    variant: str
+    data_range: float
+    definition: str
+
+    def __len__(self) -> int:
+        return int(self.values.size)
+
+    def summary(self) -> ClipSummary:
+        """Mean, median, min and max of the per-frame values and the clip value (FFmpeg's)."""
+        v = self.values[~np.isnan(self.values)]
+        n = int(v.size)
+        stats = (float(np.mean(v)), float(np.median(v)), float(np.min(v)), float(np.max(v))) if n else (math.nan,) * 4
+        if self.metric == "psnr":
+            assert self.mse is not None
+            m = self.mse[~np.isnan(self.mse)]
+            clip = _psnr_of_mse(float(np.mean(m)), self.data_range) if n else math.nan
+            return ClipSummary(n, *stats, clip=clip, clip_definition="PSNR of the mean MSE over frames (FFmpeg)",
+                               identical_frames=int(np.count_nonzero(m == 0)))
+        return ClipSummary(n, *stats, clip=stats[0], clip_definition="mean of per-frame SSIM (FFmpeg)")
+
+    def to_dict(self, *, frames: bool = True) -> dict[str, Any]:
+        """Plain-Python view for JSON; +inf and NaN become ``None``. ``frames=False``: summary only."""
+        out: dict[str, Any] = {
+            "metric": self.metric,
+            "variant": self.variant,
+            "planes": self.planes,
+            "data_range": self.data_range,
+            "definition": self.definition,
+            "summary": self.summary().to_dict(),
+        }
+        if frames:
+            out["values"] = _json_list(self.values)
+            out["plane_values"] = {k: _json_list(v) for k, v in self.plane_values.items()}
+            if self.mse is not None:
+                out["mse"] = _json_list(self.mse)
+        return out
+
+
+def _json_number(x: float | None) -> float | None:
+    """``x`` as a Python float, or ``None`` when it is NaN, ±inf or ``None`` (strict JSON)."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _json_list(a: ArrayLike) -> list[float | None]:
+    """A float array as a list with NaN and ±inf replaced by ``None`` (strict JSON)."""
+    arr = np.asarray(a, dtype=np.float64).ravel()
+    out: list[float | None] = arr.tolist()
+    for i in np.flatnonzero(~np.isfinite(arr)):
+        out[i] = None
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# definitions in words
+
+
+def _psnr_definition(planes: Planes, data_range: float) -> str:
+    what = ("luma (Y) only" if planes == "y" else
+            "MSE of Y, U, V weighted by their pixel counts, (4·Y + U + V)/6 for 4:2:0 (FFmpeg psnr_avg)")
+    return (f"PSNR = 10·log10(MAX²/MSE), MAX = {data_range:g}; {what}; as FFmpeg's psnr filter; "
+            "identical frames (MSE 0) → +inf")
+
+
+def _ssim_definition(variant: SsimVariant, planes: Planes, data_range: float) -> str:
+    base = {
+        "wang": ("SSIM of Wang et al. 2004 (ssim_index.m): 11×11 Gaussian window σ=1.5, K1=0.01, K2=0.03, "
+                 "population (co)variances, mean over windows inside the plane; = scikit-image "
+                 "structural_similarity(gaussian_weights=True, sigma=1.5, use_sample_covariance=False)"),
+        "ssim.m": ("SSIM of Wang et al. 2004 after Wang's ssim.m downsampling (f = max(1, round(min(H,W)/256)), "
+                   "f×f mean with symmetric border, every f-th pixel), as VMAF float_ssim; 11×11 Gaussian σ=1.5, "
+                   "K1=0.01, K2=0.03"),
+        "ffmpeg": ("SSIM of FFmpeg's ssim filter (x264 block SSIM): 4×4 block sums, 8×8 windows on a 4-pixel "
+                   "grid, no Gaussian, sample (co)variance, x264's C1/C2 scaling"),
+    }[variant]
+    what = "luma (Y) only" if planes == "y" else "Y, U, V weighted by their pixel counts (FFmpeg All)"
+    return f"{base}; L = {data_range:g}; {what}"
+
+
+# --------------------------------------------------------------------------------------
+# input checks
+
+
+def _check_data_range(data_range: float) -> float:
+    try:
+        value = float(data_range)
+    except (TypeError, ValueError):
+        raise InputError(f"data_range must be a number (255 for 8-bit video); given {data_range!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(f"data_range must be finite and > 0 (255 for 8-bit video); given {data_range!r}")
+    return value
+
+
+def _check_choice(value: str, choices: Sequence[str], name: str) -> None:
+    if value not in choices:
+        raise InputError(f"{name} must be one of {', '.join(map(repr, choices))}; given {value!r}")
+
+
+def _plane_stack(x: Any, name: str) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+        raise InputError(f"{name} must hold integer or float samples; given dtype {arr.dtype}")
+    if arr.ndim == 2:
+        arr = arr[np.newaxis]
+    if arr.ndim != 3:
+        raise InputError(f"{name} must be a frame (H, W) or a sequence of frames (N, H, W); given shape {arr.shape}")
+    if np.issubdtype(arr.dtype, np.floating) and not np.isfinite(arr).all():
+        raise InputError(f"{name} contains NaN or infinite samples")
+    return arr
+
+
+def _as_planes(x: Any, planes: Planes, name: str) -> tuple[np.ndarray, ...]:
+    """A frame, sequence or (Y, U, V) triple → one (N, H, W) array per plane."""
+    if all(hasattr(x, p) for p in _PLANE_NAMES):  # a qoe.video.io.Frame (or alike)
+        parts: tuple[Any, ...] = tuple(getattr(x, p) for p in _PLANE_NAMES)
+    elif planes == "yuv":
+        if not (isinstance(x, (tuple, list)) and len(x) == 3):
+            raise InputError(f"planes='yuv' needs {name} as a (Y, U, V) triple of arrays or a Frame; "
+                             f"given {type(x).__name__}")
+        parts = tuple(x)
+    else:
+        parts = (x,)
+    if planes == "y":
+        parts = parts[:1]
+    arrs = tuple(_plane_stack(p, f"{name} plane {n.upper()}" if planes == "yuv" else name)
+                 for p, n in zip(parts, _PLANE_NAMES))
+    n_frames = {a.shape[0] for a in arrs}
+    if len(n_frames) != 1:
+        raise InputError(f"{name}: the planes hold different numbers of frames: {[a.shape for a in arrs]}")
+    return arrs
+
+
+def _pair_planes(ref: Any, dist: Any, planes: Planes) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    _check_choice(planes, ("y", "yuv"), "planes")
+    r = _as_planes(ref, planes, "ref")
+    d = _as_planes(dist, planes, "dist")
+    for a, b, n in zip(r, d, _PLANE_NAMES):
+        if a.shape != b.shape:
+            raise InputError(f"ref and dist differ in shape (plane {n.upper()}): ref {a.shape}, dist {b.shape}")
+    return r, d
+
+
+def plane_weights(shapes: Sequence[tuple[int, ...]]) -> FloatArray:
+    """Weights of planes by their pixel counts, as FFmpeg's ``psnr_avg`` and ssim ``All``.
+
+    Examples
+    --------
+    >>> plane_weights([(240, 320), (120, 160), (120, 160)]).tolist()  # 4:2:0 → (4, 1, 1) / 6
+    [0.6666666666666666, 0.16666666666666666, 0.16666666666666666]
+    """
+    counts = _pixel_counts(shapes)
+    return counts / counts.sum()
+
+
+def _pixel_counts(shapes: Sequence[tuple[int, ...]]) -> FloatArray:
+    return np.array([float(np.prod(s[-2:])) for s in shapes])
+
+
+def _weighted(counts: FloatArray, values: Sequence[float]) -> float:
+    """Σ countᵢ·valueᵢ / Σ countᵢ: equal values give that value exactly (SSIM 1 stays 1)."""
+    return float(np.dot(counts, values) / counts.sum()) if len(values) > 1 else float(values[0])
+
+
+# --------------------------------------------------------------------------------------
+# PSNR
+
+
+def _psnr_of_mse(mse: float, data_range: float) -> float:
+    """10·log10(MAX²/MSE); +inf for MSE 0 (FFmpeg prints ``inf`` too)."""
+    if mse == 0:
+        return math.inf
+    return 10.0 * math.log10(data_range * data_range / mse)
+
+
+def _mse_plane(a: np.ndarray, b: np.ndarray) -> float:
+    """Mean squared difference of two 2-D planes, exact for integer samples."""
+    if a.dtype == b.dtype and a.dtype in (np.uint8, np.uint16):
+        # OpenCV accumulates the squared differences of 8/16-bit integers exactly.
+        return cv2.norm(np.ascontiguousarray(a), np.ascontiguousarray(b), cv2.NORM_L2SQR) / a.size
+    d = a.astype(np.float64) - b.astype(np.float64)
+    return float(np.dot(d.ravel(), d.ravel())) / d.size
+
+
+def _psnr_frame(ref: Sequence[np.ndarray], dist: Sequence[np.ndarray],
+                data_range: float) -> tuple[float, float, list[float]]:
+    """(PSNR, pixel-count weighted MSE, per-plane PSNR) of one frame given as 2-D planes."""
+    mses = [_mse_plane(a, b) for a, b in zip(ref, dist)]
+    mse = _weighted(_pixel_counts([a.shape for a in ref]), mses)
+    return _psnr_of_mse(mse, data_range), mse, [_psnr_of_mse(m, data_range) for m in mses]
+
+
+def psnr(ref: ArrayLike | Any, dist: ArrayLike | Any, *, data_range: float, planes: Planes = "y") -> FrameScores:
+    """Peak signal-to-noise ratio of each frame, as FFmpeg's ``psnr`` filter.
+
+    Parameters
+    ----------
+    ref, dist : array_like, (Y, U, V) triple or Frame
+        With ``planes="y"``: one luma plane ``(H, W)`` or a sequence ``(N, H, W)``
+        (a :class:`~qoe.video.io.Frame` gives its ``y``). With ``planes="yuv"``: a triple
+        of such arrays (one per plane) or a ``Frame``.
+    data_range : float
+        MAX, the peak sample value: 255 for 8-bit video. Required (not guessed from dtype).
+    planes : {"y", "yuv"}
+        Luma only (default) or the three planes, MSEs weighted by pixel counts (FFmpeg's
+        ``psnr_avg``: (4·Y + U + V) / 6 for 4:2:0).
+
+    Returns
+    -------
+    FrameScores
+        ``values`` in dB per frame (+inf for an identical frame), ``mse``, per-plane values;
+        ``summary().clip`` is FFmpeg's clip PSNR (PSNR of the mean MSE).
+
+    Raises
+    ------
+    InputError
+        Shapes that differ, a bad ``data_range`` or ``planes``, non-numeric samples.
+
+    References
+    ----------
+    .. [1] FFmpeg Filters Documentation, ``psnr``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.full((4, 4), 100, np.uint8)
+    >>> b = a.copy(); b[0, 0] = 104                      # MSE = 16 / 16 = 1
+    >>> round(float(psnr(a, b, data_range=255).values[0]), 4)
+    48.1308
+    >>> psnr(a, a, data_range=255).values.tolist()       # identical frames
+    [inf]
+    """
+    data_range = _check_data_range(data_range)
+    r, d = _pair_planes(ref, dist, planes)
+    n = r[0].shape[0]
+    values = np.empty(n)
+    mse = np.empty(n)
+    per_plane = np.empty((len(r), n))
+    for i in range(n):
+        values[i], mse[i], per_plane[:, i] = _psnr_frame([p[i] for p in r], [p[i] for p in d], data_range)
+    return make_scores("psnr", values, per_plane, mse, planes=planes, variant="psnr", data_range=data_range)
+
+
+def make_scores(metric: Literal["psnr", "ssim"], values: ArrayLike, plane_values: ArrayLike, mse: ArrayLike | None,
+                *, planes: Planes, variant: str, data_range: float) -> FrameScores:
+    """Assemble a :class:`FrameScores` (with its definition) from per-frame arrays.
+
+    ``plane_values`` is ``(n_planes, n_frames)``. Used by :func:`psnr`, :func:`ssim` and
+    :func:`qoe.video.compare`, which computes frame by frame.
+    """
+    pv = np.atleast_2d(np.asarray(plane_values, dtype=np.float64))
+    definition = (_psnr_definition(planes, data_range) if metric == "psnr"
+                  else _ssim_definition(variant, planes, data_range))  # type: ignore[arg-type]
+    return FrameScores(
+        metric=metric,
+        values=np.asarray(values, dtype=np.float64),
+        plane_values=MappingProxyType({n: pv[k] for k, n in enumerate(_PLANE_NAMES[: pv.shape[0]])}),
+        mse=None if mse is None else np.asarray(mse, dtype=np.float64),
+        planes=planes,
+        variant=variant,
+        data_range=data_range,
+        definition=definition,
+    )
+
+
+# --------------------------------------------------------------------------------------
+# SSIM, Wang et al. 2004
+
+
+def _gaussian_taps() -> np.ndarray:
+    """1-D factor of Wang's window: exp(−k²/2σ²), k = −5..5, σ = 1.5, unit sum (float32)."""
+    k = np.arange(-_GAUSS_RADIUS, _GAUSS_RADIUS + 1, dtype=np.float64)
+    g = np.exp(-(k * k) / (2.0 * _GAUSS_SIGMA * _GAUSS_SIGMA))
+    return (g / g.sum()).astype(np.float32)  # the 2-D window g gᵀ then sums to 1 too
+
+
+def ssim_downsample_factor(height: int, width: int) -> int:
+    """Downsampling factor of Wang's ``ssim.m``: max(1, round(min(H, W) / 256)).
+
+    MATLAB's ``round`` takes halves away from zero (640 → 2.5 → 3), unlike Python's.
+
+    Examples
+    --------
+    >>> [ssim_downsample_factor(h, w) for h, w in [(240, 320), (576, 720), (720, 1280), (1080, 1920)]]
+    [1, 2, 3, 4]
+    """
+    return max(1, math.floor(min(height, width) / _SSIM_M_SCALE + 0.5))
+
+
+def _ssim_m_downsample(plane: np.ndarray) -> np.ndarray:
+    """Wang's ssim.m step: f×f mean (``imfilter(img, ones(f)/f², 'symmetric', 'same')``), keep every f-th pixel."""
+    f = ssim_downsample_factor(*plane.shape)
+    if f == 1:
+        return plane
+    # MATLAB centres an even-sized kernel at floor((f + 1) / 2) (1-based), so the mean spans
+    # offsets −(f−1)//2 … f//2; OpenCV's anchor is that centre, 0-based. 'symmetric' padding
+    # repeats the edge pixel: OpenCV's BORDER_REFLECT.
+    anchor = ((f - 1) // 2, (f - 1) // 2)
+    mean = cv2.boxFilter(plane.astype(np.float32), -1, (f, f), anchor=anchor, normalize=True,
+                         borderType=cv2.BORDER_REFLECT)
+    return np.ascontiguousarray(mean[::f, ::f])
+
+
+class _WangSsim:
+    """Mean SSIM (Wang et al. 2004) of 2-D planes of one shape, band by band.
+
+    Each band of ``_BAND_ROWS`` output rows reads that many rows plus the window radius
+    above and below, converts them to float32 (shifted by L/2), filters x, y, x²+y² and xy
+    with the separable Gaussian, and reduces the SSIM map of its valid part to a float64 sum.
+    Buffers are allocated once per worker and reused for every band and frame.
+    """
+
+    def __init__(self, shape: tuple[int, int], data_range: float, threads: int = 1) -> None:
+        h, w = shape
+        r = _GAUSS_RADIUS
+        if h < 2 * r + 1 or w < 2 * r + 1:
+            raise InputError(f"SSIM needs planes of at least 11×11 pixels (the Gaussian window); given {h}×{w}")
+        self.shape = shape
+        self.taps = _gaussian_taps()
+        self.offset = np.float32(data_range / 2.0)
+        self.c1 = (_K1 * data_range) ** 2  # Wang et al. 2004 eq. (7)
+        self.c2 = (_K2 * data_range) ** 2  # Wang et al. 2004 eq. (9)
+        rows_out = h - 2 * r
+        self.bands = [(o, min(o + _BAND_ROWS, rows_out)) for o in range(0, rows_out, _BAND_ROWS)]
+        self.count = rows_out * (w - 2 * r)
+        self.threads = max(1, min(int(threads), len(self.bands)))
+        rows_in = min(_BAND_ROWS, rows_out) + 2 * r
+        self.buffers = [np.empty((8, rows_in, w), np.float32) for _ in range(self.threads)]
+        self.pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown()
+            self.pool = None
+
+    def __enter__(self) -> _WangSsim:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _band(self, a: np.ndarray, b: np.ndarray, o0: int, o1: int, buf: np.ndarray) -> float:
+        r = _GAUSS_RADIUS
+        n = o1 - o0 + 2 * r
+        x, y, t, u, mx, my, sq, sxy = (buf[k, :n] for k in range(8))
+        off = self.offset
+        np.subtract(a[o0 : o0 + n], off, out=x, dtype=np.float32)
+        np.subtract(b[o0 : o0 + n], off, out=y, dtype=np.float32)
+        g = self.taps
+        # Wang et al. 2004 eqs. (14)-(16): Gaussian-weighted means, E[x²] + E[y²] and E[xy].
+        cv2.sepFilter2D(x, cv2.CV_32F, g, g, dst=mx, borderType=cv2.BORDER_REFLECT)
+        cv2.sepFilter2D(y, cv2.CV_32F, g, g, dst=my, borderType=cv2.BORDER_REFLECT)
+        np.multiply(x, x, out=t)
+        np.multiply(y, y, out=u)
+        t += u
+        cv2.sepFilter2D(t, cv2.CV_32F, g, g, dst=sq, borderType=cv2.BORDER_REFLECT)
+        np.multiply(x, y, out=t)
+        cv2.sepFilter2D(t, cv2.CV_32F, g, g, dst=sxy, borderType=cv2.BORDER_REFLECT)
+        # Keep the rows whose window lies inside the band (and so inside the plane).
+        rows = slice(r, n - r)
+        mx, my, sq, sxy, p, q, s = mx[rows], my[rows], sq[rows], sxy[rows], t[rows], u[rows], x[rows]
+        np.multiply(mx, my, out=p)  # μx'μy' (shifted means)
+        np.multiply(mx, mx, out=q)
+        np.multiply(my, my, out=s)
+        q += s  # μx'² + μy'²
+        # 2σxy + C2 and σx² + σy² + C2 (the shift cancels in (co)variances)
+        sxy -= p
+        sxy *= 2.0
+        sxy += self.c2
+        sq -= q
+        sq += self.c2
+        # the true means μ = μ' + L/2, for 2μxμy + C1 and μx² + μy² + C1
+        mx += off
+        my += off
+        np.multiply(mx, my, out=p)
+        p *= 2.0
+        p += self.c1
+        np.multiply(mx, mx, out=q)
+        np.multiply(my, my, out=s)
+        q += s
+        q += self.c1
+        p *= sxy
+        q *= sq
+        p /= q  # SSIM map, eq. (13)
+        return cv2.sumElems(p[:, r : p.shape[1] - r])[0]  # float64 sum of the valid columns
+
+    def __call__(self, a: np.ndarray, b: np.ndarray) -> float:
+        if self.pool is None:
+            total = sum(self._band(a, b, o0, o1, self.buffers[0]) for o0, o1 in self.bands)
+        else:
+            chunks = [self.bands[k :: self.threads] for k in range(self.threads)]
+
+            def work(k: int) -> list[float]:
+                return [self._band(a, b, o0, o1, self.buffers[k]) for o0, o1 in chunks[k]]
+
+            parts = list(self.pool.map(work, range(self.threads)))
+            # add the bands in frame order, whatever the thread count
+            order = {band: s for k, chunk in enumerate(chunks) for band, s in zip(chunk, parts[k])}
+            total = sum(order[band] for band in self.bands)
+        return total / self.count  # eq. (17): the mean over all windows
+
+
+# --------------------------------------------------------------------------------------
+# SSIM, FFmpeg / x264 block SSIM
+
+
+def _block_sums(x: np.ndarray, h4: int, w4: int) -> np.ndarray:
+    """Sums over the 4×4 blocks of the top-left (4·h4)×(4·w4) part of a plane."""
+    x = x[: 4 * h4, : 4 * w4].reshape(h4, 4, 4 * w4)
+    rows = x[:, 0] + x[:, 1] + x[:, 2] + x[:, 3]
+    cols = rows.reshape(h4, w4, 4)
+    return cols[..., 0] + cols[..., 1] + cols[..., 2] + cols[..., 3]
+
+
+def _ffmpeg_ssim_plane(a: np.ndarray, b: np.ndarray, data_range: float) -> float:
+    """Block SSIM of FFmpeg's ssim filter (x264) of two 2-D planes, in bands of block rows."""
+    h4, w4 = a.shape[0] // _FF_BLOCK, a.shape[1] // _FF_BLOCK
+    if h4 < 2 or w4 < 2:
+        raise InputError(f"FFmpeg's block SSIM needs planes of at least 8×8 pixels; given {a.shape[0]}×{a.shape[1]}")
+    # Sums of integer samples are exact in float32 for 8 bit (a window's Σ(x² + y²) ≤ 64·2·255²
+    # < 2²⁴) and in float64 beyond; float products are much faster than NumPy's integer ones.
+    exact = np.float32 if data_range <= 255 else np.float64
+    sums = np.empty((4, h4, w4), exact)  # Σx, Σy, Σ(x² + y²), Σxy over each 4×4 block
+    band = _BAND_ROWS // 2  # block rows per band (64 pixel rows)
+    for r0 in range(0, h4, band):
+        r1 = min(r0 + band, h4)
+        rows = slice(_FF_BLOCK * r0, _FF_BLOCK * r1)
+        x = a[rows].astype(exact)
+        y = b[rows].astype(exact)
+        n = r1 - r0
+        sums[0, r0:r1] = _block_sums(x, n, w4)
+        sums[1, r0:r1] = _block_sums(y, n, w4)
+        sums[3, r0:r1] = _block_sums(x * y, n, w4)
+        x *= x
+        y *= y
+        x += y
+        sums[2, r0:r1] = _block_sums(x, n, w4)
+    # x264: C1 = K1²·L²·64 and C2 = K2²·L²·64·63, rounded to integers; sums stand for N·μ and
+    # N²·σ, so C1 acts as C1/64 and the variances are sample variances (N − 1 = 63).
+    npix = _FF_WINDOW_PIXELS
+    c1 = math.floor(_K1 * _K1 * data_range * data_range * npix + 0.5)
+    c2 = math.floor(_K2 * _K2 * data_range * data_range * npix * (npix - 1) + 0.5)
+    total = 0.0
+    for r0 in range(0, h4 - 1, band):
+        r1 = min(r0 + band, h4 - 1)
+        blk = sums[:, r0 : r1 + 1].astype(np.float64)
+        # 8×8 windows = 2×2 blocks, on the 4-pixel grid
+        s1, s2, ss, s12 = blk[:, :-1, :-1] + blk[:, 1:, :-1] + blk[:, :-1, 1:] + blk[:, 1:, 1:]
+        var = ss * npix - s1 * s1 - s2 * s2
+        covar = s12 * npix - s1 * s2
+        ssim_map = ((2 * s1 * s2 + c1) * (2 * covar + c2)) / ((s1 * s1 + s2 * s2 + c1) * (var + c2))
+        total += float(ssim_map.sum())
+    return total / ((h4 - 1) * (w4 - 1))
+
+
+# --------------------------------------------------------------------------------------
+# SSIM, public
+
+
+class SsimEngine:
+    """Reusable SSIM computer for frames of fixed plane shapes (buffers kept between frames).
+
+    :func:`ssim` uses one per call; :func:`qoe.video.compare` one per comparison. Use it as
+    a context manager (it may own a thread pool).
+
+    Parameters
+    ----------
+    shapes : sequence of (H, W)
+        Shape of each plane (one for luma only, three for Y, U, V).
+    data_range : float
+        L of C1 = (K1·L)², C2 = (K2·L)².
+    variant : {"wang", "ssim.m", "ffmpeg"}
+    threads : int
+        Threads per plane for the Wang variants (bands of rows in parallel).
+    """
+
+    def __init__(self, shapes: Sequence[tuple[int, int]], *, data_range: float, variant: SsimVariant = "wang",
+                 threads: int = 1) -> None:
+        _check_choice(variant, SSIM_VARIANTS, "variant")
+        self.data_range = _check_data_range(data_range)
+        self.variant = variant
+        self.counts = _pixel_counts(shapes)
+        self._engines: list[_WangSsim | None] = []
+        for s in shapes:
+            if variant == "ffmpeg":
+                self._engines.append(None)
+            else:
+                if variant == "ssim.m":
+                    f = ssim_downsample_factor(*s)
+                    s = (-(-s[0] // f), -(-s[1] // f))
+                self._engines.append(_WangSsim(tuple(s), self.data_range, threads))  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        """Stop the worker threads."""
+        for e in self._engines:
+            if e is not None:
+                e.close()
+
+    def __enter__(self) -> SsimEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def frame(self, ref: Sequence[np.ndarray], dist: Sequence[np.ndarray]) -> tuple[float, list[float]]:
+        """(SSIM, per-plane SSIM) of one frame given as matching lists of 2-D planes."""
+        values = []
+        for engine, a, b in zip(self._engines, ref, dist):
+            if engine is None:
+                values.append(_ffmpeg_ssim_plane(a, b, self.data_range))
+            else:
+                if self.variant == "ssim.m":
+                    a, b = _ssim_m_downsample(a), _ssim_m_downsample(b)
+                values.append(engine(a, b))
+        return _weighted(self.counts, values), values
+
+
+def ssim(
+    ref: ArrayLike | Any,
+    dist: ArrayLike | Any,
+    *,
+    data_range: float,
+    planes: Planes = "y",
+    variant: SsimVariant = "wang",
+    threads: int = 1,
+) -> FrameScores:
+    """Structural similarity of each frame (Wang et al. 2004, or a named variant).
+
+    Parameters
+    ----------
+    ref, dist : array_like, (Y, U, V) triple or Frame
+        As for :func:`psnr`: a plane ``(H, W)``, a sequence ``(N, H, W)``, or with
+        ``planes="yuv"`` a triple of them or a :class:`~qoe.video.io.Frame`.
+    data_range : float
+        L, the dynamic range of the samples: 255 for 8-bit video. Required.
+    planes : {"y", "yuv"}
+        Luma only (default) or the three planes weighted by pixel counts (FFmpeg's ``All``).
+    variant : {"wang", "ssim.m", "ffmpeg"}
+        ``"wang"``: Wang et al. 2004 / ``ssim_index.m`` (= scikit-image with Wang's settings);
+        ``"ssim.m"``: after Wang's ``ssim.m`` downsampling (as VMAF ``float_ssim``);
+        ``"ffmpeg"``: FFmpeg's ``ssim`` filter (x264 8×8 block SSIM). See the module notes.
+    threads : int
+        Threads for the bands of one plane (Wang variants); 1 by default. The value does not
+        depend on it.
+
+    Returns
+    -------
+    FrameScores
+        SSIM per frame (1.0 exactly for identical frames), per plane, and the definition;
+        ``summary().clip`` is the mean over frames (FFmpeg's summary).
+
+    Raises
+    ------
+    InputError
+        Shapes that differ, planes smaller than the window (11×11, or 8×8 for ``"ffmpeg"``),
+        a bad option.
+
+    References
+    ----------
+    .. [1] Wang et al., IEEE TIP 13(4), 2004, eqs. (13)–(17), doi:10.1109/TIP.2003.819861.
+    .. [2] FFmpeg Filters Documentation, ``ssim``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> a = rng.integers(0, 256, (32, 32), dtype=np.uint8)
+    >>> ssim(a, a, data_range=255).values.tolist()
+    [1.0]
+    >>> b = np.clip(a.astype(int) + rng.integers(-20, 21, a.shape), 0, 255).astype(np.uint8)
+    >>> 0.8 < float(ssim(b, a, data_range=255).values[0]) < 1.0
+    True
+    """
+    _check_choice(variant, SSIM_VARIANTS, "variant")
+    data_range = _check_data_range(data_range)
+    r, d = _pair_planes(ref, dist, planes)
+    n = r[0].shape[0]
+    values = np.empty(n)
+    per_plane = np.empty((len(r), n))
+    with SsimEngine([p.shape[1:] for p in r], data_range=data_range, variant=variant, threads=threads) as engine:
+        for i in range(n):
+            values[i], per_plane[:, i] = engine.frame([p[i] for p in r], [p[i] for p in d])
+    return make_scores("ssim", values, per_plane, None, planes=planes, variant=variant, data_range=data_range)
