@@ -7,7 +7,8 @@ import importlib
 
 import pytest
 
-MODULES = ["qoe.mos", "qoe.voice.emodel", "qoe.rtp", "qoe.rtp.lossmodel", "qoe.voice.combined", "qoe.web.g1030"]
+MODULES = ["qoe.mos", "qoe.voice.emodel", "qoe.rtp", "qoe.rtp.lossmodel", "qoe.voice.combined", "qoe.web.g1030",
+           "qoe.report"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -35,7 +35,6 @@ References
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -46,6 +45,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from qoe.errors import InputError
 from qoe.mos import r_to_mos
+from qoe.report import as_dict
 
 __all__ = [
     "G107_DEFAULTS",
@@ -210,12 +210,6 @@ def codec(name: str, *, band: Literal["nb", "wb"] = "nb") -> Codec:
 # --------------------------------------------------------------------------------------
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return value.item() if value.ndim == 0 else value.tolist()
-    return value
-
-
 @dataclass(frozen=True, slots=True)
 class EModelResult:
     """Transmission rating R, MOS and every intermediate term of the E-model.
@@ -267,7 +261,7 @@ class EModelResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Fields as plain Python values (floats, or nested lists for arrays)."""
-        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        return as_dict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,7 +284,7 @@ class SimplifiedResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Fields as plain Python values."""
-        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        return as_dict(self)
 
 
 # --------------------------------------------------------------------------------------

@@ -15,7 +15,6 @@ References
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from qoe.errors import InputError
+from qoe.report import as_dict
 from qoe.voice import emodel
 from qoe.rtp.lossmodel import loss_pattern
 
@@ -74,12 +74,8 @@ class WindowScores:
     codec: str
 
     def to_dict(self) -> dict[str, Any]:
-        """Fields as plain Python values."""
-        out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):
-            v = getattr(self, f.name)
-            out[f.name] = v.tolist() if isinstance(v, np.ndarray) else v
-        return out
+        """Fields as plain Python values (per-window arrays as lists)."""
+        return as_dict(self)
 
 
 _SIMPLIFIED_CODEC = {"g.711": "G.711", "g.711-plc": "G.711", "g.729a+vad": "G.729A"}
