@@ -40,7 +40,7 @@ class Section:
 def _emodel_sweep() -> Section:
     d = np.asarray(DEMO_DELAYS_MS, dtype=float)[:, None]
     loss = np.asarray(DEMO_LOSS_PCT)
-    res = emodel.r_factor(ta=d, t=d, tr=2 * d, ppl=loss, codec="G.711-plc")
+    res = emodel.r_factor(one_way_ms=d, ppl=loss, codec="G.711-plc")
     simple = emodel.simplified_r(d, loss / 100.0, codec="G.711")
     rows = []
     for i, delay in enumerate(DEMO_DELAYS_MS):

@@ -319,7 +319,7 @@ def _network_score(
     ws = windowed_scores(send_s, lost, delay, codec=preset, window_s=window_s, **emodel_params)
     o = ws.overall
     d = 0.0 if math.isnan(o["delay_ms"]) else o["delay_ms"]
-    full = emodel.r_factor(codec=preset, ppl=o["ppl"], burst_r=o["burst_r"], ta=d, t=d, tr=2 * d, **emodel_params)
+    full = emodel.r_factor(codec=preset, ppl=o["ppl"], burst_r=o["burst_r"], one_way_ms=d, **emodel_params)
     return NetworkScore(
         codec=ws.codec,
         ppl=float(o["ppl"]),

@@ -87,7 +87,7 @@ def _score(lost: np.ndarray, delay: np.ndarray, codec: str, params: dict[str, An
     d = float(np.nanmean(received)) if received.size and not np.isnan(received).all() else float("nan")
     d_e = 0.0 if np.isnan(d) else d
     burst_r = lp.burst_r if np.isfinite(lp.burst_r) and lp.burst_r > 0 else 1.0
-    res = emodel.r_factor(codec=codec, ppl=lp.ppl, burst_r=burst_r, ta=d_e, t=d_e, tr=2 * d_e, **params)
+    res = emodel.r_factor(codec=codec, ppl=lp.ppl, burst_r=burst_r, one_way_ms=d_e, **params)
     simple_codec = _SIMPLIFIED_CODEC.get(codec.lower())
     simple = (
         float(emodel.simplified_r(d_e, lp.ppl / 100.0, codec=simple_codec).mos)  # type: ignore[arg-type]
