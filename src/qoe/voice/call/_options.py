@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
@@ -30,6 +31,11 @@ _MEASURED = ("ta", "t", "tr", "ppl", "burst_r")
 _DELAY_BASES = ("conversation", "direction")
 _CONCEALS = ("repeat", "silence")
 _CLOCKS = ("auto", "same", "different")
+
+
+def _is_number(x: Any) -> bool:
+    """A real number (NumPy's included), not a bool."""
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
 
 def _frozen_params(params: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -111,13 +117,13 @@ class CallOptions:
             raise InputError(f"delay_basis must be 'conversation' or 'direction'; given delay_basis={self.delay_basis!r}")
         if self.clocks not in _CLOCKS:
             raise InputError(f"clocks must be 'auto', 'same' or 'different'; given clocks={self.clocks!r}")
-        if isinstance(self.window_s, bool) or not isinstance(self.window_s, (int, float)) or not self.window_s > 0:
+        if not _is_number(self.window_s) or not self.window_s > 0:
             raise InputError(f"window_s must be a number of seconds > 0; given window_s={self.window_s!r}")
         d = self.network_delay_ms
-        if d is not None and (isinstance(d, bool) or not isinstance(d, (int, float)) or not (math.isfinite(d) and d >= 0)):
+        if d is not None and (not _is_number(d) or not (math.isfinite(d) and d >= 0)):
             raise InputError(f"network_delay_ms must be a finite number of ms >= 0; given network_delay_ms={d!r}")
         c = self.min_correlation
-        if isinstance(c, bool) or not isinstance(c, (int, float)) or not -1.0 <= c <= 1.0:
+        if not _is_number(c) or not -1.0 <= c <= 1.0:
             raise InputError(f"min_correlation must be a correlation in [-1, 1]; given min_correlation={c!r}")
         if self.user is not None:
             try:
