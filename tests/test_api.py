@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 
 import dpkt
@@ -14,7 +13,7 @@ from click.testing import CliRunner
 
 import qoe
 from qoe.errors import InputError, QoEWarning, StreamNotFoundError
-from qoe.voice.call import Reference
+from qoe.voice import CallOptions, Reference
 
 VOICE = Path(__file__).resolve().parents[1] / "data" / "voice"
 CAPS = VOICE / "captures"
@@ -88,12 +87,19 @@ def test_options_reach_the_scorer():
     talk, listen = base.results  # the call holding that stream: both its directions
     assert listen.ssrc == 0x15E00005 and listen.direction == "user listens" and talk.direction == "user talks"
     assert listen.jitter_buffer == talk.jitter_buffer == "fixed:80"
+    assert base.inputs["jitter_buffer"] == "fixed:80" and base.inputs["ssrc"] == "0x15e00005"
     with pytest.raises(StreamNotFoundError, match="no RTP audio stream with SSRC 0x00000001; present: 0x7a1c0005"):
-        qoe.score(CLIENT, one_way_ms=0.0, ssrc=1)
-    given = qoe.score(CLIENT, one_way_ms=40.0, conceal="silence", delay_basis="direction", window_s=2.0, kind="voice")
+        qoe.score(CLIENT, network_delay_ms=0.0, ssrc=1)
+    options = CallOptions(network_delay_ms=40.0, conceal="silence", delay_basis="direction", window_s=2.0)
+    given = qoe.score(CLIENT, kind="voice", options=options)
     d = given.results[1]
     assert d.delay.network_source == "given" and d.network.codec == "G.711" and d.delay.basis == "direction"
     assert len(d.network.windows.start_s) == 4  # 8 s call in 2 s windows
+    assert given.inputs["network_delay_ms"] == 40.0 and given.inputs["delay_basis"] == "direction"
+    # keywords apply over the options object; the option's old name still works, with a DeprecationWarning
+    with pytest.deprecated_call(match="'one_way_ms' is now 'network_delay_ms'"):
+        old = qoe.score(CLIENT, options=options, one_way_ms=40.0, window_s=4.0)
+    assert old.inputs["window_s"] == 4.0 and old.results[1].delay == d.delay
 
 
 @needs_data
@@ -118,8 +124,10 @@ def test_kinds_not_yet_supported_raise(dns_only):
             qoe.score(dns_only, kind=kind)
     with pytest.raises(InputError, match="kind must be one of"):
         qoe.score(dns_only, kind="fax")
-    with pytest.raises(InputError, match=r"unknown option\(s\) jitter; voice options are: sender_capture"):
+    with pytest.raises(InputError, match=r"unknown call option\(s\) jitter; the options are: jitter_buffer"):
         qoe.score(dns_only, jitter="adaptive")
+    with pytest.raises(InputError, match="options must be a qoe.voice.CallOptions; given a dict"):
+        qoe.score(dns_only, options={"jitter_buffer": "adaptive"})
 
 
 def test_nothing_to_score(dns_only):
@@ -131,27 +139,10 @@ def test_nothing_to_score(dns_only):
 
 
 def test_bad_reference(dns_only, tmp_path):
-    with pytest.raises(InputError, match="reference #1: give a file path or a qoe.voice.call.Reference"):
+    with pytest.raises(InputError, match="reference #1: give a file path or a qoe.voice.Reference"):
         qoe.score(dns_only, reference=[np.zeros(8000)])
     with pytest.raises(InputError, match="cannot read speech file"):
         qoe.score(dns_only, reference=tmp_path / "missing.wav")
-
-
-def test_report_works_for_any_result_kind():
-    @dataclass(frozen=True)
-    class Page:
-        url: str
-        plt_s: float
-
-        def to_record(self, *, brief=False):
-            return {"url": self.url, "plt_s": self.plt_s}
-
-        def to_dict(self):
-            return {"url": self.url, "plt_s": self.plt_s, "objects": [1.0, float("inf")]}
-
-    rep = qoe.Report(kind="web", source="x.pcap", results=(Page("http://a/", 0.5), Page("http://b/", float("nan"))))
-    assert rep.tables() == ("results",) and rep.to_frame()["url"].tolist() == ["http://a/", "http://b/"]
-    assert json.loads(rep.to_json())["results"][1] == {"url": "http://b/", "plt_s": None, "objects": [1.0, None]}
 
 
 # ---- the command ------------------------------------------------------------------------------

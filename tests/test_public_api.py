@@ -1,11 +1,113 @@
-"""The public surface: exported names, one error hierarchy."""
+"""The public surface: what each package exports, one error hierarchy.
+
+A *public module* is any module of :mod:`qoe` whose dotted path has no component starting
+with ``_`` (``qoe.voice.emodel`` is one, ``qoe.voice.call._score`` and everything under
+``qoe.voice.p862._*`` are not). For each public module these tests check that
+
+* it declares ``__all__``, every name in it exists, and none starts with ``_``;
+* every function and class it defines (``obj.__module__`` is the module) and does not
+  name with a leading ``_`` is in its ``__all__`` — a new public function fails here until
+  it is exported;
+* for a package, every function and class it takes from its own private modules (the
+  implementation behind its face, e.g. ``qoe.rtp._scan``) is in its ``__all__`` too: a
+  package shows no implementation helper under a public-looking name.
+
+Names a public module imports from *another public module* are not its exports (they
+are exported where they live). Constants cannot be told apart from imported values, so
+only functions and classes are checked for completeness.
+"""
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import pkgutil
+
+import pytest
 
 import qoe
 import qoe.errors
+
+#: The packages the issue names; their subpackages and modules are walked too.
+PACKAGES = ["qoe", "qoe.voice", "qoe.rtp", "qoe.capture", "qoe.web", "qoe.mos", "qoe.report", "qoe.api"]
+
+
+def _is_private(name: str) -> bool:
+    return any(part.startswith("_") for part in name.split("."))
+
+
+def _public_modules() -> list[str]:
+    names = set()
+    for pkg in PACKAGES:
+        mod = importlib.import_module(pkg)
+        names.add(pkg)
+        if hasattr(mod, "__path__"):
+            for info in pkgutil.walk_packages(mod.__path__, prefix=pkg + "."):
+                if not _is_private(info.name):
+                    names.add(info.name)
+    return sorted(names)
+
+
+PUBLIC = _public_modules()
+
+
+def _home(obj: object) -> str | None:
+    return getattr(obj, "__module__", None)
+
+
+def test_the_walk_finds_the_packages_and_their_public_modules():
+    for name in ("qoe.voice.emodel", "qoe.voice.call", "qoe.voice.p862", "qoe.rtp.sip", "qoe.web.g1030"):
+        assert name in PUBLIC, name
+    assert not [m for m in PUBLIC if _is_private(m)]
+
+
+@pytest.mark.parametrize("name", PUBLIC)
+def test_all_lists_existing_public_names(name):
+    module = importlib.import_module(name)
+    exported = getattr(module, "__all__", None)
+    defined = [
+        n for n, obj in vars(module).items()
+        if not n.startswith("_") and (inspect.isfunction(obj) or inspect.isclass(obj)) and _home(obj) == name
+    ]
+    if exported is None:
+        assert not defined, f"{name} defines {defined} but has no __all__"
+        return
+    assert len(set(exported)) == len(exported), f"{name}.__all__ lists a name twice"
+    for n in exported:
+        assert hasattr(module, n), f"{name}.__all__ names {n!r}, which {name} does not have"
+        assert not n.startswith("_") or n == "__version__", f"{name}.__all__ exports the private name {n!r}"
+
+
+@pytest.mark.parametrize("name", PUBLIC)
+def test_every_public_function_and_class_is_exported(name):
+    module = importlib.import_module(name)
+    exported = set(getattr(module, "__all__", ()))
+    is_package = hasattr(module, "__path__")
+    missing = []
+    for n in dir(module):
+        if n.startswith("_"):
+            continue
+        obj = getattr(module, n)
+        if not (inspect.isfunction(obj) or inspect.isclass(obj)):
+            continue
+        home = _home(obj) or ""
+        defined_here = home == name
+        reexported = is_package and _is_private(home) and home.startswith(name + ".")
+        if (defined_here or reexported) and n not in exported:
+            missing.append(f"{n} (from {home})")
+    assert not missing, f"{name} has public names missing from its __all__: {', '.join(missing)}"
+
+
+def test_voice_exports_what_users_call_and_no_modules():
+    import qoe.voice
+
+    assert 12 <= len(qoe.voice.__all__) <= 20, qoe.voice.__all__
+    for n in qoe.voice.__all__:
+        assert not inspect.ismodule(getattr(qoe.voice, n)), f"qoe.voice.__all__ lists the module {n!r}"
+    # the call scorer, its options and its inputs and results are reached from the package itself
+    for n in ("score_call", "score_calls", "find_calls", "CallOptions", "Reference", "CallScore", "DirectionScore",
+              "r_factor", "pesq", "load_speech"):
+        assert n in qoe.voice.__all__, n
 
 
 def test_all_names_exist():

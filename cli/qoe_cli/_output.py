@@ -1,16 +1,19 @@
-"""Printing results as a table, JSON or CSV: the CLI's one place for output formats."""
+"""Printing records: JSON and CSV from :mod:`qoe.report` (the one serialiser), and a text table.
+
+JSON is strict (RFC 8259: NaN and infinities are ``null``) and CSV writes empty cells for
+them, for every command, because both come from :func:`qoe.report.to_json` and
+:func:`qoe.report.to_csv`. Only the terminal table is laid out here.
+"""
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import click
-import numpy as np
+
+from qoe.report import columns, to_csv, to_json, to_plain
 
 FORMATS = ("table", "json", "csv")
 
@@ -31,62 +34,45 @@ output_option = click.option(
 )
 
 
-def _plain(value: Any) -> Any:
-    """Turn NumPy scalars/arrays and tuples into JSON-ready Python values."""
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
 def _cell(value: Any, digits: int) -> str:
-    value = _plain(value)
+    value = to_plain(value)
     if value is None:
         return "-"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        return f"{value:.{digits}f}"
+        return "nan" if math.isnan(value) else f"{value:.{digits}f}"
     if isinstance(value, (list, dict)):
-        return json.dumps(value)
+        return to_json(value, indent=None)
     return str(value)
 
 
-def render(rows: Sequence[Mapping[str, Any]], fmt: str, *, digits: int = 4) -> str:
-    """Render a list of flat records in one of :data:`FORMATS`."""
-    rows = [_plain(dict(r)) for r in rows]
-    if fmt == "json":
-        return json.dumps(rows if len(rows) != 1 else rows[0], indent=2, allow_nan=True) + "\n"
-    columns: list[str] = []
-    for r in rows:
-        columns.extend(k for k in r if k not in columns)
-    if fmt == "csv":
-        buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
-        writer.writeheader()
-        for r in rows:
-            writer.writerow({k: _cell(r.get(k), 12) if not isinstance(r.get(k), str) else r[k] for k in columns})
-        return buf.getvalue()
-    cells = [[_cell(r.get(k), digits) for k in columns] for r in rows]
-    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(columns, widths))]
+def table(rows: Sequence[Mapping[str, Any]], *, digits: int = 4) -> str:
+    """Flat records as a text table: a header, a rule, one right-aligned line per record."""
+    names = columns(rows)
+    cells = [[_cell(r.get(k), digits) for k in names] for r in rows]
+    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(names)]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(names, widths))]
     lines.append("  ".join("-" * w for w in widths))
     lines.extend("  ".join(v.rjust(w) for v, w in zip(row, widths)) for row in cells)
     return "\n".join(lines) + "\n"
 
 
+def render(rows: Sequence[Mapping[str, Any]], fmt: str, *, digits: int = 4) -> str:
+    """Flat records in one of :data:`FORMATS`; JSON is always a list, whatever the number of rows."""
+    if fmt == "json":
+        return to_json(list(rows)) + "\n"
+    if fmt == "csv":
+        return to_csv(rows)
+    return table(rows, digits=digits)
+
+
 def render_pairs(record: Mapping[str, Any], fmt: str, *, digits: int = 4) -> str:
-    """Render one record: as ``name  value`` lines for a table, else like :func:`render`."""
-    if fmt != "table":
-        return render([record], fmt, digits=digits)
-    record = _plain(dict(record))
+    """One record: ``name  value`` lines for a table, a JSON object, or a one-row CSV."""
+    if fmt == "json":
+        return to_json(record) + "\n"
+    if fmt == "csv":
+        return to_csv([record])
     width = max(len(k) for k in record)
     return "\n".join(f"{k.ljust(width)}  {_cell(v, digits)}" for k, v in record.items()) + "\n"
 

@@ -1,11 +1,11 @@
-"""``qoe delay``: one-way delay per RTP stream from a sender- and a receiver-side capture."""
+"""``qoe delay``: network one-way delay per RTP stream from a sender- and a receiver-side capture."""
 
 from __future__ import annotations
 
 import click
 
 from qoe.voice.io import capture_delays
-from qoe_cli._output import emit, format_option, output_option, render
+from qoe_cli._output import emit, format_option, output_option, render, render_pairs
 
 
 @click.command("delay")
@@ -20,9 +20,12 @@ from qoe_cli._output import emit, format_option, output_option, render
 @format_option
 @output_option
 def delay(sender_capture, receiver_capture, ssrc, clocks, jitter_buffer, fmt, output):
-    """One-way delay statistics of every RTP stream seen in both captures.
+    """One-way network delay statistics of every RTP stream seen in both captures.
 
     Packets are matched by SSRC and sequence number; prints min/mean/p50/p95/max delay
-    (ms), packets matched and lost in the network (and late, with --jitter-buffer)."""
+    (ms), packets matched and lost in the network (and late, with --jitter-buffer). With
+    --ssrc, one record (a JSON object); without, a list."""
     results = capture_delays(sender_capture, receiver_capture, clocks=clocks, buffer=jitter_buffer, ssrc=ssrc)
-    emit(render([r.to_dict() for r in results], fmt, digits=3), output)
+    records = [r.to_dict() for r in results]
+    text = render(records, fmt, digits=3) if ssrc is None else render_pairs(records[0], fmt, digits=3)
+    emit(text, output)

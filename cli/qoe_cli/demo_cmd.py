@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from qoe.demo import demo_sections
-from qoe_cli._output import render
+from qoe_cli._output import table
 
 
 @click.command("demo")
@@ -16,4 +16,4 @@ def demo(data_dir):
         click.echo(f"== {section.title}")
         if section.note:
             click.echo(section.note)
-        click.echo(render(section.rows, "table", digits=2))
+        click.echo(table(section.rows, digits=2))

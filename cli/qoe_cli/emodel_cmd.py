@@ -24,7 +24,7 @@ def _parse_params(pairs: tuple[str, ...]) -> dict[str, float]:
 
 @click.command("emodel")
 @click.option("--delay-ms", type=float, default=None,
-              help="One-way mouth-to-ear delay D: sets Ta = T = D and Tr = 2·D (ms).")
+              help="One-way mouth-to-ear delay D (ms): sets Ta = T = D and Tr = 2·D.")
 @click.option("--loss-pct", type=float, default=None, help="Packet-loss probability Ppl in percent.")
 @click.option("--burst-ratio", type=float, default=None, help="BurstR (1 = random loss).")
 @click.option("--codec", default=None,
@@ -43,13 +43,8 @@ def emodel(delay_ms, loss_pct, burst_ratio, codec, band, delay_sensitivity, para
 
     Every parameter not given keeps its G.107 Table 3 default; with none at all, R = 93.2.
     """
-    kwargs: dict[str, float] = {}
-    if delay_ms is not None:
-        kwargs.update(ta=delay_ms, t=delay_ms, tr=2 * delay_ms)
-    if loss_pct is not None:
-        kwargs["ppl"] = loss_pct
-    if burst_ratio is not None:
-        kwargs["burst_r"] = burst_ratio
+    given = {"ppl": loss_pct, "burst_r": burst_ratio}
+    kwargs = {k: v for k, v in given.items() if v is not None}
     kwargs.update(_parse_params(params))
-    res = em.r_factor(codec=codec, band=band, delay_sensitivity=delay_sensitivity, **kwargs)
+    res = em.r_factor(codec=codec, band=band, delay_sensitivity=delay_sensitivity, one_way_ms=delay_ms, **kwargs)
     emit(render_pairs(res.to_dict(), fmt), output)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 
+from qoe.report import to_csv, to_json
 from qoe.rtp import scan_capture
-from qoe_cli._output import emit, format_option, output_option, render
+from qoe_cli._output import emit, format_option, output_option, table
 
 
 @click.command("streams")
@@ -24,13 +25,13 @@ def streams(capture, heuristic, min_packets, all_columns, fmt, output):
     times. Streams are found from SIP/SDP and, without signalling, by their RTP headers."""
     scan = scan_capture(capture, keep_packets=False, heuristic=heuristic, min_packets=min_packets)
     if fmt == "json":
-        text = render([scan.to_dict()], fmt, digits=3)
+        text = to_json(scan.to_dict()) + "\n"
     elif fmt == "csv":
-        text = render(scan.stream_records(), fmt)
+        text = to_csv(scan.stream_records())
     else:
         text = f"RTP streams in {capture}: {len(scan.streams)}\n"
         if scan.streams:
-            text += render(scan.stream_records(brief=not all_columns), fmt, digits=3)
+            text += table(scan.stream_records(brief=not all_columns), digits=3)
         if scan.calls:
-            text += f"\nSIP calls: {len(scan.calls)}\n" + render(scan.call_records(brief=not all_columns), fmt, digits=3)
+            text += f"\nSIP calls: {len(scan.calls)}\n" + table(scan.call_records(brief=not all_columns), digits=3)
     emit(text, output)

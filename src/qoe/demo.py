@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from qoe.errors import InputError
+from qoe.report import brief
 from qoe.voice import emodel
 from qoe.web import g1030
 
@@ -26,6 +27,9 @@ DEMO_DELAYS_MS = (0, 6, 50, 98, 150, 195, 250, 400, 788, 1583, 3167)
 DEMO_LOSS_PCT = (0.0, 1.0, 3.0)
 #: Median page load times of the seed paper's Figure 10 range from 0.56 s to over 20 s.
 DEMO_PLT_S = (0.56, 0.85, 1.0, 1.3, 2.0, 3.8, 6.0, 9.0, 20.0)
+#: The columns of the voice-call section: a brief view of each result's record (same names).
+_CALL_COLUMNS = ("direction", "expected", "network_lost", "late_lost", "mouth_to_ear_ms", "ta_ms", "id",
+                 "mos_network", "mos_network_min", "mos_cole_rosenbluth", "mos_lqo", "z1", "z2", "mos")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +44,7 @@ class Section:
 def _emodel_sweep() -> Section:
     d = np.asarray(DEMO_DELAYS_MS, dtype=float)[:, None]
     loss = np.asarray(DEMO_LOSS_PCT)
-    res = emodel.r_factor(ta=d, t=d, tr=2 * d, ppl=loss, codec="G.711-plc")
+    res = emodel.r_factor(one_way_ms=d, ppl=loss, codec="G.711-plc")
     simple = emodel.simplified_r(d, loss / 100.0, codec="G.711")
     rows = []
     for i, delay in enumerate(DEMO_DELAYS_MS):
@@ -90,23 +94,22 @@ def _call_scores(data: Path) -> Section:
             warnings.simplefilter("ignore")
             report = score(caps / sc["client_capture"], reference=[r for r in refs if r.is_file()],
                            sender_capture=caps / sc["server_capture"])
-        for r in report.results:
-            rec = r.to_record(brief=True)
+        for rec in report.to_records(brief=True):
             rows.append({
                 "scenario": sc["scenario"],
                 "buffer": f"{sc['buffer_packets']} {'pkt' if sc['queue_unit'] == 'packets' else 'B'}",
                 "load": sc["load"],
-                **{k: rec[k] for k in ("direction", "loss_%", "late_%", "m2e_ms", "Ta_ms", "Id", "MOS_net",
-                                       "MOS_min", "MOS_CR", "MOS_LQO", "z1", "z2", "MOS")},
+                **brief(rec, _CALL_COLUMNS),
             })
     return Section(
         title,
         rows,
         "User = client (the capture at the user's end; the server's capture gives one-way delays). "
-        "loss/late: network / jitter-buffer (adaptive) loss; m2e: mouth-to-ear delay of the direction; "
-        "Ta: delay used for Id (mean of both directions); MOS_net/MOS_min: G.107 over the stream / worst "
-        "10 s window; MOS_CR: Cole & Rosenbluth; MOS_LQO: P.862 of the located reference; "
-        "MOS: z = max(0, z1 - z2) (seed paper §7.1). 'B' buffers are tbf byte limits (N x 1514 B).",
+        "network_lost/late_lost: packets lost in the network / late for the (adaptive) jitter buffer, of "
+        "expected; mouth_to_ear_ms: of the direction; ta_ms: the delay Id uses (mean of both directions); "
+        "mos_network/mos_network_min: G.107 over the stream / worst 10 s window; mos_cole_rosenbluth: "
+        "Cole & Rosenbluth; mos_lqo: P.862 of the located reference; mos: of z = max(0, z1 - z2) (seed "
+        "paper §7.1). 'B' buffers are tbf byte limits (N x 1514 B).",
     )
 
 

@@ -1,23 +1,51 @@
-"""The result of :func:`qoe.score`: scored items (streams, calls, pages) and how they were scored.
+"""The one serialiser: results to plain Python, flat records, strict JSON, CSV and DataFrames.
 
-A :class:`Report` holds a tuple of result objects of one kind (for voice:
-:class:`qoe.voice.call.DirectionScore`, one per stream) and turns them into records,
-a pandas DataFrame, a dict or JSON: the one place where results are serialised.
+Every conversion of a result into something outside Python objects happens here, with one
+policy for each format:
 
-A result object provides
+* :func:`to_plain` — the one walk from NumPy scalars and arrays, tuples, mappings and
+  nested results to plain Python (NaN and infinities kept, or replaced).
+* :func:`as_dict` — a result dataclass's fields, in declaration order, as plain Python:
+  what the results' ``to_dict()`` methods return.
+* :func:`brief` — a brief view of a flat record: *fewer* columns, never renamed ones (a
+  column a brief view names must exist in the full record).
+* :func:`to_json` — RFC 8259 JSON: NaN and infinities become ``null``; nothing else is
+  ever written for a number JSON cannot hold.
+* :func:`to_csv` — CSV (RFC 4180 quoting, ``\\n`` line ends): NaN, infinities and None
+  become empty cells; floats are written with every digit (``repr``).
+* :func:`to_frame` — a pandas DataFrame of flat records.
+* :class:`Report` — what :func:`qoe.score` returns, with ``to_records``, ``to_frame``,
+  ``to_dict``, ``to_json`` and ``to_csv`` built on the above.
 
-* ``to_record(brief=False)`` → one flat dict (the row of a table; ``brief``: the
-  headline columns only),
+This module imports nothing from the domain packages (it only knows results by the
+methods below), so every layer can route its results through it.
+
+A result held by a :class:`Report` provides
+
+* ``to_record(brief=False)`` → one flat dict (the row of a table; ``brief``: the headline
+  columns only, a subset of the full record's),
 * ``to_dict()`` → a nested plain-Python dict (everything, for JSON),
 * optionally ``tables()`` → named detail tables (e.g. ``"windows"``, ``"plays"``), each a
-  list of flat dicts, and ``identity()`` → the columns that name the item in them.
+  list of flat dicts, ``identity()`` → the columns that name the item in them, and
+  ``label`` → a short name of the item for notes.
+
+References
+----------
+.. [1] T. Bray (ed.), "The JavaScript Object Notation (JSON) Data Interchange Format",
+   RFC 8259, §6 ("Numeric values that cannot be represented ... such as Infinity and NaN
+   are not permitted").
+.. [2] Y. Shafranovich, "Common Format and MIME Type for Comma-Separated Values (CSV)
+   Files", RFC 4180, §2 (quoting).
 """
 
 from __future__ import annotations
 
+import csv
+import dataclasses
+import io
 import json
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,22 +53,140 @@ import numpy as np
 
 from qoe.errors import InputError
 
-__all__ = ["Report"]
+__all__ = ["Report", "to_plain", "as_dict", "brief", "columns", "to_json", "to_csv", "to_frame"]
+
+_KEEP: Any = object()  # to_plain's default: non-finite floats stay as they are
 
 
-def _plain(value: Any, *, nan: Any) -> Any:
-    """NumPy scalars/arrays, tuples and mappings → JSON-ready Python; NaN/inf → ``nan``."""
+def to_plain(value: Any, *, nan: Any = _KEEP) -> Any:
+    """NumPy values, tuples, mappings and results → plain Python (NaN and infinities → ``nan`` if given).
+
+    Parameters
+    ----------
+    value : any
+        A number, string, NumPy scalar or array (0-d arrays become scalars), list, tuple,
+        mapping (keys become strings), or an object with a ``to_dict()`` method (a result).
+    nan : any, keyword-only
+        What non-finite floats (NaN, ±inf) become: by default they are kept (for Python
+        use); ``None`` for JSON.
+
+    Returns
+    -------
+    Plain Python: None, bool, int, float, str, list and dict only.
+
+    Examples
+    --------
+    >>> to_plain({"r": np.float64(93.2), "lost": np.int64(3), "j": (1.0, float("nan"))}, nan=None)
+    {'r': 93.2, 'lost': 3, 'j': [1.0, None]}
+    """
     if isinstance(value, np.ndarray):
-        return [_plain(v, nan=nan) for v in value.tolist()]
+        return to_plain(value.tolist(), nan=nan)
     if isinstance(value, np.generic):
         value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return nan
+    if isinstance(value, float):
+        return value if nan is _KEEP or math.isfinite(value) else nan
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
     if isinstance(value, Mapping):
-        return {str(k): _plain(v, nan=nan) for k, v in value.items()}
+        return {str(k): to_plain(v, nan=nan) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v, nan=nan) for v in value]
+        return [to_plain(v, nan=nan) for v in value]
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):
+        return to_plain(to_dict(), nan=nan)
     return value
+
+
+def as_dict(result: Any, *, skip: Iterable[str] = ()) -> dict[str, Any]:
+    """A result dataclass's fields in declaration order, as plain Python (NaN and infinities kept).
+
+    Nested results become their ``to_dict()``; arrays become lists (0-d arrays, numbers).
+
+    Parameters
+    ----------
+    result : dataclass instance
+    skip : iterable of str, keyword-only
+        Fields to leave out (e.g. the nested ones a caller lays out itself).
+    """
+    left_out = set(skip)
+    return {f.name: to_plain(getattr(result, f.name)) for f in dataclasses.fields(result) if f.name not in left_out}
+
+
+def brief(record: Mapping[str, Any], names: Sequence[str]) -> dict[str, Any]:
+    """The brief view of a flat record: the columns ``names``, in that order, under the same names.
+
+    Raises
+    ------
+    KeyError
+        A column of ``names`` that the full record does not have: a brief view may only
+        leave columns out (a bug in the result's column list, not bad user input).
+    """
+    missing = [n for n in names if n not in record]
+    if missing:
+        raise KeyError(f"brief view names column(s) {missing} that the full record does not have")
+    return {n: record[n] for n in names}
+
+
+def columns(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Every column of ``rows``, in the order they first appear."""
+    out: dict[str, None] = {}
+    for r in rows:
+        out.update(dict.fromkeys(r))
+    return list(out)
+
+
+def to_json(value: Any, *, indent: int | None = 2) -> str:
+    """Strict RFC 8259 JSON text of ``value`` (any of :func:`to_plain`'s inputs).
+
+    NaN and infinities become ``null``; ``json.loads(text, parse_constant=...)`` never
+    sees ``NaN``/``Infinity``.
+
+    Examples
+    --------
+    >>> to_json({"jitter_ms": float("nan"), "burst_r": np.float64("inf")}, indent=None)
+    '{"jitter_ms": null, "burst_r": null}'
+    """
+    return json.dumps(to_plain(value, nan=None), indent=indent, allow_nan=False)
+
+
+def _csv_cell(value: Any) -> str:
+    value = to_plain(value, nan=None)
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, allow_nan=False)
+    return str(value)
+
+
+def to_csv(rows: Iterable[Mapping[str, Any]]) -> str:
+    """Flat records as CSV text: a header of :func:`columns`, then one line per record.
+
+    Empty cells for None, NaN and infinities (and for a column a record does not have);
+    floats with all their digits; booleans as ``true``/``false``; lists and dicts as
+    JSON text. No rows: an empty string.
+    """
+    rows = list(rows)
+    if not rows:
+        return ""
+    names = columns(rows)
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(names)
+    for r in rows:
+        writer.writerow([_csv_cell(r.get(k)) for k in names])
+    return buf.getvalue()
+
+
+def to_frame(rows: Iterable[Mapping[str, Any]]):  # noqa: ANN201 - pandas is imported lazily
+    """Flat records as a :class:`pandas.DataFrame` (columns in :func:`columns` order)."""
+    import pandas as pd  # noqa: PLC0415 - only needed here
+
+    rows = [to_plain(dict(r)) for r in rows]
+    return pd.DataFrame.from_records(rows, columns=columns(rows)) if rows else pd.DataFrame()
 
 
 @dataclass(frozen=True)
@@ -54,8 +200,8 @@ class Report:
     source : str
         The capture.
     results : tuple
-        One result per scored item (voice: :class:`~qoe.voice.call.DirectionScore`, one
-        per stream and direction of each call), in capture order.
+        One result per scored item (voice: :class:`~qoe.voice.DirectionScore`, one per
+        stream and direction of each call), in capture order.
     inputs : dict
         The options and inputs the scores were computed with (references, second
         capture, jitter buffer, ...).
@@ -93,7 +239,8 @@ class Report:
             ``"results"`` (default) or a detail table (e.g. ``"windows"``, ``"plays"``;
             see :meth:`tables`), whose rows start with the columns naming their item.
         brief : bool, keyword-only
-            For ``"results"``: only the headline columns (``to_record(brief=True)``).
+            For ``"results"``: only the headline columns (``to_record(brief=True)``, a
+            subset of the full record's columns).
 
         Raises
         ------
@@ -111,24 +258,43 @@ class Report:
                 rows.append({**ident, **row})
         return rows
 
-    def to_frame(self, table: str = "results"):  # noqa: ANN201 - pandas is imported lazily
+    def to_frame(self, table: str = "results", *, brief: bool = False):  # noqa: ANN201 - pandas is lazy
         """The records of ``table`` as a :class:`pandas.DataFrame` (see :meth:`to_records`)."""
-        import pandas as pd  # noqa: PLC0415 - only needed here
+        return to_frame(self.to_records(table, brief=brief))
 
-        rows = self.to_records(table)
-        return pd.DataFrame.from_records(rows) if rows else pd.DataFrame()
+    def to_csv(self, table: str = "results", *, brief: bool = False) -> str:
+        """The records of ``table`` as CSV text (see :meth:`to_records` and :func:`to_csv`)."""
+        return to_csv(self.to_records(table, brief=brief))
 
     def to_dict(self) -> dict[str, Any]:
-        """Everything as nested plain Python (NaN stays NaN)."""
+        """Everything as nested plain Python (NaN and infinities stay)."""
         return {
             "kind": self.kind,
             "source": self.source,
-            "inputs": _plain(self.inputs, nan=float("nan")),
+            "inputs": to_plain(self.inputs),
             "notes": list(self.notes),
-            "results": [_plain(r.to_dict(), nan=float("nan")) for r in self.results],
+            "results": [to_plain(r.to_dict()) for r in self.results],
         }
 
     def to_json(self, *, indent: int | None = 2) -> str:
         """:meth:`to_dict` as strict JSON (NaN and infinities become ``null``)."""
-        d = self.to_dict()
-        return json.dumps(_plain(d, nan=None), indent=indent, allow_nan=False)
+        return to_json(self.to_dict(), indent=indent)
+
+    def note_lines(self) -> list[str]:
+        """The report's notes, then each distinct result note once, prefixed by the results it is about.
+
+        A result names itself by its ``label`` (voice: the direction, else the stream);
+        results without one by their position.
+
+        Examples
+        --------
+        ``"[user talks, user listens] network one-way delay: measured ..."``
+        """
+        lines = list(self.notes)
+        seen: dict[str, list[str]] = {}
+        for i, r in enumerate(self.results):
+            who = str(getattr(r, "label", None) or f"#{i + 1}")
+            for n in getattr(r, "notes", ()):
+                seen.setdefault(n, []).append(who)
+        lines += [f"[{', '.join(dict.fromkeys(who))}] {n}" for n, who in seen.items()]
+        return lines

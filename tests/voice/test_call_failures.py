@@ -9,10 +9,11 @@ import pytest
 
 from qoe.errors import InputError
 from qoe.voice import g711
-from qoe.voice.call import Reference, score_call, score_calls
 from qoe.rtp import RtpStream, StreamKey, make_packets, rtp_stats
+from qoe.voice.call import CallOptions, Reference, score_call
 
 FS = 8000
+GIVEN = CallOptions(network_delay_ms=0.0)  # a base delay given: no warning about an assumed one
 
 
 def _stream(n: int = 100) -> RtpStream:
@@ -31,17 +32,34 @@ def _stream(n: int = 100) -> RtpStream:
     [
         ({"delay_basis": "round-trip"}, "delay_basis must be 'conversation' or 'direction'"),
         ({"conceal": "noise"}, "conceal must be 'repeat' or 'silence'"),
-        ({"one_way_ms": -5.0}, "one_way_ms must be a finite number of ms >= 0"),
-        ({"one_way_ms": float("nan")}, "one_way_ms must be a finite number"),
-        ({"window_s": 0}, "window_s must be > 0"),
+        ({"network_delay_ms": -5.0}, "network_delay_ms must be a finite number of ms >= 0"),
+        ({"network_delay_ms": float("nan")}, "network_delay_ms must be a finite number"),
+        ({"window_s": 0}, "window_s must be a number of seconds > 0"),
         ({"jitter_buffer": "elastic"}, "jitter buffer 'elastic' not understood"),
         ({"jitter_buffer": "fixed:-3"}, "depth after 'fixed:'"),
         ({"codec": "G.999"}, "unknown nb codec 'G.999'; known codecs: G.711"),
+        ({"clocks": "atomic"}, "clocks must be 'auto', 'same' or 'different'"),
+        ({"user": "client"}, "user must be an IP address"),
+        ({"min_correlation": 2.0}, r"min_correlation must be a correlation in \[-1, 1\]"),
+        ({"emodel_params": {"tlr": 55}}, r"unknown E-model parameter\(s\) \['tlr'\]"),
+        ({"emodel_params": {"ppl": 1.0, "ta": 5}}, "ppl, ta are measured from the capture"),
     ],
 )
 def test_bad_options(kwargs, match):
     with pytest.raises(InputError, match=match):
-        score_call([_stream()], **{"one_way_ms": 0.0, **kwargs})
+        CallOptions(**kwargs)
+
+
+def test_options_are_checked_when_replaced():
+    with pytest.raises(InputError, match="unknown call option\\(s\\) jitter; the options are: jitter_buffer"):
+        CallOptions().replace(jitter="adaptive")
+    with pytest.raises(InputError, match="conceal must be"):
+        CallOptions().replace(conceal="noise")
+
+
+def test_options_must_be_call_options():
+    with pytest.raises(InputError, match="options must be a qoe.voice.CallOptions; given a dict"):
+        score_call([_stream()], options={"jitter_buffer": "none"})
 
 
 def test_no_streams():
@@ -52,15 +70,11 @@ def test_no_streams():
 def test_stream_without_packet_table():
     s = dataclasses.replace(_stream(), packets=None)
     with pytest.raises(InputError, match="no packet table"):
-        score_call([s], one_way_ms=0.0)
+        score_call([s], options=GIVEN)
 
 
 def test_reference_at_another_rate_names_the_fix():
     ref = Reference(np.zeros(16000), 16000, "wide.wav")
     with pytest.raises(InputError, match=r"'wide.wav' is sampled at 16000 Hz .*load_speech\(path, fs=8000\)"):
-        score_call([_stream()], references=[ref], one_way_ms=0.0)
+        score_call([_stream()], references=[ref], options=GIVEN)
 
-
-def test_bad_clocks_option_from_the_delay_matcher():
-    with pytest.raises(InputError, match="clocks must be 'auto', 'same' or 'different'"):
-        score_calls([_stream()], sender_streams=[_stream()], clocks="atomic")

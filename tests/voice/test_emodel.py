@@ -192,6 +192,20 @@ def test_wideband_loss_keeps_95_and_delay_scales_by_1_29():
     assert float(wb.idd) == pytest.approx(1.29 * _idd_by_hand(400), abs=1e-12)
 
 
+def test_one_way_delay_sets_ta_t_and_tr():
+    # one_way_ms=D is Ta = T = D, Tr = 2D (r_factor Notes); the DESIGN.md facts case D = 300 ms.
+    d = np.array([0.0, 0.5, 150.0, 300.0, 1583.0])
+    by_d = em.r_factor(one_way_ms=d, ppl=1.0, codec="G.711-plc", delay_sensitivity="low")
+    by_hand = em.r_factor(ta=d, t=d, tr=2 * d, ppl=1.0, codec="G.711-plc", delay_sensitivity="low")
+    assert np.array_equal(by_d.r, by_hand.r) and np.array_equal(by_d.id_, by_hand.id_)
+    assert float(em.r_factor(one_way_ms=300.0, delay_sensitivity="low").r) == pytest.approx(77.3328, abs=PUBLISHED)
+    # explicit delays override what one_way_ms sets
+    echo = em.r_factor(one_way_ms=300.0, t=20.0, tr=40.0)
+    assert np.array_equal(echo.id_, em.r_factor(ta=300.0, t=20.0, tr=40.0).id_)
+    with pytest.raises(InputError, match="one_way_ms must be >= 0; given one_way_ms=-1"):
+        em.r_factor(one_way_ms=-1.0)
+
+
 def test_delay_impairment_is_id():
     d = np.array([0.0, 100.0, 177.3, 400.0, 3000.0])
     z2 = em.delay_impairment(d)

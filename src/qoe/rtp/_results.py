@@ -13,10 +13,11 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from qoe.report import brief as brief_view
 from qoe.rtp._packet import RtpPackets, media_kind
 from qoe.rtp._stats import RtpStats
 from qoe.rtp.sip import SipCall
@@ -195,66 +196,63 @@ class RtpScan:
     udp_packets: int
     rtcp_packets: int
 
+    #: Columns of ``stream_records(brief=True)`` (a subset of the full record's, same names).
+    STREAM_BRIEF_COLUMNS: ClassVar[tuple[str, ...]] = (
+        "source", "destination", "ssrc", "codec", "call_id", "start_s", "duration_s", "packets", "lost", "loss_%",
+        "max_delta_ms", "mean_jitter_ms", "max_jitter_ms", "loss_bursts", "max_burst_length", "problems",
+    )
+    #: Columns of ``call_records(brief=True)`` (a subset of the full record's, same names).
+    CALL_BRIEF_COLUMNS: ClassVar[tuple[str, ...]] = (
+        "call_id", "from", "to", "status", "start_s", "setup_s", "duration_s", "offer", "answer", "messages",
+        "streams",
+    )
+
     def stream_records(self, *, brief: bool = False) -> list[dict[str, Any]]:
         """One flat record per stream (with its call's From/To), for tables and CSV.
+
+        Besides :meth:`RtpStream.to_dict`: ``source`` and ``destination`` (``addr:port``),
+        the call's ``call_from``/``call_to``, ``start_s`` (from the capture's first
+        frame), ``duration_s`` and ``loss_%``.
 
         Parameters
         ----------
         brief : bool, optional
-            Only the columns that fit a terminal table (stream, codec, call, packets,
-            loss, delta, jitter, bursts, problems) instead of every field.
+            Only the columns that fit a terminal table (:attr:`STREAM_BRIEF_COLUMNS`:
+            stream, codec, call, packets, loss, delta, jitter, bursts, problems).
         """
         calls = {c.call_id: c for c in self.calls}
         rows = []
         for s in self.streams:
-            d = s.to_dict()
             c = calls.get(s.call_id) if s.call_id else None
+            d = {"source": f"{s.key.src}:{s.key.sport}", "destination": f"{s.key.dst}:{s.key.dport}", **s.to_dict()}
             d["call_from"] = c.from_uri if c else None
             d["call_to"] = c.to_uri if c else None
             d["start_s"] = (s.stats.first_ns - self.first_ns) / 1e9 if self.first_ns is not None else None
-            if brief:
-                st = s.stats
-                d = {
-                    "source": f"{s.key.src}:{s.key.sport}",
-                    "destination": f"{s.key.dst}:{s.key.dport}",
-                    "ssrc": d["ssrc"],
-                    "codec": s.codec if s.codec else f"PT{s.payload_type}",
-                    "call_id": s.call_id,
-                    "start_s": d["start_s"],
-                    "duration_s": st.duration_s,
-                    "packets": st.packets,
-                    "lost": st.lost,
-                    "loss_%": 100.0 * st.loss_fraction,
-                    "max_delta_ms": st.max_delta_ms,
-                    "mean_jitter_ms": st.mean_jitter_ms,
-                    "max_jitter_ms": st.max_jitter_ms,
-                    "bursts": st.loss_bursts,
-                    "max_burst": st.max_burst_length,
-                    "problems": st.problems,
-                }
-            rows.append(d)
+            d["duration_s"] = s.stats.duration_s
+            d["loss_%"] = 100.0 * s.stats.loss_fraction
+            rows.append(brief_view(d, self.STREAM_BRIEF_COLUMNS) if brief else d)
         return rows
 
     def call_records(self, *, brief: bool = False) -> list[dict[str, Any]]:
         """One flat record per SIP call, with the number of streams found for it.
 
+        Besides :meth:`SipCall.to_dict <qoe.rtp.sip.SipCall.to_dict>`: ``streams``,
+        ``start_s`` (the INVITE, from the capture's first frame) and ``duration_s`` (from
+        the answer to the end).
+
         Parameters
         ----------
         brief : bool, optional
-            Times relative to the capture's first UDP datagram (``start_s``) and the
-            call's duration instead of the absolute nanosecond times.
+            Only :attr:`CALL_BRIEF_COLUMNS`: relative times instead of the absolute
+            nanosecond ones, no caller/callee addresses.
         """
         out = []
         for c in self.calls:
             d = c.to_dict()
             d["streams"] = sum(1 for s in self.streams if s.call_id == c.call_id)
-            if brief:
-                rel = None if c.invite_ns is None or self.first_ns is None else (c.invite_ns - self.first_ns) / 1e9
-                dur = None if c.answer_ns is None or c.end_ns is None else (c.end_ns - c.answer_ns) / 1e9
-                d = {"call_id": d["call_id"], "from": d["from"], "to": d["to"], "status": d["status"],
-                     "start_s": rel, "setup_s": d["setup_s"], "duration_s": dur, "offer": d["offer"],
-                     "answer": d["answer"], "messages": d["messages"], "streams": d["streams"]}
-            out.append(d)
+            d["start_s"] = None if c.invite_ns is None or self.first_ns is None else (c.invite_ns - self.first_ns) / 1e9
+            d["duration_s"] = None if c.answer_ns is None or c.end_ns is None else (c.end_ns - c.answer_ns) / 1e9
+            out.append(brief_view(d, self.CALL_BRIEF_COLUMNS) if brief else d)
         return out
 
     def to_dict(self) -> dict[str, Any]:

@@ -17,7 +17,6 @@ References
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from qoe.errors import InputError
+from qoe.report import as_dict
 from qoe.mos import mos_to_r, r_to_mos
 from qoe.voice.emodel import delay_impairment
 
@@ -59,12 +59,8 @@ class CombinedScore:
     mos: NDArray[np.float64]
 
     def to_dict(self) -> dict[str, Any]:
-        """Fields as plain Python values."""
-        return {
-            f.name: (v.item() if v.ndim == 0 else v.tolist())
-            for f in dataclasses.fields(self)
-            for v in [np.asarray(getattr(self, f.name))]
-        }
+        """Fields as plain Python values (numbers, or nested lists for arrays)."""
+        return as_dict(self)
 
 
 def combined_score(mos_lqo: ArrayLike, one_way_ms: ArrayLike, **emodel_params: ArrayLike) -> CombinedScore:

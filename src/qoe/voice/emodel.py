@@ -5,8 +5,7 @@ from the G.107 input parameters. Each parameter may be a NumPy array; arrays bro
 against each other, so a delay × loss heat map is one call::
 
     >>> import numpy as np
-    >>> res = r_factor(ta=np.arange(0, 1000, 50)[:, None], t=np.arange(0, 1000, 50)[:, None],
-    ...                tr=2 * np.arange(0, 1000, 50)[:, None], ppl=np.linspace(0, 5, 11), codec="G.711-plc")
+    >>> res = r_factor(one_way_ms=np.arange(0, 1000, 50)[:, None], ppl=np.linspace(0, 5, 11), codec="G.711-plc")
     >>> res.r.shape
     (20, 11)
 
@@ -35,7 +34,6 @@ References
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -46,6 +44,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from qoe.errors import InputError
 from qoe.mos import r_to_mos
+from qoe.report import as_dict
 
 __all__ = [
     "G107_DEFAULTS",
@@ -210,12 +209,6 @@ def codec(name: str, *, band: Literal["nb", "wb"] = "nb") -> Codec:
 # --------------------------------------------------------------------------------------
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return value.item() if value.ndim == 0 else value.tolist()
-    return value
-
-
 @dataclass(frozen=True, slots=True)
 class EModelResult:
     """Transmission rating R, MOS and every intermediate term of the E-model.
@@ -267,7 +260,7 @@ class EModelResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Fields as plain Python values (floats, or nested lists for arrays)."""
-        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        return as_dict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,7 +283,7 @@ class SimplifiedResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Fields as plain Python values."""
-        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        return as_dict(self)
 
 
 # --------------------------------------------------------------------------------------
@@ -363,6 +356,7 @@ def r_factor(
     codec: str | None = None,
     band: Literal["nb", "wb"] = "nb",
     delay_sensitivity: Literal["default", "low", "very_low"] | None = None,
+    one_way_ms: ArrayLike | None = None,
     **params: ArrayLike,
 ) -> EModelResult:
     """Transmission rating R of the E-model, with MOS and every intermediate impairment.
@@ -379,6 +373,10 @@ def r_factor(
     delay_sensitivity : {"default", "low", "very_low"}, optional
         Delay-sensitivity class of G.107 clause 7.4, setting (sT, mT) to (1, 100),
         (0.55, 120) or (0.4, 150). Explicit ``s_t=``/``m_t=`` override it.
+    one_way_ms : array_like, optional
+        The one-way mouth-to-ear delay D of a connection (ms), setting its three G.107
+        delays: ``ta = t = D`` and ``tr = 2·D`` (see Notes). Explicit ``ta=``, ``t=`` or
+        ``tr=`` override what it sets.
     **params : array_like
         Any G.107 Table 3 parameter by its lower-case symbol: ``slr, rlr, stmr, lstr, ds,
         dr, telr, wepl, t, tr, ta, qdu, ie, bpl, ppl, burst_r, nc, nfor, ps, pr, a, s_t,
@@ -410,6 +408,15 @@ def r_factor(
       25·{(1 + X^(6 sT))^(1/(6 sT)) − 3·(1 + (X/3)^(6 sT))^(1/(6 sT)) + 2}, X = lg(Ta/mT)/lg 2.
     * Ie,eff = Ie + (95 − Ie)·Ppl / (Ppl/BurstR + Bpl) (7-31).
 
+    One-way delay. G.107 clause 7.4 takes three delays: Ta, the absolute (mouth-to-ear)
+    delay; T, the mean one-way delay of the talker-echo path; Tr, the round-trip delay of
+    the 4-wire loop (listener echo). For a connection known only by its one-way delay D,
+    ``one_way_ms=D`` sets Ta = T = D and Tr = 2·D: the echo is reflected at the far end,
+    so talker echo travels D one way and listener echo makes a full round trip. This is
+    the one place in :mod:`qoe` where that reading is written; every scorer that has a
+    one-way delay (:func:`delay_impairment`, :mod:`qoe.voice.netscore`, the call scorer,
+    ``qoe emodel --delay-ms``) goes through it.
+
     Wide-band, G.107.1: R_WB = Ro,WB − Is,WB − Id,WB − Ie,eff,WB + A with Ro,WB = 129,
     Is,WB = 0, Idd,WB = 1.29·Idd, Idle from Ro,WB, Ie,eff,WB = Ie,WB + (95 − Ie,WB)·Ppl /
     (Ppl/BurstR + Bpl), and MOS from R_WB/1.29 (Annex A). The Recommendation's own text
@@ -435,6 +442,10 @@ def r_factor(
     """
     if band not in _BANDS:
         raise InputError(f"band must be 'nb' (G.107) or 'wb' (G.107.1); given band={band!r}")
+    if one_way_ms is not None:
+        d = np.asarray(one_way_ms, dtype=np.float64)
+        _check("one_way_ms", d, min_value=0.0)
+        params = {"ta": d, "t": d, "tr": 2.0 * d, **params}  # G.107 clause 7.4 delays of a one-way delay D (Notes)
     p = _resolve(params, codec, delay_sensitivity, band)
 
     slr, rlr, stmr, lstr = p["slr"], p["rlr"], p["stmr"], p["lstr"]
@@ -524,11 +535,12 @@ def delay_impairment(
     Parameters
     ----------
     one_way_ms : array_like
-        Absolute one-way (mouth-to-ear) delay Ta in ms.
+        Absolute one-way (mouth-to-ear) delay D in ms: Ta = T = D and Tr = 2·D, as
+        :func:`r_factor`'s ``one_way_ms``.
     t : array_like, optional
-        Mean one-way delay of the echo path T; defaults to ``one_way_ms``.
+        Mean one-way delay of the echo path T, instead of ``one_way_ms``.
     tr : array_like, optional
-        Round-trip delay of the 4-wire loop Tr; defaults to ``2 * one_way_ms``.
+        Round-trip delay of the 4-wire loop Tr, instead of ``2 * one_way_ms``.
     **params : array_like
         Other G.107 parameters (e.g. ``telr``, ``wepl``, ``s_t``, ``m_t``), defaults otherwise.
 
@@ -553,10 +565,8 @@ def delay_impairment(
     >>> round(float(delay_impairment(0.0)), 4)   # Idle of the default parameters only
     0.149
     """
-    d = np.asarray(one_way_ms, dtype=np.float64)
-    t = d if t is None else t
-    tr = 2.0 * d if tr is None else tr
-    return r_factor(ta=d, t=t, tr=tr, **params).id_
+    given = {k: v for k, v in (("t", t), ("tr", tr)) if v is not None}
+    return r_factor(one_way_ms=one_way_ms, **given, **params).id_
 
 
 # Cole & Rosenbluth (2001), §3: R = 94.2 - Id - Ie with a fixed default R of 94.2, the

@@ -63,7 +63,7 @@ def select_stream(streams: Sequence[RtpStream], ssrc: int | None, *, source: str
         if len(streams) == 1:
             return streams[0]
         raise StreamNotFoundError(
-            f"{source} holds {len(streams)} RTP streams; choose one with --ssrc: {_describe(streams)}"
+            f"{source} holds {len(streams)} RTP streams; choose one by its SSRC: {_describe(streams)}"
         )
     hits = [s for s in streams if s.ssrc == ssrc]
     if not hits:

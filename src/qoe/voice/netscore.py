@@ -15,7 +15,6 @@ References
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from qoe.errors import InputError
+from qoe.report import as_dict
 from qoe.voice import emodel
 from qoe.rtp.lossmodel import loss_pattern
 
@@ -74,12 +74,8 @@ class WindowScores:
     codec: str
 
     def to_dict(self) -> dict[str, Any]:
-        """Fields as plain Python values."""
-        out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):
-            v = getattr(self, f.name)
-            out[f.name] = v.tolist() if isinstance(v, np.ndarray) else v
-        return out
+        """Fields as plain Python values (per-window arrays as lists)."""
+        return as_dict(self)
 
 
 _SIMPLIFIED_CODEC = {"g.711": "G.711", "g.711-plc": "G.711", "g.729a+vad": "G.729A"}
@@ -91,7 +87,7 @@ def _score(lost: np.ndarray, delay: np.ndarray, codec: str, params: dict[str, An
     d = float(np.nanmean(received)) if received.size and not np.isnan(received).all() else float("nan")
     d_e = 0.0 if np.isnan(d) else d
     burst_r = lp.burst_r if np.isfinite(lp.burst_r) and lp.burst_r > 0 else 1.0
-    res = emodel.r_factor(codec=codec, ppl=lp.ppl, burst_r=burst_r, ta=d_e, t=d_e, tr=2 * d_e, **params)
+    res = emodel.r_factor(codec=codec, ppl=lp.ppl, burst_r=burst_r, one_way_ms=d_e, **params)
     simple_codec = _SIMPLIFIED_CODEC.get(codec.lower())
     simple = (
         float(emodel.simplified_r(d_e, lp.ppl / 100.0, codec=simple_codec).mos)  # type: ignore[arg-type]

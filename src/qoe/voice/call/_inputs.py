@@ -1,7 +1,7 @@
 """What the call scorer takes: reference speech, and audio streams grouped into calls.
 
-Import these names from :mod:`qoe.voice.call`, which re-exports them; this module only
-holds them so that grouping (pure bookkeeping over stream keys) is apart from scoring.
+Import these names from :mod:`qoe.voice.call`; grouping (pure bookkeeping over stream
+keys) lives apart from scoring.
 
 References
 ----------

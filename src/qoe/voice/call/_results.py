@@ -1,9 +1,10 @@
-"""The results of the call scorer: frozen dataclasses and their flat and nested views.
+"""The results of the call scorer: frozen dataclasses, and the columns of their flat views.
 
-Import these names from :mod:`qoe.voice.call`, which re-exports them and whose module
-docstring says how each figure is computed. Each result has ``to_dict()`` (nested plain
-Python, for JSON); :class:`DirectionScore` also has ``to_record()``, ``tables()`` and
-``identity()``, the interface :class:`qoe.report.Report` serialises from.
+Import these names from :mod:`qoe.voice.call`, whose docstring says how each figure is
+computed. Each result has ``to_dict()`` (nested plain Python, for JSON);
+:class:`DirectionScore` also has ``to_record()``, ``tables()``, ``identity()`` and
+``label``, the interface :class:`qoe.report.Report` serialises from. The conversions
+themselves (plain values, the brief projection, JSON, CSV) are :mod:`qoe.report`'s.
 
 References
 ----------
@@ -17,8 +18,11 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from qoe.report import as_dict, to_plain
+from qoe.report import brief as _brief
 
 if TYPE_CHECKING:  # pragma: no cover
     from qoe.voice.netscore import WindowScores
@@ -41,11 +45,6 @@ USER_LISTENS = "user listens"
 Direction = Literal["user talks", "user listens"]
 
 
-def _fields(result: Any, *, skip: tuple[str, ...] = ()) -> dict[str, Any]:
-    """A result's fields in declaration order, less ``skip`` (the nested ones)."""
-    return {f.name: getattr(result, f.name) for f in fields(result) if f.name not in skip}
-
-
 def _ssrc(ssrc: int) -> str:
     """An SSRC as results show it: ``0x`` and eight hex digits."""
     return f"0x{ssrc:08x}"
@@ -65,7 +64,7 @@ class DelayTerms:
         Its extremes.
     network_source : str
         ``"measured"`` (two captures), ``"rtcp"`` (RTT/2 + variation), ``"given"``
-        (``one_way_ms`` + variation) or ``"assumed"`` (0 ms + variation).
+        (``network_delay_ms`` + variation) or ``"assumed"`` (0 ms + variation).
     buffer_ms : float
         Mean time a played packet waited in the jitter buffer.
     mouth_to_ear_ms : float
@@ -95,7 +94,7 @@ class DelayTerms:
 
     def to_dict(self) -> dict[str, Any]:
         """Fields as plain Python values."""
-        return _fields(self)
+        return as_dict(self)
 
 
 @dataclass(frozen=True)
@@ -139,9 +138,7 @@ class NetworkScore:
 
     def to_dict(self) -> dict[str, Any]:
         """Whole-stream figures plus ``windows`` (per-window lists)."""
-        out = _fields(self, skip=("windows",))
-        out["windows"] = self.windows.to_dict()
-        return out
+        return as_dict(self)
 
     def window_records(self) -> list[dict[str, Any]]:
         """One flat record per window."""
@@ -202,7 +199,7 @@ class PlayScore:
 
     def to_dict(self) -> dict[str, Any]:
         """Fields as plain Python values."""
-        return _fields(self)
+        return as_dict(self)
 
 
 @dataclass(frozen=True)
@@ -227,7 +224,7 @@ class FullReferenceScore:
 
     def to_dict(self) -> dict[str, Any]:
         """Summary figures plus ``plays`` (one dict per play)."""
-        out = _fields(self, skip=("plays",))
+        out = as_dict(self, skip=("plays",))
         out["plays"] = [p.to_dict() for p in self.plays]
         return out
 
@@ -303,12 +300,24 @@ class DirectionScore:
     inputs: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
 
+    #: The columns of ``to_record(brief=True)``: the headline figures, under the full record's names.
+    BRIEF_COLUMNS: ClassVar[tuple[str, ...]] = (
+        "call_id", "direction", "stream", "codec", "expected", "network_lost", "late_lost", "burst_r",
+        "mouth_to_ear_ms", "ta_ms", "id", "r", "mos_network", "mos_network_min", "mos_cole_rosenbluth", "mos_lqo",
+        "z1", "z2", "z", "mos",
+    )
+
     @property
     def mos(self) -> float:
         """The headline MOS: full-reference when available, else the network-side G.107 MOS."""
         if self.full_reference is not None:
             return self.full_reference.mos
         return self.network.mos if self.network is not None else float("nan")
+
+    @property
+    def label(self) -> str:
+        """How notes name this result: its direction, or its stream when the user's end is unknown."""
+        return self.direction or self.stream
 
     def identity(self) -> dict[str, Any]:
         """The columns that name this direction in detail tables."""
@@ -321,33 +330,14 @@ class DirectionScore:
         Parameters
         ----------
         brief : bool, keyword-only
-            Only the headline columns (what fits a terminal): direction, stream, loss,
-            delays, the network-side and the full-reference MOS.
+            Only the headline columns (:attr:`BRIEF_COLUMNS`, what fits a terminal):
+            direction, stream, loss, delays, the network-side and the full-reference
+            scores, under the same names as in the full record.
         """
-        if brief:
-            fr, n = self.full_reference, self.network
-            nan = float("nan")
-            return {
-                "call_id": self.call_id,
-                "direction": self.direction or "-",
-                "stream": self.stream,
-                "codec": self.codec,
-                "loss_%": 100.0 * self.network_lost / self.expected if self.expected else 0.0,
-                "late_%": 100.0 * self.late_lost / self.expected if self.expected else 0.0,
-                "burst_r": self.burst_r,
-                "m2e_ms": self.delay.mouth_to_ear_ms,
-                "Ta_ms": self.delay.ta_ms,
-                "Id": self.delay.id_,
-                "R": n.r if n else nan,
-                "MOS_net": n.mos if n else nan,
-                "MOS_min": n.mos_min if n else nan,
-                "MOS_CR": n.mos_simplified if n else nan,
-                "MOS_LQO": fr.mos_lqo if fr else nan,
-                "z1": fr.z1 if fr else nan,
-                "z2": fr.z2 if fr else nan,
-                "z": fr.z if fr else nan,
-                "MOS": self.mos,
-            }
+        full = self._record()
+        return _brief(full, self.BRIEF_COLUMNS) if brief else full
+
+    def _record(self) -> dict[str, Any]:
         d = self.delay
         n = self.network
         fr = self.full_reference
@@ -390,14 +380,11 @@ class DirectionScore:
 
     def to_dict(self) -> dict[str, Any]:
         """Nested plain-Python view: everything, including windows, plays and inputs."""
-        out = _fields(self, skip=("ssrc", "delay", "network", "full_reference", "inputs", "notes"))
+        nested = ("delay", "network", "full_reference", "inputs", "notes")
+        out = as_dict(self, skip=("ssrc", *nested))
         out["ssrc"] = _ssrc(self.ssrc)
         out["mos"] = self.mos
-        out["delay"] = self.delay.to_dict()
-        out["network"] = self.network.to_dict() if self.network else None
-        out["full_reference"] = self.full_reference.to_dict() if self.full_reference else None
-        out["inputs"] = dict(self.inputs)
-        out["notes"] = list(self.notes)
+        out.update((name, to_plain(getattr(self, name))) for name in nested)
         return out
 
     def tables(self) -> dict[str, list[dict[str, Any]]]:
@@ -429,9 +416,4 @@ class CallScore:
 
     def to_dict(self) -> dict[str, Any]:
         """Nested plain-Python view."""
-        return {
-            "call_id": self.call_id,
-            "user": self.user,
-            "directions": [d.to_dict() for d in self.directions],
-            "notes": list(self.notes),
-        }
+        return as_dict(self)

@@ -1,0 +1,118 @@
+"""qoe.report, the one serialiser: plain values, brief views, strict JSON, CSV, DataFrames."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from qoe.report import Report, as_dict, brief, columns, to_csv, to_frame, to_json, to_plain
+
+
+def _strict(text: str):
+    """``json.loads`` that fails on the NaN/Infinity tokens RFC 8259 §6 does not allow."""
+    def refuse(token):
+        raise AssertionError(f"not RFC 8259 JSON: {token}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@dataclass(frozen=True)
+class _Inner:
+    x: np.ndarray
+
+    def to_dict(self):
+        return as_dict(self)
+
+
+@dataclass(frozen=True)
+class _Outer:
+    name: str
+    r: np.float64
+    n: np.int64
+    inner: _Inner
+    runs: tuple
+
+
+def test_to_plain_turns_numpy_tuples_and_results_into_python():
+    value = {1: np.float64(2.5), "a": np.array([[1, 2], [3, 4]]), "z": np.array(7.0), "t": (np.int32(3), None),
+             "b": np.bool_(True), "inner": _Inner(np.array([0.5, np.inf]))}
+    out = to_plain(value)
+    assert out == {"1": 2.5, "a": [[1, 2], [3, 4]], "z": 7.0, "t": [3, None], "b": True, "inner": {"x": [0.5, np.inf]}}
+    assert type(out["1"]) is float and type(out["a"][0][0]) is int and type(out["b"]) is bool
+    assert to_plain([np.nan, -np.inf, 1.0], nan=None) == [None, None, 1.0]
+    assert np.isnan(to_plain(np.float32("nan")))  # NaN is kept unless asked
+
+
+def test_as_dict_keeps_declaration_order_and_nests():
+    d = as_dict(_Outer("s", np.float64(1.5), np.int64(4), _Inner(np.array(2.0)), (1, 2)))
+    assert list(d) == ["name", "r", "n", "inner", "runs"]
+    assert d == {"name": "s", "r": 1.5, "n": 4, "inner": {"x": 2.0}, "runs": [1, 2]}
+    assert list(as_dict(_Outer("s", 1.0, 1, _Inner(np.zeros(1)), ()), skip=("inner", "r"))) == ["name", "n", "runs"]
+
+
+def test_brief_leaves_columns_out_and_never_renames():
+    rec = {"a": 1, "b": 2.0, "c": "x"}
+    assert brief(rec, ("c", "a")) == {"c": "x", "a": 1}
+    with pytest.raises(KeyError, match=r"brief view names column\(s\) \['loss_%'\]"):
+        brief(rec, ("a", "loss_%"))
+
+
+def test_json_is_strict():
+    text = to_json({"nan": float("nan"), "inf": np.float64("inf"), "ninf": -np.inf, "arr": np.array([np.nan, 1.0])})
+    assert _strict(text) == {"nan": None, "inf": None, "ninf": None, "arr": [None, 1.0]}
+    assert "NaN" not in text and "Infinity" not in text
+
+
+def test_csv_writes_empty_cells_for_nan_inf_and_none():
+    rows = [{"a": 1, "b": float("nan"), "c": "x,y"}, {"a": np.int64(2), "b": np.inf, "d": None, "e": True},
+            {"a": 0.1 + 0.2, "b": [1.0, np.nan], "c": None}]
+    text = to_csv(rows)
+    got = list(csv.reader(io.StringIO(text)))
+    assert got[0] == columns(rows) == ["a", "b", "c", "d", "e"]
+    assert got[1] == ["1", "", "x,y", "", ""]
+    assert got[2] == ["2", "", "", "", "true"]
+    assert got[3] == [repr(0.1 + 0.2), "[1.0, null]", "", "", ""]  # every digit; lists as strict JSON
+    assert to_csv([]) == ""
+
+
+def test_frame_has_the_records_columns_in_order():
+    df = to_frame([{"b": 1.0, "a": np.float64("nan")}, {"a": 2.0, "c": "z"}])
+    assert list(df.columns) == ["b", "a", "c"] and np.isnan(df["a"][0]) and df["a"][1] == 2.0
+    assert to_frame([]).empty
+
+
+def test_report_serialises_any_result_kind():
+    @dataclass(frozen=True)
+    class Page:
+        url: str
+        plt_s: float
+        notes: tuple = ()
+        BRIEF = ("url",)
+
+        @property
+        def label(self):
+            return self.url
+
+        def to_record(self, *, brief=False):
+            rec = {"url": self.url, "plt_s": self.plt_s}
+            return {k: rec[k] for k in self.BRIEF} if brief else rec
+
+        def to_dict(self):
+            return {"url": self.url, "plt_s": self.plt_s, "objects": [1.0, float("inf")]}
+
+    rep = Report(kind="web", source="x.pcap", results=(Page("http://a/", 0.5, ("slow DNS",)),
+                                                        Page("http://b/", float("nan"), ("slow DNS", "no TLS")),
+                                                        Page("http://c/", 1.0)),
+                 inputs={"rtt_ms": np.float64(np.nan)}, notes=("one page left out",))
+    assert rep.tables() == ("results",) and rep.to_frame()["url"].tolist() == ["http://a/", "http://b/", "http://c/"]
+    doc = _strict(rep.to_json())
+    assert doc["results"][1] == {"url": "http://b/", "plt_s": None, "objects": [1.0, None]}
+    assert doc["inputs"] == {"rtt_ms": None}
+    assert rep.to_csv().splitlines() == ["url,plt_s", "http://a/,0.5", "http://b/,", "http://c/,1.0"]
+    assert rep.to_csv(brief=True).splitlines() == ["url", "http://a/", "http://b/", "http://c/"]
+    assert rep.note_lines() == ["one page left out", "[http://a/, http://b/] slow DNS", "[http://b/] no TLS"]
