@@ -21,10 +21,10 @@ ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "mos": {"errors"},
     "capture": {"errors"},
-    "rtp": {"errors", "capture"},
-    "voice": {"errors", "mos", "capture", "rtp"},
-    "video": {"errors", "mos", "capture", "rtp"},
-    "web": {"errors", "mos", "capture"},
+    "rtp": {"errors", "capture", "report"},
+    "voice": {"errors", "mos", "capture", "rtp", "report"},
+    "video": {"errors", "mos", "capture", "rtp", "report"},
+    "web": {"errors", "mos", "capture", "report"},
     "report": {"errors"},
 }
 

@@ -41,7 +41,7 @@ from qoe.video.metrics import (
 )
 from qoe.video.mos import PSNR_TABLES, SSIM_TABLES, psnr_to_mos, ssim_to_mos
 
-__all__ = ["VideoComparison", "compare"]
+__all__ = ["VideoComparison", "compare", "compare_frames"]
 
 #: 8-bit samples (the planes :func:`read_frames` yields): MAX = L = 2⁸ − 1.
 DATA_RANGE_8BIT = 255.0
