@@ -280,3 +280,17 @@ def test_sdp_seen_after_the_stream_started_still_names_the_call(tmp_path):
     assert (s.call_id, s.found_by, s.ptime_ms) == (cid, "heuristic", 20.0)
     (c,) = scan.call_records(brief=True)
     assert (c["call_id"], c["streams"], c["start_s"]) == (cid, 1, 0.0)
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 6, 7, 65536])
+def test_sdp_announcing_a_held_flow_loses_none_of_its_packets(tmp_path, batch_size):
+    """Five packets of an unannounced flow (too few for the heuristic), then a 200 OK
+    whose SDP announces its port, then 20 more: all 25 are the stream's, found by SDP,
+    whatever batches the capture is read in (a batch may hold only the SIP message)."""
+    cid = "held@192.0.2.1"
+    frames = voice(25, 0x78, dport=9000)
+    frames.insert(5, (T0 + 0.09, frame(B, 5060, A, 5060, sip_message("SIP/2.0 200 OK", cid, "1 INVITE",
+                                                                       sdp(B, 9000, [8], ["8 PCMA/8000"])))))
+    (s,) = scan_capture(write(tmp_path / "a.pcap", frames), batch_size=batch_size).streams
+    assert (s.found_by, s.call_id, s.stats.packets, len(s.packets)) == ("sdp", cid, 25, 25)
+    assert s.packets.seq.tolist() == list(range(1000, 1025))

@@ -1,34 +1,35 @@
 """Unit tests of qoe.rtp's statistics: pure functions over packet tables.
 
-Reference values come from two places, said at each test:
+Reference values come from three places, said at each test:
 
-* RFC 3550 arithmetic worked by hand (jitter recursion, expected/lost);
+* RFC 3550 arithmetic worked by hand (jitter recursion, expected/lost), or written out
+  packet by packet as a plain loop (``_reference_deltas_and_jitter``);
 * TShark 4.0.17 on the same packets: the captures were written with dpkt exactly as
   ``_table`` describes them (Ethernet/IPv4/UDP 192.0.2.1:5004 -> 198.51.100.2:5006,
   arrival = 1700000000 s + the offsets given, 160 bytes of payload) and read with
   ``tshark -r CAPTURE -q --enable-heuristic rtp_udp -z rtp,streams``; the printed
   values are copied here. ``test_rtp_tshark.py`` re-runs tshark on them when it is
-  installed.
+  installed;
+* G.107's loss-run definitions as :func:`qoe.rtp.lossmodel.loss_pattern` computes them
+  on the received/lost sequence.
+
+Streaming (a capture read in batches) must give what the whole table gives: those tests
+write captures with dpkt and read them with ``scan_capture(..., batch_size=...)``.
 """
 
 from __future__ import annotations
 
 import math
+import socket
+import struct
 
+import dpkt
 import numpy as np
 import pytest
 
-from qoe.rtp import (
-    RtpPackets,
-    _Analyser,
-    _clock_table,
-    _cn_table,
-    _jitter_filter,
-    _running_mean,
-    extend_sequence,
-    make_packets,
-    rtp_stats,
-)
+from qoe.errors import InputError
+from qoe.rtp import RtpPackets, extend_sequence, make_packets, rtp_stats, scan_capture
+from qoe.rtp.lossmodel import LossRunCounts, loss_pattern
 
 # tshark prints milliseconds with 3 decimals: its values are exact to +-0.0005 ms.
 TSHARK_TOL_MS = 0.0006
@@ -232,7 +233,8 @@ def _random_stream(rng, n):
     idx = np.flatnonzero(keep)
     dup = rng.choice(idx, size=max(1, n // 50))
     idx = np.sort(np.concatenate([idx, dup]))
-    arr = T0_NS + idx * 20_000_000 + rng.integers(0, 8_000_000, idx.size)
+    arr = T0_NS + idx * 20_000_000 + rng.integers(0, 8_000, idx.size) * 1000
+    arr += (rng.random(idx.size) < 0.03) * rng.integers(25_000, 60_000, idx.size) * 1000  # reordered
     order = np.argsort(arr, kind="stable")
     idx, arr = idx[order], arr[order]
     ts = (rng.integers(0, 2**32) + 160 * idx) % 2**32
@@ -241,101 +243,186 @@ def _random_stream(rng, n):
     return arr, seq[idx], ts, pt, mk
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_chunked_updates_equal_one_update(seed):
-    rng = np.random.default_rng(seed)
-    cols = _random_stream(rng, 3000)
-    whole = _Analyser(_clock_table(), _cn_table())
-    whole.update(*cols)
-    parts = _Analyser(_clock_table(), _cn_table())
-    cuts = np.sort(rng.choice(np.arange(1, cols[0].size), size=12, replace=False))
-    for a, b in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [cols[0].size]))):
-        parts.update(*(c[a:b] for c in cols))
-    r1, r2 = whole.result().to_dict(), parts.result().to_dict()
-    for k, v in r1.items():
-        if isinstance(v, float) and not math.isnan(v):
-            assert r2[k] == pytest.approx(v, rel=1e-12, abs=1e-12), k
+def _write_capture(path, streams):
+    """One pcap (ns resolution) of the streams (arrival, seq, ts, pt, marker columns),
+    stream k from 192.0.2.1:(40000 + 2k) to 198.51.100.2:50000 with SSRC 0x1000 + k (ports above
+    2**15: the flow key must not overflow),
+    interleaved in arrival order. Frames are built with dpkt; the records are written
+    here with the arrival's exact nanoseconds (draft-ietf-opsawg-pcap §4-5: magic
+    0xA1B23C4D for ns resolution)."""
+    recs = []
+    for k, (arr, seq, ts, pt, mk) in enumerate(streams):
+        for a, q, t, p, m in zip(arr.tolist(), seq.tolist(), ts.tolist(), pt.tolist(), mk.tolist()):
+            data = struct.pack("!BBHII", 0x80, (0x80 if m else 0) | p, q % 65536, t % 2**32, 0x1000 + k) + bytes(160)
+            u = dpkt.udp.UDP(sport=40000 + 2 * k, dport=50000, data=data)
+            u.ulen = len(u)
+            ip = dpkt.ip.IP(src=socket.inet_aton("192.0.2.1"), dst=socket.inet_aton("198.51.100.2"), p=17, data=u)
+            ip.len = len(ip)
+            recs.append((a, bytes(dpkt.ethernet.Ethernet(type=0x0800, data=ip))))
+    recs.sort(key=lambda r: r[0])
+    with open(path, "wb") as fh:
+        fh.write(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, 1))  # link type 1: Ethernet
+        for a, b in recs:
+            fh.write(struct.pack("<IIII", a // 10**9, a % 10**9, len(b), len(b)) + b)
+    return path
+
+
+def _assert_same_stats(got, want, where=""):
+    for k, v in want.to_dict().items():
+        if isinstance(v, float) and math.isnan(v):
+            assert math.isnan(getattr(got, k)), (where, k)
+        elif isinstance(v, float):  # chunked sums differ from one-shot ones by rounding only
+            assert getattr(got, k) == pytest.approx(v, rel=1e-12, abs=1e-12), (where, k)
         else:
-            assert r2[k] == v or (isinstance(v, float) and math.isnan(r2[k])), k
+            assert getattr(got, k) == v, (where, k)
 
 
-def test_jitter_filter_equals_the_plain_recursion():
-    rng = np.random.default_rng(3)
-    x = np.abs(rng.normal(0, 5, 1000))
-    x[::97] *= 1e4  # spikes
-    j, ref = 2.5, []
-    for v in x:
-        j += (v - j) / 16
-        ref.append(j)
-    assert _jitter_filter(x, 2.5) == pytest.approx(np.array(ref), rel=1e-12)
+@pytest.mark.parametrize("batch_size", [1, 7, 250, 65536])
+def test_capture_read_in_batches_equals_the_whole_table(tmp_path, batch_size):
+    """Five interleaved streams with loss, duplicates, reordering, comfort noise and
+    markers, read 1, 7, 250 or 65536 datagrams at a time: each stream's statistics are
+    those of rtp_stats over its whole packet table."""
+    rng = np.random.default_rng(batch_size)
+    streams = [_random_stream(rng, int(rng.integers(300, 1500))) for _ in range(5)]
+    path = _write_capture(tmp_path / "five.pcap", streams)
+    scan = scan_capture(path, batch_size=batch_size)
+    assert len(scan.streams) == 5
+    for s in scan.streams:
+        _assert_same_stats(s.stats, rtp_stats(s.packets, 8000), s.key)
+    assert sum(s.stats.duplicates for s in scan.streams) > 0
+    assert sum(s.stats.out_of_order for s in scan.streams) > 0
+    # and the statistics-only scan equals the one that keeps the packets
+    lean = scan_capture(path, batch_size=batch_size, keep_packets=False)
+    for s, t in zip(scan.streams, lean.streams):
+        _assert_same_stats(t.stats, s.stats, s.key)
 
 
-def test_running_mean_closed_form_equals_the_loop():
-    rng = np.random.default_rng(4)
-    ks = np.sort(rng.choice(np.arange(1, 500), size=100, replace=False)).astype(float)
-    vals = rng.normal(20, 3, ks.size)
-    m = 0.0
-    for v, k in zip(vals, ks):
-        m += (v - m) / k
-    assert _running_mean(0.0, vals, ks) == pytest.approx(m, rel=1e-12)
+def _reference_deltas_and_jitter(arr_ns, ts, pt, mk, clock=8000):
+    """tshark's conventions (qoe.rtp's docstring) written out packet by packet: RFC 3550
+    §6.4.1 J += (|D| - J)/16 and the running means mean += (x - mean)/k, k counting every
+    packet after the first; marker, comfort-noise and after-comfort-noise packets leave
+    the extremes and means alone (no timestamp goes backwards here)."""
+    j, mean_d, mean_j, ds, js = 0.0, 0.0, 0.0, [], []
+    for i in range(1, len(arr_ns)):
+        delta = (arr_ns[i] - arr_ns[i - 1]) / 1e6
+        d = delta - (ts[i] - ts[i - 1]) * 1000.0 / clock
+        j += (abs(d) - j) / 16
+        if not (mk[i] or pt[i] == 13 or pt[i - 1] == 13):
+            mean_d += (delta - mean_d) / i
+            mean_j += (j - mean_j) / i
+            ds.append(delta)
+            js.append(j)
+    return (min(ds), mean_d, max(ds)), (min(js), mean_j, max(js)), j
 
 
-# --------------------------------------------------------------------- bounded memory
+@pytest.mark.parametrize("seed", range(3))
+def test_long_stream_jitter_and_means_equal_the_plain_recursion(seed):
+    """20,000 packets with arrival noise and spikes, markers and comfort noise: the
+    vectorised recursions equal the plain loops to 1e-12 (relative)."""
+    rng = np.random.default_rng(seed)
+    n = 20_000
+    arr = T0_NS + np.arange(n) * 20_000_000 + rng.integers(0, 3_000_000, n)
+    arr[::997] += 400_000_000  # spikes
+    arr = np.sort(arr)
+    ts = 160 * np.arange(n)
+    pt = np.where(rng.random(n) < 0.02, 13, 8)
+    mk = rng.random(n) < 0.02
+    st = rtp_stats(make_packets(np.arange(1, n + 1), arr, np.arange(n) % 65536, ts, mk, pt), 8000)
+    delta, jitter, j_last = _reference_deltas_and_jitter(arr.tolist(), ts.tolist(), pt.tolist(), mk.tolist())
+    assert _delta_jitter(st) == (pytest.approx(delta, rel=1e-12), pytest.approx(jitter, rel=1e-12))
+    assert st.jitter_ms == pytest.approx(j_last, rel=1e-12)
+
+
+# --------------------------------------------------------------------- loss runs, bounded memory
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_run_statistics_in_pieces_equal_loss_pattern(seed):
-    from qoe.rtp.lossmodel import loss_pattern
-    from qoe.rtp import _RunStats
-
+def test_loss_run_counts_in_pieces_equal_loss_pattern(seed):
+    """LossRunCounts fed a sequence in pieces (and two sequences interleaved) gives
+    loss_pattern's figures for the whole sequence."""
     rng = np.random.default_rng(seed)
-    lost = rng.random(int(rng.integers(1, 3000))) < rng.choice([0.0, 0.02, 0.3, 0.9])
+    seqs = [rng.random(int(rng.integers(1, 3000))) < rng.choice([0.0, 0.02, 0.3, 0.9]) for _ in range(2)]
     if seed == 5:
-        lost[-7:] = True  # ends inside a loss run
-    runs = _RunStats()
-    cuts = np.sort(rng.choice(np.arange(lost.size + 1), size=min(10, lost.size + 1)))
-    for a, b in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [lost.size]))):
-        runs.add(lost[a:b])
-    lp = loss_pattern(lost)
-    got = runs.result()
-    assert (got["loss_bursts"], got["max_burst_length"]) == (lp.bursts, lp.max_burst)
-    assert (got["mean_burst_length"], got["mean_gap_length"], got["burst_ratio"]) == pytest.approx(
-        (lp.mean_burst, lp.mean_gap, lp.burst_r))
+        seqs[0][-7:] = True  # ends inside a loss run
+    counts = LossRunCounts(2)
+    cuts = [np.sort(rng.choice(np.arange(m.size + 1), size=min(10, m.size + 1))) for m in seqs]
+    pieces = [list(zip(np.concatenate(([0], c)), np.concatenate((c, [m.size])))) for c, m in zip(cuts, seqs)]
+    for k in range(max(len(p) for p in pieces)):
+        for i, (m, p) in enumerate(zip(seqs, pieces)):
+            if k < len(p):
+                counts.add_sequence(i, m[p[k][0]:p[k][1]])
+    got = counts.patterns()
+    for i, m in enumerate(seqs):
+        lp = loss_pattern(m)
+        assert {k: v[i] for k, v in got.items()} == pytest.approx(lp.to_dict())
 
 
-def test_presence_window_slides_without_changing_the_counts(monkeypatch):
-    """With a 64-number window the map is settled hundreds of times; the counts equal
-    those of a whole-stream map as long as nothing arrives more than 64 numbers late."""
-    import qoe.rtp as rtp
+def test_loss_bursts_are_loss_pattern_of_the_missing_numbers():
+    """rtp_stats' burst figures are G.107's (loss_pattern) over the sequence numbers from
+    the lowest to the highest received, missing = lost."""
+    rng = np.random.default_rng(11)
+    keep = rng.random(5000) > 0.07
+    keep[[0, -1]] = True
+    seqs = np.flatnonzero(keep) + 60000  # wraps
+    st = rtp_stats(_table(seqs.size, seqs=seqs.tolist()), 8000)
+    lp = loss_pattern(~keep)
+    assert (st.loss_bursts, st.max_burst_length) == (lp.bursts, lp.max_burst)
+    assert (st.mean_burst_length, st.mean_gap_length, st.burst_ratio) == (lp.mean_burst, lp.mean_gap, lp.burst_r)
 
-    rng = np.random.default_rng(7)
-    e = np.arange(20000)
-    e = e[rng.random(e.size) > 0.05]  # loss
+
+def _reordered(rng, n, late_by):
+    """Sequence numbers 0..n-1 with 5 % lost, 2 % duplicated a few packets later and
+    every packet delayed by up to ``late_by`` packet times."""
+    e = np.arange(n)
+    e = e[rng.random(e.size) > 0.05]
     pos = np.arange(e.size, dtype=float)
-    dup = rng.random(e.size) < 0.02  # duplicates, a few packets later
+    dup = rng.random(e.size) < 0.02
     e = np.concatenate([e, e[dup]])
     pos = np.concatenate([pos, pos[dup] + rng.random(dup.sum()) * 10])
-    e = e[np.argsort(pos + rng.random(pos.size) * 3, kind="stable")]  # reordering, all within 64
-    monkeypatch.setattr(rtp, "_PRESENCE_WINDOW", 64)
-    small = rtp._Presence(int(e[0]))
-    small.add(e[1:])
-    monkeypatch.undo()
-    whole = rtp._Presence(int(e[0]))
-    whole.add(e[1:])
-    assert small.settled is not None and whole.settled is None
-    assert (small.dups, small.ooo) == (whole.dups, whole.ooo)
-    assert small.loss_runs() == pytest.approx(whole.loss_runs())
-    # and whole-stream counts are the plain definitions
+    return e[np.argsort(pos + rng.random(pos.size) * late_by, kind="stable")]
+
+
+def test_reorder_window_slides_without_changing_the_counts():
+    """With a 64-number window the window slides hundreds of times; duplicates,
+    reordering and loss runs equal those of the default window as long as nothing
+    arrives 64 numbers late, whole or read from a capture in batches of 100."""
+    rng = np.random.default_rng(7)
+    e = _reordered(rng, 20_000, 3)
+    table = _table(e.size, seqs=(e % 65536).tolist())
+    small, whole = rtp_stats(table, 8000, reorder_window=64), rtp_stats(table, 8000)
+    assert small == whole
     _, first = np.unique(e, return_index=True)
-    assert whole.dups == e.size - first.size > 300
+    assert whole.duplicates == e.size - first.size > 300
+    assert whole.out_of_order > 300
 
 
-def test_presence_survives_a_jump_far_ahead(monkeypatch):
-    import qoe.rtp as rtp
+def test_reorder_window_in_a_scan_read_in_batches(tmp_path):
+    rng = np.random.default_rng(8)
+    e = _reordered(rng, 3000, 3)
+    t = _table(e.size, seqs=(e % 65536).tolist())
+    path = _write_capture(tmp_path / "r.pcap", [(t.arrival_ns, t.seq, t.timestamp, t.payload_type, t.marker)])
+    (s,) = scan_capture(path, batch_size=100, reorder_window=64, keep_packets=False).streams
+    _assert_same_stats(s.stats, rtp_stats(t, 8000))
 
-    monkeypatch.setattr(rtp, "_PRESENCE_WINDOW", 64)
-    p = rtp._Presence(0)
-    p.add(np.concatenate([np.arange(1, 50), [10_000_000], np.arange(50, 100)]))
-    runs = p.loss_runs()
-    # 0..49 received, 50..99 arrived after being settled (late), then nothing until 10^7
-    assert p.ooo == 50 and runs["loss_bursts"] == 1 and runs["max_burst_length"] == 10_000_000 - 50
+
+def test_packets_later_than_the_window_count_as_out_of_order_only():
+    # 0..49 received, then 30000, then 50..99: 29,950+ numbers behind the highest.
+    seqs = list(range(50)) + [30000] + list(range(50, 100))
+    table = _table(len(seqs), seqs=seqs)
+    late = rtp_stats(table, 8000, reorder_window=64)
+    # too late: out of order, and their numbers stay lost: one run from 50 to 29999
+    assert (late.out_of_order, late.duplicates) == (50, 0)
+    assert (late.loss_bursts, late.max_burst_length) == (1, 30000 - 50)
+    assert rtp_stats(table, 8000) == late  # the default window (4096) is also passed
+    # a window wider than the jump takes them as late arrivals that filled the gap
+    wide = rtp_stats(table, 8000, reorder_window=40000)
+    assert (wide.out_of_order, wide.duplicates) == (50, 0)
+    assert (wide.loss_bursts, wide.max_burst_length) == (1, 30000 - 100)
+    # lost (RFC 3550 A.3 as tshark counts it) does not depend on the window
+    assert late.lost == wide.lost
+
+
+@pytest.mark.parametrize("bad", [0, -5, 2.5, True])
+def test_reorder_window_must_be_a_positive_integer(bad):
+    with pytest.raises(InputError, match="reorder_window"):
+        rtp_stats(_table(5), 8000, reorder_window=bad)

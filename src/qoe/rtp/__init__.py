@@ -53,6 +53,14 @@ and that observed behaviour:
   every packet after the first, including the left-out ones (which skip the update).
 * Without a known clock rate the jitter figures are NaN (tshark prints -1/0/0).
 
+Duplicates, reordering and the loss runs (which tshark does not print) are told apart
+within a window of sequence numbers behind the highest one received, ``reorder_window``
+of :func:`rtp_stats` and :func:`scan_capture` (default 4096, beyond RFC 3550 A.1's
+MAX_DROPOUT = 3000 and MAX_MISORDER = 100): a packet arriving later than that counts as
+out of order only, and its number stays lost in the loss runs. Each stream keeps one
+bit per number of the window, so a scan's memory grows with the number of streams and
+not with their length.
+
 Layout
 ------
 The scan and the statistics live in private modules, one job each, and every public name
@@ -133,16 +141,6 @@ from qoe.rtp.jitterbuffer import (
 from qoe.rtp.lossmodel import LossPattern, loss_pattern
 from qoe.rtp.sip import SdpMedia, SipCall, group_calls, parse_sdp, parse_sip
 
-# The statistics' internals under the names they had when all of this was one module,
-# for the code and tests written against those names.
-from qoe.rtp import _stats as _rtp_stats
-from qoe.rtp._stats import Analyser as _Analyser
-from qoe.rtp._stats import RunStats as _RunStats
-from qoe.rtp._stats import clock_table as _clock_table
-from qoe.rtp._stats import cn_table as _cn_table
-from qoe.rtp._stats import jitter_filter as _jitter_filter
-from qoe.rtp._stats import running_mean as _running_mean
-
 __all__ = [
     # streams and statistics
     "RtpPackets",
@@ -190,12 +188,3 @@ __all__ = [
     "stream_delay",
     "delays_between",
 ]
-
-# The presence map's window, read when a map is made here (a test shrinks it to watch the
-# map slide); the map itself takes its window as a parameter.
-_PRESENCE_WINDOW = _rtp_stats.PRESENCE_WINDOW
-
-
-def _Presence(first: int) -> _rtp_stats.Presence:  # noqa: N802 - the class's old name
-    """A presence map (:class:`qoe.rtp._stats.Presence`) with this module's window."""
-    return _rtp_stats.Presence(first, window=_PRESENCE_WINDOW)

@@ -218,10 +218,12 @@ def header_columns(u8: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> R
     RFC 3550 §5.1 (fixed header, padding, CSRC count), §5.3.1 (header extension: a
     16-bit profile word, then its length in 32-bit words).
     """
-    h = u8[starts[:, None] + np.arange(RTP_FIXED_HEADER)].astype(np.int64)
-    cc = h[:, 0] & 0x0F
-    has_x = (h[:, 0] & 0x10) != 0
-    has_p = (h[:, 0] & 0x20) != 0
+    h = u8[starts[:, None] + np.arange(RTP_FIXED_HEADER)]  # (packets, 12) bytes
+    words = h.view(">u4")  # RFC 3550 §5.1: network byte order; three 32-bit words
+    b0 = h[:, 0].astype(np.int64)
+    cc = b0 & 0x0F
+    has_x = (b0 & 0x10) != 0
+    has_p = (b0 & 0x20) != 0
     hdr = RTP_FIXED_HEADER + 4 * cc
     xi = np.flatnonzero(has_x & (hdr + 4 <= lengths))
     if xi.size:  # RFC 3550 §5.3.1: 16-bit profile word, 16-bit length in 32-bit words
@@ -230,21 +232,22 @@ def header_columns(u8: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> R
     valid = (hdr <= lengths) & ~(has_x & (RTP_FIXED_HEADER + 4 * cc + 4 > lengths))
     rows = np.flatnonzero(valid)
     if rows.size < valid.size:
-        starts, lengths, h, hdr, cc, has_x, has_p = (
-            starts[rows], lengths[rows], h[rows], hdr[rows], cc[rows], has_x[rows], has_p[rows]
+        starts, lengths, h, words, hdr, cc, has_x, has_p = (
+            starts[rows], lengths[rows], h[rows], words[rows], hdr[rows], cc[rows], has_x[rows], has_p[rows]
         )
     pad = np.where(has_p, u8[starts + lengths - 1], 0).astype(np.int64)
     pad = np.where(pad <= lengths - hdr, pad, 0)
+    b1 = h[:, 1]
     return RtpHeaderColumns(
         rows=rows,
         csrc_count=cc,
         extension=has_x,
         padding=has_p,
-        marker=(h[:, 1] & 0x80) != 0,
-        payload_type=h[:, 1] & 0x7F,
-        seq=h[:, 2] << 8 | h[:, 3],
-        timestamp=h[:, 4] << 24 | h[:, 5] << 16 | h[:, 6] << 8 | h[:, 7],
-        ssrc=h[:, 8] << 24 | h[:, 9] << 16 | h[:, 10] << 8 | h[:, 11],
+        marker=(b1 & 0x80) != 0,
+        payload_type=(b1 & 0x7F).astype(np.int64),
+        seq=(words[:, 0] & 0xFFFF).astype(np.int64),
+        timestamp=words[:, 1].astype(np.int64),
+        ssrc=words[:, 2].astype(np.int64),
         payload_start=starts + hdr,
         payload_end=starts + lengths - pad,
     )

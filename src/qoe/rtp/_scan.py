@@ -5,7 +5,7 @@
 (and the round-trip times their LSR/DLSR give), and groups RTP packets into flows by
 UDP direction and SSRC, accepting a flow when SDP announced it or, by a heuristic, when
 its first packets progress like RTP; each accepted flow's statistics are computed as it
-goes (:class:`qoe.rtp._stats.Analyser`). The public names are re-exported, and
+goes (:class:`qoe.rtp._stats.StreamStats`, all streams of a batch at once). The public names are re-exported, and
 documented as a whole, by :mod:`qoe.rtp`.
 
 References
@@ -43,7 +43,7 @@ from qoe.rtp._packet import (
     wrapped_distance,
 )
 from qoe.rtp._results import RtcpSummary, RtpScan, RtpStream, StreamKey
-from qoe.rtp._stats import Analyser, clock_table, cn_table
+from qoe.rtp._stats import REORDER_WINDOW, StreamStats, _Segments, clock_table, cn_table
 from qoe.rtp.sip import SIP_METHODS, SdpMedia, SipMessage, group_calls, parse_sip
 
 # UDP ports whose traffic is never taken for RTP by the heuristic (it can look like RTP
@@ -107,57 +107,109 @@ class _RtcpBook:
 
 
 
-def _looks_like_rtp(seq: np.ndarray, ts: np.ndarray, pt: np.ndarray) -> bool:
-    """The heuristic for a flow without signalling: do these packets progress like RTP?
+def _looks_like_rtp(seg: _Segments, seq: np.ndarray, ts: np.ndarray, pt: np.ndarray) -> np.ndarray:
+    """The heuristic for flows without signalling: do their packets progress like RTP?
 
-    Sequence numbers must move by small steps (RFC 3550 §5.1: +1 per packet; loss,
-    reordering and duplicates make other small steps) and mostly forward, timestamps
-    must move by less than 2**25 ticks (over 6 min at 90 kHz) either way, and one payload
-    type must dominate. For random payloads each step passes by chance with probability
-    below 2 %, so a handful of packets tells them apart.
+    One verdict per segment (a flow's first packets, grouped). Sequence numbers must move
+    by small steps (RFC 3550 §5.1: +1 per packet; loss, reordering and duplicates make
+    other small steps) and mostly forward, timestamps must move by less than 2**25 ticks
+    (over 6 min at 90 kHz) either way, and one payload type must dominate. For random
+    payloads each step passes by chance with probability below 2 %, so a handful of
+    packets tells them apart.
     """
-    n = seq.size
-    if n < 2:
-        return False
-    ds = wrapped_distance(np.diff(seq.astype(np.int64)), SEQ_MOD)
-    dt = wrapped_distance(np.diff(ts.astype(np.int64)), TS_MOD)
-    steps = n - 1
-    seq_ok = np.count_nonzero(np.abs(ds) <= 128) >= 0.9 * steps and np.count_nonzero(ds >= 1) >= 0.5 * steps
-    ts_ok = np.count_nonzero(np.abs(dt) < (1 << 25)) >= 0.9 * steps
-    pt_ok = np.bincount(pt.astype(np.intp), minlength=128).max() >= 0.5 * n
-    return bool(seq_ok and ts_ok and pt_ok)
+    step = np.ones(seg.n, dtype=bool)
+    step[seg.starts] = False  # a segment's first packet has no step before it
+    ds = wrapped_distance(seq - seg.prev(seq, seq[seg.starts]), SEQ_MOD)
+    dt = wrapped_distance(ts - seg.prev(ts, ts[seg.starts]), TS_MOD)
+    steps = seg.lens - 1
+    seq_ok = (seg.count(step & (np.abs(ds) <= 128)) >= 0.9 * steps) & (seg.count(step & (ds >= 1)) >= 0.5 * steps)
+    ts_ok = seg.count(step & (np.abs(dt) < (1 << 25))) >= 0.9 * steps
+    key, counts = np.unique(seg.g * 128 + pt, return_counts=True)
+    first_of_seg = np.flatnonzero(np.concatenate(([True], key[1:] // 128 != key[:-1] // 128)))
+    pt_ok = np.maximum.reduceat(counts, first_of_seg) >= 0.5 * seg.lens
+    return (seg.lens >= 2) & seq_ok & ts_ok & pt_ok
 
 
-class _Flow:
-    """One (src, dst, sport, dport, ssrc) group while the capture is read."""
+def _flow_hash(k1: np.ndarray, k2: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of a flow's two key words (multiply-xorshift mixing; collisions are
+    resolved by the caller)."""
+    with np.errstate(over="ignore"):
+        h = k1.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) ^ k2.astype(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F)
+        h ^= h >> np.uint64(31)
+        return h * np.uint64(0xBF58476D1CE4E5B9)
 
-    __slots__ = ("key", "state", "probe", "analyser", "chunks", "payloads", "media", "call_id", "first_frame")
 
-    def __init__(self, key: tuple[int, int, int, int, int]) -> None:
-        self.key = key
-        self.state = "probe"  # -> "rtp" or "reject"
-        self.probe: list[tuple[np.ndarray, ...]] = []
-        self.analyser: Analyser | None = None
-        self.chunks: list[tuple[np.ndarray, ...]] = []
-        self.payloads: list[list[bytes]] = []
-        self.media: SdpMedia | None = None
-        self.call_id: str | None = None
-        self.first_frame = 0
+_PROBE, _RTP, _REJECT = 0, 1, 2
+# The columns of a packet held for a flow: frame, arrival, seq, timestamp, payload type, marker.
+_COLUMNS = ("frame", "arr", "seq", "ts", "pt", "mk")
 
-    def probe_len(self) -> int:
-        return sum(c[0].shape[0] for c in self.probe)
+
+class _Packets:
+    """Columns of RTP packets tagged with their flow, appended batch by batch."""
+
+    __slots__ = ("fid",) + _COLUMNS + ("pay",)
+
+    def __init__(self, fid: np.ndarray, cols: dict[str, np.ndarray], pay: np.ndarray | None) -> None:
+        self.fid = fid
+        for c in _COLUMNS:
+            setattr(self, c, cols[c])
+        self.pay = pay  # payload bytes objects (keep_packets) or None
+
+    @classmethod
+    def empty(cls, keep: bool) -> _Packets:
+        z = np.zeros(0, dtype=np.int64)
+        return cls(z, {c: (np.zeros(0, dtype=bool) if c == "mk" else z) for c in _COLUMNS},
+                   np.empty(0, dtype=object) if keep else None)
+
+    def take(self, rows: np.ndarray) -> _Packets:
+        return _Packets(self.fid[rows], {c: getattr(self, c)[rows] for c in _COLUMNS},
+                        None if self.pay is None else self.pay[rows])
+
+    def __len__(self) -> int:
+        return int(self.fid.size)
+
+    @staticmethod
+    def concat(parts: list[_Packets]) -> _Packets:
+        keep = parts[0].pay is not None
+        return _Packets(np.concatenate([p.fid for p in parts]),
+                        {c: np.concatenate([getattr(p, c) for p in parts]) for c in _COLUMNS},
+                        np.concatenate([p.pay for p in parts]) if keep else None)
 
 
 class _Scanner:
-    """Reads UDP batches once: SIP, RTCP and RTP flows, with statistics as it goes."""
+    """Reads UDP batches once: SIP, RTCP and RTP flows, with statistics as it goes.
 
-    def __init__(self, *, keep_packets: bool, heuristic: bool, min_packets: int, first_ns: int | None = None) -> None:
+    RTP packets are grouped into flows (UDP direction and SSRC). A flow is held while
+    undecided (its packets in one shared buffer), then taken as RTP (announced by SDP, or
+    its first packets pass the heuristic) or rejected. The packets of every accepted
+    flow of a batch go to one :class:`StreamStats` update at once; per flow there is
+    Python work only when it is first seen, decided and reported.
+    """
+
+    def __init__(self, *, keep_packets: bool, heuristic: bool, min_packets: int, reorder_window: int,
+                 first_ns: int | None = None) -> None:
         self.keep = keep_packets
         self.heuristic = heuristic
         self.min_packets = min_packets
-        self.flows: dict[tuple[int, int, int, int, int], _Flow] = {}
+        self.probe_packets = max(_PROBE_PACKETS, min_packets)
+        self.index: dict[tuple[int, int], int] = {}  # (src<<32|dst, sport<<48|dport<<32|ssrc) -> flow id
+        self.fk1 = np.zeros(0, dtype=np.int64)  # flow id -> its two key words
+        self.fk2 = np.zeros(0, dtype=np.int64)
+        self.hash_sorted = np.zeros(0, dtype=np.uint64)  # hashes of the keys, sorted, and their flow ids
+        self.hash_fid = np.zeros(0, dtype=np.int64)
+        self.keys: list[tuple[int, int, int, int, int]] = []  # flow id -> (src, dst, sport, dport, ssrc)
+        self.state = np.zeros(0, dtype=np.int8)
+        self.first_frame = np.zeros(0, dtype=np.int64)
+        self.held_n = np.zeros(0, dtype=np.int64)
+        self.sid = np.zeros(0, dtype=np.int64)  # flow id -> stream id (-1: not a stream)
+        self.call_id: dict[int, str | None] = {}
+        self.media: dict[int, SdpMedia] = {}
+        self.held = _Packets.empty(keep_packets)  # packets of undecided flows
+        self.kept: list[_Packets] = []  # packets of accepted flows (keep_packets)
+        self.stats = StreamStats(reorder_window=reorder_window)
         self.sip: list[SipMessage] = []
         self.announced: dict[tuple[str, int], tuple[str | None, SdpMedia]] = {}
+        self.new_announcements = False
         self.rtcp_ports: set[tuple[str, int]] = set()
         self.rtcp = _RtcpBook()
         self.addresses: tuple[str, ...] = ()
@@ -202,6 +254,8 @@ class _Scanner:
         rows = np.flatnonzero(v2 & ~is_rtcp & (length >= RTP_FIXED_HEADER))
         if rows.size:
             self._rtp(b, u8, rows, start[rows], length[rows])
+        elif self.new_announcements:
+            self._feed(self._decide(final=False))
 
     def _sip(self, b: Any, i: int) -> None:
         addrs = b.addresses
@@ -217,136 +271,223 @@ class _Scanner:
                 if m.port and m.address:
                     self.announced[(m.address, m.port)] = (msg.call_id, m)
                     self.rtcp_ports.add((m.address, m.rtcp_port or (m.port + 1)))
+                    self.new_announcements = True
 
     def _rtp(self, b: Any, u8: np.ndarray, rows: np.ndarray, s: np.ndarray, ln: np.ndarray) -> None:
         h = header_columns(u8, s, ln)
         if h.rows.size == 0:
+            if self.new_announcements:
+                self._feed(self._decide(final=False))
             return
         rows = rows[h.rows]
-        marker, ptype, seq, ts, ssrc = h.marker, h.payload_type, h.seq, h.timestamp, h.ssrc
         src = b.src[rows].astype(np.int64)
         dst = b.dst[rows].astype(np.int64)
         sport = b.sport[rows].astype(np.int64)
         dport = b.dport[rows].astype(np.int64)
         k1 = src << 32 | dst
-        k2 = sport << 48 | dport << 32 | ssrc
-        order = np.lexsort((rows, k2, k1))
-        k1o, k2o = k1[order], k2[order]
-        cut = np.flatnonzero((k1o[1:] != k1o[:-1]) | (k2o[1:] != k2o[:-1])) + 1
-        bounds = np.concatenate(([0], cut, [order.size]))
-        frame = b.index[rows]
-        arr = b.ts_ns[rows]
-        pstart, pend = h.payload_start, h.payload_end
-        buf = u8.data if self.keep else None
-        for g0, g1 in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-            sel = order[g0:g1]
-            i0 = sel[0]
-            key = (int(src[i0]), int(dst[i0]), int(sport[i0]), int(dport[i0]), int(ssrc[i0]))
-            flow = self.flows.get(key)
-            if flow is None:
-                flow = self.flows[key] = _Flow(key)
-                flow.first_frame = int(frame[i0])
-            if flow.state == "reject":
-                continue
-            cols = (frame[sel], arr[sel], seq[sel], ts[sel], ptype[sel], marker[sel])
-            pays = [bytes(buf[a:e]) for a, e in zip(pstart[sel].tolist(), pend[sel].tolist())] if buf is not None else []
-            self._feed(flow, cols, pays)
+        k2 = sport << 48 | dport << 32 | h.ssrc
+        fid = self._known_flows(k1, k2)
+        miss = np.flatnonzero(fid < 0)
+        new = np.zeros(0, dtype=np.int64)
+        if miss.size:  # packets of flows first seen here (or whose hash collided): by key
+            o = miss[np.lexsort((k2[miss], k1[miss]))]  # stable: frame order within a key
+            brk = np.ones(o.size, dtype=bool)
+            brk[1:] = (k1[o[1:]] != k1[o[:-1]]) | (k2[o[1:]] != k2[o[:-1]])
+            starts = np.flatnonzero(brk)
+            first = o[starts]  # each key's first packet
+            found = np.array([self.index.get(k, -1) for k in zip(k1[first].tolist(), k2[first].tolist())],
+                             dtype=np.int64)
+            fresh = np.flatnonzero(found < 0)
+            if fresh.size:
+                base = len(self.keys)
+                new = np.arange(base, base + fresh.size)
+                for j, r in enumerate(first[fresh].tolist()):
+                    self.keys.append((int(src[r]), int(dst[r]), int(sport[r]), int(dport[r]), int(h.ssrc[r])))
+                    self.index[(int(k1[r]), int(k2[r]))] = base + j
+                found[fresh] = new
+                self._grow(len(self.keys))
+                self.first_frame[new] = b.index[rows[first[fresh]]]
+                self._index_flows(k1[first[fresh]], k2[first[fresh]], new)
+            fid[o] = np.repeat(found, np.diff(np.append(starts, o.size)))
+        cols = {
+            "frame": b.index[rows].astype(np.int64), "arr": b.ts_ns[rows].astype(np.int64),
+            "seq": h.seq, "ts": h.timestamp, "pt": h.payload_type, "mk": h.marker,
+        }
+        pay = None
+        if self.keep:
+            buf = u8.data
+            pay = np.empty(rows.size, dtype=object)
+            pay[:] = [bytes(buf[a:e]) for a, e in zip(h.payload_start.tolist(), h.payload_end.tolist())]
+        pk = _Packets(fid, cols, pay)
+        st = self.state[fid]
+        is_rtp = st == _RTP
+        to_stats = pk if is_rtp.all() else pk.take(np.flatnonzero(is_rtp))
+        held = np.flatnonzero(st == _PROBE)
+        if held.size:
+            self.held = _Packets.concat([self.held, pk.take(held)])
+            self.held_n += np.bincount(fid[held], minlength=self.held_n.size)
+        released = self._decide(final=False, new_flows=new if new.size else None)
+        self._feed(_Packets.concat([to_stats, released]) if len(released) else to_stats)
 
-    def _feed(self, flow: _Flow, cols: tuple[np.ndarray, ...], pays: list[bytes]) -> None:
-        if flow.state == "probe":
-            flow.probe.append(cols + (pays,))  # type: ignore[operator]
-            if self._announcement(flow) is not None:
-                self._accept(flow, "sdp")
-            elif flow.probe_len() >= _PROBE_PACKETS:
-                self._decide(flow)
-            return
-        self._push(flow, cols, pays)
+    def _known_flows(self, k1: np.ndarray, k2: np.ndarray) -> np.ndarray:
+        """Flow id of each packet's key (k1, k2); -1 where the hash table does not know it.
 
-    def _announcement(self, flow: _Flow) -> tuple[str | None, SdpMedia] | None:
-        src, dst, sport, dport, _ = flow.key
+        A sorted table of 64-bit hashes of the known keys answers with one binary search
+        per packet; the flow found is checked against the key, so a hash collision only
+        sends the packet to the caller's dict lookup.
+        """
+        fids = np.full(k1.size, -1, dtype=np.int64)
+        if self.hash_sorted.size == 0:
+            return fids
+        h = _flow_hash(k1, k2)
+        pos = np.minimum(np.searchsorted(self.hash_sorted, h), self.hash_sorted.size - 1)
+        cand = self.hash_fid[pos]
+        hit = (self.hash_sorted[pos] == h) & (self.fk1[cand] == k1) & (self.fk2[cand] == k2)
+        fids[hit] = cand[hit]
+        return fids
+
+    def _index_flows(self, k1: np.ndarray, k2: np.ndarray, fids: np.ndarray) -> None:
+        self.fk1 = np.append(self.fk1, k1)
+        self.fk2 = np.append(self.fk2, k2)
+        h = np.concatenate((self.hash_sorted, _flow_hash(k1, k2)))
+        f = np.concatenate((self.hash_fid, fids))
+        o = np.argsort(h, kind="stable")
+        self.hash_sorted, self.hash_fid = h[o], f[o]
+
+    def _grow(self, n: int) -> None:
+        extra = n - self.state.size
+        self.state = np.append(self.state, np.full(extra, _PROBE, dtype=np.int8))
+        self.first_frame = np.append(self.first_frame, np.zeros(extra, dtype=np.int64))
+        self.held_n = np.append(self.held_n, np.zeros(extra, dtype=np.int64))
+        self.sid = np.append(self.sid, np.full(extra, -1, dtype=np.int64))
+
+    def _announcement(self, fid: int) -> tuple[str | None, SdpMedia] | None:
+        src, dst, sport, dport, _ = self.keys[fid]
         a = self.addresses
         return self.announced.get((a[dst], dport)) or self.announced.get((a[src], sport))
 
-    def _decide(self, flow: _Flow) -> None:
-        if not self.heuristic:
-            flow.state = "reject"
-            flow.probe = []
-            return
-        src, dst, sport, dport, _ = flow.key
-        a = self.addresses
-        if (a[dst], dport) in self.rtcp_ports or (a[src], sport) in self.rtcp_ports:
-            looks = False  # an announced RTCP port (RFC 3550 §11, RFC 3605) does not carry RTP
-        elif np.isin([sport, dport], _NOT_RTP_PORTS).any():
-            looks = False
-        else:
-            seq = np.concatenate([c[2] for c in flow.probe])
-            ts = np.concatenate([c[3] for c in flow.probe])
-            pt = np.concatenate([c[4] for c in flow.probe])
-            looks = seq.size >= self.min_packets and _looks_like_rtp(seq, ts, pt)
-        if looks:
-            self._accept(flow, "heuristic")
-        else:
-            flow.state = "reject"
-            flow.probe = []
+    def _decide(self, *, final: bool, new_flows: np.ndarray | None = None) -> _Packets:
+        """Accept or reject undecided flows; the held packets of the accepted ones.
 
-    def _accept(self, flow: _Flow, found_by: str) -> None:
-        ann = self._announcement(flow)
+        SDP-announced flows are accepted at once (new flows, or all undecided ones when
+        SIP announced something new); the heuristic judges a flow's first
+        ``max(16, min_packets)`` packets when it has them (at the end of the capture,
+        whatever it has, if at least ``min_packets``).
+        """
+        undecided = np.flatnonzero(self.state == _PROBE)
+        if undecided.size == 0:
+            self.new_announcements = False
+            return _Packets.empty(self.keep)
+        if final or self.new_announcements:
+            check = undecided
+        elif new_flows is not None:
+            check = new_flows[self.state[new_flows] == _PROBE]
+        else:
+            check = np.zeros(0, dtype=np.int64)
+        self.new_announcements = False
+        accept_sdp = [f for f in check.tolist() if self._announcement(f) is not None] if self.announced else []
+        for f in accept_sdp:
+            self._accept(f)
+        if final:
+            judge = undecided[(self.state[undecided] == _PROBE) & (self.held_n[undecided] >= self.min_packets)]
+            self.state[undecided[(self.state[undecided] == _PROBE) & (self.held_n[undecided] < self.min_packets)]] = _REJECT
+        else:
+            judge = undecided[(self.state[undecided] == _PROBE) & (self.held_n[undecided] >= self.probe_packets)]
+        if judge.size:
+            self._judge(judge)
+        decided = self.state[self.held.fid] != _PROBE
+        if not decided.any():
+            return _Packets.empty(self.keep)
+        out = self.held.take(np.flatnonzero(decided & (self.state[self.held.fid] == _RTP)))
+        self.held = self.held.take(np.flatnonzero(~decided))
+        return out
+
+    def _judge(self, fids: np.ndarray) -> None:
+        """The heuristic verdict on flows ``fids`` (all undecided, none announced)."""
+        if not self.heuristic:
+            self.state[fids] = _REJECT
+            return
+        keys = np.asarray([self.keys[f] for f in fids.tolist()], dtype=np.int64).reshape(-1, 5)
+        # well-known non-RTP ports, and announced RTCP ports (RFC 3550 §11, RFC 3605)
+        ok = ~(np.isin(keys[:, 2], _NOT_RTP_PORTS) | np.isin(keys[:, 3], _NOT_RTP_PORTS))
+        if self.rtcp_ports:
+            a = self.addresses
+            ok &= np.array([(a[k[1]], k[3]) not in self.rtcp_ports and (a[k[0]], k[2]) not in self.rtcp_ports
+                            for k in keys.tolist()], dtype=bool)
+        rows = np.flatnonzero(np.isin(self.held.fid, fids))
+        rows = rows[np.argsort(self.held.fid[rows], kind="stable")]
+        seg = _Segments(self.held.fid[rows])
+        first = rows[seg.pos < self.probe_packets]  # a flow's first packets only
+        seg = _Segments(self.held.fid[first])
+        looks = _looks_like_rtp(seg, self.held.seq[first], self.held.ts[first], self.held.pt[first])
+        verdict = np.zeros(fids.size, dtype=bool)
+        verdict[np.searchsorted(fids, seg.ids)] = looks & (seg.lens >= self.min_packets)
+        take = fids[verdict & ok]
+        self.state[fids[~(verdict & ok)]] = _REJECT
+        self.state[take] = _RTP
+        if take.size:  # not announced: the static clock-rate and comfort-noise tables
+            self.sid[take] = self.stats.add(int(take.size))
+
+    def _accept(self, fid: int) -> None:
+        """Take flow ``fid`` as an SDP-announced RTP stream."""
+        call_id, media = self._announcement(fid)  # type: ignore[misc]
         rates: dict[int, int] = {}
         cn: list[int] = []
-        if ann is not None:
-            flow.call_id, flow.media = ann
-            for pt, (name, rate, _) in flow.media.rtpmap.items():
-                rates[pt] = rate
-                if name.upper() == "CN":
-                    cn.append(pt)
-        flow.state = "rtp"
-        flow.analyser = Analyser(clock_table(rates), cn_table(cn))
-        probe, flow.probe = flow.probe, []
-        for c in probe:
-            self._push(flow, c[:6], c[6])
+        self.call_id[fid], self.media[fid] = call_id, media
+        for pt, (name, rate, _) in media.rtpmap.items():
+            rates[pt] = rate
+            if name.upper() == "CN":
+                cn.append(pt)
+        self.state[fid] = _RTP
+        self.sid[fid] = self.stats.add(clocks=clock_table(rates), cn=cn_table(cn))[0]
 
-    def _push(self, flow: _Flow, cols: tuple[np.ndarray, ...], pays: list[bytes]) -> None:
-        _frame, arr, seq, ts, pt, mk = cols
-        flow.analyser.update(arr, seq, ts, pt, mk)  # type: ignore[union-attr]
+    def _feed(self, pk: _Packets) -> None:
+        if len(pk) == 0:
+            return
+        self.stats.update(self.sid[pk.fid], pk.arr, pk.seq, pk.ts, pk.pt, pk.mk)
         if self.keep:
-            flow.chunks.append(cols)
-            flow.payloads.append(pays)
+            self.kept.append(pk)
 
     # -- at the end --------------------------------------------------------------
     def finish(self, path: str) -> RtpScan:
-        for flow in self.flows.values():
-            if flow.state == "probe":
-                n = flow.probe_len()
-                if self._announcement(flow) is not None:
-                    self._accept(flow, "sdp")
-                elif n >= self.min_packets:
-                    self._decide(flow)
-                else:
-                    flow.state = "reject"
+        self._feed(self._decide(final=True))
         rtcp = self.rtcp.summaries()
         calls = tuple(group_calls(self.sip))
-        streams = []
         a = self.addresses
-        for flow in sorted(self.flows.values(), key=lambda f: f.first_frame):
-            if flow.state != "rtp" or flow.analyser is None:
-                continue
-            media = flow.media
+        fids = np.flatnonzero(self.state == _RTP)
+        fids = fids[np.argsort(self.first_frame[fids], kind="stable")]
+        sids = self.sid[fids]
+        stats = self.stats.results(sids)
+        tables: dict[int, tuple[np.ndarray, ...]] = {}
+        if self.keep and self.kept:
+            pk = _Packets.concat(self.kept)
+            self.kept = []
+            rows = np.argsort(pk.fid, kind="stable")
+            pk = pk.take(rows)
+            seg = _Segments(pk.fid)
+            for f, s0, s1 in zip(seg.ids.tolist(), seg.starts.tolist(), seg.ends.tolist()):
+                tables[f] = tuple(getattr(pk, c)[s0:s1] for c in _COLUMNS) + (pk.pay[s0:s1],)  # type: ignore[index]
+        counts = self.stats.pt_counts[sids]
+        # payload types seen, most frequent first (ties: lower type first)
+        ranked = np.argsort(-counts, axis=1, kind="stable").tolist()
+        seen = np.count_nonzero(counts, axis=1).tolist()
+        streams = []
+        for i, (fid, st) in enumerate(zip(fids.tolist(), stats)):
+            media = self.media.get(fid)
+            call_id = self.call_id.get(fid)
+            found_by = "sdp" if media is not None else "heuristic"
             if media is None:  # SDP seen only after the flow was taken as RTP
-                ann = self._announcement(flow)
+                ann = self._announcement(fid)
                 if ann is not None:
-                    flow.call_id, media = ann
-            an = flow.analyser
-            stats = an.result()
-            counts = an.pt_counts
-            pts = tuple(int(p) for p in np.argsort(-counts, kind="stable") if counts[p] > 0)
+                    call_id, media = ann
+            pts = tuple(ranked[i][: seen[i]])
             main = pts[0]
             codec, rate = _codec_of(main, media)
-            src, dst, sport, dport, ssrc = flow.key
+            src, dst, sport, dport, ssrc = self.keys[fid]
             packets = None
             if self.keep:
-                frame, arr, seq, ts, pt, mk = (np.concatenate(c) for c in zip(*flow.chunks))
-                packets = make_packets(frame, arr, seq, ts, mk, pt, [p for chunk in flow.payloads for p in chunk])
-                flow.chunks, flow.payloads = [], []
+                frame, arr, seq, ts, pt, mk, pay = tables[fid]
+                packets = make_packets(frame, arr, seq, ts, mk, pt, list(pay))
             streams.append(
                 RtpStream(
                     key=StreamKey(a[src], sport, a[dst], dport, ssrc),
@@ -354,10 +495,10 @@ class _Scanner:
                     codec=codec,
                     clock_rate=rate,
                     packets=packets,
-                    stats=stats,
-                    call_id=flow.call_id,
+                    stats=st,
+                    call_id=call_id,
                     ptime_ms=media.ptime_ms if media is not None else None,
-                    found_by="sdp" if flow.media is not None else "heuristic",
+                    found_by=found_by,
                     payload_types=pts,
                     rtcp=rtcp.get(ssrc),
                     media=media_kind(codec, rate, media.media if media is not None else None),
@@ -392,6 +533,7 @@ def scan_capture(
     heuristic: bool = True,
     min_packets: int = 4,
     batch_size: int = 65536,
+    reorder_window: int = REORDER_WINDOW,
 ) -> RtpScan:
     """Find every RTP stream, SIP call and RTCP report in a capture, in one pass.
 
@@ -401,16 +543,24 @@ def scan_capture(
         A pcap or pcapng capture (read with :func:`qoe.capture.read_udp_batches`).
     keep_packets : bool, optional
         Keep each stream's per-packet table and payloads (:attr:`RtpStream.packets`).
-        False computes the statistics only, with memory that does not grow with the
-        number of packets (about one byte per sequence number per stream).
+        False computes the statistics only, with memory that grows with the number of
+        streams but not with their length (about 1.5 KiB per stream with the default
+        ``reorder_window``).
     heuristic : bool, optional
         Also accept flows that no SDP announced when their first packets progress like
         RTP (version 2, one SSRC, sequence numbers and timestamps moving forward, one
-        dominant payload type). False keeps only SDP-announced streams.
+        dominant payload type): judged on a flow's first ``max(16, min_packets)``
+        packets, or at the end of the capture on all of them. False keeps only
+        SDP-announced streams.
     min_packets : int, optional
         Fewest packets for a flow to be taken as RTP by the heuristic.
     batch_size : int, optional
-        Datagrams read per batch.
+        Datagrams read per batch. The statistics do not depend on it (but for float
+        rounding); larger batches are faster and take more memory.
+    reorder_window : int, optional
+        How many sequence numbers behind a stream's highest one a packet may arrive and
+        still be told apart as a duplicate or a late packet (default 4096; see
+        :func:`rtp_stats`). Each stream keeps one bit per number of it.
 
     Returns
     -------
@@ -421,7 +571,7 @@ def scan_capture(
     CaptureError
         The file cannot be read as a capture.
     InputError
-        ``min_packets`` < 2 or ``batch_size`` < 1.
+        ``min_packets`` < 2, ``batch_size`` < 1 or ``reorder_window`` < 1.
 
     References
     ----------
@@ -436,7 +586,8 @@ def scan_capture(
         warnings.simplefilter("ignore")  # the read below reports a damaged file once
         # frame 1, even when a later frame has an earlier time (as tshark)
         first_ns = probe(name).first_frame_ns
-    sc = _Scanner(keep_packets=keep_packets, heuristic=heuristic, min_packets=min_packets, first_ns=first_ns)
+    sc = _Scanner(keep_packets=keep_packets, heuristic=heuristic, min_packets=min_packets,
+                  reorder_window=reorder_window, first_ns=first_ns)
     for b in read_udp_batches(name, batch_size=batch_size):
         sc.batch(b)
     return sc.finish(name)
@@ -448,6 +599,7 @@ def find_streams(
     keep_packets: bool = True,
     heuristic: bool = True,
     min_packets: int = 4,
+    reorder_window: int = REORDER_WINDOW,
 ) -> list[RtpStream]:
     """The RTP streams of a capture, with their packets and statistics.
 
@@ -458,7 +610,7 @@ def find_streams(
     ----------
     path : str or os.PathLike
         A pcap or pcapng capture.
-    keep_packets, heuristic, min_packets
+    keep_packets, heuristic, min_packets, reorder_window
         As for :func:`scan_capture`.
 
     Returns
@@ -466,7 +618,8 @@ def find_streams(
     list of RtpStream
         In order of their first packet.
     """
-    scan = scan_capture(path, keep_packets=keep_packets, heuristic=heuristic, min_packets=min_packets)
+    scan = scan_capture(path, keep_packets=keep_packets, heuristic=heuristic, min_packets=min_packets,
+                        reorder_window=reorder_window)
     if not scan.streams:
         warnings.warn(f"{scan.path}: no RTP stream found in {scan.udp_packets} UDP datagrams", QoEWarning, stacklevel=2)
     return list(scan.streams)

@@ -1,11 +1,13 @@
-"""Receiver statistics of one RTP stream, computed as tshark's ``-z rtp,streams`` does.
+"""Receiver statistics of RTP streams, computed as tshark's ``-z rtp,streams`` does.
 
 Loss, duplicates, reordering, sequence errors, arrival deltas, RFC 3550 interarrival
-jitter and the loss-burst profile behind G.107's BurstR, for a stream fed in chunks of
-packets in arrival order (:class:`Analyser`: memory flat in the stream's length) or
-given whole (:func:`rtp_stats`). The Wireshark conventions they follow are listed, with
-how they were established, in the docstring of :mod:`qoe.rtp`, which re-exports
-the public names.
+jitter and the loss-burst profile behind G.107's BurstR, for many streams at once fed
+batches of packets (:class:`StreamStats`: a few hundred bytes per stream plus a bit per
+sequence number of the reordering window, whatever the streams' lengths; the work on a
+batch is array operations across all its streams, not a loop over them) or for one
+stream given whole (:func:`rtp_stats`). The Wireshark conventions they follow are
+listed, with how they were established, in the docstring of :mod:`qoe.rtp`, which
+re-exports the public names.
 
 References
 ----------
@@ -17,18 +19,21 @@ References
 .. [4] Wireshark User's Guide, §9.11 "RTP" (RTP Streams window: Lost, Max Delta, Max
    Jitter, Mean Jitter, Problems).
 .. [5] ITU-T G.107 (06/2015), §7.5, eq. (7-32): BurstR (see :mod:`qoe.rtp.lossmodel`).
+.. [6] W. D. Hillis and G. L. Steele, "Data parallel algorithms", Commun. ACM 29(12),
+   1986 (the prefix scan that evaluates the jitter and running-mean recurrences).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 
 from qoe.errors import InputError
-from qoe.rtp._packet import SEQ_MOD, STATIC_PAYLOAD_TYPES, TS_MOD, RtpPackets, unwrap
+from qoe.rtp._packet import SEQ_MOD, STATIC_PAYLOAD_TYPES, TS_MOD, RtpPackets, wrapped_distance
+from qoe.rtp.lossmodel import LossRunCounts
 
 # RFC 3550 §6.4.1: the jitter estimate's gain parameter 1/16.
 _JITTER_GAIN = 1.0 / 16.0
@@ -38,6 +43,11 @@ _COMFORT_NOISE_PTS = (13, 19)
 # Sequence-number bookkeeping compatible with Wireshark (see qoe.rtp's docstring): a
 # drop of more than this below the tracked number is taken as a wrap, not a late packet.
 _WS_WRAP_GAP = 0xFF00
+# How far behind the highest sequence number received a packet may arrive and still be
+# told apart as a duplicate or as filling a gap (a bit per number per stream). RFC 3550
+# A.1 takes a packet up to MAX_MISORDER = 100 numbers behind as reordered and a jump of up
+# to MAX_DROPOUT = 3000 ahead as a dropout: 4096 covers both.
+REORDER_WINDOW = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,8 +133,11 @@ class RtpStats:
 
     def to_dict(self) -> dict[str, Any]:
         """The statistics as a flat dict of Python numbers."""
-        return asdict(self)
+        return {f: getattr(self, f) for f in _STATS_FIELDS}
 
+
+
+_STATS_FIELDS = tuple(f.name for f in fields(RtpStats))  # all flat numbers: no deep copy needed
 
 
 def clock_table(clock_rates: dict[int, int] | None = None) -> np.ndarray:
@@ -148,442 +161,525 @@ def cn_table(extra: Iterable[int] = ()) -> np.ndarray:
     return table
 
 
-_JITTER_BLOCK = 256
-# (1 - 1/16)**-256 is about 1.5e7: block-local sums stay far from overflow and lose no
-# precision that matters, while whole-array powers of 15/16 would underflow.
-_JITTER_POW = (1.0 - _JITTER_GAIN) ** np.arange(_JITTER_BLOCK + 1)
+
+class _Segments:
+    """Contiguous groups of a sorted label array (one group per stream in a batch)."""
+
+    __slots__ = ("n", "starts", "ends", "last", "lens", "ids", "g", "pos", "count_")
+
+    def __init__(self, labels: np.ndarray) -> None:
+        n = labels.size
+        brk = np.ones(n, dtype=bool)
+        brk[1:] = labels[1:] != labels[:-1]
+        self.n = n
+        self.starts = np.flatnonzero(brk)
+        self.ends = np.append(self.starts[1:], n)
+        self.last = self.ends - 1
+        self.lens = self.ends - self.starts
+        self.ids = labels[self.starts]
+        self.g = np.repeat(np.arange(self.starts.size), self.lens)
+        self.pos = np.arange(n) - self.starts[self.g]
+        self.count_ = self.starts.size
+
+    def sub(self, rows: np.ndarray) -> _Segments:
+        """The segments of the elements ``rows`` (sorted); ``ids`` index this object's segments."""
+        return _Segments(self.g[rows])
+
+    def prev(self, x: np.ndarray, first: np.ndarray) -> np.ndarray:
+        """Each element's predecessor in its segment; the segment's first gets ``first[segment]``."""
+        out = np.empty_like(x)
+        out[1:] = x[:-1]
+        out[self.starts] = first
+        return out
+
+    def cumsum(self, x: np.ndarray) -> np.ndarray:
+        """Cumulative sum restarting at each segment (exact for integers)."""
+        c = np.cumsum(x)
+        return c - (c[self.starts] - x[self.starts])[self.g]
+
+    def count(self, mask: np.ndarray) -> np.ndarray:
+        return np.add.reduceat(mask.astype(np.int64), self.starts)
+
+    def affine(self, a: np.ndarray, b: np.ndarray, y0: np.ndarray) -> np.ndarray:
+        """``y[i] = a[i] * y[i-1] + b[i]`` in every segment, from ``y0[segment]``: all the y.
+
+        A prefix scan (Hillis and Steele 1986) over the pairs (a, b), which compose as
+        ``(a2, b2) o (a1, b1) = (a2 a1, a2 b1 + b2)``: ceil(log2(longest segment)) array
+        passes. A segment's first element gets ``a = 0`` with its start value folded into
+        ``b``, so nothing crosses a segment boundary (0 times a finite number is exact).
+        Each element's value depends only on its own segment, not on the batch around it.
+        """
+        first = np.zeros(self.n, dtype=bool)
+        first[self.starts] = True
+        A = np.where(first, 0.0, a)
+        B = b.astype(np.float64, copy=True)
+        B[self.starts] += a[self.starts] * y0
+        step, longest = 1, int(self.lens.max())
+        while step < longest:
+            B[step:] = B[step:] + A[step:] * B[:-step]
+            A[step:] = A[step:] * A[:-step]
+            A[A < 1e-250] = 0.0  # (15/16)**n underflows for long runs: no denormals
+            step *= 2
+        return B
 
 
-def jitter_filter(abs_d: np.ndarray, j0: float) -> np.ndarray:
-    """RFC 3550 §6.4.1 / A.8 recursion ``J(i) = J(i-1) + (|D(i)| - J(i-1)) / 16`` for all i.
+def _stable_order(keys: np.ndarray, bound: int) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` for keys in ``[0, bound)``: in the narrowest
+    unsigned type, where NumPy's stable sort of 8- and 16-bit keys is a radix sort."""
+    for t in (np.uint8, np.uint16, np.uint32):
+        if bound <= np.iinfo(t).max + 1:
+            return np.argsort(keys.astype(t), kind="stable")
+    return np.argsort(keys, kind="stable")
 
-    Vectorised in blocks of 256: inside a block ``J(k) = a**(k+1) * J(start) +
-    sum_j a**(k-j) * |D(j)| / 16`` with ``a = 15/16``, the sum taken as a cumulative sum of
-    ``a**-j``-weighted terms; block starts are chained in a short Python loop.
+
+def _ranges(lo: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Item index and value of every integer in ``[lo[i], lo[i] + length[i])``, all items."""
+    length = np.maximum(length, 0)
+    item = np.repeat(np.arange(lo.size), length)
+    off = np.cumsum(length) - length
+    return item, lo[item] + (np.arange(item.size) - off[item])
+
+
+class StreamStats:
+    """Streaming receiver statistics of many RTP streams, fed batches of packets.
+
+    Each stream is a row of a structure of arrays (a few hundred bytes: counters, the
+    last packet's numbers, the jitter, delta and jitter extremes and means, payload-type
+    counts, the loss-run counts of :class:`qoe.rtp.lossmodel.LossRunCounts`) plus a
+    bit per sequence number of its reordering window, so memory grows with the number of
+    streams and not with their length. A batch holds packets of any streams in any
+    interleaving (each stream's in arrival order); it is processed with array operations
+    across all of its streams: the packets are grouped by stream with a stable sort and
+    every recurrence (sequence-number unwrapping, RFC 3550 jitter, Wireshark's running
+    means, the cycle count) is evaluated per group. Only Wireshark's sequence-error
+    tracker for a stream whose packets do not all move forward falls back to a loop
+    over that stream's packets of the batch. Any split into batches gives the same
+    integers and the same floats up to rounding.
+
+    Parameters
+    ----------
+    reorder_window : int, optional
+        A packet whose extended sequence number is at least this far below the highest
+        one received before it counts as out of order only: it is not checked for being
+        a duplicate and its number stays lost in the loss runs. Closer ones are told
+        apart exactly as duplicates or late arrivals.
     """
-    m = abs_d.size
-    nb = -(-m // _JITTER_BLOCK)
-    x = np.zeros(nb * _JITTER_BLOCK)
-    x[:m] = abs_d * _JITTER_GAIN
-    x = x.reshape(nb, _JITTER_BLOCK)
-    up = _JITTER_POW[:_JITTER_BLOCK]  # a**k
-    local = np.cumsum(x / up, axis=1) * up  # zero-start response inside each block
-    starts = np.empty(nb)
-    j = j0
-    a_block = _JITTER_POW[_JITTER_BLOCK]
-    for i in range(nb):
-        starts[i] = j
-        j = a_block * j + local[i, -1]
-    out = local + starts[:, None] * _JITTER_POW[1:]
-    return out.reshape(-1)[:m]
 
+    _I64 = ("n", "first_arr", "start", "first_ts", "last_seq", "last_seq_ext", "last_ts", "last_ts_ext", "ref_arr",
+            "track", "last_arr", "n_d", "n_j", "cycles", "seq_errors", "wrong_ts", "dups", "ooo", "max_e", "lo")
+    _F64 = ("j", "ref_nom", "mean_d", "mean_j")
+    _F64_INF = ("min_d", "min_j")
+    _F64_NEG_INF = ("max_d", "max_j")
+    _BOOL = ("any_clock", "under", "prev_cn")
 
-def _previous(x: np.ndarray, first: Any) -> np.ndarray:
-    """Each element's predecessor: ``[first, x[0], ..., x[-2]]`` (``x`` non-empty), the
-    carried-in ``first`` being the last value of the chunk before."""
-    out = np.empty_like(x)
-    out[0] = first
-    out[1:] = x[:-1]
-    return out
+    def __init__(self, *, reorder_window: int = REORDER_WINDOW) -> None:
+        if isinstance(reorder_window, bool) or not isinstance(reorder_window, (int, np.integer)) or reorder_window < 1:
+            raise InputError(f"reorder_window must be a positive integer, given {reorder_window!r}")
+        self.window = int(reorder_window)
+        self._nbytes = (self.window + 7) // 8
+        self.size = 0
+        self._cap = 0
+        for f in self._I64:
+            setattr(self, f, np.zeros(0, dtype=np.int64))
+        for f in self._F64 + self._F64_INF + self._F64_NEG_INF:
+            setattr(self, f, np.zeros(0))
+        for f in self._BOOL:
+            setattr(self, f, np.zeros(0, dtype=bool))
+        self.table = np.zeros(0, dtype=np.int32)
+        self.pt_counts = np.zeros((0, 128), dtype=np.int32)
+        self.ring = np.zeros((0, self._nbytes), dtype=np.uint8)
+        self.runs = LossRunCounts()
+        self._tables: dict[tuple[bytes, bytes], int] = {}
+        self._clocks = np.zeros((0, 128))
+        self._cns = np.zeros((0, 128), dtype=bool)
 
+    # -- streams -----------------------------------------------------------------
+    def add(self, count: int = 1, *, clocks: np.ndarray | None = None, cn: np.ndarray | None = None) -> np.ndarray:
+        """Add ``count`` streams with these clock-rate and comfort-noise tables; their ids."""
+        clocks = clock_table() if clocks is None else np.asarray(clocks, dtype=np.float64)
+        cn = cn_table() if cn is None else np.asarray(cn, dtype=bool)
+        key = (clocks.tobytes(), cn.tobytes())
+        t = self._tables.get(key)
+        if t is None:
+            t = self._tables[key] = len(self._tables)
+            self._clocks = np.vstack([self._clocks, clocks[None, :]])
+            self._cns = np.vstack([self._cns, cn[None, :]])
+        ids = np.arange(self.size, self.size + count)
+        if self.size + count > self._cap:
+            self._grow(max(self.size + count, 2 * self._cap, 16))
+        self.table[ids] = t
+        self.size += count
+        return ids
 
-def running_mean(mean: float, values: np.ndarray, ks: np.ndarray) -> float:
-    """Apply ``mean += (v - mean) / k`` for each (v, k) in order, in closed form.
+    def _grow(self, cap: int) -> None:
+        def grown(old: np.ndarray, fill: Any) -> np.ndarray:
+            new = np.full((cap,) + old.shape[1:], fill, dtype=old.dtype)
+            new[: old.shape[0]] = old
+            return new
 
-    ``mean_after = mean * prod(1 - 1/k) + sum_i v_i / k_i * prod_{j > i}(1 - 1/k_j)``;
-    the suffix products stay >= k_first / k_last, so nothing underflows.
-    """
-    if values.size == 0:
-        return mean
-    f = 1.0 - 1.0 / ks
-    suffix = np.cumprod(f[::-1])[::-1]  # suffix[i] = prod f[i:]
-    after = np.empty_like(suffix)
-    after[:-1] = suffix[1:]
-    after[-1] = 1.0
-    return float(mean * suffix[0] + np.sum(values / ks * after))
+        for f in self._I64 + self._F64 + self._BOOL:
+            setattr(self, f, grown(getattr(self, f), 0))
+        for f in self._F64_INF:
+            setattr(self, f, grown(getattr(self, f), np.inf))
+        for f in self._F64_NEG_INF:
+            setattr(self, f, grown(getattr(self, f), -np.inf))
+        self.table = grown(self.table, 0)
+        self.pt_counts = grown(self.pt_counts, 0)
+        self.ring = grown(self.ring, 0)
+        self.runs.resize(cap)
+        self._cap = cap
 
+    # -- the presence window -------------------------------------------------------
+    def _bits(self, sids: np.ndarray, x: np.ndarray) -> np.ndarray:
+        pos = x % self.window
+        return ((self.ring.reshape(-1)[sids * self._nbytes + (pos >> 3)] >> (pos & 7)) & 1).astype(bool)
 
-# A packet may arrive this many sequence numbers behind the highest one and still be
-# told apart as a duplicate or a late packet: the presence map keeps 2 * 2**16 of them
-# (128 KiB per stream), so its memory does not grow with the stream. A whole sequence
-# cycle (RFC 3550 A.1) is far beyond any real reordering; RFC 3550 A.1's MAX_DROPOUT is 3000.
-PRESENCE_WINDOW = 1 << 16
-
-
-class RunStats:
-    """Loss-run statistics of a received/lost sequence fed in pieces.
-
-    The definitions are those of :func:`qoe.rtp.lossmodel.loss_pattern` (G.107 (06/2015)
-    §7.5, eq. 7-32: p, q, BurstR = 1/(p + q), loss runs and the gaps between them), kept
-    as counts so that the sequence never has to be held whole.
-    """
-
-    def __init__(self) -> None:
-        self.n = 0
-        self.lost = 0
-        self.last: bool | None = None
-        self.rx_to_lost = self.lost_to_rx = self.from_rx = self.from_lost = 0
-        self.bursts = self.burst_sum = self.burst_max = 0
-        self.gaps = self.gap_sum = 0
-        self.open_val: bool | None = None
-        self.open_len = 0
-        self.pending_gap: int | None = None
-
-    def add(self, m: np.ndarray) -> None:
-        """Append ``m`` (True = lost) to the sequence."""
-        if m.size == 0:
+    def _write_bits(self, sids: np.ndarray, x: np.ndarray, value: bool) -> None:
+        if sids.size == 0:
             return
-        self.n += int(m.size)
-        self.lost += int(np.count_nonzero(m))
-        seq = m if self.last is None else np.concatenate(([self.last], m))
-        prev, nxt = seq[:-1], seq[1:]
-        lost_prev = int(np.count_nonzero(prev))
-        self.from_lost += lost_prev
-        self.from_rx += int(prev.size) - lost_prev
-        self.rx_to_lost += int(np.count_nonzero(~prev & nxt))
-        self.lost_to_rx += int(np.count_nonzero(prev & ~nxt))
-        self.last = bool(m[-1])
-        starts = np.concatenate(([0], np.flatnonzero(m[1:] != m[:-1]) + 1))
-        lengths = np.diff(np.concatenate((starts, [m.size])))
-        for v, n in zip(m[starts].tolist(), lengths.tolist()):
-            if v == self.open_val:
-                self.open_len += n
-            else:
-                self._close()
-                self.open_val, self.open_len = v, n
-
-    def add_run(self, value: bool, n: int) -> None:
-        """Append ``n`` copies of ``value`` without building them."""
-        if n <= 0:
-            return
-        self.n += n
-        self.lost += n if value else 0
-        if self.last is not None:
-            if self.last:
-                self.from_lost += 1
-                self.lost_to_rx += 0 if value else 1
-            else:
-                self.from_rx += 1
-                self.rx_to_lost += 1 if value else 0
+        pos = x % self.window
+        byte = sids * self._nbytes + (pos >> 3)
+        mask = (1 << (pos & 7)).astype(np.uint8)
+        if byte.size > 1 and bool(np.any(byte[1:] < byte[:-1])):
+            o = np.argsort(byte, kind="stable")
+            byte, mask = byte[o], mask[o]
+        starts = np.flatnonzero(np.concatenate(([True], byte[1:] != byte[:-1])))
+        mask = np.bitwise_or.reduceat(mask, starts)
+        flat = self.ring.reshape(-1)
         if value:
-            self.from_lost += n - 1
+            flat[byte[starts]] |= mask
         else:
-            self.from_rx += n - 1
-        self.last = value
-        if value == self.open_val:
-            self.open_len += n
-        else:
-            self._close()
-            self.open_val, self.open_len = value, n
+            flat[byte[starts]] &= ~mask
 
-    def _close(self) -> None:
-        if self.open_val is None:
+    def _settle(self, runs: LossRunCounts, sids: np.ndarray, a: np.ndarray, b: np.ndarray, top: np.ndarray,
+                extra_item: np.ndarray, extra_x: np.ndarray) -> None:
+        """Append the numbers ``a[i]..b[i]`` of stream ``sids[i]`` to its loss runs.
+
+        A number was received when its bit is set in the window (numbers up to
+        ``top[i]``, the highest number before this batch) or when it is among the
+        ``extra_x`` of item ``extra_item`` (numbers received in this batch, sorted by item).
+        """
+        span = np.minimum(b, top) - a + 1
+        item, x = _ranges(a, span)
+        hit = self._bits(sids[item], x)
+        ri, rx = item[hit], x[hit]
+        if extra_item.size:  # merge two runs sorted by (item, number), dropping repeats
+            ri, rx = np.concatenate((ri, extra_item)), np.concatenate((rx, extra_x))
+            width = np.max(b - a) + 1
+            o = np.argsort(ri * width + (rx - a[ri]), kind="stable")
+            ri, rx = ri[o], rx[o]
+            keep = np.ones(ri.size, dtype=bool)
+            keep[1:] = (ri[1:] != ri[:-1]) | (rx[1:] != rx[:-1])
+            ri, rx = ri[keep], rx[keep]
+        # runs of consecutive received numbers, each after a (possibly empty) gap of lost ones
+        brk = np.ones(ri.size, dtype=bool)
+        brk[1:] = (ri[1:] != ri[:-1]) | (rx[1:] != rx[:-1] + 1)
+        rs = np.flatnonzero(brk)
+        r_item, r_first = ri[rs], rx[rs]
+        r_len = np.diff(np.append(rs, ri.size))
+        r_last = r_first + r_len - 1
+        items = sids.size
+        m = np.bincount(r_item, minlength=items)
+        prev = np.empty_like(r_last)
+        prev[1:] = r_last[:-1]
+        item_first = np.ones(r_item.size, dtype=bool)
+        item_first[1:] = r_item[1:] != r_item[:-1]
+        prev[item_first] = a[r_item[item_first]] - 1
+        last = a - 1
+        if r_item.size:
+            last[r_item] = r_last  # the last write per item wins: its highest received number
+        off = np.cumsum(2 * m + 1) - (2 * m + 1)
+        rank = np.arange(r_item.size) - (np.cumsum(m) - m)[r_item]
+        total = int(2 * r_item.size + items)
+        idx = np.empty(total, dtype=np.int64)
+        val = np.empty(total, dtype=bool)
+        length = np.empty(total, dtype=np.int64)
+        gap_at = off[r_item] + 2 * rank
+        idx[gap_at], val[gap_at], length[gap_at] = sids[r_item], True, r_first - prev - 1
+        idx[gap_at + 1], val[gap_at + 1], length[gap_at + 1] = sids[r_item], False, r_len
+        tail_at = off + 2 * m
+        idx[tail_at], val[tail_at], length[tail_at] = sids, True, b - last
+        runs.add_runs(idx, val, length)
+
+    # -- a batch -------------------------------------------------------------------
+    def update(self, sid: np.ndarray, arrival_ns: np.ndarray, seq: np.ndarray, timestamp: np.ndarray,
+               payload_type: np.ndarray, marker: np.ndarray) -> None:
+        """Add packets of any streams: stream id, arrival ns, sequence number, RTP
+        timestamp, payload type and marker, each stream's packets in arrival order."""
+        sid = np.asarray(sid, dtype=np.int64)
+        if sid.size == 0:
             return
-        if self.open_val:  # a loss run ends; a received run before it, after a burst, is a gap
-            if self.pending_gap is not None:
-                self.gaps += 1
-                self.gap_sum += self.pending_gap
-                self.pending_gap = None
-            self.bursts += 1
-            self.burst_sum += self.open_len
-            self.burst_max = max(self.burst_max, self.open_len)
-        elif self.bursts:
-            self.pending_gap = self.open_len
-
-    def result(self) -> dict[str, Any]:
-        """bursts, mean/max burst, mean gap and BurstR, as loss_pattern defines them."""
-        bursts, burst_sum, burst_max, gaps, gap_sum = self.bursts, self.burst_sum, self.burst_max, self.gaps, self.gap_sum
-        if self.open_val:  # the sequence ends inside a loss run
-            if self.pending_gap is not None:
-                gaps, gap_sum = gaps + 1, gap_sum + self.pending_gap
-            bursts, burst_sum, burst_max = bursts + 1, burst_sum + self.open_len, max(burst_max, self.open_len)
-        mean_burst = burst_sum / bursts if bursts else 0.0
-        p = self.rx_to_lost / self.from_rx if self.from_rx else 0.0
-        if self.lost == 0:
-            burst_r = 1.0
-        elif self.lost == self.n:
-            burst_r = float("inf")
-        else:
-            q = self.lost_to_rx / self.from_lost if self.from_lost else 0.0
-            if q == 0.0:  # the only loss run is still open at the end
-                q = 1.0 / mean_burst
-            burst_r = 1.0 / (p + q)  # G.107 (06/2015) eq. (7-32)
-        return {
-            "loss_bursts": bursts,
-            "mean_burst_length": float(mean_burst),
-            "max_burst_length": int(burst_max),
-            "mean_gap_length": gap_sum / gaps if gaps else 0.0,
-            "burst_ratio": float(burst_r),
-        }
-
-
-class Presence:
-    """Which extended sequence numbers arrived: duplicates, reordering, loss runs.
-
-    Keeps a window of ``2 * window`` sequence numbers; numbers more than ``window`` below
-    the highest are settled into :class:`RunStats` and dropped. A packet arriving after
-    its number was settled counts as out of order.
-    """
-
-    def __init__(self, first: int, *, window: int = PRESENCE_WINDOW) -> None:
-        self.window = window
-        self.cap = 2 * window
-        self.margin = max(1, self.cap // 128)  # room below the first number for early-reordered ones
-        self.base = first - self.margin
-        self.have = np.zeros(self.cap, dtype=bool)
-        self.have[first - self.base] = True
-        self.lo = self.hi = self.max_ext = first
-        self.settled: int | None = None  # numbers below this are in self.runs
-        self.runs = RunStats()
-        self.dups = 0
-        self.ooo = 0
-
-    def add(self, e: np.ndarray) -> None:
-        """Mark extended sequence numbers ``e`` (arrival order) as received."""
-        step, half = self.window // 4, self.window // 2
-        i, n = 0, e.size
-        while i < n:  # pieces that never move the highest number by more than half a window
-            j = min(i + step, n)
-            cm = np.maximum.accumulate(e[i:j])
-            over = np.flatnonzero(cm > max(self.max_ext, int(e[i])) + half)
-            if over.size:
-                j = i + int(over[0])
-            self._add(e[i:j])
-            i = j
-
-    def _add(self, e: np.ndarray) -> None:
-        run_max = np.maximum.accumulate(_previous(e, self.max_ext))
-        self.max_ext = max(self.max_ext, int(e.max()))
-        hi = max(self.hi, int(e.max()))
-        if hi - self.base >= self.cap:  # slide: settle what is far behind the highest
-            keep_from = hi - self.window
-            if keep_from > self.lo:
-                top = min(keep_from, self.hi + 1)
-                self.runs.add(~self.have[self.lo - self.base : top - self.base])
-                self.runs.add_run(True, keep_from - top)  # numbers jumped over: missing
-                self.settled = keep_from
-                self._rebase(keep_from, keep_from, self.hi)
-                self.lo = keep_from
-            else:
-                self._rebase(self.lo, self.lo, self.hi)
-        floor = hi - self.cap + 1 if self.settled is None else max(self.settled, hi - self.cap + 1)
-        too_late = e < floor
-        ok = ~too_late
-        lo = min(self.lo, int(e[ok].min())) if ok.any() else self.lo
-        if lo < self.base:
-            self._rebase(max(lo - self.margin, hi - self.cap + 1), self.lo, self.hi)
-        self.lo, self.hi = lo, hi
-        idx = e[ok] - self.base
-        order = np.argsort(idx, kind="stable")
-        srt = idx[order]
-        first_in_piece = np.ones(idx.size, dtype=bool)
-        first_in_piece[order[1:]] = srt[1:] != srt[:-1]
-        dup = ~first_in_piece | self.have[idx]
-        self.have[idx] = True
-        self.dups += int(np.count_nonzero(dup))
-        self.ooo += int(np.count_nonzero(~dup & (e[ok] < run_max[ok]))) + int(np.count_nonzero(too_late))
-
-    def _rebase(self, base: int, a: int, b: int) -> None:
-        """Move the map to start at ``base``, keeping the numbers ``a``..``b``."""
-        moved = np.zeros(self.cap, dtype=bool)
-        if b >= a:
-            moved[a - base : b - base + 1] = self.have[a - self.base : b - self.base + 1]
-        self.have, self.base = moved, base
-
-    def loss_runs(self) -> dict[str, Any]:
-        runs = RunStats()
-        runs.__dict__.update({k: v for k, v in self.runs.__dict__.items()})
-        runs.add(~self.have[self.lo - self.base : self.hi - self.base + 1])
-        return runs.result()
-
-
-class Analyser:
-    """Streaming receiver statistics of one stream, fed chunk by chunk in arrival order.
-
-    Keeps O(1) state plus one byte per sequence number spanned (to count duplicates and
-    loss bursts), so the memory does not grow with the number of streams' packets held.
-    Chunked and one-shot updates give identical results.
-    """
-
-    def __init__(self, clocks: np.ndarray, cn: np.ndarray) -> None:
-        self.clocks = clocks
-        self.cn = cn
-        self.n = 0
-        self.j = 0.0
-        self.any_clock = False
-        self.min_d = np.inf
-        self.max_d = -np.inf
-        self.mean_d = 0.0
-        self.n_d = 0
-        self.min_j = np.inf
-        self.max_j = -np.inf
-        self.mean_j = 0.0
-        self.n_j = 0
-        self.cycles = 0
-        self.under = False
-        self.seq_errors = 0
-        self.wrong_ts = 0
-        self.pt_counts = np.zeros(128, dtype=np.int64)
-        self.presence: Presence | None = None
-
-    # -- one chunk ---------------------------------------------------------------
-    def update(self, arr: np.ndarray, seq: np.ndarray, ts: np.ndarray, pt: np.ndarray, mk: np.ndarray) -> None:
-        """Add packets in arrival order: arrival ns, sequence numbers, timestamps, payload types, markers."""
-        arr = np.asarray(arr, dtype=np.int64)
-        seq = np.asarray(seq).astype(np.int64)
-        ts = np.asarray(ts).astype(np.int64)
-        pt = np.asarray(pt).astype(np.intp)
-        mk = np.asarray(mk, dtype=bool)
-        if arr.shape[0] == 0:
-            return
-        self.pt_counts += np.bincount(pt, minlength=128)
-        if self.n == 0:
-            self._first(int(arr[0]), int(seq[0]), int(ts[0]), int(pt[0]))
-            arr, seq, ts, pt, mk = arr[1:], seq[1:], ts[1:], pt[1:], mk[1:]
-            if arr.shape[0] == 0:
+        cols = [np.asarray(arrival_ns, dtype=np.int64), np.asarray(seq).astype(np.int64),
+                np.asarray(timestamp).astype(np.int64), np.asarray(payload_type).astype(np.int64),
+                np.asarray(marker, dtype=bool)]
+        if sid.size > 1 and bool(np.any(sid[1:] < sid[:-1])):
+            o = _stable_order(sid, self.size)
+            sid = sid[o]
+            cols = [c[o] for c in cols]
+        arr, seq, ts, pt, mk = cols
+        # payload-type counts: runs of one (stream, type), then one add per distinct pair
+        key = sid * 128 + pt
+        brk = np.ones(key.size, dtype=bool)
+        brk[1:] = key[1:] != key[:-1]
+        rk = key[brk]
+        rc = np.diff(np.append(np.flatnonzero(brk), key.size))
+        if rk.size > 1 and bool(np.any(rk[1:] <= rk[:-1])):  # a stream's type changes back and forth
+            rk, inv = np.unique(rk, return_inverse=True)
+            rc = np.bincount(inv, weights=rc, minlength=rk.size).astype(np.int64)
+        self.pt_counts.reshape(-1)[rk] += rc
+        seg = _Segments(sid)
+        new = self.n[seg.ids] == 0
+        if new.any():  # a stream's first packet only sets its starting values
+            f, s = seg.starts[new], seg.ids[new]
+            self.first_arr[s] = self.ref_arr[s] = self.last_arr[s] = arr[f]
+            self.start[s] = self.last_seq[s] = self.last_seq_ext[s] = self.track[s] = seq[f]
+            self.max_e[s] = self.lo[s] = seq[f]
+            self.first_ts[s] = self.last_ts[s] = self.last_ts_ext[s] = ts[f]
+            self.ref_nom[s] = 0.0  # nominal time (ms since the first packet's timestamp) of the reference
+            self.prev_cn[s] = self._cns[self.table[s], pt[f]]
+            self.n[s] = 1
+            self._write_bits(s, seq[f], True)
+            rest = np.ones(sid.size, dtype=bool)
+            rest[f] = False
+            if not rest.any():
                 return
-        self._rest(arr, seq, ts, pt, mk)
+            sid, arr, seq, ts, pt, mk = sid[rest], arr[rest], seq[rest], ts[rest], pt[rest], mk[rest]
+            seg = _Segments(sid)
+        self._rest(seg, arr, seq, ts, pt, mk)
 
-    def _first(self, arr: int, seq: int, ts: int, pt: int) -> None:
-        self.n = 1
-        self.first_arr = arr
-        self.start = seq
-        self.first_ts = ts
-        self.last_seq = seq
-        self.last_seq_ext = seq
-        self.last_ts = ts
-        self.last_ts_ext = ts
-        self.ref_arr = arr
-        self.ref_nom = 0.0  # nominal time (ms since the first packet's timestamp) of the reference
-        self.prev_cn = bool(self.cn[pt])
-        self.track = seq
-        self.last_arr = arr
-        self.presence = Presence(seq)
-
-    def _rest(self, arr: np.ndarray, seq: np.ndarray, ts: np.ndarray, pt: np.ndarray, mk: np.ndarray) -> None:
-        m = arr.shape[0]
-        seq_ext = unwrap(seq, self.last_seq, self.last_seq_ext, SEQ_MOD)
-        ts_ext = unwrap(ts, self.last_ts, self.last_ts_ext, TS_MOD)
-        ks = (self.n + np.arange(m)).astype(np.float64)  # k: packets before this one
-        rel_ts = ts_ext - self.first_ts
+    def _rest(self, seg: _Segments, arr: np.ndarray, seq: np.ndarray, ts: np.ndarray, pt: np.ndarray,
+              mk: np.ndarray) -> None:
+        ids, g = seg.ids, seg.g
+        n_before = self.n[ids]
+        ks = (n_before[g] + seg.pos).astype(np.float64)  # k: packets before this one
+        prev_seq = seg.prev(seq, self.last_seq[ids])
+        seq_ext = self.last_seq_ext[ids][g] + seg.cumsum(wrapped_distance(seq - prev_seq, SEQ_MOD))
+        prev_ts = seg.prev(ts, self.last_ts[ids])
+        ts_ext = self.last_ts_ext[ids][g] + seg.cumsum(wrapped_distance(ts - prev_ts, TS_MOD))
+        rel_ts = ts_ext - self.first_ts[ids][g]
         ok = rel_ts >= 0  # else a "wrong timestamp": counted, otherwise ignored
-        self.wrong_ts += int(m - np.count_nonzero(ok))
-        cn = self.cn[pt]
-        prev_cn = _previous(cn, self.prev_cn)
-        clk = self.clocks[pt]
-        known = ~np.isnan(clk)
-        left_out = mk | cn | prev_cn
+        self.wrong_ts[ids] += seg.count(~ok)
+        tab = self.table[ids][g]
+        clk = self._clocks[tab, pt]
+        cn = self._cns[tab, pt]
+        left_out = mk | cn | seg.prev(cn, self.prev_cn[ids])
 
+        self._delta_jitter(seg, ok, arr, rel_ts, clk, left_out, ks)
+        self._cycles(seg, ok, seq, prev_seq)
+        self._sequence_errors(seg, seq, prev_seq, seq_ext)
+        self._presence(seg, seq_ext)
+
+        last = seg.last
+        self.n[ids] = n_before + seg.lens
+        self.prev_cn[ids] = cn[last]
+        self.last_seq[ids] = seq[last]
+        self.last_seq_ext[ids] = seq_ext[last]
+        self.last_ts[ids] = ts[last]
+        self.last_ts_ext[ids] = ts_ext[last]
+        self.last_arr[ids] = arr[last]
+
+    def _delta_jitter(self, seg: _Segments, ok: np.ndarray, arr: np.ndarray, rel_ts: np.ndarray, clk: np.ndarray,
+                      left_out: np.ndarray, ks: np.ndarray) -> None:
         oi = np.flatnonzero(ok)
-        if oi.size:
-            a_ok = arr[oi]
-            delta_ms = (a_ok - _previous(a_ok, self.ref_arr)) / 1e6
-            inc_d = ~left_out[oi]
-            if inc_d.any():
-                d = delta_ms[inc_d]
-                self.min_d = min(self.min_d, float(d.min()))
-                self.max_d = max(self.max_d, float(d.max()))
-                self.mean_d = running_mean(self.mean_d, d, ks[oi][inc_d])
-                self.n_d += int(d.size)
-            jpos = np.flatnonzero(known[oi])
-            if jpos.size:
-                self.any_clock = True
-                ji = oi[jpos]
-                nom = rel_ts[ji] * (1000.0 / clk[ji])  # RFC 3550 §6.4.1: timestamps in ms
-                dd = np.abs(delta_ms[jpos] - (nom - _previous(nom, self.ref_nom)))  # |D(i-1, i)|
-                # RFC 3550 §6.4.1 / A.8: J(i) = J(i-1) + (|D| - J(i-1)) / 16
-                jit = jitter_filter(dd, self.j)
-                self.j = float(jit[-1])
-                self.ref_nom = float(nom[-1])
-                inc_j = inc_d[jpos]
-                if inc_j.any():
-                    jv = jit[inc_j]
-                    self.min_j = min(self.min_j, float(jv.min()))
-                    self.max_j = max(self.max_j, float(jv.max()))
-                    self.mean_j = running_mean(self.mean_j, jv, ks[ji][inc_j])
-                    self.n_j += int(jv.size)
-            self.ref_arr = int(a_ok[-1])
+        if oi.size == 0:
+            return
+        so = seg.sub(oi)
+        sid = seg.ids[so.ids]
+        a_ok = arr[oi]
+        delta_ms = (a_ok - so.prev(a_ok, self.ref_arr[sid])) / 1e6
+        inc = ~left_out[oi]
+        k = ks[oi]
+        self._extremes_and_mean(so, sid, delta_ms, inc, k, self.min_d, self.max_d, self.mean_d, self.n_d)
+        self.ref_arr[sid] = a_ok[so.last]
+        clk_ok = clk[oi]
+        jp = np.flatnonzero(~np.isnan(clk_ok))
+        if jp.size == 0:
+            return
+        sj = so.sub(jp)
+        jsid = sid[sj.ids]
+        nom = rel_ts[oi][jp] * (1000.0 / clk_ok[jp])  # RFC 3550 §6.4.1: timestamps in ms
+        dd = np.abs(delta_ms[jp] - (nom - sj.prev(nom, self.ref_nom[jsid])))  # |D(i-1, i)|
+        # RFC 3550 §6.4.1 / A.8: J(i) = J(i-1) + (|D| - J(i-1)) / 16 = (15/16) J(i-1) + |D| / 16
+        jit = sj.affine(np.full(jp.size, 1.0 - _JITTER_GAIN), dd * _JITTER_GAIN, self.j[jsid])
+        self.j[jsid] = jit[sj.last]
+        self.any_clock[jsid] = True
+        self.ref_nom[jsid] = nom[sj.last]
+        self._extremes_and_mean(sj, jsid, jit, inc[jp], k[jp], self.min_j, self.max_j, self.mean_j, self.n_j)
 
-        # Wireshark-compatible cycle count (qoe.rtp's docstring), over the packets with a
-        # usable timestamp; "last" is the last packet's sequence number, whatever it was.
-        set_ev = ok & ((seq < self.start) | ((seq == 0) & (_previous(seq, self.last_seq) == SEQ_MOD - 1)))
-        clr_ev = ok & (seq > self.start)
-        if set_ev.any() or (self.under and clr_ev.any()):
-            idx = np.where(set_ev | clr_ev, np.arange(m), -1)
-            last_ev = np.maximum.accumulate(idx)
-            after = np.where(last_ev >= 0, set_ev[np.maximum(last_ev, 0)], self.under)
-            self.cycles += int(np.count_nonzero(set_ev & ~_previous(after, self.under)))
-            self.under = bool(after[-1])
+    @staticmethod
+    def _extremes_and_mean(sg: _Segments, sid: np.ndarray, x: np.ndarray, inc: np.ndarray, k: np.ndarray,
+                           lo: np.ndarray, hi: np.ndarray, mean: np.ndarray, count: np.ndarray) -> None:
+        """Min, max and Wireshark's running mean ``mean += (x - mean) / k`` of the included x."""
+        c = sg.count(inc)
+        if not c.any():
+            return
+        lo[sid] = np.minimum(lo[sid], np.minimum.reduceat(np.where(inc, x, np.inf), sg.starts))
+        hi[sid] = np.maximum(hi[sid], np.maximum.reduceat(np.where(inc, x, -np.inf), sg.starts))
+        # mean_k = (1 - 1/k) mean_{k'} + x / k; left-out packets leave it (a = 1, b = 0)
+        y = sg.affine(np.where(inc, 1.0 - 1.0 / k, 1.0), np.where(inc, x / k, 0.0), mean[sid])
+        mean[sid] = y[sg.last]
+        count[sid] += c
 
-        self._sequence_errors(seq, seq_ext)
-        self.presence.add(seq_ext)  # type: ignore[union-attr]
+    def _cycles(self, seg: _Segments, ok: np.ndarray, seq: np.ndarray, prev_seq: np.ndarray) -> None:
+        """Wireshark-compatible cycle count (qoe.rtp's docstring), over the packets with a
+        usable timestamp; "last" is the last packet's sequence number, whatever it was."""
+        ids, g = seg.ids, seg.g
+        start = self.start[ids][g]
+        set_ev = ok & ((seq < start) | ((seq == 0) & (prev_seq == SEQ_MOD - 1)))
+        clr_ev = ok & (seq > start)
+        under0 = self.under[ids]
+        if not (set_ev.any() or (under0[g] & clr_ev).any()):
+            return
+        idx = np.where(set_ev | clr_ev, np.arange(seg.n), -1)
+        last_ev = np.maximum.accumulate(idx)
+        after = np.where(last_ev >= seg.starts[g], set_ev[np.maximum(last_ev, 0)], under0[g])
+        before = seg.prev(after, under0)
+        self.cycles[ids] += seg.count(set_ev & ~before)
+        self.under[ids] = after[seg.last]
 
-        self.n += m
-        self.prev_cn = bool(cn[-1])
-        self.last_seq = int(seq[-1])
-        self.last_seq_ext = int(seq_ext[-1])
-        self.last_ts = int(ts[-1])
-        self.last_ts_ext = int(ts_ext[-1])
-        self.last_arr = int(arr[-1])
-
-    def _sequence_errors(self, seq: np.ndarray, seq_ext: np.ndarray) -> None:
+    def _sequence_errors(self, seg: _Segments, seq: np.ndarray, prev_seq: np.ndarray, seq_ext: np.ndarray) -> None:
         """Count packets that are not the successor of the tracked sequence number.
 
         The tracked number follows in-order packets and forward jumps (also a drop of
-        more than 0xFF00, taken as a wrap) but not late or duplicate packets.
+        more than 0xFF00, taken as a wrap) but not late or duplicate packets. While every
+        packet moves forward it is the previous packet's number; otherwise the stream's
+        packets of the batch are walked one by one.
         """
-        d = np.diff(seq_ext, prepend=self.last_seq_ext)
-        wrapped = seq < _previous(seq, self.last_seq)
-        if self.track == self.last_seq and bool(np.all(d >= 1)) and not bool(np.any(wrapped & (d >= SEQ_MOD - _WS_WRAP_GAP))):
-            # every packet moves forward: the tracked number is always the previous one
-            self.seq_errors += int(np.count_nonzero(d != 1))
-            self.track = int(seq[-1])
-            return
-        s = self.track
-        errors = 0
-        for x in seq.tolist():
-            if x == (s + 1) % SEQ_MOD:
-                s = x
-            elif x > s + 1 or s - x > _WS_WRAP_GAP:
-                s = x
-                errors += 1
-            else:  # late or duplicated
-                errors += 1
-        self.seq_errors += errors
-        self.track = s
+        ids = seg.ids
+        d = seq_ext - seg.prev(seq_ext, self.last_seq_ext[ids])
+        wrapped = seq < prev_seq
+        irregular = (d < 1) | (wrapped & (d >= SEQ_MOD - _WS_WRAP_GAP))
+        slow = (seg.count(irregular) > 0) | (self.track[ids] != self.last_seq[ids])
+        fast = ~slow
+        self.seq_errors[ids[fast]] += seg.count(d != 1)[fast]
+        self.track[ids[fast]] = seq[seg.last[fast]]
+        for i in np.flatnonzero(slow).tolist():
+            s = int(self.track[ids[i]])
+            errors = 0
+            for x in seq[seg.starts[i] : seg.ends[i]].tolist():
+                if x == (s + 1) % SEQ_MOD:
+                    s = x
+                elif x > s + 1 or s - x > _WS_WRAP_GAP:
+                    s = x
+                    errors += 1
+                else:  # late or duplicated
+                    errors += 1
+            self.seq_errors[ids[i]] += errors
+            self.track[ids[i]] = s
 
-    # -- the result --------------------------------------------------------------
-    def result(self) -> RtpStats:
-        if self.n == 0:
+    def _presence(self, seg: _Segments, e: np.ndarray) -> None:
+        """Duplicates, out-of-order packets and the loss runs, from extended numbers ``e``.
+
+        A stream's window holds the numbers ``(top - window, top]`` below its highest
+        number ``top``; numbers that leave it are settled into the loss runs.
+        """
+        w = self.window
+        ids, g = seg.ids, seg.g
+        top0 = self.max_e[ids]
+        top0_g = top0[g]
+        # per-segment running maximum: each segment's numbers shifted above the previous
+        # segment's, so that one accumulate serves all (and one sort finds repeats)
+        emin = np.minimum.reduceat(e, seg.starts)
+        width = np.maximum.reduceat(e, seg.starts) - emin + 1
+        shift = (np.cumsum(width) - width - emin)[g]
+        key = e + shift
+        upto = np.maximum.accumulate(key) - shift
+        before = np.maximum(seg.prev(upto, top0), top0_g)  # highest number before each packet
+        too_late = e <= before - w
+        acc = ~too_late
+        ai = np.flatnonzero(acc)
+        ka = key[ai]
+        o = np.argsort(ka, kind="stable")
+        sk = ka[o]
+        again = np.zeros(ai.size, dtype=bool)
+        again[o[1:]] = sk[1:] == sk[:-1]  # the same number earlier in this batch
+        ea, ga = e[ai], g[ai]
+        in_old = (ea > top0_g[ai] - w) & (ea <= top0_g[ai])
+        seen = np.zeros(ai.size, dtype=bool)
+        seen[in_old] = self._bits(ids[ga[in_old]], ea[in_old])
+        dup = np.zeros(seg.n, dtype=bool)
+        dup[ai] = again | seen
+        self.dups[ids] += seg.count(dup)
+        self.ooo[ids] += seg.count(too_late | (acc & ~dup & (e < before)))
+        lo = np.minimum(self.lo[ids], np.minimum.reduceat(np.where(acc, e, np.iinfo(np.int64).max), seg.starts))
+        top = np.maximum(top0, np.maximum.reduceat(e, seg.starts))
+        # the numbers received in this batch, once each, in order per segment
+        first_occ = np.ones(sk.size, dtype=bool)
+        first_occ[1:] = sk[1:] != sk[:-1]
+        uo = ai[o[first_occ]]
+        ug, ue = g[uo], e[uo]
+        # numbers leaving the window: settled into the loss runs
+        a = np.maximum(lo, top0 - w + 1)
+        b = top - w
+        leave = np.flatnonzero(b >= a)
+        if leave.size:
+            pick = np.flatnonzero(np.isin(ug, leave) & (ue <= b[ug]))
+            item = np.searchsorted(leave, ug[pick])
+            self._settle(self.runs, ids[leave], a[leave], b[leave], top0[leave], item, ue[pick])
+        # numbers entering the window: their old bits cleared, then the received ones set
+        moved = np.flatnonzero(top > top0)
+        if moved.size:
+            first_new = np.maximum(top0[moved], top[moved] - w) + 1
+            item, x = _ranges(first_new, top[moved] - first_new + 1)
+            self._write_bits(ids[moved][item], x, False)
+        fresh = ue > top[ug] - w
+        self._write_bits(ids[ug[fresh]], ue[fresh], True)
+        self.max_e[ids] = top
+        self.lo[ids] = lo
+
+    # -- the results ---------------------------------------------------------------
+    def results(self, sids: np.ndarray | None = None) -> list[RtpStats]:
+        """The statistics of streams ``sids`` (all by default), in that order."""
+        sids = np.arange(self.size) if sids is None else np.asarray(sids, dtype=np.int64)
+        if sids.size and bool(np.any(self.n[sids] == 0)):
             raise InputError("rtp_stats: the stream has no packets")
-        expected = self.cycles * SEQ_MOD + self.last_seq - self.start + 1
-        lost = expected - self.n
-        pres = self.presence
-        runs = pres.loss_runs()  # type: ignore[union-attr]
-        nan = float("nan")
-        has_d = self.n_d > 0
-        has_j = self.n_j > 0
-        return RtpStats(
-            first_ns=int(self.first_arr),
-            last_ns=int(self.last_arr),
-            packets=int(self.n),
-            expected=int(expected),
-            lost=int(lost),
-            loss_fraction=lost / expected if expected > 0 else 0.0,
-            duplicates=pres.dups,  # type: ignore[union-attr]
-            out_of_order=pres.ooo,  # type: ignore[union-attr]
-            sequence_errors=self.seq_errors,
-            wrong_timestamps=self.wrong_ts,
-            problems=bool(self.seq_errors or self.wrong_ts),
-            min_delta_ms=self.min_d if has_d else nan,
-            mean_delta_ms=self.mean_d if has_d else nan,
-            max_delta_ms=self.max_d if has_d else nan,
-            min_jitter_ms=self.min_j if has_j else nan,
-            mean_jitter_ms=self.mean_j if has_j else nan,
-            max_jitter_ms=self.max_j if has_j else nan,
-            jitter_ms=self.j if self.any_clock else nan,
-            **runs,
-        )
+        if np.unique(sids).size != sids.size:
+            raise InputError("StreamStats.results: a stream is asked for twice")
+        # the loss runs of what is still in the windows, added to a copy of the counts
+        runs = self.runs.copy()
+        top = self.max_e[sids]
+        none = np.zeros(0, dtype=np.int64)
+        self._settle(runs, sids, np.maximum(self.lo[sids], top - self.window + 1), top, top, none, none)
+        pat = runs.patterns(sids)
+        n = self.n[sids]
+        expected = self.cycles[sids] * SEQ_MOD + self.last_seq[sids] - self.start[sids] + 1
+        lost = expected - n
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fraction = np.where(expected > 0, lost / np.where(expected > 0, expected, 1), 0.0)
+        has_d, has_j = self.n_d[sids] > 0, self.n_j[sids] > 0
+        nan = np.nan
+        seq_errors, wrong_ts = self.seq_errors[sids], self.wrong_ts[sids]
+        cols = {
+            "first_ns": self.first_arr[sids],
+            "last_ns": self.last_arr[sids],
+            "packets": n,
+            "expected": expected,
+            "lost": lost,
+            "loss_fraction": fraction,
+            "duplicates": self.dups[sids],
+            "out_of_order": self.ooo[sids],
+            "sequence_errors": seq_errors,
+            "wrong_timestamps": wrong_ts,
+            "problems": (seq_errors > 0) | (wrong_ts > 0),
+            "min_delta_ms": np.where(has_d, self.min_d[sids], nan),
+            "mean_delta_ms": np.where(has_d, self.mean_d[sids], nan),
+            "max_delta_ms": np.where(has_d, self.max_d[sids], nan),
+            "min_jitter_ms": np.where(has_j, self.min_j[sids], nan),
+            "mean_jitter_ms": np.where(has_j, self.mean_j[sids], nan),
+            "max_jitter_ms": np.where(has_j, self.max_j[sids], nan),
+            "jitter_ms": np.where(self.any_clock[sids], self.j[sids], nan),
+            "loss_bursts": pat["bursts"],
+            "mean_burst_length": pat["mean_burst"],
+            "max_burst_length": pat["max_burst"],
+            "mean_gap_length": pat["mean_gap"],
+            "burst_ratio": pat["burst_r"],
+        }
+        assert tuple(cols) == _STATS_FIELDS
+        return [RtpStats(*row) for row in zip(*(c.tolist() for c in cols.values()))]
+
+    def payload_type_counts(self, sid: int) -> np.ndarray:
+        """Packets per payload type 0..127 of stream ``sid``."""
+        return self.pt_counts[sid]
 
 
 def rtp_stats(
@@ -592,6 +688,7 @@ def rtp_stats(
     *,
     clock_rates: dict[int, int] | None = None,
     comfort_noise: Iterable[int] = (),
+    reorder_window: int = REORDER_WINDOW,
 ) -> RtpStats:
     """Receiver statistics of one stream, computed from its packet table.
 
@@ -607,10 +704,22 @@ def rtp_stats(
         Clock rate per payload type (e.g. from SDP ``a=rtpmap``); overrides the rest.
     comfort_noise : iterable of int, optional
         Payload types that carry comfort noise besides 13 and 19 (e.g. a dynamic ``CN``).
+    reorder_window : int, optional
+        How many sequence numbers behind the highest one received a packet may arrive
+        and still be told apart as a duplicate or a late packet (default 4096, beyond
+        RFC 3550 A.1's MAX_DROPOUT = 3000 and MAX_MISORDER = 100). A packet arriving
+        later counts in ``out_of_order`` only, and its number stays lost in the loss
+        runs (``loss_bursts`` ... ``burst_ratio``); ``lost`` and the rest do not depend
+        on it.
 
     Returns
     -------
     RtpStats
+
+    Raises
+    ------
+    InputError
+        The table is empty, or ``reorder_window`` is not a positive integer.
 
     Notes
     -----
@@ -630,6 +739,8 @@ def rtp_stats(
         for p in pts.tolist():
             if np.isnan(clocks[p]) and (clock_rates is None or p not in clock_rates):
                 clocks[p] = clock_rate
-    an = Analyser(clocks, cn_table(comfort_noise))
-    an.update(packets.arrival_ns, packets.seq, packets.timestamp, packets.payload_type, packets.marker)
-    return an.result()
+    st = StreamStats(reorder_window=reorder_window)
+    (sid,) = st.add(clocks=clocks, cn=cn_table(comfort_noise))
+    st.update(np.full(len(packets), sid), packets.arrival_ns, packets.seq, packets.timestamp, packets.payload_type,
+              packets.marker)
+    return st.results()[0]

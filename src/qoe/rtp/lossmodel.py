@@ -25,7 +25,7 @@ from numpy.typing import ArrayLike
 
 from qoe.errors import InputError
 
-__all__ = ["LossPattern", "loss_pattern", "runs"]
+__all__ = ["LossPattern", "LossRunCounts", "loss_pattern", "runs"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +89,142 @@ def runs(mask: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     return starts, ends - starts
 
 
+class LossRunCounts:
+    """Loss-run counts of many received/lost sequences, each fed in pieces.
+
+    What :func:`loss_pattern` needs to know about a sequence, kept as a fixed set of
+    counts per sequence (a structure of arrays, one entry per sequence) so that a
+    sequence never has to be held whole: its length, how many are lost, its first and
+    last value, the length of its trailing run, the transitions received -> lost and
+    lost -> received, the longest loss run and the number received before the first
+    loss. :func:`loss_pattern` (one sequence given whole) and the receiver statistics
+    of :mod:`qoe.rtp` (many streams, a window of sequence numbers at a time) both count
+    with it, so the two cannot disagree.
+
+    Sequences are fed as runs (:meth:`add_runs`): a value (True = lost) and a length,
+    for many sequences at once.
+    """
+
+    _INT_FIELDS = ("n", "lost", "tail", "rx_to_lost", "lost_to_rx", "max_burst", "lead_rx")
+    _FLAG_FIELDS = ("first", "last")  # -1 nothing yet, 0 received, 1 lost
+
+    def __init__(self, size: int = 0) -> None:
+        self.size = 0
+        for f in self._INT_FIELDS:
+            setattr(self, f, np.zeros(0, dtype=np.int64))
+        for f in self._FLAG_FIELDS:
+            setattr(self, f, np.zeros(0, dtype=np.int8))
+        self.resize(size)
+
+    def resize(self, size: int) -> None:
+        """Make room for ``size`` sequences (new ones empty)."""
+        for f in self._INT_FIELDS + self._FLAG_FIELDS:
+            old = getattr(self, f)
+            new = np.zeros(size, dtype=old.dtype) if f in self._INT_FIELDS else np.full(size, -1, dtype=np.int8)
+            k = min(size, old.size)
+            new[:k] = old[:k]
+            setattr(self, f, new)
+        self.size = size
+
+    def copy(self) -> LossRunCounts:
+        out = LossRunCounts()
+        for f in self._INT_FIELDS + self._FLAG_FIELDS:
+            setattr(out, f, getattr(self, f).copy())
+        out.size = self.size
+        return out
+
+    def add_runs(self, idx: np.ndarray, value: np.ndarray, length: np.ndarray) -> None:
+        """Append runs to their sequences.
+
+        Parameters
+        ----------
+        idx : numpy.ndarray of int
+            The sequence each run belongs to; the runs of one sequence must be
+            contiguous and in order (``idx`` grouped, e.g. sorted with a stable sort).
+        value : numpy.ndarray of bool
+            True for a run of lost packets.
+        length : numpy.ndarray of int
+            Run lengths; zero-length runs are ignored, neighbours of equal value merge.
+        """
+        keep = length > 0
+        idx, value, length = idx[keep], value[keep].astype(bool), length[keep].astype(np.int64)
+        if idx.size == 0:
+            return
+        # merge neighbouring runs of the same sequence and value
+        brk = np.ones(idx.size, dtype=bool)
+        brk[1:] = (idx[1:] != idx[:-1]) | (value[1:] != value[:-1])
+        rs = np.flatnonzero(brk)
+        idx, value, length = idx[rs], value[rs], np.add.reduceat(length, rs)
+        # one group per sequence
+        gs = np.flatnonzero(np.concatenate(([True], idx[1:] != idx[:-1])))
+        ge = np.concatenate((gs[1:], [idx.size])) - 1
+        seqs = idx[gs]
+        g = np.repeat(np.arange(gs.size), np.diff(np.concatenate((gs, [idx.size]))))
+        n0, lost0, last0, tail0 = self.n[seqs], self.lost[seqs], self.last[seqs], self.tail[seqs]
+        v0 = value[gs]
+        joins = (n0 > 0) & (last0 == v0)  # the first run continues the sequence's trailing run
+        eff = length.copy()
+        eff[gs] += np.where(joins, tail0, 0)
+        # transitions: between runs of a group, and from the trailing run before it
+        inner = np.ones(idx.size, dtype=bool)
+        inner[gs] = False
+        to_lost = np.bincount(g, weights=inner & value, minlength=gs.size).astype(np.int64)
+        to_rx = np.bincount(g, weights=inner & ~value, minlength=gs.size).astype(np.int64)
+        cross = (n0 > 0) & ~joins
+        self.rx_to_lost[seqs] += to_lost + (cross & v0)
+        self.lost_to_rx[seqs] += to_rx + (cross & ~v0)
+        burst = np.where(value, eff, 0)
+        self.max_burst[seqs] = np.maximum(self.max_burst[seqs], np.maximum.reduceat(burst, gs))
+        self.lead_rx[seqs] += np.where((lost0 == 0) & ~v0, length[gs], 0)
+        self.n[seqs] = n0 + np.add.reduceat(length, gs)
+        self.lost[seqs] = lost0 + np.add.reduceat(np.where(value, length, 0), gs)
+        self.first[seqs] = np.where(n0 > 0, self.first[seqs], v0)
+        self.last[seqs] = value[ge]
+        self.tail[seqs] = eff[ge]
+
+    def add_sequence(self, i: int, lost: np.ndarray) -> None:
+        """Append a received/lost sequence (True = lost) to sequence ``i``."""
+        starts, lengths = runs(lost)  # loss runs; the received runs are between them
+        m = lost.size
+        edges = np.sort(np.concatenate(([0], starts, starts + lengths, [m])))
+        length = np.diff(edges)
+        value = np.isin(edges[:-1], starts)
+        self.add_runs(np.full(length.size, i), value, length)
+
+    def patterns(self, idx: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """G.107 figures of sequences ``idx`` (all by default), as :class:`LossPattern` defines them.
+
+        Returns arrays ``packets``, ``lost``, ``ppl``, ``p``, ``q``, ``burst_r``,
+        ``bursts``, ``mean_burst``, ``max_burst`` and ``mean_gap``; an empty sequence
+        gives zeros (and BurstR 1).
+        """
+        sel = slice(None) if idx is None else idx
+        n, lost = self.n[sel], self.lost[sel]
+        first, last, tail = self.first[sel], self.last[sel], self.tail[sel]
+        rx_to_lost, lost_to_rx = self.rx_to_lost[sel], self.lost_to_rx[sel]
+        bursts = rx_to_lost + (first == 1)
+        from_lost = lost - (last == 1)
+        from_rx = (n - lost) - (last == 0)
+        gaps = np.maximum(bursts - 1, 0)
+        gap_sum = np.where(bursts > 0, (n - lost) - self.lead_rx[sel] - np.where(last == 0, tail, 0), 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mean_burst = np.where(bursts > 0, lost / np.maximum(bursts, 1), 0.0)
+            mean_gap = np.where(gaps > 0, gap_sum / np.maximum(gaps, 1), 0.0)
+            p = np.where(from_rx > 0, rx_to_lost / np.maximum(from_rx, 1), 0.0)
+            q = np.where(from_lost > 0, lost_to_rx / np.maximum(from_lost, 1), 0.0)
+            # the only loss run is still open at the end: the run taken as complete
+            q = np.where(q == 0.0, 1.0 / np.where(mean_burst > 0, mean_burst, np.inf), q)
+            burst_r = 1.0 / (p + q)  # G.107 (06/2015) eq. (7-32)
+            ppl = np.where(n > 0, 100.0 * lost / np.maximum(n, 1), 0.0)
+        none, every = lost == 0, (lost == n) & (n > 0)
+        q = np.where(none, 1.0, np.where(every, 0.0, q))
+        burst_r = np.where(none, 1.0, np.where(every, np.inf, burst_r))
+        return {
+            "packets": n, "lost": lost, "ppl": ppl, "p": p, "q": q, "burst_r": burst_r, "bursts": bursts,
+            "mean_burst": mean_burst, "max_burst": self.max_burst[sel], "mean_gap": mean_gap,
+        }
+
+
 def loss_pattern(lost: ArrayLike) -> LossPattern:
     """Ppl, BurstR and loss-run statistics of a received/lost sequence.
 
@@ -136,32 +272,13 @@ def loss_pattern(lost: ArrayLike) -> LossPattern:
     if m.ndim != 1:
         raise InputError(f"lost must be a 1-D sequence of booleans; given shape {m.shape}")
     m = m.astype(bool)
-    n = int(m.size)
-    if n == 0:
+    if m.size == 0:
         raise InputError("lost is empty: a loss pattern needs at least one packet")
-    n_lost = int(m.sum())
-    ppl = 100.0 * n_lost / n
-    starts, lengths = runs(m)
-    bursts = int(starts.size)
-    mean_burst = float(lengths.mean()) if bursts else 0.0
-    max_burst = int(lengths.max()) if bursts else 0
-    gaps = starts[1:] - (starts[:-1] + lengths[:-1])
-    mean_gap = float(gaps.mean()) if gaps.size else 0.0
-
-    prev, nxt = m[:-1], m[1:]
-    from_rx = int((~prev).sum())
-    from_lost = int(prev.sum())
-    p = float((~prev & nxt).sum()) / from_rx if from_rx else 0.0
-    if n_lost == 0:
-        q, burst_r = 1.0, 1.0
-    elif n_lost == n:
-        q, burst_r = 0.0, float("inf")
-    else:
-        q = float((prev & ~nxt).sum()) / from_lost if from_lost else 0.0
-        if q == 0.0:  # the only loss run is still open at the end of the sequence
-            q = 1.0 / mean_burst
-        burst_r = 1.0 / (p + q)  # G.107 eq. (7-32)
+    counts = LossRunCounts(1)
+    counts.add_sequence(0, m)
+    f = counts.patterns()
     return LossPattern(
-        packets=n, lost=n_lost, ppl=ppl, p=p, q=q, burst_r=burst_r, bursts=bursts,
-        mean_burst=mean_burst, max_burst=max_burst, mean_gap=mean_gap,
+        packets=int(f["packets"][0]), lost=int(f["lost"][0]), ppl=float(f["ppl"][0]), p=float(f["p"][0]),
+        q=float(f["q"][0]), burst_r=float(f["burst_r"][0]), bursts=int(f["bursts"][0]),
+        mean_burst=float(f["mean_burst"][0]), max_burst=int(f["max_burst"][0]), mean_gap=float(f["mean_gap"][0]),
     )
