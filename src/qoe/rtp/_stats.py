@@ -48,6 +48,9 @@ _WS_WRAP_GAP = 0xFF00
 # A.1 takes a packet up to MAX_MISORDER = 100 numbers behind as reordered and a jump of up
 # to MAX_DROPOUT = 3000 ahead as a dropout: 4096 covers both.
 REORDER_WINDOW = 4096
+# Packets processed at once: bounds the temporaries of an update (some 60 arrays of this
+# many elements) whatever the batch; larger chunks only save array passes.
+_CHUNK = 1 << 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -419,6 +422,11 @@ class StreamStats:
         """Add packets of any streams: stream id, arrival ns, sequence number, RTP
         timestamp, payload type and marker, each stream's packets in arrival order."""
         sid = np.asarray(sid, dtype=np.int64)
+        if sid.size > _CHUNK:  # a stream's packets in one chunk precede its packets in the next
+            for i in range(0, sid.size, _CHUNK):
+                part = slice(i, i + _CHUNK)
+                self.update(sid[part], arrival_ns[part], seq[part], timestamp[part], payload_type[part], marker[part])
+            return
         if sid.size == 0:
             return
         cols = [np.asarray(arrival_ns, dtype=np.int64), np.asarray(seq).astype(np.int64),
@@ -684,8 +692,12 @@ class StreamStats:
         # the loss runs of what is still in the windows, added to a copy of the counts
         runs = self.runs.copy()
         top = self.max_e[sids]
+        a = np.maximum(self.lo[sids], top - self.window + 1)
         none = np.zeros(0, dtype=np.int64)
-        self._settle(runs, sids, np.maximum(self.lo[sids], top - self.window + 1), top, top, none, none)
+        group = (np.cumsum(top - a + 1) - 1) // _CHUNK  # about _CHUNK numbers at a time
+        cuts = np.flatnonzero(np.diff(group)) + 1
+        for part in np.split(np.arange(sids.size), cuts):
+            self._settle(runs, sids[part], a[part], top[part], top[part], none, none)
         pat = runs.patterns(sids)
         n = self.n[sids]
         expected = self.cycles[sids] * SEQ_MOD + self.last_seq[sids] - self.start[sids] + 1
