@@ -422,6 +422,18 @@ def test_packets_later_than_the_window_count_as_out_of_order_only():
     assert late.lost == wide.lost
 
 
+@pytest.mark.parametrize("batch_size", [1, 2, 51, 1000])
+def test_late_packets_read_in_batches(tmp_path, batch_size):
+    """The same stream read from a capture in batches (a batch may hold only late
+    packets): the statistics of the whole table, with both windows."""
+    seqs = list(range(50)) + [30000] + list(range(50, 100)) + [30001, 25, 30002]
+    t = _table(len(seqs), seqs=seqs)
+    path = _write_capture(tmp_path / "late.pcap", [(t.arrival_ns, t.seq, t.timestamp, t.payload_type, t.marker)])
+    for window in (64, 40000):
+        (s,) = scan_capture(path, batch_size=batch_size, reorder_window=window, min_packets=2).streams
+        _assert_same_stats(s.stats, rtp_stats(t, 8000, reorder_window=window), window)
+
+
 @pytest.mark.parametrize("bad", [0, -5, 2.5, True])
 def test_reorder_window_must_be_a_positive_integer(bad):
     with pytest.raises(InputError, match="reorder_window"):

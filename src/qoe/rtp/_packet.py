@@ -422,6 +422,8 @@ def wrapped_distance(d: np.ndarray, modulus: int) -> np.ndarray:
     wrap (a small step forward across ``modulus``) from a reordering (a small step back).
     """
     half = modulus // 2
+    if modulus & (modulus - 1) == 0:  # a power of two: the remainder is a mask (two's complement)
+        return ((d + half) & (modulus - 1)) - half
     return (d + half) % modulus - half
 
 

@@ -131,12 +131,9 @@ def _looks_like_rtp(seg: _Segments, seq: np.ndarray, ts: np.ndarray, pt: np.ndar
 
 
 def _flow_hash(k1: np.ndarray, k2: np.ndarray) -> np.ndarray:
-    """A 64-bit hash of a flow's two key words (multiply-xorshift mixing; collisions are
-    resolved by the caller)."""
-    with np.errstate(over="ignore"):
-        h = k1.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) ^ k2.astype(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F)
-        h ^= h >> np.uint64(31)
-        return h * np.uint64(0xBF58476D1CE4E5B9)
+    """A 64-bit hash of a flow's two key words (int64 arithmetic wraps around; the caller
+    checks every match against the key, so collisions cost a dict lookup, not an error)."""
+    return k1 * np.int64(-0x61C8864680B583EB) ^ k2  # 2**64 / golden ratio, as a signed word
 
 
 _PROBE, _RTP, _REJECT = 0, 1, 2
@@ -195,7 +192,7 @@ class _Scanner:
         self.index: dict[tuple[int, int], int] = {}  # (src<<32|dst, sport<<48|dport<<32|ssrc) -> flow id
         self.fk1 = np.zeros(0, dtype=np.int64)  # flow id -> its two key words
         self.fk2 = np.zeros(0, dtype=np.int64)
-        self.hash_sorted = np.zeros(0, dtype=np.uint64)  # hashes of the keys, sorted, and their flow ids
+        self.hash_sorted = np.zeros(0, dtype=np.int64)  # hashes of the keys, sorted, and their flow ids
         self.hash_fid = np.zeros(0, dtype=np.int64)
         self.keys: list[tuple[int, int, int, int, int]] = []  # flow id -> (src, dst, sport, dport, ssrc)
         self.state = np.zeros(0, dtype=np.int8)

@@ -48,6 +48,9 @@ _WS_WRAP_GAP = 0xFF00
 # A.1 takes a packet up to MAX_MISORDER = 100 numbers behind as reordered and a jump of up
 # to MAX_DROPOUT = 3000 ahead as a dropout: 4096 covers both.
 REORDER_WINDOW = 4096
+# Packets processed at once: bounds the temporaries of an update (some 60 arrays of this
+# many elements) whatever the batch; larger chunks only save array passes.
+_CHUNK = 1 << 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,12 +168,13 @@ def cn_table(extra: Iterable[int] = ()) -> np.ndarray:
 class _Segments:
     """Contiguous groups of a sorted label array (one group per stream in a batch)."""
 
-    __slots__ = ("n", "starts", "ends", "last", "lens", "ids", "g", "pos", "count_")
+    __slots__ = ("n", "starts", "ends", "last", "lens", "ids", "g", "_pos")
 
     def __init__(self, labels: np.ndarray) -> None:
         n = labels.size
-        brk = np.ones(n, dtype=bool)
-        brk[1:] = labels[1:] != labels[:-1]
+        brk = np.empty(n, dtype=bool)
+        brk[0] = True
+        np.not_equal(labels[1:], labels[:-1], out=brk[1:])
         self.n = n
         self.starts = np.flatnonzero(brk)
         self.ends = np.append(self.starts[1:], n)
@@ -178,8 +182,14 @@ class _Segments:
         self.lens = self.ends - self.starts
         self.ids = labels[self.starts]
         self.g = np.repeat(np.arange(self.starts.size), self.lens)
-        self.pos = np.arange(n) - self.starts[self.g]
-        self.count_ = self.starts.size
+        self._pos: np.ndarray | None = None
+
+    @property
+    def pos(self) -> np.ndarray:
+        """Each element's position in its segment."""
+        if self._pos is None:
+            self._pos = np.arange(self.n) - self.starts[self.g]
+        return self._pos
 
     def sub(self, rows: np.ndarray) -> _Segments:
         """The segments of the elements ``rows`` (sorted); ``ids`` index this object's segments."""
@@ -195,7 +205,8 @@ class _Segments:
     def cumsum(self, x: np.ndarray) -> np.ndarray:
         """Cumulative sum restarting at each segment (exact for integers)."""
         c = np.cumsum(x)
-        return c - (c[self.starts] - x[self.starts])[self.g]
+        c -= (c[self.starts] - x[self.starts])[self.g]
+        return c
 
     def count(self, mask: np.ndarray) -> np.ndarray:
         return np.add.reduceat(mask.astype(np.int64), self.starts)
@@ -203,22 +214,26 @@ class _Segments:
     def affine(self, a: np.ndarray, b: np.ndarray, y0: np.ndarray) -> np.ndarray:
         """``y[i] = a[i] * y[i-1] + b[i]`` in every segment, from ``y0[segment]``: all the y.
 
-        A prefix scan (Hillis and Steele 1986) over the pairs (a, b), which compose as
+        ``b`` may have columns (one recurrence per column, sharing ``a``). A prefix scan
+        (Hillis and Steele 1986) over the pairs (a, b), which compose as
         ``(a2, b2) o (a1, b1) = (a2 a1, a2 b1 + b2)``: ceil(log2(longest segment)) array
         passes. A segment's first element gets ``a = 0`` with its start value folded into
         ``b``, so nothing crosses a segment boundary (0 times a finite number is exact).
         Each element's value depends only on its own segment, not on the batch around it.
         """
-        first = np.zeros(self.n, dtype=bool)
-        first[self.starts] = True
-        A = np.where(first, 0.0, a)
-        B = b.astype(np.float64, copy=True)
-        B[self.starts] += a[self.starts] * y0
+        A = np.array(a, dtype=np.float64)
+        B = np.array(b, dtype=np.float64)
+        first_a = A[self.starts]
+        B[self.starts] += (first_a[:, None] * y0) if B.ndim == 2 else first_a * y0
+        A[self.starts] = 0.0
+        if B.ndim == 2:
+            A = A[:, None]
         step, longest = 1, int(self.lens.max())
         while step < longest:
-            B[step:] = B[step:] + A[step:] * B[:-step]
-            A[step:] = A[step:] * A[:-step]
-            A[A < 1e-250] = 0.0  # (15/16)**n underflows for long runs: no denormals
+            B[step:] += A[step:] * B[:-step]
+            A[step:] *= A[:-step]
+            if step >= 2048:  # (15/16)**n leaves the normal range past n = 11,000: no denormals
+                A[A < 1e-250] = 0.0
             step *= 2
         return B
 
@@ -407,6 +422,11 @@ class StreamStats:
         """Add packets of any streams: stream id, arrival ns, sequence number, RTP
         timestamp, payload type and marker, each stream's packets in arrival order."""
         sid = np.asarray(sid, dtype=np.int64)
+        if sid.size > _CHUNK:  # a stream's packets in one chunk precede its packets in the next
+            for i in range(0, sid.size, _CHUNK):
+                part = slice(i, i + _CHUNK)
+                self.update(sid[part], arrival_ns[part], seq[part], timestamp[part], payload_type[part], marker[part])
+            return
         if sid.size == 0:
             return
         cols = [np.asarray(arrival_ns, dtype=np.int64), np.asarray(seq).astype(np.int64),
@@ -459,9 +479,11 @@ class StreamStats:
         rel_ts = ts_ext - self.first_ts[ids][g]
         ok = rel_ts >= 0  # else a "wrong timestamp": counted, otherwise ignored
         self.wrong_ts[ids] += seg.count(~ok)
-        tab = self.table[ids][g]
-        clk = self._clocks[tab, pt]
-        cn = self._cns[tab, pt]
+        if len(self._tables) == 1:  # every stream has the static tables
+            clk, cn = self._clocks[0][pt], self._cns[0][pt]
+        else:
+            tab = self.table[ids][g]
+            clk, cn = self._clocks[tab, pt], self._cns[tab, pt]
         left_out = mk | cn | seg.prev(cn, self.prev_cn[ids])
 
         self._delta_jitter(seg, ok, arr, rel_ts, clk, left_out, ks)
@@ -480,45 +502,64 @@ class StreamStats:
 
     def _delta_jitter(self, seg: _Segments, ok: np.ndarray, arr: np.ndarray, rel_ts: np.ndarray, clk: np.ndarray,
                       left_out: np.ndarray, ks: np.ndarray) -> None:
-        oi = np.flatnonzero(ok)
-        if oi.size == 0:
-            return
-        so = seg.sub(oi)
-        sid = seg.ids[so.ids]
-        a_ok = arr[oi]
+        """Arrival deltas and RFC 3550 jitter of the packets with a usable timestamp."""
+        if ok.all():  # the usual case: no packet is left out, no subset to gather
+            so, sid, a_ok, inc, k, rel, clk_ok = seg, seg.ids, arr, ~left_out, ks, rel_ts, clk
+        else:
+            oi = np.flatnonzero(ok)
+            if oi.size == 0:
+                return
+            so = seg.sub(oi)
+            sid = seg.ids[so.ids]
+            a_ok, inc, k, rel, clk_ok = arr[oi], ~left_out[oi], ks[oi], rel_ts[oi], clk[oi]
         delta_ms = (a_ok - so.prev(a_ok, self.ref_arr[sid])) / 1e6
-        inc = ~left_out[oi]
-        k = ks[oi]
-        self._extremes_and_mean(so, sid, delta_ms, inc, k, self.min_d, self.max_d, self.mean_d, self.n_d)
         self.ref_arr[sid] = a_ok[so.last]
-        clk_ok = clk[oi]
-        jp = np.flatnonzero(~np.isnan(clk_ok))
-        if jp.size == 0:
-            return
-        sj = so.sub(jp)
-        jsid = sid[sj.ids]
-        nom = rel_ts[oi][jp] * (1000.0 / clk_ok[jp])  # RFC 3550 §6.4.1: timestamps in ms
-        dd = np.abs(delta_ms[jp] - (nom - sj.prev(nom, self.ref_nom[jsid])))  # |D(i-1, i)|
+        known = ~np.isnan(clk_ok)
+        if known.all():
+            sj, jsid, nom_clk, d_j, inc_j, k_j = so, sid, clk_ok, delta_ms, inc, k
+            rel_j = rel
+        else:
+            jp = np.flatnonzero(known)
+            if jp.size == 0:
+                self._extremes_and_means(so, sid, [(delta_ms, self.min_d, self.max_d, self.mean_d, self.n_d)], inc, k)
+                return
+            sj = so.sub(jp)
+            jsid = sid[sj.ids]
+            nom_clk, d_j, inc_j, k_j, rel_j = clk_ok[jp], delta_ms[jp], inc[jp], k[jp], rel[jp]
+        nom = rel_j * (1000.0 / nom_clk)  # RFC 3550 §6.4.1: timestamps in ms
+        dd = np.abs(d_j - (nom - sj.prev(nom, self.ref_nom[jsid])))  # |D(i-1, i)|
         # RFC 3550 §6.4.1 / A.8: J(i) = J(i-1) + (|D| - J(i-1)) / 16 = (15/16) J(i-1) + |D| / 16
-        jit = sj.affine(np.full(jp.size, 1.0 - _JITTER_GAIN), dd * _JITTER_GAIN, self.j[jsid])
+        jit = sj.affine(np.full(dd.size, 1.0 - _JITTER_GAIN), dd * _JITTER_GAIN, self.j[jsid])
         self.j[jsid] = jit[sj.last]
         self.any_clock[jsid] = True
         self.ref_nom[jsid] = nom[sj.last]
-        self._extremes_and_mean(sj, jsid, jit, inc[jp], k[jp], self.min_j, self.max_j, self.mean_j, self.n_j)
+        delta_stats = (delta_ms, self.min_d, self.max_d, self.mean_d, self.n_d)
+        jitter_stats = (jit, self.min_j, self.max_j, self.mean_j, self.n_j)
+        if sj is so:  # the same packets: one scan for both means
+            self._extremes_and_means(so, sid, [delta_stats, jitter_stats], inc, k)
+        else:
+            self._extremes_and_means(so, sid, [delta_stats], inc, k)
+            self._extremes_and_means(sj, jsid, [jitter_stats], inc_j, k_j)
 
     @staticmethod
-    def _extremes_and_mean(sg: _Segments, sid: np.ndarray, x: np.ndarray, inc: np.ndarray, k: np.ndarray,
-                           lo: np.ndarray, hi: np.ndarray, mean: np.ndarray, count: np.ndarray) -> None:
-        """Min, max and Wireshark's running mean ``mean += (x - mean) / k`` of the included x."""
+    def _extremes_and_means(sg: _Segments, sid: np.ndarray, series: list[tuple[np.ndarray, ...]], inc: np.ndarray,
+                            k: np.ndarray) -> None:
+        """Min, max and Wireshark's running mean ``mean += (x - mean) / k`` of the included
+        x of each series (values, min, max, mean and count arrays to update)."""
         c = sg.count(inc)
         if not c.any():
             return
-        lo[sid] = np.minimum(lo[sid], np.minimum.reduceat(np.where(inc, x, np.inf), sg.starts))
-        hi[sid] = np.maximum(hi[sid], np.maximum.reduceat(np.where(inc, x, -np.inf), sg.starts))
+        for x, lo, hi, _, count in series:
+            lo[sid] = np.minimum(lo[sid], np.minimum.reduceat(np.where(inc, x, np.inf), sg.starts))
+            hi[sid] = np.maximum(hi[sid], np.maximum.reduceat(np.where(inc, x, -np.inf), sg.starts))
+            count[sid] += c
         # mean_k = (1 - 1/k) mean_{k'} + x / k; left-out packets leave it (a = 1, b = 0)
-        y = sg.affine(np.where(inc, 1.0 - 1.0 / k, 1.0), np.where(inc, x / k, 0.0), mean[sid])
-        mean[sid] = y[sg.last]
-        count[sid] += c
+        inv_k = np.where(inc, 1.0 / k, 0.0)
+        b = np.stack([x * inv_k for x, *_ in series], axis=1)
+        y0 = np.stack([m[sid] for *_, m, _ in series], axis=1)
+        y = sg.affine(1.0 - inv_k, b, y0)[sg.last]
+        for i, (*_, mean, _) in enumerate(series):
+            mean[sid] = y[:, i]
 
     def _cycles(self, seg: _Segments, ok: np.ndarray, seq: np.ndarray, prev_seq: np.ndarray) -> None:
         """Wireshark-compatible cycle count (qoe.rtp's docstring), over the packets with a
@@ -577,6 +618,10 @@ class StreamStats:
         ids, g = seg.ids, seg.g
         top0 = self.max_e[ids]
         top0_g = top0[g]
+        e_prev = seg.prev(e, top0)
+        if bool(np.all(e > e_prev)):  # every packet above all before it: nothing late or repeated
+            self._advance(ids, top0, self.lo[ids], e[seg.last], e, seg.g)
+            return
         # per-segment running maximum: each segment's numbers shifted above the previous
         # segment's, so that one accumulate serves all (and one sort finds repeats)
         emin = np.minimum.reduceat(e, seg.starts)
@@ -607,7 +652,16 @@ class StreamStats:
         first_occ = np.ones(sk.size, dtype=bool)
         first_occ[1:] = sk[1:] != sk[:-1]
         uo = ai[o[first_occ]]
-        ug, ue = g[uo], e[uo]
+        self._advance(ids, top0, lo, top, e[uo], g[uo])
+
+    def _advance(self, ids: np.ndarray, top0: np.ndarray, lo: np.ndarray, top: np.ndarray,
+                 ue: np.ndarray, ug: np.ndarray) -> None:
+        """Move each segment's window up to its new highest number ``top``.
+
+        ``ue`` are the numbers received in this batch, once each and in order per
+        segment, with their segment ``ug``.
+        """
+        w = self.window
         # numbers leaving the window: settled into the loss runs
         a = np.maximum(lo, top0 - w + 1)
         b = top - w
@@ -638,8 +692,12 @@ class StreamStats:
         # the loss runs of what is still in the windows, added to a copy of the counts
         runs = self.runs.copy()
         top = self.max_e[sids]
+        a = np.maximum(self.lo[sids], top - self.window + 1)
         none = np.zeros(0, dtype=np.int64)
-        self._settle(runs, sids, np.maximum(self.lo[sids], top - self.window + 1), top, top, none, none)
+        group = (np.cumsum(top - a + 1) - 1) // _CHUNK  # about _CHUNK numbers at a time
+        cuts = np.flatnonzero(np.diff(group)) + 1
+        for part in np.split(np.arange(sids.size), cuts):
+            self._settle(runs, sids[part], a[part], top[part], top[part], none, none)
         pat = runs.patterns(sids)
         n = self.n[sids]
         expected = self.cycles[sids] * SEQ_MOD + self.last_seq[sids] - self.start[sids] + 1
