@@ -651,7 +651,10 @@ class _PcapngWalk:
         self.epb_fields = struct.Struct(bo + "IIII")  # §4.3: interface id, ts high, ts low, caplen
 
     def chunks(self) -> Iterator[RawChunk]:
-        """Walk the file to its end (or the first packet, ``probe_only``), yielding chunks."""
+        """Walk the file to its end (or the first packet, ``probe_only``), yielding chunks.
+
+        The warnings are issued here, not in the helpers, so that their ``stacklevel``
+        points where the pcap walker's do."""
         name = self.info.name
         problem = None
         try:
