@@ -429,8 +429,8 @@ class StreamStats:
             return
         if sid.size == 0:
             return
-        cols = [np.asarray(arrival_ns, dtype=np.int64), np.asarray(seq).astype(np.int64),
-                np.asarray(timestamp).astype(np.int64), np.asarray(payload_type).astype(np.int64),
+        cols = [np.asarray(arrival_ns, dtype=np.int64), np.asarray(seq, dtype=np.int64),
+                np.asarray(timestamp, dtype=np.int64), np.asarray(payload_type, dtype=np.int64),
                 np.asarray(marker, dtype=bool)]
         if sid.size > 1 and bool(np.any(sid[1:] < sid[:-1])):
             o = _stable_order(sid, self.size)
