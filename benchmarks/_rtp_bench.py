@@ -87,7 +87,7 @@ def parse_tshark(text: str) -> dict[tuple, dict[str, str]]:
 
 def parse_csv(text: str) -> dict[tuple, dict[str, str]]:
     """Rows of ``qoe streams --format csv`` by (src, sport, dst, dport, ssrc)."""
-    return {(r["src"], int(r["sport"]), r["dst"], int(r["dport"]), int(r["ssrc"], 16)): r
+    return {(r["src"], int(r["sport"]), r["dst"], int(r["dport"]), int(r["ssrc"], 0)): r
             for r in csv.DictReader(io.StringIO(text))}
 
 
@@ -107,7 +107,7 @@ def compare(tshark: dict, qoe: dict) -> list[str]:
             continue
         if (int(r["packets"]), int(r["lost"])) != (int(g["pkts"]), int(g["lost"])):
             problems.append(f"{key}: packets/lost tshark {g['pkts']}/{g['lost']} qoe {r['packets']}/{r['lost']}")
-        if (r["problems"] in ("True", "yes", "true")) != (g["problem"] == "X"):
+        if (r["problems"].strip().lower() in ("true", "yes", "1")) != (g["problem"] == "X"):
             problems.append(f"{key}: problems tshark {g['problem']!r} qoe {r['problems']}")
         for tcol, qcol in FLOAT_COLUMNS.items():
             want, got = float(g[tcol]), _num(r[qcol])

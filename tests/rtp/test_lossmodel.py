@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from qoe.errors import InputError
-from qoe.rtp.lossmodel import loss_pattern, runs
+from qoe.rtp.lossmodel import LossRunCounts, loss_pattern, runs
 
 
 def test_no_loss():
@@ -72,3 +72,24 @@ def test_runs():
 def test_bad_input(arg, match):
     with pytest.raises(InputError, match=match):
         loss_pattern(arg)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_loss_run_counts_in_pieces_equal_loss_pattern(seed):
+    """LossRunCounts fed a sequence in pieces (and two sequences interleaved) gives
+    loss_pattern's figures for the whole sequence."""
+    rng = np.random.default_rng(seed)
+    seqs = [rng.random(int(rng.integers(1, 3000))) < rng.choice([0.0, 0.02, 0.3, 0.9]) for _ in range(2)]
+    if seed == 5:
+        seqs[0][-7:] = True  # ends inside a loss run
+    counts = LossRunCounts(2)
+    cuts = [np.sort(rng.choice(np.arange(m.size + 1), size=min(10, m.size + 1))) for m in seqs]
+    pieces = [list(zip(np.concatenate(([0], c)), np.concatenate((c, [m.size])))) for c, m in zip(cuts, seqs)]
+    for k in range(max(len(p) for p in pieces)):
+        for i, (m, p) in enumerate(zip(seqs, pieces)):
+            if k < len(p):
+                counts.add_sequence(i, m[p[k][0]:p[k][1]])
+    got = counts.patterns()
+    for i, m in enumerate(seqs):
+        lp = loss_pattern(m)
+        assert {k: v[i] for k, v in got.items()} == pytest.approx(lp.to_dict())

@@ -130,6 +130,23 @@ def _looks_like_rtp(seg: _Segments, seq: np.ndarray, ts: np.ndarray, pt: np.ndar
     return (seg.lens >= 2) & seq_ok & ts_ok & pt_ok
 
 
+def _group(rows: np.ndarray, k1: np.ndarray, k2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``rows`` ordered by flow key (k1, k2), frame order kept within a key; and where
+    each key's run starts. One stable sort of the keys' hashes; a hash shared by two
+    keys (checked) falls back to sorting the keys themselves."""
+    o = rows[np.argsort(_flow_hash(k1[rows], k2[rows]), kind="stable")]
+    a1, a2 = k1[o], k2[o]
+    same1, same2 = a1[1:] == a1[:-1], a2[1:] == a2[:-1]
+    h = _flow_hash(a1, a2)
+    if bool(np.any((h[1:] == h[:-1]) & ~(same1 & same2))):  # a collision: sort by the keys
+        o = rows[np.lexsort((k2[rows], k1[rows]))]
+        a1, a2 = k1[o], k2[o]
+        same1, same2 = a1[1:] == a1[:-1], a2[1:] == a2[:-1]
+    brk = np.ones(o.size, dtype=bool)
+    brk[1:] = ~(same1 & same2)
+    return o, np.flatnonzero(brk)
+
+
 def _flow_hash(k1: np.ndarray, k2: np.ndarray) -> np.ndarray:
     """A 64-bit hash of a flow's two key words (int64 arithmetic wraps around; the caller
     checks every match against the key, so collisions cost a dict lookup, not an error)."""
@@ -286,11 +303,9 @@ class _Scanner:
         fid = self._known_flows(k1, k2)
         miss = np.flatnonzero(fid < 0)
         new = np.zeros(0, dtype=np.int64)
+        rank = None  # of the packets of flows first seen here: their place in their flow
         if miss.size:  # packets of flows first seen here (or whose hash collided): by key
-            o = miss[np.lexsort((k2[miss], k1[miss]))]  # stable: frame order within a key
-            brk = np.ones(o.size, dtype=bool)
-            brk[1:] = (k1[o[1:]] != k1[o[:-1]]) | (k2[o[1:]] != k2[o[:-1]])
-            starts = np.flatnonzero(brk)
+            o, starts = _group(miss, k1, k2)
             first = o[starts]  # each key's first packet
             found = np.array([self.index.get(k, -1) for k in zip(k1[first].tolist(), k2[first].tolist())],
                              dtype=np.int64)
@@ -305,9 +320,12 @@ class _Scanner:
                 self._grow(len(self.keys))
                 self.first_frame[new] = b.index[rows[first[fresh]]]
                 self._index_flows(k1[first[fresh]], k2[first[fresh]], new)
-            fid[o] = np.repeat(found, np.diff(np.append(starts, o.size)))
+            lens = np.diff(np.append(starts, o.size))
+            fid[o] = np.repeat(found, lens)
+            rank = np.full(rows.size, -1, dtype=np.int64)
+            rank[o] = np.arange(o.size) - np.repeat(starts, lens)
         cols = {
-            "frame": b.index[rows].astype(np.int64), "arr": b.ts_ns[rows].astype(np.int64),
+            "frame": b.index[rows].astype(np.int64, copy=False), "arr": b.ts_ns[rows].astype(np.int64, copy=False),
             "seq": h.seq, "ts": h.timestamp, "pt": h.payload_type, "mk": h.marker,
         }
         pay = None
@@ -318,13 +336,41 @@ class _Scanner:
         pk = _Packets(fid, cols, pay)
         st = self.state[fid]
         is_rtp = st == _RTP
-        to_stats = pk if is_rtp.all() else pk.take(np.flatnonzero(is_rtp))
-        held = np.flatnonzero(st == _PROBE)
-        if held.size:
-            self.held = _Packets.concat([self.held, pk.take(held)])
-            self.held_n += np.bincount(fid[held], minlength=self.held_n.size)
+        if is_rtp.all():
+            self._feed(pk)
+            if self.new_announcements:
+                self._feed(self._decide(final=False))
+            return
+        to_stats = pk.take(np.flatnonzero(is_rtp))
+        probing = np.flatnonzero(st == _PROBE)
+        # An undecided flow is judged on its first packets: those are held; its later
+        # ones in this batch wait aside, and follow them if the flow is accepted.
+        place = self._places(fid, probing, rank)
+        early = probing[place < self.probe_packets]
+        late = probing[place >= self.probe_packets]
+        if early.size:
+            self.held = _Packets.concat([self.held, pk.take(early)])
+            self.held_n += np.bincount(fid[early], minlength=self.held_n.size)
         released = self._decide(final=False, new_flows=new if new.size else None)
-        self._feed(_Packets.concat([to_stats, released]) if len(released) else to_stats)
+        parts = [to_stats, released]
+        if late.size:
+            parts.append(pk.take(late[self.state[fid[late]] == _RTP]))
+        self._feed(_Packets.concat([p for p in parts if len(p)]) if any(len(p) for p in parts) else to_stats)
+
+    def _places(self, fid: np.ndarray, rows: np.ndarray, rank: np.ndarray | None) -> np.ndarray:
+        """The place of packets ``rows`` among their undecided flow's packets (0 = its
+        first): the flow's held packets come first, then its packets of this batch.
+        ``rank`` (-1 where not known) ranks the packets already grouped by key."""
+        f = fid[rows]
+        place = self.held_n[f].copy()
+        ranked = np.zeros(rows.size, dtype=bool) if rank is None else rank[rows] >= 0
+        if ranked.any():
+            place[ranked] += rank[rows[ranked]]  # type: ignore[index]
+        rest = np.flatnonzero(~ranked)
+        if rest.size:  # flows held since an earlier batch: rank their packets here
+            o = np.argsort(f[rest], kind="stable")
+            place[rest[o]] += _Segments(f[rest][o]).pos
+        return place
 
     def _known_flows(self, k1: np.ndarray, k2: np.ndarray) -> np.ndarray:
         """Flow id of each packet's key (k1, k2); -1 where the hash table does not know it.

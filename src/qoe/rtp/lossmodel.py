@@ -4,7 +4,9 @@ G.107 rates packet loss with two numbers: the loss probability Ppl and the burst
 BurstR, defined through a two-state Markov (Gilbert) model of the loss process. Given the
 sequence of received/lost packets of a stream (after the jitter buffer, so late packets
 count as lost), :func:`loss_pattern` estimates both, and the observed loss-run statistics
-behind them.
+behind them. It counts with :class:`LossRunCounts`, which keeps those counts for many
+sequences fed in pieces (the streaming receiver statistics of :mod:`qoe.rtp` use it for
+the loss-burst profile of every stream), so both give the same figures.
 
 References
 ----------
