@@ -27,7 +27,7 @@ CLIP=$REF/clip.ts
 # ---------------------------------------------------------------------------------------------
 # Reference clip
 # ---------------------------------------------------------------------------------------------
-W=352 H=288 FPS=25 SECONDS=8          # CIF, 200 pictures
+W=352 H=288 FPS=25 CLIP_SECONDS=8          # CIF, 200 pictures
 VIDEO_RATE=600k                        # CBR; 0.24 bit/pixel (seed paper §8.1 SD: 4 Mbit/s, 0.39)
 FONT=/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf
 # A slow zoom into the Mandelbrot set (rendered at 320x240, upscaled) panned along a Lissajous
@@ -42,7 +42,7 @@ scale=$W:$H:flags=neighbor,format=yuv420p[l];\
 testsrc2=s=128x96:r=$FPS,format=yuv420p[t];\
 [b][t]overlay=x='mod(40*t,$W+128)-128':y='150+60*sin(2*PI*t/3)':shortest=1,\
 drawtext=fontfile=$FONT:text='qoe video %{n}':fontsize=22:fontcolor=white:borderw=2:x='$W-mod(70*t,$W+260)':y=20,\
-noise=alls=2:allf=t:all_seed=42,trim=duration=$SECONDS"
+noise=alls=2:allf=t:all_seed=42,trim=duration=$CLIP_SECONDS"
 # x264: 8 slices per picture (seed paper §8.1: 32 slices "to keep errors localized"; 8 at CIF),
 # an IDR every 25 pictures (1 s) and never elsewhere (no scene-cut I frames), 2 B frames (IPTV
 # style: decode order != display order), HRD CBR with filler data, VBV buffer = 1 s (the seed
@@ -69,7 +69,7 @@ probe_frames() {
 make_reference() {
   mkdir -p "$REF"
   ffmpeg -nostdin -hide_banner -loglevel error -y -filter_complex "$SOURCE_GRAPH" \
-    -frames:v $((FPS * SECONDS)) "${ENCODE_ARGS[@]}" "$CLIP"
+    -frames:v $((FPS * CLIP_SECONDS)) "${ENCODE_ARGS[@]}" "$CLIP"
   cd "$REF"
   local cmd
   cmd="ffprobe -v error -show_entries stream=codec_name,profile,width,height,pix_fmt,r_frame_rate,start_pts,start_time,duration_ts,nb_frames,bit_rate:format=duration,size,bit_rate -of json clip.ts"
@@ -219,11 +219,11 @@ while True:
     ip netns exec "$NSC" timeout -s INT 60 iperf3 -s -1 -B $CLIENT_IP -p 5202 >"$WORK/iperf-server.txt" 2>&1 &
     loadpids+=($!)
     sleep 0.5
-    # iperf3 3.12 here often hangs in its end-of-test exchange: the client is stopped (SIGINT,
-    # it still writes its JSON) 5 s after its test time; the load figures come from its
-    # per-second intervals (sender side), not from the end-of-test summary
-    ip netns exec "$NSS" timeout -s INT $((WARMUP_S + SECONDS + DRAIN_S + 6)) iperf3 -c $CLIENT_IP -p 5202 \
-      -C cubic -P "$flows" -t $((WARMUP_S + SECONDS + DRAIN_S + 1)) \
+    # bounded: should the end-of-test exchange stall, the client gets SIGINT 5 s after its test
+    # time (it still writes its JSON); the load figures come from its per-second intervals
+    # (sender side) while the video was sent
+    ip netns exec "$NSS" timeout -s INT $((WARMUP_S + CLIP_SECONDS + DRAIN_S + 6)) iperf3 -c $CLIENT_IP -p 5202 \
+      -C cubic -P "$flows" -t $((WARMUP_S + CLIP_SECONDS + DRAIN_S + 1)) \
       -J >"$WORK/iperf-down.json" 2>"$WORK/iperf-down.err" &
     loadpids+=($!)
     sleep "$WARMUP_S"
@@ -259,7 +259,7 @@ import json, os, sys
 work = sys.argv[2]
 def bulk():
     # iperf3 -J (client = sender side): per-second intervals while the video was sent
-    # (WARMUP_S .. WARMUP_S + SECONDS after the load started), the retransmissions, any error
+    # (WARMUP_S .. WARMUP_S + CLIP_SECONDS after the load started), the retransmissions, any error
     path = os.path.join(work, "iperf-down.json")
     if not os.path.exists(path):
         return None
@@ -268,7 +268,7 @@ def bulk():
     except ValueError:
         return {"error": "iperf3 wrote no JSON"}
     during = [i["sum"]["bits_per_second"] for i in run.get("intervals", [])
-              if i["sum"]["start"] >= $WARMUP_S - 0.01 and i["sum"]["end"] <= $WARMUP_S + $SECONDS + 0.01]
+              if i["sum"]["start"] >= $WARMUP_S - 0.01 and i["sum"]["end"] <= $WARMUP_S + $CLIP_SECONDS + 0.01]
     end = run.get("end", {})
     snt = end.get("sum_sent", {})
     return {"flows": $flows, "congestion_control": "cubic", "error": run.get("error"),

@@ -62,17 +62,20 @@ def tshark_rtp_rows(path):
 
 
 def mp2t_drops(path):
-    """tshark's mp2t.cc.drop lines: TS packets after a continuity gap, and the missing count."""
+    """tshark's mp2t.cc.drop output: datagrams with a continuity gap, and the sum of the values.
+
+    tshark 4.0 puts one value (1) per PID whose continuity counter jumped, whatever the number of
+    TS packets missing: the sum counts gaps per PID, not lost TS packets."""
     if not os.path.exists(path):
         return None
-    n = missing = 0
+    n = gaps = 0
     for line in open(path):
         if line.startswith("#") or not line.strip():
             continue
         n += 1
         # one value per TS packet of the frame that follows a gap
-        missing += sum(int(x) for x in line.rstrip("\n").split("\t")[-1].split(","))
-    return {"ts_packets_after_gap": n, "missing_ts_packets": missing}
+        gaps += sum(int(x) for x in line.rstrip("\n").split("\t")[-1].split(","))
+    return {"datagrams_with_gap": n, "cc_drop_sum": gaps}
 
 
 def media(path):
@@ -179,9 +182,19 @@ def frames_summary(prefix, ref_md5, fallback_offset):
     covered = {pts + offset for pts, _ in got} if offset is not None else set()
 
     def messages(path):
+        """Decoder messages in an FFmpeg log ("Last message repeated N times" counts N), not
+        counting the receiver's own end ("...sdp: Connection timed out")."""
         if not os.path.exists(path):
             return 0
-        return sum(1 for line in open(path) if line.strip())
+        n, skip = 0, False
+        for line in open(path):
+            m = re.match(r"\s*Last message repeated (\d+) times", line)
+            if m:
+                n += 0 if skip else int(m.group(1))
+            elif line.strip():
+                skip = "Connection timed out" in line
+                n += 0 if skip else 1
+        return n
 
     return {
         "ffprobe_frames": len(frames),
@@ -254,8 +267,8 @@ def main():
               f"| {n['sent']} | {n['received']} | {n['lost']} | {n['loss_pct']} | {runs} "
               f"| {o['min']} / {o['mean']} / {o['max']} |")
     print("\n## What the tools say about the receiver capture\n")
-    print("| scenario | tshark pkts | tshark lost (%) | tshark max jitter (ms) | TS packets missing "
-          "(tshark mp2t.cc.drop) | frames decoded (ffprobe) | bit-exact frames (framemd5) "
+    print("| scenario | tshark pkts | tshark lost (%) | tshark max jitter (ms) | TS continuity gaps: datagrams / sum of "
+          "tshark mp2t.cc.drop | frames decoded (ffprobe) | bit-exact frames (framemd5) "
           "| reference frames missing | decoder messages |")
     print("|---|---|---|---|---|---|---|---|---|")
     for sc in out:
@@ -264,7 +277,7 @@ def main():
         t = (f"{row['pkts']} | {row['lost']} ({row['lost_pct']}) | {row['max_jitter']}" if row
              else "– | – | –")
         d = sc["tshark_mp2t_drops"]
-        drops = d["missing_ts_packets"] if d else "–"
+        drops = f"{d['datagrams_with_gap']} / {d['cc_drop_sum']}" if d else "–"
         fr = sc["frames"]
         print(f"| {sc['scenario']} | {t} | {drops} | {fr['ffprobe_frames']} | {fr['bitexact_frames']} "
               f"| {fr['reference_frames_missing']} | {fr['ffprobe_decoder_messages']} |")
