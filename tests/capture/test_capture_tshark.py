@@ -23,7 +23,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 REAL = sorted(
     p for p in glob.glob(os.path.join(ROOT, "data", "**", "*.pcap*"), recursive=True) if p.endswith((".pcap", ".pcapng", ".pcap.gz"))
 )
-FIELDS = ["frame.number", "frame.time_epoch", "ip.src", "ipv6.src", "udp.srcport", "tcp.srcport", "frame.len", "udp.length", "tcp.len"]
+FIELDS = [
+    "frame.number", "frame.time_epoch", "ip.src", "ipv6.src", "udp.srcport", "tcp.srcport", "frame.len", "udp.length", "tcp.len",
+    "frame.cap_len",
+]
 
 
 def _ns(text: str) -> int:
@@ -38,8 +41,11 @@ def tshark_rows(path: str) -> list[tuple[int, int, str, int, int, int]]:
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=120).stdout
     rows = []
     for line in out.splitlines():
-        num, t, s4, s6, usp, tsp, flen, ulen, tlen = line.split("\t")
+        num, t, s4, s6, usp, tsp, flen, ulen, tlen, caplen = line.split("\t")
         plen = int(ulen) - 8 if ulen else int(tlen)
+        # a snaplen-truncated record (data/video's sender captures, -s 96) lacks its last
+        # frame.len - frame.cap_len bytes: the payload as captured is that much shorter
+        plen = max(0, plen - (int(flen) - int(caplen)))
         rows.append((int(num), _ns(t), s4 or s6, int(usp or tsp), int(flen), plen))
     return rows
 
