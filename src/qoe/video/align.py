@@ -176,8 +176,17 @@ def _by_pts(first_ref: F, ref_it: Iterator[F], first_dist: F | None, dist_it: It
 # Thumbnails for content matching: 32 x 18 luma (16:9; other shapes are squeezed alike for
 # both sides), area-averaged, so that coding noise and small damage average out.
 THUMB_SIZE = (32, 18)
-# Frames compared when matching by content (the first undamaged received frames).
-_MATCH_FRAMES = 8
+# Received frames sampled (evenly over the stream) when matching by content; each votes for
+# the offset that puts it on its best-matching reference frame.
+_MATCH_FRAMES = 256
+# A content offset is convincing when at least this share of the sampled frames (and 3) vote
+# for it and ...
+_MIN_VOTE_SHARE = 0.05
+# ... it has at least this many times the votes of the runner-up. Frames damaged by loss (or
+# corrupt because they predict from a damaged frame, which no flag marks) vote at random;
+# a neighbouring offset (one frame off) collects the votes of slow scenes. Chance does not
+# give one offset twice the votes of every other.
+_VOTE_MARGIN = 2.0
 
 
 def thumbnail(y: np.ndarray) -> np.ndarray:
@@ -193,9 +202,11 @@ class Offset:
     ----------
     ticks : int
         Add to a received pts (90 kHz ticks) to get the reference time of the same picture.
-    method : {"pts", "content"}
+    method : {"pts", "content", "start"}
         ``"pts"``: the stream kept the reference's timestamps; ``"content"``: the offset
-        was found by matching the first received frames against the reference.
+        was found by matching received frames against the reference; ``"start"``: no
+        frame matched convincingly, the caller's fallback (the stream's start on the
+        reference's start) was used.
     match_error : float
         Mean squared difference of the matched thumbnails (0-255 scale): small for a
         true match.
@@ -206,9 +217,24 @@ class Offset:
     match_error: float
 
 
-def _mse_to_all(ref_thumbs: np.ndarray, t: np.ndarray) -> np.ndarray:
-    d = ref_thumbs - t[None]
-    return np.einsum("kij,kij->k", d, d) / t.size
+def _sq_dist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Mean squared difference between every thumbnail of ``a`` and every one of ``b``."""
+    a2 = a.reshape(a.shape[0], -1).astype(np.float64)
+    b2 = b.reshape(b.shape[0], -1).astype(np.float64)
+    d = (a2 * a2).sum(1)[:, None] + (b2 * b2).sum(1)[None, :] - 2.0 * (a2 @ b2.T)
+    return np.maximum(d, 0.0) / a2.shape[1]
+
+
+def _median_error(err: np.ndarray, ref_pts: np.ndarray, dist_pts: np.ndarray, offset: int, tol: int) -> tuple[float, int]:
+    """(median error, frames placed) of the sampled frames put at ``dist_pts + offset``."""
+    t = dist_pts + offset
+    j = np.clip(np.searchsorted(ref_pts, t), 1, max(1, ref_pts.size - 1))
+    j = np.minimum(np.where(np.abs(ref_pts[j - 1] - t) <= np.abs(ref_pts[np.minimum(j, ref_pts.size - 1)] - t),
+                            j - 1, j), ref_pts.size - 1)
+    hit = np.abs(ref_pts[j] - t) <= tol
+    if not hit.any():
+        return float("inf"), 0
+    return float(np.median(err[np.flatnonzero(hit), j[hit]])), int(np.count_nonzero(hit))
 
 
 def find_offset(
@@ -218,25 +244,47 @@ def find_offset(
     dist_thumbs: np.ndarray,
     *,
     usable: np.ndarray | None = None,
+    start_ticks: int | None = None,
 ) -> Offset:
     """The offset from received to reference presentation times.
 
     Parameters
     ----------
     ref_pts, dist_pts : numpy.ndarray of int64
-        Presentation times (90 kHz ticks) of the reference and received frames.
+        Presentation times (90 kHz ticks) of the reference and received frames, ascending.
     ref_thumbs, dist_thumbs : numpy.ndarray of float32, shape (n, 18, 32)
         Their thumbnails (:func:`thumbnail`).
     usable : numpy.ndarray of bool, optional, keyword-only
-        Received frames fit for matching (e.g. not damaged); default all.
+        Received frames fit for matching (e.g. not decoded from damaged data); default
+        all. When none is usable, all are used.
+    start_ticks : int, optional, keyword-only
+        The offset to use when neither the stream's own times nor any content match is
+        convincing (method ``"start"``): e.g. the one that puts the stream's first RTP
+        timestamp on the reference's first frame, right when the capture holds the
+        stream from its start.
 
     Returns
     -------
     Offset
-        ``"pts"`` when the received frames at their own times match the reference
-        frames at the same times at least as well as the best content match does;
-        otherwise the content match's offset (the most common one over the first few
-        usable frames).
+        ``"pts"`` when the received frames at their own times fall on reference frames
+        (at least half of them) and no content offset is clearly better; otherwise the
+        best content offset if it is clearly better than chance; otherwise
+        ``start_ticks`` (``"start"``) when given, else the best content offset.
+
+    Notes
+    -----
+    Up to 256 usable received frames, spread evenly over the stream, are each compared with
+    every reference frame (thumbnails) and vote for the offset that puts them on their
+    closest reference frame. The offset with most votes is *convincing* when at least 5 %
+    of the sampled frames (and 3) voted for it and it has at least twice the votes of any
+    other: a frame matched alone can be fooled (a frame corrupted by a lost key frame, a
+    still scene), a majority of the stream is not.
+
+    The stream's own times win when at least half the sampled frames fall on reference
+    frames under them, unless a convincing content offset puts them closer (smaller
+    median thumbnail error). Otherwise a convincing content offset wins; when there is
+    none (a stream damaged beyond recognition), ``start_ticks`` if given, else the offset
+    with most votes.
 
     Raises
     ------
@@ -246,22 +294,22 @@ def find_offset(
     if ref_pts.size == 0 or dist_pts.size == 0:
         raise AlignmentError("no frames to align: the reference or the received stream decoded to nothing")
     cand = np.flatnonzero(usable) if usable is not None and usable.any() else np.arange(dist_pts.size)
-    cand = cand[:_MATCH_FRAMES]
-    offsets, errors = [], []
-    for i in cand.tolist():
-        e = _mse_to_all(ref_thumbs, dist_thumbs[i])
-        j = int(np.argmin(e))
-        offsets.append(int(ref_pts[j] - dist_pts[i]))
-        errors.append(float(e[j]))
-    # the same frames at their own times: equal pts in both
-    at_pts = np.searchsorted(ref_pts, dist_pts[cand])
-    same = (at_pts < ref_pts.size) & (ref_pts[np.minimum(at_pts, ref_pts.size - 1)] == dist_pts[cand])
-    if same.all():
-        e_pts = [float(_mse_to_all(ref_thumbs[j : j + 1], dist_thumbs[i])[0]) for i, j in zip(cand.tolist(), at_pts.tolist())]
-        if np.mean(e_pts) <= np.mean(errors) * 1.05 + 1e-6:
-            return Offset(ticks=0, method="pts", match_error=float(np.mean(e_pts)))
-    vals, counts = np.unique(np.asarray(offsets, dtype=np.int64), return_counts=True)
-    best = int(vals[np.argmax(counts)])
-    err = float(np.mean([e for o, e in zip(offsets, errors) if o == best]))
-    # the content agrees with the stream's own times: they were the reference's
-    return Offset(ticks=best, method="pts" if best == 0 else "content", match_error=err)
+    if cand.size > _MATCH_FRAMES:
+        cand = cand[np.linspace(0, cand.size - 1, _MATCH_FRAMES).round().astype(np.int64)]
+    err = _sq_dist(dist_thumbs[cand], ref_thumbs)  # (sampled, reference)
+    sub_pts = dist_pts[cand]
+    vals, counts = np.unique(ref_pts[np.argmin(err, axis=1)] - sub_pts, return_counts=True)
+    steps = np.diff(ref_pts)
+    tol = int(np.median(steps[steps > 0]) // 2) if (steps > 0).any() else 0
+    order = np.argsort(-counts, kind="stable")
+    best, votes = int(vals[order[0]]), int(counts[order[0]])
+    runner_up = int(counts[order[1]]) if order.size > 1 else 0
+    convincing = votes >= max(3, _MIN_VOTE_SHARE * cand.size) and votes >= _VOTE_MARGIN * runner_up
+    e_best, _ = _median_error(err, ref_pts, sub_pts, best, tol)
+    e0, n0 = _median_error(err, ref_pts, sub_pts, 0, tol)
+    if best == 0 or (n0 >= cand.size / 2 and not (convincing and e_best < e0)):
+        return Offset(ticks=0, method="pts", match_error=e0)
+    if not convincing and start_ticks is not None:
+        e_start, _ = _median_error(err, ref_pts, sub_pts, int(start_ticks), tol)
+        return Offset(ticks=int(start_ticks), method="start", match_error=e_start)
+    return Offset(ticks=best, method="content", match_error=e_best)

@@ -112,6 +112,10 @@ class ReceivedVideo:
         MPEG-TS: PTS of the PES packets of the video PID that lost transport packets.
     keyframes_damaged : int
         Access units (or PES packets) holding an IDR or I slice that arrived incomplete.
+    start_pts : int or None
+        RTP: the extended timestamp of the stream's first packet in the capture (90 kHz):
+        when the capture holds the stream from its start, the time of its first frame.
+        None for plain UDP.
     notes : tuple of str
     """
 
@@ -127,6 +131,7 @@ class ReceivedVideo:
     ts_cc_errors: int = 0
     damaged_pts: frozenset[int] = frozenset()
     keyframes_damaged: int = 0
+    start_pts: int | None = None
     notes: tuple[str, ...] = ()
 
     def frames(self) -> Iterator[DecodedFrame]:
@@ -191,10 +196,12 @@ def receive_rtp(
     idx = np.flatnonzero(played)
     common = dict(
         name=_stream_name(stream), packets_received=len(p), packets_lost=lost, packets_late=late, buffer=buf,
+        start_pts=int(p.ts_ext[0]) if len(p) else None,
     )
     if name == "MP2T" or pt == 33:
         order = idx[np.argsort(p.seq_ext[idx], kind="stable")]
         data = b"".join(p.payloads[i] for i in order.tolist())
+        common["start_pts"] = None  # RFC 2250 §2: the RTP timestamp is not the PES PTS
         return _receive_ts_bytes(data, transport="rtp-mpegts", **common)
     if name == "H264":
         mode = fmtp.get("packetization-mode", "0")

@@ -54,10 +54,15 @@ class StreamFacts:
     frames_expected : int
         Frames between the first and the last decoded one at the frame rate.
     frames_decoded, frames_damaged : int
-        Frames the decoder gave; those decoded from data that lost packets.
+        Frames the decoder gave (as ``ffprobe -show_frames`` counts them); those decoded
+        from data that lost packets.
+    frames_untimed : int
+        Decoded frames without a presentation time (the decoder gave none, e.g. after a
+        lost key frame) or with one before the previous frame's: a player cannot place
+        them, they are never shown.
     frames_missing : int
-        ``frames_expected - frames_decoded`` (not below 0): each leaves the previous frame
-        on screen.
+        ``frames_expected`` minus the frames shown (not below 0): each leaves the
+        previous frame on screen.
     freeze_events : int
         Gaps of more than 1.5 frame intervals between consecutive decoded frames.
     freeze_s : float
@@ -83,6 +88,7 @@ class StreamFacts:
     frames_expected: int
     frames_decoded: int
     frames_damaged: int
+    frames_untimed: int
     frames_missing: int
     freeze_events: int
     freeze_s: float
@@ -101,13 +107,28 @@ class _Pass:
     thumbs: np.ndarray
     width: int
     height: int
+    decoded: int
+
+
+class _Counted:
+    """An iterator that counts what passes through it."""
+
+    def __init__(self, it: Iterable[Any]) -> None:
+        self._it = iter(it)
+        self.n = 0
+
+    def __iter__(self) -> Iterator[Any]:
+        for x in self._it:
+            self.n += 1
+            yield x
 
 
 def _first_pass(frames: Iterable[Any]) -> _Pass:
-    """Times, damage flags and thumbnails of frames given in presentation order."""
+    """Times, damage flags and thumbnails of the frames a player shows (:func:`sorted_frames`)."""
+    counted = _Counted(frames)
     pts, dmg, thumbs = [], [], []
     w = h = 0
-    for f in frames:
+    for f in sorted_frames(counted):
         pts.append(f.pts)
         dmg.append(f.damaged)
         thumbs.append(thumbnail(f.y))
@@ -118,6 +139,7 @@ def _first_pass(frames: Iterable[Any]) -> _Pass:
         thumbs=np.asarray(thumbs, dtype=np.float32).reshape(-1, THUMB_SIZE[1], THUMB_SIZE[0]),
         width=w,
         height=h,
+        decoded=counted.n,
     )
 
 
@@ -148,8 +170,9 @@ def _facts(video: ReceivedVideo, p: _Pass) -> StreamFacts:
         name=video.name, transport=video.transport, codec=video.codec, buffer=video.buffer,
         width=p.width, height=p.height, frame_rate=rate,
         packets_received=video.packets_received, packets_lost=video.packets_lost, packets_late=video.packets_late,
-        ts_cc_errors=video.ts_cc_errors, frames_expected=int(expected), frames_decoded=n,
-        frames_damaged=int(np.count_nonzero(p.damaged)), frames_missing=max(0, int(expected) - n),
+        ts_cc_errors=video.ts_cc_errors, frames_expected=int(expected), frames_decoded=p.decoded,
+        frames_damaged=int(np.count_nonzero(p.damaged)), frames_untimed=p.decoded - n,
+        frames_missing=max(0, int(expected) - n),
         freeze_events=events, freeze_s=freeze, keyframes_damaged=video.keyframes_damaged,
         first_pts=int(p.pts[0]) if n else 0, last_pts=int(p.pts[-1]) if n else 0, notes=video.notes,
     )
@@ -157,7 +180,7 @@ def _facts(video: ReceivedVideo, p: _Pass) -> StreamFacts:
 
 def stream_facts(video: ReceivedVideo) -> StreamFacts:
     """The no-reference facts of a received stream (one decoding pass)."""
-    return _facts(video, _first_pass(sorted_frames(video.frames())))
+    return _facts(video, _first_pass(video.frames()))
 
 
 @dataclass(frozen=True)
@@ -222,12 +245,13 @@ def score_stream(
     from qoe.video.io import Frame, read_frames  # noqa: PLC0415
 
     ref_name = os.fspath(reference)
-    dist = _first_pass(sorted_frames(video.frames()))
+    dist = _first_pass(video.frames())
     if dist.pts.size == 0:
         raise AlignmentError(f"{video.name}: no frame could be decoded from the received stream")
     facts = _facts(video, dist)
     ref = _first_pass(_ref_frames(read_frames(ref_name)))
-    off: Offset = find_offset(ref.pts, ref.thumbs, dist.pts, dist.thumbs, usable=~dist.damaged)
+    start = None if video.start_pts is None else int(ref.pts[0]) - video.start_pts
+    off: Offset = find_offset(ref.pts, ref.thumbs, dist.pts, dist.thumbs, usable=~dist.damaged, start_ticks=start)
     lo, hi = (dist.pts[0] + off.ticks) / CLOCK_HZ, (dist.pts[-1] + off.ticks) / CLOCK_HZ
     step = (_interval(ref.pts) or 0) / CLOCK_HZ
     if not ((ref.pts / CLOCK_HZ >= lo - step / 2) & (ref.pts / CLOCK_HZ <= hi + step / 2)).any():
@@ -250,11 +274,15 @@ def score_stream(
 
 
 def sorted_frames(frames: Iterable[Any]) -> Iterator[Any]:
-    """Frames in presentation order: one that goes back in time (a damaged stream's
-    decoder can emit such a frame) is never on screen, and is dropped."""
+    """The frames a player shows, in presentation order.
+
+    A frame without a presentation time (``pts`` None or negative: the decoder could not
+    give one) or one that goes back in time (a damaged stream's decoder can emit such a
+    frame) is never on screen, and is dropped.
+    """
     last = None
     for f in frames:
-        if last is not None and f.pts <= last:
+        if f.pts is None or f.pts < 0 or (last is not None and f.pts <= last):
             continue
         last = f.pts
         yield f
