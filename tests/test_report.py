@@ -113,6 +113,7 @@ def test_report_serialises_any_result_kind():
     doc = _strict(rep.to_json())
     assert doc["results"][1] == {"url": "http://b/", "plt_s": None, "objects": [1.0, None]}
     assert doc["inputs"] == {"rtt_ms": None}
-    assert rep.to_csv().splitlines() == ["url,plt_s", "http://a/,0.5", "http://b/,", "http://c/,1.0"]
+    # a full record starts with the result's kind (the report's, when the result has none)
+    assert rep.to_csv().splitlines() == ["kind,url,plt_s", "web,http://a/,0.5", "web,http://b/,", "web,http://c/,1.0"]
     assert rep.to_csv(brief=True).splitlines() == ["url", "http://a/", "http://b/", "http://c/"]
     assert rep.note_lines() == ["one page left out", "[http://a/, http://b/] slow DNS", "[http://b/] no TLS"]

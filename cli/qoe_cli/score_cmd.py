@@ -1,4 +1,4 @@
-"""``qoe score``: the QoE of everything scorable in a capture (voice calls, per direction)."""
+"""``qoe score``: the QoE of everything scorable in a capture (voice calls per direction, video streams)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import click
 
 import qoe
 from qoe.api import KINDS
+from qoe.video import PSNR_TABLES, SSIM_VARIANTS, VideoOptions
 from qoe.voice.call import CallOptions
 from qoe_cli._output import emit, format_option, output_option, render
 
@@ -13,8 +14,9 @@ from qoe_cli._output import emit, format_option, output_option, render
 @click.command("score")
 @click.argument("capture", type=click.Path(exists=True, dir_okay=False))
 @click.option("--ref", "refs", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="Reference speech (WAV); repeat for several. Each is looked for in every stream; "
-                   "without one, only the network-side scores.")
+              help="Reference speech (WAV; repeat for several: each is looked for in every call) or the "
+                   "reference video (any other file FFmpeg reads: every video stream is scored against it). "
+                   "Without one, only the network-side scores and stream facts.")
 @click.option("--sender-capture", type=click.Path(exists=True, dir_okay=False), default=None,
               help="A capture taken at the far end: measures one-way delays and scores each stream at its "
                    "receiving end (CAPTURE is then the user's end).")
@@ -36,23 +38,38 @@ from qoe_cli._output import emit, format_option, output_option, render
               help="Do CAPTURE and --sender-capture share a clock? auto: relative delays (with a warning) when a "
                    "delay is negative or implausibly large.")
 @click.option("--ssrc", default=None, help="Only the call holding this stream (0x7a1c0003 or decimal).")
+@click.option("--sdp", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Video: an SDP file for RTP streams the capture does not announce (what ffmpeg -sdp_file wrote).")
+@click.option("--video-jitter-buffer", default=None,
+              help="Video: the receiver's jitter buffer (fixed:<ms>); default none, every packet that arrived is decoded.")
+@click.option("--ssim-variant", type=click.Choice(list(SSIM_VARIANTS)), default="wang", show_default=True,
+              help="Video: SSIM definition (wang = Wang et al. 2004 / scikit-image; ssim.m; ffmpeg 8x8 blocks).")
+@click.option("--psnr-table", type=click.Choice(list(PSNR_TABLES)), default="zinner2010", show_default=True,
+              help="Video: PSNR -> MOS table (Zinner et al. 2010, the seed paper's; or EvalVid's).")
 @click.option("--kind", type=click.Choice(list(KINDS)), default="auto", show_default=True,
-              help="What to score (video and web are not implemented yet).")
+              help="What to score (web is not implemented yet).")
 @click.option("--details", default="results", show_default=True,
               help="Table to print: results (one row per scored item) or a detail table of the report "
-                   "(voice: windows, plays).")
+                   "(voice: windows, plays; video: frames).")
 @format_option
 @output_option
 def score(capture, refs, sender_capture, network_delay_ms, user, jitter_buffer, conceal, delay_basis, window_s,
-          codec, clocks, ssrc, kind, details, fmt, output):
-    """Score the voice calls in CAPTURE, per direction (user talks / user listens).
+          codec, clocks, ssrc, sdp, video_jitter_buffer, ssim_variant, psnr_table, kind, details, fmt, output):
+    """Score the voice calls (per direction) and video streams in CAPTURE.
 
-    Network-side: G.107 R and MOS from effective loss (after the jitter buffer), burst
-    ratio, codec and mouth-to-ear delay, per stream and per window, plus Cole &
-    Rosenbluth. With --ref: the seed paper's full-reference score (PESQ → z1, delay
-    impairment z2, z = max(0, z1 − z2) → MOS). JSON output holds the whole report."""
-    options = CallOptions(jitter_buffer=jitter_buffer, conceal=conceal, delay_basis=delay_basis, window_s=window_s,
-                          codec=codec, user=user, network_delay_ms=network_delay_ms, clocks=clocks)
+    Voice, network-side: G.107 R and MOS from effective loss (after the jitter buffer),
+    burst ratio, codec and mouth-to-ear delay, per stream and per window, plus Cole &
+    Rosenbluth. With a reference speech file: the seed paper's full-reference score (PESQ →
+    z1, delay impairment z2, z = max(0, z1 − z2) → MOS).
+
+    Video (RTP/H.264, RTP/MPEG-TS, MPEG-TS in UDP): the stream facts (frames decoded,
+    missing, frozen; packets lost). With a reference video: each frame on screen against
+    the reference (PSNR, SSIM, Zinner et al. MOS; the median frame's SSIM MOS is `mos`).
+    JSON output holds the whole report."""
+    call = CallOptions(jitter_buffer=jitter_buffer, conceal=conceal, delay_basis=delay_basis, window_s=window_s,
+                       codec=codec, user=user, network_delay_ms=network_delay_ms, clocks=clocks)
+    video = VideoOptions(sdp=sdp, jitter_buffer=video_jitter_buffer, variant=ssim_variant, psnr_table=psnr_table)
+    options = {"voice": call, "video": video}
     report = qoe.score(capture, reference=list(refs) or None, kind=kind, options=options,
                        sender_capture=sender_capture, ssrc=ssrc)
     if fmt == "json":

@@ -5,13 +5,15 @@ This is the only module that reads files *and* scores: it scans the capture(s) w
 arrays and one :class:`~qoe.voice.CallOptions` to the pure scorers
 (:func:`qoe.voice.score_calls`).
 
-Kinds: ``"voice"`` (RTP audio calls) is implemented; ``"video"`` and ``"web"`` are not
-yet, and asking for them raises :class:`~qoe.errors.InputError` rather than returning
-an empty report. ``"auto"`` scores every kind that is implemented (today: voice).
+Kinds: ``"voice"`` (RTP audio calls) and ``"video"`` (RTP and UDP video streams) are
+implemented; ``"web"`` is not yet, and asking for it raises :class:`~qoe.errors.InputError`
+rather than returning an empty report. ``"auto"`` scores every kind that is implemented
+and present in the capture.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from collections.abc import Sequence
@@ -26,7 +28,7 @@ from qoe.report import Report
 __all__ = ["score", "KINDS"]
 
 #: Every kind :func:`score` knows, and whether it is implemented yet.
-KINDS = {"auto": True, "voice": True, "video": False, "web": False}
+KINDS = {"auto": True, "voice": True, "video": True, "web": False}
 
 # Option names of earlier versions -> their CallOptions field (the old name meant something else
 # than the one-way delay of qoe.voice.emodel, hence the rename).
@@ -67,19 +69,79 @@ def _load_references(reference: Any) -> tuple[list[Any], list[str]]:
     return out, notes
 
 
-def _call_options(options: Any, fields: dict[str, Any]) -> Any:
-    """``options`` (a CallOptions, or None for the defaults) with the option ``fields`` given as keywords."""
+def _is_audio_file(path: Path) -> bool:
+    """Whether libsndfile reads ``path`` (speech for voice; anything else is taken for video)."""
+    import soundfile  # noqa: PLC0415
+
+    try:
+        soundfile.info(str(path))
+    except Exception:  # noqa: BLE001 - libsndfile raises its own errors for every unreadable file
+        return False
+    return True
+
+
+def _split_references(reference: Any) -> dict[str, list[Any]]:
+    """References per kind: a ``{"voice": ..., "video": ...}`` mapping, or items sorted by what they are."""
+    if reference is None:
+        return {"voice": [], "video": []}
+    if isinstance(reference, dict):
+        unknown = sorted(set(reference) - {"voice", "video"})
+        if unknown:
+            raise InputError(f"reference: unknown kind(s) {', '.join(map(repr, unknown))}; use 'voice' and 'video'")
+        out = {}
+        for k in ("voice", "video"):
+            v = reference.get(k)
+            out[k] = [] if v is None else list(v) if isinstance(v, (list, tuple)) else [v]
+        return out
+    items = list(reference) if isinstance(reference, (list, tuple)) else [reference]
+    out = {"voice": [], "video": []}
+    for item in items:
+        if isinstance(item, (str, os.PathLike)) and Path(item).is_file() and not _is_audio_file(Path(item)):
+            out["video"].append(item)
+        else:
+            out["voice"].append(item)  # speech, a Reference, or something _load_references rejects clearly
+    return out
+
+
+def _options_for(options: Any, fields: dict[str, Any]) -> tuple[Any, Any]:
+    """(CallOptions, VideoOptions) from ``options`` and the option ``fields`` given as keywords.
+
+    ``options`` is a CallOptions, a VideoOptions, a ``{"voice": ..., "video": ...}`` mapping
+    of them, or None (defaults); each keyword goes to the kind that has an option of that name.
+    """
+    from qoe.video.stream import VideoOptions  # noqa: PLC0415
     from qoe.voice.call import CallOptions  # noqa: PLC0415 - keeps `import qoe` light
 
-    if options is None:
-        options = CallOptions()
-    elif not isinstance(options, CallOptions):
-        raise InputError(f"options must be a qoe.voice.CallOptions; given a {type(options).__name__}")
+    given = options if isinstance(options, dict) else {} if options is None else {"_": options}
+    call, video = CallOptions(), VideoOptions()
+    for key, opt in given.items():
+        if isinstance(opt, CallOptions) and key in ("_", "voice"):
+            call = opt
+        elif isinstance(opt, VideoOptions) and key in ("_", "video"):
+            video = opt
+        else:
+            raise InputError(
+                "options must be a qoe.voice.CallOptions, a qoe.video.VideoOptions, or a mapping "
+                f"{{'voice': CallOptions, 'video': VideoOptions}}; given {type(opt).__name__}"
+                + (f" for {key!r}" if key != "_" else "")
+            )
     for old, new in _RENAMED.items():
         if old in fields:
             warnings.warn(f"qoe.score: option {old!r} is now {new!r}", DeprecationWarning, stacklevel=3)
             fields[new] = fields.pop(old)
-    return options.replace(**fields) if fields else options
+    call_fields = {k: v for k, v in fields.items() if k in CallOptions.names()}
+    video_fields = {k: v for k, v in fields.items() if k in VideoOptions.names() and k not in call_fields}
+    unknown = sorted(set(fields) - set(call_fields) - set(video_fields))
+    if unknown:
+        raise InputError(
+            f"unknown option(s) {', '.join(unknown)}; call options: {', '.join(CallOptions.names())}; "
+            f"video options: {', '.join(VideoOptions.names())}"
+        )
+    if call_fields:
+        call = call.replace(**call_fields)
+    if video_fields:
+        video = video.replace(**video_fields)
+    return call, video
 
 
 def score(
@@ -98,30 +160,37 @@ def score(
     ----------
     capture : str or path-like
         A pcap or pcapng file. For voice, take it at the user's end of the calls.
-    reference : path, Reference, or a list of them, optional
+    reference : path, Reference, a list of them, or {"voice": ..., "video": ...}, optional
         Reference speech (WAV or any file libsndfile reads; resampled to 8 kHz when it
-        is not). Each is looked for in every stream; plays found get the full-reference
-        score (the seed paper's z1 − z2). Without one, the network-side scores only.
+        is not): each is looked for in every stream; plays found get the full-reference
+        score (the seed paper's z1 − z2). Reference video (any other file, read with
+        FFmpeg; at most one): every video stream is scored against it frame by frame.
+        A path libsndfile reads is speech, any other path video; a mapping says which is
+        which. Without a reference, the network-side scores and stream facts only.
     kind : {"auto", "voice", "video", "web"}, keyword-only
-        What to score. Only voice is implemented yet: ``"video"`` and ``"web"`` raise
-        :class:`~qoe.errors.InputError`; ``"auto"`` scores voice.
-    options : qoe.voice.CallOptions, optional, keyword-only
-        How to score voice calls: jitter buffer, concealment, delay basis, window, codec
-        preset, the user's end, the network delay when it is not measured, whether the
-        two captures share a clock, E-model parameters. Default: ``CallOptions()``.
+        What to score: ``"voice"`` (RTP audio calls), ``"video"`` (RTP and UDP video
+        streams), ``"auto"`` (every kind the capture holds). ``"web"`` is not implemented
+        yet and raises :class:`~qoe.errors.InputError`.
+    options : CallOptions, VideoOptions, or {"voice": ..., "video": ...}, optional, keyword-only
+        How to score voice calls (:class:`qoe.voice.CallOptions`: jitter buffer,
+        concealment, delay basis, window, codec preset, the user's end, ...) and video
+        streams (:class:`qoe.video.VideoOptions`: SDP, jitter buffer, SSIM variant, PSNR
+        table). Default: the defaults of both.
     sender_capture : str or path-like, optional, keyword-only
         A capture taken at the far end: one-way delays are measured, and each stream is
         scored at its receiving end.
     ssrc : int or str ("0x..."), optional, keyword-only
         Score only the call holding this stream.
     **option_fields
-        Fields of :class:`~qoe.voice.CallOptions` given as keywords, applied over
-        ``options`` (``qoe.score(cap, jitter_buffer="fixed:60")``).
+        Fields of :class:`~qoe.voice.CallOptions` or :class:`~qoe.video.VideoOptions`
+        given as keywords, applied over ``options`` (``qoe.score(cap,
+        jitter_buffer="fixed:60")``; a name both have goes to the call options).
 
     Returns
     -------
     Report
-        One result per stream (direction) of each call; ``inputs`` holds the options.
+        One result per stream (direction) of each call and one per video stream;
+        ``inputs`` holds the options.
 
     Raises
     ------
@@ -130,7 +199,8 @@ def score(
     CaptureError
         A file that is not a readable capture.
     StreamNotFoundError
-        ``kind="voice"`` and no RTP audio stream in the capture, or no stream with ``ssrc``.
+        ``kind="voice"`` and no RTP audio stream in the capture, or no stream with
+        ``ssrc``; ``kind="video"`` and no video stream.
 
     Warns
     -----
@@ -152,12 +222,62 @@ def score(
         raise InputError(f"kind must be one of {', '.join(map(repr, KINDS))}; given kind={kind!r}")
     if not KINDS[kind]:
         raise InputError(
-            f"kind={kind!r} is not supported yet: this version of qoe scores voice calls only "
-            "(use kind='voice' or 'auto')"
+            f"kind={kind!r} is not supported yet: this version of qoe scores voice calls and video streams "
+            "(use kind='voice', 'video' or 'auto')"
         )
-    opts = _call_options(options, dict(option_fields))
+    call_opts, video_opts = _options_for(options, dict(option_fields))
+    refs = _split_references(reference)
+    cap = os.fspath(capture)
     sender = os.fspath(sender_capture) if sender_capture is not None else None
-    return _score_voice(os.fspath(capture), reference, sender=sender, ssrc=ssrc, options=opts, strict=(kind == "voice"))
+    parts: list[Report] = []
+    if kind in ("voice", "auto"):
+        voice = _score_voice(cap, refs["voice"], sender=sender, ssrc=ssrc, options=call_opts, strict=(kind == "voice"))
+        if kind == "voice":
+            return voice
+        parts.append(voice)
+    if kind in ("video", "auto"):
+        video = _score_video(cap, refs["video"], options=video_opts, strict=(kind == "video"))
+        if kind == "video":
+            return video
+        parts.append(video)
+    return _merged(cap, parts, refs)
+
+
+def _merged(capture: str, parts: list[Report], refs: dict[str, list[Any]]) -> Report:
+    """One report of the kinds found (``kind="auto"``); a warning when none was.
+
+    With one kind found, its report (inputs as that kind's); with several, ``inputs`` holds
+    each kind's under its name.
+    """
+    found = [p for p in parts if p.results]
+    notes = tuple(n for p in parts for n in p.notes)
+    inputs = {"voice": parts[0].inputs, "video": parts[1].inputs}
+    if not found:
+        warnings.warn(f"{capture}: nothing scorable found (no RTP audio or video stream, no MPEG-TS in UDP)",
+                      QoEWarning, stacklevel=3)
+        return Report(kind="auto", source=capture, results=(), inputs=inputs, notes=notes)
+    for k in ("voice", "video"):
+        if refs[k] and not any(p.kind == k for p in found):
+            notes += (f"the {k} reference was given but the capture holds no {k} stream",)
+    if len(found) == 1:  # one kind: its report as kind= that kind gives it, with every note
+        return dataclasses.replace(found[0], notes=notes)
+    return Report(kind="+".join(p.kind for p in found), source=capture,
+                  results=tuple(r for p in found for r in p.results), inputs=inputs, notes=notes)
+
+
+def _score_video(capture: str, reference: list[Any], *, options: Any, strict: bool) -> Report:
+    from qoe.video.stream import score_capture  # noqa: PLC0415 - keeps `import qoe` light
+
+    if len(reference) > 1:
+        raise InputError(f"give at most one reference video; given {len(reference)}: {', '.join(map(str, reference))}")
+    ref = os.fspath(reference[0]) if reference else None
+    if ref is not None and not Path(ref).is_file():
+        raise InputError(f"reference video {ref}: no such file")
+    inputs = {"capture": capture, "reference": ref, **options.to_dict()}
+    results = tuple(score_capture(capture, ref, options=options))
+    if not results and strict:
+        raise StreamNotFoundError(f"{capture}: no video stream found (RTP video, or MPEG-TS in UDP)")
+    return Report(kind="video", source=capture, results=results, inputs=inputs)
 
 
 def _score_voice(capture: str, reference: Any, *, sender: str | None, ssrc: Any, options: Any, strict: bool) -> Report:
@@ -165,13 +285,13 @@ def _score_voice(capture: str, reference: Any, *, sender: str | None, ssrc: Any,
     from qoe.voice.call import score_calls  # noqa: PLC0415
     from qoe.voice.io import parse_ssrc  # noqa: PLC0415
 
-    refs, notes = _load_references(reference)
+    refs, notes = _load_references(reference or None)
     want = parse_ssrc(ssrc)
     scan = scan_capture(capture)
     far = scan_capture(sender) if sender is not None else None
     audio = [s for s in scan.streams if s.media == "audio" and s.clock_rate]
     left_out = len(scan.streams) - len(audio)
-    if left_out:
+    if left_out and strict:
         notes.append(f"{left_out} RTP stream(s) that are not audio (video, or a payload type without a known clock rate) were left out")
     inputs: dict[str, Any] = {
         "capture": capture,
@@ -184,8 +304,7 @@ def _score_voice(capture: str, reference: Any, *, sender: str | None, ssrc: Any,
         msg = f"{capture}: no RTP audio stream found in {scan.udp_packets} UDP datagrams"
         if strict:
             raise StreamNotFoundError(msg)
-        warnings.warn(msg + " (video and web scoring are not available yet)", QoEWarning, stacklevel=3)
-        return Report(kind="voice", source=capture, results=(), inputs=inputs, notes=tuple(notes))
+        return Report(kind="voice", source=capture, results=(), inputs=inputs, notes=())
     calls = score_calls(
         audio,
         sender_streams=list(far.streams) if far is not None else None,

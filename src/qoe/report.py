@@ -196,12 +196,15 @@ class Report:
     Attributes
     ----------
     kind : str
-        What was scored: ``"voice"`` (later also ``"video"``, ``"web"``).
+        What was scored: ``"voice"``, ``"video"``, or the kinds found joined by ``+``
+        (``"voice+video"``) when :func:`qoe.score` looked for every kind; each result's own
+        kind is the ``kind`` column of :meth:`to_records`.
     source : str
         The capture.
     results : tuple
         One result per scored item (voice: :class:`~qoe.voice.DirectionScore`, one per
-        stream and direction of each call), in capture order.
+        stream and direction of each call; video: :class:`~qoe.video.VideoScore` with a
+        reference, else :class:`~qoe.video.StreamFacts`, one per stream).
     inputs : dict
         The options and inputs the scores were computed with (references, second
         capture, jitter buffer, ...).
@@ -233,6 +236,9 @@ class Report:
     def to_records(self, table: str = "results", *, brief: bool = False) -> list[dict[str, Any]]:
         """Flat records: one per result, or the rows of a detail table.
 
+        A full result record starts with the result's ``kind`` (``"voice"``, ``"video"``), so
+        that one table can hold every kind; a brief one has the headline columns only.
+
         Parameters
         ----------
         table : str
@@ -248,7 +254,9 @@ class Report:
             An unknown table name.
         """
         if table == "results":
-            return [r.to_record(brief=brief) for r in self.results]
+            if brief:
+                return [r.to_record(brief=True) for r in self.results]
+            return [{"kind": getattr(r, "kind", self.kind), **r.to_record()} for r in self.results]
         if table not in self.tables():
             raise InputError(f"unknown table {table!r}; this {self.kind} report has: {', '.join(self.tables())}")
         rows = []

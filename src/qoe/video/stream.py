@@ -19,19 +19,79 @@ References
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from qoe.errors import AlignmentError
+from qoe.errors import AlignmentError, InputError
+from qoe.report import as_dict, brief
 from qoe.video.align import THUMB_SIZE, Offset, find_offset, thumbnail
 from qoe.video.comparison import VideoComparison
 from qoe.video.receiver import CLOCK_HZ, ReceivedVideo
 
-__all__ = ["StreamFacts", "VideoScore", "stream_facts", "score_stream", "score_capture", "sorted_frames"]
+__all__ = ["VideoOptions", "StreamFacts", "VideoScore", "stream_facts", "score_stream", "score_capture", "sorted_frames"]
+
+@dataclass(frozen=True)
+class VideoOptions:
+    """How to score the video streams of a capture (what :func:`qoe.score` passes on).
+
+    Attributes
+    ----------
+    sdp : str or path, optional
+        An SDP (file or text) for RTP streams the capture's signalling does not describe
+        (what ``ffmpeg -sdp_file`` wrote): names dynamic payload types, carries
+        ``sprop-parameter-sets``.
+    jitter_buffer : str, optional
+        The receiver's jitter buffer for RTP streams (``"fixed:200"``; default none:
+        every packet that arrived is decoded), see :func:`qoe.rtp.parse_jitter_buffer`.
+    variant : {"wang", "ssim.m", "ffmpeg"}
+        SSIM definition (:data:`qoe.video.SSIM_VARIANTS`).
+    psnr_table : str
+        PSNR → MOS table (:data:`qoe.video.PSNR_TABLES`).
+    """
+
+    sdp: str | None = None
+    jitter_buffer: str | None = None
+    variant: str = "wang"
+    psnr_table: str = "zinner2010"
+
+    def __post_init__(self) -> None:
+        from qoe.video.metrics import SSIM_VARIANTS  # noqa: PLC0415
+        from qoe.video.mos import PSNR_TABLES  # noqa: PLC0415
+
+        if self.variant not in SSIM_VARIANTS:
+            raise InputError(f"variant must be one of {', '.join(SSIM_VARIANTS)}; given {self.variant!r}")
+        if self.psnr_table not in PSNR_TABLES:
+            raise InputError(f"psnr_table must be one of {', '.join(PSNR_TABLES)}; given {self.psnr_table!r}")
+        if self.sdp is not None:
+            object.__setattr__(self, "sdp", os.fspath(self.sdp))
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The option names."""
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    def replace(self, **changes: Any) -> VideoOptions:
+        """A copy with ``changes`` (checked like the original).
+
+        Raises
+        ------
+        InputError
+            A name that is not an option, or a bad value.
+        """
+        unknown = sorted(set(changes) - set(self.names()))
+        if unknown:
+            raise InputError(f"unknown video option(s) {', '.join(unknown)}; the options are: {', '.join(self.names())}")
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The options as plain Python."""
+        return as_dict(self)
+
 
 # A gap between frames longer than this many frame intervals is a freeze (a frame missing).
 _FREEZE_GAP = 1.5
@@ -96,6 +156,38 @@ class StreamFacts:
     first_pts: int
     last_pts: int
     notes: tuple[str, ...] = ()
+
+    kind: ClassVar[str] = "video"
+    #: The headline columns of :meth:`to_record` with ``brief=True``.
+    BRIEF_COLUMNS: ClassVar[tuple[str, ...]] = (
+        "stream", "transport", "codec", "width", "height", "packets_lost", "frames_decoded", "frames_missing",
+        "freeze_s",
+    )
+
+    @property
+    def label(self) -> str:
+        """A short name of the stream for notes."""
+        return self.name
+
+    def identity(self) -> dict[str, Any]:
+        """The columns that name this stream in detail tables."""
+        return {"stream": self.name}
+
+    def to_record(self, *, brief: bool = False) -> dict[str, Any]:
+        """One flat record (the stream's row in a table); ``brief``: the headline columns."""
+        rec = {"stream": self.name, **as_dict(self, skip=("name", "notes"))}
+        return _brief(rec, self.BRIEF_COLUMNS) if brief else rec
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything as plain Python (NaN kept: the serialiser decides)."""
+        return as_dict(self)
+
+    def tables(self) -> dict[str, list[dict[str, Any]]]:
+        """No detail tables without a reference."""
+        return {}
+
+
+_brief = brief
 
 
 @dataclass(frozen=True)
@@ -210,6 +302,63 @@ class VideoScore:
     offset_s: float
     frames_frozen: int
 
+    kind: ClassVar[str] = "video"
+    #: The headline columns of :meth:`to_record` with ``brief=True``.
+    BRIEF_COLUMNS: ClassVar[tuple[str, ...]] = (
+        "stream", "transport", "codec", "packets_lost", "frames_frozen", "freeze_s", "psnr_db", "ssim",
+        "mos_psnr", "mos_ssim", "mos",
+    )
+
+    @property
+    def label(self) -> str:
+        """A short name of the stream for notes."""
+        return self.facts.name
+
+    @property
+    def mos(self) -> float:
+        """The stream's MOS: Zinner et al.'s SSIM table applied to the median frame SSIM.
+
+        The seed paper (§8.1) reports SSIM-based MOS because SSIM "has been shown to
+        correlate better with human perception" than PSNR; the PSNR-based MOS is in
+        ``mos_psnr`` of :meth:`to_record`.
+        """
+        return self.comparison.to_record(brief=True)["mos_ssim"]
+
+    def identity(self) -> dict[str, Any]:
+        """The columns that name this stream in detail tables."""
+        return {"stream": self.facts.name}
+
+    def to_record(self, *, brief: bool = False) -> dict[str, Any]:
+        """One flat record: the stream facts, the alignment, the clip scores and ``mos``."""
+        rec = self.facts.to_record()
+        cmp = self.comparison.to_record()
+        rec.update({
+            "reference": cmp.pop("reference"),
+            "alignment": self.alignment,
+            "offset_s": self.offset_s,
+            "frames_frozen": self.frames_frozen,
+        })
+        for k in ("distorted", "width", "height"):
+            cmp.pop(k)
+        rec.update(cmp)
+        rec["mos"] = self.mos
+        return _brief(rec, self.BRIEF_COLUMNS) if brief else rec
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything as plain Python: facts, alignment and the comparison with its frames."""
+        return {
+            "facts": self.facts.to_dict(),
+            "alignment": self.alignment,
+            "offset_s": self.offset_s,
+            "frames_frozen": self.frames_frozen,
+            "mos": self.mos,
+            "comparison": self.comparison.to_dict(frames=True),
+        }
+
+    def tables(self) -> dict[str, list[dict[str, Any]]]:
+        """Detail tables: ``frames`` (per reference frame: the frame shown, PSNR, SSIM, MOS)."""
+        return {"frames": self.comparison.frame_records()}
+
 
 def score_stream(
     video: ReceivedVideo,
@@ -310,6 +459,7 @@ def score_capture(
     buffer: Any = None,
     variant: str = "wang",
     psnr_table: str = "zinner2010",
+    options: VideoOptions | None = None,
 ) -> list[VideoScore | StreamFacts]:
     """Every video stream of a capture: scored against ``reference``, else its facts.
 
@@ -327,6 +477,8 @@ def score_capture(
         The receiver's jitter buffer for RTP streams (:func:`qoe.video.receiver.receive_rtp`).
     variant, psnr_table : str, keyword-only
         See :func:`score_stream`.
+    options : VideoOptions, optional, keyword-only
+        All of the above in one object; when given, it replaces them.
 
     Returns
     -------
@@ -336,6 +488,8 @@ def score_capture(
     from qoe.video.flows import find_video  # noqa: PLC0415
     from qoe.video.receiver import receive_rtp, receive_ts  # noqa: PLC0415
 
+    if options is not None:
+        sdp, buffer, variant, psnr_table = options.sdp, options.jitter_buffer, options.variant, options.psnr_table
     out: list[VideoScore | StreamFacts] = []
     for src in find_video(capture, sdp=sdp):
         if src.rtp is not None:

@@ -300,6 +300,8 @@ class DirectionScore:
     inputs: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
 
+    #: What this result scores (the ``kind`` column of :meth:`qoe.Report.to_records`).
+    kind: ClassVar[str] = "voice"
     #: The columns of ``to_record(brief=True)``: the headline figures, under the full record's names.
     BRIEF_COLUMNS: ClassVar[tuple[str, ...]] = (
         "call_id", "direction", "stream", "codec", "expected", "network_lost", "late_lost", "burst_r",
