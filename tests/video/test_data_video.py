@@ -228,3 +228,15 @@ def test_qoe_score_and_cli_score_video(scored):
     assert doc["kind"] == "video" and doc["results"][0]["facts"]["frames_decoded"] == 195
     with pytest.raises(qoe.InputError, match="at most one reference video"):
         qoe.score(cap, reference={"video": [REF, REF]})
+
+
+def test_h264_without_sdp_is_recognised(scored):
+    """Without the SDP file, the RTP/H.264 stream (dynamic payload type 96) is still found as
+    H.264 by its NAL units, said in a note, and scored exactly as with the SDP."""
+    name = "h264-down-b64"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (res,) = score_capture(CAPS / f"{name}_client.pcap", REF)
+    assert any("taken for H.264" in n for n in res.facts.notes)
+    assert res.comparison.psnr.summary().clip == scored[name].comparison.psnr.summary().clip
+    assert res.facts.frames_decoded == scored[name].facts.frames_decoded

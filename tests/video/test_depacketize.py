@@ -148,3 +148,18 @@ def test_bad_sync_and_stray_bytes_are_counted():
     bad[0] = 0x00
     chk = check_transport_stream(ts_packet(256, 0) + bytes(bad) + b"\x47\x00")
     assert (chk.packets, chk.bad_sync, chk.stray_bytes) == (1, 1, 2)
+
+
+def test_looks_like_h264_needs_rfc6184_headers_and_parameter_sets():
+    from qoe.video.depacketize import looks_like_h264
+
+    sps, pps = bytes([0x67, 0x4D, 0x40, 0x1E]), bytes([0x68, 0xEE, 0x3C, 0x80])
+    stap = bytes([0x18]) + len(sps).to_bytes(2, "big") + sps + len(pps).to_bytes(2, "big") + pps  # RFC 6184 §5.7.1
+    fu_start, fu_end = bytes([0x7C, 0x85]) + b"\x88" * 50, bytes([0x7C, 0x45]) + b"\x11" * 20  # §5.8, IDR
+    slices = [bytes([0x41, 0x9A]) + b"\x22" * 30] * 20  # non-IDR single NAL units
+    assert looks_like_h264([stap, fu_start, fu_end, *slices])
+    assert not looks_like_h264([fu_start, fu_end, *slices])  # no parameter sets
+    assert not looks_like_h264([stap, bytes([0x80, 1, 2])] + slices[:5])  # forbidden bit set in 1 of 7
+    rng = np.random.default_rng(1)
+    assert not looks_like_h264([rng.bytes(160) for _ in range(200)])  # e.g. audio frames
+    assert not looks_like_h264([])

@@ -49,6 +49,7 @@ __all__ = [
     "nal_types",
     "slice_types",
     "check_transport_stream",
+    "looks_like_h264",
 ]
 
 # H.264 Annex B: a NAL unit in a byte stream is preceded by the start code 0x000001 (a
@@ -286,6 +287,60 @@ def h264_access_units(
     if cur is not None:
         out.append(cur.build(prefix, prefix_types))
     return out
+
+
+# RFC 6184 §5.2 Table 1: NAL unit types 1-23 are single NAL unit packets, 24 STAP-A, 28 FU-A
+# (the non-interleaved modes; 25-27 and 29 belong to the interleaved mode).
+_RTP_H264_TYPES = frozenset(range(1, 24)) | {24, 28}
+# H.264 §7.4.1 Table 7-1: sequence and picture parameter sets.
+_SPS, _PPS = 7, 8
+# A stream is taken for H.264 when this share of its payloads has a valid RFC 6184 header.
+_H264_SHARE = 0.98
+
+
+def _carried_types(payload: bytes) -> list[int]:
+    """NAL unit types a single NAL, STAP-A or FU-A start packet carries (RFC 6184 §5.6-5.8)."""
+    t = payload[0] & 0x1F
+    if t == 24:  # STAP-A: 16-bit size, NAL unit, ... (§5.7.1)
+        out, i = [], 1
+        while i + 2 < len(payload):
+            n = int.from_bytes(payload[i : i + 2], "big")
+            if n == 0 or i + 2 + n > len(payload):
+                break
+            out.append(payload[i + 2] & 0x1F)
+            i += 2 + n
+        return out
+    if t == 28:  # FU-A: indicator, header (S E R type) (§5.8)
+        return [payload[1] & 0x1F] if len(payload) > 1 and payload[1] & 0x80 else []
+    return [t]
+
+
+def looks_like_h264(payloads: list[bytes] | tuple[bytes, ...]) -> bool:
+    """Whether RTP payloads are H.264 in RFC 6184's non-interleaved packetization.
+
+    For streams no SDP describes (a dynamic payload type seen without signalling). True
+    when at least 98 % of the payloads start with a valid RFC 6184 payload header
+    (forbidden_zero_bit 0, type 1-23, STAP-A or FU-A; an FU-A's header not both start and
+    end) and the stream carries both a sequence and a picture parameter set (in band), which
+    a decoder needs anyway. Audio codecs' payloads pass the header test by chance often
+    enough, but do not carry NAL units of types 7 and 8 in the right framing.
+
+    References
+    ----------
+    .. [1] RFC 6184, §1.3 (NAL unit header), §5.2 Table 1, §5.7.1 (STAP-A), §5.8 (FU-A).
+    .. [2] ITU-T H.264 (08/2021), §7.4.1 Table 7-1 (NAL unit types).
+    """
+    if not payloads:
+        return False
+    valid, seen = 0, set()
+    for p in payloads:
+        if not p or p[0] & 0x80 or (p[0] & 0x1F) not in _RTP_H264_TYPES:
+            continue
+        if p[0] & 0x1F == 28 and (len(p) < 2 or (p[1] & 0xC0) == 0xC0 or not 1 <= (p[1] & 0x1F) <= 23):
+            continue
+        valid += 1
+        seen.update(_carried_types(p))
+    return valid >= _H264_SHARE * len(payloads) and {_SPS, _PPS} <= seen
 
 
 def nal_types(annexb: bytes) -> list[int]:

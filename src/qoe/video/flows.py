@@ -21,6 +21,7 @@ import numpy as np
 
 from qoe.errors import InputError
 from qoe.rtp import RtpStream, SdpMedia, parse_sdp, scan_capture
+from qoe.video.depacketize import looks_like_h264
 
 __all__ = ["VideoSource", "find_video", "load_sdp"]
 
@@ -46,6 +47,8 @@ class VideoSource:
         Plain UDP: the datagrams' payloads in arrival order.
     arrival_ns : numpy.ndarray of int64
         Plain UDP: their capture times.
+    notes : tuple of str
+        How the stream was recognised, when no signalling said so.
     """
 
     name: str
@@ -53,6 +56,7 @@ class VideoSource:
     sdp: SdpMedia | None = None
     payloads: tuple[bytes, ...] = ()
     arrival_ns: np.ndarray | None = None
+    notes: tuple[str, ...] = ()
 
 
 def load_sdp(sdp: str | os.PathLike[str] | None) -> list[SdpMedia]:
@@ -83,6 +87,14 @@ def _sdp_for(stream: RtpStream, media: list[SdpMedia]) -> SdpMedia | None:
     return (exact or same_port or [None])[0]  # port alone: NAT, or a sender writing 127.0.0.1
 
 
+def _h264_sdp(stream: RtpStream) -> SdpMedia:
+    """The SDP section a sender of H.264 on this stream would have written (RFC 6184 §8.2.1)."""
+    k = stream.key
+    text = (f"v=0\r\nc=IN IP4 {k.dst}\r\nm=video {k.dport} RTP/AVP {stream.payload_type}\r\n"
+            f"a=rtpmap:{stream.payload_type} H264/90000\r\na=fmtp:{stream.payload_type} packetization-mode=1\r\n")
+    return parse_sdp(text).media[0]
+
+
 def find_video(capture: str | os.PathLike[str], *, sdp: str | os.PathLike[str] | None = None) -> list[VideoSource]:
     """Every video stream of a capture, in order of their first packet.
 
@@ -94,6 +106,12 @@ def find_video(capture: str | os.PathLike[str], *, sdp: str | os.PathLike[str] |
         An SDP (file or text) that describes streams the capture's own signalling does
         not, e.g. what ``ffmpeg -sdp_file`` wrote: a stream to its ``m=`` port is taken as
         that media, with its payload names and format parameters.
+
+    Notes
+    -----
+    An RTP stream of a dynamic payload type that no SDP describes is taken for H.264 when
+    its payloads are RFC 6184 packets carrying parameter sets
+    (:func:`qoe.video.depacketize.looks_like_h264`); the source's ``notes`` say so.
     """
     from qoe.capture import read_udp_batches  # noqa: PLC0415
 
@@ -106,10 +124,14 @@ def find_video(capture: str | os.PathLike[str], *, sdp: str | os.PathLike[str] |
         m = _sdp_for(s, media)
         kind = m.media if m is not None else s.media
         rtp_keys.add((s.key.src, s.key.sport, s.key.dst, s.key.dport))
+        notes: tuple[str, ...] = ()
+        if kind is None and s.codec is None and looks_like_h264(s.packets.payloads):
+            kind, m = "video", _h264_sdp(s)
+            notes = (f"payload type {s.payload_type} taken for H.264 (RFC 6184) by its NAL units: no SDP names it",)
         if kind == "video":
             k = s.key
             out.append((int(s.packets.frame[0]), VideoSource(
-                name=f"{k.src}:{k.sport} -> {k.dst}:{k.dport} ssrc=0x{k.ssrc:08x}", rtp=s, sdp=m)))
+                name=f"{k.src}:{k.sport} -> {k.dst}:{k.dport} ssrc=0x{k.ssrc:08x}", rtp=s, sdp=m, notes=notes)))
     first_frame: dict[tuple[str, int, str, int], int] = {}
     payloads: dict[tuple[str, int, str, int], list[bytes]] = {}
     times: dict[tuple[str, int, str, int], list[int]] = {}

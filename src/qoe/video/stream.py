@@ -496,6 +496,8 @@ def score_capture(
             video = receive_rtp(src.rtp, sdp=src.sdp, buffer=buffer)
         else:
             video = receive_ts(src.name, list(src.payloads))
+        if src.notes:
+            video = dataclasses.replace(video, notes=src.notes + video.notes)
         if reference is None:
             out.append(stream_facts(video))
         else:
