@@ -140,3 +140,18 @@ def test_without_the_sdp_an_h264_stream_is_found_by_its_nal_units(captures):
     (facts,) = score_capture(caps["rtp-h264"])
     assert facts.codec == "h264" and facts.frames_decoded == FRAMES
     assert any("taken for H.264" in n for n in facts.notes)
+
+
+def test_a_codec_not_decoded_is_listed_with_its_packets(clip):
+    """VP8 over RTP (ffmpeg's libvpx + its RTP muxer, RFC 7741) is listed as video with its
+    packet facts and a note, not decoded, with or without a reference."""
+    if "libvpx" not in subprocess.run(["ffmpeg", "-hide_banner", "-encoders"], capture_output=True, text=True).stdout:
+        pytest.skip("this ffmpeg has no libvpx")
+    d, ref = clip
+    cap = _receive(["-re", "-i", "ref.ts", "-t", "1", "-c:v", "libvpx", "-b:v", "300k", "-an", "-f", "rtp",
+                    "-sdp_file", "s.sdp", "rtp://127.0.0.1:PORT"], d, "rtp-vp8", drop_every=17)
+    for reference in (None, ref):
+        (facts,) = score_capture(cap, reference, sdp=d / "rtp-vp8.sdp")
+        assert isinstance(facts, StreamFacts) and facts.codec == "vp8" and facts.frames_decoded == 0
+        assert facts.packets_received > 0 and facts.packets_lost > 0
+        assert any(n.startswith("not decoded:") for n in facts.notes)

@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from qoe.errors import AlignmentError, InputError
+from qoe.errors import AlignmentError, InputError, UnsupportedCodecError
 from qoe.report import as_dict, brief
 from qoe.video.align import THUMB_SIZE, Offset, find_offset, thumbnail
 from qoe.video.comparison import VideoComparison
@@ -451,6 +451,20 @@ def _ref_frames(frames: Iterable[Any]) -> Iterator[_RefFrame]:
             yield _RefFrame(pts=int(round(f.pts_s * CLOCK_HZ)), y=f.y, damaged=False)
 
 
+def _undecoded(src: Any, reason: str) -> StreamFacts:
+    """The facts of an RTP video stream qoe does not decode (VP8, VP9, H.265, AV1, ...):
+    its packets and losses, no frames."""
+    rtp = src.rtp
+    codec = (src.sdp.encoding(rtp.payload_type) or (None,))[0] if src.sdp is not None else None
+    return StreamFacts(
+        name=src.name, transport="rtp", codec=(codec or rtp.codec or f"PT {rtp.payload_type}").lower(),
+        buffer="none", width=0, height=0, frame_rate=float("nan"), packets_received=rtp.stats.packets,
+        packets_lost=max(0, rtp.stats.lost), packets_late=0, ts_cc_errors=0, frames_expected=0, frames_decoded=0,
+        frames_damaged=0, frames_untimed=0, frames_missing=0, freeze_events=0, freeze_s=0.0, keyframes_damaged=0,
+        first_pts=0, last_pts=0, notes=(*src.notes, f"not decoded: {reason}"),
+    )
+
+
 def score_capture(
     capture: str | os.PathLike[str],
     reference: str | os.PathLike[str] | None = None,
@@ -483,7 +497,9 @@ def score_capture(
     Returns
     -------
     list of VideoScore or StreamFacts
-        One per stream, in order of its first packet.
+        One per stream, in order of its first packet. A stream of a codec qoe does not
+        decode (VP8, VP9, H.265, AV1, H.263 over RTP) gets its packet facts, no frames, and
+        a note saying so, with or without a reference.
     """
     from qoe.video.flows import find_video  # noqa: PLC0415
     from qoe.video.receiver import receive_rtp, receive_ts  # noqa: PLC0415
@@ -493,7 +509,11 @@ def score_capture(
     out: list[VideoScore | StreamFacts] = []
     for src in find_video(capture, sdp=sdp):
         if src.rtp is not None:
-            video = receive_rtp(src.rtp, sdp=src.sdp, buffer=buffer)
+            try:
+                video = receive_rtp(src.rtp, sdp=src.sdp, buffer=buffer)
+            except UnsupportedCodecError as exc:
+                out.append(_undecoded(src, str(exc)))
+                continue
         else:
             video = receive_ts(src.name, list(src.payloads))
         if src.notes:
