@@ -75,6 +75,9 @@ def test_demo_runs_on_bundled_data(run, data_dir):
     res = run("demo", str(data_dir))
     assert res.exit_code == 0
     assert "E-model" in res.output and "G.1030" in res.output
+    if (data_dir / "video" / "captures" / "manifest.json").is_file():
+        # one row per bundled video capture; the lossless ones equal the reference (PSNR inf)
+        assert "RTP/UDP video (data/video)" in res.output and "udpts-idle-b64" in res.output
 
 
 @pytest.mark.parametrize(
