@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
+from qoe.report import to_json
 from qoe.video import PSNR_TABLES, SSIM_VARIANTS, compare
 from qoe_cli._output import emit, format_option, output_option, render, render_pairs
 
@@ -42,7 +41,7 @@ def compare_cmd(ref, dist, per_frame, variant, planes, pairing, psnr_table, thre
     res = compare(ref, dist, variant=variant, planes=planes, pairing=pairing, psnr_table=psnr_table,
                   threads=threads)
     if fmt == "json":
-        emit(json.dumps(res.to_dict(frames=per_frame), indent=2, allow_nan=False) + "\n", output)
+        emit(to_json(res.to_dict(frames=per_frame)) + "\n", output)
     elif per_frame:
         emit(render(res.frame_records(), fmt, digits=4), output)
     else:

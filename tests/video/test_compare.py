@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from skimage.metrics import structural_similarity
 
+from qoe.report import to_json
 from qoe.errors import QoEWarning
 from qoe.video import compare, psnr, psnr_to_mos, ssim_to_mos
 
@@ -73,8 +74,7 @@ def test_late_start_leaves_first_frames_unpaired(clip, variants):
     assert np.isnan(res.mos_ssim[:2]).all()
     assert res.n_paired == 18 and res.psnr.summary().n_frames == 18
     assert any("no distorted frame" in n for n in res.notes)
-    d = res.to_dict()
-    json.dumps(d, allow_nan=False)
+    d = json.loads(to_json(res.to_dict()))  # the one serialiser: strict JSON, NaN -> null
     assert d["per_frame"][0]["psnr_db"] is None and d["per_frame"][0]["dist_pts_s"] is None
     assert d["per_frame"][2]["dist_pts_s"] == pytest.approx(0.08)
 
@@ -92,9 +92,9 @@ def test_identical_files(clip):
     assert np.all(res.psnr.values == math.inf) and np.all(res.ssim.values == 1.0)
     rec = res.to_record()
     assert rec["identical_frames"] == 20 and rec["psnr_db"] == math.inf and rec["mos_psnr"] == 5.0
-    d = res.to_dict()
-    text = json.dumps(d, allow_nan=False)  # strict: no Infinity
+    text = to_json(res.to_dict())  # strict: no Infinity
     assert "Infinity" not in text and "NaN" not in text
+    d = json.loads(text)
     assert d["psnr"]["summary"]["clip"] is None and d["psnr"]["summary"]["identical_frames"] == 20
     assert d["per_frame"][0]["psnr_db"] is None and d["per_frame"][0]["ssim"] == 1.0
 
@@ -105,4 +105,4 @@ def test_yuv_and_variants_in_records(clip):
     assert {"psnr_y_db", "psnr_u_db", "psnr_v_db", "ssim_y", "ssim_u", "ssim_v"} <= set(row)
     assert res.to_record()["ssim_variant"] == "ssim.m" and res.to_record()["planes"] == "yuv"
     assert res.tables()["frames"] == res.frame_records()
-    json.dumps(res.to_dict(), allow_nan=False)
+    to_json(res.to_dict())

@@ -35,7 +35,6 @@ from qoe.video.metrics import (
     SsimEngine,
     SsimVariant,
     _check_choice,
-    _json_number,
     _psnr_frame,
     make_scores,
 )
@@ -177,7 +176,7 @@ class VideoComparison:
         return {"reference": self.reference, "distorted": self.distorted}
 
     def to_dict(self, *, frames: bool = True) -> dict[str, Any]:
-        """Everything as plain Python for strict JSON (+inf and NaN → ``None``)."""
+        """Everything as plain Python (+inf and NaN kept: :func:`qoe.report.to_json` writes them as null)."""
         mos_p, mos_s = self._clip_mos()
         out: dict[str, Any] = {
             "reference": self.reference,
@@ -190,8 +189,8 @@ class VideoComparison:
             "psnr": self.psnr.to_dict(frames=False),
             "ssim": self.ssim.to_dict(frames=False),
             "mos": {
-                "psnr": _json_number(mos_p),
-                "ssim": _json_number(mos_s),
+                "psnr": mos_p,
+                "ssim": mos_s,
                 "definition": "MOS of the clip's median per-frame score (the seed paper reports medians)",
                 "psnr_table": {"name": self.psnr_table, "source": PSNR_TABLES[self.psnr_table].source},
                 "ssim_table": {"name": self.ssim_table, "source": SSIM_TABLES[self.ssim_table].source},
@@ -199,8 +198,7 @@ class VideoComparison:
             "notes": list(self.notes),
         }
         if frames:
-            out["per_frame"] = [{k: (_json_number(v) if isinstance(v, float) else v) for k, v in row.items()}
-                                for row in self.frame_records()]
+            out["per_frame"] = self.frame_records()
         return out
 
 

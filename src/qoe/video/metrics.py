@@ -65,6 +65,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from qoe.errors import InputError
+from qoe.report import to_plain
 
 __all__ = [
     "psnr",
@@ -135,14 +136,14 @@ class ClipSummary:
     identical_frames: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-Python view; +inf and NaN become ``None`` (strict JSON)."""
+        """Plain-Python view (+inf and NaN kept: :func:`qoe.report.to_json` writes them as null)."""
         return {
             "n_frames": self.n_frames,
-            "mean": _json_number(self.mean),
-            "median": _json_number(self.median),
-            "min": _json_number(self.min),
-            "max": _json_number(self.max),
-            "clip": _json_number(self.clip),
+            "mean": self.mean,
+            "median": self.median,
+            "min": self.min,
+            "max": self.max,
+            "clip": self.clip,
             "clip_definition": self.clip_definition,
             "identical_frames": self.identical_frames,
         }
@@ -198,7 +199,9 @@ class FrameScores:
         return ClipSummary(n, *stats, clip=stats[0], clip_definition="mean of per-frame SSIM (FFmpeg)")
 
     def to_dict(self, *, frames: bool = True) -> dict[str, Any]:
-        """Plain-Python view for JSON; +inf and NaN become ``None``. ``frames=False``: summary only."""
+        """Plain-Python view (+inf and NaN kept: :func:`qoe.report.to_json` writes them as null).
+
+        ``frames=False``: the summary only."""
         out: dict[str, Any] = {
             "metric": self.metric,
             "variant": self.variant,
@@ -208,28 +211,11 @@ class FrameScores:
             "summary": self.summary().to_dict(),
         }
         if frames:
-            out["values"] = _json_list(self.values)
-            out["plane_values"] = {k: _json_list(v) for k, v in self.plane_values.items()}
+            out["values"] = to_plain(self.values)
+            out["plane_values"] = {k: to_plain(v) for k, v in self.plane_values.items()}
             if self.mse is not None:
-                out["mse"] = _json_list(self.mse)
+                out["mse"] = to_plain(self.mse)
         return out
-
-
-def _json_number(x: float | None) -> float | None:
-    """``x`` as a Python float, or ``None`` when it is NaN, ±inf or ``None`` (strict JSON)."""
-    if x is None:
-        return None
-    x = float(x)
-    return x if math.isfinite(x) else None
-
-
-def _json_list(a: ArrayLike) -> list[float | None]:
-    """A float array as a list with NaN and ±inf replaced by ``None`` (strict JSON)."""
-    arr = np.asarray(a, dtype=np.float64).ravel()
-    out: list[float | None] = arr.tolist()
-    for i in np.flatnonzero(~np.isfinite(arr)):
-        out[i] = None
-    return out
 
 
 # --------------------------------------------------------------------------------------
