@@ -26,7 +26,10 @@ core. This script makes everything it needs in a temporary directory (nothing is
    - depacketise: :func:`qoe.video.receive_rtp` / :func:`~qoe.video.receive_ts` (jitter
      buffer, RFC 6184 access units or the rebuilt transport stream and its checks);
    - decode received / decode reference: the PyAV decoding generators
-     (:func:`qoe.video.receiver.decode`, :func:`qoe.video.read_frames`), all passes;
+     (:func:`qoe.video.receiver.decode`, :func:`qoe.video.read_frames`), all passes (the
+     table says how many: ``ReceivedVideo.frames`` and ``read_frames`` calls; the design of
+     :mod:`qoe.video.stream` decodes each stream twice, thumbnails to align, then frames to
+     score, so that memory holds a few frames whatever the stream's length);
    - align: thumbnails (:func:`qoe.video.align.thumbnail`) and :func:`~qoe.video.find_offset`;
    - PSNR, SSIM: the per-frame metric calls (Wang SSIM on luma, the default);
    - other: the rest (pairing, bookkeeping, generator plumbing, the profiler's own cost);
@@ -206,8 +209,13 @@ def worker(cap: str, ref: str, sdp: str | None, out: str, mode: str) -> None:
     for label, funcs in STAGES:
         stages[label] = sum(ct for (f, _l, fn), (_cc, _nc, _tt, ct, _c) in stats.items()
                             if any(f.replace(os.sep, "/").endswith(sfx) and fn == name for sfx, name in funcs))
+    # decoding passes: calls of the functions that start one (each returns a generator)
+    passes = {what: sum(nc for (f, _l, fn), (_cc, nc, _tt, _ct, _c) in stats.items()
+                        if f.replace(os.sep, "/").endswith(sfx) and fn == name)
+              for what, sfx, name in (("received", "qoe/video/receiver.py", "frames"),
+                                      ("reference", "qoe/video/io.py", "read_frames"))}
     cmp = score.comparison
-    result = {
+    result = {"passes": passes,
         "import_s": t_import, "wall_s": wall, "cpu_s": cpu, "profiled_wall_s": prof_wall, "stages": stages,
         "cv2_threads": cv2.getNumThreads(), "affinity": sorted(os.sched_getaffinity(0)),
         "frames": cmp.n_frames, "paired": cmp.n_paired, "alignment": score.alignment,
@@ -357,6 +365,9 @@ def main() -> None:
     print(f"{'other (incl. profiler)':<28}" + "".join(
         cell([r['profiled_wall_s'] - sum(r['stages'].values()) for r in results[tr]],
              [r['profiled_wall_s'] for r in results[tr]]) for tr in TRANSPORTS))
+    print(f"{'  decoding passes (rec/ref)':<28}" + "".join(
+        f"{results[tr][0]['passes']['received']:>15} / {results[tr][0]['passes']['reference']:<4}"
+        for tr in TRANSPORTS))
     print(f"{'total under cProfile':<28}" + "".join(cell([r['profiled_wall_s'] for r in results[tr]])
                                                     for tr in TRANSPORTS))
     print("-" * len(head))
