@@ -62,6 +62,7 @@ References
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -337,6 +338,19 @@ class _Half:
         self.held_bytes = 0
 
 
+@functools.lru_cache(maxsize=64)
+def _asked(method: str, upgrade: str | None) -> tuple[h11.Request, h11.EndOfMessage]:
+    """The request h11 must have sent before it reads a response to ``method``.
+
+    h11's events are immutable, so the same ones serve every connection (building and
+    validating them is half the cost of starting a response).
+    """
+    headers = [("Host", "x"), ("Content-Length", "0")]
+    if upgrade is not None:
+        headers += [("Connection", "upgrade"), ("Upgrade", upgrade)]
+    return h11.Request(method=method, target="/", headers=headers), h11.EndOfMessage()
+
+
 def _header(headers: Any, name: bytes) -> bytes | None:
     """First value of ``name`` (lower-case) in h11's normalised headers."""
     for k, v in headers:
@@ -521,11 +535,8 @@ class HttpSink:
             conn = h11.Connection(h11.CLIENT, max_incomplete_event_size=self._max_head)  # reads responses
             # tell h11 what was asked: no body in a HEAD response, a switch after CONNECT 2xx
             # or Upgrade 101 (RFC 9110 §9.3.2, §9.3.6, §7.8)
-            headers = [("Host", "x"), ("Content-Length", "0")]
-            if tx.upgrade is not None:
-                headers += [("Connection", "upgrade"), ("Upgrade", tx.upgrade)]
-            conn.send(h11.Request(method=tx.method or "GET", target="/", headers=headers))
-            conn.send(h11.EndOfMessage())
+            for ev in _asked(tx.method or "GET", tx.upgrade):
+                conn.send(ev)
             h.tx = tx
             tx.resp_start = ts
         h.conn = conn
@@ -582,6 +593,17 @@ class HttpSink:
                     return b""
                 if h.mode == _TUNNEL:
                     return b""
+                if h.framing == _CLOSE or (h.framing == _LENGTH and h.length > 0):
+                    # h11 has checked the head and chosen the framing; a body of known
+                    # length, or one that runs to the close, is only counted from here
+                    # (RFC 9112 §6.3 items 6 and 8): cheaper than h11's Data events, and
+                    # the same code skips gaps
+                    rest = conn.trailing_data[0]
+                    h.pos -= len(rest)
+                    h.conn = None
+                    h.mode = _SKIP
+                    h.skip_left = h.length if h.framing == _LENGTH else None
+                    return rest
             elif t is h11.InformationalResponse:
                 assert h.tx is not None
                 h.tx.interim.append(ev.status_code)
@@ -684,15 +706,8 @@ class HttpSink:
         if mode in (_STOPPED, _TUNNEL, _CLOSED):
             h.pos += length
             return
-        if mode == _H11 and h.head_end is not None and h.framing in (_LENGTH, _CLOSE):
-            # inside a body whose end does not depend on the missing bytes: skip them
-            assert h.conn is not None
-            h.body += len(h.conn.trailing_data[0])  # (h11 hands over body bytes at once: 0)
-            h.conn = None
-            h.mode = _SKIP
-            h.skip_left = None if h.framing == _CLOSE else h.length - h.body - h.body_missing
-            mode = _SKIP
         if mode == _SKIP:
+            # inside a body whose end does not depend on the missing bytes: skip them
             if h.skip_left is None or length <= h.skip_left:
                 h.pos += length
                 h.body_missing += length
