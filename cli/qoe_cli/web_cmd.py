@@ -1,16 +1,17 @@
-"""``qoe web ...``: web-browsing QoE from page load times."""
+"""``qoe web ...``: web-browsing QoE: page loads from captures or HAR files, HAR export, G.1030."""
 
 from __future__ import annotations
 
 import click
 
+from qoe.report import to_json
 from qoe.web import g1030
 from qoe_cli._output import emit, format_option, output_option, render
 
 
 @click.group("web")
 def web() -> None:
-    """Web-browsing QoE (ITU-T G.1030)."""
+    """Web-browsing QoE: page loads (PLT, RTT/loss diagnosis, G.1030) and HAR files."""
 
 
 @web.command("g1030")
@@ -26,3 +27,62 @@ def g1030_cmd(plt_seconds, preset, t_min, t_max, fmt, output):
     scores = g1030.mos(list(plt_seconds), preset=preset, t_min=t_min, t_max=t_max)
     rows = [{"plt_s": t, "mos": float(m)} for t, m in zip(plt_seconds, scores)]
     emit(render(rows, fmt, digits=3), output)
+
+
+def _load_pages(source, idle_gap, preset, t_min, t_max):
+    from qoe.web.har import read_har
+    from qoe.web.pages import page_loads, pages_from_har
+
+    bounds = (t_min, t_max) if t_min is not None or t_max is not None else None
+    if bounds is not None and None in bounds:
+        raise click.UsageError("--t-min and --t-max go together")
+    if source.lower().endswith(".har"):
+        return pages_from_har(read_har(source), idle_gap_s=idle_gap, preset=preset, bounds=bounds)
+    return page_loads(source, idle_gap_s=idle_gap, preset=preset, bounds=bounds)
+
+
+@web.command("pages")
+@click.argument("source", type=click.Path(exists=True, dir_okay=False))
+@click.option("--preset", type=click.Choice(list(g1030.PRESETS)), default="access", show_default=True,
+              help="G.1030 bounds of the seed paper §9.1: access (0.56 s → 5) or backbone (0.85 s → 5); 6 s → 1.")
+@click.option("--t-min", type=float, default=None, help="Load time scored 5 (s); with --t-max, overrides the preset.")
+@click.option("--t-max", type=float, default=None, help="Load time scored 1 (s).")
+@click.option("--idle-gap", type=click.FloatRange(min=0, min_open=True), default=2.0, show_default=True,
+              help="Quiet time (s) that ends a page load.")
+@click.option("--objects", is_flag=True, help="One row per object (transaction) instead of one per page.")
+@format_option
+@output_option
+def pages_cmd(source, preset, t_min, t_max, idle_gap, objects, fmt, output):
+    """Page loads in SOURCE (a pcap/pcapng capture, or a .har file): PLT, round trips, RTT,
+    retransmissions, the seed paper's diagnosis (RTT- or loss-dominated) and the G.1030 MOS.
+
+    PLT is "fully loaded": the page's first DNS query, SYN or request to the last byte of its
+    last object (a capture cannot see the browser's onLoad; a HAR's onLoad is used when it has one)."""
+    found = _load_pages(source, idle_gap, preset, t_min, t_max)
+    if fmt == "json":
+        emit(to_json([p.to_dict() for p in found]) + "\n", output)
+        return
+    if objects:
+        rows = [{**p.identity(), **row} for p in found for row in p.tables()["objects"]]
+    else:
+        rows = [p.to_record(brief=(fmt == "table")) for p in found]
+    emit(render(rows, fmt, digits=3) if rows else ("no page load found\n" if fmt == "table" else ""), output)
+
+
+@web.command("har")
+@click.argument("capture", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False, writable=True), required=True,
+              help="The HAR file to write.")
+@click.option("--idle-gap", type=click.FloatRange(min=0, min_open=True), default=2.0, show_default=True,
+              help="Quiet time (s) that ends a page load.")
+def har_cmd(capture, out, idle_gap):
+    """Write the HTTP transactions of CAPTURE as a HAR 1.2 file, grouped into pages (`_plt` holds
+    each page's fully-loaded time; onLoad is -1: a capture cannot see it). HTTPS is encrypted:
+    its connections are pages without entries."""
+    from qoe.web.har import write_har
+    from qoe.web.pages import page_loads, to_har_pages
+
+    found = page_loads(capture, idle_gap_s=idle_gap)
+    write_har(out, [t for p in found for t in p.transactions], pages=to_har_pages(found),
+              comment=f"written by qoe web har from {click.format_filename(capture)}")
+    click.echo(f"{out}: {len(found)} page(s), {sum(len(p.transactions) for p in found)} entries")

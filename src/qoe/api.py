@@ -5,10 +5,9 @@ This is the only module that reads files *and* scores: it scans the capture(s) w
 arrays and one :class:`~qoe.voice.CallOptions` to the pure scorers
 (:func:`qoe.voice.score_calls`).
 
-Kinds: ``"voice"`` (RTP audio calls) and ``"video"`` (RTP and UDP video streams) are
-implemented; ``"web"`` is not yet, and asking for it raises :class:`~qoe.errors.InputError`
-rather than returning an empty report. ``"auto"`` scores every kind that is implemented
-and present in the capture.
+Kinds: ``"voice"`` (RTP audio calls), ``"video"`` (RTP and UDP video streams) and
+``"web"`` (HTTP and HTTPS page loads over TCP). ``"auto"`` scores every kind present in
+the capture.
 """
 
 from __future__ import annotations
@@ -27,8 +26,8 @@ from qoe.report import Report
 
 __all__ = ["score", "KINDS"]
 
-#: Every kind :func:`score` knows, and whether it is implemented yet.
-KINDS = {"auto": True, "voice": True, "video": True, "web": False}
+#: Every kind :func:`score` knows (all implemented; the flag is kept for callers that check it).
+KINDS = {"auto": True, "voice": True, "video": True, "web": True}
 
 # Option names of earlier versions -> their CallOptions field (the old name meant something else
 # than the one-way delay of qoe.voice.emodel, hence the rename).
@@ -103,45 +102,45 @@ def _split_references(reference: Any) -> dict[str, list[Any]]:
     return out
 
 
-def _options_for(options: Any, fields: dict[str, Any]) -> tuple[Any, Any]:
-    """(CallOptions, VideoOptions) from ``options`` and the option ``fields`` given as keywords.
-
-    ``options`` is a CallOptions, a VideoOptions, a ``{"voice": ..., "video": ...}`` mapping
-    of them, or None (defaults); each keyword goes to the kind that has an option of that name.
-    """
+def _option_classes() -> dict[str, type]:
     from qoe.video.stream import VideoOptions  # noqa: PLC0415
     from qoe.voice.call import CallOptions  # noqa: PLC0415 - keeps `import qoe` light
+    from qoe.web.pages import WebOptions  # noqa: PLC0415
 
+    return {"voice": CallOptions, "video": VideoOptions, "web": WebOptions}
+
+
+def _options_for(options: Any, fields: dict[str, Any]) -> dict[str, Any]:
+    """The options of each kind from ``options`` and the option ``fields`` given as keywords.
+
+    ``options`` is a CallOptions, a VideoOptions, a WebOptions, a ``{"voice": ..., "video":
+    ..., "web": ...}`` mapping of them, or None (defaults); each keyword goes to the first
+    kind (voice, video, web) that has an option of that name.
+    """
+    classes = _option_classes()
     given = options if isinstance(options, dict) else {} if options is None else {"_": options}
-    call, video = CallOptions(), VideoOptions()
+    out = {kind: cls() for kind, cls in classes.items()}
     for key, opt in given.items():
-        if isinstance(opt, CallOptions) and key in ("_", "voice"):
-            call = opt
-        elif isinstance(opt, VideoOptions) and key in ("_", "video"):
-            video = opt
-        else:
+        kind = next((k for k, cls in classes.items() if isinstance(opt, cls)), None)
+        if kind is None or key not in ("_", kind):
             raise InputError(
-                "options must be a qoe.voice.CallOptions, a qoe.video.VideoOptions, or a mapping "
-                f"{{'voice': CallOptions, 'video': VideoOptions}}; given {type(opt).__name__}"
-                + (f" for {key!r}" if key != "_" else "")
+                "options must be a qoe.voice.CallOptions, a qoe.video.VideoOptions, a qoe.web.WebOptions, or a "
+                f"mapping {{'voice': CallOptions, 'video': VideoOptions, 'web': WebOptions}}; given "
+                f"{type(opt).__name__}" + (f" for {key!r}" if key != "_" else "")
             )
+        out[kind] = opt
     for old, new in _RENAMED.items():
         if old in fields:
             warnings.warn(f"qoe.score: option {old!r} is now {new!r}", DeprecationWarning, stacklevel=3)
             fields[new] = fields.pop(old)
-    call_fields = {k: v for k, v in fields.items() if k in CallOptions.names()}
-    video_fields = {k: v for k, v in fields.items() if k in VideoOptions.names() and k not in call_fields}
-    unknown = sorted(set(fields) - set(call_fields) - set(video_fields))
-    if unknown:
-        raise InputError(
-            f"unknown option(s) {', '.join(unknown)}; call options: {', '.join(CallOptions.names())}; "
-            f"video options: {', '.join(VideoOptions.names())}"
-        )
-    if call_fields:
-        call = call.replace(**call_fields)
-    if video_fields:
-        video = video.replace(**video_fields)
-    return call, video
+    taken: dict[str, dict[str, Any]] = {kind: {} for kind in classes}
+    for name, value in fields.items():
+        kind = next((k for k, cls in classes.items() if name in cls.names()), None)
+        if kind is None:
+            lists = "; ".join(f"{k} options: {', '.join(cls.names())}" for k, cls in classes.items())
+            raise InputError(f"unknown option(s) {name}; {lists}")
+        taken[kind][name] = value
+    return {kind: out[kind].replace(**taken[kind]) if taken[kind] else out[kind] for kind in classes}
 
 
 def score(
@@ -169,13 +168,14 @@ def score(
         which. Without a reference, the network-side scores and stream facts only.
     kind : {"auto", "voice", "video", "web"}, keyword-only
         What to score: ``"voice"`` (RTP audio calls), ``"video"`` (RTP and UDP video
-        streams), ``"auto"`` (every kind the capture holds). ``"web"`` is not implemented
-        yet and raises :class:`~qoe.errors.InputError`.
-    options : CallOptions, VideoOptions, or {"voice": ..., "video": ...}, optional, keyword-only
+        streams), ``"web"`` (page loads: :func:`qoe.web.page_loads`), ``"auto"`` (every
+        kind the capture holds).
+    options : CallOptions, VideoOptions, WebOptions, or a mapping of kind to them, optional, keyword-only
         How to score voice calls (:class:`qoe.voice.CallOptions`: jitter buffer,
         concealment, delay basis, window, codec preset, the user's end, ...) and video
         streams (:class:`qoe.video.VideoOptions`: SDP, jitter buffer, SSIM variant, PSNR
-        table). Default: the defaults of both.
+        table) and page loads (:class:`qoe.web.WebOptions`: idle gap, G.1030 bounds).
+        Default: the defaults of each.
     sender_capture : str or path-like, optional, keyword-only
         A capture taken at the far end: one-way delays are measured, and each stream is
         scored at its receiving end.
@@ -220,27 +220,38 @@ def score(
     """
     if kind not in KINDS:
         raise InputError(f"kind must be one of {', '.join(map(repr, KINDS))}; given kind={kind!r}")
-    if not KINDS[kind]:
-        raise InputError(
-            f"kind={kind!r} is not supported yet: this version of qoe scores voice calls and video streams "
-            "(use kind='voice', 'video' or 'auto')"
-        )
-    call_opts, video_opts = _options_for(options, dict(option_fields))
+    opts = _options_for(options, dict(option_fields))
     refs = _split_references(reference)
     cap = os.fspath(capture)
     sender = os.fspath(sender_capture) if sender_capture is not None else None
     parts: list[Report] = []
     if kind in ("voice", "auto"):
-        voice = _score_voice(cap, refs["voice"], sender=sender, ssrc=ssrc, options=call_opts, strict=(kind == "voice"))
+        voice = _score_voice(cap, refs["voice"], sender=sender, ssrc=ssrc, options=opts["voice"],
+                             strict=(kind == "voice"))
         if kind == "voice":
             return voice
         parts.append(voice)
     if kind in ("video", "auto"):
-        video = _score_video(cap, refs["video"], options=video_opts, strict=(kind == "video"))
+        video = _score_video(cap, refs["video"], options=opts["video"], strict=(kind == "video"))
         if kind == "video":
             return video
         parts.append(video)
+    if kind in ("web", "auto"):
+        web = _score_web(cap, options=opts["web"], strict=(kind == "web"))
+        if kind == "web":
+            return web
+        parts.append(web)
     return _merged(cap, parts, refs)
+
+
+def _score_web(capture: str, *, options: Any, strict: bool) -> Report:
+    from qoe.web.pages import page_loads  # noqa: PLC0415 - keeps `import qoe` light
+
+    found = tuple(page_loads(capture, idle_gap_s=options.idle_gap_s, preset=options.preset, bounds=options.bounds,
+                        share=options.share))
+    if not found and strict:
+        raise StreamNotFoundError(f"{capture}: no page load found (no HTTP transaction or TLS connection over TCP)")
+    return Report(kind="web", source=capture, results=found, inputs={"capture": capture, **options.to_dict()})
 
 
 def _merged(capture: str, parts: list[Report], refs: dict[str, list[Any]]) -> Report:
@@ -251,9 +262,10 @@ def _merged(capture: str, parts: list[Report], refs: dict[str, list[Any]]) -> Re
     """
     found = [p for p in parts if p.results]
     notes = tuple(n for p in parts for n in p.notes)
-    inputs = {"voice": parts[0].inputs, "video": parts[1].inputs}
+    inputs = {p.kind: p.inputs for p in parts}
     if not found:
-        warnings.warn(f"{capture}: nothing scorable found (no RTP audio or video stream, no MPEG-TS in UDP)",
+        warnings.warn(f"{capture}: nothing scorable found (no RTP audio or video stream, no MPEG-TS in UDP, "
+                      "no page load)",
                       QoEWarning, stacklevel=3)
         return Report(kind="auto", source=capture, results=(), inputs=inputs, notes=notes)
     for k in ("voice", "video"):

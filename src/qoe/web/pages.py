@@ -1,0 +1,659 @@
+"""Page loads from a capture: transactions grouped into pages, page load time, the seed paper's
+diagnosis (RTT- or loss-dominated) and the G.1030 score.
+
+A page load, as a capture shows it, is a client's burst of activity: the main document,
+then the objects it pulls, until the client goes quiet. The rules:
+
+* Items are a client's HTTP transactions (:mod:`qoe.web.http`) and its TLS connections
+  (:mod:`qoe.web.tls`: the requests inside are encrypted, so an HTTPS page is its
+  connections to one server name and the ones opened while it loads).
+* A transaction whose ``Referer`` is the URL of a document of an open page belongs to it.
+  Otherwise an item starts a new page when it begins more than ``idle_gap_s`` (default 2 s)
+  after the last byte of everything before it; a TLS connection also does when its server
+  name differs from the page's and the page is not loading any more.
+* PLT ("fully loaded") runs from the page's first event — its first DNS query for the main
+  host (within ``idle_gap_s`` before), else the SYN of its first connection when that
+  connection was opened for it, else its first request byte — to the last byte of its last
+  object. A capture cannot see the browser's ``onLoad`` event: this is the time the
+  network needed, which is what the seed paper measured (§9.1).
+
+The diagnosis (seed paper §9.1: "We denote PLTs as RTT dominated if a significant portion of
+the PLT consists of the RTT component expressed by 14*RTT. Similarly, we denote PLTs as loss
+dominated if the increase in PLT can be mainly attributed to TCP retransmissions."):
+
+* ``round_trips``: the round trips the page needs without loss, counted on its serial
+  chain of exchanges (the longest chain of transactions each starting after the previous
+  ended): 1 for each new connection's handshake, 2 for a TLS 1.2 handshake (1 for TLS
+  1.3), 1 for each request, and the extra rounds slow start needs for the response:
+  ⌈log2(segments / IW + 1)⌉ − 1 with IW = 10 segments (RFC 6928 §2) of the connection's MSS.
+  The paper's page (15 + 5.8 + 2 × 30 KB over HTTP/1.0) needed 14 with 2014's stacks.
+* ``rtt_component_s = round_trips × rtt_s`` (``rtt_s``: median RTT of the page's
+  connections, :mod:`qoe.web.tcp`); ``loss_wait_s``: the time the page's connections lost
+  waiting for retransmissions (``Direction.time_lost_ns`` summed over both directions).
+* ``rtt-dominated`` when the RTT component is at least ``share`` (default 0.5) of the PLT;
+  ``loss-dominated`` when the wait for retransmissions is at least ``share`` of the increase
+  of the PLT over its loss-free, queue-free time (``round_trips × rtt_min_s``); when both
+  hold, the larger cause of that increase wins (the wait, or the queueing part of the RTT
+  component, ``round_trips × (rtt_s − rtt_min_s)``); otherwise ``neither``. The numbers
+  are reported with the label.
+
+References
+----------
+.. [1] Pujol et al., "A QoE Perspective on Sizing Network Buffers", IMC 2014, §9.1.
+.. [2] ITU-T G.1030 (11/2005), Annex A (PLT → MOS; Appendix II in the 02/2014 edition).
+.. [3] RFC 6928, "Increasing TCP's Initial Window", §2 (IW = min(10 MSS, max(2 MSS, 14600))).
+.. [4] RFC 1035, §4.1 (DNS message format; queries read with dpkt).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from qoe.errors import InputError
+from qoe.report import as_dict, brief
+
+__all__ = ["Page", "WebOptions", "DnsQuery", "build_pages", "page_loads", "pages_from_har", "to_har_pages", "dns_queries",
+           "DEFAULT_IDLE_GAP_S"]
+
+#: An item starting more than this after the last byte of everything before it starts a page.
+DEFAULT_IDLE_GAP_S = 2.0
+# RFC 6928 §2: the initial window is 10 segments (for MSS <= 1460).
+_IW_SEGMENTS = 10
+# RFC 9293 §3.7.1: the default send MSS without the option is 536 bytes.
+_DEFAULT_MSS = 536
+# RFC 1035 §4.2.1: DNS over UDP on port 53.
+_DNS_PORT = 53
+_NS = 1e9
+_TLS13 = 0x0304
+
+
+@dataclass(frozen=True)
+class WebOptions:
+    """How :func:`qoe.score` groups and scores page loads (see :func:`build_pages`).
+
+    Attributes
+    ----------
+    idle_gap_s : float
+        Quiet time that ends a page (default 2 s).
+    preset : {"access", "backbone"}
+        G.1030 bounds of the seed paper §9.1.
+    t_min, t_max : float, optional
+        Custom G.1030 bounds (load time scored 5 and 1, s); both or neither.
+    share : float
+        The share of the PLT that makes it RTT- or loss-dominated (default 0.5).
+    """
+
+    idle_gap_s: float = DEFAULT_IDLE_GAP_S
+    preset: str = "access"
+    t_min: float | None = None
+    t_max: float | None = None
+    share: float = 0.5
+
+    def __post_init__(self) -> None:
+        from qoe.web.g1030 import PRESETS  # noqa: PLC0415
+
+        if not (isinstance(self.idle_gap_s, (int, float)) and self.idle_gap_s > 0 and math.isfinite(self.idle_gap_s)):
+            raise InputError(f"idle_gap_s must be a positive number of seconds; given {self.idle_gap_s!r}")
+        if self.preset not in PRESETS:
+            raise InputError(f"preset must be one of {', '.join(PRESETS)}; given {self.preset!r}")
+        if (self.t_min is None) != (self.t_max is None):
+            raise InputError("t_min and t_max go together (the load times scored 5 and 1)")
+        if not 0 < self.share <= 1:
+            raise InputError(f"share must be in (0, 1]; given {self.share!r}")
+
+    @property
+    def bounds(self) -> tuple[float, float] | None:
+        """(t_min, t_max) when custom bounds are set."""
+        return None if self.t_min is None else (float(self.t_min), float(self.t_max))  # type: ignore[arg-type]
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The option names."""
+        import dataclasses  # noqa: PLC0415
+
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    def replace(self, **changes: Any) -> WebOptions:
+        """A copy with ``changes`` (checked like the original)."""
+        import dataclasses  # noqa: PLC0415
+
+        unknown = sorted(set(changes) - set(self.names()))
+        if unknown:
+            raise InputError(f"unknown web option(s) {', '.join(unknown)}; the options are: {', '.join(self.names())}")
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The options as plain Python."""
+        return as_dict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class DnsQuery:
+    """A DNS query a client sent (RFC 1035 §4.1.2)."""
+
+    ts_ns: int
+    client: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page load of one client.
+
+    Attributes
+    ----------
+    client : str
+        The client's IP address.
+    index : int
+        0-based number of the page among the capture's pages, in start order.
+    url : str or None
+        The main document (its first transaction's URL; ``https://<server name>/`` for TLS).
+    host : str or None
+    scheme : {"http", "https"}
+    start_ns, end_ns : int
+        First event and last byte (ns since the Unix epoch).
+    start_event : {"dns", "syn", "request", "client-hello"}
+        What the page's first event was.
+    plt_s : float
+        Page load time, fully loaded (``end - start``).
+    ttfb_s : float or NaN
+        Start → first byte of the main document's response.
+    objects : int
+        Transactions (HTTP) or connections (HTTPS) of the page.
+    connections, new_connections : int
+        Connections the page used; those it opened.
+    bytes : int
+        Response bytes on the wire (HTTP: heads and bodies; HTTPS: the servers' TLS bytes).
+    rtt_s, rtt_min_s : float or NaN
+        Median and minimum RTT of the page's connections (:mod:`qoe.web.tcp`).
+    round_trips : int
+        Round trips the page needs without loss (see the module notes).
+    rtt_component_s : float
+        ``round_trips × rtt_s``.
+    retransmissions : int
+        Retransmitted segments on the page's connections.
+    loss_wait_s : float
+        Time the page's connections lost waiting for retransmissions.
+    diagnosis : {"rtt-dominated", "loss-dominated", "neither"}
+    rtt_share, loss_share : float
+        ``rtt_component_s / plt_s``; ``loss_wait_s`` over the PLT's increase above
+        ``round_trips × rtt_min_s`` (NaN when there is none).
+    mos : float
+        ITU-T G.1030 Annex A MOS of ``plt_s`` (:func:`qoe.web.g1030.mos`).
+    preset : str
+        The G.1030 bounds used (``access``, ``backbone`` or ``custom``).
+    complete : bool
+        Every transaction seen whole (no gap, no error, not cut by the capture's end).
+    statuses : tuple of int
+        The HTTP status codes of the page's responses, in order.
+    notes : tuple of str
+    transactions : tuple
+        The page's :class:`qoe.web.http.Transaction` records (for HAR export).
+    """
+
+    client: str
+    index: int
+    url: str | None
+    host: str | None
+    scheme: str
+    start_ns: int
+    end_ns: int
+    start_event: str
+    plt_s: float
+    ttfb_s: float
+    objects: int
+    connections: int
+    new_connections: int
+    bytes: int
+    rtt_s: float
+    rtt_min_s: float
+    round_trips: int
+    rtt_component_s: float
+    retransmissions: int
+    loss_wait_s: float
+    diagnosis: str
+    rtt_share: float
+    loss_share: float
+    mos: float
+    preset: str
+    complete: bool
+    statuses: tuple[int, ...] = ()
+    notes: tuple[str, ...] = ()
+    transactions: tuple[Any, ...] = field(default=(), repr=False)
+
+    kind: ClassVar[str] = "web"
+    #: The headline columns of :meth:`to_record` with ``brief=True``.
+    BRIEF_COLUMNS: ClassVar[tuple[str, ...]] = (
+        "client", "url", "plt_s", "objects", "connections", "rtt_s", "round_trips", "retransmissions",
+        "loss_wait_s", "diagnosis", "mos",
+    )
+
+    @property
+    def label(self) -> str:
+        """A short name of the page for notes."""
+        return f"page {self.index} ({self.url})"
+
+    def identity(self) -> dict[str, Any]:
+        """The columns that name this page in detail tables."""
+        return {"page": self.index, "client": self.client, "url": self.url}
+
+    def to_record(self, *, brief: bool = False) -> dict[str, Any]:
+        """One flat record (the page's row); ``brief``: the headline columns."""
+        rec = as_dict(self, skip=("transactions", "notes"))
+        rec["statuses"] = " ".join(map(str, self.statuses))
+        rec["notes"] = "; ".join(self.notes)
+        return _brief(rec, self.BRIEF_COLUMNS) if brief else rec
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything as plain Python, the transactions included."""
+        return as_dict(self)
+
+    def tables(self) -> dict[str, list[dict[str, Any]]]:
+        """Detail tables: ``objects`` (one row per transaction of the page)."""
+        return {"objects": [_object_row(t) for t in self.transactions]}
+
+
+_brief = brief
+
+
+def _object_row(t: Any) -> dict[str, Any]:
+    def s(ns: int | None) -> float:
+        return math.nan if ns is None else ns / _NS
+    return {
+        "connection": t.connection, "method": t.method, "url": t.url, "status": t.status,
+        "request_start_s": s(t.request_start_ns), "response_start_s": s(t.response_start_ns),
+        "response_end_s": s(t.response_end_ns), "ttfb_s": s(t.ttfb_ns), "content_type": t.content_type,
+        "body_bytes": t.response_body_bytes, "reused": t.reused, "complete": t.complete,
+    }
+
+
+# --------------------------------------------------------------------------------------
+# Items: what pages are made of
+
+@dataclass(slots=True)
+class _Item:
+    client: str
+    start_ns: int  # first request byte, or the ClientHello (TLS)
+    end_ns: int  # last byte
+    conn: int
+    txn: Any = None  # an HTTP Transaction
+    tls: Any = None  # a TLS session
+    server_name: str | None = None
+
+
+def _http_items(transactions: Iterable[Any]) -> list[_Item]:
+    out = []
+    for t in transactions:
+        start = t.request_start_ns if t.request_start_ns is not None else t.started_ns
+        end = t.response_end_ns or t.response_start_ns or t.request_end_ns or start
+        if start is None:
+            continue
+        out.append(_Item(client=t.client[0] if t.client else "", start_ns=start, end_ns=max(end, start), conn=t.connection, txn=t,
+                         server_name=t.host))
+    return out
+
+
+def _tls_items(sessions: Iterable[Any], conns: Mapping[int, Any]) -> list[_Item]:
+    out = []
+    for s in sessions:
+        start = s.client_hello_ns if s.client_hello_ns is not None else s.connection_start_ns
+        c = conns.get(s.connection)
+        end = None
+        if c is not None:
+            end = c.server.last_data_ts_ns or c.client.last_data_ts_ns
+        end = end or s.server_first_app_data_ns or s.handshake_end_ns or start
+        out.append(_Item(client=s.client[0], start_ns=start, end_ns=max(end, start), conn=s.connection, tls=s,
+                         server_name=s.server_name))
+    return out
+
+
+def _group(items: list[_Item], idle_gap_ns: int) -> list[list[_Item]]:
+    """Pages of one client's items (sorted by start), by Referer, idle gap and server name."""
+    pages: list[list[_Item]] = []
+    docs: dict[str, int] = {}  # URL of a document -> its page
+    busy_until = -1
+    for it in items:
+        ref = it.txn.referer if it.txn is not None else None
+        other_server = it.tls is not None and bool(pages) and it.server_name != pages[-1][0].server_name
+        if ref is not None and ref in docs:
+            k = docs[ref]
+        elif pages and it.start_ns <= busy_until + idle_gap_ns and not (other_server and it.start_ns > busy_until):
+            k = len(pages) - 1
+        else:
+            pages.append([])
+            k = len(pages) - 1
+        pages[k].append(it)
+        busy_until = max(busy_until, it.end_ns)
+        ctype = (it.txn.content_type or "") if it.txn is not None else ""
+        if it.txn is not None and it.txn.url and ctype.startswith(("text/html", "application/xhtml")):
+            docs[it.txn.url] = k
+    return pages
+
+
+# --------------------------------------------------------------------------------------
+# Round trips
+
+def _slow_start_rounds(nbytes: int, mss: int) -> int:
+    """Extra rounds slow start needs beyond the first for ``nbytes`` (IW of RFC 6928 §2)."""
+    if nbytes <= 0:
+        return 0
+    segments = math.ceil(nbytes / mss)
+    return max(0, math.ceil(math.log2(segments / _IW_SEGMENTS + 1)) - 1)
+
+
+def _serial_chain(items: list[_Item]) -> list[_Item]:
+    """The longest chain of items each starting after the previous ended (by count, then time)."""
+    order = sorted(items, key=lambda i: i.end_ns)
+    best: list[tuple[int, int]] = []  # per item: (chain length, index of predecessor)
+    for k, it in enumerate(order):
+        cand = [(best[j][0] + 1, j) for j in range(k) if order[j].end_ns <= it.start_ns]
+        best.append(max(cand) if cand else (1, -1))
+    if not best:
+        return []
+    k = max(range(len(order)), key=lambda j: best[j][0])
+    chain = []
+    while k >= 0:
+        chain.append(order[k])
+        k = best[k][1]
+    return chain[::-1]
+
+
+def _round_trips(items: list[_Item], conns: Mapping[int, Any], opened: set[int]) -> int:
+    rounds = 0
+    counted: set[int] = set()
+    for it in _serial_chain(items):
+        c = conns.get(it.conn)
+        if it.conn in opened and it.conn not in counted:
+            rounds += 1  # SYN, SYN/ACK
+            counted.add(it.conn)
+        mss = (c.server.mss or c.client.mss or _DEFAULT_MSS) if c is not None else _DEFAULT_MSS
+        if it.tls is not None:
+            rounds += 1 if (it.tls.version or 0) >= _TLS13 else 2  # RFC 8446 §2 / RFC 5246 §7.3
+            rounds += 1 + _slow_start_rounds(it.tls.server_bytes, mss)
+        else:
+            t = it.txn
+            body = (t.response_header_bytes or 0) + (t.response_body_wire_bytes or 0)
+            rounds += 1 + _slow_start_rounds(body, mss)
+    return rounds
+
+
+# --------------------------------------------------------------------------------------
+# Pages
+
+def _rtt_of(conn_list: list[Any]) -> tuple[float, float]:
+    med, mins = [], []
+    for c in conn_list:
+        for d in (c.client, c.server):
+            if d.rtt.count:
+                med.append(d.rtt.median_ns)
+                mins.append(d.rtt.min_ns)
+        h = c.handshake_rtt_ns
+        if h is not None:
+            med.append(h)
+            mins.append(h)
+    if not med:
+        return math.nan, math.nan
+    return float(np.median(med)) / _NS, float(min(mins)) / _NS
+
+
+def _diagnose(plt: float, rounds: int, rtt: float, rtt_min: float, wait: float, share: float) -> tuple[str, float, float]:
+    """The seed paper's label (§9.1) and the two shares it rests on."""
+    rtt_comp = rounds * rtt
+    rtt_share = rtt_comp / plt if plt > 0 and math.isfinite(rtt_comp) else math.nan
+    excess = plt - rounds * rtt_min if math.isfinite(rtt_min) else math.nan
+    if wait <= 0:
+        loss_share = 0.0
+    else:
+        loss_share = wait / excess if math.isfinite(excess) and excess > 0 else math.nan
+    rtt_dom = math.isfinite(rtt_share) and rtt_share >= share
+    loss_dom = math.isfinite(loss_share) and loss_share >= share
+    if rtt_dom and loss_dom:  # both: the larger cause of the increase (queueing vs waiting for retransmissions)
+        label = "loss-dominated" if wait >= rounds * (rtt - rtt_min) else "rtt-dominated"
+    else:
+        label = "loss-dominated" if loss_dom else "rtt-dominated" if rtt_dom else "neither"
+    return label, rtt_share, loss_share
+
+
+def build_pages(
+    transactions: Iterable[Any] = (),
+    *,
+    connections: Iterable[Any] = (),
+    tls: Iterable[Any] = (),
+    dns: Iterable[DnsQuery] = (),
+    idle_gap_s: float = DEFAULT_IDLE_GAP_S,
+    preset: str = "access",
+    bounds: tuple[float, float] | None = None,
+    share: float = 0.5,
+) -> list[Page]:
+    """Group transactions and TLS connections into page loads and score each.
+
+    Parameters
+    ----------
+    transactions : iterable of qoe.web.http.Transaction
+    connections : iterable of qoe.web.tcp.Connection, keyword-only
+        The TCP connections (RTT, retransmissions, SYN times); without them RTT figures
+        are NaN and the diagnosis ``neither``.
+    tls : iterable of qoe.web.tls.TlsSession, keyword-only
+    dns : iterable of DnsQuery, keyword-only
+        DNS queries (:func:`dns_queries`): a page starts at its main host's first query.
+    idle_gap_s : float, keyword-only
+        Quiet time that ends a page (default 2 s).
+    preset, bounds : keyword-only
+        G.1030 mapping (:func:`qoe.web.g1030.mos`): ``"access"`` (0.56 s → 5, 6 s → 1),
+        ``"backbone"`` (0.85 s), or custom ``bounds=(best_s, worst_s)``.
+    share : float, keyword-only
+        The share that makes a PLT RTT- or loss-dominated (default 0.5).
+
+    Returns
+    -------
+    list of Page
+        In order of their start.
+    """
+    from qoe.web import g1030  # noqa: PLC0415
+
+    if not (idle_gap_s > 0 and math.isfinite(idle_gap_s)):
+        raise InputError(f"idle_gap_s must be a positive number of seconds; given {idle_gap_s!r}")
+    if not 0 < share <= 1:
+        raise InputError(f"share must be in (0, 1]; given {share!r}")
+    conns = {c.id.index: c for c in connections}
+    items = _http_items(transactions) + _tls_items(tls, conns)
+    by_client: dict[str, list[_Item]] = {}
+    for it in sorted(items, key=lambda i: (i.start_ns, i.conn)):
+        by_client.setdefault(it.client, []).append(it)
+    queries: dict[str, list[DnsQuery]] = {}
+    for q in dns:
+        queries.setdefault(q.client, []).append(q)
+    gap = int(round(idle_gap_s * _NS))
+    groups = [(client, g) for client, its in by_client.items() for g in _group(its, gap)]
+    groups.sort(key=lambda cg: cg[1][0].start_ns)
+    out = []
+    for index, (client, group) in enumerate(groups):
+        out.append(_page(index, client, group, conns, queries.get(client, []), gap, preset, bounds, share, g1030))
+    return out
+
+
+def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any], queries: list[DnsQuery],
+          gap: int, preset: str, bounds: Any, share: float, g1030: Any) -> Page:
+    first = group[0]
+    main = first.txn
+    host = main.host if main is not None else first.server_name
+    url = main.url if main is not None else (f"https://{first.server_name}/" if first.server_name else None)
+    start, event = first.start_ns, ("request" if first.tls is None else "client-hello")
+    used = sorted({it.conn for it in group})
+    page_conns = [conns[i] for i in used if i in conns]
+    # the page opened a connection when its first exchange there is the connection's first (or it is TLS)
+    opened = {it.conn for it in group if it.tls is not None or (it.txn is not None and not it.txn.reused)}
+    first_conn = conns.get(first.conn)
+    if first_conn is not None and first.conn in opened and first_conn.syn_ts_ns is not None:
+        start, event = min(start, first_conn.syn_ts_ns), "syn"
+    looked_up = [q.ts_ns for q in queries if host and q.name.rstrip(".").lower() == host.split(":")[0].lower()
+                 and start - gap <= q.ts_ns <= start]
+    if looked_up:
+        start, event = min(looked_up), "dns"
+    end = max(it.end_ns for it in group)
+    plt = (end - start) / _NS
+    ttfb = math.nan
+    if main is not None and main.response_start_ns is not None:
+        ttfb = (main.response_start_ns - start) / _NS
+    elif first.tls is not None and first.tls.server_first_app_data_ns is not None:
+        ttfb = (first.tls.server_first_app_data_ns - start) / _NS
+    rtt, rtt_min = _rtt_of(page_conns)
+    rounds = _round_trips(group, conns, opened)
+    wait = sum(c.client.time_lost_ns + c.server.time_lost_ns for c in page_conns) / _NS
+    retrans = sum(c.client.retransmissions + c.server.retransmissions for c in page_conns)
+    label, rtt_share, loss_share = _diagnose(plt, rounds, rtt, rtt_min, wait, share)
+    txns = tuple(it.txn for it in group if it.txn is not None)
+    nbytes = sum((t.response_header_bytes or 0) + (t.response_body_wire_bytes or 0) for t in txns)
+    nbytes += sum(it.tls.server_bytes for it in group if it.tls is not None)
+    complete = all(t.complete for t in txns) and all(it.tls.complete for it in group if it.tls is not None)
+    notes = []
+    if not page_conns:
+        notes.append("no TCP facts for the page's connections: RTT and loss unknown")
+    if not complete:
+        notes.append("partial: " + "; ".join(sorted({t.partial or t.error or "incomplete" for t in txns if not t.complete})))
+    b = tuple(bounds) if bounds is not None else None
+    mos = float(g1030.mos(plt, preset=preset) if b is None else g1030.mos(plt, preset=None, t_min=b[0], t_max=b[1]))
+    return Page(
+        client=client, index=index, url=url, host=host, scheme="https" if first.tls is not None else "http",
+        start_ns=start, end_ns=end, start_event=event, plt_s=plt, ttfb_s=ttfb,
+        objects=len(group), connections=len(used), new_connections=len(opened), bytes=int(nbytes),
+        rtt_s=rtt, rtt_min_s=rtt_min, round_trips=rounds, rtt_component_s=rounds * rtt, retransmissions=int(retrans),
+        loss_wait_s=wait, diagnosis=label, rtt_share=rtt_share, loss_share=loss_share, mos=mos,
+        preset="custom" if b is not None else preset, complete=complete,
+        statuses=tuple(t.status for t in txns if t.status is not None), notes=tuple(notes), transactions=txns,
+    )
+
+
+# --------------------------------------------------------------------------------------
+# From a capture
+
+def dns_queries(capture: str | os.PathLike[str]) -> list[DnsQuery]:
+    """The DNS queries (UDP to port 53) of a capture, in capture order (RFC 1035 §4.1)."""
+    import dpkt  # noqa: PLC0415
+
+    from qoe.capture import read_udp_batches  # noqa: PLC0415
+
+    out = []
+    for b in read_udp_batches(capture):
+        for i in np.flatnonzero(b.dport == _DNS_PORT).tolist():
+            try:
+                msg = dpkt.dns.DNS(b.payload_of(i))
+            except (dpkt.UnpackError, IndexError, ValueError):
+                continue
+            if msg.qr == dpkt.dns.DNS_Q and msg.qd:
+                out.append(DnsQuery(ts_ns=int(b.ts_ns[i]), client=b.addresses[b.src[i]], name=msg.qd[0].name))
+    return out
+
+
+def page_loads(
+    capture: str | os.PathLike[str],
+    *,
+    idle_gap_s: float = DEFAULT_IDLE_GAP_S,
+    preset: str = "access",
+    bounds: Sequence[float] | None = None,
+    share: float = 0.5,
+    limits: Any = None,
+) -> list[Page]:
+    """The page loads of a capture: TCP reassembly, HTTP and TLS, DNS, grouped and scored.
+
+    Parameters
+    ----------
+    capture : path
+        A pcap or pcapng file taken at (or near) the clients.
+    idle_gap_s, preset, bounds, share : keyword-only
+        See :func:`build_pages`.
+    limits : qoe.web.tcp.TcpLimits, optional, keyword-only
+        Reassembly memory bounds.
+
+    Returns
+    -------
+    list of Page
+    """
+    from qoe.web.http import Collector  # noqa: PLC0415
+    from qoe.web.tcp import TcpLimits, connections  # noqa: PLC0415
+
+    collector = Collector()
+    conns = connections(capture, sinks=collector, limits=limits if limits is not None else TcpLimits())
+    return build_pages(
+        collector.transactions(), connections=conns, tls=collector.tls_sessions(), dns=dns_queries(capture),
+        idle_gap_s=idle_gap_s, preset=preset, bounds=tuple(bounds) if bounds is not None else None, share=share,
+    )
+
+
+def pages_from_har(
+    log: Any,
+    *,
+    idle_gap_s: float = DEFAULT_IDLE_GAP_S,
+    preset: str = "access",
+    bounds: Sequence[float] | None = None,
+) -> list[Page]:
+    """Score the pages of a HAR log (browsers, browsertime, other testbeds) like a capture's.
+
+    Parameters
+    ----------
+    log : qoe.web.har.HarLog
+        From :func:`qoe.web.har.read_har` / :func:`~qoe.web.har.parse_har`.
+    idle_gap_s : float, keyword-only
+        For a log without pages: how its entries are grouped (as :func:`build_pages`).
+    preset, bounds : keyword-only
+        G.1030 mapping.
+
+    Notes
+    -----
+    Each HAR page keeps its own grouping. Its PLT is ``pageTimings.onLoad`` when the log
+    has it (what the browser measured), else fully loaded from the entries
+    (``startedDateTime`` → the last entry's end); a note says which. A HAR holds no TCP
+    facts: RTT and loss are unknown (NaN) and the diagnosis is ``neither``.
+    """
+    from qoe.web import g1030  # noqa: PLC0415
+
+    b = tuple(bounds) if bounds is not None else None
+    if not log.pages:
+        return build_pages(log.transactions, idle_gap_s=idle_gap_s, preset=preset, bounds=b)
+    out = []
+    for index, hp in enumerate(sorted(log.pages, key=lambda p: p.started_ns)):
+        if hp.on_load_ms is not None:
+            plt, source = hp.on_load_ms / 1e3, "PLT is the HAR's pageTimings.onLoad"
+        elif hp.fully_loaded_ms is not None:
+            plt, source = hp.fully_loaded_ms / 1e3, "PLT is fully loaded from the HAR's entries (no onLoad)"
+        else:
+            continue
+        txns = hp.transactions
+        main = txns[0] if txns else None
+        ttfb = math.nan
+        if main is not None and main.response_start_ns is not None:
+            ttfb = (main.response_start_ns - hp.started_ns) / _NS
+        mos = float(g1030.mos(plt, preset=preset) if b is None else g1030.mos(plt, preset=None, t_min=b[0], t_max=b[1]))
+        out.append(Page(
+            client=(main.client[0] if main is not None and main.client else ""), index=index,
+            url=main.url if main is not None else hp.title, host=main.host if main is not None else None,
+            scheme=(main.url or "").split(":", 1)[0] if main is not None and main.url else "http",
+            start_ns=hp.started_ns, end_ns=hp.started_ns + int(round(plt * _NS)), start_event="har",
+            plt_s=plt, ttfb_s=ttfb, objects=len(txns), connections=len({t.connection for t in txns}),
+            new_connections=sum(1 for t in txns if not t.reused), bytes=sum(
+                (t.response_header_bytes or 0) + (t.response_body_wire_bytes or 0) for t in txns),
+            rtt_s=math.nan, rtt_min_s=math.nan, round_trips=0, rtt_component_s=math.nan, retransmissions=0,
+            loss_wait_s=0.0, diagnosis="neither", rtt_share=math.nan, loss_share=math.nan, mos=mos,
+            preset="custom" if b is not None else preset, complete=all(t.complete for t in txns),
+            statuses=tuple(t.status for t in txns if t.status is not None),
+            notes=(source, "a HAR holds no TCP facts: RTT and loss unknown"), transactions=tuple(txns),
+        ))
+    return out
+
+
+def to_har_pages(found: Sequence[Page]) -> list[Any]:
+    """The pages as :class:`qoe.web.har.HarPage` records for :func:`qoe.web.har.to_har`.
+
+    ``pageTimings.onLoad`` stays unknown (-1: a capture cannot see it); the PLT goes in the
+    custom field ``_plt`` (HAR 1.2: custom fields start with an underscore).
+    """
+    from qoe.web.har import HarPage  # noqa: PLC0415
+
+    return [HarPage(id=f"page_{p.index}", title=p.url or f"page {p.index}", started_ns=p.start_ns,
+                    on_content_load_ms=None, on_load_ms=None, transactions=p.transactions) for p in found]

@@ -1,0 +1,97 @@
+"""Page loads from real loopback captures (tests/web/http_samples, made by its make_samples.sh
+with curl and Python's http.server), checked against tshark on the same files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import warnings
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from qoe.report import to_json
+from qoe.web.har import read_har
+from qoe.web import page_loads, pages_from_har
+from qoe_cli.main import cli
+
+SAMPLES = Path(__file__).resolve().parent / "http_samples"
+needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None, reason="needs tshark (make test installs it)")
+
+
+def _tshark_times(pcap: Path, display_filter: str) -> list[float]:
+    out = subprocess.run(["tshark", "-r", str(pcap), "-Y", display_filter, "-T", "fields", "-e", "frame.time_epoch"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    return [float(x) for x in out]
+
+
+@needs_tshark
+def test_plt_runs_from_the_first_syn_to_the_last_byte():
+    """http10.pcap: curl fetches 4 objects from http.server, a connection each (HTTP/1.0)."""
+    cap = SAMPLES / "http10.pcap"
+    (page,) = page_loads(cap)
+    # tshark -Y "tcp.flags.syn==1 && tcp.flags.ack==0": the first SYN; -Y "tcp.srcport==8080 && tcp.len>0": the last data
+    syn = _tshark_times(cap, "tcp.flags.syn==1 && tcp.flags.ack==0")[0]
+    last = _tshark_times(cap, "tcp.srcport==8080 && tcp.len>0")[-1]
+    assert page.start_event == "syn" and page.plt_s == pytest.approx(last - syn, abs=2e-6)
+    statuses = [int(x) for x in subprocess.run(
+        ["tshark", "-r", str(cap), "-Y", "http.response", "-T", "fields", "-e", "http.response.code"],
+        capture_output=True, text=True, check=True).stdout.split()]
+    assert list(page.statuses) == statuses
+    assert (page.objects, page.connections, page.new_connections) == (4, 4, 4)
+    assert page.mos == 5.0 and page.complete and page.scheme == "http"
+    doc = json.loads(to_json(page.to_dict()))
+    assert doc["plt_s"] == page.plt_s and len(doc["transactions"]) == 4
+
+
+def test_an_idle_gap_splits_pages():
+    cap = SAMPLES / "keepalive.pcap"
+    (one,) = page_loads(cap)
+    many = page_loads(cap, idle_gap_s=1e-4)
+    assert len(many) > 1 and sum(p.objects for p in many) == one.objects
+    assert [p.index for p in many] == list(range(len(many)))
+    with pytest.raises(Exception, match="idle_gap_s must be a positive"):
+        page_loads(cap, idle_gap_s=0)
+
+
+@needs_tshark
+def test_an_https_page_is_its_server_name():
+    cap = SAMPLES / "tls13.pcap"
+    sni = subprocess.run(["tshark", "-r", str(cap), "-Y", "tls.handshake.type==1", "-T", "fields", "-e",
+                          "tls.handshake.extensions_server_name"], capture_output=True, text=True, check=True).stdout.split()
+    (page,) = page_loads(cap)
+    assert page.scheme == "https" and page.url == f"https://{sni[0]}/" and page.objects == 1 and page.bytes > 0
+
+
+def test_har_export_and_import_give_the_same_plt(tmp_path):
+    """qoe web har writes HAR 1.2 (validated against the schema written from the spec); read back,
+    each page's PLT is its fully-loaded time (onLoad is -1: a capture cannot see it)."""
+    jsonschema = pytest.importorskip("jsonschema")
+    cap = SAMPLES / "http10.pcap"
+    out = tmp_path / "p.har"
+    res = CliRunner().invoke(cli, ["web", "har", str(cap), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    har = json.loads(out.read_text(encoding="utf-8"))
+    jsonschema.validate(har, json.loads((Path(__file__).parent / "har12.schema.json").read_text()))
+    assert har["log"]["pages"][0]["pageTimings"]["onLoad"] == -1
+    (page,) = page_loads(cap)
+    (again,) = pages_from_har(read_har(out))
+    assert again.plt_s == pytest.approx(page.plt_s, abs=1e-6) and again.objects == page.objects
+    assert any("fully loaded" in n for n in again.notes)
+
+
+def test_cli_pages_table_json_and_objects():
+    cap = SAMPLES / "http10.pcap"
+    run = CliRunner().invoke
+    res = run(cli, ["web", "pages", str(cap)])
+    assert res.exit_code == 0 and "diagnosis" in res.output and "index.html" in res.output
+    res = run(cli, ["web", "pages", str(cap), "--format", "json"])
+    doc = json.loads(res.output, parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))
+    assert doc[0]["objects"] == 4
+    res = run(cli, ["web", "pages", str(cap), "--objects", "--format", "csv"])
+    assert res.output.splitlines()[0].startswith("page,client,url,connection,method,status")
+    assert len(res.output.splitlines()) == 5
+    res = run(cli, ["web", "pages", str(SAMPLES / "mitmproxy.har")])
+    assert res.exit_code == 0 and "index.html" in res.output
