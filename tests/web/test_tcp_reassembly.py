@@ -485,7 +485,7 @@ def test_retransmission_records_and_tracked_segments_are_bounded():
 # -- streaming, results, input ----------------------------------------------------------------
 
 
-def test_iter_connections_gives_a_closed_connection_after_time_wait():
+def test_iter_connections_gives_a_closed_connection_after_its_close_delay():
     f = Flow().handshake()
     f.add(CLIENT, 0, TCP_ACK | TCP_FIN, ack=0)
     f.add(SERVER, 0, TCP_ACK | TCP_FIN, ack=1)
@@ -498,7 +498,7 @@ def test_iter_connections_gives_a_closed_connection_after_time_wait():
             seen.append(p)
             yield p
 
-    it = iter_connections(feed(), limits=TcpLimits(time_wait_s=1.0))
+    it = iter_connections(feed(), limits=TcpLimits(close_delay_s=1.0))
     first = next(it)
     assert first.id.index == 0 and first.closed == "fin"
     assert len(seen) == len(f.packets) + 1  # given when the next SYN came, 2 s later
@@ -516,7 +516,7 @@ def test_results_serialise_to_strict_json():
     assert set(d) >= {"index", "initiator_known", "rtt_syn_ns", "rtt_synack_ns", "packets"}
     v6 = Flow(client=("2001:db8:1::2", 40000), server=("2001:db8:2::2", 443)).handshake()
     assert json.loads(to_json(connections(v6.packets)[0]))["server_address"] == "[2001:db8:2::2]:443"
-    assert json.loads(to_json(TcpLimits()))["time_wait_s"] == 240.0
+    assert json.loads(to_json(TcpLimits()))["close_delay_s"] == 5.0
     assert c.direction(SERVER) is c.server and c.direction(CLIENT) is c.client
     with pytest.raises(IndexError):
         c.direction(2)
@@ -537,7 +537,7 @@ def test_no_sink_analyses_all_the_same():
         ({"limits": {"max_connections": 2}}, "limits must be a qoe.web.tcp.TcpLimits"),
         ({"limits": TcpLimits(max_buffered_bytes=0)}, r"TcpLimits.max_buffered_bytes must be a positive integer, got 0"),
         ({"limits": TcpLimits(max_connections=1.5)}, r"max_connections must be a positive integer, got 1.5"),
-        ({"limits": TcpLimits(time_wait_s=-1)}, r"time_wait_s must be >= 0 seconds, got -1"),
+        ({"limits": TcpLimits(close_delay_s=-1)}, r"close_delay_s must be >= 0 seconds, got -1"),
         ({"sinks": "http"}, "sinks must be a callable"),
     ],
 )

@@ -345,7 +345,9 @@ class _Conn:
 
     def _segment(self, h: _Half, d: int, pkt: Any, tcp: Any, ts: int, dl: int, flags: int) -> None:
         """A segment with payload and/or FIN from side ``d``."""
-        s = h.offset(tcp.seq)
+        high = h.high
+        s = (tcp.seq - h.base - high) & M32  # the offset nearest high (as _Half.offset)
+        s = high + s - 0x100000000 if s >= HALF32 else high + s
         if flags & TCP_SYN:
             s = max(s, 0)  # data on a SYN (TCP Fast Open) starts after the ISN
         e = s + dl
@@ -357,7 +359,6 @@ class _Conn:
                 if self.first_data_ts is None:
                     self.first_data_ts = ts
             h.last_data_ts = ts
-        high = h.high
         if s >= high and dl:
             # new bytes (the common case), possibly beyond a hole
             payload = pkt.payload
@@ -721,6 +722,7 @@ class _Conn:
             if self.state == "open" and all(x.closed is not None for x in self.halves):
                 self.state = "fin"
                 self.closing.append(self)
+                self._release()
 
     def _close_half(self, h: _Half, d: int, ts: int, how: str) -> None:
         if h.gap_len:
@@ -743,6 +745,14 @@ class _Conn:
         if self.state == "open":  # after both FINs a RST only answers stray segments
             self.closing.append(self)
             self.state = "rst"
+            self._release()
+
+    def _release(self) -> None:
+        """Closed: keep only what late packets need (the unacknowledged records)."""
+        for h in self.halves:
+            del h.sent[: h.sent_head]
+            h.pl_head = max(0, h.pl_head - h.sent_head)
+            h.sent_head = 0
 
     def end(self, how: str) -> None:
         """The reassembler lets go: flush both directions and close them for the sink."""
@@ -778,6 +788,10 @@ class _Conn:
         )
 
 
+_EMPTY = np.zeros(0, np.int64)
+_EMPTY.setflags(write=False)
+
+
 def _start(rec: list[Any]) -> int:
     return rec[0]
 
@@ -792,14 +806,21 @@ def _compact(h: _Half) -> None:
 
 
 def _direction(h: _Half, ooo_frames: list[int]) -> Direction:
-    ts = np.frombuffer(h.rtt_ts, dtype=np.int64).copy() if len(h.rtt_ts) else np.zeros(0, np.int64)
-    v = np.frombuffer(h.rtt_v, dtype=np.int64).copy() if len(h.rtt_v) else np.zeros(0, np.int64)
+    n = len(h.rtt_v)
+    if n:
+        ts = np.frombuffer(h.rtt_ts, dtype=np.int64).copy()
+        v = np.frombuffer(h.rtt_v, dtype=np.int64).copy()
+        o = sorted(h.rtt_v)  # (a sort of a few samples is cheaper than numpy's median)
+        median: float | None = (o[n // 2] + o[(n - 1) // 2]) / 2
+    else:
+        ts = v = _EMPTY
+        median = None
     rtt = RttSamples(
         ts_ns=ts,
         rtt_ns=v,
         count=h.rtt_count,
         min_ns=h.rtt_min,
-        median_ns=float(np.median(v)) if v.size else None,
+        median_ns=median,
         thinned=h.rtt_stride > 1,
     )
     return Direction(

@@ -41,7 +41,7 @@ class TcpLimits:
         comparison are let go first, silently (their copies are then not compared).
         Default 4 MiB.
     max_connections : int
-        Connections tracked at once (live ones and closed ones within ``time_wait_s``).
+        Connections tracked at once (live ones and closed ones within ``close_delay_s``).
         One more evicts the least recently active connection: it is closed for its sink
         as ``"end-of-capture"`` and reported with ``closed="evicted"`` (a warning).
         Default 65536.
@@ -58,11 +58,15 @@ class TcpLimits:
     max_retransmission_events : int
         Per connection: :class:`Retransmission` records kept; later ones are counted in
         the :class:`Direction` totals but not listed (a warning). Default 10000.
-    time_wait_s : float
-        How long (capture time) a closed connection stays tracked for its late packets
-        (the last ACK, retransmitted FINs) before its result is final: 2 MSL =
-        240 s, RFC 9293 §3.4.2 / §3.10.7.8 (TIME-WAIT). A new SYN on the same 4-tuple
-        starts a new connection at once whatever this is. Default 240.
+    close_delay_s : float
+        How long (capture time) a closed connection (both FINs, or a RST) stays tracked
+        for its late packets (the last ACK, FINs repeated on the retransmission timer:
+        RFC 6298 §5.5 doubles it from 1 s, so 1 + 2 s) before its result is final and its
+        memory freed. A later packet of its 4-tuple without SYN starts a new connection
+        (``initiator_known=False``); a new SYN on it starts one at once whatever this is.
+        Default 5 s (Zeek's ``tcp_close_delay`` has the same job and value). TCP's own
+        TIME-WAIT (2 MSL = 4 minutes: RFC 9293 §3.4, §3.6) protects hosts from old
+        duplicates and is much longer than a capture needs.
     """
 
     max_buffered_bytes: int = 4 * 1024 * 1024
@@ -70,7 +74,7 @@ class TcpLimits:
     max_tracked_segments: int = 4096
     max_rtt_samples: int = 10000
     max_retransmission_events: int = 10000
-    time_wait_s: float = 240.0  # RFC 9293 §3.4.2: MSL = 2 minutes; TIME-WAIT lasts 2 MSL
+    close_delay_s: float = 5.0
 
     def to_dict(self) -> dict[str, Any]:
         return as_dict(self)
@@ -138,11 +142,12 @@ class Retransmission:
     segment : {"data", "syn", "fin"}
         What was retransmitted.
     kind : {"fast", "timeout"}
-        ``"fast"``: the receiver had signalled the loss before it (3 duplicate ACKs,
-        RFC 5681 §3.2; a SACK block above it, RFC 2018 / RFC 6675; or it lies inside a
-        recovery episode that such a signal started, RFC 6582 / RFC 6675). ``"timeout"``:
-        no such signal (the retransmission timer, RFC 6298 §5, or a tail-loss probe,
-        RFC 8985 §7), and every second retransmission of the same bytes, and SYNs.
+        ``"timeout"``: no ACK from the receiver passed the capture point within one path
+        RTT + 200 ms before it (the sender's timer, RFC 6298 §5, or a tail-loss probe,
+        RFC 8985 §7), or a SYN. ``"fast"``: the receiver had signalled the loss (3
+        duplicate ACKs, RFC 5681 §3.2; a SACK block above it, RFC 6675 §5; an ACK of a
+        segment sent after its original, RFC 8985 §6.2), or it lies in a recovery episode
+        that a fast one started. Full rules: :mod:`qoe.web.tcp`.
     original_seen : bool
         True when these bytes passed the capture point before (the copy was lost after
         it, or the retransmission is spurious); False when the original never passed it

@@ -12,10 +12,11 @@ Everything is as seen at the *capture point*; a capture cannot see what either h
 
 Connection
     A 4-tuple (addresses and ports) from its first packet until a FIN from both sides or
-    a RST. A SYN (without ACK) on a 4-tuple that is closed, or that carries another ISN
-    than the connection's, starts a new connection (port reuse); so does a SYN/ACK that
-    belongs to no SYN seen. A closed connection stays tracked ``TcpLimits.time_wait_s``
-    for its late packets.
+    a RST (a RST after both FINs only answers stray segments: the connection stays
+    ``closed="fin"``). A SYN (without ACK) on a 4-tuple that is closed, or that carries
+    another ISN than the connection's, starts a new connection (port reuse); so does a
+    SYN/ACK that belongs to no SYN seen. A closed connection stays tracked
+    ``TcpLimits.close_delay_s`` for its late packets (still analysed, no longer delivered).
 Roles
     The client (initiator) sent the SYN without ACK, or received the SYN/ACK
     (``initiator_known=True``). Without a handshake in the capture the server is the side
@@ -41,27 +42,35 @@ Retransmission, out of order, overlap
     Let *high* be the end of the highest byte seen in a direction. A segment with
     payload that starts at or above *high* is new. One that starts below it is:
 
-    - a *retransmission* if all its bytes were seen before (or declared missing);
+    - a *retransmission* if any of its bytes was seen before (or declared missing);
     - a *retransmission* as well if it fills a hole and was sent after the segment that
       revealed the hole (its TCP timestamp TSval is later, RFC 7323 §3; without
       timestamps or with equal ones: it came at least one round-trip time of the
       whole path after the hole appeared, the handshake RTT, else the sum of the smallest
-      ACK RTTs both ways, else 3 ms): the original was lost before the capture point;
-    - *out of order* (a reordered original) if it fills a hole otherwise;
-    - an *overlap* if it carries both bytes seen before and bytes never seen.
+      ACK RTTs both ways, else 3 ms, Wireshark's default for the same decision): the
+      original was lost before the capture point;
+    - *out of order* (a reordered original) if it only fills a hole otherwise;
+    - an *overlap* as well if it carries both bytes seen before and bytes never seen.
 
     Not retransmissions: keep-alives and zero-window probes (one byte or none, just
     below *high*; RFC 9293 §3.8.4), and a frame the capture holds twice (same header,
     < 1 ms apart, nothing else of the connection between). A repeated SYN, SYN/ACK or FIN
-    is a retransmission.
+    is a retransmission. tshark flags the same set of segments
+    (``tcp.analysis.retransmission``, ``fast_retransmission``, ``out_of_order``,
+    ``spurious_retransmission`` together); it splits it otherwise (time only, no TSval).
 Fast retransmit or timeout
-    ``"fast"`` when the receiver had signalled the loss before the retransmission passed
-    the capture point: 3 duplicate ACKs (RFC 5681 §2 definition, §3.2), a SACK block
-    above the retransmitted bytes (RFC 2018, RFC 6675 §5), or the retransmission lies
-    within the recovery episode (until the cumulative ACK reaches the highest byte sent
-    when it began) that such a signal started (RFC 6675 §5, RFC 6582 §3.2). Otherwise,
-    and for a second retransmission of the same bytes, and for SYNs: ``"timeout"``
-    (RFC 6298 §5; a tail-loss probe, RFC 8985 §7, looks the same from outside).
+    ``"timeout"`` when the receiver's last packet passed the capture point more than
+    one path RTT + 200 ms before the retransmission (no ACK can have prompted it: the
+    sender's timer did, RFC 6298 §5; 200 ms is the smallest minimum RTO in common use,
+    Linux's; RFC 6298 §2.4 asks for 1 s), and for SYNs. Otherwise ``"fast"`` when the
+    receiver had signalled the loss: 3 duplicate ACKs (RFC 5681 §2 definition, §3.2), a
+    SACK block above the retransmitted bytes (RFC 2018, RFC 6675 §5), or an ACK of
+    a segment sent after these bytes' original (RACK, RFC 8985 §6.2); and every
+    retransmission inside the recovery episode that a first one started (until the
+    cumulative ACK reaches the highest byte sent when it began: RFC 6675 §5, RFC 6582
+    §3.2) has that first one's kind. Else ``"timeout"`` (a tail-loss probe, RFC 8985 §7,
+    looks the same from outside). A stack whose minimum RTO is below 200 ms (FreeBSD's
+    30 ms) has some of its timeouts counted as fast.
 Time a retransmission cost
     ``delay_ns`` = its capture time − the bytes' first chance at the capture point: the
     original transmission when the capture saw it, else the time the capture point first
@@ -78,7 +87,8 @@ RTT
     segment gives ACK time − that segment's time, unless a newly acknowledged segment
     was ever retransmitted (Karn's rule, RFC 6298 §3); a direction's samples measure the
     path to its *receiver* and back, delayed ACKs included. With a repeated SYN or
-    SYN/ACK there is no handshake sample (Karn's rule again).
+    SYN/ACK the ACK's TSecr says which transmission it answers (RFC 7323 §4.1); without
+    timestamps there is no handshake sample then (Karn's rule again).
 
 Memory
     Bounded per connection by :class:`TcpLimits` (out-of-order bytes, tracked segments,
@@ -100,7 +110,7 @@ References
 .. [3] RFC 6298, "Computing TCP's Retransmission Timer", §3 (Karn's algorithm), §5.
 .. [4] RFC 2018 (SACK); RFC 6675 (SACK-based loss recovery); RFC 6582 (NewReno).
 .. [5] RFC 7323, "TCP Extensions for High Performance", §3 (timestamps).
-.. [6] RFC 8985, "The RACK-TLP Loss Detection Algorithm for TCP", §7 (tail-loss probes).
+.. [6] RFC 8985, "The RACK-TLP Loss Detection Algorithm for TCP", §6.2 (RACK), §7 (TLP).
 .. [7] RFC 6335 §6 (port number ranges).
 """
 
@@ -133,7 +143,7 @@ __all__ = [
     "SERVER",
 ]
 
-_SWEEP_EVERY = 4096  # packets between looks at the closed connections past TIME-WAIT
+_SWEEP_EVERY = 4096  # packets between looks at the closed connections past their close delay
 
 _LIMIT_TEXT = {
     "max_buffered_bytes": "held more out-of-order bytes than max_buffered_bytes={v} in a direction: "
@@ -220,7 +230,7 @@ def iter_connections(
 ) -> Iterator[Connection]:
     """Like :func:`connections`, but each Connection as soon as it is final (streaming).
 
-    A connection is final when it closed and ``limits.time_wait_s`` of capture time
+    A connection is final when it closed and ``limits.close_delay_s`` of capture time
     passed, when a new connection takes its 4-tuple, when it is evicted at
     ``limits.max_connections``, or at the end of the capture; so the order is not the
     order of first packets. Memory stays flat in the capture's size. Parameters,
@@ -233,8 +243,8 @@ def iter_connections(
         v = getattr(limits, name)
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise InputError(f"TcpLimits.{name} must be a positive integer, got {v!r}")
-    if not (limits.time_wait_s >= 0):
-        raise InputError(f"TcpLimits.time_wait_s must be >= 0 seconds, got {limits.time_wait_s!r}")
+    if not (limits.close_delay_s >= 0):
+        raise InputError(f"TcpLimits.close_delay_s must be >= 0 seconds, got {limits.close_delay_s!r}")
     if sinks is not None and not callable(sinks):
         raise InputError(f"sinks must be a callable (ConnectionId -> ByteSink | None), got {type(sinks).__name__}")
     if isinstance(capture, (str, bytes, os.PathLike)) or hasattr(capture, "read"):
@@ -249,11 +259,11 @@ def iter_connections(
 def _track(packets: Iterable[Packet], sinks: SinkFactory | None, limits: TcpLimits, name: str) -> Iterator[Connection]:
     table: dict[tuple[str, int, str, int], tuple[_Conn, int]] = {}
     live: dict[int, _Conn] = {}  # every tracked connection, by index
-    closing: deque[_Conn] = deque()  # closed connections waiting out TIME-WAIT, in closing order
+    closing: deque[_Conn] = deque()  # closed connections within their close delay, in closing order
     out: list[Connection] = []
     hits: dict[str, int] = {}
     counter = 0
-    tw_ns = int(limits.time_wait_s * 1e9)
+    tw_ns = int(limits.close_delay_s * 1e9)
     max_conn = limits.max_connections
 
     def finish(conn: _Conn, how: str) -> None:
@@ -277,7 +287,7 @@ def _track(packets: Iterable[Packet], sinks: SinkFactory | None, limits: TcpLimi
         # the least recently active eighth goes at once, so that eviction stays cheap per connection
         victims = sorted(live.values(), key=_last_ts)[: max(1, len(live) // 8)]
         for conn in victims:
-            if conn.state == "open":  # a closed one waiting out TIME-WAIT loses nothing
+            if conn.state == "open":  # a closed one within its close delay loses nothing
                 hits["max_connections"] = hits.get("max_connections", 0) + 1
             finish(conn, "evicted")
 
@@ -305,7 +315,7 @@ def _track(packets: Iterable[Packet], sinks: SinkFactory | None, limits: TcpLimi
             if fresh:
                 if ent is not None:
                     finish(ent[0], "reused")
-                sweep(pkt.ts_ns)  # a new connection: closed ones past TIME-WAIT go first
+                sweep(pkt.ts_ns)  # a new connection: closed ones past their delay go first
                 if len(live) >= max_conn:
                     evict()
                 rev = (pkt.dst, pkt.dport, pkt.src, pkt.sport)
