@@ -112,11 +112,15 @@ class Testbed:
         """tcpdump (immediate mode, TESTBED.md) on ``dev`` of ``role`` into ``path``, TCP only."""
         cmd = ["tcpdump", "-i", dev, "--immediate-mode", "-U", "-s", str(snaplen), "-w", str(path), "tcp"]
         p = self.popen(role, *cmd, stderr=subprocess.PIPE, text=True)
-        # tcpdump says "listening on ..." once the capture is open
-        line = p.stderr.readline()
-        if "listening" not in line:
+        # tcpdump says "listening on ..." once the capture is open (after other notes, for "any")
+        seen = []
+        for _ in range(5):
+            seen.append(p.stderr.readline())
+            if "listening" in seen[-1] or not seen[-1]:
+                break
+        if "listening" not in seen[-1]:
             self.stop(p)
-            raise RuntimeError(f"tcpdump did not start: {line!r}")
+            raise RuntimeError(f"tcpdump did not start: {''.join(seen)!r}")
         try:
             yield path
         finally:
@@ -149,9 +153,11 @@ def _curl(bed: Testbed, url: str, *extra: str, check: bool = True) -> str:
 def make_tcp_captures(workdir: Path) -> dict[str, Path]:
     """Run every scenario through one testbed; returns capture name -> pcap path.
 
-    - ``loss`` (+ ``loss-snap96`` and ``loss-server``): HTTP/1.0 GET of 1 MB over IPv4
-      through tbf 8 Mbit/s with an 8-frame buffer (drops, SACK recovery), captured at the
-      client (full and ``tcpdump -s 96``) and at the server.
+    - ``loss`` (+ ``loss-snap96``, ``loss-server``, ``loss-router-any``): HTTP/1.0 GET of
+      1 MB over IPv4 through tbf 8 Mbit/s with an 8-frame buffer (drops, SACK recovery),
+      captured at the client (full and ``tcpdump -s 96``), at the server, and in the router
+      on the "any" device (Linux cooked capture: every forwarded packet twice, on the way
+      in and, after the queue, on the way out; the dropped ones once).
     - ``loss6``: the same over IPv6, captured at the client.
     - ``reorder``: 300 kB through htb with two classes, 8 and 4 Mbit/s, the second taking
       the segments whose sequence number has bit 10 set (u32 match at IP offset 24):
@@ -186,9 +192,9 @@ def make_tcp_captures(workdir: Path) -> dict[str, Path]:
         url4 = f"http://{SERVER4}:{PORT}"
         url6 = f"http://[{SERVER6}]:{PORT}"
 
-        p = {k: workdir / f"{k}.pcap" for k in ("loss", "loss-snap96", "loss-server")}
+        p = {k: workdir / f"{k}.pcap" for k in ("loss", "loss-snap96", "loss-server", "loss-router-any")}
         with bed.capture("client", "c0", p["loss"]), bed.capture("client", "c0", p["loss-snap96"], snaplen=96), \
-                bed.capture("server", "s0", p["loss-server"]):
+                bed.capture("server", "s0", p["loss-server"]), bed.capture("router", "any", p["loss-router-any"]):
             _curl(bed, f"{url4}/big.bin")
         out.update(p)
 

@@ -222,6 +222,22 @@ def test_snap_length_cut_bytes_are_gaps(tcp_captures):
     assert 0.015 < s.delivered_bytes / s.bytes < 0.03
 
 
+def test_a_router_capture_on_the_any_device_holds_every_packet_twice(tcp_captures, tshark_of):
+    """In the router, tcpdump -i any sees each forwarded packet on the way in and again after
+    the queue (the dropped ones once). The copies are not retransmissions: qoe finds the
+    sender's retransmissions, the same byte ranges as the capture at the server shows; tshark
+    flags every copy (its count is what the capture holds twice, not what TCP resent)."""
+    (r,) = connections(tcp_captures["loss-router-any"])
+    (s,) = connections(tcp_captures["loss-server"])
+    assert sorted(e.offset for e in r.retransmission_events) == sorted(e.offset for e in s.retransmission_events)
+    # every segment that got through the queue is there twice (pure ACKs are not told apart:
+    # duplicate ACKs are identical by definition)
+    assert r.server.duplicates > 0.8 * s.server.data_packets and r.client.duplicates >= 2
+    ts = tshark_of("loss-router-any")
+    assert len(ts.retransmission) > 5 * len(r.retransmission_events)
+    assert r.handshake_rtt_ns == r.rtt_syn_ns + r.rtt_synack_ns and r.rtt_syn_ns < s.handshake_rtt_ns * 100
+
+
 def test_port_reuse_makes_two_connections(tcp_captures, tshark_of):
     conns, sinks = run(tcp_captures["reuse"])
     assert [c.id.index for c in conns] == [0, 1]

@@ -270,6 +270,22 @@ def test_keepalives_and_captured_duplicates_are_not_retransmissions():
     assert sinks[0].stream(SERVER) == b"x" * 100 + b"z" * 10
 
 
+def test_copies_are_told_from_retransmissions_by_tsval_and_time():
+    # with timestamps: the same TSval 12 ms later is the same transmission (a router's egress copy)
+    f = Flow().handshake()
+    f.add(SERVER, 0, TCP_ACK, b"x" * 100, ack=0, tsval=7)
+    f.add(SERVER, 0, TCP_ACK, b"x" * 100, ack=0, tsval=7, dt=12 * MS)
+    f.add(SERVER, 0, TCP_ACK, b"x" * 100, ack=0, tsval=300, dt=300 * MS)  # a newer TSval: resent
+    (c,), _ = run(f.packets)
+    assert (c.server.duplicates, c.server.retransmissions) == (1, 1)
+    # without: identical headers 300 ms apart are the sender's timer at work
+    f = Flow().handshake()
+    f.add(SERVER, 0, TCP_ACK, b"x" * 100, ack=0)
+    f.add(SERVER, 0, TCP_ACK, b"x" * 100, ack=0, dt=300 * MS)
+    (c,), _ = run(f.packets)
+    assert (c.server.duplicates, c.server.retransmissions) == (0, 1)
+
+
 def test_an_ack_beyond_a_hole_makes_it_a_gap_at_once():
     f = Flow().handshake()
     f.add(SERVER, 0, TCP_ACK, b"a" * 100, ack=0)

@@ -37,9 +37,10 @@ HALF32 = 0x80000000  # RFC 9293 §3.4: sequence comparisons are modulo 2**32 wit
 # Wireshark's own default for telling reordering from retransmission when a connection's
 # RTT is unknown (used so that our out-of-order counts are comparable with tshark's).
 DEFAULT_REORDER_NS = 3_000_000
-# A frame captured twice (Linux "any" device, span ports) repeats within microseconds; a
-# sender repeats a segment with nothing in between only on its retransmission timer
-# (RFC 6298 §2.4: >= 1 s; Linux: >= 200 ms). Anything between works; 1 ms it is.
+# Without timestamps, how close two identical segments must be to be one frame captured twice:
+# a sender repeats a segment unchanged only after dup ACKs (one RTT) or its timer (RFC 6298
+# §2.4: >= 1 s; Linux: >= 200 ms); a copy on another interface comes microseconds later, or a
+# queue later on a router. 1 ms keeps real retransmissions on LAN-scale RTTs out.
 DUPLICATE_NS = 1_000_000
 DUPTHRESH = 3  # RFC 5681 §3.2, RFC 6675 §2 DupThresh
 # The smallest retransmission timeout of common stacks: Linux's TCP_RTO_MIN, 200 ms (RFC 6298
@@ -55,7 +56,7 @@ class _Half:
         "d", "base", "isn", "syn_ts", "nxt", "high", "holes", "ooo",
         "ooo_bytes", "sent", "sent_head", "pl_head", "pl_bytes", "acked", "ack_win", "dupacks",
         "sack_hi", "episode", "recover", "fin", "fin_ts", "closed", "gap_off", "gap_len",
-        "gap_ts", "last_tcp", "last_ts", "mss", "wscale", "sack_ok", "syn_tx", "rack_ts",
+        "gap_ts", "last_ts", "mss", "wscale", "sack_ok", "syn_tx", "rack_ts",
         # counters
         "packets", "data_packets", "wire_bytes", "delivered", "missing", "truncated",
         "retx", "retx_bytes", "fast", "timeout", "spurious", "ooo_count", "overlaps",
@@ -92,7 +93,6 @@ class _Half:
         self.gap_off = 0
         self.gap_len = 0
         self.gap_ts = 0
-        self.last_tcp: Any = None
         self.last_ts = 0
         self.mss: int | None = None
         self.wscale: int | None = None
@@ -140,7 +140,7 @@ class _Conn:
     __slots__ = (
         "cid", "sink", "halves", "limits", "packets", "syn_ts", "synack_ts", "est_ts",
         "first_data_ts", "last_ts", "fin_ts", "rst_ts", "rtt_syn", "rtt_synack", "state",
-        "events", "last_dir", "hit", "keys", "closed_how", "closing", "ooo_frames",
+        "events", "hit", "keys", "closed_how", "closing", "ooo_frames",
     )
 
     def __init__(
@@ -165,7 +165,6 @@ class _Conn:
         self.rtt_synack: int | None = None
         self.state = "open"  # "open", "fin" (both FINs), "rst"
         self.events: list[Retransmission] = []
-        self.last_dir = -1
         self.hit: set[str] = set()  # limits crossed
         self.closed_how: str | None = None
 
@@ -204,8 +203,6 @@ class _Conn:
             self._segment(h, d, pkt, tcp, ts, dl, flags)
         if flags & TCP_RST and self.rst_ts is None:
             self._rst(ts)
-        self.last_dir = d
-        h.last_tcp = tcp
         h.last_ts = ts
 
     def _syn(self, h: _Half, d: int, pkt: Any, tcp: Any, ts: int, flags: int) -> None:
@@ -214,7 +211,7 @@ class _Conn:
             h.base = (tcp.seq + 1) & M32
             h.syn_ts = ts
             h.mss, h.wscale, h.sack_ok = tcp.mss, tcp.wscale, tcp.sack_permitted
-            h.sent.append([-1, 0, ts, 0, b"", ts])  # the SYN takes sequence number ISN (offset -1)
+            h.sent.append([-1, 0, ts, 0, b"", ts, tcp])  # the SYN takes sequence number ISN (offset -1)
             h.syn_tx.append((ts, tcp.tsval))
             if flags & TCP_ACK:
                 if self.synack_ts is None:
@@ -224,12 +221,14 @@ class _Conn:
             return
         if tcp.seq != h.isn:  # another ISN on a connection we keep: ignore the SYN
             return
-        if self._duplicate(h, d, tcp, ts):
-            return
         rec = h.sent[h.sent_head] if h.sent_head < len(h.sent) and h.sent[h.sent_head][0] == -1 else None
         if rec is not None:
+            if _copy(rec, tcp, ts):
+                h.dups += 1
+                return
             rec[3] += 1
             rec[5] = ts
+            rec[6] = tcp
         if len(h.syn_tx) < 16:
             h.syn_tx.append((ts, tcp.tsval))
         spurious = h.acked is not None and h.acked >= 0
@@ -292,6 +291,7 @@ class _Conn:
                 self._force(h, a if fin is None or a <= fin else fin, ts)  # the FIN is no byte
         elif a == acked and not tcp.data_len and not (flags & (TCP_SYN | TCP_FIN | TCP_RST)):
             # RFC 5681 §2: same ACK, no data, no SYN/FIN, same window, data outstanding
+            # (an ACK captured twice counts twice: duplicate ACKs are identical by definition)
             if tcp.window == h.ack_win and high > a:
                 h.dupacks += 1
         h.ack_win = tcp.window
@@ -325,23 +325,14 @@ class _Conn:
             h.rtt_skip = h.rtt_stride - 1
             self.hit.add("max_rtt_samples")
 
-    def _duplicate(self, h: _Half, d: int, tcp: Any, ts: int) -> bool:
-        """The previous packet of the connection, captured a second time?"""
-        p = h.last_tcp
-        if (
-            p is not None
-            and self.last_dir == d
-            and ts - h.last_ts < DUPLICATE_NS
-            and p.seq == tcp.seq
-            and p.data_len == tcp.data_len
-            and p.flags == tcp.flags
-            and p.ack == tcp.ack
-            and p.window == tcp.window
-            and p.tsval == tcp.tsval
-        ):
-            h.dups += 1
-            return True
-        return False
+    def _copy_of_sent(self, h: _Half, s: int, e: int, tcp: Any, ts: int) -> bool:
+        """Is segment ``[s, e)`` a second capture of its latest transmission (see ``_copy``)?"""
+        sent = h.sent
+        i = bisect_right(sent, s, lo=h.sent_head, key=_start) - 1
+        if i < h.sent_head:
+            return False
+        rec = sent[i]
+        return rec[0] == s and _copy(rec, tcp, ts)
 
     def _segment(self, h: _Half, d: int, pkt: Any, tcp: Any, ts: int, dl: int, flags: int) -> None:
         """A segment with payload and/or FIN from side ``d``."""
@@ -366,7 +357,7 @@ class _Conn:
                 h.holes.append([high, s, ts, tcp.tsval])
             h.high = e
             sent = h.sent
-            sent.append([s, e, ts, 0, payload, ts])
+            sent.append([s, e, ts, 0, payload, ts, tcp])
             h.pl_bytes += len(payload)
             limits = self.limits
             if len(sent) - h.sent_head > limits.max_tracked_segments or h.pl_bytes > limits.max_buffered_bytes:
@@ -396,7 +387,8 @@ class _Conn:
         if dl <= 1 and s == high - 1:  # RFC 9293 §3.8.4 keep-alive / §3.8.6.1 zero-window probe
             h.keepalives += 1
             return
-        if self._duplicate(h, d, tcp, ts):
+        if self._copy_of_sent(h, s, e, tcp, ts):
+            h.dups += 1
             return
         payload = pkt.payload
         hi = e if e < high else high
@@ -461,16 +453,16 @@ class _Conn:
                     frames.append(pkt.index)
             for a, b in parts:
                 pa = payload[a - s : b - s]
-                self._remember(h, a, b, ts, 1 if late else 0, pa)
+                self._remember(h, a, b, ts, 1 if late else 0, pa, tcp)
                 self._hold(h, a, b, pa, ts)
         if new_above:
             pa = payload[hi - s :]
-            self._remember(h, hi, e, ts, 1 if old else 0, pa)
+            self._remember(h, hi, e, ts, 1 if old else 0, pa, tcp)
             self._hold(h, hi, e, pa, ts)
             h.high = e
         if retransmitted:
             if old:
-                self._mark_retransmitted(h, s, hi, ts)
+                self._mark_retransmitted(h, s, hi, ts, tcp)
             spurious = not new_below and not new_above and h.acked is not None and h.acked >= e
             kind = self._kind(h, ts, s, e, spurious, old, original_ts)
             self._event(h, d, pkt, ts, s, dl, "data", kind, old > 0, original_ts, spurious)
@@ -487,17 +479,21 @@ class _Conn:
             h.fin = f
             h.fin_ts = ts
             if f >= h.high:
-                h.sent.append([f, f + 1, ts, 0, b"", ts])  # the FIN takes one sequence number
+                h.sent.append([f, f + 1, ts, 0, b"", ts, tcp])  # the FIN takes one sequence number
             self._maybe_close(h, d, ts)
             return
-        if dl == 0 and f == h.fin and not self._duplicate(h, d, tcp, ts):
+        if dl == 0 and f == h.fin:
             rec = None
             for r in h.sent[h.sent_head :]:
                 if r[0] == f:
                     rec = r
             if rec is not None:
+                if _copy(rec, tcp, ts):
+                    h.dups += 1
+                    return
                 rec[3] += 1
                 rec[5] = ts
+                rec[6] = tcp
             spurious = h.acked is not None and h.acked > f
             kind = self._kind(h, ts, f, f + 1, spurious, 1, h.fin_ts)
             self._event(h, d, pkt, ts, f, 1, "fin", kind, True, h.fin_ts, spurious)
@@ -527,13 +523,14 @@ class _Conn:
             h.recover = h.high
         return kind
 
-    def _mark_retransmitted(self, h: _Half, s: int, e: int, ts: int) -> None:
+    def _mark_retransmitted(self, h: _Half, s: int, e: int, ts: int, tcp: Any) -> None:
         sent = h.sent
         i = max(h.sent_head, bisect_right(sent, s, lo=h.sent_head, key=_start) - 1)
         while i < len(sent) and sent[i][0] < e:
             if sent[i][1] > s:
                 sent[i][3] += 1
                 sent[i][5] = ts
+                sent[i][6] = tcp
             i += 1
 
     def _seen_before(self, h: _Half, s: int, e: int, payload: bytes) -> tuple[int | None, bool]:
@@ -543,7 +540,7 @@ class _Conn:
         first = None
         conflict = False
         while i < len(sent):
-            a, b, t, _, p, _ = sent[i]
+            a, b, t, _, p, _, _ = sent[i]
             if a >= e:
                 break
             if b > s:
@@ -564,8 +561,9 @@ class _Conn:
         """How late a hole may be filled and still be reordering: one RTT of the whole path."""
         if self.rtt_syn is not None and self.rtt_synack is not None:
             return self.rtt_syn + self.rtt_synack
-        mins = [m for m in (self.halves[0].rtt_min, self.halves[1].rtt_min) if m is not None]
-        return sum(mins) if mins else DEFAULT_REORDER_NS
+        a, b = self.halves[0].rtt_min, self.halves[1].rtt_min
+        # one direction's samples cover one leg only (at a capture next to a host, ~0)
+        return a + b if a is not None and b is not None else DEFAULT_REORDER_NS
 
     def _event(
         self, h: _Half, d: int, pkt: Any, ts: int, off: int, length: int, segment: str, kind: str,
@@ -591,10 +589,10 @@ class _Conn:
 
     # -- holding, delivering, forcing --------------------------------------------------------
 
-    def _remember(self, h: _Half, s: int, e: int, ts: int, retx: int, payload: bytes) -> None:
+    def _remember(self, h: _Half, s: int, e: int, ts: int, retx: int, payload: bytes, tcp: Any) -> None:
         """Keep a transmitted range until acknowledged (RTT, originals, copy comparison)."""
         sent = h.sent
-        rec = [s, e, ts, retx, payload, ts]
+        rec = [s, e, ts, retx, payload, ts, tcp]
         if not sent or sent[-1][0] < s:
             sent.append(rec)
         else:  # a hole filled: keep the list sorted
@@ -794,6 +792,34 @@ _EMPTY.setflags(write=False)
 
 def _start(rec: list[Any]) -> int:
     return rec[0]
+
+
+def _same(p: Any, tcp: Any) -> bool:
+    """Identical TCP headers, as far as a copy of one transmission must be."""
+    return (
+        p.seq == tcp.seq
+        and p.ack == tcp.ack
+        and p.flags == tcp.flags
+        and p.window == tcp.window
+        and p.data_len == tcp.data_len
+        and p.tsval == tcp.tsval
+        and p.sack == tcp.sack
+    )
+
+
+def _copy(rec: list[Any], tcp: Any, ts: int) -> bool:
+    """Is ``tcp`` the latest transmission of record ``rec`` captured a second time?
+
+    A frame captured twice (Linux's "any" device on a router: on the way in and, after the
+    queue, on the way out; span ports) repeats the header exactly. A retransmission carries a
+    newer TSval unless sent within the same tick of the sender's timestamp clock (RFC 7323
+    §5.4: 1 ms to 1 s; Linux: 1 ms), which takes a path RTT below the tick; without
+    timestamps it repeats the header, after dup ACKs (an RTT) or its timer. So: the same
+    header and, with timestamps, less than the smallest RTO (200 ms) later; without, less
+    than ``DUPLICATE_NS``. On paths with RTTs under the tick, a fast retransmission can be
+    taken for a copy.
+    """
+    return _same(rec[6], tcp) and ts - rec[5] < (MIN_RTO_NS if tcp.tsval is not None else DUPLICATE_NS)
 
 
 def _compact(h: _Half) -> None:

@@ -221,8 +221,9 @@ class Direction:
     overlap_conflicts : int
         Segments whose bytes seen before differ from the copy held (first copy wins).
     duplicates : int
-        The same segment captured twice (identical header, < 1 ms apart, nothing else of
-        the connection in between): not retransmissions.
+        Segments with payload, SYN or FIN captured a second time (the same header as their
+        latest transmission, TSval included, less than 200 ms later; without timestamps less
+        than 1 ms later): not retransmissions. Pure ACKs captured twice are not told apart.
     keepalives : int
         Keep-alive and zero-window probes (RFC 9293 §3.8.4, §3.8.6.1): not retransmissions.
     time_lost_ns : int

@@ -47,14 +47,16 @@ Retransmission, out of order, overlap
       revealed the hole (its TCP timestamp TSval is later, RFC 7323 §3; without
       timestamps or with equal ones: it came at least one round-trip time of the
       whole path after the hole appeared, the handshake RTT, else the sum of the smallest
-      ACK RTTs both ways, else 3 ms, Wireshark's default for the same decision): the
+      ACK RTTs both ways (one way alone is one leg only), else 3 ms, Wireshark's default
+      for the same decision): the
       original was lost before the capture point;
     - *out of order* (a reordered original) if it only fills a hole otherwise;
     - an *overlap* as well if it carries both bytes seen before and bytes never seen.
 
     Not retransmissions: keep-alives and zero-window probes (one byte or none, just
-    below *high*; RFC 9293 §3.8.4), and a frame the capture holds twice (same header,
-    < 1 ms apart, nothing else of the connection between). A repeated SYN, SYN/ACK or FIN
+    below *high*; RFC 9293 §3.8.4), and a segment the capture holds twice (the same
+    header as its latest transmission, TSval included, < 200 ms later, or < 1 ms without
+    timestamps: Linux's "any" device on a router, span ports; ``duplicates``). A repeated SYN, SYN/ACK or FIN
     is a retransmission. tshark flags the same set of segments
     (``tcp.analysis.retransmission``, ``fast_retransmission``, ``out_of_order``,
     ``spurious_retransmission`` together); it splits it otherwise (time only, no TSval).
