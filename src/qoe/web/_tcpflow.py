@@ -1,0 +1,882 @@
+"""The per-connection state machine of TCP reassembly (definitions in :mod:`qoe.web.tcp`).
+
+One :class:`_Conn` per connection, one :class:`_Half` per direction. Sequence numbers are
+turned into stream offsets at once (offset 0 = the first byte after the SYN, or the first
+byte seen) and unwrapped against the highest offset seen, so the 32-bit wrap-around
+(RFC 9293 §3.4) never shows past :meth:`_Half.offset`.
+
+Per direction the state is: ``nxt`` (bytes before it went to the sink), ``high`` (bytes
+before it were seen or declared missing), ``holes`` (never-seen ranges in
+``[nxt, high)``), ``ooo`` (seen, undelivered ranges in ``[nxt, high)``: the complement
+of the holes there) and ``sent`` (segments not yet acknowledged: transmission time,
+retransmission count, payload). Everything below ``nxt`` was delivered or declared a gap.
+
+References
+----------
+.. [1] RFC 9293 §3.4 (sequence numbers), §3.8.4 (keep-alives), §3.10.7.4 (segment text).
+.. [2] RFC 5681 §2 (duplicate ACK), §3.2 (fast retransmit).
+.. [3] RFC 6298 §3 (Karn), §5 (retransmission timer).
+.. [4] RFC 2018 §3 (SACK), RFC 6675 §5 (SACK loss recovery), RFC 6582 §3.2 (partial ACKs).
+.. [5] RFC 7323 §3 (TSval: when a segment was sent).
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_right
+from typing import Any
+
+import numpy as np
+
+from qoe.capture import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN
+from qoe.web._sink import CLIENT, SERVER, ConnectionId
+from qoe.web._tcpresults import Connection, Direction, Retransmission, RttSamples, TcpLimits
+
+M32 = 0xFFFFFFFF
+HALF32 = 0x80000000  # RFC 9293 §3.4: sequence comparisons are modulo 2**32 within 2**31
+# Wireshark's own default for telling reordering from retransmission when a connection's
+# RTT is unknown (used so that our out-of-order counts are comparable with tshark's).
+DEFAULT_REORDER_NS = 3_000_000
+# Without timestamps, how close two identical segments must be to be one frame captured twice:
+# a sender repeats a segment unchanged only after dup ACKs (one RTT) or its timer (RFC 6298
+# §2.4: >= 1 s; Linux: >= 200 ms); a copy on another interface comes microseconds later, or a
+# queue later on a router. 1 ms keeps real retransmissions on LAN-scale RTTs out.
+DUPLICATE_NS = 1_000_000
+DUPTHRESH = 3  # RFC 5681 §3.2, RFC 6675 §2 DupThresh
+# The smallest retransmission timeout of common stacks: Linux's TCP_RTO_MIN, 200 ms (RFC 6298
+# §2.4 asks for 1 s). A retransmission more than one path RTT plus this after the receiver's
+# last packet cannot have been prompted by an ACK: the sender's timer sent it.
+MIN_RTO_NS = 200_000_000
+
+
+class _Half:
+    """One direction of a connection (the bytes one side sends)."""
+
+    __slots__ = (
+        "d", "base", "isn", "syn_ts", "nxt", "high", "holes", "ooo",
+        "ooo_bytes", "sent", "sent_head", "pl_head", "pl_bytes", "acked", "ack_win", "dupacks",
+        "sack_hi", "episode", "recover", "fin", "fin_ts", "closed", "gap_off", "gap_len",
+        "gap_ts", "last_ts", "mss", "wscale", "sack_ok", "syn_tx", "rack_ts",
+        # counters
+        "packets", "data_packets", "wire_bytes", "delivered", "missing", "truncated",
+        "retx", "retx_bytes", "fast", "timeout", "spurious", "ooo_count", "overlaps",
+        "conflicts", "dups", "keepalives", "first_data_ts", "last_data_ts",
+        "lost_total", "lost_iv", "rtt_ts", "rtt_v", "rtt_count", "rtt_min", "rtt_stride",
+        "rtt_skip",
+    )
+
+    def __init__(self, d: int) -> None:
+        self.d = d
+        self.base: int | None = None  # raw sequence number of offset 0
+        self.isn: int | None = None
+        self.syn_ts: int | None = None
+        self.nxt = 0
+        self.high = 0
+        self.holes: list[list[Any]] = []  # [start, end, ts first seen missing, tsval then]
+        self.ooo: list[list[Any]] = []  # [start, end, payload (a prefix of the range), ts]
+        self.ooo_bytes = 0
+        # [start, end, first transmission ts, times retransmitted, payload, last transmission ts]
+        self.sent: list[list[Any]] = []
+        self.sent_head = 0
+        self.pl_head = 0  # records before it have let go of their payload
+        self.pl_bytes = 0
+        self.acked: int | None = None  # highest cumulative ACK from the receiver (offset)
+        self.ack_win = -1
+        self.dupacks = 0
+        self.sack_hi: int | None = None
+        self.rack_ts = 0  # latest transmission time among the segments acknowledged
+        self.episode: str | None = None  # kind of the loss recovery under way
+        self.recover = 0  # it lasts until the cumulative ACK reaches this offset
+        self.fin: int | None = None
+        self.fin_ts: int | None = None
+        self.closed: str | None = None
+        self.gap_off = 0
+        self.gap_len = 0
+        self.gap_ts = 0
+        self.last_ts = 0
+        self.mss: int | None = None
+        self.wscale: int | None = None
+        self.sack_ok = False
+        self.syn_tx: list[tuple[int, int | None]] = []  # (ts, TSval) of each SYN sent
+        self.packets = self.data_packets = self.wire_bytes = self.delivered = 0
+        self.missing = self.truncated = self.retx = self.retx_bytes = 0
+        self.fast = self.timeout = self.spurious = self.ooo_count = self.overlaps = 0
+        self.conflicts = self.dups = self.keepalives = 0
+        self.first_data_ts: int | None = None
+        self.last_data_ts: int | None = None
+        self.lost_total = 0
+        self.lost_iv: list[list[int]] = []  # disjoint [start, end] of the latest loss episodes
+        self.rtt_ts = array("q")
+        self.rtt_v = array("q")
+        self.rtt_count = 0
+        self.rtt_min: int | None = None
+        self.rtt_stride = 1
+        self.rtt_skip = 0
+
+    def offset(self, seq: int) -> int:
+        """Stream offset of raw sequence number ``seq``: the one nearest ``high`` (mod 2**32)."""
+        d = (seq - self.base - self.high) & M32
+        return self.high + d - 0x100000000 if d >= HALF32 else self.high + d
+
+    def add_lost(self, start: int, end: int) -> None:
+        """Add ``[start, end]`` to the union of loss intervals (ends arrive in time order)."""
+        iv = self.lost_iv
+        while iv and start <= iv[-1][1]:
+            s, e = iv.pop()
+            start = min(start, s)
+            end = max(end, e)
+        iv.append([start, end])
+        if len(iv) > 64:  # old episodes are settled: fold them into the total
+            s, e = iv.pop(0)
+            self.lost_total += e - s
+
+    def time_lost(self) -> int:
+        return self.lost_total + sum(e - s for s, e in self.lost_iv)
+
+
+class _Conn:
+    """One connection: both halves, the sink, and what the result needs."""
+
+    __slots__ = (
+        "cid", "sink", "halves", "limits", "packets", "syn_ts", "synack_ts", "est_ts",
+        "first_data_ts", "last_ts", "fin_ts", "rst_ts", "rtt_syn", "rtt_synack", "state",
+        "events", "hit", "keys", "closed_how", "closing", "ooo_frames",
+    )
+
+    def __init__(
+        self, cid: ConnectionId, sink: Any, limits: TcpLimits, keys: tuple[Any, Any], closing: Any
+    ) -> None:
+        self.cid = cid
+        self.closing = closing  # where the connection puts itself when it closes (a deque)
+        self.ooo_frames: tuple[list[int], list[int]] = ([], [])
+        self.sink = sink
+        self.halves = (_Half(CLIENT), _Half(SERVER))
+        self.limits = limits
+        self.keys = keys
+        self.packets = 0
+        self.syn_ts: int | None = None
+        self.synack_ts: int | None = None
+        self.est_ts: int | None = None
+        self.first_data_ts: int | None = None
+        self.last_ts = cid.first_ts_ns
+        self.fin_ts: int | None = None
+        self.rst_ts: int | None = None
+        self.rtt_syn: int | None = None
+        self.rtt_synack: int | None = None
+        self.state = "open"  # "open", "fin" (both FINs), "rst"
+        self.events: list[Retransmission] = []
+        self.hit: set[str] = set()  # limits crossed
+        self.closed_how: str | None = None
+
+    # -- roles and the handshake ------------------------------------------------------------
+
+    def accepts_syn(self, d: int, tcp: Any) -> bool:
+        """Does a SYN (without ACK) from side ``d`` belong to this connection (a retransmission)?"""
+        h = self.halves[d]
+        return self.state == "open" and d == CLIENT and h.isn is not None and h.isn == tcp.seq
+
+    def accepts_synack(self, d: int, tcp: Any) -> bool:
+        """Does a SYN/ACK from side ``d`` belong to this connection?"""
+        c, s = self.halves
+        if self.state != "open" or d != SERVER or c.isn is None:
+            return False
+        if s.isn is not None:
+            return s.isn == tcp.seq
+        return s.base is None and s.packets == 0 and tcp.ack == (c.isn + 1) & M32
+
+    # -- one packet -------------------------------------------------------------------------
+
+    def packet(self, d: int, pkt: Any, tcp: Any, ts: int) -> None:
+        self.packets += 1
+        self.last_ts = ts
+        h = self.halves[d]
+        h.packets += 1
+        flags = tcp.flags
+        if flags & TCP_SYN:
+            self._syn(h, d, pkt, tcp, ts, flags)
+        if flags & TCP_ACK:
+            self._ack(self.halves[1 - d], tcp, ts, flags)
+        dl = tcp.data_len
+        if dl or flags & TCP_FIN:
+            if h.base is None:  # no SYN and no ACK from the peer yet: the stream starts here
+                h.base = tcp.seq
+            self._segment(h, d, pkt, tcp, ts, dl, flags)
+        if flags & TCP_RST and self.rst_ts is None:
+            self._rst(ts)
+        h.last_ts = ts
+
+    def _syn(self, h: _Half, d: int, pkt: Any, tcp: Any, ts: int, flags: int) -> None:
+        if h.isn is None:
+            h.isn = tcp.seq
+            h.base = (tcp.seq + 1) & M32
+            h.syn_ts = ts
+            h.mss, h.wscale, h.sack_ok = tcp.mss, tcp.wscale, tcp.sack_permitted
+            h.sent.append([-1, 0, ts, 0, b"", ts, tcp])  # the SYN takes sequence number ISN (offset -1)
+            h.syn_tx.append((ts, tcp.tsval))
+            if flags & TCP_ACK:
+                if self.synack_ts is None:
+                    self.synack_ts = ts
+            elif self.syn_ts is None:
+                self.syn_ts = ts
+            return
+        if tcp.seq != h.isn:  # another ISN on a connection we keep: ignore the SYN
+            return
+        rec = h.sent[h.sent_head] if h.sent_head < len(h.sent) and h.sent[h.sent_head][0] == -1 else None
+        if rec is not None:
+            if _copy(rec, tcp, ts):
+                h.dups += 1
+                return
+            rec[3] += 1
+            rec[5] = ts
+            rec[6] = tcp
+        if len(h.syn_tx) < 16:
+            h.syn_tx.append((ts, tcp.tsval))
+        spurious = h.acked is not None and h.acked >= 0
+        self._event(h, d, pkt, ts, -1, 1, "syn", "timeout", True, h.syn_ts, spurious)
+
+    def _ack(self, h: _Half, tcp: Any, ts: int, flags: int) -> None:
+        """An ACK from the receiver of ``h``'s bytes."""
+        base = h.base
+        if base is None:  # the receiver acknowledges a stream we have not seen: it starts there
+            base = h.base = tcp.ack
+        high = h.high
+        a = (tcp.ack - base - high) & M32  # the offset nearest high (RFC 9293 §3.4, mod 2**32)
+        a = high + a - 0x100000000 if a >= HALF32 else high + a
+        acked = h.acked
+        if acked is None or a > acked:
+            h.acked = a
+            h.dupacks = 0
+            sent = h.sent
+            i = head = h.sent_head
+            n = len(sent)
+            last = None
+            karn = False
+            pl = h.pl_head
+            rack = h.rack_ts
+            while i < n:
+                r = sent[i]
+                if r[1] > a:
+                    if r[0] < a and r[3]:
+                        karn = True
+                    break
+                last = r
+                if r[5] > rack:
+                    rack = r[5]
+                if r[3]:
+                    karn = True
+                if i >= pl:
+                    h.pl_bytes -= len(r[4])
+                    r[4] = b""
+                i += 1
+            if i > head:
+                h.rack_ts = rack
+                if i > pl:
+                    h.pl_head = i
+                h.sent_head = i
+                if i > 256:
+                    _compact(h)
+                if last[1] == a:
+                    if not karn:
+                        self._rtt(h, ts, ts - last[2], last[0] == -1)
+                    elif last[0] == -1 and tcp.tsecr is not None:
+                        # a repeated SYN: the TSecr of its ACK names the transmission it
+                        # answers (RFC 7323 §4.1), unless two had the same TSval
+                        sent_at = [t for t, v in h.syn_tx if v == tcp.tsecr]
+                        if len(sent_at) == 1:
+                            self._rtt(h, ts, ts - sent_at[0], True)
+            if h.episode is not None and a >= h.recover:
+                h.episode = None
+            if a > h.nxt and h.closed is None:
+                fin = h.fin
+                self._force(h, a if fin is None or a <= fin else fin, ts)  # the FIN is no byte
+        elif a == acked and not tcp.data_len and not (flags & (TCP_SYN | TCP_FIN | TCP_RST)):
+            # RFC 5681 §2: same ACK, no data, no SYN/FIN, same window, data outstanding
+            # (an ACK captured twice counts twice: duplicate ACKs are identical by definition)
+            if tcp.window == h.ack_win and high > a:
+                h.dupacks += 1
+        h.ack_win = tcp.window
+        if tcp.sack:
+            a = h.acked
+            for _, right in tcp.sack:
+                r = h.offset(right)
+                if r > a and (h.sack_hi is None or r > h.sack_hi):
+                    h.sack_hi = r
+
+    def _rtt(self, h: _Half, ts: int, rtt: int, handshake: bool) -> None:
+        if handshake:  # the ACK of a SYN: the handshake's legs
+            if h.d == CLIENT:
+                self.rtt_syn = rtt
+            else:
+                self.rtt_synack = rtt
+                self.est_ts = ts
+        h.rtt_count += 1
+        if h.rtt_min is None or rtt < h.rtt_min:
+            h.rtt_min = rtt
+        if h.rtt_skip:
+            h.rtt_skip -= 1
+            return
+        h.rtt_ts.append(ts)
+        h.rtt_v.append(rtt)
+        h.rtt_skip = h.rtt_stride - 1
+        if len(h.rtt_v) >= self.limits.max_rtt_samples:
+            del h.rtt_ts[1::2]
+            del h.rtt_v[1::2]
+            h.rtt_stride *= 2
+            h.rtt_skip = h.rtt_stride - 1
+            self.hit.add("max_rtt_samples")
+
+    def _copy_of_sent(self, h: _Half, s: int, e: int, tcp: Any, ts: int) -> bool:
+        """Is segment ``[s, e)`` a second capture of its latest transmission (see ``_copy``)?"""
+        sent = h.sent
+        i = bisect_right(sent, s, lo=h.sent_head, key=_start) - 1
+        if i < h.sent_head:
+            return False
+        rec = sent[i]
+        return rec[0] == s and _copy(rec, tcp, ts)
+
+    def _segment(self, h: _Half, d: int, pkt: Any, tcp: Any, ts: int, dl: int, flags: int) -> None:
+        """A segment with payload and/or FIN from side ``d``."""
+        high = h.high
+        s = (tcp.seq - h.base - high) & M32  # the offset nearest high (as _Half.offset)
+        s = high + s - 0x100000000 if s >= HALF32 else high + s
+        if flags & TCP_SYN:
+            s = max(s, 0)  # data on a SYN (TCP Fast Open) starts after the ISN
+        e = s + dl
+        if dl:
+            h.data_packets += 1
+            h.wire_bytes += dl
+            if h.first_data_ts is None:
+                h.first_data_ts = ts
+                if self.first_data_ts is None:
+                    self.first_data_ts = ts
+            h.last_data_ts = ts
+        if s >= high and dl:
+            # new bytes (the common case), possibly beyond a hole
+            payload = pkt.payload
+            if s > high:
+                h.holes.append([high, s, ts, tcp.tsval])
+            h.high = e
+            sent = h.sent
+            sent.append([s, e, ts, 0, payload, ts, tcp])
+            h.pl_bytes += len(payload)
+            limits = self.limits
+            if len(sent) - h.sent_head > limits.max_tracked_segments or h.pl_bytes > limits.max_buffered_bytes:
+                self._trim_sent(h)
+            if s == h.nxt and h.closed is None:
+                if len(payload) == dl and not h.gap_len and h.fin is None:
+                    h.delivered += dl
+                    h.nxt = e
+                    if self.sink is not None:
+                        self.sink.data(d, ts, s, payload)
+                else:
+                    self._deliver(h, d, s, e, payload, ts)
+            elif h.closed is None:
+                h.ooo.append([s, e, payload, ts])
+                h.ooo_bytes += e - s
+                if h.ooo_bytes > self.limits.max_buffered_bytes:
+                    self.hit.add("max_buffered_bytes")
+                    self._shed(h, ts)
+        elif dl:
+            self._old(h, d, pkt, tcp, ts, s, e, high)
+        if flags & TCP_FIN:
+            self._fin(h, d, pkt, tcp, ts, e, dl)
+
+    def _old(self, h: _Half, d: int, pkt: Any, tcp: Any, ts: int, s: int, e: int, high: int) -> None:
+        """A segment that starts below the highest byte seen: retransmission, reordering, overlap."""
+        dl = e - s
+        if dl <= 1 and s == high - 1:  # RFC 9293 §3.8.4 keep-alive / §3.8.6.1 zero-window probe
+            h.keepalives += 1
+            return
+        if self._copy_of_sent(h, s, e, tcp, ts):
+            h.dups += 1
+            return
+        payload = pkt.payload
+        hi = e if e < high else high
+        # never-seen parts of [s, hi): its intersections with the holes
+        parts: list[tuple[int, int]] = []
+        hole_ts = None
+        hole_tsval = None
+        holes = h.holes
+        k = 0
+        while k < len(holes):
+            hs, he, hts, htv = holes[k]
+            if he <= s:
+                k += 1
+                continue
+            if hs >= hi:
+                break
+            a = hs if hs > s else s
+            b = he if he < hi else hi
+            parts.append((a, b))
+            if hole_ts is None or hts < hole_ts:
+                hole_ts, hole_tsval = hts, htv
+            if hs < a and he > b:  # split
+                holes[k] = [hs, a, hts, htv]
+                holes.insert(k + 1, [b, he, hts, htv])
+                k += 2
+            elif hs < a:
+                holes[k][1] = a
+                k += 1
+            elif he > b:
+                holes[k][0] = b
+                k += 1
+            else:
+                del holes[k]
+        new_below = sum(b - a for a, b in parts)
+        old = (hi - s) - new_below
+        new_above = e - hi
+        original_ts = None
+        conflict = False
+        if old:
+            original_ts, conflict = self._seen_before(h, s, hi, payload)
+            if conflict:
+                h.conflicts += 1
+            if new_below or new_above:
+                h.overlaps += 1
+        retransmitted = old > 0
+        if new_below:
+            tsval = tcp.tsval
+            if old:
+                late = True  # an original never repeats bytes: this is a retransmission
+            elif tsval is not None and hole_tsval is not None and tsval != hole_tsval:
+                late = ((tsval - hole_tsval) & M32) < HALF32  # RFC 7323 §5.2: sent after
+            else:
+                late = ts - hole_ts >= self._reorder_ns()
+            if late:
+                retransmitted = True
+                if original_ts is None or hole_ts < original_ts:
+                    original_ts = hole_ts
+            else:
+                h.ooo_count += 1
+                frames = self.ooo_frames[d]
+                if len(frames) < self.limits.max_retransmission_events:
+                    frames.append(pkt.index)
+            for a, b in parts:
+                pa = payload[a - s : b - s]
+                self._remember(h, a, b, ts, 1 if late else 0, pa, tcp)
+                self._hold(h, a, b, pa, ts)
+        if new_above:
+            pa = payload[hi - s :]
+            self._remember(h, hi, e, ts, 1 if old else 0, pa, tcp)
+            self._hold(h, hi, e, pa, ts)
+            h.high = e
+        if retransmitted:
+            if old:
+                self._mark_retransmitted(h, s, hi, ts, tcp)
+            spurious = not new_below and not new_above and h.acked is not None and h.acked >= e
+            kind = self._kind(h, ts, s, e, spurious, old, original_ts)
+            self._event(h, d, pkt, ts, s, dl, "data", kind, old > 0, original_ts, spurious)
+        if (new_below or new_above) and h.closed is None:
+            self._drain(h, d, ts)
+            if h.ooo_bytes > self.limits.max_buffered_bytes:
+                self.hit.add("max_buffered_bytes")
+                self._shed(h, ts)
+
+    def _fin(self, h: _Half, d: int, pkt: Any, tcp: Any, ts: int, f: int, dl: int) -> None:
+        if self.fin_ts is None:
+            self.fin_ts = ts
+        if h.fin is None:
+            h.fin = f
+            h.fin_ts = ts
+            if f >= h.high:
+                h.sent.append([f, f + 1, ts, 0, b"", ts, tcp])  # the FIN takes one sequence number
+            self._maybe_close(h, d, ts)
+            return
+        if dl == 0 and f == h.fin:
+            rec = None
+            for r in h.sent[h.sent_head :]:
+                if r[0] == f:
+                    rec = r
+            if rec is not None:
+                if _copy(rec, tcp, ts):
+                    h.dups += 1
+                    return
+                rec[3] += 1
+                rec[5] = ts
+                rec[6] = tcp
+            spurious = h.acked is not None and h.acked > f
+            kind = self._kind(h, ts, f, f + 1, spurious, 1, h.fin_ts)
+            self._event(h, d, pkt, ts, f, 1, "fin", kind, True, h.fin_ts, spurious)
+
+    def _kind(
+        self, h: _Half, ts: int, s: int, e: int, spurious: bool, old: int, original_ts: int | None = None
+    ) -> str:
+        """Fast retransmit or timeout (definitions: qoe.web.tcp, Retransmission.kind)."""
+        acked = h.acked
+        peer = self.halves[1 - h.d]
+        if not peer.packets or ts - peer.last_ts > self._reorder_ns() + MIN_RTO_NS:
+            kind = "timeout"  # no ACK from the receiver could have prompted it: the timer did
+        elif h.episode is not None and (acked is None or acked < h.recover):
+            return h.episode  # within a recovery episode (RFC 6675 §5, RFC 6582 §3.2)
+        elif (
+            (h.dupacks >= DUPTHRESH and (acked is None or acked <= s))
+            or (h.sack_hi is not None and h.sack_hi > s)
+            or (original_ts is not None and h.rack_ts > original_ts)
+        ):
+            # the receiver signalled the loss: 3 duplicate ACKs (RFC 5681 §3.2), a SACK block
+            # above (RFC 6675 §5), or it acknowledged a segment sent after these bytes (RFC 8985 §6.2)
+            kind = "fast"
+        else:
+            kind = "timeout"
+        if not spurious:
+            h.episode = kind
+            h.recover = h.high
+        return kind
+
+    def _mark_retransmitted(self, h: _Half, s: int, e: int, ts: int, tcp: Any) -> None:
+        sent = h.sent
+        i = max(h.sent_head, bisect_right(sent, s, lo=h.sent_head, key=_start) - 1)
+        while i < len(sent) and sent[i][0] < e:
+            if sent[i][1] > s:
+                sent[i][3] += 1
+                sent[i][5] = ts
+                sent[i][6] = tcp
+            i += 1
+
+    def _seen_before(self, h: _Half, s: int, e: int, payload: bytes) -> tuple[int | None, bool]:
+        """First transmission time of bytes ``[s, e)`` and whether the held copy differs."""
+        sent = h.sent
+        i = max(h.sent_head, bisect_right(sent, s, lo=h.sent_head, key=_start) - 1)
+        first = None
+        conflict = False
+        while i < len(sent):
+            a, b, t, _, p, _, _ = sent[i]
+            if a >= e:
+                break
+            if b > s:
+                if first is None or t < first:
+                    first = t
+                x = a if a > s else s
+                y = b if b < e else e
+                # compare what both copies captured of [x, y)
+                mine = p[x - a : y - a]
+                theirs = payload[x - s : y - s]
+                n = min(len(mine), len(theirs))
+                if n and mine[:n] != theirs[:n]:
+                    conflict = True
+            i += 1
+        return first, conflict
+
+    def _reorder_ns(self) -> int:
+        """How late a hole may be filled and still be reordering: one RTT of the whole path."""
+        if self.rtt_syn is not None and self.rtt_synack is not None:
+            return self.rtt_syn + self.rtt_synack
+        a, b = self.halves[0].rtt_min, self.halves[1].rtt_min
+        # one direction's samples cover one leg only (at a capture next to a host, ~0)
+        return a + b if a is not None and b is not None else DEFAULT_REORDER_NS
+
+    def _event(
+        self, h: _Half, d: int, pkt: Any, ts: int, off: int, length: int, segment: str, kind: str,
+        seen: bool, original_ts: int | None, spurious: bool,
+    ) -> None:
+        h.retx += 1
+        h.retx_bytes += length
+        if kind == "fast":
+            h.fast += 1
+        else:
+            h.timeout += 1
+        delay = None if original_ts is None else ts - original_ts
+        if spurious:
+            h.spurious += 1
+        elif original_ts is not None:
+            h.add_lost(original_ts, ts)
+        if len(self.events) < self.limits.max_retransmission_events:
+            self.events.append(
+                Retransmission(d, pkt.index, ts, off, length, segment, kind, seen, original_ts, delay, spurious)
+            )
+        else:
+            self.hit.add("max_retransmission_events")
+
+    # -- holding, delivering, forcing --------------------------------------------------------
+
+    def _remember(self, h: _Half, s: int, e: int, ts: int, retx: int, payload: bytes, tcp: Any) -> None:
+        """Keep a transmitted range until acknowledged (RTT, originals, copy comparison)."""
+        sent = h.sent
+        rec = [s, e, ts, retx, payload, ts, tcp]
+        if not sent or sent[-1][0] < s:
+            sent.append(rec)
+        else:  # a hole filled: keep the list sorted
+            i = bisect_right(sent, s, lo=h.sent_head, key=_start)
+            sent.insert(i, rec)
+            if i < h.pl_head:
+                h.pl_head += 1
+                rec[4] = b""
+                return
+        h.pl_bytes += len(payload)
+        limits = self.limits
+        if len(sent) - h.sent_head > limits.max_tracked_segments or h.pl_bytes > limits.max_buffered_bytes:
+            self._trim_sent(h)
+
+    def _trim_sent(self, h: _Half) -> None:
+        """Hold ``sent`` to its limits: forget the oldest records; let go of the oldest copies."""
+        limits = self.limits
+        sent = h.sent
+        if len(sent) - h.sent_head > limits.max_tracked_segments:
+            self.hit.add("max_tracked_segments")
+            if h.pl_head <= h.sent_head:
+                h.pl_bytes -= len(sent[h.sent_head][4])
+            h.sent_head += 1
+            if h.pl_head < h.sent_head:
+                h.pl_head = h.sent_head
+            _compact(h)
+        if h.pl_bytes > limits.max_buffered_bytes:  # silently: the copies only serve comparisons
+            j = h.pl_head
+            while h.pl_bytes > limits.max_buffered_bytes and j < len(sent):
+                h.pl_bytes -= len(sent[j][4])
+                sent[j][4] = b""
+                j += 1
+            h.pl_head = j
+
+    def _hold(self, h: _Half, s: int, e: int, payload: bytes, ts: int) -> None:
+        """Put never-seen bytes ``[s, e)`` (s >= nxt) into the out-of-order list, sorted."""
+        if h.closed is not None:
+            return
+        ooo = h.ooo
+        item = [s, e, payload, ts]
+        if not ooo or ooo[-1][0] < s:
+            ooo.append(item)
+        else:
+            ooo.insert(bisect_right(ooo, s, key=_start), item)
+        h.ooo_bytes += e - s
+
+    def _deliver(self, h: _Half, d: int, s: int, e: int, payload: bytes, ts: int) -> None:
+        """Bytes ``[s, e)`` (s == nxt) to the sink; the part the snap length cut off as a gap."""
+        n = len(payload)
+        sink = self.sink
+        if n:
+            if h.gap_len:
+                self._flush_gap(h, d)
+            h.delivered += n
+            if sink is not None:
+                sink.data(d, ts, s, payload if n == e - s else payload[: e - s])
+        if n < e - s:
+            h.truncated += e - s - n
+            self._gap(h, s + n, e - s - n, ts)
+        h.nxt = e
+        if h.fin is not None and e >= h.fin:
+            self._maybe_close(h, d, ts)
+
+    def _gap(self, h: _Half, off: int, length: int, ts: int) -> None:
+        if h.gap_len and h.gap_off + h.gap_len == off:
+            h.gap_len += length
+            return
+        if h.gap_len:
+            self._flush_gap(h, h.d)
+        h.gap_off, h.gap_len, h.gap_ts = off, length, ts
+
+    def _flush_gap(self, h: _Half, d: int) -> None:
+        if self.sink is not None:
+            self.sink.gap(d, h.gap_ts, h.gap_off, h.gap_len)
+        h.gap_len = 0
+
+    def _drain(self, h: _Half, d: int, ts: int) -> None:
+        """Deliver the out-of-order items that now follow ``nxt``."""
+        ooo = h.ooo
+        k = 0
+        while k < len(ooo) and ooo[k][0] == h.nxt:
+            s, e, p, _ = ooo[k]
+            h.ooo_bytes -= e - s
+            self._deliver(h, d, s, e, p, ts)
+            k += 1
+        if k:
+            del ooo[:k]
+
+    def _force(self, h: _Half, upto: int, ts: int) -> None:
+        """Bring ``nxt`` to ``upto``: deliver what is held, declare the rest missing (gaps)."""
+        d = h.d
+        while h.nxt < upto and h.closed is None:
+            nxt = h.nxt
+            if h.ooo and h.ooo[0][0] == nxt:
+                self._drain(h, d, ts)
+                continue
+            end = upto
+            if h.holes and h.holes[0][0] == nxt:
+                hole = h.holes[0]
+                if hole[1] <= upto:
+                    end = hole[1]
+                    del h.holes[0]
+                else:
+                    hole[0] = upto
+            elif h.ooo and h.ooo[0][0] < upto:
+                end = h.ooo[0][0]
+            h.missing += end - nxt
+            self._gap(h, nxt, end - nxt, ts)
+            h.nxt = end
+            if end > h.high:
+                h.high = end
+            if h.fin is not None and end >= h.fin:
+                self._maybe_close(h, d, ts)
+        if h.closed is None:
+            self._drain(h, d, ts)
+
+    def _shed(self, h: _Half, ts: int) -> None:
+        """Out-of-order bytes over the limit: declare the oldest holes missing."""
+        while h.ooo_bytes > self.limits.max_buffered_bytes and h.holes and h.closed is None:
+            self._force(h, h.holes[0][1], ts)
+
+    def _maybe_close(self, h: _Half, d: int, ts: int) -> None:
+        if h.closed is None and h.fin is not None and h.nxt >= h.fin:
+            self._close_half(h, d, ts, "fin")
+            if self.state == "open" and all(x.closed is not None for x in self.halves):
+                self.state = "fin"
+                self.closing.append(self)
+                self._release()
+
+    def _close_half(self, h: _Half, d: int, ts: int, how: str) -> None:
+        if h.gap_len:
+            self._flush_gap(h, d)
+        h.closed = how
+        h.ooo = []
+        h.holes = []
+        h.ooo_bytes = 0
+        if self.sink is not None:
+            self.sink.close(d, ts, how)
+
+    def _rst(self, ts: int) -> None:
+        if self.rst_ts is None:
+            self.rst_ts = ts
+        for h in self.halves:
+            if h.closed is None:
+                self._force(h, h.high, ts)
+            if h.closed is None:
+                self._close_half(h, h.d, ts, "rst")
+        if self.state == "open":  # after both FINs a RST only answers stray segments
+            self.closing.append(self)
+            self.state = "rst"
+            self._release()
+
+    def _release(self) -> None:
+        """Closed: keep only what late packets need (the unacknowledged records)."""
+        for h in self.halves:
+            del h.sent[: h.sent_head]
+            h.pl_head = max(0, h.pl_head - h.sent_head)
+            h.sent_head = 0
+
+    def end(self, how: str) -> None:
+        """The reassembler lets go: flush both directions and close them for the sink."""
+        ts = self.last_ts
+        for h in self.halves:
+            if h.closed is None:
+                self._force(h, h.high if h.fin is None else h.fin, ts)
+            if h.closed is None:
+                self._close_half(h, h.d, ts, "fin" if h.fin is not None else "end-of-capture")
+        if self.closed_how is None:
+            self.closed_how = {"open": how, "fin": "fin", "rst": "rst"}[self.state]
+
+    # -- the result --------------------------------------------------------------------------
+
+    def result(self) -> Connection:
+        c, s = self.halves
+        return Connection(
+            id=self.cid,
+            client=_direction(c, self.ooo_frames[CLIENT]),
+            server=_direction(s, self.ooo_frames[SERVER]),
+            packets=self.packets,
+            syn_ts_ns=self.syn_ts,
+            synack_ts_ns=self.synack_ts,
+            established_ts_ns=self.est_ts,
+            first_data_ts_ns=self.first_data_ts,
+            last_ts_ns=self.last_ts,
+            fin_ts_ns=self.fin_ts,
+            rst_ts_ns=self.rst_ts,
+            rtt_syn_ns=self.rtt_syn,
+            rtt_synack_ns=self.rtt_synack,
+            closed=self.closed_how or "end-of-capture",
+            retransmission_events=tuple(self.events),
+        )
+
+
+_EMPTY = np.zeros(0, np.int64)
+_EMPTY.setflags(write=False)
+
+
+def _start(rec: list[Any]) -> int:
+    return rec[0]
+
+
+def _same(p: Any, tcp: Any) -> bool:
+    """Identical TCP headers, as far as a copy of one transmission must be."""
+    return (
+        p.seq == tcp.seq
+        and p.ack == tcp.ack
+        and p.flags == tcp.flags
+        and p.window == tcp.window
+        and p.data_len == tcp.data_len
+        and p.tsval == tcp.tsval
+        and p.sack == tcp.sack
+    )
+
+
+def _copy(rec: list[Any], tcp: Any, ts: int) -> bool:
+    """Is ``tcp`` the latest transmission of record ``rec`` captured a second time?
+
+    A frame captured twice (Linux's "any" device on a router: on the way in and, after the
+    queue, on the way out; span ports) repeats the header exactly. A retransmission carries a
+    newer TSval unless sent within the same tick of the sender's timestamp clock (RFC 7323
+    §5.4: 1 ms to 1 s; Linux: 1 ms), which takes a path RTT below the tick; without
+    timestamps it repeats the header, after dup ACKs (an RTT) or its timer. So: the same
+    header and, with timestamps, less than the smallest RTO (200 ms) later; without, less
+    than ``DUPLICATE_NS``. On paths with RTTs under the tick, a fast retransmission can be
+    taken for a copy.
+    """
+    return _same(rec[6], tcp) and ts - rec[5] < (MIN_RTO_NS if tcp.tsval is not None else DUPLICATE_NS)
+
+
+def _compact(h: _Half) -> None:
+    """Drop the acknowledged records at the head of ``sent`` once they are half the list."""
+    i = h.sent_head
+    if i > 256 and i * 2 > len(h.sent):
+        del h.sent[:i]
+        h.sent_head = 0
+        h.pl_head = max(0, h.pl_head - i)
+
+
+def _direction(h: _Half, ooo_frames: list[int]) -> Direction:
+    n = len(h.rtt_v)
+    if n:
+        ts = np.frombuffer(h.rtt_ts, dtype=np.int64).copy()
+        v = np.frombuffer(h.rtt_v, dtype=np.int64).copy()
+        o = sorted(h.rtt_v)  # (a sort of a few samples is cheaper than numpy's median)
+        median: float | None = (o[n // 2] + o[(n - 1) // 2]) / 2
+    else:
+        ts = v = _EMPTY
+        median = None
+    rtt = RttSamples(
+        ts_ns=ts,
+        rtt_ns=v,
+        count=h.rtt_count,
+        min_ns=h.rtt_min,
+        median_ns=median,
+        thinned=h.rtt_stride > 1,
+    )
+    return Direction(
+        direction=h.d,
+        packets=h.packets,
+        data_packets=h.data_packets,
+        bytes=max(h.high, min(h.acked or 0, h.fin if h.fin is not None else h.high + (h.acked or 0)), 0),
+        wire_bytes=h.wire_bytes,
+        delivered_bytes=h.delivered,
+        missing_bytes=h.missing,
+        truncated_bytes=h.truncated,
+        retransmissions=h.retx,
+        retransmitted_bytes=h.retx_bytes,
+        fast_retransmissions=h.fast,
+        timeout_retransmissions=h.timeout,
+        spurious_retransmissions=h.spurious,
+        out_of_order=h.ooo_count,
+        out_of_order_frames=tuple(ooo_frames),
+        overlaps=h.overlaps,
+        overlap_conflicts=h.conflicts,
+        duplicates=h.dups,
+        keepalives=h.keepalives,
+        time_lost_ns=h.time_lost(),
+        isn=h.isn,
+        mss=h.mss,
+        wscale=h.wscale,
+        sack_permitted=h.sack_ok,
+        first_data_ts_ns=h.first_data_ts,
+        last_data_ts_ns=h.last_data_ts,
+        fin_ts_ns=h.fin_ts,
+        closed=h.closed or "end-of-capture",
+        rtt=rtt,
+    )
