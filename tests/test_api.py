@@ -118,14 +118,14 @@ def test_references_as_objects_and_resampled_files(tmp_path):
     assert rep.results[1].full_reference.mos_lqo > 3.5
 
 
-def test_kinds_not_yet_supported_raise(dns_only):
-    with pytest.raises(InputError, match="kind='web' is not supported yet"):
+def test_bad_kinds_and_options_raise(dns_only):
+    with pytest.raises(StreamNotFoundError, match="dns.pcap: no page load found"):
         qoe.score(dns_only, kind="web")
     with pytest.raises(InputError, match="kind must be one of"):
         qoe.score(dns_only, kind="fax")
-    with pytest.raises(InputError, match=r"unknown option\(s\) jitter; call options: jitter_buffer"):
+    with pytest.raises(InputError, match=r"unknown option\(s\) jitter; voice options: jitter_buffer"):
         qoe.score(dns_only, jitter="adaptive")
-    with pytest.raises(InputError, match="options must be a qoe.voice.CallOptions, a qoe.video.VideoOptions, or a"):
+    with pytest.raises(InputError, match="options must be a qoe.voice.CallOptions, a qoe.video.VideoOptions, a qoe.web"):
         qoe.score(dns_only, options={"voice": {"jitter_buffer": "adaptive"}})
     with pytest.raises(InputError, match="variant must be one of"):
         qoe.score(dns_only, variant="vmaf")
@@ -177,6 +177,7 @@ def test_cli_table_json_csv(tmp_path):
 
 def test_cli_errors_are_one_line(dns_only):
     res = _run(dns_only, "--kind", "web")
-    assert res.exit_code == 2 and "not supported yet" in res.output and "Traceback" not in res.output
+    assert res.exit_code == 2 and "no page load found" in res.output and "Traceback" not in res.output
+    assert len(res.output.strip().splitlines()) == 1
     res = _run(dns_only, "--kind", "voice")
     assert res.exit_code == 2 and "no RTP audio stream found" in res.output

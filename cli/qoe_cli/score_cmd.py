@@ -8,6 +8,7 @@ import qoe
 from qoe.api import KINDS
 from qoe.video import PSNR_TABLES, SSIM_VARIANTS, VideoOptions
 from qoe.voice.call import CallOptions
+from qoe.web.pages import WebOptions
 from qoe_cli._output import emit, format_option, output_option, render
 
 
@@ -46,16 +47,21 @@ from qoe_cli._output import emit, format_option, output_option, render
               help="Video: SSIM definition (wang = Wang et al. 2004 / scikit-image; ssim.m; ffmpeg 8x8 blocks).")
 @click.option("--psnr-table", type=click.Choice(list(PSNR_TABLES)), default="zinner2010", show_default=True,
               help="Video: PSNR -> MOS table (Zinner et al. 2010, the seed paper's; or EvalVid's).")
+@click.option("--idle-gap", type=click.FloatRange(min=0, min_open=True), default=2.0, show_default=True,
+              help="Web: quiet time (s) that ends a page load.")
+@click.option("--web-preset", type=click.Choice(["access", "backbone"]), default="access", show_default=True,
+              help="Web: G.1030 bounds of the seed paper §9.1 (access: 0.56 s → 5; backbone: 0.85 s → 5; 6 s → 1).")
 @click.option("--kind", type=click.Choice(list(KINDS)), default="auto", show_default=True,
-              help="What to score (web is not implemented yet).")
+              help="What to score (auto: every kind the capture holds).")
 @click.option("--details", default="results", show_default=True,
               help="Table to print: results (one row per scored item) or a detail table of the report "
-                   "(voice: windows, plays; video: frames).")
+                   "(voice: windows, plays; video: frames; web: objects).")
 @format_option
 @output_option
 def score(capture, refs, sender_capture, network_delay_ms, user, jitter_buffer, conceal, delay_basis, window_s,
-          codec, clocks, ssrc, sdp, video_jitter_buffer, ssim_variant, psnr_table, kind, details, fmt, output):
-    """Score the voice calls (per direction) and video streams in CAPTURE.
+          codec, clocks, ssrc, sdp, video_jitter_buffer, ssim_variant, psnr_table, idle_gap, web_preset, kind, details,
+          fmt, output):
+    """Score the voice calls (per direction), video streams and page loads in CAPTURE.
 
     Voice, network-side: G.107 R and MOS from effective loss (after the jitter buffer),
     burst ratio, codec and mouth-to-ear delay, per stream and per window, plus Cole &
@@ -65,11 +71,13 @@ def score(capture, refs, sender_capture, network_delay_ms, user, jitter_buffer, 
     Video (RTP/H.264, RTP/MPEG-TS, MPEG-TS in UDP): the stream facts (frames decoded,
     missing, frozen; packets lost). With a reference video: each frame on screen against
     the reference (PSNR, SSIM, Zinner et al. MOS; the median frame's SSIM MOS is `mos`).
+    Web (HTTP and HTTPS over TCP): page loads, PLT (first DNS query / SYN / request to the
+    last byte), round trips, RTT, retransmissions, the seed paper's diagnosis and G.1030 MOS.
     JSON output holds the whole report."""
     call = CallOptions(jitter_buffer=jitter_buffer, conceal=conceal, delay_basis=delay_basis, window_s=window_s,
                        codec=codec, user=user, network_delay_ms=network_delay_ms, clocks=clocks)
     video = VideoOptions(sdp=sdp, jitter_buffer=video_jitter_buffer, variant=ssim_variant, psnr_table=psnr_table)
-    options = {"voice": call, "video": video}
+    options = {"voice": call, "video": video, "web": WebOptions(idle_gap_s=idle_gap, preset=web_preset)}
     report = qoe.score(capture, reference=list(refs) or None, kind=kind, options=options,
                        sender_capture=sender_capture, ssrc=ssrc)
     if fmt == "json":

@@ -241,7 +241,7 @@ class Page:
 
     def identity(self) -> dict[str, Any]:
         """The columns that name this page in detail tables."""
-        return {"page": self.index, "client": self.client, "url": self.url}
+        return {"page": self.index, "client": self.client, "page_url": self.url}
 
     def to_record(self, *, brief: bool = False) -> dict[str, Any]:
         """One flat record (the page's row); ``brief``: the headline columns."""
