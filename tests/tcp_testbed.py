@@ -110,7 +110,8 @@ class Testbed:
     @contextlib.contextmanager
     def capture(self, role: str, dev: str, path: Path, *, snaplen: int = 0):
         """tcpdump (immediate mode, TESTBED.md) on ``dev`` of ``role`` into ``path``, TCP only."""
-        cmd = ["tcpdump", "-i", dev, "--immediate-mode", "-U", "-s", str(snaplen), "-w", str(path), "tcp"]
+        # -B: a 16 MiB kernel buffer, so that a busy machine drops fewer packets from the capture
+        cmd = ["tcpdump", "-i", dev, "--immediate-mode", "-U", "-B", "16384", "-s", str(snaplen), "-w", str(path), "tcp"]
         p = self.popen(role, *cmd, stderr=subprocess.PIPE, text=True)
         # tcpdump says "listening on ..." once the capture is open (after other notes, for "any")
         seen = []

@@ -577,3 +577,13 @@ def test_empty_and_non_tcp_input():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert connections([udp]) == []
+
+
+def test_the_docstring_examples_run():
+    """(tests/test_doctests.py's list is shared; qoe.web.tcp's examples run here.)"""
+    import doctest
+
+    import qoe.web.tcp
+
+    failed, tried = doctest.testmod(qoe.web.tcp, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert tried > 0 and failed == 0

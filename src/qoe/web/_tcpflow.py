@@ -75,7 +75,8 @@ class _Half:
         self.holes: list[list[Any]] = []  # [start, end, ts first seen missing, tsval then]
         self.ooo: list[list[Any]] = []  # [start, end, payload (a prefix of the range), ts]
         self.ooo_bytes = 0
-        # [start, end, first transmission ts, times retransmitted, payload, last transmission ts]
+        # [start, end, first transmission ts, times retransmitted, payload, last transmission ts,
+        #  TcpInfo of the last transmission]
         self.sent: list[list[Any]] = []
         self.sent_head = 0
         self.pl_head = 0  # records before it have let go of their payload
@@ -427,6 +428,7 @@ class _Conn:
         new_above = e - hi
         original_ts = None
         conflict = False
+        late = False
         if old:
             original_ts, conflict = self._seen_before(h, s, hi, payload)
             if conflict:
@@ -465,7 +467,8 @@ class _Conn:
                 self._mark_retransmitted(h, s, hi, ts, tcp)
             spurious = not new_below and not new_above and h.acked is not None and h.acked >= e
             kind = self._kind(h, ts, s, e, spurious, old, original_ts)
-            self._event(h, d, pkt, ts, s, dl, "data", kind, old > 0, original_ts, spurious)
+            again = old + (new_below if late else 0)  # an overlap's new bytes are not resent
+            self._event(h, d, pkt, ts, s, dl, "data", kind, old > 0, original_ts, spurious, again)
         if (new_below or new_above) and h.closed is None:
             self._drain(h, d, ts)
             if h.ooo_bytes > self.limits.max_buffered_bytes:
@@ -567,10 +570,10 @@ class _Conn:
 
     def _event(
         self, h: _Half, d: int, pkt: Any, ts: int, off: int, length: int, segment: str, kind: str,
-        seen: bool, original_ts: int | None, spurious: bool,
+        seen: bool, original_ts: int | None, spurious: bool, again: int | None = None,
     ) -> None:
         h.retx += 1
-        h.retx_bytes += length
+        h.retx_bytes += length if again is None else again
         if kind == "fast":
             h.fast += 1
         else:

@@ -208,7 +208,8 @@ class Direction:
     retransmissions : int
         Retransmission events (segments; :class:`Retransmission`).
     retransmitted_bytes : int
-        Sequence space they carried again.
+        Bytes (sequence space: SYN and FIN count 1) they carried again: not the new bytes
+        an overlapping one also carried, nor those of a reordered original.
     fast_retransmissions, timeout_retransmissions, spurious_retransmissions : int
         Events by kind (a spurious one is also fast or timeout).
     out_of_order : int
