@@ -27,8 +27,8 @@ dominated if the increase in PLT can be mainly attributed to TCP retransmissions
   1.3), 1 for each request, and the extra rounds slow start needs for the response:
   ⌈log2(segments / IW + 1)⌉ − 1 with IW = 10 segments (RFC 6928 §2) of the connection's MSS.
   The paper's page (15 + 5.8 + 2 × 30 KB over HTTP/1.0) needed 14 with 2014's stacks.
-* ``rtt_component_s = round_trips × rtt_s`` (``rtt_s``: median RTT of the page's
-  connections, :mod:`qoe.web.tcp`); ``loss_wait_s``: the time the page's connections lost
+* ``rtt_component_s = round_trips × rtt_s`` (``rtt_s``: median path RTT of the page's
+  connections, from their handshakes and both directions' data/ACK samples, :mod:`qoe.web.tcp`); ``loss_wait_s``: the time the page's connections lost
   waiting for retransmissions (``Direction.time_lost_ns`` summed over both directions).
 * ``rtt-dominated`` when the RTT component is at least ``share`` (default 0.5) of the PLT;
   ``loss-dominated`` when the wait for retransmissions is at least ``share`` of the increase
@@ -387,19 +387,26 @@ def _round_trips(items: list[_Item], conns: Mapping[int, Any], opened: set[int])
 # Pages
 
 def _rtt_of(conn_list: list[Any]) -> tuple[float, float]:
-    med, mins = [], []
+    """(median, minimum) path RTT of the page's connections, s.
+
+    A data/ACK sample measures only the leg from the capture point to the receiver of that
+    direction's data; the path RTT is the sum of both legs: the handshake's (SYN → SYN/ACK →
+    ACK) and, on connections with samples both ways, the sum of the two directions' medians
+    (minima). At a client-side capture the server direction's leg is short, the client's the
+    whole path.
+    """
+    paths, floors = [], []
     for c in conn_list:
-        for d in (c.client, c.server):
-            if d.rtt.count:
-                med.append(d.rtt.median_ns)
-                mins.append(d.rtt.min_ns)
         h = c.handshake_rtt_ns
         if h is not None:
-            med.append(h)
-            mins.append(h)
-    if not med:
+            paths.append(h)
+            floors.append(h)
+        if c.client.rtt.count and c.server.rtt.count:
+            paths.append(c.client.rtt.median_ns + c.server.rtt.median_ns)
+            floors.append(c.client.rtt.min_ns + c.server.rtt.min_ns)
+    if not paths:
         return math.nan, math.nan
-    return float(np.median(med)) / _NS, float(min(mins)) / _NS
+    return float(np.median(paths)) / _NS, float(min(floors)) / _NS
 
 
 def _diagnose(plt: float, rounds: int, rtt: float, rtt_min: float, wait: float, share: float) -> tuple[str, float, float]:
