@@ -1,0 +1,116 @@
+"""Page loads from a large capture, end to end, against tshark's HTTP statistics.
+
+The capture is the one of ``benchmarks/web_tcp.py`` (N page loads of the seed paper's page:
+15 kB HTML, 5.8 kB CSS, two 30 kB JPEGs over four HTTP/1.0 connections, a lost and
+fast-retransmitted segment in every second page; default N = 10^4, ``--short``: 10^3). Each
+in a fresh subprocess (peak RSS per run), on the whole capture and on its first half:
+
+- ``qoe.web.page_loads(path)``: TCP reassembly, HTTP/1.x transactions, DNS, page grouping,
+  PLT, diagnosis and G.1030 per page (everything ``qoe web pages`` does but printing);
+- ``tshark -r FILE -q -z http,tree`` (HTTP dissection with TCP reassembly: the tool people
+  would otherwise use for transaction counts).
+
+It prints transactions per second, MB of capture per second, the ratio to tshark, peak RSS
+(flat in the capture's size when the half and whole runs agree), and checks that the number
+of HTTP responses equals tshark's. Timings on a shared machine are noisy: compare the
+ratios of one run. Usage::
+
+    python benchmarks/web.py [--short] [--pages N] [--keep FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+from web_tcp import write_capture  # noqa: E402 - the shared generator of benchmarks/web_tcp.py
+
+CHILD = r"""
+import json, resource, sys, time, warnings
+from qoe.web import page_loads
+path = sys.argv[1]
+t = time.perf_counter()
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    found = page_loads(path)
+dt = time.perf_counter() - t
+tx = sum(p.objects for p in found)
+loss = sum(p.diagnosis == "loss-dominated" for p in found)
+print(json.dumps({"s": dt, "pages": len(found), "tx": tx, "loss_dominated": loss,
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def _qoe(path: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "src"), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", CHILD, path], check=True, capture_output=True, text=True, env=env)
+    return json.loads(out.stdout)
+
+
+def _tshark(path: str) -> dict | None:
+    if shutil.which("tshark") is None:
+        return None
+    t = time.perf_counter()
+    out = subprocess.run(["tshark", "-r", path, "-q", "-z", "http,tree"], check=True, capture_output=True, text=True)
+    dt = time.perf_counter() - t
+    m = re.search(r"HTTP Response Packets\s+(\d+)", out.stdout)
+    return {"s": dt, "responses": int(m.group(1)) if m else None}
+
+
+def _half(path: str, n_packets: int, out: str) -> None:
+    """The first half of the capture's packets (editcap -r, or a copy when absent)."""
+    subprocess.run(["editcap", "-r", path, out, f"1-{n_packets // 2}"], check=True, capture_output=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--short", action="store_true", help="10^3 page loads instead of 10^4")
+    ap.add_argument("--pages", type=int, default=None, help="number of page loads")
+    ap.add_argument("--keep", default=None, help="write the capture here and keep it")
+    args = ap.parse_args(argv)
+    n = args.pages or (1000 if args.short else 10_000)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.keep or os.path.join(tmp, "pages.pcap")
+        packets = write_capture(path, n)
+        size_mb = os.path.getsize(path) / 1e6
+        print(f"capture: {n} page loads, {packets} packets, {size_mb:.1f} MB ({path})")
+        half = os.path.join(tmp, "half.pcap")
+        have_half = shutil.which("editcap") is not None
+        if have_half:
+            _half(path, packets, half)
+        ours = _qoe(path)
+        ours_half = _qoe(half) if have_half else None
+        ts = _tshark(path)
+        print()
+        print(f"{'tool':34s} {'s':>8s} {'tx/s':>10s} {'MB/s':>8s} {'vs tshark':>10s} {'peak RSS MB':>12s}")
+        print(f"{'qoe.web.page_loads':34s} {ours['s']:8.2f} {ours['tx'] / ours['s']:10.0f} {size_mb / ours['s']:8.1f} "
+              f"{(ts['s'] / ours['s']) if ts else float('nan'):9.2f}x {ours['rss_mb']:12.0f}")
+        if ours_half:
+            print(f"{'  same, first half of the capture':34s} {ours_half['s']:8.2f} {'':>10s} {'':>8s} {'':>10s} "
+                  f"{ours_half['rss_mb']:12.0f}")
+        if ts:
+            print(f"{'tshark -q -z http,tree':34s} {ts['s']:8.2f} {ours['tx'] / ts['s']:10.0f} {size_mb / ts['s']:8.1f} "
+                  f"{1.0:9.2f}x {'':>12s}")
+        print()
+        print(f"qoe: {ours['pages']} pages, {ours['tx']} transactions, {ours['loss_dominated']} loss-dominated pages")
+        if ts:
+            agree = "equal" if ts["responses"] == ours["tx"] else "DIFFERENT"
+            print(f"tshark http,tree: {ts['responses']} HTTP responses ({agree} to qoe's transactions)")
+        if ours_half:
+            print(f"peak RSS, half vs whole capture: {ours_half['rss_mb']:.0f} vs {ours['rss_mb']:.0f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
