@@ -21,7 +21,8 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,dask,plot]'
 	touch $@ $(VENV)/.installed
 
-# Debian tools the tests use as independent cross-checks (tshark). Installed when we can
+# Debian tools the tests use as independent cross-checks (tshark), and those data/*/make_samples.sh
+# need (tcpdump, iperf3, curl, wget, openssl, sipp). Installed when we can
 # (root with apt-get); the tests that need them skip, saying so, when they are absent.
 system-deps:
 	@bash tools/install-system-deps.sh

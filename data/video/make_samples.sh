@@ -86,10 +86,8 @@ make_reference() {
 # Testbed: client <-> router <-> server (TESTBED.md); tbf on the router's two egress interfaces
 # ---------------------------------------------------------------------------------------------
 NSC=qoevid$$c NSR=qoevid$$r NSS=qoevid$$s
-CLIENT_IP=192.0.2.2 ROUTER_C_IP=192.0.2.1 ROUTER_S_IP=198.51.100.1 SERVER_IP=198.51.100.2
-DOWN_RATE=16mbit   # towards the client (seed paper §5: 16 Mbit/s downlink)
-UP_RATE=1mbit      # towards the server (seed paper §5: 1 Mbit/s uplink)
-FRAME=1514         # full-size Ethernet frame; tbf counts the Ethernet header: limit = N x 1514
+# addresses, rates, in_c/in_r/in_s, testbed_up N (tbf limit N x 1514 bytes), testbed_down, wait_for
+. "$HERE/../_testbed/testbed.sh"
 
 cleanup() {
   local ns pids
@@ -101,44 +99,6 @@ cleanup() {
 }
 NSL=qoevid$$l      # loopback-only namespace for replaying captures to ffprobe (stats)
 trap cleanup EXIT
-
-in_r() { ip netns exec "$NSR" "$@"; }
-
-testbed_up() {  # $1 = buffer size N in packets: tbf limit N x 1514 bytes (TESTBED.md)
-  local n=$1 ns
-  for ns in "$NSC" "$NSR" "$NSS"; do ip netns add "$ns"; ip -n "$ns" link set lo up; done
-  ip link add c0 netns "$NSC" type veth peer name rc0 netns "$NSR"
-  ip link add s0 netns "$NSS" type veth peer name rs0 netns "$NSR"
-  ip -n "$NSC" link set c0 gso_max_segs 1 up
-  ip -n "$NSS" link set s0 gso_max_segs 1 up
-  ip -n "$NSR" link set rc0 gso_max_segs 1 up
-  ip -n "$NSR" link set rs0 gso_max_segs 1 up
-  ip -n "$NSC" addr add $CLIENT_IP/24 dev c0
-  ip -n "$NSR" addr add $ROUTER_C_IP/24 dev rc0
-  ip -n "$NSR" addr add $ROUTER_S_IP/24 dev rs0
-  ip -n "$NSS" addr add $SERVER_IP/24 dev s0
-  ip -n "$NSC" route add default via $ROUTER_C_IP
-  ip -n "$NSS" route add default via $ROUTER_S_IP
-  in_r sysctl -qw net.ipv4.ip_forward=1
-  in_r tc qdisc add dev rc0 root handle 1: tbf rate $DOWN_RATE burst $((2 * FRAME)) limit $((n * FRAME))
-  in_r tc qdisc add dev rs0 root handle 1: tbf rate $UP_RATE burst $((2 * FRAME)) limit $((n * FRAME))
-}
-
-testbed_down() {
-  local ns
-  for ns in "$NSC" "$NSR" "$NSS"; do ip netns del "$ns" 2>/dev/null || true; done
-}
-
-wait_for() {  # wait until file $1 contains text $2 (max 10 s)
-  local i
-  for i in $(seq 100); do
-    grep -q "$2" "$1" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "timeout waiting for '$2' in $1" >&2
-  cat "$1" >&2 || true
-  return 1
-}
 
 # ---------------------------------------------------------------------------------------------
 # Scenarios

@@ -66,10 +66,8 @@ EOF
 # Testbed: client <-> router <-> server (TESTBED.md); tbf on the router's two egress interfaces
 # ---------------------------------------------------------------------------------------------
 NSC=qoev$$c NSR=qoev$$r NSS=qoev$$s
-CLIENT_IP=192.0.2.2 ROUTER_C_IP=192.0.2.1 ROUTER_S_IP=198.51.100.1 SERVER_IP=198.51.100.2
-DOWN_RATE=16mbit   # towards the client (seed paper §5: 16 Mbit/s downlink)
-UP_RATE=1mbit      # towards the server (seed paper §5: 1 Mbit/s uplink)
-FRAME=1514         # full-size Ethernet frame; tbf counts the Ethernet header: limit = N x 1514
+# addresses, rates, in_c/in_r/in_s, testbed_up N [bytes|packets], testbed_down, wait_for
+. "$HERE/../_testbed/testbed.sh"
 
 cleanup() {
   local ns pids
@@ -80,42 +78,6 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-
-in_c() { ip netns exec "$NSC" "$@"; }
-in_r() { ip netns exec "$NSR" "$@"; }
-in_s() { ip netns exec "$NSS" "$@"; }
-
-testbed_up() {  # $1 = buffer size N in packets (both queues), $2 = bytes (limit N x 1514) | packets (pfifo N)
-  local n=$1 ns
-  for ns in "$NSC" "$NSR" "$NSS"; do ip netns add "$ns"; ip -n "$ns" link set lo up; done
-  # veth ends are created directly in their namespaces (no name clash in the root namespace)
-  ip link add c0 netns "$NSC" type veth peer name rc0 netns "$NSR"
-  ip link add s0 netns "$NSS" type veth peer name rs0 netns "$NSR"
-  ip -n "$NSC" link set c0 gso_max_segs 1 up
-  ip -n "$NSS" link set s0 gso_max_segs 1 up
-  ip -n "$NSR" link set rc0 gso_max_segs 1 up
-  ip -n "$NSR" link set rs0 gso_max_segs 1 up
-  ip -n "$NSC" addr add $CLIENT_IP/24 dev c0
-  ip -n "$NSR" addr add $ROUTER_C_IP/24 dev rc0
-  ip -n "$NSR" addr add $ROUTER_S_IP/24 dev rs0
-  ip -n "$NSS" addr add $SERVER_IP/24 dev s0
-  ip -n "$NSC" route add default via $ROUTER_C_IP
-  ip -n "$NSS" route add default via $ROUTER_S_IP
-  in_r sysctl -qw net.ipv4.ip_forward=1
-  in_r tc qdisc add dev rc0 root handle 1: tbf rate $DOWN_RATE burst $((2 * FRAME)) limit $((n * FRAME))
-  in_r tc qdisc add dev rs0 root handle 1: tbf rate $UP_RATE burst $((2 * FRAME)) limit $((n * FRAME))
-  if [ "$2" = packets ]; then
-    # buffer counted in packets, like the seed paper's router: a pfifo of N packets replaces
-    # tbf's own byte fifo (tbf then only shapes)
-    in_r tc qdisc add dev rc0 parent 1:1 handle 10: pfifo limit "$n"
-    in_r tc qdisc add dev rs0 parent 1:1 handle 10: pfifo limit "$n"
-  fi
-}
-
-testbed_down() {
-  local ns
-  for ns in "$NSC" "$NSR" "$NSS"; do ip netns del "$ns" 2>/dev/null || true; done
-}
 
 # ---------------------------------------------------------------------------------------------
 # Scenarios
@@ -151,17 +113,6 @@ BULK_FLOWS=${BULK_FLOWS:-4}    # parallel TCP flows per loaded direction (iperf3
 WARMUP_S=5      # bulk TCP runs this long before the call (fills the bottleneck queue)
 CALL_HOLD_S=9   # SIP: BYE this long after the ACK (8 s of speech + 1 s)
 DRAIN_S=4       # keep capturing after the last packet is sent (uplink queue of 256: 3.1 s)
-
-wait_for() {  # wait until file $1 contains text $2 (max 10 s)
-  local i
-  for i in $(seq 100); do
-    grep -q "$2" "$1" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "timeout waiting for '$2' in $1" >&2
-  cat "$1" >&2 || true
-  return 1
-}
 
 ip_of() { if [ "$1" = c0 ]; then echo $CLIENT_IP; else echo $SERVER_IP; fi; }
 
