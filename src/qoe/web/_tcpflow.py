@@ -62,11 +62,13 @@ class _Half:
         "retx", "retx_bytes", "fast", "timeout", "spurious", "ooo_count", "overlaps",
         "conflicts", "dups", "keepalives", "first_data_ts", "last_data_ts",
         "lost_total", "lost_iv", "rtt_ts", "rtt_v", "rtt_count", "rtt_min", "rtt_stride",
-        "rtt_skip",
+        "rtt_skip", "stalls", "stall_ns",
     )
 
     def __init__(self, d: int) -> None:
         self.d = d
+        self.stalls = 0  # silences of this sender mid-transfer (see Direction.stall_ns)
+        self.stall_ns = 0
         self.base: int | None = None  # raw sequence number of offset 0
         self.isn: int | None = None
         self.syn_ts: int | None = None
@@ -343,6 +345,7 @@ class _Conn:
         if flags & TCP_SYN:
             s = max(s, 0)  # data on a SYN (TCP Fast Open) starts after the ISN
         e = s + dl
+        prev = h.last_data_ts
         if dl:
             h.data_packets += 1
             h.wire_bytes += dl
@@ -351,6 +354,8 @@ class _Conn:
                 if self.first_data_ts is None:
                     self.first_data_ts = ts
             h.last_data_ts = ts
+        if s >= high and dl and prev is not None:
+            self._stall(h, d, ts, prev)
         if s >= high and dl:
             # new bytes (the common case), possibly beyond a hole
             payload = pkt.payload
@@ -559,6 +564,24 @@ class _Conn:
                     conflict = True
             i += 1
         return first, conflict
+
+    def _stall(self, h: _Half, d: int, ts: int, prev: int) -> None:
+        """New bytes after a silence of their sender while its peer sent no data: a stall.
+
+        A sender that goes quiet mid-transfer for longer than an RTO (path RTT + Linux's
+        200 ms minimum, RFC 6298 §2.4 allows 1 s) with the peer only acknowledging was,
+        as a rule, waiting for a timeout after losing the tail of a flight before the
+        capture point: its retransmission then arrives as bytes the capture never saw and
+        counts as new. The silence beyond one path RTT is its cost.
+        """
+        peer = self.halves[1 - d].last_data_ts
+        if peer is not None and peer > prev:
+            return  # the peer sent data (a new request) in between: not a stall
+        rtt = self._reorder_ns()
+        gap = ts - prev
+        if gap > rtt + MIN_RTO_NS:
+            h.stalls += 1
+            h.stall_ns += gap - rtt
 
     def _reorder_ns(self) -> int:
         """How late a hole may be filled and still be reordering: one RTT of the whole path."""
@@ -873,6 +896,8 @@ def _direction(h: _Half, ooo_frames: list[int]) -> Direction:
         duplicates=h.dups,
         keepalives=h.keepalives,
         time_lost_ns=h.time_lost(),
+        stalls=h.stalls,
+        stall_ns=h.stall_ns,
         isn=h.isn,
         mss=h.mss,
         wscale=h.wscale,

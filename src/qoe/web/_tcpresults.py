@@ -230,6 +230,12 @@ class Direction:
     time_lost_ns : int
         Time during which bytes were late because of loss: the length of the union of
         the intervals ``[original_ts_ns, ts_ns]`` of the non-spurious retransmissions.
+    stalls, stall_ns : int
+        Silences of this sender mid-transfer longer than an RTO (path RTT + 200 ms) while
+        its peer sent no data, and their length beyond one path RTT: as a rule a timeout
+        after the tail of a flight was lost before the capture point, whose
+        retransmission the capture cannot tell from new data (an application that pauses
+        mid-response looks the same).
     isn : int or None
         Initial sequence number (raw), when the SYN was captured.
     mss, wscale : int or None
@@ -267,6 +273,8 @@ class Direction:
     duplicates: int
     keepalives: int
     time_lost_ns: int
+    stalls: int
+    stall_ns: int
     isn: int | None
     mss: int | None
     wscale: int | None

@@ -28,8 +28,11 @@ dominated if the increase in PLT can be mainly attributed to TCP retransmissions
   ⌈log2(segments / IW + 1)⌉ − 1 with IW = 10 segments (RFC 6928 §2) of the connection's MSS.
   The paper's page (15 + 5.8 + 2 × 30 KB over HTTP/1.0) needed 14 with 2014's stacks.
 * ``rtt_component_s = round_trips × rtt_s`` (``rtt_s``: median path RTT of the page's
-  connections, from their handshakes and both directions' data/ACK samples, :mod:`qoe.web.tcp`); ``loss_wait_s``: the time the page's connections lost
-  waiting for retransmissions (``Direction.time_lost_ns`` summed over both directions).
+  connections, from their handshakes and both directions' data/ACK samples, :mod:`qoe.web.tcp`);
+  ``loss_wait_s``: the time the page's connections lost waiting for retransmissions
+  (``Direction.time_lost_ns``) and in stalls (``Direction.stall_ns``: a sender silent
+  mid-transfer beyond an RTO, as a rule a timeout after a tail loss the capture point
+  could not see), summed over both directions.
 * ``rtt-dominated`` when the RTT component is at least ``share`` (default 0.5) of the PLT;
   ``loss-dominated`` when the wait for retransmissions is at least ``share`` of the increase
   of the PLT over its loss-free, queue-free time (``round_trips × rtt_min_s``); when both
@@ -512,7 +515,8 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
         ttfb = (first.tls.server_first_app_data_ns - start) / _NS
     rtt, rtt_min = _rtt_of(page_conns)
     rounds = _round_trips(group, conns, opened)
-    wait = sum(c.client.time_lost_ns + c.server.time_lost_ns for c in page_conns) / _NS
+    wait = sum(c.client.time_lost_ns + c.server.time_lost_ns + c.client.stall_ns + c.server.stall_ns
+               for c in page_conns) / _NS
     retrans = sum(c.client.retransmissions + c.server.retransmissions for c in page_conns)
     label, rtt_share, loss_share = _diagnose(plt, rounds, rtt, rtt_min, wait, share)
     txns = tuple(it.txn for it in group if it.txn is not None)
