@@ -122,3 +122,14 @@ def test_g114_classes():
 def test_nan_is_refused():
     with pytest.raises(InputError, match="NaN"):
         mos.r_to_mos([1.0, float("nan")])
+
+
+def test_mos_is_never_below_one():
+    """G.107 (06/2015) eq. (B-4) dips to 0.9916 at R = 3.1 (1 + 0.1085 - 3.1*56.9*96.9*7e-6); a MOS
+    is read on the 1-5 scale, so qoe clamps it there (issue 11, point 10)."""
+    r = np.linspace(0.0, 6.5, 651)
+    raw = 1 + 0.035 * r + r * (r - 60) * (100 - r) * 7e-6
+    assert raw.min() < 0.992  # the Recommendation's own curve does dip
+    out = mos.r_to_mos(r)
+    assert out.min() == 1.0 and np.all(out[raw >= 1] == raw[raw >= 1])
+    assert mos.mos_to_r(1.0) == 0.0 and float(mos.mos_to_r(mos.r_to_mos(7.0))) == pytest.approx(7.0, abs=1e-9)

@@ -92,8 +92,10 @@ def r_to_mos(r: ArrayLike) -> FloatArray:
         MOS = 1 + 0.035 R + R (R - 60) (100 - R) 7e-6       for 0 <= R <= 100
         MOS = 4.5                                          for R > 100
 
-    For 0 < R < about 6.5 the polynomial dips slightly below 1 (minimum 0.9916 at R ≈ 3.1);
-    that is the Recommendation's curve and is kept as is.
+    For 0 < R < about 6.5 the polynomial dips slightly below 1 (minimum 0.9916 at R ≈ 3.1).
+    A MOS is read on the 1–5 scale (P.800), so the result is clamped to 1 there: R in
+    [0, 6.53] all map to MOS 1, and :func:`mos_to_r` gives 0 for MOS 1 (the round trip is
+    exact from R ≈ 6.53 up).
 
     References
     ----------
@@ -106,7 +108,7 @@ def r_to_mos(r: ArrayLike) -> FloatArray:
     """
     r = _as_float(r, "r")
     mos = 1.0 + 0.035 * r + r * (r - 60.0) * (100.0 - r) * 7e-6  # G.107 eq. (B-4)
-    mos = np.where(r < _R_MIN, _MOS_MIN, mos)
+    mos = np.where(r < _R_MIN, _MOS_MIN, np.maximum(mos, _MOS_MIN))  # never below 1 (the dip for 0 < R < 6.53)
     return np.where(r > _R_MAX, _MOS_MAX, mos)
 
 
