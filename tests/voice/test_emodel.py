@@ -267,3 +267,15 @@ def test_simplified_bad_input():
         em.simplified_r(100, 5.0)  # a percentage where a fraction is expected
     with pytest.raises(InputError, match="codec must be one of"):
         em.simplified_r(100, 0.0, codec="G.723")  # type: ignore[arg-type]
+
+
+def test_dr_moves_lstr_unless_lstr_is_given():
+    """G.107 (06/2015) Table 3: LSTR = STMR + Dr (issue 11, point 8). Dr enters the model only
+    through LSTR (Pre, eq. 7-7), so Dr = 8 must score as LSTR = 15 + 8 = 23, and a given LSTR wins."""
+    base = float(em.r_factor().r)
+    assert float(em.r_factor(dr=3.0).r) == base  # the defaults already satisfy 18 = 15 + 3
+    assert float(em.r_factor(dr=8.0).r) == float(em.r_factor(lstr=23.0).r) != base
+    assert float(em.r_factor(dr=8.0, lstr=18.0).r) == base
+    assert float(em.r_factor(stmr=20.0).r) == float(em.r_factor(stmr=20.0, lstr=23.0).r)
+    grid = em.r_factor(dr=np.array([3.0, 8.0]))
+    np.testing.assert_array_equal(grid.r, [base, float(em.r_factor(lstr=23.0).r)])

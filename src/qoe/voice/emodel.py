@@ -336,6 +336,9 @@ def _resolve(
                 f"G.113 gives no Bpl for codec {preset.name!r}; pass bpl= explicitly to model packet loss"
             )
     merged.update(params)  # explicit keywords override the presets
+    if "lstr" not in params and ("stmr" in params or "dr" in params):
+        # G.107 (06/2015) Table 3: LSTR = STMR + Dr (defaults 15 + 3 = 18 dB); a given LSTR wins
+        merged["lstr"] = np.asarray(merged["stmr"], dtype=np.float64) + np.asarray(merged["dr"], dtype=np.float64)
     out = {k: np.asarray(v, dtype=np.float64) for k, v in merged.items()}
     for name in ("t", "tr", "ta", "ie", "a"):
         _check(name, out[name], min_value=0.0)
@@ -453,7 +456,7 @@ def r_factor(
     t, tr, ta = p["t"], p["tr"], p["ta"]
     nc, nfor, ps, pr = p["nc"], p["nfor"], p["ps"], p["pr"]
     s_t, m_t = p["s_t"], p["m_t"]
-    del dr  # Dr enters only through LSTR, which is itself an input (Table 3)
+    del dr  # Dr enters only through LSTR = STMR + Dr (Table 3), set in _resolve unless LSTR is given
 
     # --- 7.2 Basic signal-to-noise ratio, Ro -------------------------------------------
     olr = slr + rlr  # (7-5)
