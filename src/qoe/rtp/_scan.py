@@ -239,11 +239,10 @@ class _Scanner:
         self.udp += n
         if self.first_ns is None:
             self.first_ns = int(b.ts_ns[0])
-        u8 = b.payload
-        off = b.offsets
-        start = off[:-1]
-        length = np.diff(off)
-        if u8.size == 0:
+        u8 = b.data  # payload i: u8[start[i] : start[i] + length[i]]
+        start = b.starts
+        length = b.lengths
+        if u8.size == 0 or not length.any():
             return
         last = u8.size - 1
         b0 = u8[np.minimum(start, last)].astype(np.int64)
