@@ -35,6 +35,13 @@ output_option = click.option(
 
 
 def _cell(value: Any, digits: int) -> str:
+    t = type(value)
+    if t is str:  # the common cells, first
+        return value
+    if t is int:
+        return str(value)
+    if t is float:
+        return "nan" if math.isnan(value) else f"{value:.{digits}f}"
     value = to_plain(value)
     if value is None:
         return "-"

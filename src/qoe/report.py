@@ -79,6 +79,11 @@ def to_plain(value: Any, *, nan: Any = _KEEP) -> Any:
     >>> to_plain({"r": np.float64(93.2), "lost": np.int64(3), "j": (1.0, float("nan"))}, nan=None)
     {'r': 93.2, 'lost': 3, 'j': [1.0, None]}
     """
+    t = type(value)
+    if t is str or t is int or t is bool or value is None:  # the common leaves, first
+        return value
+    if t is float:
+        return value if nan is _KEEP or math.isfinite(value) else nan
     if isinstance(value, np.ndarray):
         return to_plain(value.tolist(), nan=nan)
     if isinstance(value, np.generic):
@@ -150,6 +155,13 @@ def to_json(value: Any, *, indent: int | None = 2) -> str:
 
 
 def _csv_cell(value: Any) -> str:
+    t = type(value)
+    if t is str:  # the common cells, first
+        return value
+    if t is int:
+        return str(value)
+    if t is float:
+        return repr(value) if math.isfinite(value) else ""
     value = to_plain(value, nan=None)
     if value is None:
         return ""

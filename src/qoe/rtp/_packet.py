@@ -218,12 +218,11 @@ def header_columns(u8: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> R
     RFC 3550 §5.1 (fixed header, padding, CSRC count), §5.3.1 (header extension: a
     16-bit profile word, then its length in 32-bit words).
     """
-    # RFC 3550 §5.1: the fixed header is three 32-bit words in network byte order. A
-    # view of the buffer as a big-endian word at every byte offset reads each word with
-    # one gather, whatever its alignment.
-    at = np.lib.stride_tricks.as_strided(u8, shape=(max(u8.size - 3, 0), 4), strides=(u8.strides[0],) * 2)
-    word_at = at.view(">u4")[:, 0]
-    w0 = word_at[starts].astype(np.int64)  # V P X CC | M PT | sequence number
+    # RFC 3550 §5.1: the fixed header is three 32-bit words in network byte order. Each
+    # packet's 12 bytes are gathered as one row of a sliding-window view of the buffer
+    # (whatever their alignment), then read as big-endian words.
+    words = np.lib.stride_tricks.sliding_window_view(u8, RTP_FIXED_HEADER)[starts].view(">u4").astype(np.int64)
+    w0 = words[:, 0]  # V P X CC | M PT | sequence number
     b0 = w0 >> 24
     cc = b0 & 0x0F
     has_x = (b0 & 0x10) != 0
@@ -236,8 +235,8 @@ def header_columns(u8: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> R
     valid = (hdr <= lengths) & ~(has_x & (RTP_FIXED_HEADER + 4 * cc + 4 > lengths))
     rows = np.flatnonzero(valid)
     if rows.size < valid.size:
-        starts, lengths, w0, hdr, cc, has_x, has_p = (
-            starts[rows], lengths[rows], w0[rows], hdr[rows], cc[rows], has_x[rows], has_p[rows]
+        starts, lengths, words, w0, hdr, cc, has_x, has_p = (
+            starts[rows], lengths[rows], words[rows], w0[rows], hdr[rows], cc[rows], has_x[rows], has_p[rows]
         )
     pad = np.where(has_p, u8[starts + lengths - 1], 0).astype(np.int64)
     pad = np.where(pad <= lengths - hdr, pad, 0)
@@ -249,8 +248,8 @@ def header_columns(u8: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> R
         marker=(w0 & 0x800000) != 0,
         payload_type=(w0 >> 16) & 0x7F,
         seq=w0 & 0xFFFF,
-        timestamp=word_at[starts + 4].astype(np.int64),
-        ssrc=word_at[starts + 8].astype(np.int64),
+        timestamp=words[:, 1],
+        ssrc=words[:, 2],
         payload_start=starts + hdr,
         payload_end=starts + lengths - pad,
     )
