@@ -26,7 +26,7 @@ from qoe.capture._linktypes import (
 )
 from qoe.capture._options import positive_int
 from qoe.capture._reassembly import ReassemblyLimits, reassembly_limits
-from qoe.capture._types import UdpBatch
+from qoe.capture._types import HEAD_BYTES, UdpBatch
 
 
 class AddressBook:
@@ -101,7 +101,7 @@ def read_udp_batches(
 
 
 # The columns of a _Piece, in its constructor's order (``buf`` last).
-_COLS = ("index", "ts", "src", "dst", "sport", "dport", "iface", "wire", "starts", "lens")
+_COLS = ("index", "ts", "src", "dst", "sport", "dport", "iface", "wire", "starts", "lens", "head")
 
 
 class _Piece:
@@ -110,7 +110,7 @@ class _Piece:
 
     __slots__ = _COLS + ("buf",)
 
-    def __init__(self, index, ts, src, dst, sport, dport, iface, wire, starts, lens, buf):  # type: ignore[no-untyped-def]
+    def __init__(self, index, ts, src, dst, sport, dport, iface, wire, starts, lens, head, buf):  # type: ignore[no-untyped-def]
         self.index = index
         self.ts = ts
         self.src = src
@@ -121,6 +121,7 @@ class _Piece:
         self.wire = wire
         self.starts = starts
         self.lens = lens
+        self.head = head  # k × HEAD_BYTES uint8
         self.buf = buf  # bytes
 
     def __len__(self) -> int:
@@ -160,6 +161,7 @@ def _to_batch(p: _Piece, book: AddressBook) -> UdpBatch:
         data=np.frombuffer(p.buf, dtype=np.uint8),
         starts=p.starts.astype(np.int64, copy=False),
         lengths=p.lens.astype(np.int64, copy=False),
+        head=p.head,
         interface=p.iface.astype(np.int32, copy=False),
         wire_len=p.wire.astype(np.int64, copy=False),
         addresses=book.snapshot(),
@@ -241,7 +243,7 @@ class _Extractor:
         for fast, version in ((fast4, 4), (fast6, 6)):
             fi = np.flatnonzero(fast)
             if len(fi):
-                pieces.append(self._udp_piece(ch, padded, g[fi], l3[fi], fi, version))
+                pieces.append(self._udp_piece(ch, padded, u8, g[fi], l3[fi], fi, version))
         si = np.flatnonzero(slow)
         if len(si):
             decoded = self._decoded_piece(ch, si)
@@ -254,12 +256,12 @@ class _Extractor:
         return _merge_by_index(pieces)
 
     def _udp_piece(
-        self, ch: RawChunk, buf: bytes, gf: np.ndarray, l3f: np.ndarray, fi: np.ndarray, version: int
+        self, ch: RawChunk, buf: bytes, u8: np.ndarray, gf: np.ndarray, l3f: np.ndarray, fi: np.ndarray, version: int
     ) -> _Piece:
         """The datagrams of rows ``fi``, whose IP header (``version``) is at ``l3f`` and
         simple (no options or extension headers, not a fragment) and carries UDP; ``gf``
-        holds their first 48 header bytes (uint8); their payloads stay in ``buf`` (the chunk's
-        bytes, padded)."""
+        holds their first 48 header bytes (uint8); their payloads stay in ``buf`` (the
+        chunk's bytes, padded; ``u8`` views it)."""
         capf = ch.caplen[fi]
         if version == 4:
             # RFC 791 §3.1: Total Length at 2 bounds the datagram; addresses at 12 and 16.
@@ -292,6 +294,7 @@ class _Extractor:
             ch.wire[fi],
             starts,
             ends - starts,
+            _heads(u8, starts, ends - starts),
             buf,
         )
 
@@ -324,6 +327,8 @@ class _Extractor:
             np.array([p.wire_len for p in rows], dtype=np.int64),
             np.cumsum(lens) - lens,
             lens,
+            np.frombuffer(b"".join(p.payload[:HEAD_BYTES].ljust(HEAD_BYTES, b"\0") for p in rows), dtype=np.uint8)
+            .reshape(-1, HEAD_BYTES),
             b"".join(p.payload for p in rows),
         )
 
@@ -331,6 +336,16 @@ class _Extractor:
 def _v4_slot(keys: np.ndarray) -> np.ndarray:
     """Slots of IPv4 addresses ``keys`` (uint32) in :class:`_Extractor`'s table."""
     return (keys * _FIBONACCI32) >> np.uint32(32 - _V4_SLOT_BITS)  # the product wraps mod 2**32
+
+
+def _heads(u8: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """The first :data:`HEAD_BYTES` of the payloads at ``starts`` in ``u8`` (of ``lens``
+    bytes), zeros past their ends: a k × HEAD_BYTES uint8 copy."""
+    head = sliding_window_view(u8, HEAD_BYTES)[starts]
+    short = np.flatnonzero(lens < HEAD_BYTES)
+    if short.size:
+        head[short] *= _HEAD_COLUMNS < lens[short, None]
+    return head
 
 
 def _padded(ch: RawChunk) -> bytes:
@@ -468,7 +483,8 @@ def _merge_by_index(pieces: list[_Piece]) -> _Piece:
 _V4_SLOT_BITS = 16
 _V4_SLOTS = 1 << _V4_SLOT_BITS
 _FIBONACCI32 = np.uint32(0x9E3779B9)
-_PAD_BYTES = bytes(128)  # > largest link header (22, Ethernet + 2 tags) + 48 bytes gathered
+_HEAD_COLUMNS = np.arange(HEAD_BYTES)
+_PAD_BYTES = bytes(128)  # > largest link header (22, Ethernet + 2 tags) + 48 header bytes + 16 of a payload
 _IS_VLAN_TPID = _lookup_table(1 << 16, VLAN_TPIDS)  # indexed by EtherType
 _AF_INET6_ARRAY = np.array(sorted(AF_INET6_VALUES), dtype=np.int64)
 # IPv6 Next Header values that are extension headers (RFC 8200 §4; AH RFC 4302; ESP RFC

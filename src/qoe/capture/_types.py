@@ -164,6 +164,12 @@ class Packet:
         }
 
 
+# Bytes of each payload that a UdpBatch also holds in a column of its own (its ``head``):
+# enough for the fixed headers that tell UDP payloads apart (RTP's 12, RFC 3550 §5.1;
+# the first word of RTCP, STUN, SIP's start line, ...).
+HEAD_BYTES = 16
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class UdpBatch:
     """Up to ``batch_size`` UDP datagrams in columns, in frame order.
@@ -190,6 +196,9 @@ class UdpBatch:
         Where each payload starts in :attr:`data`.
     lengths : numpy.ndarray of int64
         Each payload's length in bytes.
+    head : numpy.ndarray of uint8, shape (n, HEAD_BYTES)
+        The first :data:`HEAD_BYTES` (16) bytes of each payload, zeros past its end:
+        its fixed headers as columns, read while the file's bytes were at hand.
     interface : numpy.ndarray of int32
         pcapng interface numbers (0 for pcap).
     wire_len : numpy.ndarray of int64
@@ -207,6 +216,7 @@ class UdpBatch:
     data: np.ndarray
     starts: np.ndarray
     lengths: np.ndarray
+    head: np.ndarray
     interface: np.ndarray
     wire_len: np.ndarray
     addresses: tuple[str, ...]
