@@ -155,13 +155,6 @@ def to_json(value: Any, *, indent: int | None = 2) -> str:
 
 
 def _csv_cell(value: Any) -> str:
-    t = type(value)
-    if t is str:  # the common cells, first
-        return value
-    if t is int:
-        return str(value)
-    if t is float:
-        return repr(value) if math.isfinite(value) else ""
     value = to_plain(value, nan=None)
     if value is None:
         return ""
@@ -174,22 +167,39 @@ def _csv_cell(value: Any) -> str:
     return str(value)
 
 
+def _csv_column(values: list[Any]) -> list[str]:
+    """The CSV cells of one column (:func:`_csv_cell` of each value).
+
+    A column of one plain type is converted in one C-level pass (``str`` of ints,
+    ``repr`` of finite floats, strings as they are); others cell by cell.
+    """
+    kinds = set(map(type, values))
+    if kinds == {str}:
+        return values
+    if kinds == {int}:
+        return list(map(str, values))
+    if kinds == {float} and all(map(math.isfinite, values)):
+        return list(map(repr, values))
+    return [_csv_cell(v) for v in values]
+
+
 def to_csv(rows: Iterable[Mapping[str, Any]]) -> str:
     """Flat records as CSV text: a header of :func:`columns`, then one line per record.
 
     Empty cells for None, NaN and infinities (and for a column a record does not have);
     floats with all their digits; booleans as ``true``/``false``; lists and dicts as
-    JSON text. No rows: an empty string.
+    JSON text. No rows: an empty string. Cells are made column by column
+    (:func:`_csv_column`), so that a table of many rows costs few Python steps per cell.
     """
     rows = list(rows)
     if not rows:
         return ""
     names = columns(rows)
+    cells = [_csv_column([r.get(k) for r in rows]) for k in names]
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(names)
-    for r in rows:
-        writer.writerow([_csv_cell(r.get(k)) for k in names])
+    writer.writerows(zip(*cells) if cells else [[]] * len(rows))  # records without columns: empty lines
     return buf.getvalue()
 
 
