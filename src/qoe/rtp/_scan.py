@@ -520,20 +520,17 @@ class _Scanner:
             seg = _Segments(pk.fid)
             for f, s0, s1 in zip(seg.ids.tolist(), seg.starts.tolist(), seg.ends.tolist()):
                 tables[f] = tuple(getattr(pk, c)[s0:s1] for c in _COLUMNS) + (pk.pay[s0:s1],)  # type: ignore[index]
-        counts = self.stats.pt_counts[sids]
-        # payload types seen, most frequent first (ties: lower type first)
-        ranked = np.argsort(-counts, axis=1, kind="stable").tolist()
-        seen = np.count_nonzero(counts, axis=1).tolist()
+        ranked = _payload_types_seen(self.stats.pt_counts[sids])
         streams = []
         for i, (fid, st) in enumerate(zip(fids.tolist(), stats)):
             media = self.media.get(fid)
             call_id = self.call_id.get(fid)
             found_by = "sdp" if media is not None else "heuristic"
-            if media is None:  # SDP seen only after the flow was taken as RTP
+            if media is None and self.announced:  # SDP seen only after the flow was taken as RTP
                 ann = self._announcement(fid)
                 if ann is not None:
                     call_id, media = ann
-            pts = tuple(ranked[i][: seen[i]])
+            pts = ranked[i]
             main = pts[0]
             codec, rate = _codec_of(main, media)
             src, dst, sport, dport, ssrc = self.keys[fid]
@@ -566,6 +563,21 @@ class _Scanner:
             udp_packets=self.udp,
             rtcp_packets=self.rtcp.packets,
         )
+
+
+def _payload_types_seen(counts: np.ndarray) -> list[tuple[int, ...]]:
+    """Each stream's payload types seen, most frequent first (ties: lower type first),
+    from its packet counts per type (a row of ``counts``). Most streams carry one type:
+    only the others are sorted."""
+    main = np.argmax(counts, axis=1)  # the first of the most frequent: the lowest type
+    out = [(p,) for p in main.tolist()]
+    seen = np.count_nonzero(counts, axis=1)
+    mixed = np.flatnonzero(seen > 1)
+    if mixed.size:
+        ranked = np.argsort(-counts[mixed], axis=1, kind="stable")
+        for i, row, k in zip(mixed.tolist(), ranked.tolist(), seen[mixed].tolist()):
+            out[i] = tuple(row[:k])
+    return out
 
 
 def _codec_of(pt: int, media: SdpMedia | None) -> tuple[str | None, int | None]:
