@@ -222,7 +222,7 @@ class _Scanner:
         self.index: dict[tuple[int, int], int] = {}  # (src<<32|dst, sport<<48|dport<<32|ssrc) -> flow id
         self.fk1 = np.zeros(0, dtype=np.int64)  # flow id -> its two key words
         self.fk2 = np.zeros(0, dtype=np.int64)
-        self.slot_fid = np.full(_MIN_SLOTS, -1, dtype=np.int64)  # a direct-mapped table: slot -> flow id
+        self.slot_fid = np.full(_MIN_SLOTS, -1, dtype=np.int32)  # a direct-mapped table: slot -> flow id
         self.keys: list[tuple[int, int, int, int, int]] = []  # flow id -> (src, dst, sport, dport, ssrc)
         self.state = np.zeros(0, dtype=np.int8)
         self.first_frame = np.zeros(0, dtype=np.int64)
@@ -394,7 +394,7 @@ class _Scanner:
         cand = self.slot_fid[_slot(_flow_hash(k1, k2), self.slot_fid.size)]
         known = np.maximum(cand, 0)
         hit = (cand >= 0) & (self.fk1[known] == k1) & (self.fk2[known] == k2)
-        return np.where(hit, cand, -1)
+        return np.where(hit, cand, -1).astype(np.int64)
 
     def _index_flows(self, k1: np.ndarray, k2: np.ndarray, fids: np.ndarray) -> None:
         self.fk1 = np.append(self.fk1, k1)
@@ -403,7 +403,7 @@ class _Scanner:
         if self.fk1.size * _SLOTS_PER_FLOW > size:  # keep the table sparse: rebuild it larger
             while self.fk1.size * _SLOTS_PER_FLOW > size:
                 size *= 2
-            self.slot_fid = np.full(size, -1, dtype=np.int64)
+            self.slot_fid = np.full(size, -1, dtype=np.int32)
             k1, k2, fids = self.fk1, self.fk2, np.arange(self.fk1.size)
         self.slot_fid[_slot(_flow_hash(k1, k2), size)] = fids
 
