@@ -196,38 +196,43 @@ class _Extractor:
         IPv4 addresses are looked up first in a direct-mapped table (one slot per
         Fibonacci hash of the address; the last address to land in a slot keeps it),
         so a capture's known addresses cost a few gathers; the others, and IPv6
-        addresses, go through :meth:`_new_codes`.
+        addresses, go through :meth:`_codes_of`.
         """
         raw = np.ascontiguousarray(raw, dtype=np.uint8)
         if raw.shape[1] == 16:
-            return self._new_codes(raw.view(np.dtype((np.void, 16))).reshape(-1))
+            return self._codes_each(raw.view(np.dtype((np.void, 16))).reshape(-1))
         keys = raw.view(">u4").reshape(-1).astype(np.uint32)
         slot = _v4_slot(keys)
         miss = np.flatnonzero(self._v4_key[slot] != keys)
         if miss.size:  # addresses new to the table: each once, then look again
-            new = np.unique(keys[miss])
+            new = np.sort(keys[miss])
+            new = new[np.concatenate(([True], new[1:] != new[:-1]))]
             at = _v4_slot(new)
             self._v4_key[at] = new
-            self._v4_code[at] = self._new_codes(new)
+            self._v4_code[at] = self._codes_of(new)
             miss = miss[self._v4_key[slot[miss]] != keys[miss]]  # two new ones in one slot
         codes = self._v4_code[slot]
         if miss.size:
-            codes[miss] = self._new_codes(keys[miss])
+            codes[miss] = self._codes_each(keys[miss])
         return codes
 
-    def _new_codes(self, keys: np.ndarray) -> np.ndarray:
-        """Codes of addresses ``keys`` (uint32 for IPv4, 16-byte voids for IPv6): each
-        distinct one once through the decoder's text form and the address book."""
+    def _codes_each(self, keys: np.ndarray) -> np.ndarray:
+        """:meth:`_codes_of` for keys that repeat: each distinct one looked up once."""
         uniq, inv = np.unique(keys, return_inverse=True)
+        return self._codes_of(uniq)[inv.reshape(-1)]
+
+    def _codes_of(self, keys: np.ndarray) -> np.ndarray:
+        """Codes of distinct addresses ``keys`` (uint32 for IPv4, 16-byte voids for
+        IPv6), through the decoder's text form and the address book."""
         cache = self._codes
-        codes = np.empty(len(uniq), dtype=np.int32)
-        for j, v in enumerate(uniq.tolist()):
+        codes = np.empty(len(keys), dtype=np.int32)
+        for j, v in enumerate(keys.tolist()):
             key = v.to_bytes(4, "big") if isinstance(v, int) else v
             c = cache.get(key)
             if c is None:
                 c = cache[key] = self.book.code(self.decoder.addr(key))
             codes[j] = c
-        return codes[inv.reshape(-1)]
+        return codes
 
     def extract(self, ch: RawChunk) -> _Piece | None:
         """The UDP datagrams of ``ch`` in frame order (None if it holds none)."""
