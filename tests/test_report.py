@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from qoe.report import Report, as_dict, brief, columns, to_csv, to_frame, to_json, to_plain
 
@@ -66,6 +68,49 @@ def test_json_is_strict():
     text = to_json({"nan": float("nan"), "inf": np.float64("inf"), "ninf": -np.inf, "arr": np.array([np.nan, 1.0])})
     assert _strict(text) == {"nan": None, "inf": None, "ninf": None, "arr": [None, 1.0]}
     assert "NaN" not in text and "Infinity" not in text
+
+
+# Plain values as JSON holds them (and the non-finite floats it does not), nested.
+_SCALARS = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=8)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_VALUES, indent=st.sampled_from([None, 0, 1, 2, 4]))
+def test_json_text_is_the_standard_librarys(value, indent):
+    """to_json writes indented JSON itself (for speed): the text must be exactly what
+    ``json.dumps(..., indent=indent)`` of the standard library writes (the reference)."""
+    assert to_json(value, indent=indent) == json.dumps(to_plain(value, nan=None), indent=indent, allow_nan=False)
+
+
+def _reference_cell(v):
+    """The cell rules of to_csv's docstring, written out."""
+    if v is None or (isinstance(v, float) and not np.isfinite(v)):
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, dict)):
+        return json.dumps(to_plain(v, nan=None), allow_nan=False)
+    return repr(v) if isinstance(v, float) else str(v)
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(st.dictionaries(st.sampled_from("abcd"), _VALUES, max_size=4), max_size=6))
+def test_csv_text_is_the_csv_modules(rows):
+    """to_csv builds its cells column by column (for speed): the text must be what the
+    standard csv module writes for the rows' cells one by one (the reference)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    names = columns(rows)
+    if rows:
+        writer.writerow(names)
+        for r in rows:
+            writer.writerow([_reference_cell(r[k]) if k in r else "" for k in names])
+    assert to_csv(rows) == buf.getvalue()
 
 
 def test_csv_writes_empty_cells_for_nan_inf_and_none():

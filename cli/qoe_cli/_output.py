@@ -47,15 +47,33 @@ def _cell(value: Any, digits: int) -> str:
     return str(value)
 
 
+def _column(values: list[Any], digits: int) -> list[str]:
+    """The table cells of one column (:func:`_cell` of each value); a column of one
+    plain type (str, int, float) in one C-level pass."""
+    kinds = set(map(type, values))
+    if kinds == {str}:
+        return values
+    if kinds == {int}:
+        return list(map(str, values))
+    if kinds == {float}:  # format() writes NaN as "nan" and infinities as "inf", as _cell
+        return list(map(f"{{:.{digits}f}}".format, values))
+    return [_cell(v, digits) for v in values]
+
+
 def table(rows: Sequence[Mapping[str, Any]], *, digits: int = 4) -> str:
-    """Flat records as a text table: a header, a rule, one right-aligned line per record."""
+    """Flat records as a text table: a header, a rule, one right-aligned line per record.
+
+    Laid out column by column (cells, width, alignment), then joined line by line.
+    """
     names = columns(rows)
-    cells = [[_cell(r.get(k), digits) for k in names] for r in rows]
-    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(names)]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(names, widths))]
-    lines.append("  ".join("-" * w for w in widths))
-    lines.extend("  ".join(v.rjust(w) for v, w in zip(row, widths)) for row in cells)
-    return "\n".join(lines) + "\n"
+    if not names:  # an empty header and rule, and an empty line per record
+        return "\n" * (len(rows) + 2)
+    cols = []
+    for name in names:
+        cells = _column([r.get(name) for r in rows], digits)
+        width = max([len(name), *map(len, cells)])
+        cols.append([name.rjust(width), "-" * width, *(c.rjust(width) for c in cells)])
+    return "\n".join(map("  ".join, zip(*cols))) + "\n"
 
 
 def render(rows: Sequence[Mapping[str, Any]], fmt: str, *, digits: int = 4) -> str:

@@ -49,8 +49,17 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):  #
         click.echo(warnings.formatwarning(message, category, filename, lineno, line), err=True, nl=False)
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """``--version``: what ``click.version_option`` prints, with ``qoe.__version__`` read
+    only when asked (reading it imports importlib.metadata, ~40 ms)."""
+    if value and not ctx.resilient_parsing:
+        click.echo(f"qoe, version {qoe.__version__}")
+        ctx.exit()
+
+
 @click.group(cls=QoEGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(qoe.__version__, prog_name="qoe")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version and exit.")
 def cli() -> None:
     """Score the quality people perceive (QoE) of voice calls, RTP video and web page
     loads, from packet captures, reference media and plain network figures."""

@@ -6,8 +6,6 @@ The public surface is the names in ``__all__``; domain functions live in
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
 from qoe.api import score
 from qoe.errors import (
     AlignmentError,
@@ -21,10 +19,22 @@ from qoe.errors import (
 )
 from qoe.report import Report
 
-try:
-    __version__ = version("qoe")
-except PackageNotFoundError:  # running from a source tree without install
-    __version__ = "0.0.0+unknown"
+
+def __getattr__(name: str) -> str:
+    """``qoe.__version__``, read from the installed package's metadata when first asked
+    (PEP 562): importing :mod:`importlib.metadata` costs about 40 ms, which every
+    ``import qoe`` and every ``qoe`` command would otherwise pay."""
+    if name != "__version__":
+        raise AttributeError(f"module 'qoe' has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
+
+    try:
+        value = version("qoe")
+    except PackageNotFoundError:  # running from a source tree without install
+        value = "0.0.0+unknown"
+    globals()["__version__"] = value
+    return value
+
 
 __all__ = [
     "__version__",

@@ -249,15 +249,19 @@ def write(tmp_path):  # type: ignore[no-untyped-def]
 @pytest.fixture
 def udp_both():  # type: ignore[no-untyped-def]
     """``udp_both(path, **options)`` → UDP packets from read_packets, after checking that
-    read_udp_batches (with tiny and default batch sizes) returns exactly the same; the
-    options (``chunk_size``, ``reassembly``) go to both readers."""
+    read_udp_batches (with tiny and default batch sizes) returns exactly the same, and
+    the same first 16 bytes of each payload in its ``head``; the options (``chunk_size``,
+    ``reassembly``) go to both readers."""
     from qoe.capture import read_packets, read_udp_batches
 
     def _both(path, **kw):  # type: ignore[no-untyped-def]
         pkts = list(read_packets(path, protocols=("udp",), **kw))
         for bs in (1, 3, 65536):
-            got = [b.packet(i) for b in read_udp_batches(path, batch_size=bs, **kw) for i in range(len(b))]
+            batches = list(read_udp_batches(path, batch_size=bs, **kw))
+            got = [b.packet(i) for b in batches for i in range(len(b))]
             assert got == pkts, f"batch_size={bs}"
+            heads = [bytes(h) for b in batches for h in b.head]  # a payload's first 16 bytes, zeros after it
+            assert heads == [p.payload[:16].ljust(16, b"\0") for p in pkts], f"batch_size={bs}"
         return pkts
 
     return _both

@@ -52,6 +52,10 @@ def test_udp_batch_columns(cap, write):
     assert {b.addresses[c] for c in b.dst} == {"198.51.100.2"}
     assert b.payload_of(3) == b"\x03\x03\x03"
     assert b.sport.tolist() == list(range(1000, 1007))
+    # the spans into the bytes read, and the packed view, say the same
+    assert b.lengths.tolist() == list(range(7)) and b.data.dtype.name == "uint8"
+    assert [b.data[a : a + n].tobytes() for a, n in zip(b.starts, b.lengths)] == [bytes([i]) * i for i in range(7)]
+    assert b.payload.tobytes() == b"".join(bytes([i]) * i for i in range(7))
 
 
 def test_address_codes_stable_across_batches(cap, write):

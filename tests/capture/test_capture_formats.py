@@ -192,6 +192,65 @@ def test_pcapng_frames_without_packets_take_a_number(cap, write, udp_both):  # t
     assert [p.index for p in udp_both(write(data, "j.pcapng"))] == [2, 4, 5]
 
 
+# ------------------------------------------------------------- runs of equal-length records
+
+# Payload lengths of a trunk-like capture: long runs of one length broken by others, runs
+# just long enough to be noticed, alternations, and a run that goes on to the file's end.
+_RUN_LENGTHS = [160] * 300 + [20] + [160] * 40 + [20, 33] + [160] * 5 + [20] * 70 + [33, 160] * 30 + [160] * 200
+
+
+def _numbered(cap, i: int, n: int) -> bytes:  # type: ignore[no-untyped-def]
+    """A frame whose UDP payload of ``n`` bytes starts with its number ``i``."""
+    payload = (i.to_bytes(4, "big") + bytes(n))[:n]
+    return cap.eth(cap.ipv4("192.0.2.1", "198.51.100.2", 17, cap.udp(4000, 5000, payload)))
+
+
+@pytest.mark.parametrize("chunk_size", [1000, 65536, 1 << 20])
+@pytest.mark.parametrize("fmt", ["pcap<", "pcap>", "pcapng<", "pcapng>"])
+def test_runs_of_equal_length_records(cap, write, udp_both, fmt, chunk_size):  # type: ignore[no-untyped-def]
+    """Every record of long runs of one length (what a trunk of one codec is made of),
+    and of the runs' ends, comes out once, in order, with its own time and bytes; in
+    pcapng also when a run crosses other blocks of the same length or other interfaces."""
+    frames = [_numbered(cap, i, max(n, 4)) for i, n in enumerate(_RUN_LENGTHS)]
+    bo = fmt[-1]
+    if fmt.startswith("pcapng"):
+        blocks = [cap.shb(bo), cap.idb(bo), cap.idb(bo)]
+        for i, f in enumerate(frames):
+            blocks.append(cap.epb(bo, i % 3 == 0, cap.T0 * 10**6 + i, f))  # interfaces 0 and 1 in one run
+            if i == 150:  # a block skipped, as long as the EPBs around it
+                blocks.append(cap.block(bo, 5, bytes(len(blocks[-1]) - 12)))
+        data = b"".join(blocks)
+    else:
+        data = cap.pcap([(cap.T0, i, f) for i, f in enumerate(frames)], byteorder=bo)
+    pkts = udp_both(write(data, "runs." + fmt[:-1]), chunk_size=chunk_size)
+    assert [p.index for p in pkts] == list(range(1, len(frames) + 1))
+    assert [int.from_bytes(p.payload[:4], "big") for p in pkts] == list(range(len(frames)))
+    assert [len(p.payload) for p in pkts] == [max(n, 4) for n in _RUN_LENGTHS]
+    assert [p.ts_ns - cap.T0 * 10**9 for p in pkts] == [1000 * i for i in range(len(frames))]
+    if fmt.startswith("pcapng"):
+        assert [p.interface for p in pkts] == [int(i % 3 == 0) for i in range(len(frames))]
+
+
+@pytest.mark.parametrize("fmt", ["pcap", "pcapng"])
+def test_damage_inside_a_run_of_equal_length_records(cap, write, fmt):  # type: ignore[no-untyped-def]
+    """A damaged record in the middle of a long run ends the read there, with the same
+    warning as anywhere else."""
+    frames = [_numbered(cap, i, 160) for i in range(200)]
+    if fmt == "pcapng":
+        blocks = [cap.epb("<", 0, i, f) for i, f in enumerate(frames)]
+        blocks[120] = cap.epb("<", 7, 120, frames[120])  # interface 7 was never described
+        data = cap.shb() + cap.idb() + b"".join(blocks)
+        why = r"interface 7 was never described"
+    else:
+        recs = [cap.pcap([(cap.T0, i, f)])[24:] for i, f in enumerate(frames)]
+        recs[120] = recs[120][:8] + (0x7FFFFFF0).to_bytes(4, "little") + recs[120][12:]
+        data = cap.pcap([]) + b"".join(recs)
+        why = r"captured length 2147483632"
+    path = write(data, "damaged." + fmt)
+    with pytest.warns(QoEWarning, match=r"record 121 is damaged \(" + why):
+        assert [p.index for p in read_packets(path)] == list(range(1, 121))
+
+
 # ------------------------------------------------------------------------- chunk_size
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from qoe.capture._decode import IPPROTO_UDP, Decoder
 from qoe.capture._files import CHUNK_SIZE, PathOrFile, RawChunk, probe, raw_chunks
@@ -25,7 +26,7 @@ from qoe.capture._linktypes import (
 )
 from qoe.capture._options import positive_int
 from qoe.capture._reassembly import ReassemblyLimits, reassembly_limits
-from qoe.capture._types import UdpBatch
+from qoe.capture._types import HEAD_BYTES, UdpBatch
 
 
 class AddressBook:
@@ -99,12 +100,17 @@ def read_udp_batches(
     return _iter_batches(path, batch_size, chunk_size, reassembly)
 
 
+# The columns of a _Piece, in its constructor's order (``buf`` last).
+_COLS = ("index", "ts", "src", "dst", "sport", "dport", "iface", "wire", "starts", "lens", "head")
+
+
 class _Piece:
-    """Datagrams of one chunk (or a remainder), columns plus their payload bytes."""
+    """Datagrams of one chunk (or a remainder): columns, and where their payloads lie in
+    ``buf`` (``starts``, ``lens``); the payloads are not copied out of it."""
 
-    __slots__ = ("index", "ts", "src", "dst", "sport", "dport", "iface", "wire", "lens", "payload")
+    __slots__ = _COLS + ("buf",)
 
-    def __init__(self, index, ts, src, dst, sport, dport, iface, wire, lens, payload):  # type: ignore[no-untyped-def]
+    def __init__(self, index, ts, src, dst, sport, dport, iface, wire, starts, lens, head, buf):  # type: ignore[no-untyped-def]
         self.index = index
         self.ts = ts
         self.src = src
@@ -113,33 +119,38 @@ class _Piece:
         self.dport = dport
         self.iface = iface
         self.wire = wire
+        self.starts = starts
         self.lens = lens
-        self.payload = payload  # bytes
+        self.head = head  # k × HEAD_BYTES uint8
+        self.buf = buf  # bytes
 
     def __len__(self) -> int:
         return int(self.index.shape[0])
 
-
-_COLS = ("index", "ts", "src", "dst", "sport", "dport", "iface", "wire", "lens")
+    def rows(self, sel: np.ndarray | slice) -> _Piece:
+        """The datagrams ``sel`` (same buffer)."""
+        return _Piece(*(getattr(self, c)[sel] for c in _COLS), self.buf)
 
 
 def _concat(pieces: list[_Piece]) -> _Piece:
+    """The datagrams of ``pieces`` one after the other; their buffers joined (each
+    distinct buffer once), the payload starts moved accordingly."""
     if len(pieces) == 1:
         return pieces[0]
-    cols = [np.concatenate([getattr(p, c) for p in pieces]) for c in _COLS]
-    return _Piece(*cols, b"".join(p.payload for p in pieces))
-
-
-def _split(p: _Piece, k: int) -> tuple[_Piece, _Piece]:
-    nbytes = int(p.lens[:k].sum())
-    head = _Piece(*(getattr(p, c)[:k] for c in _COLS), p.payload[:nbytes])
-    tail = _Piece(*(getattr(p, c)[k:] for c in _COLS), p.payload[nbytes:])
-    return head, tail
+    bufs: list[bytes] = []
+    base: dict[int, int] = {}  # id of a buffer -> where it starts in the joined one
+    size = 0
+    for p in pieces:
+        if id(p.buf) not in base:
+            base[id(p.buf)] = size
+            bufs.append(p.buf)
+            size += len(p.buf)
+    cols = {c: np.concatenate([getattr(p, c) for p in pieces]) for c in _COLS if c != "starts"}
+    cols["starts"] = np.concatenate([p.starts + base[id(p.buf)] for p in pieces])
+    return _Piece(*(cols[c] for c in _COLS), bufs[0] if len(bufs) == 1 else b"".join(bufs))
 
 
 def _to_batch(p: _Piece, book: AddressBook) -> UdpBatch:
-    offsets = np.zeros(len(p) + 1, dtype=np.int64)
-    np.cumsum(p.lens, out=offsets[1:])
     return UdpBatch(
         index=p.index.astype(np.int64, copy=False),
         ts_ns=p.ts.astype(np.int64, copy=False),
@@ -147,8 +158,10 @@ def _to_batch(p: _Piece, book: AddressBook) -> UdpBatch:
         dst=p.dst.astype(np.int32, copy=False),
         sport=p.sport.astype(np.uint16, copy=False),
         dport=p.dport.astype(np.uint16, copy=False),
-        payload=np.frombuffer(p.payload, dtype=np.uint8),
-        offsets=offsets,
+        data=np.frombuffer(p.buf, dtype=np.uint8),
+        starts=p.starts.astype(np.int64, copy=False),
+        lengths=p.lens.astype(np.int64, copy=False),
+        head=p.head,
         interface=p.iface.astype(np.int32, copy=False),
         wire_len=p.wire.astype(np.int64, copy=False),
         addresses=book.snapshot(),
@@ -173,34 +186,61 @@ class _Extractor:
         self.decoder = Decoder(frozenset({IPPROTO_UDP}), reassembly)
         self.book = AddressBook()
         self._codes: dict[bytes, int] = {}  # raw address (4 or 16 bytes) -> code
+        # IPv4 addresses seen, in a direct-mapped table: slot -> address (-1: none), code
+        self._v4_key = np.full(_V4_SLOTS, -1, dtype=np.int64)
+        self._v4_code = np.zeros(_V4_SLOTS, dtype=np.int32)
 
     def _addr_codes(self, raw: np.ndarray) -> np.ndarray:
-        """Codes of the addresses in the rows of ``raw`` (n × 4 or n × 16 byte values)."""
-        width = raw.shape[1]
-        if width == 4:  # sorting uint32 is far cheaper than sorting 4-byte voids
-            keys = raw[:, 0] << 24 | raw[:, 1] << 16 | raw[:, 2] << 8 | raw[:, 3]
-        else:
-            keys = np.ascontiguousarray(raw, dtype=np.uint8).view(np.dtype((np.void, width))).reshape(-1)
+        """Codes of the addresses in the rows of ``raw`` (n × 4 or n × 16 uint8).
+
+        IPv4 addresses are looked up first in a direct-mapped table (one slot per
+        Fibonacci hash of the address; the last address to land in a slot keeps it),
+        so a capture's known addresses cost a few gathers; the others, and IPv6
+        addresses, go through :meth:`_codes_of`.
+        """
+        raw = np.ascontiguousarray(raw, dtype=np.uint8)
+        if raw.shape[1] == 16:
+            return self._codes_each(raw.view(np.dtype((np.void, 16))).reshape(-1))
+        keys = raw.view(">u4").reshape(-1).astype(np.uint32)
+        slot = _v4_slot(keys)
+        miss = np.flatnonzero(self._v4_key[slot] != keys)
+        if miss.size:  # addresses new to the table: each once, then look again
+            new = np.sort(keys[miss])
+            new = new[np.concatenate(([True], new[1:] != new[:-1]))]
+            at = _v4_slot(new)
+            self._v4_key[at] = new
+            self._v4_code[at] = self._codes_of(new)
+            miss = miss[self._v4_key[slot[miss]] != keys[miss]]  # two new ones in one slot
+        codes = self._v4_code[slot]
+        if miss.size:
+            codes[miss] = self._codes_each(keys[miss])
+        return codes
+
+    def _codes_each(self, keys: np.ndarray) -> np.ndarray:
+        """:meth:`_codes_of` for keys that repeat: each distinct one looked up once."""
         uniq, inv = np.unique(keys, return_inverse=True)
+        return self._codes_of(uniq)[inv.reshape(-1)]
+
+    def _codes_of(self, keys: np.ndarray) -> np.ndarray:
+        """Codes of distinct addresses ``keys`` (uint32 for IPv4, 16-byte voids for
+        IPv6), through the decoder's text form and the address book."""
         cache = self._codes
-        codes = np.empty(len(uniq), dtype=np.int32)
-        for j, v in enumerate(uniq.tolist()):
-            key = v.to_bytes(4, "big") if width == 4 else v
+        codes = np.empty(len(keys), dtype=np.int32)
+        for j, v in enumerate(keys.tolist()):
+            key = v.to_bytes(4, "big") if isinstance(v, int) else v
             c = cache.get(key)
             if c is None:
                 c = cache[key] = self.book.code(self.decoder.addr(key))
             codes[j] = c
-        return codes[inv.reshape(-1)]
+        return codes
 
     def extract(self, ch: RawChunk) -> _Piece | None:
         """The UDP datagrams of ``ch`` in frame order (None if it holds none)."""
-        # Zero padding past the end lets every gather below run unclipped: no offset used
-        # exceeds a record start by more than _PAD_BYTES, and each row is only believed
-        # where its captured length covers the bytes read.
-        u8 = np.frombuffer(ch.buf + _PAD_BYTES, dtype=np.uint8)
+        padded = _padded(ch)  # also the buffer the payloads are left in
+        u8 = np.frombuffer(padded, dtype=np.uint8)
         l3, ver, not_ip = _link_layer(u8, ch.data_off, ch.caplen, ch.linktype)
         # IP + UDP headers (48 bytes: enough for IPv6 + UDP) of every row, at once.
-        g = u8[(ch.data_off + np.maximum(l3, 0))[:, None] + _ARANGE48]  # uint8, k × 48
+        g = sliding_window_view(u8, 48)[ch.data_off + np.maximum(l3, 0)]  # uint8, k × 48
         fast4, other4 = _ipv4_rows(g, ver, ch.caplen, l3)
         fast6, other6 = _ipv6_rows(g, ver, ch.caplen, l3)
         slow = ~(fast4 | fast6 | other4 | other6 | not_ip)
@@ -208,7 +248,7 @@ class _Extractor:
         for fast, version in ((fast4, 4), (fast6, 6)):
             fi = np.flatnonzero(fast)
             if len(fi):
-                pieces.append(self._udp_piece(ch, g[fi].astype(np.int64), l3[fi], fi, version))
+                pieces.append(self._udp_piece(ch, padded, u8, g[fi], l3[fi], fi, version))
         si = np.flatnonzero(slow)
         if len(si):
             decoded = self._decoded_piece(ch, si)
@@ -220,44 +260,47 @@ class _Extractor:
             return pieces[0]
         return _merge_by_index(pieces)
 
-    def _udp_piece(self, ch: RawChunk, gf: np.ndarray, l3f: np.ndarray, fi: np.ndarray, version: int) -> _Piece:
+    def _udp_piece(
+        self, ch: RawChunk, buf: bytes, u8: np.ndarray, gf: np.ndarray, l3f: np.ndarray, fi: np.ndarray, version: int
+    ) -> _Piece:
         """The datagrams of rows ``fi``, whose IP header (``version``) is at ``l3f`` and
         simple (no options or extension headers, not a fragment) and carries UDP; ``gf``
-        holds their first 48 header bytes."""
+        holds their first 48 header bytes (uint8); their payloads stay in ``buf`` (the
+        chunk's bytes, padded; ``u8`` views it)."""
         capf = ch.caplen[fi]
         if version == 4:
             # RFC 791 §3.1: Total Length at 2 bounds the datagram; addresses at 12 and 16.
-            total = gf[:, 2] << 8 | gf[:, 3]
+            total = _u16(gf, 2)
             ip_end = np.minimum(l3f + total, capf)
             hdr, src_at, alen = 20, 12, 4
         else:
             # RFC 8200 §3: Payload Length at 4 (0: a jumbogram, the captured bytes count);
             # addresses at 8 and 24.
-            plen = gf[:, 4] << 8 | gf[:, 5]
+            plen = _u16(gf, 4)
             ip_end = np.where(plen > 0, np.minimum(l3f + 40 + plen, capf), capf)
             hdr, src_at, alen = 40, 8, 16
         # RFC 768: source port, destination port, length (header included), checksum.
         u = hdr
-        ulen = gf[:, u + 4] << 8 | gf[:, u + 5]
+        ulen = _u16(gf, u + 4)
         pend = np.where(ulen >= 8, np.minimum(l3f + hdr + ulen, ip_end), ip_end)
         off = ch.data_off[fi]
         starts = off + l3f + hdr + 8
         ends = np.maximum(off + pend, starts)
         m = len(fi)
         codes = self._addr_codes(np.concatenate([gf[:, src_at : src_at + alen], gf[:, src_at + alen : src_at + 2 * alen]]))
-        mv = memoryview(ch.buf)
-        payload = b"".join([mv[a:b] for a, b in zip(starts.tolist(), ends.tolist())])
         return _Piece(
             fi + ch.index0,
             ch.ts_ns[fi],
             codes[:m],
             codes[m:],
-            gf[:, u] << 8 | gf[:, u + 1],
-            gf[:, u + 2] << 8 | gf[:, u + 3],
+            _u16(gf, u),
+            _u16(gf, u + 2),
             ch.iface[fi],
             ch.wire[fi],
+            starts,
             ends - starts,
-            payload,
+            _heads(u8, starts, ends - starts),
+            buf,
         )
 
     def _decoded_piece(self, ch: RawChunk, si: np.ndarray) -> _Piece | None:
@@ -277,6 +320,7 @@ class _Extractor:
                 rows.append(p)
         if not rows:
             return None
+        lens = np.array([len(p.payload) for p in rows], dtype=np.int64)
         return _Piece(
             np.array([p.index for p in rows], dtype=np.int64),
             np.array([p.ts_ns for p in rows], dtype=np.int64),
@@ -286,9 +330,40 @@ class _Extractor:
             np.array([p.dport for p in rows], dtype=np.int64),
             np.array([p.interface for p in rows], dtype=np.int32),
             np.array([p.wire_len for p in rows], dtype=np.int64),
-            np.array([len(p.payload) for p in rows], dtype=np.int64),
+            np.cumsum(lens) - lens,
+            lens,
+            np.frombuffer(b"".join(p.payload[:HEAD_BYTES].ljust(HEAD_BYTES, b"\0") for p in rows), dtype=np.uint8)
+            .reshape(-1, HEAD_BYTES),
             b"".join(p.payload for p in rows),
         )
+
+
+def _v4_slot(keys: np.ndarray) -> np.ndarray:
+    """Slots of IPv4 addresses ``keys`` (uint32) in :class:`_Extractor`'s table."""
+    return (keys * _FIBONACCI32) >> np.uint32(32 - _V4_SLOT_BITS)  # the product wraps mod 2**32
+
+
+def _heads(u8: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """The first :data:`HEAD_BYTES` of the payloads at ``starts`` in ``u8`` (of ``lens``
+    bytes), zeros past their ends: a k × HEAD_BYTES uint8 copy."""
+    head = sliding_window_view(u8, HEAD_BYTES)[starts]
+    short = np.flatnonzero(lens < HEAD_BYTES)
+    if short.size:
+        head[short] *= _HEAD_COLUMNS < lens[short, None]
+    return head
+
+
+def _padded(ch: RawChunk) -> bytes:
+    """The chunk's bytes, with at least ``len(_PAD_BYTES)`` of them after its last row's
+    start (zeros appended, in a copy, only where the chunk ends sooner).
+
+    That lets every gather in :meth:`_Extractor.extract` run unclipped: no offset used
+    exceeds a record start by more than ``_PAD_BYTES``, and each row is only believed
+    where its captured length covers the bytes read.
+    """
+    if len(ch) and int(ch.data_off.max()) + len(_PAD_BYTES) > len(ch.buf):
+        return ch.buf + _PAD_BYTES
+    return ch.buf
 
 
 def _link_layer(
@@ -327,6 +402,14 @@ def _byte_at(u8: np.ndarray, off: np.ndarray, rel: np.ndarray | int) -> np.ndarr
     return u8[off + rel].astype(np.int64)
 
 
+def _lookup_table(size: int, members: Iterable[int]) -> np.ndarray:
+    """A boolean table of ``size`` entries, True at ``members``: ``table[x]`` is
+    ``np.isin(x, members)`` for ``0 <= x < size`` with one gather."""
+    table = np.zeros(size, dtype=bool)
+    table[list(members)] = True
+    return table
+
+
 def _ethertype_link(u8: np.ndarray, off: np.ndarray, cap: np.ndarray, sel: np.ndarray, t: int) -> _LinkRows:
     """Ethernet II (with up to two VLAN tags), Linux SLL and SLL2: an EtherType field."""
     at, hl0 = ETHERTYPE_FIELD[t]
@@ -334,13 +417,15 @@ def _ethertype_link(u8: np.ndarray, off: np.ndarray, cap: np.ndarray, sel: np.nd
     et = _byte_at(u8, off, at) << 8 | _byte_at(u8, off, at + 1)
     if t == LINKTYPE_ETHERNET:
         for _ in range(2):  # up to two 802.1Q / 802.1ad tags (IEEE 802.1Q §9.5)
-            tagged = np.isin(et, _VLAN_ARRAY)
+            tagged = _IS_VLAN_TPID[et]
+            if not tagged.any():
+                break
             et = np.where(tagged, _byte_at(u8, off, hl + 2) << 8 | _byte_at(u8, off, hl + 3), et)
             hl = np.where(tagged, hl + 4, hl)
     ok = sel & (cap >= hl)
     v4 = ok & (et == ETHERTYPE_IPV4)
     v6 = ok & (et == ETHERTYPE_IPV6)
-    maybe_ip = np.isin(et, _MAYBE_IP_ETHERTYPES)
+    maybe_ip = _MAYBE_IP_ETHERTYPE[et]
     if t == LINKTYPE_ETHERNET:
         maybe_ip |= et <= ETHER_MAX_LENGTH  # 802.3 length: LLC/SNAP may carry IP
     return hl, v4, v6, sel & ~(ok & maybe_ip)
@@ -382,7 +467,7 @@ def _ipv6_rows(g: np.ndarray, ver: np.ndarray, cap: np.ndarray, l3: np.ndarray) 
     """Rows with an IPv6 header (RFC 8200 §3: version 6, next header at byte 6) followed
     by no extension header: ``(carrying UDP, carrying another protocol)``."""
     nh = g[:, 6]
-    simple = (ver == 6) & (cap >= l3 + 48) & ((g[:, 0] >> 4) == 6) & ~np.isin(nh, _IPV6_EXT_ARRAY)
+    simple = (ver == 6) & (cap >= l3 + 48) & ((g[:, 0] >> 4) == 6) & ~_IS_IPV6_EXTENSION[nh]
     udp = nh == IPPROTO_UDP
     return simple & udp, simple & ~udp
 
@@ -393,29 +478,25 @@ def _u16(g: np.ndarray, col: int) -> np.ndarray:
 
 
 def _merge_by_index(pieces: list[_Piece]) -> _Piece:
-    """Interleave pieces in frame order (payloads re-joined accordingly)."""
+    """Interleave pieces in frame order (the payloads stay where they are)."""
     both = _concat(pieces)
-    order = np.argsort(both.index, kind="stable")
-    offs = np.zeros(len(both) + 1, dtype=np.int64)
-    np.cumsum(both.lens, out=offs[1:])
-    mv = memoryview(both.payload)
-    o = offs.tolist()
-    payload = b"".join([mv[o[i] : o[i + 1]] for i in order.tolist()])
-    cols = [getattr(both, c)[order] for c in _COLS]
-    return _Piece(*cols, payload)
+    return both.rows(np.argsort(both.index, kind="stable"))
 
 
-_ARANGE48 = np.arange(48, dtype=np.int64)
-_PAD_BYTES = bytes(128)  # > largest link header (22, Ethernet + 2 tags) + 48 bytes gathered
-_VLAN_ARRAY = np.array(sorted(VLAN_TPIDS), dtype=np.int64)
+# The IPv4 address table of _Extractor: 2**16 slots, indexed by the top bits of the
+# address times 2**32 / golden ratio (Knuth's multiplicative hashing, TAOCP vol. 3 §6.4).
+_V4_SLOT_BITS = 16
+_V4_SLOTS = 1 << _V4_SLOT_BITS
+_FIBONACCI32 = np.uint32(0x9E3779B9)
+_HEAD_COLUMNS = np.arange(HEAD_BYTES)
+_PAD_BYTES = bytes(128)  # > largest link header (22, Ethernet + 2 tags) + 48 header bytes + 16 of a payload
+_IS_VLAN_TPID = _lookup_table(1 << 16, VLAN_TPIDS)  # indexed by EtherType
 _AF_INET6_ARRAY = np.array(sorted(AF_INET6_VALUES), dtype=np.int64)
 # IPv6 Next Header values that are extension headers (RFC 8200 §4; AH RFC 4302; ESP RFC
 # 4303; Mobility RFC 6275; HIP RFC 7401; Shim6 RFC 5533; No Next Header 59): the general
 # decoder handles those rows.
-_IPV6_EXT_ARRAY = np.array([0, 43, 44, 50, 51, 59, 60, 135, 139, 140, 253, 254], dtype=np.int64)
-_MAYBE_IP_ETHERTYPES = np.array(
-    [ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_PPPOE_SESSION, *sorted(VLAN_TPIDS)], dtype=np.int64
-)
+_IS_IPV6_EXTENSION = _lookup_table(1 << 8, [0, 43, 44, 50, 51, 59, 60, 135, 139, 140, 253, 254])
+_MAYBE_IP_ETHERTYPE = _lookup_table(1 << 16, [ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_PPPOE_SESSION, *VLAN_TPIDS])
 
 
 def _take(pending: list[_Piece], k: int) -> _Piece:
@@ -428,8 +509,9 @@ def _take(pending: list[_Piece], k: int) -> _Piece:
             take.append(pending.pop(0))
             got += len(p)
         else:
-            head, pending[0] = _split(p, k - got)
-            take.append(head)
+            cut = k - got
+            take.append(p.rows(slice(None, cut)))
+            pending[0] = p.rows(slice(cut, None))
             got = k
     return _concat(take)
 

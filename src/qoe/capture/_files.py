@@ -47,6 +47,7 @@ from dpkt import pcapng as dpkt_pcapng
 
 from qoe.capture._linktypes import SUPPORTED_LINKTYPES, linktype_name
 from qoe.capture._options import positive_int
+from qoe.capture._runs import FIRST_TRY, equal_run, next_wait
 from qoe.errors import CaptureError, QoEWarning
 
 PathOrFile = Union[str, "os.PathLike[str]", BinaryIO]
@@ -541,20 +542,12 @@ def _pcap_chunks(f: BinaryIO, info: CaptureInfo, chunk_size: int) -> Iterator[Ra
         buf = buf[pos:] + chunk if pos < len(buf) else chunk
         pos = 0
         n = len(buf)
-        starts: list[int] = []
-        append = starts.append
-        while pos + rec <= n:
-            end = pos + rec + caplen_at(buf, pos + 8)[0]
-            if end > n:
-                break
-            append(pos)
-            pos = end
+        st, pos = _pcap_record_starts(buf, pos, rec, bo)
         if pos + rec <= n and caplen_at(buf, pos + 8)[0] > MAX_RECORD:
-            _corrupt(name, index + len(starts) + 1, f"captured length {caplen_at(buf, pos + 8)[0]}")
+            _corrupt(name, index + len(st) + 1, f"captured length {caplen_at(buf, pos + 8)[0]}")
             pos = n = len(buf)
             chunk = b""
-        if starts:
-            st = np.fromiter(starts, dtype=np.int64, count=len(starts))
+        if len(st):
             h = _gather_u32(buf, st, 4, bo)
             k = len(st)
             yield RawChunk(
@@ -572,6 +565,40 @@ def _pcap_chunks(f: BinaryIO, info: CaptureInfo, chunk_size: int) -> Iterator[Ra
             return
     if pos < len(buf):
         _truncated(name, index + 1, f"{len(buf) - pos} bytes of it present")
+
+
+def _pcap_record_starts(buf: bytes, pos: int, rec: int, bo: str) -> tuple["np.ndarray", int]:
+    """Offsets of the pcap records (§5: header of ``rec`` bytes, captured length at
+    byte 8) that ``buf`` holds whole from ``pos`` on, and where the first one it does
+    not hold whole starts. Runs of records of one length are taken with
+    :func:`~qoe.capture._runs.equal_run`, the rest one by one."""
+    caplen_at = struct.Struct(bo + "I").unpack_from
+    n = len(buf)
+    parts: list[np.ndarray] = []
+    starts: list[int] = []
+    append = starts.append
+    last, same, wait = -1, 0, FIRST_TRY  # the current row of records of one length
+    while pos + rec <= n:
+        c = caplen_at(buf, pos + 8)[0]
+        end = pos + rec + c
+        if end > n:
+            break
+        append(pos)
+        pos = end
+        if c != last:
+            last, same = c, 1
+            continue
+        same += 1
+        if same >= wait:
+            stride = rec + c
+            run = equal_run(buf, pos, stride, 3, bo, lambda h, c=c: h[:, 2] == c)
+            same, wait = 0, next_wait(run, wait)
+            if run:
+                parts += [np.array(starts, dtype=np.int64), pos + stride * np.arange(run, dtype=np.int64)]
+                starts.clear()
+                pos += stride * run
+    parts.append(np.array(starts, dtype=np.int64))
+    return (parts[0] if len(parts) == 1 else np.concatenate(parts)), pos
 
 
 def _ticks_to_ns(raw: "np.ndarray", iface: Interface) -> "np.ndarray":
@@ -705,6 +732,7 @@ class _PcapngWalk:
         fields = self.epb_fields.unpack_from
         nif = len(self.ifaces)
         append = self.epbs.append
+        last, same, wait = -1, 0, FIRST_TRY  # the current row of blocks of one length
         while pos + _EPB_MIN <= n:
             btype, blen = head(buf, pos)
             if btype != _EPB or blen < _EPB_MIN or blen % 4 or pos + blen > n:
@@ -714,6 +742,16 @@ class _PcapngWalk:
                 break
             append(pos)
             pos += blen
+            if blen != last:
+                last, same = blen, 1
+                continue
+            same += 1
+            if same >= wait:
+                run = equal_run(buf, pos, blen, 6, self.bo, lambda h, b=blen: _whole_epbs(h, b, nif))
+                same, wait = 0, next_wait(run, wait)
+                if run:
+                    self.epbs += range(pos, pos + blen * run, blen)
+                    pos += blen * run
         self.pos = pos
 
     def _block_head(self) -> tuple[int, int]:
@@ -865,6 +903,14 @@ class _PcapngWalk:
         local = h[:, 2]
         raw = (h[:, 3].astype(np.uint64) << np.uint64(32)) | h[:, 4].astype(np.uint64)
         return st + _EPB_DATA, h[:, 5], h[:, 6], _ticks_per_interface(raw, local, self.ifaces), local + self.base
+
+
+def _whole_epbs(h: "np.ndarray", blen: int, nif: int) -> "np.ndarray":
+    """Which of the blocks whose first six words are the rows of ``h`` are well-formed
+    Enhanced Packet Blocks of total length ``blen`` (§4.3: type, total length, interface
+    id below ``nif``, timestamp, captured length that fits the block), as
+    :meth:`_PcapngWalk._take_epbs` checks one by one."""
+    return (h[:, 0] == _EPB) & (h[:, 1] == blen) & (h[:, 2] < nif) & (h[:, 5] <= blen - _EPB_MIN)
 
 
 def _ticks_per_interface(raw: "np.ndarray", local: "np.ndarray", ifaces: list[Interface]) -> "np.ndarray":

@@ -164,9 +164,19 @@ class Packet:
         }
 
 
+# Bytes of each payload that a UdpBatch also holds in a column of its own (its ``head``):
+# enough for the fixed headers that tell UDP payloads apart (RTP's 12, RFC 3550 §5.1;
+# the first word of RTCP, STUN, SIP's start line, ...).
+HEAD_BYTES = 16
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class UdpBatch:
     """Up to ``batch_size`` UDP datagrams in columns, in frame order.
+
+    The payloads are not copied out of the bytes read from the file: payload ``i`` is
+    ``data[starts[i] : starts[i] + lengths[i]]`` (:meth:`payload_of`); :attr:`payload`
+    packs them back to back when asked.
 
     Attributes
     ----------
@@ -180,10 +190,15 @@ class UdpBatch:
         grouped and compared with NumPy directly.
     sport, dport : numpy.ndarray of uint16
         Ports.
-    payload : numpy.ndarray of uint8
-        All payloads back to back; payload ``i`` is ``payload[offsets[i]:offsets[i + 1]]``.
-    offsets : numpy.ndarray of int64
-        ``len(index) + 1`` offsets into :attr:`payload`.
+    data : numpy.ndarray of uint8
+        Bytes that hold the payloads (the captured records they came in, for most).
+    starts : numpy.ndarray of int64
+        Where each payload starts in :attr:`data`.
+    lengths : numpy.ndarray of int64
+        Each payload's length in bytes.
+    head : numpy.ndarray of uint8, shape (n, HEAD_BYTES)
+        The first :data:`HEAD_BYTES` (16) bytes of each payload, zeros past its end:
+        its fixed headers as columns, read while the file's bytes were at hand.
     interface : numpy.ndarray of int32
         pcapng interface numbers (0 for pcap).
     wire_len : numpy.ndarray of int64
@@ -198,8 +213,10 @@ class UdpBatch:
     dst: np.ndarray
     sport: np.ndarray
     dport: np.ndarray
-    payload: np.ndarray
-    offsets: np.ndarray
+    data: np.ndarray
+    starts: np.ndarray
+    lengths: np.ndarray
+    head: np.ndarray
     interface: np.ndarray
     wire_len: np.ndarray
     addresses: tuple[str, ...]
@@ -207,9 +224,27 @@ class UdpBatch:
     def __len__(self) -> int:
         return int(self.index.shape[0])
 
+    @property
+    def offsets(self) -> np.ndarray:
+        """``len(index) + 1`` offsets into :attr:`payload`: payload ``i`` is
+        ``payload[offsets[i]:offsets[i + 1]]`` (the running sum of :attr:`lengths`)."""
+        out = np.zeros(len(self) + 1, dtype=np.int64)
+        np.cumsum(self.lengths, out=out[1:])
+        return out
+
+    @property
+    def payload(self) -> np.ndarray:
+        """All payloads back to back, as uint8: packed from :attr:`data` at each access
+        (a copy of every payload; :meth:`payload_of` and the spans :attr:`starts` /
+        :attr:`lengths` need none)."""
+        mv = memoryview(self.data)
+        packed = b"".join([mv[a : a + n] for a, n in zip(self.starts.tolist(), self.lengths.tolist())])
+        return np.frombuffer(packed, dtype=np.uint8)
+
     def payload_of(self, i: int) -> bytes:
         """Payload of datagram ``i`` as bytes."""
-        return self.payload[self.offsets[i] : self.offsets[i + 1]].tobytes()
+        a = int(self.starts[i])
+        return self.data[a : a + int(self.lengths[i])].tobytes()
 
     def packet(self, i: int) -> Packet:
         """Datagram ``i`` as a :class:`Packet` (slow; for inspection and tests)."""

@@ -191,7 +191,9 @@ class RtpHeaderColumns(NamedTuple):
     payload_end: np.ndarray
 
 
-def header_columns(u8: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> RtpHeaderColumns:
+def header_columns(
+    u8: np.ndarray, starts: np.ndarray, lengths: np.ndarray, *, head: np.ndarray | None = None
+) -> RtpHeaderColumns:
     """Parse the RTP fixed headers of many packets in one buffer at once.
 
     The packets must already be known to be version 2, not RTCP and at least 12 bytes
@@ -206,6 +208,10 @@ def header_columns(u8: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> R
         The bytes holding the packets.
     starts, lengths : numpy.ndarray of int64
         Where each packet starts in ``u8`` and how long it is.
+    head : numpy.ndarray of uint8, optional
+        Each packet's first 12 (or more) bytes as a row, when the caller has them at
+        hand (:attr:`qoe.capture.UdpBatch.head`): read instead of gathering them from
+        ``u8``.
 
     Returns
     -------
@@ -218,12 +224,14 @@ def header_columns(u8: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> R
     RFC 3550 §5.1 (fixed header, padding, CSRC count), §5.3.1 (header extension: a
     16-bit profile word, then its length in 32-bit words).
     """
-    # RFC 3550 §5.1: the fixed header is three 32-bit words in network byte order. A
-    # view of the buffer as a big-endian word at every byte offset reads each word with
-    # one gather, whatever its alignment.
-    at = np.lib.stride_tricks.as_strided(u8, shape=(max(u8.size - 3, 0), 4), strides=(u8.strides[0],) * 2)
-    word_at = at.view(">u4")[:, 0]
-    w0 = word_at[starts].astype(np.int64)  # V P X CC | M PT | sequence number
+    # RFC 3550 §5.1: the fixed header is three 32-bit words in network byte order. Each
+    # packet's 12 bytes are taken as one row (from ``head``, or gathered as a row of a
+    # sliding-window view of the buffer, whatever their alignment), then read as
+    # big-endian words.
+    if head is None:
+        head = np.lib.stride_tricks.sliding_window_view(u8, RTP_FIXED_HEADER)[starts]
+    words = np.ascontiguousarray(head[:, :RTP_FIXED_HEADER]).view(">u4").astype(np.int64)
+    w0 = words[:, 0]  # V P X CC | M PT | sequence number
     b0 = w0 >> 24
     cc = b0 & 0x0F
     has_x = (b0 & 0x10) != 0
@@ -236,11 +244,14 @@ def header_columns(u8: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> R
     valid = (hdr <= lengths) & ~(has_x & (RTP_FIXED_HEADER + 4 * cc + 4 > lengths))
     rows = np.flatnonzero(valid)
     if rows.size < valid.size:
-        starts, lengths, w0, hdr, cc, has_x, has_p = (
-            starts[rows], lengths[rows], w0[rows], hdr[rows], cc[rows], has_x[rows], has_p[rows]
+        starts, lengths, words, w0, hdr, cc, has_x, has_p = (
+            starts[rows], lengths[rows], words[rows], w0[rows], hdr[rows], cc[rows], has_x[rows], has_p[rows]
         )
-    pad = np.where(has_p, u8[starts + lengths - 1], 0).astype(np.int64)
-    pad = np.where(pad <= lengths - hdr, pad, 0)
+    pad = np.zeros(starts.size, dtype=np.int64)
+    pi = np.flatnonzero(has_p)
+    if pi.size:  # RFC 3550 §5.1: the last octet counts the padding octets, itself included
+        pad[pi] = u8[starts[pi] + lengths[pi] - 1]
+        pad = np.where(pad <= lengths - hdr, pad, 0)
     return RtpHeaderColumns(
         rows=rows,
         csrc_count=cc,
@@ -249,8 +260,8 @@ def header_columns(u8: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> R
         marker=(w0 & 0x800000) != 0,
         payload_type=(w0 >> 16) & 0x7F,
         seq=w0 & 0xFFFF,
-        timestamp=word_at[starts + 4].astype(np.int64),
-        ssrc=word_at[starts + 8].astype(np.int64),
+        timestamp=words[:, 1],
+        ssrc=words[:, 2],
         payload_start=starts + hdr,
         payload_end=starts + lengths - pad,
     )

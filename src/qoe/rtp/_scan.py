@@ -153,6 +153,19 @@ def _flow_hash(k1: np.ndarray, k2: np.ndarray) -> np.ndarray:
     return k1 * np.int64(-0x61C8864680B583EB) ^ k2  # 2**64 / golden ratio, as a signed word
 
 
+def _slot(h: np.ndarray, size: int) -> np.ndarray:
+    """Slots of hashes ``h`` in a table of ``size`` (a power of two) slots: the top bits
+    of ``h`` times 2**64 / golden ratio (Knuth's multiplicative hashing, TAOCP vol. 3
+    §6.4), so that every bit of the hash counts."""
+    bits = size.bit_length() - 1
+    return ((h.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits)).astype(np.int64)
+
+
+# The flow table of _Scanner: at least this many slots, and this many per known flow
+# (a flow shares its slot with another with probability about 1/16).
+_MIN_SLOTS = 1 << 12
+_SLOTS_PER_FLOW = 16
+
 _PROBE, _RTP, _REJECT = 0, 1, 2
 # The columns of a packet held for a flow: frame, arrival, seq, timestamp, payload type, marker.
 _COLUMNS = ("frame", "arr", "seq", "ts", "pt", "mk")
@@ -209,8 +222,7 @@ class _Scanner:
         self.index: dict[tuple[int, int], int] = {}  # (src<<32|dst, sport<<48|dport<<32|ssrc) -> flow id
         self.fk1 = np.zeros(0, dtype=np.int64)  # flow id -> its two key words
         self.fk2 = np.zeros(0, dtype=np.int64)
-        self.hash_sorted = np.zeros(0, dtype=np.int64)  # hashes of the keys, sorted, and their flow ids
-        self.hash_fid = np.zeros(0, dtype=np.int64)
+        self.slot_fid = np.full(_MIN_SLOTS, -1, dtype=np.int32)  # a direct-mapped table: slot -> flow id
         self.keys: list[tuple[int, int, int, int, int]] = []  # flow id -> (src, dst, sport, dport, ssrc)
         self.state = np.zeros(0, dtype=np.int8)
         self.first_frame = np.zeros(0, dtype=np.int64)
@@ -239,24 +251,21 @@ class _Scanner:
         self.udp += n
         if self.first_ns is None:
             self.first_ns = int(b.ts_ns[0])
-        u8 = b.payload
-        off = b.offsets
-        start = off[:-1]
-        length = np.diff(off)
-        if u8.size == 0:
+        u8 = b.data  # payload i: u8[start[i] : start[i] + length[i]]
+        start = b.starts
+        length = b.lengths
+        if u8.size == 0 or not length.any():
             return
-        last = u8.size - 1
-        b0 = u8[np.minimum(start, last)].astype(np.int64)
-        b1 = u8[np.minimum(start + 1, last)].astype(np.int64)
-        b0 = np.where(length >= 1, b0, 0)
+        head = b.head  # each payload's first 16 bytes, zeros past its end
+        b0 = head[:, 0].astype(np.int64)
+        b1 = head[:, 1].astype(np.int64)
         # SIP: text messages starting with a method or "SIP/2.0" (RFC 3261 §7.1, §7.2),
         # told apart by their first four bytes (never RTP/RTCP: "A"-"Z" is version 1).
         cand = np.flatnonzero((length >= 12) & (b0 >= 0x41) & (b0 <= 0x5A))
         sip_rows = cand
         if cand.size:
-            s4 = start[cand][:, None] + np.arange(4)
-            head = (u8[s4].astype(np.int64) * np.array([1 << 24, 1 << 16, 1 << 8, 1])).sum(axis=1)
-            sip_rows = cand[np.isin(head, _SIP_PREFIXES)]
+            first4 = head[cand, :4].view(">u4")[:, 0].astype(np.int64)
+            sip_rows = cand[np.isin(first4, _SIP_PREFIXES)]
         for i in sip_rows.tolist():
             self._sip(b, i)
         v2 = (length >= 8) & ((b0 >> 6) == RTP_VERSION)
@@ -267,7 +276,7 @@ class _Scanner:
                 self.rtcp.add(int(b.ts_ns[i]), items)
         rows = np.flatnonzero(v2 & ~is_rtcp & (length >= RTP_FIXED_HEADER))
         if rows.size:
-            self._rtp(b, u8, rows, start[rows], length[rows])
+            self._rtp(b, u8, rows, start[rows], length[rows], head[rows])
         elif self.new_announcements:
             self._feed(self._decide(final=False))
 
@@ -287,8 +296,8 @@ class _Scanner:
                     self.rtcp_ports.add((m.address, m.rtcp_port or (m.port + 1)))
                     self.new_announcements = True
 
-    def _rtp(self, b: Any, u8: np.ndarray, rows: np.ndarray, s: np.ndarray, ln: np.ndarray) -> None:
-        h = header_columns(u8, s, ln)
+    def _rtp(self, b: Any, u8: np.ndarray, rows: np.ndarray, s: np.ndarray, ln: np.ndarray, first: np.ndarray) -> None:
+        h = header_columns(u8, s, ln, head=first)
         if h.rows.size == 0:
             if self.new_announcements:
                 self._feed(self._decide(final=False))
@@ -373,29 +382,30 @@ class _Scanner:
         return place
 
     def _known_flows(self, k1: np.ndarray, k2: np.ndarray) -> np.ndarray:
-        """Flow id of each packet's key (k1, k2); -1 where the hash table does not know it.
+        """Flow id of each packet's key (k1, k2); -1 where the table does not know it.
 
-        A sorted table of 64-bit hashes of the known keys answers with one binary search
-        per packet; the flow found is checked against the key, so a hash collision only
-        sends the packet to the caller's dict lookup.
+        A direct-mapped table (one flow per slot of a hash of the key, the last flow
+        indexed in a slot keeping it) answers with a few gathers per packet; the flow
+        found is checked against the key, so a flow that lost its slot only sends its
+        packets to the caller's dict lookup.
         """
-        fids = np.full(k1.size, -1, dtype=np.int64)
-        if self.hash_sorted.size == 0:
-            return fids
-        h = _flow_hash(k1, k2)
-        pos = np.minimum(np.searchsorted(self.hash_sorted, h), self.hash_sorted.size - 1)
-        cand = self.hash_fid[pos]
-        hit = (self.hash_sorted[pos] == h) & (self.fk1[cand] == k1) & (self.fk2[cand] == k2)
-        fids[hit] = cand[hit]
-        return fids
+        if self.fk1.size == 0:
+            return np.full(k1.size, -1, dtype=np.int64)
+        cand = self.slot_fid[_slot(_flow_hash(k1, k2), self.slot_fid.size)]
+        known = np.maximum(cand, 0)
+        hit = (cand >= 0) & (self.fk1[known] == k1) & (self.fk2[known] == k2)
+        return np.where(hit, cand, -1).astype(np.int64)
 
     def _index_flows(self, k1: np.ndarray, k2: np.ndarray, fids: np.ndarray) -> None:
         self.fk1 = np.append(self.fk1, k1)
         self.fk2 = np.append(self.fk2, k2)
-        h = np.concatenate((self.hash_sorted, _flow_hash(k1, k2)))
-        f = np.concatenate((self.hash_fid, fids))
-        o = np.argsort(h, kind="stable")
-        self.hash_sorted, self.hash_fid = h[o], f[o]
+        size = self.slot_fid.size
+        if self.fk1.size * _SLOTS_PER_FLOW > size:  # keep the table sparse: rebuild it larger
+            while self.fk1.size * _SLOTS_PER_FLOW > size:
+                size *= 2
+            self.slot_fid = np.full(size, -1, dtype=np.int32)
+            k1, k2, fids = self.fk1, self.fk2, np.arange(self.fk1.size)
+        self.slot_fid[_slot(_flow_hash(k1, k2), size)] = fids
 
     def _grow(self, n: int) -> None:
         extra = n - self.state.size
@@ -510,20 +520,17 @@ class _Scanner:
             seg = _Segments(pk.fid)
             for f, s0, s1 in zip(seg.ids.tolist(), seg.starts.tolist(), seg.ends.tolist()):
                 tables[f] = tuple(getattr(pk, c)[s0:s1] for c in _COLUMNS) + (pk.pay[s0:s1],)  # type: ignore[index]
-        counts = self.stats.pt_counts[sids]
-        # payload types seen, most frequent first (ties: lower type first)
-        ranked = np.argsort(-counts, axis=1, kind="stable").tolist()
-        seen = np.count_nonzero(counts, axis=1).tolist()
+        ranked = _payload_types_seen(self.stats.pt_counts[sids])
         streams = []
         for i, (fid, st) in enumerate(zip(fids.tolist(), stats)):
             media = self.media.get(fid)
             call_id = self.call_id.get(fid)
             found_by = "sdp" if media is not None else "heuristic"
-            if media is None:  # SDP seen only after the flow was taken as RTP
+            if media is None and self.announced:  # SDP seen only after the flow was taken as RTP
                 ann = self._announcement(fid)
                 if ann is not None:
                     call_id, media = ann
-            pts = tuple(ranked[i][: seen[i]])
+            pts = ranked[i]
             main = pts[0]
             codec, rate = _codec_of(main, media)
             src, dst, sport, dport, ssrc = self.keys[fid]
@@ -556,6 +563,21 @@ class _Scanner:
             udp_packets=self.udp,
             rtcp_packets=self.rtcp.packets,
         )
+
+
+def _payload_types_seen(counts: np.ndarray) -> list[tuple[int, ...]]:
+    """Each stream's payload types seen, most frequent first (ties: lower type first),
+    from its packet counts per type (a row of ``counts``). Most streams carry one type:
+    only the others are sorted."""
+    main = np.argmax(counts, axis=1)  # the first of the most frequent: the lowest type
+    out = [(p,) for p in main.tolist()]
+    seen = np.count_nonzero(counts, axis=1)
+    mixed = np.flatnonzero(seen > 1)
+    if mixed.size:
+        ranked = np.argsort(-counts[mixed], axis=1, kind="stable")
+        for i, row, k in zip(mixed.tolist(), ranked.tolist(), seen[mixed].tolist()):
+            out[i] = tuple(row[:k])
+    return out
 
 
 def _codec_of(pt: int, media: SdpMedia | None) -> tuple[str | None, int | None]:
