@@ -99,7 +99,7 @@ def pesq_files(
     if ref_fs != deg_fs:
         raise InputError(
             f"{str(ref_path)!r} is sampled at {ref_fs} Hz but {str(deg_path)!r} at {deg_fs} Hz; "
-            "pass fs= (--fs) to resample both"
+            "give a sampling rate (fs=) to resample both"
         )
     try:
         return pesq(ref, deg, fs=ref_fs, mode=mode)

@@ -81,3 +81,10 @@ class PesqResult:
             out["frame_disturbance"] = self.frame_disturbance.tolist()
             out["frame_disturbance_asym"] = self.frame_disturbance_asym.tolist()
         return out
+
+    def frame_records(self) -> list[dict[str, Any]]:
+        """One flat record per frame of the disturbance profile (where the degradation lies)."""
+        return [
+            {"time_s": float(t), "disturbance": float(d), "disturbance_asym": float(a)}
+            for t, d, a in zip(self.frame_time_s, self.frame_disturbance, self.frame_disturbance_asym)
+        ]
