@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qoe.errors import InputError
+from qoe.errors import InputError, QoEWarning
 from qoe.mos import r_to_mos
 from qoe.voice import emodel as em
 
@@ -279,3 +279,93 @@ def test_dr_moves_lstr_unless_lstr_is_given():
     assert float(em.r_factor(stmr=20.0).r) == float(em.r_factor(stmr=20.0, lstr=23.0).r)
     grid = em.r_factor(dr=np.array([3.0, 8.0]))
     np.testing.assert_array_equal(grid.r, [base, float(em.r_factor(lstr=23.0).r)])
+
+
+# -- issue 11, points 7 and 8: G.107.1 talker echo, permitted ranges, T < 1 ms before Idtes --
+
+
+def _r_wb_by_hand(t: float, telr: float) -> float:
+    """R_WB at the G.107 defaults but T and TELR, worked with ``math`` from the equations
+    listed in r_factor's Notes (G.107.1 (06/2019) clause 7.4 as given in issue 11, point 7):
+    No,WB from (7-3) with Nfor = -96 dBmp, TERV,WB with K, Re,WB = 80 + 3 (TERV,WB - 14),
+    Idle from Ro,WB = 129 at WEPL 110, Tr 0; Ta = 0 so Idd = 0; Ie,eff,WB = 0."""
+    slr, rlr, ds, lstr, ps, pr, nc, nfor = 8.0, 2.0, 3.0, 18.0, 35.0, 35.0, -70.0, -96.0
+    nos = ps - slr - ds - 100 + 0.004 * (ps - (slr + rlr) - ds - 14) ** 2
+    pre = pr + 10 * math.log10(1 + 10 ** ((10 - lstr) / 10))
+    nor = rlr - 121 + pre + 0.008 * (pre - 35) ** 2
+    no_wb = 10 * math.log10(10 ** (nc / 10) + 10 ** (nos / 10) + 10 ** (nor / 10) + 10 ** ((nfor + rlr) / 10))
+    k = 0.08 * t + 10 if t < 100 else 18.0
+    terv = telr - 40 * math.log10((1 + t / 10) / (1 + t / 150)) + 6 * math.exp(-0.3 * t * t) + k
+    re = 80 + 3 * (terv - 14)
+    roe = -1.5 * (no_wb - rlr)
+    idte = ((roe - re) / 2 + math.sqrt((roe - re) ** 2 / 4 + 100) - 1) * (1 - math.exp(-t))
+    rle = 10.5 * (110 + 7) * (0 + 1) ** -0.25
+    idle = (129 - rle) / 2 + math.sqrt((129 - rle) ** 2 / 4 + 169)
+    return 129.0 - idte - idle
+
+
+@pytest.mark.parametrize("t", [50.0, 99.0, 100.0, 150.0, 300.0])
+def test_wideband_has_its_own_talker_echo(t):
+    # Reference: worked by hand above (no public implementation could be run as an oracle;
+    # see r_factor Notes, "Sources").
+    res = em.r_factor(band="wb", t=t, telr=55.0)
+    assert float(res.r) == pytest.approx(_r_wb_by_hand(t, 55.0), abs=1e-9)
+    # ... and it is not the narrow-band echo any more: Re slope 3 not 2.5, K, No,WB.
+    nb = em.r_factor(t=t, telr=55.0)
+    assert float(res.idte) != pytest.approx(float(nb.idte), abs=0.1)
+
+
+def test_wideband_k_is_continuous_at_100_ms():
+    r = em.r_factor(band="wb", t=np.array([99.999, 100.0]), telr=55.0).r
+    assert abs(r[1] - r[0]) < 1e-3
+
+
+def test_wideband_no_uses_nfor_minus_96_unless_given():
+    assert float(em.r_factor(band="wb").no) == pytest.approx(float(em.r_factor(nfor=-96.0).no), abs=1e-12)
+    assert float(em.r_factor(band="wb", nfor=-64.0).no) == pytest.approx(float(em.r_factor().no), abs=1e-12)
+
+
+def test_wideband_has_no_sidetone_terms():
+    # G.107.1: no TERVs (STMR < 9) and no Idtes (STMR > 20) in Idte,WB.
+    base = float(em.r_factor(band="wb", t=150.0, telr=55.0).idte)
+    for stmr in (5.0, 25.0):
+        idte = em.r_factor(band="wb", t=150.0, telr=55.0, stmr=stmr, lstr=18.0).idte  # LSTR held (No,WB)
+        assert float(idte) == pytest.approx(base, abs=1e-12)
+
+
+def test_wideband_ie_eff_has_no_burst_ratio():
+    # G.107.1 (06/2019) 7.5: Ie,eff,WB = Ie,WB + (95 - Ie,WB) Ppl / (Ppl + Bpl); burst_r is
+    # ignored, and a burst_r other than 1 says so.
+    with pytest.warns(QoEWarning, match="burst_r is ignored with band='wb'"):
+        bursty = em.r_factor(band="wb", ie=10, bpl=20, ppl=3, burst_r=2.0)
+    assert float(bursty.ie_eff) == pytest.approx(10 + 85 * 3 / (3 + 20), abs=1e-12)
+
+
+def test_t_below_one_ms_is_applied_before_idtes():
+    # STMR > 20 dB, T < 1 ms: Idte = 0 first, then Idtes = sqrt(0 + Ist^2) = Ist (r_factor
+    # Notes); R is then continuous at T = 1 ms (it jumped by Ist = 1.40 before).
+    res = em.r_factor(stmr=23.0, t=0.5)
+    assert float(res.idte) == pytest.approx(float(res.ist), abs=1e-12)
+    assert float(res.ist) == pytest.approx(1.40, abs=0.005)
+    r = em.r_factor(stmr=23.0, t=np.array([0.99, 1.0])).r
+    assert abs(r[1] - r[0]) < 0.01
+    assert float(em.r_factor(stmr=15.0, t=0.5).idte) == 0.0  # STMR <= 20: plain Idte = 0
+
+
+@pytest.mark.parametrize(("kwargs", "name"), [({"burst_r": 9.0}, "burst_r=9"), ({"a": 25.0}, "a=25")])
+def test_outside_permitted_range_warns(kwargs, name):
+    with pytest.warns(QoEWarning, match=f"{name} is outside G.107 Table 3's permitted range"):
+        res = em.r_factor(**kwargs)
+    assert np.isfinite(res.r)
+
+
+def test_inside_permitted_range_is_silent():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        em.r_factor(burst_r=np.array([1.0, 8.0]), a=np.array([[0.0], [20.0]]), ppl=2.0, bpl=10.0)
+        # BurstR < 1, as measured on short windows, is used as given without a warning (Notes)
+        low = em.r_factor(burst_r=0.5, ppl=2.0, bpl=10.0)
+    assert float(low.ie_eff) == pytest.approx(95 * 2 / (2 / 0.5 + 10), abs=1e-12)
+    assert dict(em.PERMITTED_RANGES) == {"burst_r": (1.0, 8.0), "a": (0.0, 20.0)}

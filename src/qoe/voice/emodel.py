@@ -20,12 +20,15 @@ packet-loss probability ``ppl`` in percent, levels in dB / dBm0 / dB(A) as in G.
 References
 ----------
 .. [1] ITU-T G.107 (06/2015), "The E-model: a computational model for use in transmission
-   planning", clause 7 (equations 7-1 … 7-32), Table 1 (advantage factor), Table 3
-   (default values and permitted ranges), delay-sensitivity classes of clause 7.4.
-.. [2] ITU-T G.107.1, "Wideband E-model", clauses 7.2-7.5 and Annex A (text not
-   consulted; see :func:`r_factor` Notes).
+   planning", clause 7 (Id (7-18), Idte (7-19), Idle (7-25), Idd (7-27), Ie,eff (7-29)),
+   Table 2 (advantage factor A), Table 3 (default values and permitted ranges),
+   delay-sensitivity classes of clause 7.4.
+.. [2] ITU-T G.107.1 (06/2019, with Corrigendum 1 01/2020), "Wideband E-model", clauses
+   7.1-7.5 and Annex A. Its text could not be consulted; see :func:`r_factor` Notes for
+   the sources the wide-band terms follow.
 .. [3] ITU-T G.113 (11/2007), "Transmission impairments due to speech processing",
-   Appendix I, Table I.1 (Ie values) and Table I.3 (Bpl values).
+   Appendix I, Table I.1 (Ie values) and Table I.3 (Bpl values); not re-checked against
+   the text, see :data:`CODECS`.
 .. [4] R. G. Cole and J. H. Rosenbluth, "Voice over IP performance monitoring",
    ACM SIGCOMM Computer Communication Review 31(2), 2001, doi:10.1145/505666.505669.
 .. [5] G. White and D. Rice, "Active Queue Management Algorithms for DOCSIS 3.0",
@@ -34,6 +37,7 @@ References
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -42,12 +46,13 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from qoe.errors import InputError
+from qoe.errors import InputError, QoEWarning
 from qoe.mos import r_to_mos
 from qoe.report import as_dict
 
 __all__ = [
     "G107_DEFAULTS",
+    "PERMITTED_RANGES",
     "DELAY_SENSITIVITY",
     "ADVANTAGE_FACTOR",
     "CODECS",
@@ -96,6 +101,19 @@ G107_DEFAULTS: Mapping[str, float] = MappingProxyType(
     }
 )
 
+#: G.107 (06/2015) Table 3 permitted ranges that :func:`r_factor` checks, as (low, high).
+#: Outside them the equations still compute but are not validated: :func:`r_factor` warns
+#: with :class:`~qoe.errors.QoEWarning` (values that make an equation meaningless raise
+#: :class:`~qoe.errors.InputError` instead). Only the ranges listed in issue 11, point 8
+#: are here (BurstR 1..8; A 0..20, the largest provisional value of Table 2); the other
+#: Table 3 ranges could not be checked against the text and are not enforced.
+PERMITTED_RANGES: Mapping[str, tuple[float, float]] = MappingProxyType(
+    {
+        "burst_r": (1.0, 8.0),  # G.107 (06/2015) Table 3: BurstR 1 ... 8
+        "a": (0.0, 20.0),  # G.107 (06/2015) Table 3 / Table 2: A 0 ... 20
+    }
+)
+
 #: G.107 (06/2015) clause 7.4: delay-sensitivity classes, as (sT, mT) pairs.
 DELAY_SENSITIVITY: Mapping[str, tuple[float, float]] = MappingProxyType(
     {
@@ -105,7 +123,7 @@ DELAY_SENSITIVITY: Mapping[str, tuple[float, float]] = MappingProxyType(
     }
 )
 
-#: G.107 (06/2015) clause 7.6, Table 1: provisional maximum values of the advantage factor A.
+#: G.107 (06/2015) clause 7.6, Table 2: provisional maximum values of the advantage factor A.
 ADVANTAGE_FACTOR: Mapping[str, float] = MappingProxyType(
     {
         "conventional": 0.0,  # conventional (wirebound)
@@ -125,10 +143,12 @@ class Codec:
     name : str
         Preset name as accepted by ``r_factor(codec=...)``.
     ie : float
-        Equipment impairment factor Ie (G.113 Appendix I, Table I.1).
+        Equipment impairment factor Ie (after G.113 Appendix I, Table I.1; unverified, see
+        :data:`CODECS`).
     bpl : float or None
-        Packet-loss robustness factor Bpl (G.113 Appendix I, Table I.3); ``None`` when
-        G.113 tabulates none, in which case a loss probability needs an explicit ``bpl``.
+        Packet-loss robustness factor Bpl (after G.113 Appendix I, Table I.3; unverified);
+        ``None`` when none is tabulated, in which case a loss probability needs an explicit
+        ``bpl``.
     description : str
         Codec, bit rate and (for Bpl) the packet size and concealment it was measured with.
     """
@@ -143,8 +163,11 @@ def _codec_table(entries: list[Codec]) -> Mapping[str, Codec]:
     return MappingProxyType({c.name.lower(): c for c in entries})
 
 
-#: Narrow-band codec presets, ITU-T G.113 (11/2007) Appendix I: Ie from Table I.1,
-#: Bpl from Table I.3 (random packet loss).
+#: Narrow-band codec presets after ITU-T G.113 (11/2007) Appendix I: Ie from Table I.1,
+#: Bpl from Table I.3 (random packet loss). UNVERIFIED: the values were transcribed when
+#: this table was written, and the G.113 text could not be consulted to re-check them
+#: (issue 11, point 9); treat every preset as unverified until checked against
+#: Tables I.1/I.3, and pass ``ie=``/``bpl=`` explicitly where the exact value matters.
 CODECS: Mapping[str, Codec] = _codec_table(
     [
         Codec("G.711", 0.0, 4.3, "G.711 PCM 64 kbit/s, 10 ms packets, no PLC (Table I.1/I.3)"),
@@ -176,7 +199,7 @@ CODECS: Mapping[str, Codec] = _codec_table(
 #: shipped: give ``ie`` and ``bpl`` (on the wide-band scale) explicitly with ``band="wb"``.
 CODECS_WB: Mapping[str, Codec] = _codec_table([])
 
-# G.107 (06/2015) eq. (7-31): Ie,eff saturates at 95. G.107.1 clause 7.5 keeps the 95 of the
+# G.107 (06/2015) eq. (7-29): Ie,eff saturates at 95. G.107.1 clause 7.5 keeps the 95 of the
 # narrow-band equation for Ie,eff,WB (it is not rescaled to 129).
 _IE_CEILING = 95.0
 _BANDS = ("nb", "wb")
@@ -186,6 +209,9 @@ _WB_TO_NB = 1.29
 # G.107.1 clause 7.4: the pure-delay impairment on the wide-band scale is the narrow-band
 # Idd times 1.29.
 _IDD_WB_FACTOR = 1.29
+# G.107.1 (06/2019) clause 7.4 / 7.7: the receive-side noise floor of No,WB is -96 dBmp
+# (G.107's Nfor = -64 dBmp is a narrow-band figure).
+_NFOR_WB = -96.0
 
 
 def codec(name: str, *, band: Literal["nb", "wb"] = "nb") -> Codec:
@@ -225,19 +251,20 @@ class EModelResult:
     ro : ndarray
         Basic signal-to-noise ratio Ro, eq. (7-2).
     is_ : ndarray
-        Simultaneous impairment factor Is = Iolr + Ist + Iq, eq. (7-10).
+        Simultaneous impairment factor Is = Iolr + Ist + Iq, clause 7.3 (0 for wide-band).
     iolr, ist, iq : ndarray
-        The three parts of Is, eq. (7-11), (7-13), (7-15).
+        The three parts of Is, clause 7.3.
     id_ : ndarray
-        Delay impairment factor Id = Idte + Idle + Idd, eq. (7-20).
+        Delay impairment factor Id = Idte + Idle + Idd, eq. (7-18).
     idte, idle, idd : ndarray
-        Talker-echo, listener-echo and absolute-delay impairments, eq. (7-21), (7-26), (7-29).
+        Talker-echo, listener-echo and absolute-delay impairments, eq. (7-19) (Idtes,
+        (7-24), for STMR > 20 dB; Idte,WB of G.107.1 for wide-band), (7-25), (7-27).
     ie_eff : ndarray
-        Effective equipment impairment factor, eq. (7-31).
+        Effective equipment impairment factor, eq. (7-29) (Ie,eff,WB for wide-band).
     a : ndarray
         Advantage factor A.
     no : ndarray
-        Total noise power No, eq. (7-3), dBm0p.
+        Total noise power No, eq. (7-3), dBm0p (No,WB, with Nfor = -96 dBmp, for wide-band).
     band : {"nb", "wb"}
         Which scale R is on.
     """
@@ -347,11 +374,51 @@ def _resolve(
         _check(name, out[name], min_value=0.0, strict=True)
     for name in ("slr", "rlr", "stmr", "lstr", "ds", "dr", "telr", "wepl", "nc", "nfor", "ps", "pr"):
         _check(name, out[name])
+    for name, (low, high) in PERMITTED_RANGES.items():
+        value = out[name]
+        # BurstR < 1 (loss spread more evenly than random) is below Table 3's range but is
+        # what loss measured on short windows routinely gives (0.92-0.99 on the sample
+        # captures); eq. (7-29) is applied as written there without a warning (Notes).
+        bad = (value > high) if name == "burst_r" else (value < low) | (value > high)
+        if bad.any():
+            warnings.warn(
+                f"{name}={value[bad].flat[0]:g} is outside G.107 Table 3's permitted range "
+                f"{low:g}..{high:g}; the E-model is not validated there",
+                QoEWarning, stacklevel=3)
+    if band == "wb" and np.any(out["burst_r"] != 1.0):
+        warnings.warn(
+            "burst_r is ignored with band='wb': G.107.1's Ie,eff,WB has no BurstR term",
+            QoEWarning, stacklevel=3)
     return out
 
 
 def _lg(x: FloatArray) -> FloatArray:
     return np.log10(x)
+
+
+def _noise_sum(slr: FloatArray, rlr: FloatArray, olr: FloatArray, ds: FloatArray,
+               lstr: FloatArray, nc: FloatArray, nfor: FloatArray, ps: FloatArray,
+               pr: FloatArray) -> FloatArray:
+    """Total noise No (dBm0p), G.107 (06/2015) clause 7.2, eq. (7-3) and its terms."""
+    nos = ps - slr - ds - 100.0 + 0.004 * (ps - olr - ds - 14.0) ** 2  # Nos, send room noise
+    pre = pr + 10.0 * _lg(1.0 + 10.0 ** ((10.0 - lstr) / 10.0))  # Pre, receive room noise via LSTR
+    nor = rlr - 121.0 + pre + 0.008 * (pre - 35.0) ** 2  # Nor, receive room noise
+    nfo = nfor + rlr  # Nfo, receive noise floor
+    return 10.0 * _lg(10.0 ** (nc / 10.0) + 10.0 ** (nos / 10.0)
+                      + 10.0 ** (nor / 10.0) + 10.0 ** (nfo / 10.0))  # (7-3)
+
+
+def _idte_wb(no_wb: FloatArray, t: FloatArray, telr: FloatArray, rlr: FloatArray) -> FloatArray:
+    """Talker-echo impairment Idte,WB of G.107.1 (06/2019) clause 7.4 (see r_factor Notes).
+
+    The narrow-band form (7-19) with the wide-band TERV,WB, Re,WB and Roe from No,WB; no
+    sidetone terms (no TERVs for STMR < 9 dB, no Idtes for STMR > 20 dB).
+    """
+    k = np.where(t < 100.0, 0.08 * t + 10.0, 18.0)  # G.107.1 7.4: K = 0.08 T + 10 (T < 100 ms), else 18
+    terv = telr - 40.0 * _lg((1.0 + t / 10.0) / (1.0 + t / 150.0)) + 6.0 * np.exp(-0.3 * t**2) + k  # TERV,WB
+    re = 80.0 + 3.0 * (terv - 14.0)  # G.107.1 7.4: Re,WB = 80 + 3 (TERV,WB - 14)
+    roe = -1.5 * (no_wb - rlr)  # Roe from No,WB (Nfor = -96 dBmp)
+    return ((roe - re) / 2.0 + np.sqrt((roe - re) ** 2 / 4.0 + 100.0) - 1.0) * (1.0 - np.exp(-t))
 
 
 def r_factor(
@@ -397,19 +464,46 @@ def r_factor(
         Unknown parameter or codec, NaN, negative delay, ``ppl`` outside 0..100, or a
         non-positive ``qdu``, ``bpl``, ``burst_r``, ``s_t`` or ``m_t``.
 
+    Warns
+    -----
+    QoEWarning
+        A parameter outside its G.107 Table 3 permitted range (:data:`PERMITTED_RANGES`),
+        or ``burst_r`` other than 1 with ``band="wb"`` (where it is ignored).
+
     Notes
     -----
     Narrow-band, G.107 (06/2015) clause 7:
 
     * R = Ro − Is − Id − Ie,eff + A (7-1).
     * Ro from the noise sum No of circuit noise, room noise at both sides and the receive
-      noise floor (7-2 … 7-9).
-    * Is = Iolr + Ist + Iq (7-10 … 7-19).
-    * Id = Idte + Idle + Idd (7-20 … 7-30). Idte uses TERV, replaced by TERV + Ist/2 for
-      STMR < 9 dB (7-25); for STMR > 20 dB Idte is replaced by sqrt(Idte² + Ist²); and for
-      T < 1 ms the echo is perceived as sidetone, Idte = 0. Idd = 0 for Ta ≤ mT, else
+      noise floor (clause 7.2, (7-2), (7-3)).
+    * Is = Iolr + Ist + Iq (clause 7.3).
+    * Id = Idte + Idle + Idd (7-18). Idte (7-19) uses TERV (7-22), replaced by TERVs =
+      TERV + Ist/2 for STMR < 9 dB (7-23); for T < 1 ms the echo is perceived as
+      sidetone, Idte = 0; for STMR > 20 dB Idte is replaced by Idtes = sqrt(Idte² + Ist²)
+      (7-24). Idle (7-25). Idd (7-27) = 0 for Ta ≤ mT, else
       25·{(1 + X^(6 sT))^(1/(6 sT)) − 3·(1 + (X/3)^(6 sT))^(1/(6 sT)) + 2}, X = lg(Ta/mT)/lg 2.
-    * Ie,eff = Ie + (95 − Ie)·Ppl / (Ppl/BurstR + Bpl) (7-31).
+    * Ie,eff = Ie + (95 − Ie)·Ppl / (Ppl/BurstR + Bpl) (7-29).
+
+    Order of the T < 1 ms rule and Idtes. The rule sets Idte = 0 and Idtes is then formed
+    from that Idte, so for STMR > 20 dB and T < 1 ms, Idtes = Ist (not 0). Issue 11
+    (point 8) reports that two public implementations apply the rules in this order; the
+    deciding reason here is that it is the only order in which R is continuous at
+    T = 1 ms: with the other one, R jumped by Ist (1.40 at STMR 23 dB, defaults
+    otherwise) between T = 0.99 and 1 ms, while Idte itself is ~0 on both sides. The text
+    of clause 7.4 could not be re-read while deciding this; check it when available.
+
+    Permitted ranges. G.107 Table 3 gives a permitted range for each input; the equations
+    are defined outside it but not validated there. A value that makes an equation
+    meaningless (NaN, a negative delay, ``ppl`` outside 0..100, a non-positive ``qdu``,
+    ``bpl``, ``burst_r``, ``s_t`` or ``m_t``, negative ``ie`` or ``a``) raises
+    :class:`~qoe.errors.InputError`; a value outside the permitted range but still
+    computable warns once per call with :class:`~qoe.errors.QoEWarning` naming the
+    parameter, the range and the first offending value. Checked ranges:
+    :data:`PERMITTED_RANGES` (BurstR 1..8, A 0..20). One exception: BurstR in (0, 1),
+    loss spread more evenly than random, is below the range but is what a loss pattern
+    measured over a short window routinely gives (0.92-0.99 on the project's sample
+    captures), so it is used as given in (7-29) without a warning; only BurstR > 8 warns.
 
     One-way delay. G.107 clause 7.4 takes three delays: Ta, the absolute (mouth-to-ear)
     delay; T, the mean one-way delay of the talker-echo path; Tr, the round-trip delay of
@@ -420,20 +514,38 @@ def r_factor(
     one-way delay (:func:`delay_impairment`, :mod:`qoe.voice.netscore`, the call scorer,
     ``qoe emodel --delay-ms``) goes through it.
 
-    Wide-band, G.107.1: R_WB = Ro,WB − Is,WB − Id,WB − Ie,eff,WB + A with Ro,WB = 129,
-    Is,WB = 0, Idd,WB = 1.29·Idd, Idle from Ro,WB, Ie,eff,WB = Ie,WB + (95 − Ie,WB)·Ppl /
-    (Ppl/BurstR + Bpl), and MOS from R_WB/1.29 (Annex A). The Recommendation's own text
-    could not be consulted while writing this: these terms follow the equations as quoted
-    by public implementations, and the wide-band talker-echo term (a modified TERV and Re)
-    is *not* implemented — Idte is the narrow-band one. With the default echo parameters
-    (TELR 65 dB) Idte is negligible, but treat wide-band results with non-default echo
-    parameters as provisional.
+    Wide-band, G.107.1 (06/2019): R_WB = Ro,WB − Is,WB − Id,WB − Ie,eff,WB + A with
+    Ro,WB = 129 and Is,WB = 0 (the 06/2019 scope no longer covers loudness, sidetone,
+    background noise, circuit noise or quantizing distortion); Id,WB = Idte,WB + Idle +
+    Idd,WB with
+
+    * Idte,WB: the form of (7-19) with TERV,WB = TELR − 40 lg[(1 + T/10)/(1 + T/150)] +
+      6 e^(−0.3 T²) + K, K = 0.08 T + 10 for T < 100 ms and 18 otherwise (continuous at
+      100 ms); Re,WB = 80 + 3 (TERV,WB − 14); Roe = −1.5 (No,WB − RLR), No,WB from (7-3)
+      with Nfor = −96 dBmp (unless ``nfor`` is given); no sidetone terms (no TERVs, no
+      Idtes) and no T < 1 ms rule — the factor (1 − e^(−T)) takes Idte,WB to 0 at T = 0;
+    * Idle from Ro,WB = 129 in (7-25); Idd,WB = 1.29 · Idd (7-27);
+
+    Ie,eff,WB = Ie,WB + (95 − Ie,WB)·Ppl / (Ppl + Bpl) (no BurstR: ``burst_r`` is ignored,
+    with a :class:`~qoe.errors.QoEWarning` when it is not 1), and MOS from R_WB/1.29
+    (Annex A).
+
+    Sources. The text of G.107.1 could not be consulted while writing this. The 06/2019
+    scope (Ro,WB = 129, Is,WB = 0) is from the Recommendation's published scope and
+    summary (standards.globalspec.com, ITU-T G.107.1, 1 June 2019); the talker-echo
+    equations are those listed in issue 11, point 7; where that list leaves the sign of K
+    open, the public JavaScript wide-band calculators found in a public code index
+    (variables ``TERV_WB``/``Re_WB``) were followed: they add K to TELR in TERV,WB (one
+    writes K = 0.08 T + 100 below 100 ms, evidently a typo, and uses natural logarithms;
+    they were read, not run, and are not oracles). Treat wide-band results with
+    non-default echo parameters (T >= 1 ms with TELR below the 65 dB default) as
+    provisional until checked against the Recommendation.
 
     References
     ----------
-    .. [1] ITU-T G.107 (06/2015), clause 7, eq. (7-1)–(7-31), Tables 1 and 3.
-    .. [2] ITU-T G.107.1, clauses 7.2-7.5 and Annex A.
-    .. [3] ITU-T G.113 (11/2007), Appendix I, Tables I.1 and I.3.
+    .. [1] ITU-T G.107 (06/2015), clause 7, eq. (7-1)–(7-29), Tables 2 and 3.
+    .. [2] ITU-T G.107.1 (06/2019), clauses 7.1-7.5 and Annex A (text not consulted).
+    .. [3] ITU-T G.113 (11/2007), Appendix I, Tables I.1 and I.3 (presets unverified).
 
     Examples
     --------
@@ -459,56 +571,66 @@ def r_factor(
     del dr  # Dr enters only through LSTR = STMR + Dr (Table 3), set in _resolve unless LSTR is given
 
     # --- 7.2 Basic signal-to-noise ratio, Ro -------------------------------------------
-    olr = slr + rlr  # (7-5)
-    nos = ps - slr - ds - 100.0 + 0.004 * (ps - olr - ds - 14.0) ** 2  # (7-4)
-    pre = pr + 10.0 * _lg(1.0 + 10.0 ** ((10.0 - lstr) / 10.0))  # (7-7)
-    nor = rlr - 121.0 + pre + 0.008 * (pre - 35.0) ** 2  # (7-6)
-    nfo = nfor + rlr  # (7-8)
-    no = 10.0 * _lg(10.0 ** (nc / 10.0) + 10.0 ** (nos / 10.0)
-                    + 10.0 ** (nor / 10.0) + 10.0 ** (nfo / 10.0))  # (7-3)
+    olr = slr + rlr  # OLR = SLR + RLR
+    no = _noise_sum(slr, rlr, olr, ds, lstr, nc, nfor, ps, pr)  # (7-3)
     ro = 15.0 - 1.5 * (slr + no)  # (7-2)
 
     # --- 7.3 Simultaneous impairment factor, Is ----------------------------------------
-    xolr = olr + 0.2 * (64.0 + no - rlr)  # (7-12)
-    iolr = 20.0 * ((1.0 + (xolr / 8.0) ** 8) ** (1.0 / 8.0) - xolr / 8.0)  # (7-11)
-    stmro = -10.0 * _lg(10.0 ** (-stmr / 10.0) + np.exp(-t / 4.0) * 10.0 ** (-telr / 10.0))  # (7-14)
+    # (Equations of 7.2/7.3 named, not numbered: their 06/2015 numbers were not checked.)
+    xolr = olr + 0.2 * (64.0 + no - rlr)  # Xolr
+    iolr = 20.0 * ((1.0 + (xolr / 8.0) ** 8) ** (1.0 / 8.0) - xolr / 8.0)  # Iolr
+    stmro = -10.0 * _lg(10.0 ** (-stmr / 10.0) + np.exp(-t / 4.0) * 10.0 ** (-telr / 10.0))  # STMRo
     ist = (12.0 * (1.0 + ((stmro - 13.0) / 6.0) ** 8) ** (1.0 / 8.0)
            - 28.0 * (1.0 + ((stmro + 1.0) / 19.4) ** 35) ** (1.0 / 35.0)
            - 13.0 * (1.0 + ((stmro - 3.0) / 33.0) ** 13) ** (1.0 / 13.0)
-           + 29.0)  # (7-13)
-    q = 37.0 - 15.0 * _lg(p["qdu"])  # (7-19)
-    g = 1.07 + 0.258 * q + 0.0602 * q**2  # (7-18)
-    z = 46.0 / 30.0 - g / 40.0  # (7-17)
-    y = (ro - 100.0) / 15.0 + 46.0 / 8.4 - g / 9.0  # (7-16)
-    iq = 15.0 * _lg(1.0 + 10.0**y + 10.0**z)  # (7-15)
-    is_ = iolr + ist + iq  # (7-10)
+           + 29.0)  # Ist
+    q = 37.0 - 15.0 * _lg(p["qdu"])  # Q
+    g = 1.07 + 0.258 * q + 0.0602 * q**2  # G
+    z = 46.0 / 30.0 - g / 40.0  # Z
+    y = (ro - 100.0) / 15.0 + 46.0 / 8.4 - g / 9.0  # Y
+    iq = 15.0 * _lg(1.0 + 10.0**y + 10.0**z)  # Iq
+    is_ = iolr + ist + iq  # Is
 
     # --- 7.4 Delay impairment factor, Id -----------------------------------------------
-    # Talker echo, (7-21)-(7-25).
-    roe = -1.5 * (no - rlr)  # (7-22)
-    terv = telr - 40.0 * _lg((1.0 + t / 10.0) / (1.0 + t / 150.0)) + 6.0 * np.exp(-0.3 * t**2)  # (7-24)
+    # Talker echo, (7-19)-(7-24). Idte (7-19), Idle (7-25), Idd (7-27), Ie,eff (7-29) are the
+    # 06/2015 numbers of issue 11, point 9; (7-20)-(7-24), (7-26) and (7-28) are inferred
+    # from them (one slot each, in the clause's order) and were not checked in the text.
+    roe = -1.5 * (no - rlr)  # (7-20)
+    terv = telr - 40.0 * _lg((1.0 + t / 10.0) / (1.0 + t / 150.0)) + 6.0 * np.exp(-0.3 * t**2)  # (7-22)
     if np.any(stmr < 9.0):
-        terv = np.where(stmr < 9.0, terv + ist / 2.0, terv)  # (7-25): TERVs for STMR < 9 dB
-    re = 80.0 + 2.5 * (terv - 14.0)  # (7-23)
-    idte = ((roe - re) / 2.0 + np.sqrt((roe - re) ** 2 / 4.0 + 100.0) - 1.0) * (1.0 - np.exp(-t))  # (7-21)
+        terv = np.where(stmr < 9.0, terv + ist / 2.0, terv)  # (7-23): TERVs for STMR < 9 dB
+    re = 80.0 + 2.5 * (terv - 14.0)  # (7-21)
+    idte = ((roe - re) / 2.0 + np.sqrt((roe - re) ** 2 / 4.0 + 100.0) - 1.0) * (1.0 - np.exp(-t))  # (7-19)
+    # T < 1 ms: the echo is perceived as sidetone, Idte = 0 (clause 7.4) -- applied to Idte
+    # itself, *before* Idtes, so that STMR > 20 dB still gives Idtes = Ist at T < 1 ms and R
+    # is continuous at T = 1 ms (see Notes, "Order of the T < 1 ms rule and Idtes").
+    idte = np.where(t < 1.0, 0.0, idte)
     if np.any(stmr > 20.0):
-        idte = np.where(stmr > 20.0, np.sqrt(idte**2 + ist**2), idte)  # Idtes for STMR > 20 dB
-    idte = np.where(t < 1.0, 0.0, idte)  # T < 1 ms: echo is perceived as sidetone, Idte = 0
-    # Listener echo, (7-26)-(7-27).
-    rle = 10.5 * (wepl + 7.0) * (tr + 1.0) ** -0.25  # (7-27)
+        idte = np.where(stmr > 20.0, np.sqrt(idte**2 + ist**2), idte)  # (7-24): Idtes, STMR > 20 dB
+    if band == "wb":
+        # G.107.1 (06/2019) clause 7.4: its own talker echo, from No,WB with Nfor = -96 dBmp
+        # (unless nfor is given); No,WB is what the result reports as `no`.
+        nfor_wb = p["nfor"] if "nfor" in params else np.asarray(_NFOR_WB)
+        no = _noise_sum(slr, rlr, olr, ds, lstr, nc, nfor_wb, ps, pr)
+        idte = _idte_wb(no, t, telr, rlr)
+    # Listener echo, (7-25)-(7-26).
+    rle = 10.5 * (wepl + 7.0) * (tr + 1.0) ** -0.25  # (7-26)
     ro_idle = np.full_like(ro, _RO_WB) if band == "wb" else ro  # G.107.1: Idle from Ro,WB
-    idle = (ro_idle - rle) / 2.0 + np.sqrt((ro_idle - rle) ** 2 / 4.0 + 169.0)  # (7-26)
-    # Absolute delay, (7-28)-(7-30). X = 0 for Ta <= mT makes (7-29) exactly 0 = (7-28).
-    x = np.log2(np.maximum(ta, m_t) / m_t)  # (7-30)
+    idle = (ro_idle - rle) / 2.0 + np.sqrt((ro_idle - rle) ** 2 / 4.0 + 169.0)  # (7-25)
+    # Absolute delay, (7-27)-(7-28). X = 0 for Ta <= mT makes (7-27) exactly 0, its first case.
+    x = np.log2(np.maximum(ta, m_t) / m_t)  # (7-28)
     e = 6.0 * s_t
-    idd = 25.0 * ((1.0 + x**e) ** (1.0 / e) - 3.0 * (1.0 + (x / 3.0) ** e) ** (1.0 / e) + 2.0)  # (7-29)
+    idd = 25.0 * ((1.0 + x**e) ** (1.0 / e) - 3.0 * (1.0 + (x / 3.0) ** e) ** (1.0 / e) + 2.0)  # (7-27)
     if band == "wb":
         idd = _IDD_WB_FACTOR * idd  # G.107.1 clause 7.4
-    id_ = idte + idle + idd  # (7-20)
+    id_ = idte + idle + idd  # (7-18)
 
     # --- 7.5 Effective equipment impairment factor, Ie,eff -----------------------------
     ie, ppl = p["ie"], p["ppl"]
-    ie_eff = ie + (_IE_CEILING - ie) * ppl / (ppl / p["burst_r"] + p["bpl"])  # (7-31); G.107.1 7.5
+    if band == "wb":
+        ie_eff = ie + (_IE_CEILING - ie) * ppl / (ppl + p["bpl"])  # G.107.1 (06/2019) 7.5: no BurstR
+    else:
+        ie_eff = ie + (_IE_CEILING - ie) * ppl / (ppl / p["burst_r"] + p["bpl"])  # (7-29)
 
     a = p["a"]
     if band == "wb":
@@ -550,7 +672,7 @@ def delay_impairment(
     Returns
     -------
     numpy.ndarray
-        Id = Idte + Idle + Idd, G.107 (06/2015) eq. (7-20).
+        Id = Idte + Idle + Idd, G.107 (06/2015) eq. (7-18).
 
     Notes
     -----
