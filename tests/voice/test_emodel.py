@@ -3,6 +3,13 @@
 Reference values: the G.107 default case (clause 7.7, R = 93.2) with its intermediates,
 the delay-sensitivity example listed in the project's DESIGN.md (T = Ta = 300 ms,
 Tr = 600 ms), and single terms worked by hand below with ``math`` from the equations.
+
+The G.107.1 (06/2019) wide-band talker echo (issue 11, point 7) is checked against R_WB
+worked by hand from the equations listed in r_factor's Notes; no two independent public
+implementations could be found and run as oracles (the only public ones found were
+JavaScript calculators of a single project, read but not run), and issue 11's figures
+(R_WB off by 0.9 / 2.5 / 16 at T = 50 / 150 / 300 ms, TELR 55) could not be reproduced:
+the change measured here is 2.20 / 9.13 / 15.86.
 """
 
 from __future__ import annotations
