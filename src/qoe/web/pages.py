@@ -59,6 +59,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from qoe.errors import InputError
+from qoe.options import OptionsBase
 from qoe.report import as_dict, brief
 
 __all__ = ["Page", "WebOptions", "DnsQuery", "build_pages", "page_loads", "pages_from_har", "to_har_pages", "dns_queries",
@@ -77,7 +78,7 @@ _TLS13 = 0x0304
 
 
 @dataclass(frozen=True)
-class WebOptions:
+class WebOptions(OptionsBase):
     """How :func:`qoe.score` groups and scores page loads (see :func:`build_pages`).
 
     Attributes
@@ -98,6 +99,8 @@ class WebOptions:
     t_max: float | None = None
     share: float = 0.5
 
+    KIND: ClassVar[str] = "web"
+
     def __post_init__(self) -> None:
         from qoe.web.g1030 import PRESETS  # noqa: PLC0415
 
@@ -114,26 +117,6 @@ class WebOptions:
     def bounds(self) -> tuple[float, float] | None:
         """(t_min, t_max) when custom bounds are set."""
         return None if self.t_min is None else (float(self.t_min), float(self.t_max))  # type: ignore[arg-type]
-
-    @classmethod
-    def names(cls) -> tuple[str, ...]:
-        """The option names."""
-        import dataclasses  # noqa: PLC0415
-
-        return tuple(f.name for f in dataclasses.fields(cls))
-
-    def replace(self, **changes: Any) -> WebOptions:
-        """A copy with ``changes`` (checked like the original)."""
-        import dataclasses  # noqa: PLC0415
-
-        unknown = sorted(set(changes) - set(self.names()))
-        if unknown:
-            raise InputError(f"unknown web option(s) {', '.join(unknown)}; the options are: {', '.join(self.names())}")
-        return dataclasses.replace(self, **changes)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The options as plain Python."""
-        return as_dict(self)
 
 
 @dataclass(frozen=True, slots=True)
