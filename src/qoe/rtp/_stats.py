@@ -155,7 +155,8 @@ def clock_table(clock_rates: dict[int, int] | None = None) -> np.ndarray:
 
 def is_telephone_event(encoding: str) -> bool:
     """Whether an SDP ``a=rtpmap`` encoding name is RFC 4733's ``telephone-event``
-    (compared without case, RFC 4855 §3: media subtype names are case-insensitive)."""
+    (the rtpmap encoding name is the media subtype, RFC 4855 §3, and subtype names
+    are compared without case, RFC 6838 §4.2)."""
     return encoding.lower() == "telephone-event"
 
 
