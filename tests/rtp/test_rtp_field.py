@@ -110,3 +110,13 @@ def test_rtp_stats_leaves_telephone_events_out_of_the_jitter():
     counted = rtp_stats(stream.packets, 8000, clock_rates=rates)
     assert left_out.to_dict() == pytest.approx(stream.stats.to_dict(), nan_ok=True)
     assert counted.max_jitter_ms != pytest.approx(left_out.max_jitter_ms, abs=0.01)
+
+
+@pytest.mark.parametrize("batch_size", [1, 7, 65536])
+def test_the_sdp_in_force_does_not_depend_on_batches(batch_size):
+    """Whether the four SDP exchanges and the streams fall in one batch of datagrams or in
+    many, each stream binds to the announcement seen before its first packet."""
+    scan = scan_capture(FIELD / "reused_port.pcap", keep_packets=False, batch_size=batch_size)
+    streams = sorted((s for s in scan.streams if s.key.dport == 40000), key=lambda s: s.stats.first_ns)
+    assert [(s.clock_rate, s.call_id) for s in streams] == [
+        (8000, "field-a"), (16000, "field-b"), (32000, "field-c"), (48000, "field-c")]
