@@ -22,10 +22,11 @@ ALLOWED: dict[str, set[str]] = {
     "mos": {"errors"},
     "capture": {"errors"},
     "rtp": {"errors", "capture", "report"},
-    "voice": {"errors", "mos", "capture", "rtp", "report"},
-    "video": {"errors", "mos", "capture", "rtp", "report"},
-    "web": {"errors", "mos", "capture", "report"},
+    "voice": {"errors", "mos", "capture", "rtp", "report", "options"},
+    "video": {"errors", "mos", "capture", "rtp", "report", "options"},
+    "web": {"errors", "mos", "capture", "report", "options"},
     "report": {"errors"},
+    "options": {"errors", "report"},
 }
 
 

@@ -29,7 +29,7 @@ import qoe
 import qoe.errors
 
 #: The packages the issue names; their subpackages and modules are walked too.
-PACKAGES = ["qoe", "qoe.voice", "qoe.rtp", "qoe.capture", "qoe.web", "qoe.mos", "qoe.report", "qoe.api"]
+PACKAGES = ["qoe", "qoe.voice", "qoe.rtp", "qoe.capture", "qoe.web", "qoe.mos", "qoe.report", "qoe.api", "qoe.options"]
 
 
 def _is_private(name: str) -> bool:

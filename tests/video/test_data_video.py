@@ -72,14 +72,14 @@ def _ffprobe_frames(name: str) -> list[str]:
     return [ln for ln in lines if ln.startswith("key_frame=")]
 
 
+def _framemd5_lines(path: Path) -> list[tuple[int, str]]:
+    """(pts, MD5) per line of an ffmpeg framemd5 file, in its order."""
+    return [(int(f[2]), f[5]) for f in (
+        [x.strip() for x in ln.split(",")] for ln in path.read_text().splitlines() if not ln.startswith("#"))]
+
+
 def _framemd5(path: Path) -> dict[int, str]:
-    out = {}
-    for ln in path.read_text().splitlines():
-        if ln.startswith("#"):
-            continue
-        f = [x.strip() for x in ln.split(",")]
-        out[int(f[2])] = f[5]
-    return out
+    return dict(_framemd5_lines(path))
 
 
 def _received(name: str):
@@ -99,11 +99,6 @@ def test_frames_decoded_equal_ffprobe(scored, name):
     # frames FFmpeg gave without a PTS are the ones a player cannot place
     assert facts.frames_untimed == sum("pts=N/A" in ln for ln in ff) or name.startswith("h264")
     assert (facts.width, facts.height, facts.frame_rate) == (352, 288, 25.0)
-
-
-def _framemd5_lines(path: Path) -> list[tuple[int, str]]:
-    return [(int(f[2]), f[5]) for f in (
-        [x.strip() for x in ln.split(",")] for ln in path.read_text().splitlines() if not ln.startswith("#"))]
 
 
 @pytest.mark.parametrize("name", SCENARIOS)

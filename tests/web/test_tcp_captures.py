@@ -280,10 +280,12 @@ def test_a_timeout_is_told_from_fast_retransmits(tcp_captures):
     first = to[0]
     assert first.original_seen and first.delay_ns >= 200_000_000  # Linux's minimum RTO, 200 ms
     assert c.server.time_lost_ns >= 1_000_000_000  # bytes waited at least the outage (1.2 s) - RTT
-    # at the client the RTO retransmissions that fill holes are timeouts too
+    # at the client, RTO retransmissions that fill visible holes are timeouts; when the outage took
+    # a flight's tail (no hole visible at the client: which one happens depends on the run's
+    # timing), the retransmission looks new and the silence before it is a stall
     (cc,) = connections(tcp_captures["outage"])
-    assert cc.server.timeout_retransmissions > 0
-    assert cc.server.time_lost_ns >= 1_000_000_000
+    assert cc.server.timeout_retransmissions + cc.server.stalls > 0
+    assert cc.server.time_lost_ns + cc.server.stall_ns >= 1_000_000_000
 
 
 def test_a_lost_syn_is_a_timeout_retransmission(tcp_captures, tshark_of):

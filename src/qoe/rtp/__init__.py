@@ -46,6 +46,17 @@ and that observed behaviour:
   arrival spacing and timestamp spacing (in ms, timestamps converted with the payload
   type's clock rate) from the previous packet; packets whose payload type has no known
   clock rate leave ``J`` alone (their arrival time still counts as "previous").
+* RFC 4733 event packets (a payload type SDP maps to ``telephone-event``) have no clock
+  rate for the jitter whatever their rtpmap says: each carries its event's start
+  timestamp (RFC 4733 §2.3), not its own sampling instant. They count in the deltas
+  (the first of an event has the marker bit: left out of them as below), and the next
+  audio packet's ``D`` is taken from the last event packet's arrival. Checked on
+  ``data/voice/field/dtmf.pcap``; ``scan_capture(..., event_jitter=True)`` counts them
+  at their rtpmap rate instead, and :func:`rtp_stats` takes them as ``telephone_events``.
+* An SDP announcement holds from its frame until the next one for the same address and
+  port (a later call, or a re-INVITE, RFC 3264 §8): a stream takes its clock rates and
+  its call from the announcement in force at its first packet, as Wireshark's
+  conversations do (``data/voice/field/reused_port.pcap``).
 * Packets with the marker bit, comfort noise (PT 13 or 19, or ``CN`` in SDP) and the
   packet right after comfort noise still update ``J`` but are left out of the minimum,
   maximum and mean of delta and jitter.

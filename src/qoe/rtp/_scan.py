@@ -43,7 +43,7 @@ from qoe.rtp._packet import (
     wrapped_distance,
 )
 from qoe.rtp._results import RtcpSummary, RtpScan, RtpStream, StreamKey
-from qoe.rtp._stats import REORDER_WINDOW, StreamStats, _Segments, clock_table, cn_table
+from qoe.rtp._stats import REORDER_WINDOW, StreamStats, _Segments, clock_table, cn_table, is_telephone_event
 from qoe.rtp.sip import SIP_METHODS, SdpMedia, SipMessage, group_calls, parse_sip
 
 # UDP ports whose traffic is never taken for RTP by the heuristic (it can look like RTP
@@ -214,8 +214,9 @@ class _Scanner:
     """
 
     def __init__(self, *, keep_packets: bool, heuristic: bool, min_packets: int, reorder_window: int,
-                 first_ns: int | None = None) -> None:
+                 first_ns: int | None = None, event_jitter: bool = False) -> None:
         self.keep = keep_packets
+        self.event_jitter = event_jitter
         self.heuristic = heuristic
         self.min_packets = min_packets
         self.probe_packets = max(_PROBE_PACKETS, min_packets)
@@ -234,7 +235,8 @@ class _Scanner:
         self.kept: list[_Packets] = []  # packets of accepted flows (keep_packets)
         self.stats = StreamStats(reorder_window=reorder_window)
         self.sip: list[SipMessage] = []
-        self.announced: dict[tuple[str, int], tuple[str | None, SdpMedia]] = {}
+        # (address, port) -> its announcements in capture order: (frame, Call-ID, media)
+        self.announced: dict[tuple[str, int], list[tuple[int, str | None, SdpMedia]]] = {}
         self.new_announcements = False
         self.rtcp_ports: set[tuple[str, int]] = set()
         self.rtcp = _RtcpBook()
@@ -292,7 +294,9 @@ class _Scanner:
         if msg.sdp is not None:
             for m in msg.sdp.media:
                 if m.port and m.address:
-                    self.announced[(m.address, m.port)] = (msg.call_id, m)
+                    # each announcement holds from its frame until the next one for the
+                    # same address and port (a later call or a re-INVITE, RFC 3264 §8)
+                    self.announced.setdefault((m.address, m.port), []).append((msg.frame, msg.call_id, m))
                     self.rtcp_ports.add((m.address, m.rtcp_port or (m.port + 1)))
                     self.new_announcements = True
 
@@ -415,9 +419,25 @@ class _Scanner:
         self.sid = np.append(self.sid, np.full(extra, -1, dtype=np.int64))
 
     def _announcement(self, fid: int) -> tuple[str | None, SdpMedia] | None:
+        """(Call-ID, media) of the SDP announcement that flow ``fid`` follows.
+
+        The announcement of the flow's receiving address and port (else of its sending
+        one, for symmetric RTP) in force at the flow's first packet: the last one seen
+        before it. A flow that starts before any announcement of its port takes the
+        first one made after it.
+        """
         src, dst, sport, dport, _ = self.keys[fid]
         a = self.addresses
-        return self.announced.get((a[dst], dport)) or self.announced.get((a[src], sport))
+        seen = self.announced.get((a[dst], dport)) or self.announced.get((a[src], sport))
+        if not seen:
+            return None
+        first = int(self.first_frame[fid])
+        pick = seen[0]
+        for ann in seen:  # in capture order; a port is rarely announced more than a few times
+            if ann[0] > first:
+                break
+            pick = ann
+        return pick[1], pick[2]
 
     def _decide(self, *, final: bool, new_flows: np.ndarray | None = None) -> _Packets:
         """Accept or reject undecided flows; the held packets of the accepted ones.
@@ -491,6 +511,10 @@ class _Scanner:
             rates[pt] = rate
             if name.upper() == "CN":
                 cn.append(pt)
+            elif not self.event_jitter and is_telephone_event(name):
+                # RFC 4733 §2.3: an event packet carries its event's start timestamp, not
+                # its own sampling instant, so it has no place in the jitter (as Wireshark)
+                rates[pt] = 0
         self.state[fid] = _RTP
         self.sid[fid] = self.stats.add(clocks=clock_table(rates), cn=cn_table(cn))[0]
 
@@ -599,6 +623,7 @@ def scan_capture(
     min_packets: int = 4,
     batch_size: int = 65536,
     reorder_window: int = REORDER_WINDOW,
+    event_jitter: bool = False,
 ) -> RtpScan:
     """Find every RTP stream, SIP call and RTCP report in a capture, in one pass.
 
@@ -626,6 +651,13 @@ def scan_capture(
         How many sequence numbers behind a stream's highest one a packet may arrive and
         still be told apart as a duplicate or a late packet (default 4096; see
         :func:`rtp_stats`). Each stream keeps one bit per number of it.
+    event_jitter : bool, optional
+        Count RFC 4733 event packets (payload types that SDP maps to
+        ``telephone-event``) in the jitter as if they were audio samples at their
+        rtpmap clock rate. False (the default, as Wireshark) leaves them out of the
+        jitter: they still count in the arrival deltas, and the next audio packet's
+        transit difference is taken from the last event packet's arrival and the last
+        audio packet's timestamp (see :func:`rtp_stats`, ``telephone_events``).
 
     Returns
     -------
@@ -640,7 +672,9 @@ def scan_capture(
 
     References
     ----------
-    RFC 3550 §5.1, §6.4, §11; RFC 5761 §4; RFC 3261 §7; RFC 4566 §5.
+    RFC 3550 §5.1, §6.4, §11; RFC 5761 §4; RFC 3261 §7; RFC 4566 §5; RFC 3264 §8
+    (an announcement holds until the next one for its address and port: a stream
+    follows the one in force at its first packet); RFC 4733 §2.3.
     """
     from qoe.capture import probe, read_udp_batches  # noqa: PLC0415 - the capture layer, imported when used
 
@@ -652,7 +686,7 @@ def scan_capture(
         # frame 1, even when a later frame has an earlier time (as tshark)
         first_ns = probe(name).first_frame_ns
     sc = _Scanner(keep_packets=keep_packets, heuristic=heuristic, min_packets=min_packets,
-                  reorder_window=reorder_window, first_ns=first_ns)
+                  reorder_window=reorder_window, first_ns=first_ns, event_jitter=event_jitter)
     for b in read_udp_batches(name, batch_size=batch_size):
         sc.batch(b)
     return sc.finish(name)

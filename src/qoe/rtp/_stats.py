@@ -153,6 +153,13 @@ def clock_table(clock_rates: dict[int, int] | None = None) -> np.ndarray:
     return table
 
 
+def is_telephone_event(encoding: str) -> bool:
+    """Whether an SDP ``a=rtpmap`` encoding name is RFC 4733's ``telephone-event``
+    (the rtpmap encoding name is the media subtype, RFC 4855 §3, and subtype names
+    are compared without case, RFC 6838 §4.2)."""
+    return encoding.lower() == "telephone-event"
+
+
 def cn_table(extra: Iterable[int] = ()) -> np.ndarray:
     """Comfort-noise flag per payload type (RFC 3389 §5), plus SDP-mapped ``CN`` types."""
     table = np.zeros(128, dtype=bool)
@@ -744,6 +751,7 @@ def rtp_stats(
     *,
     clock_rates: dict[int, int] | None = None,
     comfort_noise: Iterable[int] = (),
+    telephone_events: Iterable[int] = (),
     reorder_window: int = REORDER_WINDOW,
 ) -> RtpStats:
     """Receiver statistics of one stream, computed from its packet table.
@@ -760,6 +768,13 @@ def rtp_stats(
         Clock rate per payload type (e.g. from SDP ``a=rtpmap``); overrides the rest.
     comfort_noise : iterable of int, optional
         Payload types that carry comfort noise besides 13 and 19 (e.g. a dynamic ``CN``).
+    telephone_events : iterable of int, optional
+        Payload types of RFC 4733 events (SDP ``telephone-event``). Their packets carry
+        the start timestamp of their event (RFC 4733 §2.3), not a sampling instant, so
+        they are left out of the jitter, whatever ``clock_rates`` says, as Wireshark
+        does: they count in the arrival deltas (but for the first of an event, which
+        has the marker bit), and the next audio packet's transit difference is measured
+        from the last event packet's arrival and the last audio packet's timestamp.
     reorder_window : int, optional
         How many sequence numbers behind the highest one received a packet may arrive
         and still be told apart as a duplicate or a late packet (default 4096, beyond
@@ -795,6 +810,9 @@ def rtp_stats(
         for p in pts.tolist():
             if np.isnan(clocks[p]) and (clock_rates is None or p not in clock_rates):
                 clocks[p] = clock_rate
+    for p in telephone_events:
+        if 0 <= p < 128:
+            clocks[p] = np.nan  # no clock: no jitter (RFC 4733 §2.3)
     st = StreamStats(reorder_window=reorder_window)
     (sid,) = st.add(clocks=clocks, cn=cn_table(comfort_noise))
     st.update(np.full(len(packets), sid), packets.arrival_ns, packets.seq, packets.timestamp, packets.payload_type,

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from qoe.errors import AlignmentError, InputError, UnsupportedCodecError
+from qoe.options import OptionsBase
 from qoe.report import as_dict, brief
 from qoe.video.align import THUMB_SIZE, Offset, find_offset, thumbnail
 from qoe.video.comparison import VideoComparison
@@ -36,7 +37,7 @@ from qoe.video.receiver import CLOCK_HZ, ReceivedVideo
 __all__ = ["VideoOptions", "StreamFacts", "VideoScore", "stream_facts", "score_stream", "score_capture", "sorted_frames"]
 
 @dataclass(frozen=True)
-class VideoOptions:
+class VideoOptions(OptionsBase):
     """How to score the video streams of a capture (what :func:`qoe.score` passes on).
 
     Attributes
@@ -59,6 +60,8 @@ class VideoOptions:
     variant: str = "wang"
     psnr_table: str = "zinner2010"
 
+    KIND: ClassVar[str] = "video"
+
     def __post_init__(self) -> None:
         from qoe.video.metrics import SSIM_VARIANTS  # noqa: PLC0415
         from qoe.video.mos import PSNR_TABLES  # noqa: PLC0415
@@ -69,28 +72,6 @@ class VideoOptions:
             raise InputError(f"psnr_table must be one of {', '.join(PSNR_TABLES)}; given {self.psnr_table!r}")
         if self.sdp is not None:
             object.__setattr__(self, "sdp", os.fspath(self.sdp))
-
-    @classmethod
-    def names(cls) -> tuple[str, ...]:
-        """The option names."""
-        return tuple(f.name for f in dataclasses.fields(cls))
-
-    def replace(self, **changes: Any) -> VideoOptions:
-        """A copy with ``changes`` (checked like the original).
-
-        Raises
-        ------
-        InputError
-            A name that is not an option, or a bad value.
-        """
-        unknown = sorted(set(changes) - set(self.names()))
-        if unknown:
-            raise InputError(f"unknown video option(s) {', '.join(unknown)}; the options are: {', '.join(self.names())}")
-        return dataclasses.replace(self, **changes)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The options as plain Python."""
-        return as_dict(self)
 
 
 # A gap between frames longer than this many frame intervals is a freeze (a frame missing).

@@ -59,6 +59,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from qoe.errors import InputError
+from qoe.options import OptionsBase
 from qoe.report import as_dict, brief
 
 __all__ = ["Page", "WebOptions", "DnsQuery", "build_pages", "page_loads", "pages_from_har", "to_har_pages", "dns_queries",
@@ -77,7 +78,7 @@ _TLS13 = 0x0304
 
 
 @dataclass(frozen=True)
-class WebOptions:
+class WebOptions(OptionsBase):
     """How :func:`qoe.score` groups and scores page loads (see :func:`build_pages`).
 
     Attributes
@@ -98,6 +99,8 @@ class WebOptions:
     t_max: float | None = None
     share: float = 0.5
 
+    KIND: ClassVar[str] = "web"
+
     def __post_init__(self) -> None:
         from qoe.web.g1030 import PRESETS  # noqa: PLC0415
 
@@ -114,26 +117,6 @@ class WebOptions:
     def bounds(self) -> tuple[float, float] | None:
         """(t_min, t_max) when custom bounds are set."""
         return None if self.t_min is None else (float(self.t_min), float(self.t_max))  # type: ignore[arg-type]
-
-    @classmethod
-    def names(cls) -> tuple[str, ...]:
-        """The option names."""
-        import dataclasses  # noqa: PLC0415
-
-        return tuple(f.name for f in dataclasses.fields(cls))
-
-    def replace(self, **changes: Any) -> WebOptions:
-        """A copy with ``changes`` (checked like the original)."""
-        import dataclasses  # noqa: PLC0415
-
-        unknown = sorted(set(changes) - set(self.names()))
-        if unknown:
-            raise InputError(f"unknown web option(s) {', '.join(unknown)}; the options are: {', '.join(self.names())}")
-        return dataclasses.replace(self, **changes)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The options as plain Python."""
-        return as_dict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,6 +325,20 @@ def _group(items: list[_Item], idle_gap_ns: int) -> list[list[_Item]]:
 # --------------------------------------------------------------------------------------
 # Round trips
 
+def _response_bytes(t: Any) -> int:
+    """A transaction's response bytes on the wire: head and body (chunk framing included)."""
+    return (t.response_header_bytes or 0) + (t.response_body_wire_bytes or 0)
+
+
+def _mos(plt: float, preset: str, bounds: tuple[float, float] | None) -> float:
+    """G.1030 MOS of one PLT with a preset or custom (t_min, t_max) bounds."""
+    from qoe.web import g1030  # noqa: PLC0415
+
+    if bounds is None:
+        return float(g1030.mos(plt, preset=preset))
+    return float(g1030.mos(plt, preset=None, t_min=bounds[0], t_max=bounds[1]))
+
+
 def _slow_start_rounds(nbytes: int, mss: int) -> int:
     """Extra rounds slow start needs beyond the first for ``nbytes`` (IW of RFC 6928 §2)."""
     if nbytes <= 0:
@@ -381,7 +378,7 @@ def _round_trips(items: list[_Item], conns: Mapping[int, Any], opened: set[int])
             rounds += 1 + _slow_start_rounds(it.tls.server_bytes, mss)
         else:
             t = it.txn
-            body = (t.response_header_bytes or 0) + (t.response_body_wire_bytes or 0)
+            body = _response_bytes(t)
             rounds += 1 + _slow_start_rounds(body, mss)
     return rounds
 
@@ -465,8 +462,6 @@ def build_pages(
     list of Page
         In order of their start.
     """
-    from qoe.web import g1030  # noqa: PLC0415
-
     if not (idle_gap_s > 0 and math.isfinite(idle_gap_s)):
         raise InputError(f"idle_gap_s must be a positive number of seconds; given {idle_gap_s!r}")
     if not 0 < share <= 1:
@@ -484,12 +479,12 @@ def build_pages(
     groups.sort(key=lambda cg: cg[1][0].start_ns)
     out = []
     for index, (client, group) in enumerate(groups):
-        out.append(_page(index, client, group, conns, queries.get(client, []), gap, preset, bounds, share, g1030))
+        out.append(_page(index, client, group, conns, queries.get(client, []), gap, preset, bounds, share))
     return out
 
 
 def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any], queries: list[DnsQuery],
-          gap: int, preset: str, bounds: Any, share: float, g1030: Any) -> Page:
+          gap: int, preset: str, bounds: Any, share: float) -> Page:
     first = group[0]
     main = first.txn
     host = main.host if main is not None else first.server_name
@@ -520,7 +515,7 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
     retrans = sum(c.client.retransmissions + c.server.retransmissions for c in page_conns)
     label, rtt_share, loss_share = _diagnose(plt, rounds, rtt, rtt_min, wait, share)
     txns = tuple(it.txn for it in group if it.txn is not None)
-    nbytes = sum((t.response_header_bytes or 0) + (t.response_body_wire_bytes or 0) for t in txns)
+    nbytes = sum(_response_bytes(t) for t in txns)
     nbytes += sum(it.tls.server_bytes for it in group if it.tls is not None)
     complete = all(t.complete for t in txns) and all(it.tls.complete for it in group if it.tls is not None)
     notes = []
@@ -529,7 +524,7 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
     if not complete:
         notes.append("partial: " + "; ".join(sorted({t.partial or t.error or "incomplete" for t in txns if not t.complete})))
     b = tuple(bounds) if bounds is not None else None
-    mos = float(g1030.mos(plt, preset=preset) if b is None else g1030.mos(plt, preset=None, t_min=b[0], t_max=b[1]))
+    mos = _mos(plt, preset, b)
     return Page(
         client=client, index=index, url=url, host=host, scheme="https" if first.tls is not None else "http",
         start_ns=start, end_ns=end, start_event=event, plt_s=plt, ttfb_s=ttfb,
@@ -622,8 +617,6 @@ def pages_from_har(
     (``startedDateTime`` → the last entry's end); a note says which. A HAR holds no TCP
     facts: RTT and loss are unknown (NaN) and the diagnosis is ``neither``.
     """
-    from qoe.web import g1030  # noqa: PLC0415
-
     b = tuple(bounds) if bounds is not None else None
     if not log.pages:
         return build_pages(log.transactions, idle_gap_s=idle_gap_s, preset=preset, bounds=b)
@@ -640,7 +633,7 @@ def pages_from_har(
         ttfb = math.nan
         if main is not None and main.response_start_ns is not None:
             ttfb = (main.response_start_ns - hp.started_ns) / _NS
-        mos = float(g1030.mos(plt, preset=preset) if b is None else g1030.mos(plt, preset=None, t_min=b[0], t_max=b[1]))
+        mos = _mos(plt, preset, b)
         out.append(Page(
             client=(main.client[0] if main is not None and main.client else ""), index=index,
             url=main.url if main is not None else hp.title, host=main.host if main is not None else None,
@@ -648,7 +641,7 @@ def pages_from_har(
             start_ns=hp.started_ns, end_ns=hp.started_ns + int(round(plt * _NS)), start_event="har",
             plt_s=plt, ttfb_s=ttfb, objects=len(txns), connections=len({t.connection for t in txns}),
             new_connections=sum(1 for t in txns if not t.reused), bytes=sum(
-                (t.response_header_bytes or 0) + (t.response_body_wire_bytes or 0) for t in txns),
+                _response_bytes(t) for t in txns),
             rtt_s=math.nan, rtt_min_s=math.nan, round_trips=0, rtt_component_s=math.nan, retransmissions=0,
             loss_wait_s=0.0, diagnosis="neither", rtt_share=math.nan, loss_share=math.nan, mos=mos,
             preset="custom" if b is not None else preset, complete=all(t.complete for t in txns),

@@ -12,9 +12,10 @@ import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Any, Literal, Union
+from typing import Any, ClassVar, Literal, Union
 
 from qoe.errors import InputError
+from qoe.options import OptionsBase
 from qoe.report import as_dict
 from qoe.rtp.delay import Clocks
 from qoe.rtp.jitterbuffer import JitterBuffer, parse_jitter_buffer
@@ -43,7 +44,7 @@ def _frozen_params(params: Mapping[str, Any] | None) -> Mapping[str, Any]:
 
 
 @dataclass(frozen=True)
-class CallOptions:
+class CallOptions(OptionsBase):
     """Every choice the call scorer makes, with the defaults :func:`qoe.score` uses.
 
     All fields are checked when the object is made (an :class:`~qoe.errors.InputError`
@@ -143,28 +144,12 @@ class CallOptions:
             emodel.r_factor(**params)  # raises InputError on an unknown name or a bad value
         object.__setattr__(self, "emodel_params", params)
 
+    KIND: ClassVar[str] = "call"
+
     @property
     def buffer(self) -> JitterBuffer:
         """The jitter buffer described by :attr:`jitter_buffer`."""
         return parse_jitter_buffer(self.jitter_buffer)
-
-    def replace(self, **changes: Any) -> CallOptions:
-        """A copy with ``changes`` (checked like the original).
-
-        Raises
-        ------
-        InputError
-            A name that is not an option, or a bad value.
-        """
-        unknown = sorted(set(changes) - set(self.names()))
-        if unknown:
-            raise InputError(f"unknown call option(s) {', '.join(unknown)}; the options are: {', '.join(self.names())}")
-        return dataclasses.replace(self, **changes)
-
-    @classmethod
-    def names(cls) -> tuple[str, ...]:
-        """The option names, in declaration order."""
-        return tuple(f.name for f in fields(cls))
 
     def to_dict(self) -> dict[str, Any]:
         """The options as plain Python (the jitter buffer as its text form)."""

@@ -1,0 +1,51 @@
+"""What every options object shares: its names, a checked copy, and a plain-Python view.
+
+:class:`qoe.voice.CallOptions`, :class:`qoe.video.VideoOptions` and
+:class:`qoe.web.WebOptions` are frozen dataclasses that check their values in
+``__post_init__``; this base gives them the same ``names()``, ``replace(**changes)`` (an
+unknown name is an :class:`~qoe.errors.InputError` listing the known ones) and
+``to_dict()``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar, TypeVar
+
+from qoe.errors import InputError
+from qoe.report import as_dict
+
+__all__ = ["OptionsBase"]
+
+_T = TypeVar("_T", bound="OptionsBase")
+
+
+class OptionsBase:
+    """Mixin for a frozen options dataclass (set ``KIND`` to name it in messages)."""
+
+    #: Names the options in error messages (``"call"``, ``"video"``, ``"web"``).
+    KIND: ClassVar[str] = ""
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The option names, in declaration order."""
+        return tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+
+    def replace(self: _T, **changes: Any) -> _T:
+        """A copy with ``changes`` (checked like the original).
+
+        Raises
+        ------
+        InputError
+            A name that is not an option, or a bad value.
+        """
+        unknown = sorted(set(changes) - set(self.names()))
+        if unknown:
+            raise InputError(
+                f"unknown {self.KIND} option(s) {', '.join(unknown)}; the options are: {', '.join(self.names())}"
+            )
+        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The options as plain Python."""
+        return as_dict(self)
