@@ -23,12 +23,12 @@ References
    planning", clause 7 (Id (7-18), Idte (7-19), Idle (7-25), Idd (7-27), Ie,eff (7-29)),
    Table 2 (advantage factor A), Table 3 (default values and permitted ranges),
    delay-sensitivity classes of clause 7.4.
-.. [2] ITU-T G.107.1 (06/2019, with Corrigendum 1 01/2020), "Wideband E-model", clauses
-   7.1-7.5 and Annex A. Its text could not be consulted; see :func:`r_factor` Notes for
+.. [2] ITU-T G.107.1 (06/2019), "Wideband E-model", clauses 7.1-7.5 and Annex A. Its
+   text could not be read; see :func:`r_factor` Notes for
    the sources the wide-band terms follow.
 .. [3] ITU-T G.113 (11/2007), "Transmission impairments due to speech processing",
-   Appendix I, Table I.1 (Ie values) and Table I.3 (Bpl values); not re-checked against
-   the text, see :data:`CODECS`.
+   Appendix I, Table I.1 (Ie values) and Table I.3 (Bpl values); not read, see
+   :data:`CODECS` for what each preset was checked against.
 .. [4] R. G. Cole and J. H. Rosenbluth, "Voice over IP performance monitoring",
    ACM SIGCOMM Computer Communication Review 31(2), 2001, doi:10.1145/505666.505669.
 .. [5] G. White and D. Rice, "Active Queue Management Algorithms for DOCSIS 3.0",
@@ -58,6 +58,7 @@ __all__ = [
     "CODECS",
     "CODECS_WB",
     "Codec",
+    "UNVERIFIED",
     "EModelResult",
     "SimplifiedResult",
     "r_factor",
@@ -134,6 +135,21 @@ ADVANTAGE_FACTOR: Mapping[str, float] = MappingProxyType(
 )
 
 
+#: What a preset's ``source`` says when nothing was checked: G.113's text could not be read
+#: (issue 11, point 9), and no other public source quoting the value was found.
+UNVERIFIED = "unverified: G.113 (11/2007) Appendix I could not be read and no other source was checked"
+
+# Secondary sources that quote G.113 Ie values, read through the project's search tool
+# (their text, not G.113's). Neither is the Recommendation: a preset they agree with is
+# "checked against" them, not verified against G.113.
+_MITEL = ("Mitel MiVoice MX-ONE 7.8 SP1 planning library, 'Speech Compression Impairment', "
+          "Table 1 (G.726 32 kbit/s: 7; G.729A(AB): 11; G.723.1 6.3 kbit/s: 15; its note: "
+          "G.729: 10)")
+_NORTEL = ("Nortel CS 1000 'IP Trunk Fundamentals' NN43001-563 01.01 (2007), Table 29 (G.711: "
+           "0; G.729A/AB 20-30 ms frames: 11; G.723.1 5.3 kbit/s: 19, 6.3 kbit/s: 15), which "
+           "says its factors are 'not identical to those shown in the ITU-T standards'")
+
+
 @dataclass(frozen=True, slots=True)
 class Codec:
     """Equipment impairment of a codec: Ie, and Bpl where one is tabulated.
@@ -143,46 +159,60 @@ class Codec:
     name : str
         Preset name as accepted by ``r_factor(codec=...)``.
     ie : float
-        Equipment impairment factor Ie (after G.113 Appendix I, Table I.1; unverified, see
-        :data:`CODECS`).
+        Equipment impairment factor Ie (after G.113 Appendix I, Table I.1).
     bpl : float or None
-        Packet-loss robustness factor Bpl (after G.113 Appendix I, Table I.3; unverified);
-        ``None`` when none is tabulated, in which case a loss probability needs an explicit
-        ``bpl``.
+        Packet-loss robustness factor Bpl (after G.113 Appendix I, Table I.3); ``None``
+        when none is tabulated, in which case a loss probability needs an explicit ``bpl``.
     description : str
         Codec, bit rate and (for Bpl) the packet size and concealment it was measured with.
+    source : str
+        Which source the values were checked against, value by value; :data:`UNVERIFIED`
+        (the default) when none was. G.113 itself could not be read (issue 11, point 9).
     """
 
     name: str
     ie: float
     bpl: float | None
     description: str
+    source: str = UNVERIFIED
 
 
 def _codec_table(entries: list[Codec]) -> Mapping[str, Codec]:
     return MappingProxyType({c.name.lower(): c for c in entries})
 
 
+def _checked(ie_by: str, bpl: bool) -> str:
+    tail = "; Bpl unverified (no source quoting G.113 Table I.3 was found)" if bpl else ""
+    return f"Ie checked against {ie_by} (G.113 itself not read){tail}"
+
+
 #: Narrow-band codec presets after ITU-T G.113 (11/2007) Appendix I: Ie from Table I.1,
-#: Bpl from Table I.3 (random packet loss). UNVERIFIED: the values were transcribed when
-#: this table was written, and the G.113 text could not be consulted to re-check them
-#: (issue 11, point 9); treat every preset as unverified until checked against
-#: Tables I.1/I.3, and pass ``ie=``/``bpl=`` explicitly where the exact value matters.
+#: Bpl from Table I.3 (random packet loss). The values were transcribed when this table
+#: was written; G.113's text could not be read to re-check them (issue 11, point 9). Each
+#: preset's ``source`` says what its values were checked against: the Ie of G.711, G.726
+#: 32 kbit/s, G.729, G.729A and G.723.1 agree with two secondary sources quoting G.113
+#: (a Mitel and a Nortel planning guide); every other Ie and every Bpl is
+#: :data:`UNVERIFIED`. Pass ``ie=``/``bpl=`` explicitly where the exact value matters.
 CODECS: Mapping[str, Codec] = _codec_table(
     [
-        Codec("G.711", 0.0, 4.3, "G.711 PCM 64 kbit/s, 10 ms packets, no PLC (Table I.1/I.3)"),
-        Codec("G.711-plc", 0.0, 25.1, "G.711 PCM 64 kbit/s, 10 ms packets, G.711 Appendix I PLC (Table I.1/I.3)"),
+        Codec("G.711", 0.0, 4.3, "G.711 PCM 64 kbit/s, 10 ms packets, no PLC (Table I.1/I.3)",
+              _checked(_NORTEL, bpl=True)),
+        Codec("G.711-plc", 0.0, 25.1, "G.711 PCM 64 kbit/s, 10 ms packets, G.711 Appendix I PLC (Table I.1/I.3)",
+              _checked(_NORTEL, bpl=True)),
         Codec("G.726-40", 2.0, None, "G.726 ADPCM 40 kbit/s (Table I.1)"),
-        Codec("G.726-32", 7.0, None, "G.726 ADPCM 32 kbit/s (Table I.1)"),
+        Codec("G.726-32", 7.0, None, "G.726 ADPCM 32 kbit/s (Table I.1)", _checked(_MITEL, bpl=False)),
         Codec("G.726-24", 25.0, None, "G.726 ADPCM 24 kbit/s (Table I.1)"),
         Codec("G.726-16", 50.0, None, "G.726 ADPCM 16 kbit/s (Table I.1)"),
         Codec("G.728-16", 7.0, None, "G.728 LD-CELP 16 kbit/s (Table I.1)"),
         Codec("G.728-12.8", 20.0, None, "G.728 LD-CELP 12.8 kbit/s (Table I.1)"),
-        Codec("G.729", 10.0, None, "G.729 CS-ACELP 8 kbit/s (Table I.1)"),
-        Codec("G.729A+VAD", 11.0, 19.0, "G.729A CS-ACELP 8 kbit/s with VAD, 20 ms packets (Table I.1/I.3)"),
-        Codec("G.723.1-6.3", 15.0, None, "G.723.1 MP-MLQ 6.3 kbit/s (Table I.1)"),
-        Codec("G.723.1-5.3", 19.0, None, "G.723.1 ACELP 5.3 kbit/s (Table I.1)"),
-        Codec("G.723.1+VAD", 15.0, 16.1, "G.723.1 MP-MLQ 6.3 kbit/s with VAD, 30 ms packets (Table I.1/I.3)"),
+        Codec("G.729", 10.0, None, "G.729 CS-ACELP 8 kbit/s (Table I.1)", _checked(_MITEL, bpl=False)),
+        Codec("G.729A+VAD", 11.0, 19.0, "G.729A CS-ACELP 8 kbit/s with VAD, 20 ms packets (Table I.1/I.3)",
+              _checked(f"{_MITEL} and {_NORTEL}", bpl=True)),
+        Codec("G.723.1-6.3", 15.0, None, "G.723.1 MP-MLQ 6.3 kbit/s (Table I.1)",
+              _checked(f"{_MITEL} and {_NORTEL}", bpl=False)),
+        Codec("G.723.1-5.3", 19.0, None, "G.723.1 ACELP 5.3 kbit/s (Table I.1)", _checked(_NORTEL, bpl=False)),
+        Codec("G.723.1+VAD", 15.0, 16.1, "G.723.1 MP-MLQ 6.3 kbit/s with VAD, 30 ms packets (Table I.1/I.3)",
+              _checked(f"{_MITEL} and {_NORTEL}", bpl=True)),
         Codec("GSM-FR", 20.0, None, "GSM 06.10 RPE-LTP full rate 13 kbit/s (Table I.1)"),
         Codec("GSM-HR", 23.0, None, "GSM 06.20 VSELP half rate 5.6 kbit/s (Table I.1)"),
         Codec("GSM-EFR", 5.0, 10.0, "GSM 06.60 ACELP enhanced full rate 12.2 kbit/s, 20 ms packets (Table I.1/I.3)"),
@@ -257,8 +287,8 @@ class EModelResult:
     id_ : ndarray
         Delay impairment factor Id = Idte + Idle + Idd, eq. (7-18).
     idte, idle, idd : ndarray
-        Talker-echo, listener-echo and absolute-delay impairments, eq. (7-19) (Idtes,
-        (7-24), for STMR > 20 dB; Idte,WB of G.107.1 for wide-band), (7-25), (7-27).
+        Talker-echo, listener-echo and absolute-delay impairments, eq. (7-19) (Idtes
+        for STMR > 20 dB; Idte,WB of G.107.1 for wide-band), (7-25), (7-27).
     ie_eff : ndarray
         Effective equipment impairment factor, eq. (7-29) (Ie,eff,WB for wide-band).
     a : ndarray
@@ -478,20 +508,24 @@ def r_factor(
     * Ro from the noise sum No of circuit noise, room noise at both sides and the receive
       noise floor (clause 7.2, (7-2), (7-3)).
     * Is = Iolr + Ist + Iq (clause 7.3).
-    * Id = Idte + Idle + Idd (7-18). Idte (7-19) uses TERV (7-22), replaced by TERVs =
-      TERV + Ist/2 for STMR < 9 dB (7-23); for T < 1 ms the echo is perceived as
-      sidetone, Idte = 0; for STMR > 20 dB Idte is replaced by Idtes = sqrt(Idte² + Ist²)
-      (7-24). Idle (7-25). Idd (7-27) = 0 for Ta ≤ mT, else
+    * Id = Idte + Idle + Idd (7-18). Idte (7-19) uses Roe = −1.5 (No − RLR) and
+      Re = 80 + 2.5 (TERV − 14) with TERV = TELR − 40 lg[(1 + T/10)/(1 + T/150)] +
+      6 e^(−0.3 T²), replaced by TERVs = TERV + Ist/2 for STMR < 9 dB; for T < 1 ms the
+      echo is perceived as sidetone, Idte = 0; for STMR > 20 dB Idte is replaced by
+      Idtes = sqrt(Idte² + Ist²). Idle (7-25). Idd (7-27) = 0 for Ta ≤ mT, else
       25·{(1 + X^(6 sT))^(1/(6 sT)) − 3·(1 + (X/3)^(6 sT))^(1/(6 sT)) + 2}, X = lg(Ta/mT)/lg 2.
     * Ie,eff = Ie + (95 − Ie)·Ppl / (Ppl/BurstR + Bpl) (7-29).
 
     Order of the T < 1 ms rule and Idtes. The rule sets Idte = 0 and Idtes is then formed
-    from that Idte, so for STMR > 20 dB and T < 1 ms, Idtes = Ist (not 0). Issue 11
-    (point 8) reports that two public implementations apply the rules in this order; the
-    deciding reason here is that it is the only order in which R is continuous at
-    T = 1 ms: with the other one, R jumped by Ist (1.40 at STMR 23 dB, defaults
-    otherwise) between T = 0.99 and 1 ms, while Idte itself is ~0 on both sides. The text
-    of clause 7.4 could not be re-read while deciding this; check it when available.
+    from that Idte, so for STMR > 20 dB and T < 1 ms, Idtes = Ist (not 0). The text of
+    clause 7.4 could not be read to settle the order. Evidence: (a) it is the only order in
+    which R is continuous at T = 1 ms (the other one jumps by Ist, 1.40 at STMR 23 dB,
+    between T = 0.99 and 1 ms, while Idte itself is ~0 on both sides); (b) the public Go
+    implementation ``manucorporat/e-model`` (``main.go``, commit e6b8411f), run as a test
+    oracle, forms Idtes whatever T is and so also gives ≈ Ist below 1 ms: R = 90.406976 at
+    STMR 23 dB, T = 0.5 ms, against 90.409252 here (its 0.0023 is the (1 − e^(−T)) Idte it
+    keeps below 1 ms) and 91.8 with the other order; issue 11 (point 8) reports the same
+    of two public implementations.
 
     Permitted ranges. G.107 Table 3 gives a permitted range for each input; the equations
     are defined outside it but not validated there. A value that makes an equation
@@ -530,22 +564,38 @@ def r_factor(
     with a :class:`~qoe.errors.QoEWarning` when it is not 1), and MOS from R_WB/1.29
     (Annex A).
 
-    Sources. The text of G.107.1 could not be consulted while writing this. The 06/2019
-    scope (Ro,WB = 129, Is,WB = 0) is from the Recommendation's published scope and
-    summary (standards.globalspec.com, ITU-T G.107.1, 1 June 2019); the talker-echo
-    equations are those listed in issue 11, point 7; where that list leaves the sign of K
-    open, the public JavaScript wide-band calculators found in a public code index
-    (variables ``TERV_WB``/``Re_WB``) were followed: they add K to TELR in TERV,WB (one
-    writes K = 0.08 T + 100 below 100 ms, evidently a typo, and uses natural logarithms;
-    they were read, not run, and are not oracles). Treat wide-band results with
+    Sources of the wide-band terms. The text of G.107.1 could not be read: the project's
+    search tool was asked for it (its docs, pages, code and issues corpora, with the
+    phrasings "G.107.1 TERV,WB", "Re,WB = 80 + 3", "Ro,WB 129", "wideband E-model talker
+    echo", "Ie,eff,WB Ppl Bpl" and others) and returned only its table of contents and
+    published scope. The 06/2019 scope (Ro,WB = 129, Is,WB = 0) is from that scope
+    (standards.globalspec.com, ITU-T G.107.1, 1 June 2019). The talker-echo terms are
+    those listed in issue 11, point 7. The one public wide-band implementation found (a
+    JavaScript calculator, two copies of one project's code, found with the search tool's
+    ``find_string("TERV_WB")``, file ids 6228418062 and 5996201747; the index does not
+    name the repository) has the same terms and gives the sign of K that the issue's list
+    leaves open: it adds K to TELR. It cannot be run as an oracle (it takes natural
+    logarithms for lg, writes K = 0.08 T + 100, "+ 1" for "− 1" in Idte and (Tr + 1)^0.25
+    for Rle); its terms were read, none of its code was used.
+
+    The sign of K. With +K, wide-band talker echo impairs less than narrow-band echo at
+    the same TELR (TELR 55 dB: Idte,WB = 0.61 / 1.24 / 2.11 on the 0-129 scale at
+    T = 50 / 150 / 300 ms, against the narrow-band Idte = 2.81 / 10.37 / 17.97 on the 0-100
+    scale). With −K it would impair far more: Idte,WB = 26.3 / 66.1 / 79.2 at TELR 55 dB,
+    and 37.2 even at G.107's default TELR of 65 dB and T = 150 ms, where the narrow-band
+    Idte is 2.8: a default echo path would make a wide-band call poor. +K is kept:
+    it is what the one public implementation has, and −K gives implausible magnitudes;
+    the Recommendation's text remains the authority. Treat wide-band results with
     non-default echo parameters (T >= 1 ms with TELR below the 65 dB default) as
-    provisional until checked against the Recommendation.
+    provisional until checked against it.
 
     References
     ----------
     .. [1] ITU-T G.107 (06/2015), clause 7, eq. (7-1)–(7-29), Tables 2 and 3.
-    .. [2] ITU-T G.107.1 (06/2019), clauses 7.1-7.5 and Annex A (text not consulted).
-    .. [3] ITU-T G.113 (11/2007), Appendix I, Tables I.1 and I.3 (presets unverified).
+    .. [2] ITU-T G.107.1 (06/2019), clauses 7.1-7.5 and Annex A (text not read; see
+       "Sources of the wide-band terms").
+    .. [3] ITU-T G.113 (11/2007), Appendix I, Tables I.1 and I.3 (not read; each preset's
+       ``source`` says what it was checked against).
 
     Examples
     --------
@@ -592,33 +642,33 @@ def r_factor(
     is_ = iolr + ist + iq  # Is
 
     # --- 7.4 Delay impairment factor, Id -----------------------------------------------
-    # Talker echo, (7-19)-(7-24). Idte (7-19), Idle (7-25), Idd (7-27), Ie,eff (7-29) are the
-    # 06/2015 numbers of issue 11, point 9; (7-20)-(7-24), (7-26) and (7-28) are inferred
-    # from them (one slot each, in the clause's order) and were not checked in the text.
-    roe = -1.5 * (no - rlr)  # (7-20)
-    terv = telr - 40.0 * _lg((1.0 + t / 10.0) / (1.0 + t / 150.0)) + 6.0 * np.exp(-0.3 * t**2)  # (7-22)
+    # Talker echo. Only Id (7-18), Idte (7-19), Idle (7-25), Idd (7-27) and Ie,eff (7-29) carry
+    # their 06/2015 numbers (issue 11, point 9); the text could not be read to number the
+    # equations between them, so those are named by their symbols, not numbered.
+    roe = -1.5 * (no - rlr)  # Roe
+    terv = telr - 40.0 * _lg((1.0 + t / 10.0) / (1.0 + t / 150.0)) + 6.0 * np.exp(-0.3 * t**2)  # TERV
     if np.any(stmr < 9.0):
-        terv = np.where(stmr < 9.0, terv + ist / 2.0, terv)  # (7-23): TERVs for STMR < 9 dB
-    re = 80.0 + 2.5 * (terv - 14.0)  # (7-21)
+        terv = np.where(stmr < 9.0, terv + ist / 2.0, terv)  # TERVs = TERV + Ist/2 for STMR < 9 dB
+    re = 80.0 + 2.5 * (terv - 14.0)  # Re
     idte = ((roe - re) / 2.0 + np.sqrt((roe - re) ** 2 / 4.0 + 100.0) - 1.0) * (1.0 - np.exp(-t))  # (7-19)
     # T < 1 ms: the echo is perceived as sidetone, Idte = 0 (clause 7.4) -- applied to Idte
     # itself, *before* Idtes, so that STMR > 20 dB still gives Idtes = Ist at T < 1 ms and R
     # is continuous at T = 1 ms (see Notes, "Order of the T < 1 ms rule and Idtes").
     idte = np.where(t < 1.0, 0.0, idte)
     if np.any(stmr > 20.0):
-        idte = np.where(stmr > 20.0, np.sqrt(idte**2 + ist**2), idte)  # (7-24): Idtes, STMR > 20 dB
+        idte = np.where(stmr > 20.0, np.sqrt(idte**2 + ist**2), idte)  # Idtes, STMR > 20 dB
     if band == "wb":
         # G.107.1 (06/2019) clause 7.4: its own talker echo, from No,WB with Nfor = -96 dBmp
         # (unless nfor is given); No,WB is what the result reports as `no`.
         nfor_wb = p["nfor"] if "nfor" in params else np.asarray(_NFOR_WB)
         no = _noise_sum(slr, rlr, olr, ds, lstr, nc, nfor_wb, ps, pr)
         idte = _idte_wb(no, t, telr, rlr)
-    # Listener echo, (7-25)-(7-26).
-    rle = 10.5 * (wepl + 7.0) * (tr + 1.0) ** -0.25  # (7-26)
+    # Listener echo, (7-25) with Rle.
+    rle = 10.5 * (wepl + 7.0) * (tr + 1.0) ** -0.25  # Rle
     ro_idle = np.full_like(ro, _RO_WB) if band == "wb" else ro  # G.107.1: Idle from Ro,WB
     idle = (ro_idle - rle) / 2.0 + np.sqrt((ro_idle - rle) ** 2 / 4.0 + 169.0)  # (7-25)
-    # Absolute delay, (7-27)-(7-28). X = 0 for Ta <= mT makes (7-27) exactly 0, its first case.
-    x = np.log2(np.maximum(ta, m_t) / m_t)  # (7-28)
+    # Absolute delay, (7-27). X = 0 for Ta <= mT makes (7-27) exactly 0, its first case.
+    x = np.log2(np.maximum(ta, m_t) / m_t)  # X = lg(Ta/mT) / lg 2
     e = 6.0 * s_t
     idd = 25.0 * ((1.0 + x**e) ** (1.0 / e) - 3.0 * (1.0 + (x / 3.0) ** e) ** (1.0 / e) + 2.0)  # (7-27)
     if band == "wb":
