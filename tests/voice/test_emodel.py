@@ -3,13 +3,18 @@
 Reference values: the G.107 default case (clause 7.7, R = 93.2) with its intermediates,
 the delay-sensitivity example listed in the project's DESIGN.md (T = Ta = 300 ms,
 Tr = 600 ms), and single terms worked by hand below with ``math`` from the equations.
+``test_emodel_oracles.py`` checks the narrow-band model against an independent public
+implementation run as an oracle (manucorporat/e-model, Go).
 
 The G.107.1 (06/2019) wide-band talker echo (issue 11, point 7) is checked against R_WB
-worked by hand from the equations listed in r_factor's Notes; no two independent public
-implementations could be found and run as oracles (the only public ones found were
-JavaScript calculators of a single project, read but not run), and issue 11's figures
-(R_WB off by 0.9 / 2.5 / 16 at T = 50 / 150 / 300 ms, TELR 55) could not be reproduced:
-the change measured here is 2.20 / 9.13 / 15.86.
+worked by hand from the equations listed in r_factor's Notes: no runnable public
+implementation of G.107.1 was found (the one found, a JavaScript calculator, was read,
+not run: it takes natural logarithms for lg). Issue 11's figures (R_WB off by 0.9 / 2.5 /
+16 at T = 50 / 150 / 300 ms, TELR 55) could not be reproduced: the change from reusing the
+narrow-band echo is 2.20 / 9.13 / 15.86 here (``test_wideband_change_from_narrowband_echo``),
+and no combination of the sign of K (+, -, none), the Re slope (2.5, 3), Nfor (-64, -96),
+Idd (x1, x1.29), Idle's Ro (129, 94.77) and the delays (T alone, or Ta = T, Tr = 2T)
+gives 0.9 / 2.5 / 16 (closest: 1.73 / 8.42 / 14.80).
 """
 
 from __future__ import annotations
@@ -56,7 +61,7 @@ def test_delay_sensitivity_classes(cls, expected):
 
 
 def _idd_by_hand(ta: float, s_t: float = 1.0, m_t: float = 100.0) -> float:
-    # G.107 eq. (7-28)-(7-30), written out independently.
+    # G.107 (06/2015) eq. (7-27) with X = lg(Ta/mT)/lg 2, written out independently.
     if ta <= m_t:
         return 0.0
     x = math.log(ta / m_t) / math.log(2)
@@ -82,7 +87,7 @@ def test_idd_exponent_is_six_times_st():
 
 
 def test_ie_eff_with_burst_ratio():
-    # eq. (7-31) by hand: Ie + (95 - Ie) Ppl / (Ppl/BurstR + Bpl).
+    # eq. (7-29) by hand: Ie + (95 - Ie) Ppl / (Ppl/BurstR + Bpl).
     res = em.r_factor(codec="G.711-plc", ppl=2.0, burst_r=1.0)
     assert float(res.ie_eff) == pytest.approx(95 * 2 / (2 + 25.1), abs=1e-12)
     bursty = em.r_factor(codec="G.711-plc", ppl=2.0, burst_r=3.0)
@@ -116,12 +121,12 @@ def test_t_below_one_ms_means_no_talker_echo():
 def _idte_by_hand(t: float, telr: float, stmr: float = 15.0) -> float:
     base = em.r_factor(t=t, telr=telr, stmr=stmr)  # for No and Ist only
     no, ist = float(base.no), float(base.ist)
-    roe = -1.5 * (no - 2.0)  # eq. (7-22), RLR = 2
-    terv = telr - 40 * math.log10((1 + t / 10) / (1 + t / 150)) + 6 * math.exp(-0.3 * t * t)  # (7-24)
+    roe = -1.5 * (no - 2.0)  # Roe, RLR = 2
+    terv = telr - 40 * math.log10((1 + t / 10) / (1 + t / 150)) + 6 * math.exp(-0.3 * t * t)  # TERV
     if stmr < 9:
-        terv += ist / 2  # (7-25)
-    re = 80 + 2.5 * (terv - 14)  # (7-23)
-    idte = ((roe - re) / 2 + math.sqrt((roe - re) ** 2 / 4 + 100) - 1) * (1 - math.exp(-t))  # (7-21)
+        terv += ist / 2  # TERVs
+    re = 80 + 2.5 * (terv - 14)  # Re
+    idte = ((roe - re) / 2 + math.sqrt((roe - re) ** 2 / 4 + 100) - 1) * (1 - math.exp(-t))  # (7-19)
     if stmr > 20:
         idte = math.sqrt(idte**2 + ist**2)
     return idte
@@ -180,7 +185,7 @@ def test_to_dict_is_plain():
 
 def test_wideband_scale():
     # G.107.1 as implemented (see r_factor Notes): Ro,WB = 129, Is,WB = 0, Idle from Ro,WB,
-    # MOS from R_WB / 1.29. Idle worked by hand with eq. (7-26)/(7-27) at the defaults.
+    # MOS from R_WB / 1.29. Idle worked by hand with eq. (7-25) and Rle at the defaults.
     res = em.r_factor(band="wb")
     assert float(res.ro) == 129.0 and float(res.is_) == 0.0
     rle = 10.5 * (110 + 7) * (0 + 1) ** -0.25
@@ -191,7 +196,7 @@ def test_wideband_scale():
 
 
 def test_wideband_loss_keeps_95_and_delay_scales_by_1_29():
-    # Ie,eff,WB keeps the 95 of eq. (7-31); Idd,WB = 1.29 x Idd (G.107.1 clause 7.4).
+    # Ie,eff,WB keeps the 95 of eq. (7-29); Idd,WB = 1.29 x Idd (G.107.1 clause 7.4).
     lossy = em.r_factor(band="wb", ie=10, bpl=20, ppl=3)
     assert float(lossy.ie_eff) == pytest.approx(10 + 85 * 3 / (3 + 20), abs=1e-12)
     nb, wb = em.r_factor(ta=400), em.r_factor(ta=400, band="wb")
@@ -320,6 +325,18 @@ def test_wideband_has_its_own_talker_echo(t):
     # ... and it is not the narrow-band echo any more: Re slope 3 not 2.5, K, No,WB.
     nb = em.r_factor(t=t, telr=55.0)
     assert float(res.idte) != pytest.approx(float(nb.idte), abs=0.1)
+
+
+@pytest.mark.parametrize(("t", "change"), [(50.0, 2.20), (150.0, 9.13), (300.0, 15.86)])
+def test_wideband_change_from_narrowband_echo(t, change):
+    # What G.107.1's own talker echo changes against reusing the narrow-band Idte (the code
+    # before issue 11), at TELR 55: R_WB rises by Idte(NB) - Idte,WB. Issue 11 quoted
+    # 0.9 / 2.5 / 16; see the module docstring.
+    wb, nb = em.r_factor(band="wb", t=t, telr=55.0), em.r_factor(t=t, telr=55.0)
+    assert float(nb.idte) - float(wb.idte) == pytest.approx(change, abs=0.005)
+    # With +K (r_factor Notes, "The sign of K") wide-band echo impairs less than narrow-band
+    # echo even on its 1.29-times wider scale.
+    assert float(wb.idte) / 1.29 < float(nb.idte)
 
 
 def test_wideband_k_is_continuous_at_100_ms():
