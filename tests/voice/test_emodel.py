@@ -3,6 +3,18 @@
 Reference values: the G.107 default case (clause 7.7, R = 93.2) with its intermediates,
 the delay-sensitivity example listed in the project's DESIGN.md (T = Ta = 300 ms,
 Tr = 600 ms), and single terms worked by hand below with ``math`` from the equations.
+``test_emodel_oracles.py`` checks the narrow-band model against an independent public
+implementation run as an oracle (manucorporat/e-model, Go).
+
+The G.107.1 (06/2019) wide-band talker echo (issue 11, point 7) is checked against R_WB
+worked by hand from the equations listed in r_factor's Notes: no runnable public
+implementation of G.107.1 was found (the one found, a JavaScript calculator, was read,
+not run: it takes natural logarithms for lg). Issue 11's figures (R_WB off by 0.9 / 2.5 /
+16 at T = 50 / 150 / 300 ms, TELR 55) could not be reproduced: the change from reusing the
+narrow-band echo is 2.20 / 9.13 / 15.86 here (``test_wideband_change_from_narrowband_echo``),
+and no combination of the sign of K (+, -, none), the Re slope (2.5, 3), Nfor (-64, -96),
+Idd (x1, x1.29), Idle's Ro (129, 94.77) and the delays (T alone, or Ta = T, Tr = 2T)
+gives 0.9 / 2.5 / 16 (closest: 1.73 / 8.42 / 14.80).
 """
 
 from __future__ import annotations
@@ -14,7 +26,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qoe.errors import InputError
+from qoe.errors import InputError, QoEWarning
 from qoe.mos import r_to_mos
 from qoe.voice import emodel as em
 
@@ -49,7 +61,7 @@ def test_delay_sensitivity_classes(cls, expected):
 
 
 def _idd_by_hand(ta: float, s_t: float = 1.0, m_t: float = 100.0) -> float:
-    # G.107 eq. (7-28)-(7-30), written out independently.
+    # G.107 (06/2015) eq. (7-27) with X = lg(Ta/mT)/lg 2, written out independently.
     if ta <= m_t:
         return 0.0
     x = math.log(ta / m_t) / math.log(2)
@@ -75,7 +87,7 @@ def test_idd_exponent_is_six_times_st():
 
 
 def test_ie_eff_with_burst_ratio():
-    # eq. (7-31) by hand: Ie + (95 - Ie) Ppl / (Ppl/BurstR + Bpl).
+    # eq. (7-29) by hand: Ie + (95 - Ie) Ppl / (Ppl/BurstR + Bpl).
     res = em.r_factor(codec="G.711-plc", ppl=2.0, burst_r=1.0)
     assert float(res.ie_eff) == pytest.approx(95 * 2 / (2 + 25.1), abs=1e-12)
     bursty = em.r_factor(codec="G.711-plc", ppl=2.0, burst_r=3.0)
@@ -109,12 +121,12 @@ def test_t_below_one_ms_means_no_talker_echo():
 def _idte_by_hand(t: float, telr: float, stmr: float = 15.0) -> float:
     base = em.r_factor(t=t, telr=telr, stmr=stmr)  # for No and Ist only
     no, ist = float(base.no), float(base.ist)
-    roe = -1.5 * (no - 2.0)  # eq. (7-22), RLR = 2
-    terv = telr - 40 * math.log10((1 + t / 10) / (1 + t / 150)) + 6 * math.exp(-0.3 * t * t)  # (7-24)
+    roe = -1.5 * (no - 2.0)  # Roe, RLR = 2
+    terv = telr - 40 * math.log10((1 + t / 10) / (1 + t / 150)) + 6 * math.exp(-0.3 * t * t)  # TERV
     if stmr < 9:
-        terv += ist / 2  # (7-25)
-    re = 80 + 2.5 * (terv - 14)  # (7-23)
-    idte = ((roe - re) / 2 + math.sqrt((roe - re) ** 2 / 4 + 100) - 1) * (1 - math.exp(-t))  # (7-21)
+        terv += ist / 2  # TERVs
+    re = 80 + 2.5 * (terv - 14)  # Re
+    idte = ((roe - re) / 2 + math.sqrt((roe - re) ** 2 / 4 + 100) - 1) * (1 - math.exp(-t))  # (7-19)
     if stmr > 20:
         idte = math.sqrt(idte**2 + ist**2)
     return idte
@@ -173,7 +185,7 @@ def test_to_dict_is_plain():
 
 def test_wideband_scale():
     # G.107.1 as implemented (see r_factor Notes): Ro,WB = 129, Is,WB = 0, Idle from Ro,WB,
-    # MOS from R_WB / 1.29. Idle worked by hand with eq. (7-26)/(7-27) at the defaults.
+    # MOS from R_WB / 1.29. Idle worked by hand with eq. (7-25) and Rle at the defaults.
     res = em.r_factor(band="wb")
     assert float(res.ro) == 129.0 and float(res.is_) == 0.0
     rle = 10.5 * (110 + 7) * (0 + 1) ** -0.25
@@ -184,7 +196,7 @@ def test_wideband_scale():
 
 
 def test_wideband_loss_keeps_95_and_delay_scales_by_1_29():
-    # Ie,eff,WB keeps the 95 of eq. (7-31); Idd,WB = 1.29 x Idd (G.107.1 clause 7.4).
+    # Ie,eff,WB keeps the 95 of eq. (7-29); Idd,WB = 1.29 x Idd (G.107.1 clause 7.4).
     lossy = em.r_factor(band="wb", ie=10, bpl=20, ppl=3)
     assert float(lossy.ie_eff) == pytest.approx(10 + 85 * 3 / (3 + 20), abs=1e-12)
     nb, wb = em.r_factor(ta=400), em.r_factor(ta=400, band="wb")
@@ -279,3 +291,105 @@ def test_dr_moves_lstr_unless_lstr_is_given():
     assert float(em.r_factor(stmr=20.0).r) == float(em.r_factor(stmr=20.0, lstr=23.0).r)
     grid = em.r_factor(dr=np.array([3.0, 8.0]))
     np.testing.assert_array_equal(grid.r, [base, float(em.r_factor(lstr=23.0).r)])
+
+
+# -- issue 11, points 7 and 8: G.107.1 talker echo, permitted ranges, T < 1 ms before Idtes --
+
+
+def _r_wb_by_hand(t: float, telr: float) -> float:
+    """R_WB at the G.107 defaults but T and TELR, worked with ``math`` from the equations
+    listed in r_factor's Notes (G.107.1 (06/2019) clause 7.4 as given in issue 11, point 7):
+    No,WB from (7-3) with Nfor = -96 dBmp, TERV,WB with K, Re,WB = 80 + 3 (TERV,WB - 14),
+    Idle from Ro,WB = 129 at WEPL 110, Tr 0; Ta = 0 so Idd = 0; Ie,eff,WB = 0."""
+    slr, rlr, ds, lstr, ps, pr, nc, nfor = 8.0, 2.0, 3.0, 18.0, 35.0, 35.0, -70.0, -96.0
+    nos = ps - slr - ds - 100 + 0.004 * (ps - (slr + rlr) - ds - 14) ** 2
+    pre = pr + 10 * math.log10(1 + 10 ** ((10 - lstr) / 10))
+    nor = rlr - 121 + pre + 0.008 * (pre - 35) ** 2
+    no_wb = 10 * math.log10(10 ** (nc / 10) + 10 ** (nos / 10) + 10 ** (nor / 10) + 10 ** ((nfor + rlr) / 10))
+    k = 0.08 * t + 10 if t < 100 else 18.0
+    terv = telr - 40 * math.log10((1 + t / 10) / (1 + t / 150)) + 6 * math.exp(-0.3 * t * t) + k
+    re = 80 + 3 * (terv - 14)
+    roe = -1.5 * (no_wb - rlr)
+    idte = ((roe - re) / 2 + math.sqrt((roe - re) ** 2 / 4 + 100) - 1) * (1 - math.exp(-t))
+    rle = 10.5 * (110 + 7) * (0 + 1) ** -0.25
+    idle = (129 - rle) / 2 + math.sqrt((129 - rle) ** 2 / 4 + 169)
+    return 129.0 - idte - idle
+
+
+@pytest.mark.parametrize("t", [50.0, 99.0, 100.0, 150.0, 300.0])
+def test_wideband_has_its_own_talker_echo(t):
+    # Reference: worked by hand above (no public implementation could be run as an oracle;
+    # see r_factor Notes, "Sources").
+    res = em.r_factor(band="wb", t=t, telr=55.0)
+    assert float(res.r) == pytest.approx(_r_wb_by_hand(t, 55.0), abs=1e-9)
+    # ... and it is not the narrow-band echo any more: Re slope 3 not 2.5, K, No,WB.
+    nb = em.r_factor(t=t, telr=55.0)
+    assert float(res.idte) != pytest.approx(float(nb.idte), abs=0.1)
+
+
+@pytest.mark.parametrize(("t", "change"), [(50.0, 2.20), (150.0, 9.13), (300.0, 15.86)])
+def test_wideband_change_from_narrowband_echo(t, change):
+    # What G.107.1's own talker echo changes against reusing the narrow-band Idte (the code
+    # before issue 11), at TELR 55: R_WB rises by Idte(NB) - Idte,WB. Issue 11 quoted
+    # 0.9 / 2.5 / 16; see the module docstring.
+    wb, nb = em.r_factor(band="wb", t=t, telr=55.0), em.r_factor(t=t, telr=55.0)
+    assert float(nb.idte) - float(wb.idte) == pytest.approx(change, abs=0.005)
+    # With +K (r_factor Notes, "The sign of K") wide-band echo impairs less than narrow-band
+    # echo even on its 1.29-times wider scale.
+    assert float(wb.idte) / 1.29 < float(nb.idte)
+
+
+def test_wideband_k_is_continuous_at_100_ms():
+    r = em.r_factor(band="wb", t=np.array([99.999, 100.0]), telr=55.0).r
+    assert abs(r[1] - r[0]) < 1e-3
+
+
+def test_wideband_no_uses_nfor_minus_96_unless_given():
+    assert float(em.r_factor(band="wb").no) == pytest.approx(float(em.r_factor(nfor=-96.0).no), abs=1e-12)
+    assert float(em.r_factor(band="wb", nfor=-64.0).no) == pytest.approx(float(em.r_factor().no), abs=1e-12)
+
+
+def test_wideband_has_no_sidetone_terms():
+    # G.107.1: no TERVs (STMR < 9) and no Idtes (STMR > 20) in Idte,WB.
+    base = float(em.r_factor(band="wb", t=150.0, telr=55.0).idte)
+    for stmr in (5.0, 25.0):
+        idte = em.r_factor(band="wb", t=150.0, telr=55.0, stmr=stmr, lstr=18.0).idte  # LSTR held (No,WB)
+        assert float(idte) == pytest.approx(base, abs=1e-12)
+
+
+def test_wideband_ie_eff_has_no_burst_ratio():
+    # G.107.1 (06/2019) 7.5: Ie,eff,WB = Ie,WB + (95 - Ie,WB) Ppl / (Ppl + Bpl); burst_r is
+    # ignored, and a burst_r other than 1 says so.
+    with pytest.warns(QoEWarning, match="burst_r is ignored with band='wb'"):
+        bursty = em.r_factor(band="wb", ie=10, bpl=20, ppl=3, burst_r=2.0)
+    assert float(bursty.ie_eff) == pytest.approx(10 + 85 * 3 / (3 + 20), abs=1e-12)
+
+
+def test_t_below_one_ms_is_applied_before_idtes():
+    # STMR > 20 dB, T < 1 ms: Idte = 0 first, then Idtes = sqrt(0 + Ist^2) = Ist (r_factor
+    # Notes); R is then continuous at T = 1 ms (it jumped by Ist = 1.40 before).
+    res = em.r_factor(stmr=23.0, t=0.5)
+    assert float(res.idte) == pytest.approx(float(res.ist), abs=1e-12)
+    assert float(res.ist) == pytest.approx(1.40, abs=0.005)
+    r = em.r_factor(stmr=23.0, t=np.array([0.99, 1.0])).r
+    assert abs(r[1] - r[0]) < 0.01
+    assert float(em.r_factor(stmr=15.0, t=0.5).idte) == 0.0  # STMR <= 20: plain Idte = 0
+
+
+@pytest.mark.parametrize(("kwargs", "name"), [({"burst_r": 9.0}, "burst_r=9"), ({"a": 25.0}, "a=25")])
+def test_outside_permitted_range_warns(kwargs, name):
+    with pytest.warns(QoEWarning, match=f"{name} is outside G.107 Table 3's permitted range"):
+        res = em.r_factor(**kwargs)
+    assert np.isfinite(res.r)
+
+
+def test_inside_permitted_range_is_silent():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        em.r_factor(burst_r=np.array([1.0, 8.0]), a=np.array([[0.0], [20.0]]), ppl=2.0, bpl=10.0)
+        # BurstR < 1, as measured on short windows, is used as given without a warning (Notes)
+        low = em.r_factor(burst_r=0.5, ppl=2.0, bpl=10.0)
+    assert float(low.ie_eff) == pytest.approx(95 * 2 / (2 / 0.5 + 10), abs=1e-12)
+    assert dict(em.PERMITTED_RANGES) == {"burst_r": (1.0, 8.0), "a": (0.0, 20.0)}

@@ -20,12 +20,15 @@ packet-loss probability ``ppl`` in percent, levels in dB / dBm0 / dB(A) as in G.
 References
 ----------
 .. [1] ITU-T G.107 (06/2015), "The E-model: a computational model for use in transmission
-   planning", clause 7 (equations 7-1 … 7-32), Table 1 (advantage factor), Table 3
-   (default values and permitted ranges), delay-sensitivity classes of clause 7.4.
-.. [2] ITU-T G.107.1, "Wideband E-model", clauses 7.2-7.5 and Annex A (text not
-   consulted; see :func:`r_factor` Notes).
+   planning", clause 7 (Id (7-18), Idte (7-19), Idle (7-25), Idd (7-27), Ie,eff (7-29)),
+   Table 2 (advantage factor A), Table 3 (default values and permitted ranges),
+   delay-sensitivity classes of clause 7.4.
+.. [2] ITU-T G.107.1 (06/2019), "Wideband E-model", clauses 7.1-7.5 and Annex A. Its
+   text could not be read; see :func:`r_factor` Notes for
+   the sources the wide-band terms follow.
 .. [3] ITU-T G.113 (11/2007), "Transmission impairments due to speech processing",
-   Appendix I, Table I.1 (Ie values) and Table I.3 (Bpl values).
+   Appendix I, Table I.1 (Ie values) and Table I.3 (Bpl values); not read, see
+   :data:`CODECS` for what each preset was checked against.
 .. [4] R. G. Cole and J. H. Rosenbluth, "Voice over IP performance monitoring",
    ACM SIGCOMM Computer Communication Review 31(2), 2001, doi:10.1145/505666.505669.
 .. [5] G. White and D. Rice, "Active Queue Management Algorithms for DOCSIS 3.0",
@@ -34,6 +37,7 @@ References
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -42,17 +46,19 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from qoe.errors import InputError
+from qoe.errors import InputError, QoEWarning
 from qoe.mos import r_to_mos
 from qoe.report import as_dict
 
 __all__ = [
     "G107_DEFAULTS",
+    "PERMITTED_RANGES",
     "DELAY_SENSITIVITY",
     "ADVANTAGE_FACTOR",
     "CODECS",
     "CODECS_WB",
     "Codec",
+    "UNVERIFIED",
     "EModelResult",
     "SimplifiedResult",
     "r_factor",
@@ -96,6 +102,19 @@ G107_DEFAULTS: Mapping[str, float] = MappingProxyType(
     }
 )
 
+#: G.107 (06/2015) Table 3 permitted ranges that :func:`r_factor` checks, as (low, high).
+#: Outside them the equations still compute but are not validated: :func:`r_factor` warns
+#: with :class:`~qoe.errors.QoEWarning` (values that make an equation meaningless raise
+#: :class:`~qoe.errors.InputError` instead). Only the ranges listed in issue 11, point 8
+#: are here (BurstR 1..8; A 0..20, the largest provisional value of Table 2); the other
+#: Table 3 ranges could not be checked against the text and are not enforced.
+PERMITTED_RANGES: Mapping[str, tuple[float, float]] = MappingProxyType(
+    {
+        "burst_r": (1.0, 8.0),  # G.107 (06/2015) Table 3: BurstR 1 ... 8
+        "a": (0.0, 20.0),  # G.107 (06/2015) Table 3 / Table 2: A 0 ... 20
+    }
+)
+
 #: G.107 (06/2015) clause 7.4: delay-sensitivity classes, as (sT, mT) pairs.
 DELAY_SENSITIVITY: Mapping[str, tuple[float, float]] = MappingProxyType(
     {
@@ -105,7 +124,7 @@ DELAY_SENSITIVITY: Mapping[str, tuple[float, float]] = MappingProxyType(
     }
 )
 
-#: G.107 (06/2015) clause 7.6, Table 1: provisional maximum values of the advantage factor A.
+#: G.107 (06/2015) clause 7.6, Table 2: provisional maximum values of the advantage factor A.
 ADVANTAGE_FACTOR: Mapping[str, float] = MappingProxyType(
     {
         "conventional": 0.0,  # conventional (wirebound)
@@ -114,6 +133,21 @@ ADVANTAGE_FACTOR: Mapping[str, float] = MappingProxyType(
         "hard-to-reach": 20.0,  # access to hard-to-reach locations, e.g. multi-hop satellite
     }
 )
+
+
+#: What a preset's ``source`` says when nothing was checked: G.113's text could not be read
+#: (issue 11, point 9), and no other public source quoting the value was found.
+UNVERIFIED = "unverified: G.113 (11/2007) Appendix I could not be read and no other source was checked"
+
+# Secondary sources that quote G.113 Ie values, read through the project's search tool
+# (their text, not G.113's). Neither is the Recommendation: a preset they agree with is
+# "checked against" them, not verified against G.113.
+_MITEL = ("Mitel MiVoice MX-ONE 7.8 SP1 planning library, 'Speech Compression Impairment', "
+          "Table 1 (G.726 32 kbit/s: 7; G.729A(AB): 11; G.723.1 6.3 kbit/s: 15; its note: "
+          "G.729: 10)")
+_NORTEL = ("Nortel CS 1000 'IP Trunk Fundamentals' NN43001-563 01.01 (2007), Table 29 (G.711: "
+           "0; G.729A/AB 20-30 ms frames: 11; G.723.1 5.3 kbit/s: 19, 6.3 kbit/s: 15), which "
+           "says its factors are 'not identical to those shown in the ITU-T standards'")
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,41 +159,60 @@ class Codec:
     name : str
         Preset name as accepted by ``r_factor(codec=...)``.
     ie : float
-        Equipment impairment factor Ie (G.113 Appendix I, Table I.1).
+        Equipment impairment factor Ie (after G.113 Appendix I, Table I.1).
     bpl : float or None
-        Packet-loss robustness factor Bpl (G.113 Appendix I, Table I.3); ``None`` when
-        G.113 tabulates none, in which case a loss probability needs an explicit ``bpl``.
+        Packet-loss robustness factor Bpl (after G.113 Appendix I, Table I.3); ``None``
+        when none is tabulated, in which case a loss probability needs an explicit ``bpl``.
     description : str
         Codec, bit rate and (for Bpl) the packet size and concealment it was measured with.
+    source : str
+        Which source the values were checked against, value by value; :data:`UNVERIFIED`
+        (the default) when none was. G.113 itself could not be read (issue 11, point 9).
     """
 
     name: str
     ie: float
     bpl: float | None
     description: str
+    source: str = UNVERIFIED
 
 
 def _codec_table(entries: list[Codec]) -> Mapping[str, Codec]:
     return MappingProxyType({c.name.lower(): c for c in entries})
 
 
-#: Narrow-band codec presets, ITU-T G.113 (11/2007) Appendix I: Ie from Table I.1,
-#: Bpl from Table I.3 (random packet loss).
+def _checked(ie_by: str, bpl: bool) -> str:
+    tail = "; Bpl unverified (no source quoting G.113 Table I.3 was found)" if bpl else ""
+    return f"Ie checked against {ie_by} (G.113 itself not read){tail}"
+
+
+#: Narrow-band codec presets after ITU-T G.113 (11/2007) Appendix I: Ie from Table I.1,
+#: Bpl from Table I.3 (random packet loss). The values were transcribed when this table
+#: was written; G.113's text could not be read to re-check them (issue 11, point 9). Each
+#: preset's ``source`` says what its values were checked against: the Ie of G.711, G.726
+#: 32 kbit/s, G.729, G.729A and G.723.1 agree with two secondary sources quoting G.113
+#: (a Mitel and a Nortel planning guide); every other Ie and every Bpl is
+#: :data:`UNVERIFIED`. Pass ``ie=``/``bpl=`` explicitly where the exact value matters.
 CODECS: Mapping[str, Codec] = _codec_table(
     [
-        Codec("G.711", 0.0, 4.3, "G.711 PCM 64 kbit/s, 10 ms packets, no PLC (Table I.1/I.3)"),
-        Codec("G.711-plc", 0.0, 25.1, "G.711 PCM 64 kbit/s, 10 ms packets, G.711 Appendix I PLC (Table I.1/I.3)"),
+        Codec("G.711", 0.0, 4.3, "G.711 PCM 64 kbit/s, 10 ms packets, no PLC (Table I.1/I.3)",
+              _checked(_NORTEL, bpl=True)),
+        Codec("G.711-plc", 0.0, 25.1, "G.711 PCM 64 kbit/s, 10 ms packets, G.711 Appendix I PLC (Table I.1/I.3)",
+              _checked(_NORTEL, bpl=True)),
         Codec("G.726-40", 2.0, None, "G.726 ADPCM 40 kbit/s (Table I.1)"),
-        Codec("G.726-32", 7.0, None, "G.726 ADPCM 32 kbit/s (Table I.1)"),
+        Codec("G.726-32", 7.0, None, "G.726 ADPCM 32 kbit/s (Table I.1)", _checked(_MITEL, bpl=False)),
         Codec("G.726-24", 25.0, None, "G.726 ADPCM 24 kbit/s (Table I.1)"),
         Codec("G.726-16", 50.0, None, "G.726 ADPCM 16 kbit/s (Table I.1)"),
         Codec("G.728-16", 7.0, None, "G.728 LD-CELP 16 kbit/s (Table I.1)"),
         Codec("G.728-12.8", 20.0, None, "G.728 LD-CELP 12.8 kbit/s (Table I.1)"),
-        Codec("G.729", 10.0, None, "G.729 CS-ACELP 8 kbit/s (Table I.1)"),
-        Codec("G.729A+VAD", 11.0, 19.0, "G.729A CS-ACELP 8 kbit/s with VAD, 20 ms packets (Table I.1/I.3)"),
-        Codec("G.723.1-6.3", 15.0, None, "G.723.1 MP-MLQ 6.3 kbit/s (Table I.1)"),
-        Codec("G.723.1-5.3", 19.0, None, "G.723.1 ACELP 5.3 kbit/s (Table I.1)"),
-        Codec("G.723.1+VAD", 15.0, 16.1, "G.723.1 MP-MLQ 6.3 kbit/s with VAD, 30 ms packets (Table I.1/I.3)"),
+        Codec("G.729", 10.0, None, "G.729 CS-ACELP 8 kbit/s (Table I.1)", _checked(_MITEL, bpl=False)),
+        Codec("G.729A+VAD", 11.0, 19.0, "G.729A CS-ACELP 8 kbit/s with VAD, 20 ms packets (Table I.1/I.3)",
+              _checked(f"{_MITEL} and {_NORTEL}", bpl=True)),
+        Codec("G.723.1-6.3", 15.0, None, "G.723.1 MP-MLQ 6.3 kbit/s (Table I.1)",
+              _checked(f"{_MITEL} and {_NORTEL}", bpl=False)),
+        Codec("G.723.1-5.3", 19.0, None, "G.723.1 ACELP 5.3 kbit/s (Table I.1)", _checked(_NORTEL, bpl=False)),
+        Codec("G.723.1+VAD", 15.0, 16.1, "G.723.1 MP-MLQ 6.3 kbit/s with VAD, 30 ms packets (Table I.1/I.3)",
+              _checked(f"{_MITEL} and {_NORTEL}", bpl=True)),
         Codec("GSM-FR", 20.0, None, "GSM 06.10 RPE-LTP full rate 13 kbit/s (Table I.1)"),
         Codec("GSM-HR", 23.0, None, "GSM 06.20 VSELP half rate 5.6 kbit/s (Table I.1)"),
         Codec("GSM-EFR", 5.0, 10.0, "GSM 06.60 ACELP enhanced full rate 12.2 kbit/s, 20 ms packets (Table I.1/I.3)"),
@@ -176,7 +229,7 @@ CODECS: Mapping[str, Codec] = _codec_table(
 #: shipped: give ``ie`` and ``bpl`` (on the wide-band scale) explicitly with ``band="wb"``.
 CODECS_WB: Mapping[str, Codec] = _codec_table([])
 
-# G.107 (06/2015) eq. (7-31): Ie,eff saturates at 95. G.107.1 clause 7.5 keeps the 95 of the
+# G.107 (06/2015) eq. (7-29): Ie,eff saturates at 95. G.107.1 clause 7.5 keeps the 95 of the
 # narrow-band equation for Ie,eff,WB (it is not rescaled to 129).
 _IE_CEILING = 95.0
 _BANDS = ("nb", "wb")
@@ -186,6 +239,9 @@ _WB_TO_NB = 1.29
 # G.107.1 clause 7.4: the pure-delay impairment on the wide-band scale is the narrow-band
 # Idd times 1.29.
 _IDD_WB_FACTOR = 1.29
+# G.107.1 (06/2019) clause 7.4 / 7.7: the receive-side noise floor of No,WB is -96 dBmp
+# (G.107's Nfor = -64 dBmp is a narrow-band figure).
+_NFOR_WB = -96.0
 
 
 def codec(name: str, *, band: Literal["nb", "wb"] = "nb") -> Codec:
@@ -225,19 +281,20 @@ class EModelResult:
     ro : ndarray
         Basic signal-to-noise ratio Ro, eq. (7-2).
     is_ : ndarray
-        Simultaneous impairment factor Is = Iolr + Ist + Iq, eq. (7-10).
+        Simultaneous impairment factor Is = Iolr + Ist + Iq, clause 7.3 (0 for wide-band).
     iolr, ist, iq : ndarray
-        The three parts of Is, eq. (7-11), (7-13), (7-15).
+        The three parts of Is, clause 7.3.
     id_ : ndarray
-        Delay impairment factor Id = Idte + Idle + Idd, eq. (7-20).
+        Delay impairment factor Id = Idte + Idle + Idd, eq. (7-18).
     idte, idle, idd : ndarray
-        Talker-echo, listener-echo and absolute-delay impairments, eq. (7-21), (7-26), (7-29).
+        Talker-echo, listener-echo and absolute-delay impairments, eq. (7-19) (Idtes
+        for STMR > 20 dB; Idte,WB of G.107.1 for wide-band), (7-25), (7-27).
     ie_eff : ndarray
-        Effective equipment impairment factor, eq. (7-31).
+        Effective equipment impairment factor, eq. (7-29) (Ie,eff,WB for wide-band).
     a : ndarray
         Advantage factor A.
     no : ndarray
-        Total noise power No, eq. (7-3), dBm0p.
+        Total noise power No, eq. (7-3), dBm0p (No,WB, with Nfor = -96 dBmp, for wide-band).
     band : {"nb", "wb"}
         Which scale R is on.
     """
@@ -347,11 +404,51 @@ def _resolve(
         _check(name, out[name], min_value=0.0, strict=True)
     for name in ("slr", "rlr", "stmr", "lstr", "ds", "dr", "telr", "wepl", "nc", "nfor", "ps", "pr"):
         _check(name, out[name])
+    for name, (low, high) in PERMITTED_RANGES.items():
+        value = out[name]
+        # BurstR < 1 (loss spread more evenly than random) is below Table 3's range but is
+        # what loss measured on short windows routinely gives (0.92-0.99 on the sample
+        # captures); eq. (7-29) is applied as written there without a warning (Notes).
+        bad = (value > high) if name == "burst_r" else (value < low) | (value > high)
+        if bad.any():
+            warnings.warn(
+                f"{name}={value[bad].flat[0]:g} is outside G.107 Table 3's permitted range "
+                f"{low:g}..{high:g}; the E-model is not validated there",
+                QoEWarning, stacklevel=3)
+    if band == "wb" and np.any(out["burst_r"] != 1.0):
+        warnings.warn(
+            "burst_r is ignored with band='wb': G.107.1's Ie,eff,WB has no BurstR term",
+            QoEWarning, stacklevel=3)
     return out
 
 
 def _lg(x: FloatArray) -> FloatArray:
     return np.log10(x)
+
+
+def _noise_sum(slr: FloatArray, rlr: FloatArray, olr: FloatArray, ds: FloatArray,
+               lstr: FloatArray, nc: FloatArray, nfor: FloatArray, ps: FloatArray,
+               pr: FloatArray) -> FloatArray:
+    """Total noise No (dBm0p), G.107 (06/2015) clause 7.2, eq. (7-3) and its terms."""
+    nos = ps - slr - ds - 100.0 + 0.004 * (ps - olr - ds - 14.0) ** 2  # Nos, send room noise
+    pre = pr + 10.0 * _lg(1.0 + 10.0 ** ((10.0 - lstr) / 10.0))  # Pre, receive room noise via LSTR
+    nor = rlr - 121.0 + pre + 0.008 * (pre - 35.0) ** 2  # Nor, receive room noise
+    nfo = nfor + rlr  # Nfo, receive noise floor
+    return 10.0 * _lg(10.0 ** (nc / 10.0) + 10.0 ** (nos / 10.0)
+                      + 10.0 ** (nor / 10.0) + 10.0 ** (nfo / 10.0))  # (7-3)
+
+
+def _idte_wb(no_wb: FloatArray, t: FloatArray, telr: FloatArray, rlr: FloatArray) -> FloatArray:
+    """Talker-echo impairment Idte,WB of G.107.1 (06/2019) clause 7.4 (see r_factor Notes).
+
+    The narrow-band form (7-19) with the wide-band TERV,WB, Re,WB and Roe from No,WB; no
+    sidetone terms (no TERVs for STMR < 9 dB, no Idtes for STMR > 20 dB).
+    """
+    k = np.where(t < 100.0, 0.08 * t + 10.0, 18.0)  # G.107.1 7.4: K = 0.08 T + 10 (T < 100 ms), else 18
+    terv = telr - 40.0 * _lg((1.0 + t / 10.0) / (1.0 + t / 150.0)) + 6.0 * np.exp(-0.3 * t**2) + k  # TERV,WB
+    re = 80.0 + 3.0 * (terv - 14.0)  # G.107.1 7.4: Re,WB = 80 + 3 (TERV,WB - 14)
+    roe = -1.5 * (no_wb - rlr)  # Roe from No,WB (Nfor = -96 dBmp)
+    return ((roe - re) / 2.0 + np.sqrt((roe - re) ** 2 / 4.0 + 100.0) - 1.0) * (1.0 - np.exp(-t))
 
 
 def r_factor(
@@ -397,19 +494,50 @@ def r_factor(
         Unknown parameter or codec, NaN, negative delay, ``ppl`` outside 0..100, or a
         non-positive ``qdu``, ``bpl``, ``burst_r``, ``s_t`` or ``m_t``.
 
+    Warns
+    -----
+    QoEWarning
+        A parameter outside its G.107 Table 3 permitted range (:data:`PERMITTED_RANGES`),
+        or ``burst_r`` other than 1 with ``band="wb"`` (where it is ignored).
+
     Notes
     -----
     Narrow-band, G.107 (06/2015) clause 7:
 
     * R = Ro − Is − Id − Ie,eff + A (7-1).
     * Ro from the noise sum No of circuit noise, room noise at both sides and the receive
-      noise floor (7-2 … 7-9).
-    * Is = Iolr + Ist + Iq (7-10 … 7-19).
-    * Id = Idte + Idle + Idd (7-20 … 7-30). Idte uses TERV, replaced by TERV + Ist/2 for
-      STMR < 9 dB (7-25); for STMR > 20 dB Idte is replaced by sqrt(Idte² + Ist²); and for
-      T < 1 ms the echo is perceived as sidetone, Idte = 0. Idd = 0 for Ta ≤ mT, else
+      noise floor (clause 7.2, (7-2), (7-3)).
+    * Is = Iolr + Ist + Iq (clause 7.3).
+    * Id = Idte + Idle + Idd (7-18). Idte (7-19) uses Roe = −1.5 (No − RLR) and
+      Re = 80 + 2.5 (TERV − 14) with TERV = TELR − 40 lg[(1 + T/10)/(1 + T/150)] +
+      6 e^(−0.3 T²), replaced by TERVs = TERV + Ist/2 for STMR < 9 dB; for T < 1 ms the
+      echo is perceived as sidetone, Idte = 0; for STMR > 20 dB Idte is replaced by
+      Idtes = sqrt(Idte² + Ist²). Idle (7-25). Idd (7-27) = 0 for Ta ≤ mT, else
       25·{(1 + X^(6 sT))^(1/(6 sT)) − 3·(1 + (X/3)^(6 sT))^(1/(6 sT)) + 2}, X = lg(Ta/mT)/lg 2.
-    * Ie,eff = Ie + (95 − Ie)·Ppl / (Ppl/BurstR + Bpl) (7-31).
+    * Ie,eff = Ie + (95 − Ie)·Ppl / (Ppl/BurstR + Bpl) (7-29).
+
+    Order of the T < 1 ms rule and Idtes. The rule sets Idte = 0 and Idtes is then formed
+    from that Idte, so for STMR > 20 dB and T < 1 ms, Idtes = Ist (not 0). The text of
+    clause 7.4 could not be read to settle the order. Evidence: (a) it is the only order in
+    which R is continuous at T = 1 ms (the other one jumps by Ist, 1.40 at STMR 23 dB,
+    between T = 0.99 and 1 ms, while Idte itself is ~0 on both sides); (b) the public Go
+    implementation ``manucorporat/e-model`` (``main.go``, commit e6b8411f), run as a test
+    oracle, forms Idtes whatever T is and so also gives ≈ Ist below 1 ms: R = 90.406976 at
+    STMR 23 dB, T = 0.5 ms, against 90.409252 here (its 0.0023 is the (1 − e^(−T)) Idte it
+    keeps below 1 ms) and 91.8 with the other order; issue 11 (point 8) reports the same
+    of two public implementations.
+
+    Permitted ranges. G.107 Table 3 gives a permitted range for each input; the equations
+    are defined outside it but not validated there. A value that makes an equation
+    meaningless (NaN, a negative delay, ``ppl`` outside 0..100, a non-positive ``qdu``,
+    ``bpl``, ``burst_r``, ``s_t`` or ``m_t``, negative ``ie`` or ``a``) raises
+    :class:`~qoe.errors.InputError`; a value outside the permitted range but still
+    computable warns once per call with :class:`~qoe.errors.QoEWarning` naming the
+    parameter, the range and the first offending value. Checked ranges:
+    :data:`PERMITTED_RANGES` (BurstR 1..8, A 0..20). One exception: BurstR in (0, 1),
+    loss spread more evenly than random, is below the range but is what a loss pattern
+    measured over a short window routinely gives (0.92-0.99 on the project's sample
+    captures), so it is used as given in (7-29) without a warning; only BurstR > 8 warns.
 
     One-way delay. G.107 clause 7.4 takes three delays: Ta, the absolute (mouth-to-ear)
     delay; T, the mean one-way delay of the talker-echo path; Tr, the round-trip delay of
@@ -420,20 +548,54 @@ def r_factor(
     one-way delay (:func:`delay_impairment`, :mod:`qoe.voice.netscore`, the call scorer,
     ``qoe emodel --delay-ms``) goes through it.
 
-    Wide-band, G.107.1: R_WB = Ro,WB − Is,WB − Id,WB − Ie,eff,WB + A with Ro,WB = 129,
-    Is,WB = 0, Idd,WB = 1.29·Idd, Idle from Ro,WB, Ie,eff,WB = Ie,WB + (95 − Ie,WB)·Ppl /
-    (Ppl/BurstR + Bpl), and MOS from R_WB/1.29 (Annex A). The Recommendation's own text
-    could not be consulted while writing this: these terms follow the equations as quoted
-    by public implementations, and the wide-band talker-echo term (a modified TERV and Re)
-    is *not* implemented — Idte is the narrow-band one. With the default echo parameters
-    (TELR 65 dB) Idte is negligible, but treat wide-band results with non-default echo
-    parameters as provisional.
+    Wide-band, G.107.1 (06/2019): R_WB = Ro,WB − Is,WB − Id,WB − Ie,eff,WB + A with
+    Ro,WB = 129 and Is,WB = 0 (the 06/2019 scope no longer covers loudness, sidetone,
+    background noise, circuit noise or quantizing distortion); Id,WB = Idte,WB + Idle +
+    Idd,WB with
+
+    * Idte,WB: the form of (7-19) with TERV,WB = TELR − 40 lg[(1 + T/10)/(1 + T/150)] +
+      6 e^(−0.3 T²) + K, K = 0.08 T + 10 for T < 100 ms and 18 otherwise (continuous at
+      100 ms); Re,WB = 80 + 3 (TERV,WB − 14); Roe = −1.5 (No,WB − RLR), No,WB from (7-3)
+      with Nfor = −96 dBmp (unless ``nfor`` is given); no sidetone terms (no TERVs, no
+      Idtes) and no T < 1 ms rule — the factor (1 − e^(−T)) takes Idte,WB to 0 at T = 0;
+    * Idle from Ro,WB = 129 in (7-25); Idd,WB = 1.29 · Idd (7-27);
+
+    Ie,eff,WB = Ie,WB + (95 − Ie,WB)·Ppl / (Ppl + Bpl) (no BurstR: ``burst_r`` is ignored,
+    with a :class:`~qoe.errors.QoEWarning` when it is not 1), and MOS from R_WB/1.29
+    (Annex A).
+
+    Sources of the wide-band terms. The text of G.107.1 could not be read: the project's
+    search tool was asked for it (its docs, pages, code and issues corpora, with the
+    phrasings "G.107.1 TERV,WB", "Re,WB = 80 + 3", "Ro,WB 129", "wideband E-model talker
+    echo", "Ie,eff,WB Ppl Bpl" and others) and returned only its table of contents and
+    published scope. The 06/2019 scope (Ro,WB = 129, Is,WB = 0) is from that scope
+    (standards.globalspec.com, ITU-T G.107.1, 1 June 2019). The talker-echo terms are
+    those listed in issue 11, point 7. The one public wide-band implementation found (a
+    JavaScript calculator, two copies of one project's code, found with the search tool's
+    ``find_string("TERV_WB")``, file ids 6228418062 and 5996201747; the index does not
+    name the repository) has the same terms and gives the sign of K that the issue's list
+    leaves open: it adds K to TELR. It cannot be run as an oracle (it takes natural
+    logarithms for lg, writes K = 0.08 T + 100, "+ 1" for "− 1" in Idte and (Tr + 1)^0.25
+    for Rle); its terms were read, none of its code was used.
+
+    The sign of K. With +K, wide-band talker echo impairs less than narrow-band echo at
+    the same TELR (TELR 55 dB: Idte,WB = 0.61 / 1.24 / 2.11 on the 0-129 scale at
+    T = 50 / 150 / 300 ms, against the narrow-band Idte = 2.81 / 10.37 / 17.97 on the 0-100
+    scale). With −K it would impair far more: Idte,WB = 26.3 / 66.1 / 79.2 at TELR 55 dB,
+    and 37.2 even at G.107's default TELR of 65 dB and T = 150 ms, where the narrow-band
+    Idte is 2.8: a default echo path would make a wide-band call poor. +K is kept:
+    it is what the one public implementation has, and −K gives implausible magnitudes;
+    the Recommendation's text remains the authority. Treat wide-band results with
+    non-default echo parameters (T >= 1 ms with TELR below the 65 dB default) as
+    provisional until checked against it.
 
     References
     ----------
-    .. [1] ITU-T G.107 (06/2015), clause 7, eq. (7-1)–(7-31), Tables 1 and 3.
-    .. [2] ITU-T G.107.1, clauses 7.2-7.5 and Annex A.
-    .. [3] ITU-T G.113 (11/2007), Appendix I, Tables I.1 and I.3.
+    .. [1] ITU-T G.107 (06/2015), clause 7, eq. (7-1)–(7-29), Tables 2 and 3.
+    .. [2] ITU-T G.107.1 (06/2019), clauses 7.1-7.5 and Annex A (text not read; see
+       "Sources of the wide-band terms").
+    .. [3] ITU-T G.113 (11/2007), Appendix I, Tables I.1 and I.3 (not read; each preset's
+       ``source`` says what it was checked against).
 
     Examples
     --------
@@ -459,56 +621,66 @@ def r_factor(
     del dr  # Dr enters only through LSTR = STMR + Dr (Table 3), set in _resolve unless LSTR is given
 
     # --- 7.2 Basic signal-to-noise ratio, Ro -------------------------------------------
-    olr = slr + rlr  # (7-5)
-    nos = ps - slr - ds - 100.0 + 0.004 * (ps - olr - ds - 14.0) ** 2  # (7-4)
-    pre = pr + 10.0 * _lg(1.0 + 10.0 ** ((10.0 - lstr) / 10.0))  # (7-7)
-    nor = rlr - 121.0 + pre + 0.008 * (pre - 35.0) ** 2  # (7-6)
-    nfo = nfor + rlr  # (7-8)
-    no = 10.0 * _lg(10.0 ** (nc / 10.0) + 10.0 ** (nos / 10.0)
-                    + 10.0 ** (nor / 10.0) + 10.0 ** (nfo / 10.0))  # (7-3)
+    olr = slr + rlr  # OLR = SLR + RLR
+    no = _noise_sum(slr, rlr, olr, ds, lstr, nc, nfor, ps, pr)  # (7-3)
     ro = 15.0 - 1.5 * (slr + no)  # (7-2)
 
     # --- 7.3 Simultaneous impairment factor, Is ----------------------------------------
-    xolr = olr + 0.2 * (64.0 + no - rlr)  # (7-12)
-    iolr = 20.0 * ((1.0 + (xolr / 8.0) ** 8) ** (1.0 / 8.0) - xolr / 8.0)  # (7-11)
-    stmro = -10.0 * _lg(10.0 ** (-stmr / 10.0) + np.exp(-t / 4.0) * 10.0 ** (-telr / 10.0))  # (7-14)
+    # (Equations of 7.2/7.3 named, not numbered: their 06/2015 numbers were not checked.)
+    xolr = olr + 0.2 * (64.0 + no - rlr)  # Xolr
+    iolr = 20.0 * ((1.0 + (xolr / 8.0) ** 8) ** (1.0 / 8.0) - xolr / 8.0)  # Iolr
+    stmro = -10.0 * _lg(10.0 ** (-stmr / 10.0) + np.exp(-t / 4.0) * 10.0 ** (-telr / 10.0))  # STMRo
     ist = (12.0 * (1.0 + ((stmro - 13.0) / 6.0) ** 8) ** (1.0 / 8.0)
            - 28.0 * (1.0 + ((stmro + 1.0) / 19.4) ** 35) ** (1.0 / 35.0)
            - 13.0 * (1.0 + ((stmro - 3.0) / 33.0) ** 13) ** (1.0 / 13.0)
-           + 29.0)  # (7-13)
-    q = 37.0 - 15.0 * _lg(p["qdu"])  # (7-19)
-    g = 1.07 + 0.258 * q + 0.0602 * q**2  # (7-18)
-    z = 46.0 / 30.0 - g / 40.0  # (7-17)
-    y = (ro - 100.0) / 15.0 + 46.0 / 8.4 - g / 9.0  # (7-16)
-    iq = 15.0 * _lg(1.0 + 10.0**y + 10.0**z)  # (7-15)
-    is_ = iolr + ist + iq  # (7-10)
+           + 29.0)  # Ist
+    q = 37.0 - 15.0 * _lg(p["qdu"])  # Q
+    g = 1.07 + 0.258 * q + 0.0602 * q**2  # G
+    z = 46.0 / 30.0 - g / 40.0  # Z
+    y = (ro - 100.0) / 15.0 + 46.0 / 8.4 - g / 9.0  # Y
+    iq = 15.0 * _lg(1.0 + 10.0**y + 10.0**z)  # Iq
+    is_ = iolr + ist + iq  # Is
 
     # --- 7.4 Delay impairment factor, Id -----------------------------------------------
-    # Talker echo, (7-21)-(7-25).
-    roe = -1.5 * (no - rlr)  # (7-22)
-    terv = telr - 40.0 * _lg((1.0 + t / 10.0) / (1.0 + t / 150.0)) + 6.0 * np.exp(-0.3 * t**2)  # (7-24)
+    # Talker echo. Only Id (7-18), Idte (7-19), Idle (7-25), Idd (7-27) and Ie,eff (7-29) carry
+    # their 06/2015 numbers (issue 11, point 9); the text could not be read to number the
+    # equations between them, so those are named by their symbols, not numbered.
+    roe = -1.5 * (no - rlr)  # Roe
+    terv = telr - 40.0 * _lg((1.0 + t / 10.0) / (1.0 + t / 150.0)) + 6.0 * np.exp(-0.3 * t**2)  # TERV
     if np.any(stmr < 9.0):
-        terv = np.where(stmr < 9.0, terv + ist / 2.0, terv)  # (7-25): TERVs for STMR < 9 dB
-    re = 80.0 + 2.5 * (terv - 14.0)  # (7-23)
-    idte = ((roe - re) / 2.0 + np.sqrt((roe - re) ** 2 / 4.0 + 100.0) - 1.0) * (1.0 - np.exp(-t))  # (7-21)
+        terv = np.where(stmr < 9.0, terv + ist / 2.0, terv)  # TERVs = TERV + Ist/2 for STMR < 9 dB
+    re = 80.0 + 2.5 * (terv - 14.0)  # Re
+    idte = ((roe - re) / 2.0 + np.sqrt((roe - re) ** 2 / 4.0 + 100.0) - 1.0) * (1.0 - np.exp(-t))  # (7-19)
+    # T < 1 ms: the echo is perceived as sidetone, Idte = 0 (clause 7.4) -- applied to Idte
+    # itself, *before* Idtes, so that STMR > 20 dB still gives Idtes = Ist at T < 1 ms and R
+    # is continuous at T = 1 ms (see Notes, "Order of the T < 1 ms rule and Idtes").
+    idte = np.where(t < 1.0, 0.0, idte)
     if np.any(stmr > 20.0):
-        idte = np.where(stmr > 20.0, np.sqrt(idte**2 + ist**2), idte)  # Idtes for STMR > 20 dB
-    idte = np.where(t < 1.0, 0.0, idte)  # T < 1 ms: echo is perceived as sidetone, Idte = 0
-    # Listener echo, (7-26)-(7-27).
-    rle = 10.5 * (wepl + 7.0) * (tr + 1.0) ** -0.25  # (7-27)
+        idte = np.where(stmr > 20.0, np.sqrt(idte**2 + ist**2), idte)  # Idtes, STMR > 20 dB
+    if band == "wb":
+        # G.107.1 (06/2019) clause 7.4: its own talker echo, from No,WB with Nfor = -96 dBmp
+        # (unless nfor is given); No,WB is what the result reports as `no`.
+        nfor_wb = p["nfor"] if "nfor" in params else np.asarray(_NFOR_WB)
+        no = _noise_sum(slr, rlr, olr, ds, lstr, nc, nfor_wb, ps, pr)
+        idte = _idte_wb(no, t, telr, rlr)
+    # Listener echo, (7-25) with Rle.
+    rle = 10.5 * (wepl + 7.0) * (tr + 1.0) ** -0.25  # Rle
     ro_idle = np.full_like(ro, _RO_WB) if band == "wb" else ro  # G.107.1: Idle from Ro,WB
-    idle = (ro_idle - rle) / 2.0 + np.sqrt((ro_idle - rle) ** 2 / 4.0 + 169.0)  # (7-26)
-    # Absolute delay, (7-28)-(7-30). X = 0 for Ta <= mT makes (7-29) exactly 0 = (7-28).
-    x = np.log2(np.maximum(ta, m_t) / m_t)  # (7-30)
+    idle = (ro_idle - rle) / 2.0 + np.sqrt((ro_idle - rle) ** 2 / 4.0 + 169.0)  # (7-25)
+    # Absolute delay, (7-27). X = 0 for Ta <= mT makes (7-27) exactly 0, its first case.
+    x = np.log2(np.maximum(ta, m_t) / m_t)  # X = lg(Ta/mT) / lg 2
     e = 6.0 * s_t
-    idd = 25.0 * ((1.0 + x**e) ** (1.0 / e) - 3.0 * (1.0 + (x / 3.0) ** e) ** (1.0 / e) + 2.0)  # (7-29)
+    idd = 25.0 * ((1.0 + x**e) ** (1.0 / e) - 3.0 * (1.0 + (x / 3.0) ** e) ** (1.0 / e) + 2.0)  # (7-27)
     if band == "wb":
         idd = _IDD_WB_FACTOR * idd  # G.107.1 clause 7.4
-    id_ = idte + idle + idd  # (7-20)
+    id_ = idte + idle + idd  # (7-18)
 
     # --- 7.5 Effective equipment impairment factor, Ie,eff -----------------------------
     ie, ppl = p["ie"], p["ppl"]
-    ie_eff = ie + (_IE_CEILING - ie) * ppl / (ppl / p["burst_r"] + p["bpl"])  # (7-31); G.107.1 7.5
+    if band == "wb":
+        ie_eff = ie + (_IE_CEILING - ie) * ppl / (ppl + p["bpl"])  # G.107.1 (06/2019) 7.5: no BurstR
+    else:
+        ie_eff = ie + (_IE_CEILING - ie) * ppl / (ppl / p["burst_r"] + p["bpl"])  # (7-29)
 
     a = p["a"]
     if band == "wb":
@@ -550,7 +722,7 @@ def delay_impairment(
     Returns
     -------
     numpy.ndarray
-        Id = Idte + Idle + Idd, G.107 (06/2015) eq. (7-20).
+        Id = Idte + Idle + Idd, G.107 (06/2015) eq. (7-18).
 
     Notes
     -----
