@@ -9,10 +9,10 @@ IPIP, SIT, L2TP, GTP, PPPoE or MPLS forwarding (see make_crafted.py).
 
 References, run live on each file (skipped when tshark is absent):
 
-- RTP: ``tshark -r FILE -q --enable-heuristic rtp_udp -d mpls.label==299,pwethcw
-  -d mpls.label==300,pwethnocw -z rtp,streams`` against ``qoe streams FILE --format json``
-  (source, destination, SSRC, packets, lost).
-- TCP: ``tshark -r FILE -q -d ... -z conv,tcp`` against the TCP segments of
+- RTP and TCP, one run: ``tshark -r FILE -d mpls.label==299,pwethcw -d
+  mpls.label==300,pwethnocw -q --enable-heuristic rtp_udp -z rtp,streams -z conv,tcp``;
+  its RTP table against ``qoe streams FILE --format json`` (source, destination, SSRC,
+  packets, lost), its TCP conversations against the TCP segments of
   :func:`qoe.capture.read_packets` (each conversation's endpoints and frame count).
 - HTTP: ``tshark -r FILE -d ... -Y http.request -T fields -E occurrence=l -e tcp.srcport
   -e http.request.uri`` against the transactions of ``qoe web pages FILE --format json``.
@@ -29,6 +29,7 @@ import re
 import shutil
 import subprocess
 from collections import Counter
+from functools import lru_cache
 
 import pytest
 from click.testing import CliRunner
@@ -130,8 +131,14 @@ def test_batches_equal_packets(name):
         assert got == want
 
 
+@lru_cache(maxsize=None)
+def tshark_tables(path: str) -> str:
+    """The RTP streams and TCP conversations tables of one tshark run."""
+    return tshark(path, "-q", "--enable-heuristic", "rtp_udp", "-z", "rtp,streams", "-z", "conv,tcp")
+
+
 def tshark_rtp_streams(path: str) -> Counter:
-    out = tshark(path, "-q", "--enable-heuristic", "rtp_udp", "-z", "rtp,streams")
+    out = tshark_tables(path)
     rows = Counter()
     for line in out.splitlines():
         f = line.split()
@@ -155,7 +162,7 @@ def test_rtp_streams_match_tshark(name):
 
 
 def tshark_tcp_conversations(path: str) -> Counter:
-    out = tshark(path, "-q", "-z", "conv,tcp")
+    out = tshark_tables(path)
     rows = Counter()
     for line in out.splitlines():
         m = re.match(r"\s*(\S+):(\d+)\s+<->\s+(\S+):(\d+)\s+(\d+)\s+\S+\s+bytes\s+(\d+)\s", line)
