@@ -40,7 +40,7 @@ References
    number, no header; type II: 0x88BE, 8-byte header, Ver 1; type III: 0x22EB, 12-byte
    header, Ver 2, plus an 8-byte platform-specific subheader when O = 1).
 .. [5] RFC 7348 §5 (VXLAN: UDP port 4789, 8-byte header, I flag 0x08 set, then Ethernet).
-.. [6] 3GPP TS 29.281 V17.4.0 §4.4.2 (GTP-U UDP port 2152), §5.1 (header: version 1, PT 1,
+.. [6] 3GPP TS 29.281 (Release 17) §4.4.2 (GTP-U UDP port 2152), §5.1 (header: version 1, PT 1,
    E/S/PN flags, message type, length after the first 8 octets, TEID; the 4 optional
    octets when any of E, S, PN is set), §5.2 (extension headers: length in 4-octet units,
    last octet the next type), §6.1 (message type 255 = G-PDU, the only one with user data).
