@@ -57,7 +57,7 @@ for fam, host in ((socket.AF_INET, "192.168.99.2"), (socket.AF_INET6, "fd99::2")
 while True:
     for r in select.select(s, [], [])[0]: r.recv(65536)
 ' &
-(cd "$TMP" && ip netns exec $B python3 -m http.server 8000 --bind :: >"$TMP/http.log" 2>&1) &
+ip netns exec $B python3 -m http.server 8000 --bind :: --directory "$TMP" >"$TMP/http.log" 2>&1 &  # a job of its own: the trap kills it
 sleep 1.5
 ip netns exec $A ffmpeg -nostdin -loglevel error -re -f lavfi -i sine=frequency=440:duration=1 \
   -ar 8000 -ac 1 -c:a pcm_mulaw -f rtp rtp://192.168.99.2:5004
