@@ -1,9 +1,14 @@
 """Frame numbers, times, addresses, ports and lengths checked against tshark, run live.
 
-Reference: ``tshark -r FILE -T fields -E separator=/t -e frame.number -e frame.time_epoch
+Reference: ``tshark -r FILE -T fields -E separator=/t -E occurrence=l -d
+mpls.label==299,pwethcw -d mpls.label==300,pwethnocw -e frame.number -e frame.time_epoch
 -e ip.src -e ipv6.src -e udp.srcport -e tcp.srcport -e frame.len -e udp.length -e tcp.len
--Y "(udp or tcp) and not icmp and not icmpv6"`` (Wireshark's own reader and dissectors,
-an independent implementation of the same specifications). Skipped when tshark is absent.
+-e frame.cap_len -e frame.protocols -Y "(udp or tcp) and not icmp and not icmpv6"``
+(Wireshark's own reader and dissectors, an independent implementation of the same
+specifications). ``occurrence=l`` gives the innermost layer's fields in a tunnelled packet,
+``frame.protocols`` says which IP version is innermost; the two ``-d`` name the Ethernet
+pseudowires of data/capture/tunnels (with and without control word), which Wireshark does
+not guess. Skipped when tshark is absent.
 """
 
 from __future__ import annotations
@@ -25,8 +30,11 @@ REAL = sorted(
 )
 FIELDS = [
     "frame.number", "frame.time_epoch", "ip.src", "ipv6.src", "udp.srcport", "tcp.srcport", "frame.len", "udp.length", "tcp.len",
-    "frame.cap_len",
+    "frame.cap_len", "frame.protocols",
 ]
+# the labels of the Ethernet pseudowires in data/capture/tunnels/make_crafted.py
+DECODE_AS = ["-d", "mpls.label==299,pwethcw", "-d", "mpls.label==300,pwethnocw"]
+UDP_TUNNELS = {"vxlan", "gtp", "l2tp"}
 
 
 def _ns(text: str) -> int:
@@ -35,18 +43,25 @@ def _ns(text: str) -> int:
 
 
 def tshark_rows(path: str) -> list[tuple[int, int, str, int, int, int]]:
-    cmd = [TSHARK, "-r", str(path), "-T", "fields", "-E", "separator=/t", "-Y", "(udp or tcp) and not icmp and not icmpv6"]
+    cmd = [TSHARK, "-r", str(path), "-T", "fields", "-E", "separator=/t", "-E", "occurrence=l", *DECODE_AS]
+    cmd += ["-Y", "(udp or tcp) and not icmp and not icmpv6"]
     for f in FIELDS:
         cmd += ["-e", f]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=120).stdout
     rows = []
     for line in out.splitlines():
-        num, t, s4, s6, usp, tsp, flen, ulen, tlen, caplen = line.split("\t")
-        plen = int(ulen) - 8 if ulen else int(tlen)
+        num, t, s4, s6, usp, tsp, flen, ulen, tlen, caplen, protos = line.split("\t")
+        layers = protos.split(":")
+        last_ip = max(i for i, p in enumerate(layers) if p in ("ip", "ipv6"))
+        after = [p for p in layers[last_ip + 1 :] if not p.startswith("ipv6.")][:2]  # extension headers
+        if after[:1] not in (["udp"], ["tcp"]) or (len(after) > 1 and after[1] in UDP_TUNNELS):
+            continue  # the innermost IP carries no UDP/TCP (e.g. ARP inside VXLAN)
+        src = s4 if layers[last_ip] == "ip" else s6
+        plen = int(ulen) - 8 if after[0] == "udp" else int(tlen)
         # a snaplen-truncated record (data/video's sender captures, -s 96) lacks its last
         # frame.len - frame.cap_len bytes: the payload as captured is that much shorter
         plen = max(0, plen - (int(flen) - int(caplen)))
-        rows.append((int(num), _ns(t), s4 or s6, int(usp or tsp), int(flen), plen))
+        rows.append((int(num), _ns(t), src, int(usp if after[0] == "udp" else tsp), int(flen), plen))
     return rows
 
 

@@ -34,8 +34,12 @@ Conventions
 - A pcapng Simple Packet Block has no timestamp: its ``ts_ns`` is 0.
 - Paths, ``os.PathLike`` and seekable binary file objects are accepted; gzip-compressed
   captures (``.pcap.gz``) are read transparently.
-- Not decoded: tunnels (GRE, IP-in-IP, VXLAN), MPLS, ESP-protected payloads, link types
-  other than those in :data:`SUPPORTED_LINKTYPES`.
+- Tunnels are decapsulated (MPLS label stacks and Ethernet pseudowires, GRE, ERSPAN
+  I/II/III, VXLAN, GTP-U, IP-in-IP, IPv6-in-IPv4, PPPoE, L2TPv2): a packet is its innermost
+  IP packet's datagram or segment, and :attr:`Packet.encapsulation` names what it came
+  through. Outer and inner IP fragments are both reassembled.
+- Not decoded: ESP-protected payloads, L2TPv3, VXLAN-GPE/Geneve, GRE version 1 (PPTP),
+  link types other than those in :data:`SUPPORTED_LINKTYPES`.
 
 References
 ----------
@@ -44,6 +48,9 @@ References
    draft-ietf-opsawg-pcapng.
 .. [3] tcpdump.org, "LINK-LAYER HEADER TYPES", https://www.tcpdump.org/linktypes.html.
 .. [4] RFC 791 (IPv4), RFC 815 (reassembly), RFC 8200 (IPv6), RFC 768 (UDP), RFC 9293 (TCP).
+.. [5] Tunnels: RFC 3032, RFC 4385, RFC 4448 (MPLS); RFC 2784, RFC 2890 (GRE);
+   draft-foschiano-erspan-03 (ERSPAN); RFC 7348 (VXLAN); 3GPP TS 29.281 (GTP-U); RFC 2003,
+   RFC 4213 (IP in IP); RFC 2516 (PPPoE); RFC 2661 (L2TPv2).
 """
 
 from __future__ import annotations

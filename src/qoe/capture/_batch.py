@@ -26,6 +26,7 @@ from qoe.capture._linktypes import (
 )
 from qoe.capture._options import positive_int
 from qoe.capture._reassembly import ReassemblyLimits, reassembly_limits
+from qoe.capture._tunnels import IP_TUNNEL_PROTOCOLS, MPLS_ETHERTYPES, UDP_TUNNEL_PORTS
 from qoe.capture._types import HEAD_BYTES, UdpBatch
 
 
@@ -174,10 +175,11 @@ class _Extractor:
     Rows with a common layout are decoded with NumPy: a link header announcing IP
     (Ethernet II with up to two VLAN tags, SLL/SLL2, raw IP, NULL/LOOP), then either an
     IPv4 header without options (IHL 5, RFC 791 §3.1) that is not a fragment (MF = 0,
-    offset 0) with protocol 17, or an IPv6 header (RFC 8200 §3) whose Next Header is 17.
-    Rows that are certainly not UDP (IPv4/IPv6 with another protocol and no extension
+    offset 0) with protocol 17, or an IPv6 header (RFC 8200 §3) whose Next Header is 17,
+    and UDP ports that are not a tunnel's (VXLAN, GTP-U, L2TP). Rows that are certainly
+    not UDP (IPv4/IPv6 with another protocol that is not a tunnel, and no extension
     header, non-IP EtherTypes) are dropped the same way. The rest (IPv6 extension headers,
-    fragments, IP options, LLC/SNAP, PPPoE, …) go through the per-packet
+    fragments, IP options, LLC/SNAP, PPPoE, MPLS, tunnels, …) go through the per-packet
     :class:`Decoder`, which keeps the reassembly state, so the result is the same as
     ``read_packets(..., protocols=("udp",))``.
     """
@@ -460,6 +462,8 @@ def _ipv4_rows(g: np.ndarray, ver: np.ndarray, cap: np.ndarray, l3: np.ndarray) 
     in the gathered headers ``g``: ``(carrying UDP, carrying another protocol)``."""
     simple = (ver == 4) & (cap >= l3 + 28) & (g[:, 0] == 0x45) & ((_u16(g, 6) & 0x3FFF) == 0)
     udp = g[:, 9] == IPPROTO_UDP  # protocol at byte 9
+    # tunnels (IP protocols 4, 41, 47; UDP to a tunnel's port) are left to the decoder
+    simple &= ~(_IS_IP_TUNNEL[g[:, 9]] | (udp & (_IS_TUNNEL_PORT[_u16(g, 20)] | _IS_TUNNEL_PORT[_u16(g, 22)])))
     return simple & udp & (_u16(g, 2) >= 28), simple & ~udp
 
 
@@ -469,6 +473,7 @@ def _ipv6_rows(g: np.ndarray, ver: np.ndarray, cap: np.ndarray, l3: np.ndarray) 
     nh = g[:, 6]
     simple = (ver == 6) & (cap >= l3 + 48) & ((g[:, 0] >> 4) == 6) & ~_IS_IPV6_EXTENSION[nh]
     udp = nh == IPPROTO_UDP
+    simple &= ~(_IS_IP_TUNNEL[nh] | (udp & (_IS_TUNNEL_PORT[_u16(g, 40)] | _IS_TUNNEL_PORT[_u16(g, 42)])))
     return simple & udp, simple & ~udp
 
 
@@ -496,7 +501,11 @@ _AF_INET6_ARRAY = np.array(sorted(AF_INET6_VALUES), dtype=np.int64)
 # 4303; Mobility RFC 6275; HIP RFC 7401; Shim6 RFC 5533; No Next Header 59): the general
 # decoder handles those rows.
 _IS_IPV6_EXTENSION = _lookup_table(1 << 8, [0, 43, 44, 50, 51, 59, 60, 135, 139, 140, 253, 254])
-_MAYBE_IP_ETHERTYPE = _lookup_table(1 << 16, [ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_PPPOE_SESSION, *VLAN_TPIDS])
+_MAYBE_IP_ETHERTYPE = _lookup_table(
+    1 << 16, [ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_PPPOE_SESSION, *VLAN_TPIDS, *MPLS_ETHERTYPES]
+)
+_IS_IP_TUNNEL = _lookup_table(1 << 8, IP_TUNNEL_PROTOCOLS)  # indexed by IP protocol / Next Header
+_IS_TUNNEL_PORT = _lookup_table(1 << 16, UDP_TUNNEL_PORTS)  # indexed by UDP port
 
 
 def _take(pending: list[_Piece], k: int) -> _Piece:

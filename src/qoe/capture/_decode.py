@@ -14,6 +14,17 @@ References
    RFC 8200 §4 too (RFC 7045 §2). RFC 6946 (atomic fragments).
 .. [4] RFC 768 (UDP header); RFC 9293 §3.1 (TCP header), §3.2 (options); RFC 7323,
    RFC 2018 (TCP options).
+.. [5] Tunnels (MPLS, GRE, ERSPAN, VXLAN, GTP-U, L2TP, IP in IP): see
+   :mod:`qoe.capture._tunnels`.
+
+Tunnels
+-------
+Encapsulations are peeled outer to inner until the innermost IP packet: an Ethernet-like
+EtherType chain (VLAN tags, LLC/SNAP, PPPoE, MPLS), IP protocols 4, 41 and 47, and UDP to
+the ports of VXLAN, GTP-U and L2TP. The packet returned is the innermost one (its 5-tuple
+is the flow's identity); :attr:`Packet.encapsulation` names the layers it came through.
+Each IP layer is defragmented on its own (outer fragments, then inner ones), all in the
+same bounded reassembly state. At most :data:`MAX_TUNNEL_DEPTH` tunnels are peeled.
 """
 
 from __future__ import annotations
@@ -41,6 +52,20 @@ from qoe.capture._linktypes import (
     VLAN_TPIDS,
 )
 from qoe.capture._reassembly import ReassemblyLimits
+from qoe.capture._tunnels import (
+    IP_TUNNEL_PROTOCOLS,
+    IPPROTO_GRE,
+    IPPROTO_IPIP,
+    KIND_ETHER,
+    KIND_IPV4,
+    KIND_IPV6,
+    KIND_MPLS,
+    MPLS_ETHERTYPES,
+    UDP_TUNNEL_PORTS,
+    gre,
+    mpls,
+    udp_tunnel,
+)
 from qoe.capture._types import Packet, make_packet, make_tcpinfo
 
 IPPROTO_TCP = 6  # RFC 9293 / IANA protocol numbers
@@ -60,6 +85,12 @@ _TCP_URG = struct.Struct("!H")
 _FRAG6 = struct.Struct("!HI")  # offset+M, identification (RFC 8200 §4.5)
 _SACK = struct.Struct("!II")  # two 32-bit values: SACK edges, or TSval/TSecr
 
+
+# _ethertype_chain's entry for a bare label stack (MPLS in GRE, RFC 4023 §4).
+MPLS_ETHERTYPE_FIRST = 0x8847
+
+# Tunnels peeled at most (crafted input could nest them until the frame ends).
+MAX_TUNNEL_DEPTH = 8
 
 # Address text cache size: distinct addresses in one capture are few; the bound only keeps
 # a pathological capture (a scan, spoofed sources) from growing it without end.
@@ -131,25 +162,28 @@ class Decoder:
             s = self._addr[raw] = str(ipaddress.ip_address(raw))
         return s
 
-    def network_offset(self, linktype: int, data: bytes) -> tuple[int, int]:
-        """``(ip_version, offset)`` of the IP header in a frame; version 0 if not IP."""
+    def network_offset(self, linktype: int, data: bytes) -> tuple[int, int, str]:
+        """``(ip_version, offset, encapsulation)`` of the first IP header in a frame
+        (version 0 if none); ``encapsulation`` names the layers passed on the way
+        ("pppoe", "mpls", "mpls/mpls-pw", or "")."""
         n = len(data)
         field = ETHERTYPE_FIELD.get(linktype)
         if field is not None:  # Ethernet, Linux cooked v1/v2: an EtherType, then a chain
             at, off = field
             if n < off:
-                return 0, 0
+                return 0, 0, ""
             et = data[at] << 8 | data[at + 1]
-        elif linktype in RAW_IP_LINKTYPES:
+            return self._ethertype_chain(data, et, off, linktype == LINKTYPE_ETHERNET, "")
+        if linktype in RAW_IP_LINKTYPES:
             if not n:
-                return 0, 0
+                return 0, 0, ""
             v = data[0] >> 4
-            return (v, 0) if v in (4, 6) else (0, 0)
-        elif linktype in IP_VERSION_OF_LINKTYPE:
-            return IP_VERSION_OF_LINKTYPE[linktype], 0
-        elif linktype == LINKTYPE_NULL or linktype == LINKTYPE_LOOP:
+            return (v, 0, "") if v in (4, 6) else (0, 0, "")
+        if linktype in IP_VERSION_OF_LINKTYPE:
+            return IP_VERSION_OF_LINKTYPE[linktype], 0, ""
+        if linktype == LINKTYPE_NULL or linktype == LINKTYPE_LOOP:
             if n < 4:
-                return 0, 0
+                return 0, 0, ""
             if linktype == LINKTYPE_LOOP:
                 af = int.from_bytes(data[:4], "big")
             else:
@@ -158,78 +192,114 @@ class Decoder:
                 if af > 0xFFFF:
                     af = int.from_bytes(data[:4], "big")
             if af == AF_INET:
-                return 4, 4
+                return 4, 4, ""
             if af in AF_INET6_VALUES:
-                return 6, 4
-            return 0, 0
-        else:
-            return 0, 0
-        # EtherType chain: VLAN tags (802.1Q/802.1ad/QinQ), LLC/SNAP, PPPoE session.
+                return 6, 4, ""
+        return 0, 0, ""
+
+    def _ethertype_chain(self, data: bytes, et: int, off: int, ethernet: bool, encap: str) -> tuple[int, int, str]:
+        """Follow an EtherType ``et`` whose payload starts at ``off``: VLAN tags
+        (802.1Q/802.1ad/QinQ), LLC/SNAP (``ethernet``: an 802.3 length field is possible),
+        PPPoE session, MPLS label stacks (and the Ethernet pseudowires after them)."""
+        n = len(data)
+        layers = 0
         while True:
             if et == ETHERTYPE_IPV4:
-                return 4, off
+                return 4, off, encap
             if et == ETHERTYPE_IPV6:
-                return 6, off
+                return 6, off, encap
             if et in VLAN_TPIDS:
                 if n < off + 4:
-                    return 0, 0
+                    return 0, 0, ""
                 et = data[off + 2] << 8 | data[off + 3]
                 off += 4
-            elif et <= ETHER_MAX_LENGTH and linktype == LINKTYPE_ETHERNET:
+            elif et <= ETHER_MAX_LENGTH and ethernet:
                 # IEEE 802.3 length field: IP only over LLC/SNAP with OUI 0 (RFC 1042).
                 if n < off + 8 or data[off : off + 3] != LLC_SNAP or data[off + 3 : off + 6] != b"\0\0\0":
-                    return 0, 0
+                    return 0, 0, ""
                 et = data[off + 6] << 8 | data[off + 7]
                 off += 8
             elif et == ETHERTYPE_PPPOE_SESSION:
                 # RFC 2516 §4: 6-byte PPPoE header, then the 2-byte PPP protocol (RFC 1661).
                 if n < off + 8:
-                    return 0, 0
+                    return 0, 0, ""
                 proto = data[off + 6] << 8 | data[off + 7]
                 off += 8
+                encap = encap + "/pppoe" if encap else "pppoe"
                 if proto == PPP_IPV4:
-                    return 4, off
+                    return 4, off, encap
                 if proto == PPP_IPV6:
-                    return 6, off
-                return 0, 0
+                    return 6, off, encap
+                return 0, 0, ""
+            elif et in MPLS_ETHERTYPES:
+                layers += 1
+                if layers > MAX_TUNNEL_DEPTH:
+                    return 0, 0, ""
+                kind, off = mpls(data, off, n)
+                encap = encap + "/mpls" if encap else "mpls"
+                if kind == KIND_IPV4 or kind == KIND_IPV6:
+                    return kind, off, encap
+                if kind != KIND_ETHER:
+                    return 0, 0, ""
+                # an Ethernet pseudowire: its own EtherType chain
+                et = data[off + 12] << 8 | data[off + 13]
+                off += 14
+                ethernet = True
+                encap += "-pw"
             else:
-                return 0, 0
+                return 0, 0, ""
 
     def decode(self, index: int, ts_ns: int, iface: int, linktype: int, wire_len: int, data: bytes) -> Packet | None:
         """The packet in one record, or ``None`` (not IP, not a wanted transport, a
-        fragment of a datagram not yet complete, or headers cut short)."""
+        fragment of a datagram not yet complete, or headers cut short). Tunnels are
+        decapsulated: the innermost packet is returned."""
         n = len(data)
         # Fast path, inline: Ethernet II, IPv4 without options, not a fragment (the common
-        # case). Anything else takes the general path below.
+        # case), not a tunnel. Anything else takes the general path below.
         if linktype == LINKTYPE_ETHERNET and n >= 42 and data[12] == 8 and data[13] == 0 and data[14] == 0x45:
             total, _ident, frag, _ttl, proto = _IPV4.unpack_from(data, 16)
-            if not frag & 0x3FFF:
-                if proto not in self.want:
-                    return None
+            if not frag & 0x3FFF and proto not in IP_TUNNEL_PROTOCOLS:
                 dend = end = 14 + total if total >= 20 else n
                 if end > n:
                     end = n
-                raw = data[26:30]
-                src = self._addr.get(raw) or self.addr(raw)
-                raw = data[30:34]
-                dst = self._addr.get(raw) or self.addr(raw)
                 if proto == IPPROTO_UDP and end >= 42:
                     sport, dport, ulen = _UDP.unpack_from(data, 34)
-                    pend = 34 + ulen if ulen >= 8 else end
-                    if pend > end:
-                        pend = end
-                    return make_packet(
-                        index, ts_ns, src, dst, IPPROTO_UDP, sport, dport, data[42:pend], None, iface, wire_len
-                    )
-                return self._transport(index, ts_ns, iface, wire_len, proto, src, dst, data, 34, end, dend)
-        version, off = self.network_offset(linktype, data)
+                    if sport not in UDP_TUNNEL_PORTS and dport not in UDP_TUNNEL_PORTS:
+                        if proto not in self.want:
+                            return None
+                        pend = 34 + ulen if ulen >= 8 else end
+                        if pend > end:
+                            pend = end
+                        raw = data[26:30]
+                        src = self._addr.get(raw) or self.addr(raw)
+                        raw = data[30:34]
+                        dst = self._addr.get(raw) or self.addr(raw)
+                        return make_packet(
+                            index, ts_ns, src, dst, IPPROTO_UDP, sport, dport, data[42:pend], None, iface, wire_len
+                        )
+                elif proto not in self.want:
+                    return None
+                else:
+                    raw = data[26:30]
+                    src = self._addr.get(raw) or self.addr(raw)
+                    raw = data[30:34]
+                    dst = self._addr.get(raw) or self.addr(raw)
+                    return self._transport(index, ts_ns, iface, wire_len, proto, src, dst, data, 34, end, dend, "", 0)
+        version, off, encap = self.network_offset(linktype, data)
         if version == 4:
-            return self._ipv4(index, ts_ns, iface, wire_len, data, off)
+            return self._ipv4(index, ts_ns, iface, wire_len, data, off, encap, 0)
         if version == 6:
-            return self._ipv6(index, ts_ns, iface, wire_len, data, off)
+            return self._ipv6(index, ts_ns, iface, wire_len, data, off, encap, 0)
         return None
 
-    def _ipv4(self, index: int, ts_ns: int, iface: int, wire_len: int, data: bytes, off: int) -> Packet | None:
+    def _wanted(self, proto: int) -> bool:
+        """Whether an IP payload of protocol ``proto`` must be looked at: a wanted
+        transport, a tunnel protocol, or UDP (which may carry a tunnel)."""
+        return proto in self.want or proto in IP_TUNNEL_PROTOCOLS or proto == IPPROTO_UDP
+
+    def _ipv4(
+        self, index: int, ts_ns: int, iface: int, wire_len: int, data: bytes, off: int, encap: str, depth: int
+    ) -> Packet | None:
         # RFC 791 §3.1.
         n = len(data)
         if n < off + 20:
@@ -239,7 +309,7 @@ class Decoder:
         if vhl >> 4 != 4 or ihl < 20 or n < off + ihl:
             return None
         total, ident, frag, _ttl, proto = _IPV4.unpack_from(data, off + 2)
-        if proto not in self.want:
+        if not self._wanted(proto):
             return None
         # Total length bounds the datagram (drops Ethernet padding); 0 is seen for TSO
         # super-packets captured on the sending host: then the captured bytes count.
@@ -258,11 +328,15 @@ class Decoder:
             data = done[0]
             l4 = 0
             dend = end = len(data)
+        if proto in IP_TUNNEL_PROTOCOLS:
+            return self._ip_tunnel(index, ts_ns, iface, wire_len, proto, data, l4, end, encap, depth)
         return self._transport(
-            index, ts_ns, iface, wire_len, proto, self.addr(src), self.addr(dst), data, l4, end, dend
+            index, ts_ns, iface, wire_len, proto, self.addr(src), self.addr(dst), data, l4, end, dend, encap, depth
         )
 
-    def _ipv6(self, index: int, ts_ns: int, iface: int, wire_len: int, data: bytes, off: int) -> Packet | None:
+    def _ipv6(
+        self, index: int, ts_ns: int, iface: int, wire_len: int, data: bytes, off: int, encap: str, depth: int
+    ) -> Packet | None:
         # RFC 8200 §3: version/class/flow 4, payload length 2, next header 1, hop limit 1,
         # source 16, destination 16.
         n = len(data)
@@ -304,9 +378,70 @@ class Decoder:
                 break
             if p > end:
                 return None
-        if nh not in self.want:
+        if nh in IP_TUNNEL_PROTOCOLS:
+            return self._ip_tunnel(index, ts_ns, iface, wire_len, nh, data, p, end, encap, depth)
+        if not self._wanted(nh):
             return None
-        return self._transport(index, ts_ns, iface, wire_len, nh, self.addr(src), self.addr(dst), data, p, end, dend)
+        return self._transport(
+            index, ts_ns, iface, wire_len, nh, self.addr(src), self.addr(dst), data, p, end, dend, encap, depth
+        )
+
+    def _ip_tunnel(
+        self,
+        index: int,
+        ts_ns: int,
+        iface: int,
+        wire_len: int,
+        proto: int,
+        data: bytes,
+        l4: int,
+        end: int,
+        encap: str,
+        depth: int,
+    ) -> Packet | None:
+        """The packet inside IP protocol ``proto`` (4: IPv4, 41: IPv6, 47: GRE) at
+        ``data[l4:end]``."""
+        if proto == IPPROTO_GRE:
+            kind, name, at = gre(data, l4, end)
+        else:
+            kind, name, at = (KIND_IPV4, "ip-in-ip", l4) if proto == IPPROTO_IPIP else (KIND_IPV6, "ipv6-in-ip", l4)
+        return self._inner(index, ts_ns, iface, wire_len, kind, name, data, at, end, encap, depth)
+
+    def _inner(
+        self,
+        index: int,
+        ts_ns: int,
+        iface: int,
+        wire_len: int,
+        kind: int,
+        name: str,
+        data: bytes,
+        at: int,
+        end: int,
+        encap: str,
+        depth: int,
+    ) -> Packet | None:
+        """Decode what a tunnel ``name`` carries: ``kind`` at ``data[at:end]``."""
+        if not kind or depth >= MAX_TUNNEL_DEPTH:
+            return None
+        encap = f"{encap}/{name}" if encap else name
+        inner = data[at:end]  # the inner packet alone: its own lengths bound it
+        if kind == KIND_IPV4:
+            return self._ipv4(index, ts_ns, iface, wire_len, inner, 0, encap, depth + 1)
+        if kind == KIND_IPV6:
+            return self._ipv6(index, ts_ns, iface, wire_len, inner, 0, encap, depth + 1)
+        if kind == KIND_ETHER:
+            if len(inner) < 14:
+                return None
+            et = inner[12] << 8 | inner[13]
+            version, off, encap = self._ethertype_chain(inner, et, 14, True, encap)
+        else:  # KIND_MPLS
+            version, off, encap = self._ethertype_chain(inner, MPLS_ETHERTYPE_FIRST, 0, False, encap)
+        if version == 4:
+            return self._ipv4(index, ts_ns, iface, wire_len, inner, off, encap, depth + 1)
+        if version == 6:
+            return self._ipv6(index, ts_ns, iface, wire_len, inner, off, encap, depth + 1)
+        return None
 
     def _transport(
         self,
@@ -321,10 +456,13 @@ class Decoder:
         l4: int,
         end: int,
         dend: int,
+        encap: str,
+        depth: int,
     ) -> Packet | None:
         """UDP (RFC 768) or TCP (RFC 9293 §3.1) from ``data[l4:end]`` (captured bytes);
         ``dend`` is where the IP length fields say the datagram ends (may lie beyond
-        ``end`` when the capture's snap length cut the frame)."""
+        ``end`` when the capture's snap length cut the frame). UDP to a tunnel's port
+        whose header checks out is decapsulated."""
         if proto == IPPROTO_UDP:
             if end < l4 + 8:
                 return None
@@ -334,10 +472,16 @@ class Decoder:
             pend = l4 + ulen if ulen >= 8 else end
             if pend > end:
                 pend = end
+            if sport in UDP_TUNNEL_PORTS or dport in UDP_TUNNEL_PORTS:
+                kind, name, at = udp_tunnel(sport, dport, data, l4 + 8, pend)
+                if kind:
+                    return self._inner(index, ts_ns, iface, wire_len, kind, name, data, at, pend, encap, depth)
+            if IPPROTO_UDP not in self.want:
+                return None
             return make_packet(
-                index, ts_ns, src, dst, IPPROTO_UDP, sport, dport, data[l4 + 8 : pend], None, iface, wire_len
+                index, ts_ns, src, dst, IPPROTO_UDP, sport, dport, data[l4 + 8 : pend], None, iface, wire_len, encap
             )
-        if end < l4 + 20:
+        if proto != IPPROTO_TCP or IPPROTO_TCP not in self.want or end < l4 + 20:
             return None
         sport, dport, seq, ack, offflags, window, _csum = _TCP.unpack_from(data, l4)
         hlen = (offflags >> 12) << 2
@@ -353,7 +497,7 @@ class Decoder:
         else:
             tcp = make_tcpinfo(seq, ack, flags, window, urg, hlen, dlen, None, None, False, (), None, None)
         return make_packet(
-            index, ts_ns, src, dst, IPPROTO_TCP, sport, dport, data[l4 + hlen : end], tcp, iface, wire_len
+            index, ts_ns, src, dst, IPPROTO_TCP, sport, dport, data[l4 + hlen : end], tcp, iface, wire_len, encap
         )
 
 

@@ -68,6 +68,11 @@ def read_packets(
     libpcap wrote DLT_RAW), raw IPv4/IPv6 (228/229), BSD NULL (0) and OpenBSD LOOP (108).
     IPv6 extension headers (Hop-by-Hop, Routing, Destination Options, Fragment, AH,
     Mobility, HIP, Shim6) are skipped; ESP-protected and non-IP frames are not returned.
+    Tunnels are peeled to the innermost IP packet (MPLS with or without an Ethernet
+    pseudowire and its control word, GRE, ERSPAN I/II/III, VXLAN on UDP 4789, GTP-U on
+    2152, L2TPv2 on 1701, IP-in-IP, IPv6-in-IPv4, PPPoE); :attr:`Packet.encapsulation`
+    names them. After an MPLS stack, IPv4/IPv6/Ethernet is guessed from the first nibble
+    (see :mod:`qoe.capture._tunnels`).
     Memory does not grow with the file: records are read in chunks of ``chunk_size``
     bytes and the fragment reassembly buffers are bounded by ``reassembly``.
 

@@ -133,6 +133,14 @@ class Packet:
     wire_len : int
         Original length of the frame on the wire (of the completing frame for a
         reassembled datagram).
+    encapsulation : str
+        The tunnels and encapsulations the packet was found in, outermost first, joined
+        by "/" ("" for none): "mpls", "mpls-pw" (an Ethernet pseudowire after a label
+        stack), "pppoe", "gre", "erspan-i", "erspan-ii", "erspan-iii", "vxlan", "gtp-u",
+        "l2tp", "ip-in-ip" (IPv4 inside IP), "ipv6-in-ip" (IPv6 inside IP); e.g.
+        "mpls/gre". The addresses and ports are always the innermost packet's. Not
+        compared (two packets that differ only in it are equal) and not carried by
+        :class:`UdpBatch` (:meth:`UdpBatch.packet` gives "").
     """
 
     index: int
@@ -146,6 +154,7 @@ class Packet:
     tcp: TcpInfo | None
     interface: int
     wire_len: int
+    encapsulation: str = dataclasses.field(default="", compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict copy, payload as hex (for JSON/CSV output)."""
@@ -161,6 +170,7 @@ class Packet:
             "tcp": None if self.tcp is None else self.tcp.to_dict(),
             "interface": self.interface,
             "wire_len": self.wire_len,
+            "encapsulation": self.encapsulation,
         }
 
 
