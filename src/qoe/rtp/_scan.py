@@ -44,7 +44,8 @@ from qoe.rtp._packet import (
 )
 from qoe.rtp._results import RtcpSummary, RtpScan, RtpStream, StreamKey
 from qoe.rtp._stats import REORDER_WINDOW, StreamStats, _Segments, clock_table, cn_table, is_telephone_event
-from qoe.rtp.sip import SIP_METHODS, SdpMedia, SipMessage, group_calls, parse_sip
+from qoe.rtp.sip import SIP_METHODS, SdpMedia, SipMessage, group_calls, parse_sip, sender_crypto
+from qoe.rtp.srtp import SrtpInfo, bytes_per_tick, looks_encrypted
 
 # UDP ports whose traffic is never taken for RTP by the heuristic (it can look like RTP
 # version 2 by chance): DNS 53, DHCP 67/68, NTP 123, NetBIOS 137/138, SNMP 161/162,
@@ -60,6 +61,9 @@ _SIP_PREFIXES = np.array(
 
 # Heuristic: packets looked at before a flow is accepted as RTP or rejected.
 _PROBE_PACKETS = 16
+# SRTP heuristic (qoe.rtp.srtp.looks_encrypted): payloads kept from each flow's first packets
+# (16 of G.711's 20 ms are 2.6 KiB; enough bytes for its uniformity test also at 10 ms).
+_SRTP_SAMPLE = 16
 
 
 
@@ -243,6 +247,8 @@ class _Scanner:
         self.addresses: tuple[str, ...] = ()
         self.first_ns = first_ns  # the capture's frame 1; else the first UDP datagram's
         self.udp = 0
+        self.sampled = np.zeros(0, dtype=np.int64)  # flow id -> payloads sampled for the SRTP heuristic
+        self.samples: dict[int, list[tuple[int, int, bytes]]] = {}  # flow id -> (seq, timestamp, payload)
 
     # -- per batch ---------------------------------------------------------------
     def batch(self, b: Any) -> None:
@@ -337,6 +343,7 @@ class _Scanner:
             fid[o] = np.repeat(found, lens)
             rank = np.full(rows.size, -1, dtype=np.int64)
             rank[o] = np.arange(o.size) - np.repeat(starts, lens)
+        self._sample(fid, h, u8)
         cols = {
             "frame": b.index[rows].astype(np.int64, copy=False), "arr": b.ts_ns[rows].astype(np.int64, copy=False),
             "seq": h.seq, "ts": h.timestamp, "pt": h.payload_type, "mk": h.marker,
@@ -369,6 +376,22 @@ class _Scanner:
         if late.size:
             parts.append(pk.take(late[self.state[fid[late]] == _RTP]))
         self._feed(_Packets.concat([p for p in parts if len(p)]) if any(len(p) for p in parts) else to_stats)
+
+    def _sample(self, fid: np.ndarray, h: Any, u8: np.ndarray) -> None:
+        """Keep the first :data:`_SRTP_SAMPLE` payloads of each flow (the SRTP heuristic's)."""
+        r = np.flatnonzero(self.sampled[fid] < _SRTP_SAMPLE)
+        if r.size == 0:
+            return
+        o = r[np.argsort(fid[r], kind="stable")]  # by flow, arrival order kept
+        f = fid[o]
+        start = np.flatnonzero(np.concatenate(([True], f[1:] != f[:-1])))
+        pos = np.arange(o.size) - np.repeat(start, np.diff(np.append(start, o.size)))
+        keep = o[pos + self.sampled[f] < _SRTP_SAMPLE]
+        buf = u8.data
+        for i in keep.tolist():
+            self.samples.setdefault(int(fid[i]), []).append(
+                (int(h.seq[i]), int(h.timestamp[i]), bytes(buf[int(h.payload_start[i]):int(h.payload_end[i])])))
+        np.add.at(self.sampled, fid[keep], 1)
 
     def _places(self, fid: np.ndarray, rows: np.ndarray, rank: np.ndarray | None) -> np.ndarray:
         """The place of packets ``rows`` among their undecided flow's packets (0 = its
@@ -417,6 +440,7 @@ class _Scanner:
         self.first_frame = np.append(self.first_frame, np.zeros(extra, dtype=np.int64))
         self.held_n = np.append(self.held_n, np.zeros(extra, dtype=np.int64))
         self.sid = np.append(self.sid, np.full(extra, -1, dtype=np.int64))
+        self.sampled = np.append(self.sampled, np.zeros(extra, dtype=np.int64))
 
     def _announcement(self, fid: int) -> tuple[str | None, SdpMedia] | None:
         """(Call-ID, media) of the SDP announcement that flow ``fid`` follows.
@@ -438,6 +462,41 @@ class _Scanner:
                 break
             pick = ann
         return pick[1], pick[2]
+
+    def _srtp(self, fid: int, call_id: str | None, pt: int, codec: str | None, media: SdpMedia | None) -> SrtpInfo | None:
+        """Whether flow ``fid`` is SRTP (:mod:`qoe.rtp.srtp`), and the sender's SDES key.
+
+        The receiving side's announcement is the one of the flow's destination address and
+        port; the sender's, of its source address and port (symmetric RTP, RFC 4961), else
+        the other party's media section of the same call (RFC 3264 §6). The key is the
+        sender's ``a=crypto`` (RFC 4568 §5.1, :func:`qoe.rtp.sip.sender_crypto`).
+        """
+        src, dst, sport, dport, _ = self.keys[fid]
+        a = self.addresses
+        first = int(self.first_frame[fid])
+        recv = _in_force(self.announced.get((a[dst], dport)), first)
+        send = _in_force(self.announced.get((a[src], sport)), first)
+        if send is not None and recv is not None and send[1] != recv[1]:
+            send = None  # the source port was announced by another call
+        if send is None and recv is not None and recv[1] is not None:
+            other = [ann for (addr, port), seen in self.announced.items() if (addr, port) != (a[dst], dport)
+                     for ann in seen if ann[1] == recv[1] and ann[2].media == recv[2].media]
+            send = _in_force(sorted(other, key=lambda x: x[0]), first) if other else None
+        r_media = recv[2] if recv is not None else None
+        s_media = send[2] if send is not None else None
+        sdes = sender_crypto(s_media, r_media)
+        if any(m is not None and m.secure for m in (r_media, s_media)):
+            return SrtpInfo(found_by="sdp", sdes=sdes)
+        channels = 1
+        if media is not None and pt in media.rtpmap:
+            channels = media.rtpmap[pt][2]
+        per_tick = bytes_per_tick(pt, codec, channels)
+        sample = self.samples.get(fid, [])
+        if per_tick is not None and sample:
+            seq, ts, pays = zip(*sample)
+            if looks_encrypted(seq, ts, pays, bytes_per_tick=per_tick):
+                return SrtpInfo(found_by="heuristic", sdes=sdes)
+        return None
 
     def _decide(self, *, final: bool, new_flows: np.ndarray | None = None) -> _Packets:
         """Accept or reject undecided flows; the held packets of the accepted ones.
@@ -576,6 +635,7 @@ class _Scanner:
                     payload_types=pts,
                     rtcp=rtcp.get(ssrc),
                     media=media_kind(codec, rate, media.media if media is not None else None),
+                    srtp=self._srtp(fid, call_id, main, codec, media),
                 )
             )
         return RtpScan(
@@ -587,6 +647,19 @@ class _Scanner:
             udp_packets=self.udp,
             rtcp_packets=self.rtcp.packets,
         )
+
+
+def _in_force(seen: list[tuple[int, str | None, SdpMedia]] | None, frame: int) -> tuple[int, str | None, SdpMedia] | None:
+    """The announcement (of one address and port, in capture order) in force at ``frame``:
+    the last one before it, else the first one after it."""
+    if not seen:
+        return None
+    pick = seen[0]
+    for ann in seen:
+        if ann[0] > frame:
+            break
+        pick = ann
+    return pick
 
 
 def _payload_types_seen(counts: np.ndarray) -> list[tuple[int, ...]]:
