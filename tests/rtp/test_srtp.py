@@ -308,3 +308,12 @@ def test_score_with_a_key_equals_the_plain_twins_score(tmp_path):
     assert d_enc.full_reference is not None
     assert d_enc.full_reference.mos_lqo == d_plain.full_reference.mos_lqo
     assert any("SRTP decrypted (AES_CM_128_HMAC_SHA1_80, key from user)" in n for n in enc.notes)
+
+
+def test_srtcp_is_recognised_and_its_ciphertext_not_read():
+    """FFmpeg sends one SRTCP sender report per direction (28-byte SR + 4-byte index + 32-bit
+    tag = 36 bytes, RFC 3711 §3.4): counted as RTCP, but its encrypted NTP time and counts give
+    no RTCP summary (a plain SR would: see the RTT tests of test_rtp_capture.py)."""
+    scan = scan_capture(SRTP / "srtp_call.pcap", keep_packets=False)
+    assert scan.rtcp_packets == 2 and scan.rtcp == {}
+    assert all(s.rtcp is None for s in scan.streams)

@@ -45,7 +45,7 @@ from qoe.rtp._packet import (
 from qoe.rtp._results import RtcpSummary, RtpScan, RtpStream, StreamKey
 from qoe.rtp._stats import REORDER_WINDOW, StreamStats, _Segments, clock_table, cn_table, is_telephone_event
 from qoe.rtp.sip import SIP_METHODS, SdpMedia, SipMessage, group_calls, parse_sip, sender_crypto
-from qoe.rtp.srtp import SrtpInfo, bytes_per_tick, looks_encrypted
+from qoe.rtp.srtp import SrtpInfo, bytes_per_tick, looks_encrypted, looks_srtcp
 
 # UDP ports whose traffic is never taken for RTP by the heuristic (it can look like RTP
 # version 2 by chance): DNS 53, DHCP 67/68, NTP 123, NetBIOS 137/138, SNMP 161/162,
@@ -279,7 +279,10 @@ class _Scanner:
         v2 = (length >= 8) & ((b0 >> 6) == RTP_VERSION)
         is_rtcp = v2 & (b1 >= RTCP_SR) & (b1 <= RTCP_APP)
         for i in np.flatnonzero(is_rtcp).tolist():
-            items = parse_rtcp(b.payload_of(i))
+            data = b.payload_of(i)
+            items = parse_rtcp(data)
+            if items and looks_srtcp(data):  # encrypted reports: only the sender's SSRC is in clear
+                items = [{"type": items[0]["type"], "ssrc": items[0]["ssrc"]}]
             if items:
                 self.rtcp.add(int(b.ts_ns[i]), items)
         rows = np.flatnonzero(v2 & ~is_rtcp & (length >= RTP_FIXED_HEADER))

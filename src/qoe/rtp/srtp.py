@@ -25,8 +25,8 @@ Packets that fail authentication are counted, warned about and left out of the p
 table (the jitter buffer sees them as lost); duplicates (which libsrtp's replay check
 refuses, RFC 3711 §3.3.2) take the plaintext of their first copy.
 
-Not handled: SRTCP (RTCP stays as the scan read it: the header and sender SSRC are in
-clear, the reports are encrypted); a capture that starts after the sender's first
+Not handled: decrypting SRTCP (the scan recognises it, :func:`looks_srtcp`, and reads only
+its sender's SSRC: no report blocks, no round-trip times); a capture that starts after the sender's first
 sequence-number rollover (the rollover counter is then not 0, and ``pylibsrtp`` cannot
 be told its value: every packet fails authentication and :class:`EncryptedStreamError`
 says so); key-params after the first on an ``a=crypto`` line; ``KDR``, ``UNENCRYPTED_*``
@@ -72,6 +72,7 @@ __all__ = [
     "SrtpInfo",
     "parse_srtp_key",
     "looks_encrypted",
+    "looks_srtcp",
     "bytes_per_tick",
     "decrypt_packets",
     "decrypt_streams",
@@ -343,6 +344,30 @@ def looks_encrypted(
     expected = len(body) / 256.0
     chi2 = float(((hist - expected) ** 2).sum() / expected)
     return chi2 < _CHI2_UNIFORM_MAX
+
+
+def looks_srtcp(data: bytes) -> bool:
+    """Whether an RTCP-looking datagram is SRTCP: its packets' lengths do not add up to it.
+
+    RFC 3550 A.2: the lengths of a compound RTCP packet's packets add up to the datagram.
+    SRTCP (RFC 3711 §3.4) keeps the first packet's header in clear, encrypts the rest and
+    appends the E flag and SRTCP index (4 bytes), an optional MKI and the authentication
+    tag: the walk by length fields never lands on the datagram's end. The scan then reads
+    only the sender's SSRC (its reports, NTP times and report blocks are ciphertext, and
+    would give false round-trip times).
+
+    Examples
+    --------
+    >>> rr = bytes([0x80, 201, 0, 1]) + (7).to_bytes(4, "big")   # an empty RR, 8 bytes
+    >>> looks_srtcp(rr), looks_srtcp(rr + bytes(4) + bytes(10))  # + index, + 80-bit tag
+    (False, True)
+    """
+    n, pos = len(data), 0
+    while pos + 4 <= n:
+        if data[pos] >> 6 != 2:  # RFC 3550 §6.4.1: version 2
+            return True
+        pos += (int.from_bytes(data[pos + 2:pos + 4], "big") + 1) * 4
+    return pos != n
 
 
 def _session(key: SrtpKey) -> Any:
