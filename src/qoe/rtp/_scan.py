@@ -61,8 +61,9 @@ _SIP_PREFIXES = np.array(
 
 # Heuristic: packets looked at before a flow is accepted as RTP or rejected.
 _PROBE_PACKETS = 16
-# SRTP heuristic (qoe.rtp.srtp.looks_encrypted): payloads kept from each flow's first packets
-# (16 of G.711's 20 ms are 2.6 KiB; enough bytes for its uniformity test also at 10 ms).
+# SRTP heuristic (qoe.rtp.srtp.looks_encrypted): what is kept of each flow's first packets
+# (sequence number, timestamp and payload length of each, and one nibble histogram of their
+# payloads: 320 bytes per flow; 16 G.711 packets of 10 ms already hold 1280 bytes).
 _SRTP_SAMPLE = 16
 
 
@@ -247,8 +248,12 @@ class _Scanner:
         self.addresses: tuple[str, ...] = ()
         self.first_ns = first_ns  # the capture's frame 1; else the first UDP datagram's
         self.udp = 0
-        self.sampled = np.zeros(0, dtype=np.int64)  # flow id -> payloads sampled for the SRTP heuristic
-        self.samples: dict[int, list[tuple[int, int, bytes]]] = {}  # flow id -> (seq, timestamp, payload)
+        # flow id -> packets sampled for the SRTP heuristic, their (seq, timestamp, length), nibble counts
+        self.sampled = np.zeros(0, dtype=np.int64)
+        self.sample_seq = np.zeros((0, _SRTP_SAMPLE), dtype=np.int32)
+        self.sample_ts = np.zeros((0, _SRTP_SAMPLE), dtype=np.int64)
+        self.sample_len = np.zeros((0, _SRTP_SAMPLE), dtype=np.int32)
+        self.nibbles = np.zeros((0, 32), dtype=np.int32)
 
     # -- per batch ---------------------------------------------------------------
     def batch(self, b: Any) -> None:
@@ -381,20 +386,27 @@ class _Scanner:
         self._feed(_Packets.concat([p for p in parts if len(p)]) if any(len(p) for p in parts) else to_stats)
 
     def _sample(self, fid: np.ndarray, h: Any, u8: np.ndarray) -> None:
-        """Keep the first :data:`_SRTP_SAMPLE` payloads of each flow (the SRTP heuristic's)."""
+        """Take what the SRTP heuristic needs from each flow's first :data:`_SRTP_SAMPLE` packets."""
         r = np.flatnonzero(self.sampled[fid] < _SRTP_SAMPLE)
         if r.size == 0:
             return
         o = r[np.argsort(fid[r], kind="stable")]  # by flow, arrival order kept
         f = fid[o]
         start = np.flatnonzero(np.concatenate(([True], f[1:] != f[:-1])))
-        pos = np.arange(o.size) - np.repeat(start, np.diff(np.append(start, o.size)))
-        keep = o[pos + self.sampled[f] < _SRTP_SAMPLE]
-        buf = u8.data
-        for i in keep.tolist():
-            self.samples.setdefault(int(fid[i]), []).append(
-                (int(h.seq[i]), int(h.timestamp[i]), bytes(buf[int(h.payload_start[i]):int(h.payload_end[i])])))
-        np.add.at(self.sampled, fid[keep], 1)
+        place = np.arange(o.size) - np.repeat(start, np.diff(np.append(start, o.size))) + self.sampled[f]
+        keep = place < _SRTP_SAMPLE
+        o, f, place = o[keep], f[keep], place[keep]
+        self.sample_seq[f, place] = h.seq[o]
+        self.sample_ts[f, place] = h.timestamp[o]
+        n = (h.payload_end[o] - h.payload_start[o]).astype(np.int64)
+        self.sample_len[f, place] = n
+        np.add.at(self.sampled, f, 1)
+        # every payload byte of those packets: its flow, and its two nibbles' bins
+        fb = np.repeat(f, n)
+        pos = np.repeat(h.payload_start[o].astype(np.int64) - np.cumsum(n) + n, n) + np.arange(int(n.sum()))
+        b = u8[pos].astype(np.int64)
+        np.add.at(self.nibbles, (fb, b >> 4), 1)
+        np.add.at(self.nibbles, (fb, 16 + (b & 15)), 1)
 
     def _places(self, fid: np.ndarray, rows: np.ndarray, rank: np.ndarray | None) -> np.ndarray:
         """The place of packets ``rows`` among their undecided flow's packets (0 = its
@@ -444,6 +456,10 @@ class _Scanner:
         self.held_n = np.append(self.held_n, np.zeros(extra, dtype=np.int64))
         self.sid = np.append(self.sid, np.full(extra, -1, dtype=np.int64))
         self.sampled = np.append(self.sampled, np.zeros(extra, dtype=np.int64))
+        self.sample_seq = np.concatenate((self.sample_seq, np.zeros((extra, _SRTP_SAMPLE), dtype=np.int32)))
+        self.sample_ts = np.concatenate((self.sample_ts, np.zeros((extra, _SRTP_SAMPLE), dtype=np.int64)))
+        self.sample_len = np.concatenate((self.sample_len, np.zeros((extra, _SRTP_SAMPLE), dtype=np.int32)))
+        self.nibbles = np.concatenate((self.nibbles, np.zeros((extra, 32), dtype=np.int32)))
 
     def _announcement(self, fid: int) -> tuple[str | None, SdpMedia] | None:
         """(Call-ID, media) of the SDP announcement that flow ``fid`` follows.
@@ -494,11 +510,12 @@ class _Scanner:
         if media is not None and pt in media.rtpmap:
             channels = media.rtpmap[pt][2]
         per_tick = bytes_per_tick(pt, codec, channels)
-        sample = self.samples.get(fid, [])
-        if per_tick is not None and sample:
-            seq, ts, pays = zip(*sample)
-            if looks_encrypted(seq, ts, pays, bytes_per_tick=per_tick):
-                return SrtpInfo(found_by="heuristic", sdes=sdes)
+        k = int(self.sampled[fid])
+        if per_tick is not None and k and looks_encrypted(
+            self.sample_seq[fid, :k], self.sample_ts[fid, :k], bytes_per_tick=per_tick,
+            lengths=self.sample_len[fid, :k], nibbles=self.nibbles[fid],
+        ):
+            return SrtpInfo(found_by="heuristic", sdes=sdes)
         return None
 
     def _decide(self, *, final: bool, new_flows: np.ndarray | None = None) -> _Packets:

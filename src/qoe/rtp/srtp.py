@@ -73,6 +73,7 @@ __all__ = [
     "parse_srtp_key",
     "looks_encrypted",
     "looks_srtcp",
+    "nibble_histogram",
     "bytes_per_tick",
     "decrypt_packets",
     "decrypt_streams",
@@ -112,14 +113,16 @@ _BYTES_PER_TICK = {"PCMU": 1, "PCMA": 1, "G722": 1, "L16": 2}
 _STATIC_BYTES_PER_TICK = {0: 1, 8: 1, 9: 1, 10: 4, 11: 2}
 
 # The heuristic's thresholds: share of consecutive packet pairs whose payload exceeds the
-# timestamp step by one tag length, fewest such pairs, and the chi-square bound on the byte
-# histogram. A uniform byte source gives chi2 with 255 degrees of freedom (mean 255, sd
-# sqrt(510) = 22.6); 255 + 6 sd = 390 is passed by chance with probability < 1e-7, and
-# G.711 speech or silence (concentrated near the codes of zero) gives thousands.
+# timestamp step by one tag length, and fewest such pairs. Uniformity is judged on the
+# histograms of the payload bytes' high and of their low nibbles (16 bins each, so that a
+# scan keeps 32 counters per flow, not its payloads): for uniform bytes each chi-square has
+# 15 degrees of freedom (mean 15, sd sqrt(30) = 5.5), and 15 + 6 sd = 47.9 is passed by
+# chance with probability < 1e-6; G.711 speech and silence, whose codes crowd near those of
+# zero (0xD5/0x55 A-law, 0xFF/0x7F mu-law), give hundreds.
 _HEURISTIC_SHARE = 0.9
 _HEURISTIC_MIN_PAIRS = 3
-_CHI2_UNIFORM_MAX = 255.0 + 6.0 * np.sqrt(510.0)
-_CHI2_MIN_BYTES = 1024  # fewer bytes than 4 per bin: no verdict on uniformity
+_CHI2_UNIFORM_MAX = 15.0 + 6.0 * np.sqrt(30.0)
+_CHI2_MIN_BYTES = 512  # fewer than 32 bytes per bin: no verdict on uniformity
 
 # How many packets are tried when choosing among candidate keys.
 _KEY_PROBE = 16
@@ -275,12 +278,20 @@ def bytes_per_tick(payload_type: int, encoding: str | None, channels: int = 1) -
     return _STATIC_BYTES_PER_TICK.get(payload_type)
 
 
+def nibble_histogram(payloads: Iterable[bytes]) -> np.ndarray:
+    """Counts of the payload bytes' high nibbles (bins 0-15) and low nibbles (bins 16-31)."""
+    b = np.frombuffer(b"".join(payloads), dtype=np.uint8)
+    return np.concatenate((np.bincount(b >> 4, minlength=16), np.bincount(b & 15, minlength=16)))
+
+
 def looks_encrypted(
     seq: Sequence[int] | np.ndarray,
     timestamp: Sequence[int] | np.ndarray,
-    payloads: Sequence[bytes],
+    payloads: Sequence[bytes] | None = None,
     *,
     bytes_per_tick: int,
+    lengths: Sequence[int] | np.ndarray | None = None,
+    nibbles: np.ndarray | None = None,
 ) -> bool:
     """Whether a fixed-rate stream's payloads look like SRTP: tag-long excess and random bytes.
 
@@ -292,10 +303,11 @@ def looks_encrypted(
     1. for at least 90 % of the pairs of consecutive packets (sequence step 1; at least 3
        such pairs), ``len(payload) - bytes_per_tick * timestamp step`` is one and the same
        tag length;
-    2. the payload bytes before that excess are uniform: their histogram's chi-square
-       against 256 equal bins is below 255 + 6·sqrt(510) (chance for random bytes < 1e-7),
-       judged on at least 1024 bytes. Ciphertext passes; G.711 speech and silence are
-       concentrated near the codes of zero and fail by far.
+    2. the payload bytes are uniform: the chi-square of the histogram of their high
+       nibbles, and that of their low nibbles, against 16 equal bins are both below
+       15 + 6·sqrt(30) (for random bytes each is passed by chance with probability
+       < 1e-6), judged on at least 512 bytes. Ciphertext passes; G.711 speech and silence
+       crowd near the codes of zero and fail by far.
 
     Compressed codecs (Opus, G.729, AMR) have no fixed size per tick and random-looking
     bytes: they are never judged here (only SDP tells them; or a user key).
@@ -304,10 +316,13 @@ def looks_encrypted(
     ----------
     seq, timestamp : array_like of int
         Sequence numbers and RTP timestamps of the first packets, in arrival order.
-    payloads : sequence of bytes
+    payloads : sequence of bytes, optional
         Their payloads as the scan read them (after the RTP header).
     bytes_per_tick : int, keyword-only
         Payload bytes per timestamp tick of the plain codec.
+    lengths, nibbles : keyword-only
+        Instead of ``payloads``: their lengths, and :func:`nibble_histogram` of them (what
+        :func:`qoe.rtp.scan_capture` keeps of each flow's first packets).
 
     Returns
     -------
@@ -322,12 +337,17 @@ def looks_encrypted(
     >>> looks_encrypted(seq, ts, [bytes([0xD5]) * 160 for _ in seq], bytes_per_tick=1)
     False
     """
-    n = len(payloads)
+    if payloads is not None:
+        lengths = [len(p) for p in payloads]
+        nibbles = nibble_histogram(payloads)
+    if lengths is None or nibbles is None:
+        raise InputError("looks_encrypted needs the payloads, or their lengths and nibble histogram")
+    lens = np.asarray(lengths, dtype=np.int64)
+    n = lens.size
     if n < _HEURISTIC_MIN_PAIRS + 1:
         return False
-    s = np.asarray(seq, dtype=np.int64)
-    t = np.asarray(timestamp, dtype=np.int64)
-    lens = np.fromiter((len(p) for p in payloads), dtype=np.int64, count=n)
+    s = np.asarray(seq, dtype=np.int64)[:n]
+    t = np.asarray(timestamp, dtype=np.int64)[:n]
     pair = ((s[1:] - s[:-1]) % 65536) == 1  # RFC 3550 A.1: consecutive packets
     step = (t[1:] - t[:-1]) % (1 << 32)
     excess = lens[1:][pair] - bytes_per_tick * step[pair]
@@ -337,13 +357,13 @@ def looks_encrypted(
     top = int(values[np.argmax(counts)])
     if top not in _TAG_LENGTHS or counts.max() < _HEURISTIC_SHARE * excess.size:
         return False
-    body = b"".join(p[: max(0, len(p) - top)] for p in payloads)
-    if len(body) < _CHI2_MIN_BYTES:
+    h = np.asarray(nibbles, dtype=np.float64).reshape(2, 16)
+    total = h.sum(axis=1)
+    if total.min() < _CHI2_MIN_BYTES:
         return False
-    hist = np.bincount(np.frombuffer(body, dtype=np.uint8), minlength=256).astype(np.float64)
-    expected = len(body) / 256.0
-    chi2 = float(((hist - expected) ** 2).sum() / expected)
-    return chi2 < _CHI2_UNIFORM_MAX
+    expected = total[:, None] / 16.0
+    chi2 = ((h - expected) ** 2 / expected).sum(axis=1)
+    return bool((chi2 < _CHI2_UNIFORM_MAX).all())
 
 
 def looks_srtcp(data: bytes) -> bool:
