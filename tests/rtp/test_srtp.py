@@ -317,3 +317,27 @@ def test_srtcp_is_recognised_and_its_ciphertext_not_read():
     scan = scan_capture(SRTP / "srtp_call.pcap", keep_packets=False)
     assert scan.rtcp_packets == 2 and scan.rtcp == {}
     assert all(s.rtcp is None for s in scan.streams)
+
+
+def test_asymmetric_rtp_takes_the_key_of_the_other_party_in_the_call(tmp_path):
+    """The caller's SRTP rewritten to leave from port 45000, which no SDP announced (UDP ports
+    are outside what SRTP authenticates, RFC 3711 §3.1): its key is then found as the other
+    media section of the same call (RFC 3264 §6), the offer's tag-2 key, and it decrypts."""
+    moved = tmp_path / "asymmetric.pcap"
+    with open(SRTP / "srtp_call.pcap", "rb") as f_in, open(moved, "wb") as f_out:
+        reader = dpkt.pcap.Reader(f_in)
+        writer = dpkt.pcap.Writer(f_out, linktype=reader.datalink())
+        for ts, buf in reader:
+            eth = dpkt.ethernet.Ethernet(buf)
+            udp = eth.data.data
+            if isinstance(udp, dpkt.udp.UDP) and udp.sport == 40000 and udp.dport == 40002:
+                udp.sport, udp.sum = 45000, 0  # RFC 768: checksum 0 = none
+                buf = bytes(eth)
+            writer.writepkt(buf, ts)
+    scan = scan_capture(moved)
+    (call,) = scan.calls
+    caller = next(s for s in scan.streams if s.key.src == "127.0.0.1")
+    assert caller.key.sport == 45000 and caller.call_id == "srtp-call"
+    assert caller.srtp.sdes == call.offer[0].crypto[1]
+    (dec,) = decrypt_streams(moved, [caller])
+    assert (dec.srtp.auth_failures, len(dec.packets)) == (0, 150)
