@@ -21,6 +21,7 @@ References
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from typing import Any
@@ -45,7 +46,7 @@ from qoe.rtp._packet import (
 from qoe.rtp._results import RtcpSummary, RtpScan, RtpStream, StreamKey
 from qoe.rtp._stats import REORDER_WINDOW, StreamStats, _Segments, clock_table, cn_table, is_telephone_event
 from qoe.rtp.sip import SIP_METHODS, SdpMedia, SipMessage, group_calls, parse_sip, sender_crypto
-from qoe.rtp.srtp import SrtpInfo, bytes_per_tick, looks_encrypted, looks_srtcp
+from qoe.rtp.srtp import SrtpInfo, bytes_per_tick, encrypted_verdicts, looks_srtcp
 
 # UDP ports whose traffic is never taken for RTP by the heuristic (it can look like RTP
 # version 2 by chance): DNS 53, DHCP 67/68, NTP 123, NetBIOS 137/138, SNMP 161/162,
@@ -62,9 +63,11 @@ _SIP_PREFIXES = np.array(
 # Heuristic: packets looked at before a flow is accepted as RTP or rejected.
 _PROBE_PACKETS = 16
 # SRTP heuristic (qoe.rtp.srtp.looks_encrypted): what is kept of each flow's first packets
-# (sequence number, timestamp and payload length of each, and one nibble histogram of their
-# payloads: 320 bytes per flow; 16 G.711 packets of 10 ms already hold 1280 bytes).
+# (sequence number, timestamp and payload length of each, and one histogram of the nibbles of
+# their payloads' first 32 bytes, up to 512 bytes: 320 bytes per flow).
 _SRTP_SAMPLE = 16
+_SRTP_BYTES = 32
+_SRTP_CHUNK = 4096  # rows whose bytes are counted at once
 
 
 
@@ -254,6 +257,7 @@ class _Scanner:
         self.sample_ts = np.zeros((0, _SRTP_SAMPLE), dtype=np.int64)
         self.sample_len = np.zeros((0, _SRTP_SAMPLE), dtype=np.int32)
         self.nibbles = np.zeros((0, 32), dtype=np.int32)
+        self.srtp_pending: list[tuple[int, int, int, Any]] = []  # flows the payload heuristic judges at the end
 
     # -- per batch ---------------------------------------------------------------
     def batch(self, b: Any) -> None:
@@ -400,13 +404,21 @@ class _Scanner:
         self.sample_ts[f, place] = h.timestamp[o]
         n = (h.payload_end[o] - h.payload_start[o]).astype(np.int64)
         self.sample_len[f, place] = n
-        np.add.at(self.sampled, f, 1)
-        # every payload byte of those packets: its flow, and its two nibbles' bins
-        fb = np.repeat(f, n)
-        pos = np.repeat(h.payload_start[o].astype(np.int64) - np.cumsum(n) + n, n) + np.arange(int(n.sum()))
-        b = u8[pos].astype(np.int64)
-        np.add.at(self.nibbles, (fb, b >> 4), 1)
-        np.add.at(self.nibbles, (fb, 16 + (b & 15)), 1)
+        flows, local = np.unique(f, return_inverse=True)
+        self.sampled[flows] += np.bincount(local, minlength=flows.size)
+        # the first _SRTP_BYTES bytes of each of those payloads: their nibbles, counted per flow
+        # (in chunks of rows, so that the temporaries stay small)
+        w = np.minimum(n, _SRTP_BYTES)
+        cols = np.arange(_SRTP_BYTES)
+        first = h.payload_start[o].astype(np.int64)
+        counts = np.zeros(flows.size * 32, dtype=np.int64)
+        for c in range(0, o.size, _SRTP_CHUNK):
+            wc = w[c:c + _SRTP_CHUNK]
+            inside = cols[None, :] < wc[:, None]
+            b = u8[(first[c:c + _SRTP_CHUNK, None] + cols[None, :])[inside]].astype(np.int64)
+            at = np.repeat(local[c:c + _SRTP_CHUNK] * 32, wc)
+            counts += np.bincount(np.concatenate((at + (b >> 4), at + 16 + (b & 15))), minlength=counts.size)
+        self.nibbles[flows] += counts.reshape(flows.size, 32).astype(np.int32)
 
     def _places(self, fid: np.ndarray, rows: np.ndarray, rank: np.ndarray | None) -> np.ndarray:
         """The place of packets ``rows`` among their undecided flow's packets (0 = its
@@ -510,13 +522,24 @@ class _Scanner:
         if media is not None and pt in media.rtpmap:
             channels = media.rtpmap[pt][2]
         per_tick = bytes_per_tick(pt, codec, channels)
-        k = int(self.sampled[fid])
-        if per_tick is not None and k and looks_encrypted(
-            self.sample_seq[fid, :k], self.sample_ts[fid, :k], bytes_per_tick=per_tick,
-            lengths=self.sample_len[fid, :k], nibbles=self.nibbles[fid],
-        ):
-            return SrtpInfo(found_by="heuristic", sdes=sdes)
+        if per_tick is not None and self.sampled[fid]:
+            self.srtp_pending.append((len(self.srtp_pending), fid, per_tick, sdes))
         return None
+
+    def _srtp_heuristic(self, streams: list[RtpStream], at: dict[int, int]) -> None:
+        """Apply the payload heuristic (:func:`qoe.rtp.srtp.encrypted_verdicts`) to the
+        pending flows at once; mark the streams (``at``: flow id -> index in ``streams``)."""
+        if not self.srtp_pending:
+            return
+        fids = np.array([p[1] for p in self.srtp_pending], dtype=np.int64)
+        per_tick = np.array([p[2] for p in self.srtp_pending], dtype=np.int64)
+        hits = encrypted_verdicts(self.sample_seq[fids], self.sample_ts[fids], self.sample_len[fids],
+                                  self.sampled[fids], self.nibbles[fids], per_tick)
+        for i in np.flatnonzero(hits).tolist():
+            _, fid, _, sdes = self.srtp_pending[i]
+            j = at[fid]
+            streams[j] = dataclasses.replace(streams[j], srtp=SrtpInfo(found_by="heuristic", sdes=sdes))
+        self.srtp_pending = []
 
     def _decide(self, *, final: bool, new_flows: np.ndarray | None = None) -> _Packets:
         """Accept or reject undecided flows; the held packets of the accepted ones.
@@ -658,6 +681,7 @@ class _Scanner:
                     srtp=self._srtp(fid, call_id, main, codec, media),
                 )
             )
+        self._srtp_heuristic(streams, {int(f): i for i, f in enumerate(fids.tolist())})
         return RtpScan(
             path=path,
             streams=tuple(streams),

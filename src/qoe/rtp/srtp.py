@@ -72,6 +72,7 @@ __all__ = [
     "SrtpInfo",
     "parse_srtp_key",
     "looks_encrypted",
+    "encrypted_verdicts",
     "looks_srtcp",
     "nibble_histogram",
     "bytes_per_tick",
@@ -122,7 +123,7 @@ _STATIC_BYTES_PER_TICK = {0: 1, 8: 1, 9: 1, 10: 4, 11: 2}
 _HEURISTIC_SHARE = 0.9
 _HEURISTIC_MIN_PAIRS = 3
 _CHI2_UNIFORM_MAX = 15.0 + 6.0 * np.sqrt(30.0)
-_CHI2_MIN_BYTES = 512  # fewer than 32 bytes per bin: no verdict on uniformity
+_CHI2_MIN_BYTES = 256  # fewer than 16 bytes per bin: no verdict on uniformity
 
 # How many packets are tried when choosing among candidate keys.
 _KEY_PROBE = 16
@@ -278,9 +279,11 @@ def bytes_per_tick(payload_type: int, encoding: str | None, channels: int = 1) -
     return _STATIC_BYTES_PER_TICK.get(payload_type)
 
 
-def nibble_histogram(payloads: Iterable[bytes]) -> np.ndarray:
-    """Counts of the payload bytes' high nibbles (bins 0-15) and low nibbles (bins 16-31)."""
-    b = np.frombuffer(b"".join(payloads), dtype=np.uint8)
+def nibble_histogram(payloads: Iterable[bytes], *, max_bytes: int | None = None) -> np.ndarray:
+    """Counts of the payload bytes' high nibbles (bins 0-15) and low nibbles (bins 16-31).
+
+    ``max_bytes`` counts only the first bytes of each payload (the scan takes 32)."""
+    b = np.frombuffer(b"".join(p[:max_bytes] for p in payloads), dtype=np.uint8)
     return np.concatenate((np.bincount(b >> 4, minlength=16), np.bincount(b & 15, minlength=16)))
 
 
@@ -303,10 +306,11 @@ def looks_encrypted(
     1. for at least 90 % of the pairs of consecutive packets (sequence step 1; at least 3
        such pairs), ``len(payload) - bytes_per_tick * timestamp step`` is one and the same
        tag length;
-    2. the payload bytes are uniform: the chi-square of the histogram of their high
+    2. the payload bytes are uniform (all of them, or with ``nibbles`` what was counted):
+       the chi-square of the histogram of their high
        nibbles, and that of their low nibbles, against 16 equal bins are both below
        15 + 6·sqrt(30) (for random bytes each is passed by chance with probability
-       < 1e-6), judged on at least 512 bytes. Ciphertext passes; G.711 speech and silence
+       < 1e-6), judged on at least 256 bytes. Ciphertext passes; G.711 speech and silence
        crowd near the codes of zero and fail by far.
 
     Compressed codecs (Opus, G.729, AMR) have no fixed size per tick and random-looking
@@ -344,26 +348,57 @@ def looks_encrypted(
         raise InputError("looks_encrypted needs the payloads, or their lengths and nibble histogram")
     lens = np.asarray(lengths, dtype=np.int64)
     n = lens.size
-    if n < _HEURISTIC_MIN_PAIRS + 1:
-        return False
-    s = np.asarray(seq, dtype=np.int64)[:n]
-    t = np.asarray(timestamp, dtype=np.int64)[:n]
-    pair = ((s[1:] - s[:-1]) % 65536) == 1  # RFC 3550 A.1: consecutive packets
-    step = (t[1:] - t[:-1]) % (1 << 32)
-    excess = lens[1:][pair] - bytes_per_tick * step[pair]
-    if excess.size < _HEURISTIC_MIN_PAIRS:
-        return False
-    values, counts = np.unique(excess, return_counts=True)
-    top = int(values[np.argmax(counts)])
-    if top not in _TAG_LENGTHS or counts.max() < _HEURISTIC_SHARE * excess.size:
-        return False
-    h = np.asarray(nibbles, dtype=np.float64).reshape(2, 16)
-    total = h.sum(axis=1)
-    if total.min() < _CHI2_MIN_BYTES:
-        return False
-    expected = total[:, None] / 16.0
-    chi2 = ((h - expected) ** 2 / expected).sum(axis=1)
-    return bool((chi2 < _CHI2_UNIFORM_MAX).all())
+    s = np.zeros((1, n), dtype=np.int64)
+    t = np.zeros((1, n), dtype=np.int64)
+    s[0] = np.asarray(seq, dtype=np.int64)[:n]
+    t[0] = np.asarray(timestamp, dtype=np.int64)[:n]
+    return bool(encrypted_verdicts(s, t, lens[None, :], np.array([n]), np.asarray(nibbles)[None, :],
+                                   np.array([bytes_per_tick]))[0])
+
+
+def encrypted_verdicts(
+    seq: np.ndarray,
+    timestamp: np.ndarray,
+    lengths: np.ndarray,
+    count: np.ndarray,
+    nibbles: np.ndarray,
+    bytes_per_tick: np.ndarray,
+) -> np.ndarray:
+    """:func:`looks_encrypted` for many streams at once (one row each).
+
+    Parameters
+    ----------
+    seq, timestamp, lengths : numpy.ndarray, shape (streams, packets)
+        Sequence numbers, RTP timestamps and payload lengths of each stream's first packets;
+        only the first ``count[i]`` of row ``i`` count.
+    count : numpy.ndarray of int, shape (streams,)
+    nibbles : numpy.ndarray, shape (streams, 32)
+        :func:`nibble_histogram` of each stream's payloads.
+    bytes_per_tick : numpy.ndarray of int, shape (streams,)
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (streams,)
+    """
+    seq = np.asarray(seq, dtype=np.int64)
+    ts = np.asarray(timestamp, dtype=np.int64)
+    lens = np.asarray(lengths, dtype=np.int64)
+    m = seq.shape[1]
+    j = np.arange(1, m)
+    valid = (j[None, :] < np.asarray(count)[:, None]) & (((seq[:, 1:] - seq[:, :-1]) % 65536) == 1)  # RFC 3550 A.1
+    step = (ts[:, 1:] - ts[:, :-1]) % (1 << 32)
+    excess = lens[:, 1:] - np.asarray(bytes_per_tick, dtype=np.int64)[:, None] * step
+    pairs = valid.sum(axis=1)
+    best = np.zeros(seq.shape[0], dtype=np.int64)
+    for tag in sorted(_TAG_LENGTHS):  # a tag length shared by >= 90 % of the pairs (then the mode)
+        best = np.maximum(best, (valid & (excess == tag)).sum(axis=1))
+    length_ok = (pairs >= _HEURISTIC_MIN_PAIRS) & (best >= _HEURISTIC_SHARE * pairs)
+    h = np.asarray(nibbles, dtype=np.float64).reshape(-1, 2, 16)
+    total = h.sum(axis=2)
+    expected = np.maximum(total, 1.0)[:, :, None] / 16.0
+    chi2 = ((h - expected) ** 2 / expected).sum(axis=2)
+    uniform = (total.min(axis=1) >= _CHI2_MIN_BYTES) & (chi2 < _CHI2_UNIFORM_MAX).all(axis=1)
+    return length_ok & uniform
 
 
 def looks_srtcp(data: bytes) -> bool:
