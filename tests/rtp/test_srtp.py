@@ -157,6 +157,16 @@ def test_header_statistics_agree_with_stored_tshark(name, count):
     assert assert_agree(text, SRTP / name) == count
 
 
+@pytest.mark.tshark
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed")
+@pytest.mark.parametrize("name, count", [("srtp_call.pcap", 2), ("srtp_nosdp.pcap", 1)])
+def test_header_statistics_agree_with_live_tshark(name, count):
+    command = (SRTP / f"{name}.tshark-rtp-streams.txt").read_text().splitlines()[0].removeprefix("# command: ").split()
+    live = subprocess.run([shutil.which("tshark"), *command[1:]], cwd=SRTP, capture_output=True, text=True,
+                          check=True, timeout=120).stdout
+    assert assert_agree(live, SRTP / name) == count
+
+
 def test_streams_command_lists_srtp_without_a_key():
     res = CliRunner().invoke(cli, ["streams", str(SRTP / "srtp_nosdp.pcap"), "--format", "json"])
     assert res.exit_code == 0, res.output

@@ -9,7 +9,8 @@ so that :mod:`qoe.rtp` can name the codec and clock rate of each stream and tie
 both directions of a call together.
 
 Only what stream discovery needs is parsed: start line, Call-ID, CSeq, From, To,
-Content-Type, Content-Length and an ``application/sdp`` body. Multipart bodies and SIP
+Content-Type, Content-Length and an ``application/sdp`` body (with its SDES ``a=crypto``
+keys, :class:`SdesCrypto`, which :mod:`qoe.rtp.srtp` decrypts SRTP streams with). Multipart bodies and SIP
 over TCP/TLS are not handled.
 
 References
