@@ -15,14 +15,19 @@ from qoe_cli._output import emit, format_option, render_pairs
               help="Receiver buffer: fixed:<ms> (e.g. fixed:60), adaptive (Ramjee et al. 1994) or none.")
 @click.option("--conceal", type=click.Choice(["silence", "repeat"]), default="silence", show_default=True,
               help="Fill lost and late packets with silence or by repeating the last packet (fading out).")
+@click.option("--srtp-key", "srtp_keys", multiple=True, metavar="SUITE:BASE64",
+              help="SRTP key (e.g. AES_CM_128_HMAC_SHA1_80:<base64 of master key||salt>) for an encrypted stream "
+                   "whose key is not in the capture's SDP (a=crypto); repeat to try several.")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, writable=True),
               help="WAV file to write (16-bit PCM at the codec's rate).")
 @format_option
-def extract(capture, ssrc, jitter_buffer, conceal, output, fmt):
+def extract(capture, ssrc, jitter_buffer, conceal, srtp_keys, output, fmt):
     """Rebuild the received audio of a G.711 RTP stream in CAPTURE and write it as WAV.
 
     Packets are decoded and placed by RTP timestamp; packets lost in the network or
     late for the jitter buffer are concealed. Prints what was done (loss, late packets,
-    buffer delay)."""
-    summary = extract_wav(capture, output, ssrc=ssrc, jitter_buffer=jitter_buffer, conceal=conceal)
+    buffer delay). An SRTP stream is decrypted with the key of the capture's SDP (SDES
+    a=crypto) or --srtp-key, and refused without one."""
+    summary = extract_wav(capture, output, ssrc=ssrc, jitter_buffer=jitter_buffer, conceal=conceal,
+                          srtp_keys=srtp_keys)
     emit(render_pairs(summary, fmt, digits=3), None)

@@ -39,6 +39,10 @@ from qoe_cli._output import emit, format_option, output_option, render
               help="Do CAPTURE and --sender-capture share a clock? auto: relative delays (with a warning) when a "
                    "delay is negative or implausibly large.")
 @click.option("--ssrc", default=None, help="Only the call holding this stream (0x7a1c0003 or decimal).")
+@click.option("--srtp-key", "srtp_keys", multiple=True, metavar="SUITE:BASE64",
+              help="Voice: SRTP key (e.g. AES_CM_128_HMAC_SHA1_80:<base64 of master key||salt>) for encrypted streams "
+                   "whose key is not in the capture's SDP (a=crypto); repeat for several (each stream takes the one "
+                   "that authenticates it).")
 @click.option("--sdp", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Video: an SDP file for RTP streams the capture does not announce (what ffmpeg -sdp_file wrote).")
 @click.option("--video-jitter-buffer", default=None,
@@ -59,7 +63,7 @@ from qoe_cli._output import emit, format_option, output_option, render
 @format_option
 @output_option
 def score(capture, refs, sender_capture, network_delay_ms, user, jitter_buffer, conceal, delay_basis, window_s,
-          codec, clocks, ssrc, sdp, video_jitter_buffer, ssim_variant, psnr_table, idle_gap, web_preset, kind, details,
+          codec, clocks, ssrc, srtp_keys, sdp, video_jitter_buffer, ssim_variant, psnr_table, idle_gap, web_preset, kind, details,
           fmt, output):
     """Score the voice calls (per direction), video streams and page loads in CAPTURE.
 
@@ -75,7 +79,7 @@ def score(capture, refs, sender_capture, network_delay_ms, user, jitter_buffer, 
     last byte), round trips, RTT, retransmissions, the seed paper's diagnosis and G.1030 MOS.
     JSON output holds the whole report."""
     call = CallOptions(jitter_buffer=jitter_buffer, conceal=conceal, delay_basis=delay_basis, window_s=window_s,
-                       codec=codec, user=user, network_delay_ms=network_delay_ms, clocks=clocks)
+                       codec=codec, user=user, network_delay_ms=network_delay_ms, clocks=clocks, srtp_keys=srtp_keys)
     video = VideoOptions(sdp=sdp, jitter_buffer=video_jitter_buffer, variant=ssim_variant, psnr_table=psnr_table)
     options = {"voice": call, "video": video, "web": WebOptions(idle_gap_s=idle_gap, preset=web_preset)}
     report = qoe.score(capture, reference=list(refs) or None, kind=kind, options=options,

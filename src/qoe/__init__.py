@@ -10,6 +10,7 @@ from qoe.api import score
 from qoe.errors import (
     AlignmentError,
     CaptureError,
+    EncryptedStreamError,
     InputError,
     NoSpeechError,
     QoEError,
@@ -46,6 +47,7 @@ __all__ = [
     "AlignmentError",
     "CaptureError",
     "UnsupportedCodecError",
+    "EncryptedStreamError",
     "StreamNotFoundError",
     "QoEWarning",
 ]

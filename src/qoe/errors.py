@@ -13,6 +13,7 @@ bug.
     │   └── AlignmentError                 reference and degraded media cannot be aligned
     ├── CaptureError                       a capture file that cannot be read
     ├── UnsupportedCodecError              a payload type / codec qoe cannot decode
+    ├── EncryptedStreamError               an SRTP stream without a key that decrypts it
     └── StreamNotFoundError                the requested stream is not in the capture
 
 Recoverable problems (a truncated capture, an assumed delay) are reported with
@@ -28,6 +29,7 @@ __all__ = [
     "AlignmentError",
     "CaptureError",
     "UnsupportedCodecError",
+    "EncryptedStreamError",
     "StreamNotFoundError",
     "QoEWarning",
 ]
@@ -55,6 +57,11 @@ class CaptureError(QoEError):
 
 class UnsupportedCodecError(QoEError):
     """A media payload type or codec that qoe cannot decode."""
+
+
+class EncryptedStreamError(QoEError):
+    """An encrypted (SRTP, RFC 3711) stream whose payload cannot be read: no key, or none
+    that authenticates it. Header-based statistics do not need it; audio does."""
 
 
 class StreamNotFoundError(QoEError, LookupError):

@@ -3,7 +3,8 @@
 This layer sits between :mod:`qoe.capture` (packets) and the media scorers
 (:mod:`qoe.voice`, :mod:`qoe.video`); it imports neither of them. It holds:
 
-* SIP and SDP parsing (:mod:`qoe.rtp.sip`), which announce streams;
+* SIP and SDP parsing (:mod:`qoe.rtp.sip`), which announce streams (and their SDES keys);
+* SRTP (:mod:`qoe.rtp.srtp`): which streams are encrypted, and their decryption;
 * the one-pass scan (:func:`scan_capture`, :func:`find_streams`) and RFC 3550
   receiver statistics (:func:`rtp_stats`), below;
 * loss-run statistics for G.107's Ppl and BurstR (:mod:`qoe.rtp.lossmodel`);
@@ -78,8 +79,9 @@ The scan and the statistics live in private modules, one job each, and every pub
 is importable from here: ``_packet`` (RTP and RTCP headers, payload types, sequence
 numbers, the packet table), ``_stats`` (the statistics and their conventions above),
 ``_results`` (the result records) and ``_scan`` (the one-pass capture scan and stream
-discovery). :mod:`qoe.rtp.sip`, :mod:`qoe.rtp.lossmodel`, :mod:`qoe.rtp.jitterbuffer` and
-:mod:`qoe.rtp.delay` are public modules.
+discovery). :mod:`qoe.rtp.sip`, :mod:`qoe.rtp.srtp` (SRTP streams recognised, decrypted with libsrtp),
+:mod:`qoe.rtp.lossmodel`, :mod:`qoe.rtp.jitterbuffer` and :mod:`qoe.rtp.delay` are public
+modules.
 
 Examples
 --------

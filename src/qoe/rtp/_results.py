@@ -21,6 +21,7 @@ from qoe.report import brief as brief_view
 from qoe.rtp._packet import RtpPackets, media_kind
 from qoe.rtp._stats import RtpStats
 from qoe.rtp.sip import SipCall
+from qoe.rtp.srtp import SrtpInfo
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -119,6 +120,10 @@ class RtpStream:
         What the main payload carries (:func:`qoe.rtp.media_kind`: the SDP ``m=`` line,
         else the encoding name, else the clock rate); None when nothing tells. Left out,
         it is derived from ``codec`` and ``clock_rate``.
+    srtp : SrtpInfo or None
+        Set when the stream is SRTP (RFC 3711: payload encrypted): how that was found, the
+        sender's SDES key if the SDP had one, and, after :func:`qoe.rtp.srtp.decrypt_streams`,
+        what decryption did. None: plain RTP as far as the capture tells.
     """
 
     key: StreamKey
@@ -133,6 +138,7 @@ class RtpStream:
     payload_types: tuple[int, ...] = ()
     rtcp: RtcpSummary | None = None
     media: str | None = None
+    srtp: SrtpInfo | None = None
 
     def __post_init__(self) -> None:
         if self.media is None:  # not given: from the codec's name and clock rate
@@ -158,6 +164,7 @@ class RtpStream:
             "call_id": self.call_id,
             "found_by": self.found_by,
         }
+        out.update(SrtpInfo.record(self.srtp))
         out.update(self.stats.to_dict())
         if self.rtcp is not None:
             out.update(self.rtcp.to_dict())
@@ -199,7 +206,7 @@ class RtpScan:
     #: Columns of ``stream_records(brief=True)`` (a subset of the full record's, same names).
     STREAM_BRIEF_COLUMNS: ClassVar[tuple[str, ...]] = (
         "source", "destination", "ssrc", "codec", "call_id", "start_s", "duration_s", "packets", "lost", "loss_%",
-        "max_delta_ms", "mean_jitter_ms", "max_jitter_ms", "loss_bursts", "max_burst_length", "problems",
+        "max_delta_ms", "mean_jitter_ms", "max_jitter_ms", "loss_bursts", "max_burst_length", "problems", "srtp",
     )
     #: Columns of ``call_records(brief=True)`` (a subset of the full record's, same names).
     CALL_BRIEF_COLUMNS: ClassVar[tuple[str, ...]] = (

@@ -21,6 +21,7 @@ References
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from typing import Any
@@ -44,7 +45,8 @@ from qoe.rtp._packet import (
 )
 from qoe.rtp._results import RtcpSummary, RtpScan, RtpStream, StreamKey
 from qoe.rtp._stats import REORDER_WINDOW, StreamStats, _Segments, clock_table, cn_table, is_telephone_event
-from qoe.rtp.sip import SIP_METHODS, SdpMedia, SipMessage, group_calls, parse_sip
+from qoe.rtp.sip import SIP_METHODS, SdpMedia, SipMessage, group_calls, parse_sip, sender_crypto
+from qoe.rtp.srtp import SrtpInfo, bytes_per_tick, encrypted_verdicts, looks_srtcp
 
 # UDP ports whose traffic is never taken for RTP by the heuristic (it can look like RTP
 # version 2 by chance): DNS 53, DHCP 67/68, NTP 123, NetBIOS 137/138, SNMP 161/162,
@@ -60,6 +62,12 @@ _SIP_PREFIXES = np.array(
 
 # Heuristic: packets looked at before a flow is accepted as RTP or rejected.
 _PROBE_PACKETS = 16
+# SRTP heuristic (qoe.rtp.srtp.looks_encrypted): what is kept of each flow's first packets
+# (sequence number, timestamp and payload length of each, and one histogram of the nibbles of
+# their payloads' first 32 bytes, up to 512 bytes: 320 bytes per flow).
+_SRTP_SAMPLE = 16
+_SRTP_BYTES = 32
+_SRTP_CHUNK = 4096  # rows whose bytes are counted at once
 
 
 
@@ -243,6 +251,13 @@ class _Scanner:
         self.addresses: tuple[str, ...] = ()
         self.first_ns = first_ns  # the capture's frame 1; else the first UDP datagram's
         self.udp = 0
+        # flow id -> packets sampled for the SRTP heuristic, their (seq, timestamp, length), nibble counts
+        self.sampled = np.zeros(0, dtype=np.int64)
+        self.sample_seq = np.zeros((0, _SRTP_SAMPLE), dtype=np.int32)
+        self.sample_ts = np.zeros((0, _SRTP_SAMPLE), dtype=np.int64)
+        self.sample_len = np.zeros((0, _SRTP_SAMPLE), dtype=np.int32)
+        self.nibbles = np.zeros((0, 32), dtype=np.int32)
+        self.srtp_pending: list[tuple[int, int, int, Any]] = []  # flows the payload heuristic judges at the end
 
     # -- per batch ---------------------------------------------------------------
     def batch(self, b: Any) -> None:
@@ -273,7 +288,10 @@ class _Scanner:
         v2 = (length >= 8) & ((b0 >> 6) == RTP_VERSION)
         is_rtcp = v2 & (b1 >= RTCP_SR) & (b1 <= RTCP_APP)
         for i in np.flatnonzero(is_rtcp).tolist():
-            items = parse_rtcp(b.payload_of(i))
+            data = b.payload_of(i)
+            items = parse_rtcp(data)
+            if items and looks_srtcp(data):  # encrypted reports: only the sender's SSRC is in clear
+                items = [{"type": items[0]["type"], "ssrc": items[0]["ssrc"]}]
             if items:
                 self.rtcp.add(int(b.ts_ns[i]), items)
         rows = np.flatnonzero(v2 & ~is_rtcp & (length >= RTP_FIXED_HEADER))
@@ -337,6 +355,7 @@ class _Scanner:
             fid[o] = np.repeat(found, lens)
             rank = np.full(rows.size, -1, dtype=np.int64)
             rank[o] = np.arange(o.size) - np.repeat(starts, lens)
+        self._sample(fid, h, u8)
         cols = {
             "frame": b.index[rows].astype(np.int64, copy=False), "arr": b.ts_ns[rows].astype(np.int64, copy=False),
             "seq": h.seq, "ts": h.timestamp, "pt": h.payload_type, "mk": h.marker,
@@ -369,6 +388,37 @@ class _Scanner:
         if late.size:
             parts.append(pk.take(late[self.state[fid[late]] == _RTP]))
         self._feed(_Packets.concat([p for p in parts if len(p)]) if any(len(p) for p in parts) else to_stats)
+
+    def _sample(self, fid: np.ndarray, h: Any, u8: np.ndarray) -> None:
+        """Take what the SRTP heuristic needs from each flow's first :data:`_SRTP_SAMPLE` packets."""
+        r = np.flatnonzero(self.sampled[fid] < _SRTP_SAMPLE)
+        if r.size == 0:
+            return
+        o = r[np.argsort(fid[r], kind="stable")]  # by flow, arrival order kept
+        f = fid[o]
+        start = np.flatnonzero(np.concatenate(([True], f[1:] != f[:-1])))
+        place = np.arange(o.size) - np.repeat(start, np.diff(np.append(start, o.size))) + self.sampled[f]
+        keep = place < _SRTP_SAMPLE
+        o, f, place = o[keep], f[keep], place[keep]
+        self.sample_seq[f, place] = h.seq[o]
+        self.sample_ts[f, place] = h.timestamp[o]
+        n = (h.payload_end[o] - h.payload_start[o]).astype(np.int64)
+        self.sample_len[f, place] = n
+        flows, local = np.unique(f, return_inverse=True)
+        self.sampled[flows] += np.bincount(local, minlength=flows.size)
+        # the first _SRTP_BYTES bytes of each of those payloads: their nibbles, counted per flow
+        # (in chunks of rows, so that the temporaries stay small)
+        w = np.minimum(n, _SRTP_BYTES)
+        cols = np.arange(_SRTP_BYTES)
+        first = h.payload_start[o].astype(np.int64)
+        counts = np.zeros(flows.size * 32, dtype=np.int64)
+        for c in range(0, o.size, _SRTP_CHUNK):
+            wc = w[c:c + _SRTP_CHUNK]
+            inside = cols[None, :] < wc[:, None]
+            b = u8[(first[c:c + _SRTP_CHUNK, None] + cols[None, :])[inside]].astype(np.int64)
+            at = np.repeat(local[c:c + _SRTP_CHUNK] * 32, wc)
+            counts += np.bincount(np.concatenate((at + (b >> 4), at + 16 + (b & 15))), minlength=counts.size)
+        self.nibbles[flows] += counts.reshape(flows.size, 32).astype(np.int32)
 
     def _places(self, fid: np.ndarray, rows: np.ndarray, rank: np.ndarray | None) -> np.ndarray:
         """The place of packets ``rows`` among their undecided flow's packets (0 = its
@@ -417,6 +467,11 @@ class _Scanner:
         self.first_frame = np.append(self.first_frame, np.zeros(extra, dtype=np.int64))
         self.held_n = np.append(self.held_n, np.zeros(extra, dtype=np.int64))
         self.sid = np.append(self.sid, np.full(extra, -1, dtype=np.int64))
+        self.sampled = np.append(self.sampled, np.zeros(extra, dtype=np.int64))
+        self.sample_seq = np.concatenate((self.sample_seq, np.zeros((extra, _SRTP_SAMPLE), dtype=np.int32)))
+        self.sample_ts = np.concatenate((self.sample_ts, np.zeros((extra, _SRTP_SAMPLE), dtype=np.int64)))
+        self.sample_len = np.concatenate((self.sample_len, np.zeros((extra, _SRTP_SAMPLE), dtype=np.int32)))
+        self.nibbles = np.concatenate((self.nibbles, np.zeros((extra, 32), dtype=np.int32)))
 
     def _announcement(self, fid: int) -> tuple[str | None, SdpMedia] | None:
         """(Call-ID, media) of the SDP announcement that flow ``fid`` follows.
@@ -438,6 +493,53 @@ class _Scanner:
                 break
             pick = ann
         return pick[1], pick[2]
+
+    def _srtp(self, fid: int, call_id: str | None, pt: int, codec: str | None, media: SdpMedia | None) -> SrtpInfo | None:
+        """Whether flow ``fid`` is SRTP (:mod:`qoe.rtp.srtp`), and the sender's SDES key.
+
+        The receiving side's announcement is the one of the flow's destination address and
+        port; the sender's, of its source address and port (symmetric RTP, RFC 4961), else
+        the other party's media section of the same call (RFC 3264 §6). The key is the
+        sender's ``a=crypto`` (RFC 4568 §5.1, :func:`qoe.rtp.sip.sender_crypto`).
+        """
+        src, dst, sport, dport, _ = self.keys[fid]
+        a = self.addresses
+        first = int(self.first_frame[fid])
+        recv = _in_force(self.announced.get((a[dst], dport)), first)
+        send = _in_force(self.announced.get((a[src], sport)), first)
+        if send is not None and recv is not None and send[1] != recv[1]:
+            send = None  # the source port was announced by another call
+        if send is None and recv is not None and recv[1] is not None:
+            other = [ann for (addr, port), seen in self.announced.items() if (addr, port) != (a[dst], dport)
+                     for ann in seen if ann[1] == recv[1] and ann[2].media == recv[2].media]
+            send = _in_force(sorted(other, key=lambda x: x[0]), first) if other else None
+        r_media = recv[2] if recv is not None else None
+        s_media = send[2] if send is not None else None
+        sdes = sender_crypto(s_media, r_media)
+        if any(m is not None and m.secure for m in (r_media, s_media)):
+            return SrtpInfo(found_by="sdp", sdes=sdes)
+        channels = 1
+        if media is not None and pt in media.rtpmap:
+            channels = media.rtpmap[pt][2]
+        per_tick = bytes_per_tick(pt, codec, channels)
+        if per_tick is not None and self.sampled[fid]:
+            self.srtp_pending.append((len(self.srtp_pending), fid, per_tick, sdes))
+        return None
+
+    def _srtp_heuristic(self, streams: list[RtpStream], at: dict[int, int]) -> None:
+        """Apply the payload heuristic (:func:`qoe.rtp.srtp.encrypted_verdicts`) to the
+        pending flows at once; mark the streams (``at``: flow id -> index in ``streams``)."""
+        if not self.srtp_pending:
+            return
+        fids = np.array([p[1] for p in self.srtp_pending], dtype=np.int64)
+        per_tick = np.array([p[2] for p in self.srtp_pending], dtype=np.int64)
+        hits = encrypted_verdicts(self.sample_seq[fids], self.sample_ts[fids], self.sample_len[fids],
+                                  self.sampled[fids], self.nibbles[fids], per_tick)
+        for i in np.flatnonzero(hits).tolist():
+            _, fid, _, sdes = self.srtp_pending[i]
+            j = at[fid]
+            streams[j] = dataclasses.replace(streams[j], srtp=SrtpInfo(found_by="heuristic", sdes=sdes))
+        self.srtp_pending = []
 
     def _decide(self, *, final: bool, new_flows: np.ndarray | None = None) -> _Packets:
         """Accept or reject undecided flows; the held packets of the accepted ones.
@@ -576,8 +678,10 @@ class _Scanner:
                     payload_types=pts,
                     rtcp=rtcp.get(ssrc),
                     media=media_kind(codec, rate, media.media if media is not None else None),
+                    srtp=self._srtp(fid, call_id, main, codec, media),
                 )
             )
+        self._srtp_heuristic(streams, {int(f): i for i, f in enumerate(fids.tolist())})
         return RtpScan(
             path=path,
             streams=tuple(streams),
@@ -587,6 +691,19 @@ class _Scanner:
             udp_packets=self.udp,
             rtcp_packets=self.rtcp.packets,
         )
+
+
+def _in_force(seen: list[tuple[int, str | None, SdpMedia]] | None, frame: int) -> tuple[int, str | None, SdpMedia] | None:
+    """The announcement (of one address and port, in capture order) in force at ``frame``:
+    the last one before it, else the first one after it."""
+    if not seen:
+        return None
+    pick = seen[0]
+    for ann in seen:
+        if ann[0] > frame:
+            break
+        pick = ann
+    return pick
 
 
 def _payload_types_seen(counts: np.ndarray) -> list[tuple[int, ...]]:

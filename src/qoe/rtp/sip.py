@@ -9,7 +9,8 @@ so that :mod:`qoe.rtp` can name the codec and clock rate of each stream and tie
 both directions of a call together.
 
 Only what stream discovery needs is parsed: start line, Call-ID, CSeq, From, To,
-Content-Type, Content-Length and an ``application/sdp`` body. Multipart bodies and SIP
+Content-Type, Content-Length and an ``application/sdp`` body (with its SDES ``a=crypto``
+keys, :class:`SdesCrypto`, which :mod:`qoe.rtp.srtp` decrypts SRTP streams with). Multipart bodies and SIP
 over TCP/TLS are not handled.
 
 References
@@ -21,16 +22,23 @@ References
    ``sendrecv`` ...).
 .. [3] RFC 3264, "An Offer/Answer Model with SDP", §5 and §6 (offer and answer).
 .. [4] RFC 3605, "RTCP attribute in SDP" (``a=rtcp:port``); RFC 5761 §5.1.1 (``a=rtcp-mux``).
+.. [5] RFC 4568, "SDP Security Descriptions for Media Streams" (SDES): §4 (``a=crypto``
+   syntax), §5.1 (the key a party announces is the one it *sends* with), §6.1 (offer and
+   answer: the answer accepts one of the offer's lines by its tag), §6.2 (suites), §9.1
+   (grammar); RFC 3711 §3.1 (the SRTP packet, MKI); RFC 7714 §14.2 (``AEAD_AES_*_GCM``).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "SdesCrypto",
     "SdpMedia",
     "SessionDescription",
     "SipMessage",
@@ -38,6 +46,8 @@ __all__ = [
     "parse_sdp",
     "parse_sip",
     "group_calls",
+    "parse_crypto",
+    "sender_crypto",
     "SIP_METHODS",
 ]
 
@@ -57,6 +67,129 @@ _COMPACT = {"i": "call-id", "f": "from", "t": "to", "c": "content-type", "l": "c
 _REQUEST_LINE = re.compile(r"^([A-Z]+) (\S+) SIP/2\.0$")
 _STATUS_LINE = re.compile(r"^SIP/2\.0 (\d{3})(?: (.*))?$")
 _ANGLE_URI = re.compile(r"<([^>]*)>")
+
+
+@dataclass(frozen=True, slots=True)
+class SdesCrypto:
+    """One ``a=crypto`` line of an SDP media section (RFC 4568 SDES).
+
+    The key is the one the *author of the SDP* encrypts the media it **sends** with
+    (RFC 4568 §5.1): in a call, the stream from A to B is decrypted with A's key, which
+    is in A's SDP, not in the SDP that announced B's receiving port.
+
+    Attributes
+    ----------
+    tag : int
+        The line's tag (RFC 4568 §4.1): the answer accepts an offered line by its tag.
+    suite : str
+        The crypto-suite (``AES_CM_128_HMAC_SHA1_80``, ``AES_CM_128_HMAC_SHA1_32``,
+        ``AEAD_AES_128_GCM``, ...; RFC 4568 §6.2, RFC 7714 §14.2), upper case.
+    key_salt : bytes
+        The first key-param's ``inline:`` value, base64-decoded: master key || master salt
+        (RFC 4568 §6.1: 30 bytes for the AES_CM_128 suites).
+    lifetime : int or None
+        Master key lifetime in packets (``|2^20`` or ``|1048576``), if given.
+    mki : int or None
+        Master Key Identifier value of the first key-param (``|1:4``), if given.
+    mki_length : int
+        Length in bytes of the MKI field carried in each SRTP packet (0: none; RFC 3711 §3.1).
+    session_params : tuple of str
+        Session parameters as written (``KDR=``, ``UNENCRYPTED_SRTP``, ``WSH=``, ...;
+        RFC 4568 §6.3).
+    keys : int
+        Number of key-params on the line (only the first one is used by :mod:`qoe.rtp.srtp`).
+    """
+
+    tag: int
+    suite: str
+    key_salt: bytes
+    lifetime: int | None = None
+    mki: int | None = None
+    mki_length: int = 0
+    session_params: tuple[str, ...] = ()
+    keys: int = 1
+
+    def __repr__(self) -> str:  # the key stays out of logs and tracebacks
+        return f"SdesCrypto(tag={self.tag}, suite={self.suite!r}, key_salt=<{len(self.key_salt)} bytes>, mki={self.mki})"
+
+
+def parse_crypto(value: str) -> SdesCrypto | None:
+    """Parse the value of an ``a=crypto`` attribute (RFC 4568 §9.1); None if malformed.
+
+    ``<tag> <crypto-suite> inline:<base64 key||salt>[|<lifetime>][|<MKI>:<length>][;inline:...]
+    [<session-param> ...]``.
+
+    Parameters
+    ----------
+    value : str
+        What follows ``a=crypto:``.
+
+    Returns
+    -------
+    SdesCrypto or None
+
+    Examples
+    --------
+    >>> c = parse_crypto("1 AES_CM_128_HMAC_SHA1_80 inline:d0RmdmcmVCspeEc3QGZiNWpVLFJhQX1cfHAwJSoj|2^20|1:32")
+    >>> (c.tag, c.suite, len(c.key_salt), c.lifetime, c.mki, c.mki_length)
+    (1, 'AES_CM_128_HMAC_SHA1_80', 30, 1048576, 1, 32)
+    """
+    parts = value.split()
+    if len(parts) < 3 or not parts[0].isdigit():
+        return None
+    key_params = parts[2].split(";")  # RFC 4568 §9.1: key-params = key-param *(";" key-param)
+    method, _, info = key_params[0].partition(":")
+    if method.lower() != "inline":
+        return None
+    fields_ = info.split("|")
+    try:
+        key = base64.b64decode(fields_[0] + "=" * (-len(fields_[0]) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    lifetime = mki = None
+    mki_length = 0
+    for f in fields_[1:]:
+        if ":" in f:  # RFC 4568 §9.1: mki = mki-value ":" mki-length (decimal, length in bytes)
+            v, _, ln = f.partition(":")
+            if v.isdigit() and ln.isdigit():
+                mki, mki_length = int(v), int(ln)
+        elif f.startswith("2^") and f[2:].isdigit():  # lifetime = ["2^"] 1*DIGIT
+            lifetime = 1 << int(f[2:])
+        elif f.isdigit():
+            lifetime = int(f)
+    return SdesCrypto(tag=int(parts[0]), suite=parts[1].upper(), key_salt=key, lifetime=lifetime, mki=mki,
+                      mki_length=mki_length, session_params=tuple(parts[3:]), keys=len(key_params))
+
+
+def sender_crypto(sender: SdpMedia | None, receiver: SdpMedia | None = None) -> SdesCrypto | None:
+    """The SDES key a stream is encrypted with: the sender's ``a=crypto`` (RFC 4568 §5.1).
+
+    Each party's SDP gives the key it sends with. When the sender's media section has
+    several lines (it made the offer), the one the other side accepted is the one whose
+    tag the receiver's section (the answer) repeats (RFC 4568 §6.1); without an answer,
+    the first line.
+
+    Parameters
+    ----------
+    sender : SdpMedia or None
+        The media section in the SDP of the party that sends the stream.
+    receiver : SdpMedia or None
+        The media section in the SDP of the party that receives it (the one whose
+        address and port the stream goes to).
+
+    Returns
+    -------
+    SdesCrypto or None
+        None when the sender announced no key.
+    """
+    if sender is None or not sender.crypto:
+        return None
+    if len(sender.crypto) > 1 and receiver is not None:
+        accepted = {c.tag for c in receiver.crypto}
+        for c in sender.crypto:
+            if c.tag in accepted:
+                return c
+    return sender.crypto[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +222,8 @@ class SdpMedia:
         ``a=fmtp`` (RFC 4566 §6): payload type -> its format parameters, ``key=value``
         pairs split at ``;`` (e.g. H.264's ``packetization-mode`` and
         ``sprop-parameter-sets``, RFC 6184 §8.1); a parameter without ``=`` maps to "".
+    crypto : tuple of SdesCrypto
+        ``a=crypto`` lines (RFC 4568), in order: keys this SDP's author sends with.
     """
 
     media: str
@@ -102,6 +237,13 @@ class SdpMedia:
     rtcp_mux: bool = False
     direction: str = "sendrecv"
     fmtp: dict[int, dict[str, str]] = field(default_factory=dict)
+    crypto: tuple[SdesCrypto, ...] = ()
+
+    @property
+    def secure(self) -> bool:
+        """Whether the transport is SRTP: ``RTP/SAVP`` (RFC 3711 §12), ``RTP/SAVPF``
+        (RFC 5124 §6), or their ``UDP/TLS/`` forms of DTLS-SRTP (RFC 5764 §8)."""
+        return "SAVP" in self.protocol.upper()
 
     def encoding(self, payload_type: int) -> tuple[str, int] | None:
         """(encoding name, clock rate) of ``payload_type`` from ``a=rtpmap``, if given."""
@@ -304,7 +446,7 @@ def parse_sdp(text: str) -> SessionDescription:
                 continue
             pts = tuple(int(p) for p in parts[3:] if p.isdigit())
             sections.append({"media": parts[0], "port": port, "protocol": parts[2], "pts": pts,
-                             "rtpmap": {}, "fmtp": {}, "attrs": {}})
+                             "rtpmap": {}, "fmtp": {}, "attrs": {}, "crypto": []})
         elif kind == "a" and cur is not None and not cur.get("skip"):
             name, _, val = value.partition(":")
             if name == "rtpmap":
@@ -320,6 +462,10 @@ def parse_sdp(text: str) -> SessionDescription:
                 fmt = _fmtp(val)
                 if fmt is not None:
                     cur["fmtp"][fmt[0]] = fmt[1]
+            elif name == "crypto":  # RFC 4568 §4: one line per offered key
+                c = parse_crypto(val)
+                if c is not None:
+                    cur["crypto"].append(c)
             else:
                 cur["attrs"][name] = val
     media = []
@@ -351,6 +497,7 @@ def parse_sdp(text: str) -> SessionDescription:
                 rtcp_mux="rtcp-mux" in attrs,
                 direction=direction,
                 fmtp=s["fmtp"],
+                crypto=tuple(s["crypto"]),
             )
         )
     return SessionDescription(origin=origin, address=session_addr, media=tuple(media))

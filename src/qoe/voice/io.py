@@ -78,8 +78,13 @@ def extract_wav(
     ssrc: int | str | None = None,
     jitter_buffer: JitterBuffer | str | None = "adaptive",
     conceal: Conceal = "silence",
+    srtp_keys: Sequence[str] | str = (),
 ) -> dict[str, Any]:
     """Rebuild the audio of one G.711 stream of a capture and write it as WAV.
+
+    An SRTP stream (:attr:`qoe.rtp.RtpStream.srtp`) is decrypted first
+    (:func:`qoe.rtp.srtp.decrypt_streams`) with its sender's SDES key from the capture's SDP,
+    else with ``srtp_keys``; without a key that authenticates it, nothing is written.
 
     Parameters
     ----------
@@ -93,23 +98,34 @@ def extract_wav(
         ``"adaptive"``, ``"fixed:<ms>"`` or ``"none"``.
     conceal : {"silence", "repeat"}, keyword-only
         Concealment of lost and late packets.
+    srtp_keys : str or sequence of str, keyword-only
+        SRTP keys as ``SUITE:BASE64`` (:func:`qoe.rtp.srtp.parse_srtp_key`), tried after the
+        key of the capture's SDP; also tried on a stream not recognised as SRTP.
 
     Returns
     -------
     dict
-        The stream, the output file and the playout summary (loss, late, delays).
+        The stream, the output file, the playout summary (loss, late, delays) and, for an
+        SRTP stream, how it was decrypted (``srtp``, ``srtp_suite``, ``srtp_key_source``,
+        ``srtp_auth_failures``: packets that failed authentication and count as lost).
 
     Raises
     ------
+    EncryptedStreamError
+        The stream is SRTP and no key decrypts it (the message says what to pass).
     StreamNotFoundError, UnsupportedCodecError, CaptureError, InputError
     """
     from qoe.rtp import find_streams  # noqa: PLC0415 - keeps this module importable alone
+    from qoe.rtp.srtp import SrtpInfo, decrypt_streams  # noqa: PLC0415
 
     name = os.fspath(capture)
+    keys = [srtp_keys] if isinstance(srtp_keys, str) else list(srtp_keys)
     stream = select_stream(find_streams(name), parse_ssrc(ssrc), source=name)
+    (stream,) = decrypt_streams(name, [stream], keys=keys)
     audio = extract_audio(stream, jitter_buffer=jitter_buffer, conceal=conceal)
     write_wav(audio, output)
     k = stream.key
+    srtp = SrtpInfo.record(stream.srtp)
     return {
         "capture": name,
         "ssrc": f"0x{k.ssrc:08x}",
@@ -117,6 +133,7 @@ def extract_wav(
         "dst": f"{k.dst}:{k.dport}",
         "output": os.fspath(output),
         **audio.to_dict(),
+        **{key: srtp[key] for key in ("srtp", "srtp_suite", "srtp_key_source", "srtp_auth_failures")},
     }
 
 

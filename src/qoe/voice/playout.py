@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from qoe.errors import InputError, UnsupportedCodecError
+from qoe.errors import EncryptedStreamError, InputError, UnsupportedCodecError
 from qoe.voice import g711
 from qoe.rtp.jitterbuffer import JitterBuffer, PlayoutResult, simulate
 
@@ -289,6 +289,11 @@ def _repeat_conceal(out: np.ndarray, missing: np.ndarray, frame: int, fade: int)
         out[g0:g1] = np.rint(fill * gain).astype(np.int16)
 
 
+def _encrypted(stream: RtpStream) -> bool:
+    """Whether the stream's payloads are still SRTP ciphertext (RFC 3711)."""
+    return stream.srtp is not None and not stream.srtp.decrypted
+
+
 def _main_payload_mask(stream: RtpStream) -> np.ndarray:
     return stream.packets.payload_type == stream.payload_type  # type: ignore[union-attr]
 
@@ -310,7 +315,7 @@ def playout_stream(
         raise InputError(f"stream {stream.key}: unknown RTP clock rate (payload type {stream.payload_type})")
     p = stream.packets
     silent = None
-    if p.payloads:
+    if p.payloads and not _encrypted(stream):  # SRTP payloads are noise: no silence test
         try:
             law = g711.g711_codec(stream.payload_type, stream.codec)
         except UnsupportedCodecError:  # not G.711: talkspurts from markers and timestamps only
@@ -350,11 +355,19 @@ def extract_audio(
 
     Raises
     ------
+    EncryptedStreamError
+        The stream is SRTP and its payloads were not decrypted
+        (:func:`qoe.rtp.srtp.decrypt_streams`).
     UnsupportedCodecError
         The stream is not G.711 (the message names the payload type).
     InputError
         The stream has no packet table or payloads.
     """
+    if _encrypted(stream):
+        raise EncryptedStreamError(
+            f"stream {stream.key} is SRTP-encrypted (found by {stream.srtp.found_by}) and not decrypted: "  # type: ignore[union-attr]
+            f"decrypt it first (qoe.rtp.srtp.decrypt_streams, with the capture's SDES key or srtp_keys=)"
+        )
     law = g711.g711_codec(stream.payload_type, stream.codec)
     p = stream.packets
     if p is None or len(p) == 0 or not p.payloads:

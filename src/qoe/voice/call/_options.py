@@ -19,6 +19,7 @@ from qoe.options import OptionsBase
 from qoe.report import as_dict
 from qoe.rtp.delay import Clocks
 from qoe.rtp.jitterbuffer import JitterBuffer, parse_jitter_buffer
+from qoe.rtp.srtp import parse_srtp_key
 from qoe.voice import emodel
 from qoe.voice.playout import Conceal
 
@@ -88,6 +89,12 @@ class CallOptions(OptionsBase):
         Other G.107 parameters for every E-model term, by their lower-case symbols (e.g.
         ``{"telr": 55}``; default none: G.107 (06/2015) Table 3 defaults). Not the
         delays and loss (``ta``, ``t``, ``tr``, ``ppl``, ``burst_r``): those are measured.
+    srtp_keys : tuple of str
+        SRTP keys as ``SUITE:BASE64`` (:func:`qoe.rtp.srtp.parse_srtp_key`; default none).
+        SRTP streams are decrypted with their sender's SDES key from the capture's SDP,
+        else with the first of these that authenticates them; one that no key decrypts
+        makes :func:`qoe.score` raise :class:`~qoe.errors.EncryptedStreamError`. Shown as
+        ``SUITE:***`` by :meth:`to_dict` (the key stays out of reports).
 
     Examples
     --------
@@ -109,6 +116,7 @@ class CallOptions(OptionsBase):
     clocks: Clocks = "auto"
     min_correlation: float = 0.4
     emodel_params: Mapping[str, Any] = field(default_factory=dict)
+    srtp_keys: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         parse_jitter_buffer(self.jitter_buffer)  # raises InputError naming the spec
@@ -143,6 +151,10 @@ class CallOptions(OptionsBase):
         if params:
             emodel.r_factor(**params)  # raises InputError on an unknown name or a bad value
         object.__setattr__(self, "emodel_params", params)
+        keys = (self.srtp_keys,) if isinstance(self.srtp_keys, str) else tuple(self.srtp_keys)
+        for k in keys:
+            parse_srtp_key(k)  # raises InputError / UnsupportedCodecError naming the suite
+        object.__setattr__(self, "srtp_keys", keys)
 
     KIND: ClassVar[str] = "call"
 
@@ -155,4 +167,5 @@ class CallOptions(OptionsBase):
         """The options as plain Python (the jitter buffer as its text form)."""
         out = as_dict(self)
         out["jitter_buffer"] = str(self.buffer) if not isinstance(self.jitter_buffer, str) else self.jitter_buffer
+        out["srtp_keys"] = [f"{parse_srtp_key(k).suite}:***" for k in self.srtp_keys]
         return out

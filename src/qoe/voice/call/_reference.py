@@ -161,6 +161,8 @@ def full_reference(
 ) -> tuple[FullReferenceScore | None, list[str]]:
     """Rebuild the audio of one direction, locate each reference in it, score each play; and notes."""
     s = prep.stream
+    if s.srtp is not None and not s.srtp.decrypted:  # RFC 3711: the payloads are ciphertext
+        return None, ["full-reference score skipped: the stream is SRTP-encrypted and no key decrypted it"]
     try:
         law = g711.g711_codec(s.payload_type, s.codec)
     except UnsupportedCodecError as exc:
