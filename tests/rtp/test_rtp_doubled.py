@@ -236,3 +236,43 @@ def test_a_doubled_video_stream_decodes_as_its_twin():
     for k in ("packets_lost", "frames_expected", "frames_damaged", "frames_missing", "freeze_events",
               "keyframes_damaged", "first_pts", "last_pts"):
         assert dd[k] == td[k], k
+
+
+# ---------------------------------------------------------------- with SIP/SDP
+
+
+def _double(src: Path, dst: Path) -> Path:
+    """Every record of ``src`` written twice, the copy 1 µs later: what a span port
+    mirroring both sides of a link (or mergecap of two identical captures) gives."""
+    import dpkt  # noqa: PLC0415 - the test's own writer
+
+    with open(src, "rb") as fi, open(dst, "wb") as fo:
+        r = dpkt.pcap.Reader(fi)
+        w = dpkt.pcap.Writer(fo, linktype=r.datalink())
+        for t, b in r:
+            w.writepkt(b, ts=t)
+            w.writepkt(b, ts=t + 1e-6)
+    return dst
+
+
+def test_a_doubled_sip_call_binds_to_its_sdp(tmp_path):
+    """dtmf.pcap (SIP, PCMU and RFC 4733 events) doubled: the stream is still the SDP's,
+    with its call; every packet is a duplicate once; no number is lost."""
+    one = _stream("dtmf.pcap", keep_packets=False)
+    two = _stream(_double(FIELD / "dtmf.pcap", tmp_path / "dtmf2.pcap"), keep_packets=False)
+    assert (two.found_by, two.call_id, two.payload_types) == ("sdp", "field-dtmf", (0, 101))
+    assert (two.stats.packets, two.stats.duplicates, two.stats.expected) == (
+        2 * one.stats.packets, one.stats.packets, one.stats.expected)
+    assert two.stats.lost == one.stats.lost - one.stats.packets
+    assert two.stats.loss_bursts == one.stats.loss_bursts == 0
+
+
+@needs_tshark
+@pytest.mark.tshark
+def test_a_doubled_sip_call_agrees_with_live_tshark(tmp_path):
+    """``tshark -q -o rtp.heuristic_rtp:TRUE -z rtp,streams -r dtmf2.pcap`` on the doubled
+    call (tshark 4.0.17: 320 packets, lost -160, max jitter 9.129 ms against 10.638 once)."""
+    path = _double(FIELD / "dtmf.pcap", tmp_path / "dtmf2.pcap")
+    out = subprocess.run([TSHARK, "-q", "-o", "rtp.heuristic_rtp:TRUE", "-z", "rtp,streams", "-r", str(path)],
+                         capture_output=True, text=True, check=True, timeout=120).stdout
+    assert assert_agree(out, path) == 1
