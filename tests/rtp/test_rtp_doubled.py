@@ -31,7 +31,7 @@ import soundfile as sf
 
 import qoe
 from qoe.errors import QoEWarning
-from qoe.rtp import find_streams, scan_capture
+from qoe.rtp import find_streams, scan_capture, stream_delay
 from qoe.voice import extract_audio
 
 FIELD = Path(__file__).resolve().parents[2] / "data" / "voice" / "field"
@@ -206,6 +206,17 @@ def test_a_doubled_stream_plays_the_same_audio_as_its_twin(buffer):
     assert ad.ts_first == at.ts_first
     np.testing.assert_array_equal(ad.samples, at.samples)
     np.testing.assert_array_equal(ad.concealed, at.concealed)
+
+
+def test_one_way_delay_takes_the_first_copy():
+    """The twin (rc0) and the doubled capture (its first copy is the one seen on rc0) as
+    the two ends, either way round: every packet matched once, delays of microseconds
+    (two tcpdump sockets time the same packet apart), nothing unmatched."""
+    d, t = _stream("doubled_any.pcap"), _stream("doubled_any_twin.pcap")
+    for sent, received in ((t, d), (d, t)):
+        r = stream_delay(sent, received, clocks="same")
+        assert (int(r.received.sum()), r.received.size, r.unmatched_received) == (195, 195, 0)
+        assert np.nanmax(np.abs(r.delay_ms)) < 0.1
 
 
 def test_a_doubled_call_scores_as_its_twin(tmp_path):
