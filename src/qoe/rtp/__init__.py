@@ -64,6 +64,17 @@ and that observed behaviour:
 * The means are running means updated as ``mean += (x - mean) / k`` where ``k`` counts
   every packet after the first, including the left-out ones (which skip the update).
 * Without a known clock rate the jitter figures are NaN (tshark prints -1/0/0).
+* Duplicates count as received everywhere (RFC 3550 A.1 counts them in ``received``,
+  A.8 updates the jitter with them): a capture holding every packet twice (Linux's
+  ``any`` device sees a routed packet in on one interface and out on another; a span
+  port mirrors both sides of a switch) has twice the packets, ``lost`` about
+  ``-expected`` (RFC 3550 §6.4.1: "the loss may be negative if there are
+  duplicates"), deltas of a few microseconds between copies and a lower jitter, all
+  as tshark prints them (checked on ``data/voice/field/doubled_*.pcap``).
+  :attr:`RtpStats.duplicates` counts the copies and the loss runs count the numbers
+  never received; the stream heuristic sets copies (the same sequence number and
+  timestamp) aside before judging a flow, and the jitter buffer plays each number
+  once (:func:`qoe.rtp.jitterbuffer.simulate`).
 
 Duplicates, reordering and the loss runs (which tshark does not print) are told apart
 within a window of sequence numbers behind the highest one received, ``reorder_window``

@@ -206,7 +206,8 @@ class RtpScan:
     #: Columns of ``stream_records(brief=True)`` (a subset of the full record's, same names).
     STREAM_BRIEF_COLUMNS: ClassVar[tuple[str, ...]] = (
         "source", "destination", "ssrc", "codec", "call_id", "start_s", "duration_s", "packets", "lost", "loss_%",
-        "max_delta_ms", "mean_jitter_ms", "max_jitter_ms", "loss_bursts", "max_burst_length", "problems", "srtp",
+        "duplicates", "max_delta_ms", "mean_jitter_ms", "max_jitter_ms", "loss_bursts", "max_burst_length", "problems",
+        "srtp",
     )
     #: Columns of ``call_records(brief=True)`` (a subset of the full record's, same names).
     CALL_BRIEF_COLUMNS: ClassVar[tuple[str, ...]] = (
@@ -225,7 +226,8 @@ class RtpScan:
         ----------
         brief : bool, optional
             Only the columns that fit a terminal table (:attr:`STREAM_BRIEF_COLUMNS`:
-            stream, codec, call, packets, loss, delta, jitter, bursts, problems).
+            stream, codec, call, packets, loss, duplicates (which make ``lost``
+            negative), delta, jitter, bursts, problems).
         """
         calls = {c.call_id: c for c in self.calls}
         rows = []

@@ -115,16 +115,41 @@ class _RtcpBook:
 
 
 
+def _first_copies(seg: _Segments, seq: np.ndarray, ts: np.ndarray) -> np.ndarray:
+    """Which packets are the first of their segment with their sequence number and timestamp.
+
+    A later packet with both the same is a copy of that one: an RTP sender never reuses
+    a sequence number within a stream (RFC 3550 §5.1, "increments by one for each RTP
+    data packet sent"), but a capture holds every packet twice when it sees it on two
+    interfaces (Linux ``any`` device: in on one, out on the other) or through a span
+    port mirroring both sides, and the network itself may duplicate one (RFC 3550
+    A.1, "duplicates"). The copies need not be adjacent (several packets may cross a
+    router's queue between a packet's two sightings).
+    """
+    v = (seq.astype(np.int64) << 32) | (ts.astype(np.int64) & 0xFFFFFFFF)
+    o = np.lexsort((np.arange(seg.n), v, seg.g))  # by segment, then value, then arrival
+    first = np.ones(seg.n, dtype=bool)
+    first[o[1:]] = (seg.g[o[1:]] != seg.g[o[:-1]]) | (v[o[1:]] != v[o[:-1]])
+    return first
+
+
 def _looks_like_rtp(seg: _Segments, seq: np.ndarray, ts: np.ndarray, pt: np.ndarray) -> np.ndarray:
     """The heuristic for flows without signalling: do their packets progress like RTP?
 
-    One verdict per segment (a flow's first packets, grouped). Sequence numbers must move
-    by small steps (RFC 3550 §5.1: +1 per packet; loss, reordering and duplicates make
-    other small steps) and mostly forward, timestamps must move by less than 2**25 ticks
-    (over 6 min at 90 kHz) either way, and one payload type must dominate. For random
-    payloads each step passes by chance with probability below 2 %, so a handful of
-    packets tells them apart.
+    One verdict per segment (a flow's first packets, grouped). Copies of a packet (the
+    same sequence number and timestamp as an earlier one of the flow,
+    :func:`_first_copies`) are set aside first: a capture that holds every packet twice
+    would otherwise show a step of 0 for every other packet. Over the first copies,
+    sequence numbers must move by small steps (RFC 3550 §5.1: +1 per packet; loss and
+    reordering make other small steps) and mostly forward, timestamps must move by less
+    than 2**25 ticks (over 6 min at 90 kHz) either way, and one payload type must
+    dominate; a flow needs two distinct packets. For random payloads each step passes by
+    chance with probability below 2 %, so a handful of packets tells them apart; a flow
+    repeating one datagram has a single distinct packet and is rejected.
     """
+    keep = np.flatnonzero(_first_copies(seg, seq, ts))
+    if keep.size < seg.n:  # segments keep their order: each keeps its first packet
+        seg, seq, ts, pt = seg.sub(keep), seq[keep], ts[keep], pt[keep]
     step = np.ones(seg.n, dtype=bool)
     step[seg.starts] = False  # a segment's first packet has no step before it
     ds = wrapped_distance(seq - seg.prev(seq, seq[seg.starts]), SEQ_MOD)

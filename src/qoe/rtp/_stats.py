@@ -66,15 +66,22 @@ class RtpStats:
     first_ns, last_ns : int
         Arrival time of the first and last packet (ns since the epoch).
     packets : int
-        Packets received (duplicates included).
+        Packets received, duplicates included (RFC 3550 A.1 counts every packet in
+        ``received``; tshark's "Pkts").
     expected : int
         Packets expected from the first and last sequence numbers and the cycles.
     lost : int
-        ``expected - packets`` (RFC 3550 A.3); negative with duplicates.
+        ``expected - packets`` (RFC 3550 A.3); negative with duplicates, as RFC 3550
+        §6.4.1 says of the cumulative number lost ("the loss may be negative if there
+        are duplicates") and as tshark prints it: a capture holding every packet twice
+        (Linux ``any`` device, a span port) gives about ``-expected``.
     loss_fraction : float
         ``lost / expected`` (0 when nothing was expected).
     duplicates : int
-        Packets whose extended sequence number had already been received.
+        Packets whose extended sequence number had already been received (within
+        ``reorder_window``): the copies that ``packets`` counts besides the numbers
+        received. ``packets - duplicates`` numbers arrived; the numbers never received
+        are the loss runs (``loss_bursts``, ...). tshark prints no such count.
     out_of_order : int
         Packets (not duplicates) that arrived after one with a higher extended sequence
         number.
@@ -89,6 +96,10 @@ class RtpStats:
         Arrival spacing from the previous packet (NaN for a one-packet stream).
     min_jitter_ms, mean_jitter_ms, max_jitter_ms : float
         RFC 3550 §6.4.1 interarrival jitter after each packet (NaN without a clock rate).
+        Every received packet updates it, duplicates too, as in RFC 3550 A.8 and tshark:
+        a copy has its twin's timestamp and arrives just after it, so its ``|D|`` is
+        about 0 and the estimate decays by 15/16; a doubled capture shows about half
+        the jitter of the same packets seen once.
     jitter_ms : float
         The jitter estimate after the last packet (what an RTCP receiver report carries).
     loss_bursts : int
