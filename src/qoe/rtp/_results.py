@@ -12,7 +12,8 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -119,6 +120,11 @@ class RtpStream:
         What the main payload carries (:func:`qoe.rtp.media_kind`: the SDP ``m=`` line,
         else the encoding name, else the clock rate); None when nothing tells. Left out,
         it is derived from ``codec`` and ``clock_rate``.
+    channels : int
+        Audio channels of ``payload_type`` (SDP ``a=rtpmap``'s encoding parameters, RFC
+        4566 §6; 1 when not given, RFC 3551 §4.1).
+    fmtp : dict of str to str
+        SDP ``a=fmtp`` parameters of ``payload_type`` (RFC 4566 §6; empty when none).
     """
 
     key: StreamKey
@@ -133,6 +139,8 @@ class RtpStream:
     payload_types: tuple[int, ...] = ()
     rtcp: RtcpSummary | None = None
     media: str | None = None
+    channels: int = 1
+    fmtp: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.media is None:  # not given: from the codec's name and clock rate
