@@ -8,7 +8,7 @@
 # About 40 s. Real timing: the captures differ from run to run in their arrival times.
 #
 # For each codec NAME:
-#   NAME.<ext>   the encoded speech the sender sent (first 2 s of en_us_male_*.wav): the oracle.
+#   NAME.<ext>   the encoded speech the sender sent (first 2.5 s of en_us_male_*.wav; L16: 1.5 s): the oracle.
 #                The tests decode it with the ffmpeg command line and compare with qoe's audio.
 #   NAME.pcap    the SIP INVITE announcing the stream (SDP as FFmpeg's RTP muxer writes it, or as
 #                below), then the RTP packets as they arrived at 127.0.0.1:PORT.
@@ -17,8 +17,8 @@
 #
 #   file            codec / SDP                             sender
 #   g722            G.722, static PT 9 (clock 8000)          ffmpeg -c copy -f rtp, 160 B (20 ms)
-#   g726le-16/32/40 G726-16/32/40 (RFC 3551 packing)         ffmpeg -c copy -f rtp, 20 ms
-#   g726-24         AAL2-G726-24 (I.366.2 packing)           ffmpeg -c copy -f rtp, 20 ms
+#   g726le-16/32/40 G726-16/32/40 (RFC 3551 packing)         ffmpeg -c g726le -f rtp, 20 ms
+#   g726-24         AAL2-G726-24 (I.366.2 packing)           ffmpeg -c g726 -f rtp, 20 ms
 #   gsm             GSM, static PT 3                         send.py frames gsm (20 ms)
 #   g723            G723, static PT 4                        send.py frames g723 (30 ms)
 #   g729            G729, static PT 18, annexb=no            send.py frames g729 (bcg729, 20 ms)
@@ -49,7 +49,7 @@ capture() {
   python3 "$HERE/send.py" sip "codecs-$name" "$port" "$sdp"
   python3 "$HERE/send.py" relay $((port + 6000)) "$port" "$DROP" 1.5 &
   RL=$!
-  sleep 0.2
+  until ss -Hlun "sport = :$((port + 6000))" | grep -q .; do sleep 0.05; done  # the relay listens
   "$@"
   wait "$RL"; RL=""
   sleep 0.5
@@ -70,7 +70,7 @@ S8="$SPEECH/en_us_male_8k.wav"; S16="$SPEECH/en_us_male_16k.wav"
 cd "$HERE"
 
 # -- G.722 ----------------------------------------------------------------------------------------
-$FF -i "$S16" -t 2 -c:a g722 -f g722 g722.g722
+$FF -i "$S16" -t 2.5 -c:a g722 -f g722 g722.g722
 sdp_of "$WORK/g722.sdp" -f g722 -i g722.g722 -c:a copy
 capture g722 41000 "$WORK/g722.sdp" \
   $FF -re -f g722 -i g722.g722 -c:a copy -pkt_size 172 -f rtp rtp://127.0.0.1:47000
@@ -80,24 +80,25 @@ port=41010
 for spec in "g726le 16 2" "g726le 32 4" "g726le 40 5" "g726 24 3"; do
   set -- $spec; enc=$1; kbit=$2; bits=$3
   name="${enc}-${kbit}"
-  $FF -i "$S8" -t 2 -c:a "$enc" -b:a "${kbit}k" -f "$enc" "$name.$enc"
-  sdp_of "$WORK/$name.sdp" -f "$enc" -code_size "$bits" -sample_rate 8000 -i "$name.$enc" -c:a copy
+  $FF -i "$S8" -t 2.5 -c:a "$enc" -b:a "${kbit}k" -f "$enc" "$name.$enc"
+  # the sender encodes again (G.726 is deterministic): FFmpeg 5.1's raw G.726 demuxer with -c copy
+  # sent only part of the file
+  sdp_of "$WORK/$name.sdp" -i "$S8" -c:a "$enc" -b:a "${kbit}k"
   capture "$name" "$port" "$WORK/$name.sdp" \
-    $FF -re -f "$enc" -code_size "$bits" -sample_rate 8000 -i "$name.$enc" -c:a copy \
-      -pkt_size $((12 + 20 * bits)) -f rtp "rtp://127.0.0.1:$((port + 6000))"
+    $FF -re -i "$S8" -t 2.5 -c:a "$enc" -b:a "${kbit}k" -pkt_size $((12 + 20 * bits)) -f rtp "rtp://127.0.0.1:$((port + 6000))"
   port=$((port + 10))
 done
 
 # -- GSM, G.723.1 (FFmpeg 5.1's RTP muxer does not take them: send.py packetises) ----------------
-$FF -i "$S8" -t 2 -c:a libgsm -b:a 13k -f gsm gsm.gsm
+$FF -i "$S8" -t 2.5 -c:a libgsm -b:a 13k -f gsm gsm.gsm
 sdp_static "$WORK/gsm.sdp" 3 "a=ptime:20"
 capture gsm 41100 "$WORK/gsm.sdp" python3 "$HERE/send.py" frames gsm gsm.gsm 3 47100
-$FF -i "$S8" -t 2 -c:a g723_1 -b:a 6300 -f g723_1 g723.g723
+$FF -i "$S8" -t 2.5 -c:a g723_1 -b:a 6300 -f g723_1 g723.g723
 sdp_static "$WORK/g723.sdp" 4 "a=ptime:30"
 capture g723 41110 "$WORK/g723.sdp" python3 "$HERE/send.py" frames g723 g723.g723 4 47110
 
 # -- G.729 (no FFmpeg encoder: libbcg729, G.729 Annex A) ------------------------------------------
-$FF -i "$S8" -t 2 -c:a pcm_s16le "$WORK/g729.wav"
+$FF -i "$S8" -t 2.5 -c:a pcm_s16le "$WORK/g729.wav"
 sdp_static "$WORK/g729.sdp" 18 "a=rtpmap:18 G729/8000" "a=fmtp:18 annexb=no" "a=ptime:20"
 capture g729 41120 "$WORK/g729.sdp" python3 "$HERE/send.py" frames g729 "$WORK/g729.wav" 18 47120
 cp "$WORK/g729.wav.g729" g729.g729
@@ -109,9 +110,9 @@ capture l16 41200 "$WORK/l16.sdp" \
   $FF -re -i l16.wav -af "asetnsamples=n=320:p=0" -c:a pcm_s16be -pkt_size 2000 -f rtp rtp://127.0.0.1:47200
 
 # -- Opus (wide-band and narrow-band input), Speex ------------------------------------------------
-$FF -i "$S16" -t 2 -c:a libopus -b:a 24k -application voip -frame_duration 20 opus_wb.ogg
-$FF -i "$S8" -t 2 -c:a libopus -b:a 12k -application voip -frame_duration 20 opus_nb.ogg
-$FF -i "$S8" -t 2 -c:a libspeex -f ogg speex.ogg
+$FF -i "$S16" -t 2.5 -c:a libopus -b:a 24k -application voip -frame_duration 20 opus_wb.ogg
+$FF -i "$S8" -t 2.5 -c:a libopus -b:a 12k -application voip -frame_duration 20 opus_nb.ogg
+$FF -i "$S8" -t 2.5 -c:a libspeex -f ogg speex.ogg
 port=41300
 for name in opus_wb opus_nb speex; do
   sdp_of "$WORK/$name.sdp" -i "$name.ogg" -c:a copy
@@ -128,7 +129,7 @@ with av.open(src) as i, av.open(dst, "w", format="amr") as o:
     s = o.add_stream("libopencore_amrnb", rate=8000, layout="mono")
     s.bit_rate = 12200
     for f in i.decode(audio=0):
-        if f.pts is not None and f.pts >= 16000:
+        if f.pts is not None and f.pts >= 20000:
             break
         for p in s.encode(f):
             o.mux(p)
