@@ -53,7 +53,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from qoe.rtp.jitterbuffer import PlayoutResult
     from qoe.voice.playout import ReceivedAudio
 
-__all__ = ["AudioFormat", "audio_format", "stream_format", "decode_packets", "decode_stream", "DECODABLE"]
+__all__ = [
+    "AudioFormat", "audio_format", "stream_format", "decode_packets", "decode_stream", "pesq_audio", "DECODABLE", "PESQ_RATES",
+]
 
 Band = Literal["nb", "wb"]
 
@@ -408,9 +410,9 @@ def decode_packets(
             span = ~covered[p0:p0 + x.shape[0]]
             out[p0:p0 + x.shape[0]][span] = x[span]
         filled[p0:p0 + x.shape[0]] = True
-    if fmt.plc:
+    if fmt.plc and concealed_by_decoder:
         notes.append(f"{fmt.codec}: lost packets concealed by the decoder ({concealed_by_decoder} samples)")
-    else:
+    elif not fmt.plc and not covered.all():
         notes.append(f"{fmt.codec}: the decoder has no loss concealment; gaps filled by {conceal}")
     if sid:
         notes.append(f"G.729: {sid} Annex B SID frame(s): no comfort noise generated (silence)")
@@ -465,3 +467,45 @@ def decode_stream(
     use = main if played is None else (np.asarray(played, dtype=bool) & main)
     return decode_packets(p.ts_ext, p.seq_ext, p.payloads, fmt, played=use, conceal=conceal, fade_ms=fade_ms,
                           playout=playout)
+
+
+# --------------------------------------------------------------------------- for P.862
+
+#: P.862 (02/2001) and P.862.2 (11/2007) score 8 kHz (narrow-band) and 16 kHz (wide-band) speech.
+PESQ_RATES: Mapping[str, int] = {"nb": 8000, "wb": 16000}
+
+
+def pesq_audio(audio: ReceivedAudio) -> ReceivedAudio:
+    """The audio as P.862 scores it: mono, at 8 kHz for narrow-band, 16 kHz for wide-band codecs.
+
+    Multi-channel audio is averaged to mono; other rates are resampled by
+    :func:`scipy.signal.resample_poly` (polyphase, by the reduced ratio). The
+    ``concealed`` mask follows by nearest sample; ``clock_rate`` keeps the RTP clock, so
+    that positions on the RTP timeline still convert to samples.
+
+    References
+    ----------
+    .. [1] ITU-T P.862 (02/2001) clause 1 and P.862.2 (11/2007) clause 1: narrow-band speech
+       at 8 kHz; wide-band speech (50-7000 Hz) at 16 kHz.
+    """
+    import dataclasses  # noqa: PLC0415
+    from math import gcd  # noqa: PLC0415
+
+    fs = PESQ_RATES["wb" if audio.band == "wb" else "nb"]
+    x = audio.samples
+    if x.ndim == 2:
+        x = np.rint(x.astype(np.float64).mean(axis=1)).astype(np.int16)
+    concealed = audio.concealed
+    if audio.sample_rate != fs:
+        import scipy.signal  # noqa: PLC0415
+
+        g = gcd(fs, audio.sample_rate)
+        up, down = fs // g, audio.sample_rate // g
+        y = scipy.signal.resample_poly(x.astype(np.float64), up, down)
+        x = np.clip(np.rint(y), -32768, 32767).astype(np.int16)
+        idx = np.minimum((np.arange(x.shape[0]) * down) // up, concealed.shape[0] - 1)
+        concealed = concealed[idx]
+    if x is audio.samples:
+        return audio
+    return dataclasses.replace(audio, samples=x, sample_rate=fs, concealed=concealed,
+                               clock_rate=audio.clock_rate or audio.sample_rate)

@@ -86,7 +86,7 @@ class ReceivedAudio:
     playout : PlayoutResult or None
         The jitter buffer that chose the played packets, if any.
     clock_rate : int or None
-        RTP clock rate when it differs from ``sample_rate`` (G.722: 8000); None: equal.
+        RTP clock rate (G.722: 8000 for 16 kHz audio); None: the same as ``sample_rate``.
     band : {"nb", "wb"}
         Audio bandwidth of the codec (:mod:`qoe.voice.decode`): ``"nb"`` for G.711.
     notes : tuple of str
