@@ -295,3 +295,89 @@ def test_emodel_preset_follows_the_codec(name, preset):
         assert any(f"G.113 preset {preset!r}" in n for n in d.notes)
         if d.network is not None:  # presets without a Bpl cannot score a lossy stream
             assert d.network.codec == preset
+
+
+# --------------------------------------------------------------------------- no encoder here
+# No iLBC, AMR-WB or G.729 Annex B encoder is installed (FFmpeg 5.1 and PyAV have none; Debian's
+# libbcg729 is used with VAD off for the G.729 capture). These check the depacketisation and the
+# timeline against ffmpeg decoding the same frames from its own storage formats.
+
+
+def _rtp(payloads: list[bytes], step: int, lost: tuple[int, ...] = ()):
+    keep = [i for i in range(len(payloads)) if i not in lost]
+    ts = np.array([1000 + step * i for i in keep], dtype=np.int64)
+    seq = np.array([50 + i for i in keep], dtype=np.int64)
+    return ts, seq, [payloads[i] for i in keep]
+
+
+@needs_ffmpeg
+@pytest.mark.parametrize("mode, size, samples", [(20, 38, 160), (30, 50, 240)])
+def test_ilbc_frames_decode_as_ffmpeg_decodes_its_storage_file(tmp_path, mode, size, samples):
+    """RFC 3952 §4: two frames per packet; the mode from the payload size alone (no SDP fmtp).
+    Oracle: ``ffmpeg -v error -i x.lbc -f s16le -`` on the iLBC file FFmpeg's "ilbc" demuxer
+    reads ("#!iLBC20\\n" or "#!iLBC30\\n", then the frames), of random frames (no iLBC encoder here)."""
+    from qoe.voice.decode import decode_packets
+
+    rng = np.random.default_rng(mode)
+    frames = [rng.integers(0, 256, size, dtype=np.uint8).tobytes() for _ in range(12)]
+    path = tmp_path / "x.lbc"
+    path.write_bytes(f"#!iLBC{mode}\n".encode() + b"".join(frames))
+    ref = np.frombuffer(subprocess.run([FFMPEG, "-v", "error", "-i", str(path), "-f", "s16le", "-"], check=True,
+                                       capture_output=True).stdout, dtype="<i2")
+    payloads = [frames[i] + frames[i + 1] for i in range(0, 12, 2)]
+    ts, seq, pays = _rtp(payloads, 2 * samples)
+    audio = decode_packets(ts, seq, pays, audio_format("iLBC", 8000))
+    np.testing.assert_array_equal(audio.samples, ref)
+    # a lost packet leaves a gap of its length (iLBC in FFmpeg has no concealment)
+    ts, seq, pays = _rtp(payloads, 2 * samples, lost=(3,))
+    gap = decode_packets(ts, seq, pays, audio_format("iLBC", 8000))
+    assert gap.samples.shape == ref.shape and int(gap.concealed.sum()) == 2 * samples
+    np.testing.assert_array_equal(gap.samples[: 6 * samples], ref[: 6 * samples])
+
+
+def test_amr_wb_payloads_decode_at_16_khz_and_conceal_a_loss():
+    """RFC 4867 §4.3 bandwidth-efficient AMR-WB payloads of 12.65 kbit/s frames (FT 2, 253 bits,
+    TS 26.201 Table 2), random bits (no AMR-WB encoder here): 320 samples at 16 kHz a frame, and
+    the OpenCORE decoder conceals the lost one (NO_DATA frame)."""
+    from qoe.voice.decode import decode_packets
+
+    rng = np.random.default_rng(7)
+    payloads = []
+    for _ in range(10):
+        bits = int.from_bytes(rng.integers(0, 256, 32, dtype=np.uint8).tobytes(), "big") >> 3  # 253 bits
+        v = (((15 << 6) | (2 << 1) | 1) << 253) | bits  # CMR 15, ToC F=0 FT=2 Q=1, speech
+        payloads.append((v << 1).to_bytes(33, "big"))  # 4 + 6 + 253 = 263 bits, 1 bit of padding
+    assert amr_frames(payloads[0], wideband=True, octet_aligned=False)[0][0] == (2 << 3) | (1 << 2)
+    ts, seq, pays = _rtp(payloads, 320, lost=(4,))
+    audio = decode_packets(ts, seq, pays, audio_format("AMR-WB", 16000))
+    assert audio.sample_rate == 16000 and audio.band == "wb" and audio.samples.shape == (3200,)
+    assert int(audio.concealed.sum()) == 320 and np.abs(audio.samples[1280:1600]).max() > 0
+
+
+@needs_ffmpeg
+def test_g729_annex_b_sid_frame_ends_a_packet():
+    """RFC 3551 §4.5.6: a 2-octet SID frame may end a G.729 payload; its speech frames decode
+    as ffmpeg decodes them (``ffmpeg -v error -f g729 -i g729.g729 -f s16le -``), and the
+    SID frame is counted in the notes (no comfort noise is generated)."""
+    from qoe.voice.decode import decode_packets
+
+    data = (DATA / "g729.g729").read_bytes()[:200]  # 20 frames of 10 octets (libbcg729, see send.py)
+    ref = _oracle(["-f", "g729"], "g729.g729", 1)[:1600]
+    payloads = [data[i:i + 20] for i in range(0, 200, 20)]
+    payloads[-1] = payloads[-1] + b"\x12\x34"  # a SID frame after the last speech frames
+    ts, seq, pays = _rtp(payloads, 160)
+    audio = decode_packets(ts, seq, pays, audio_format("G729", 8000))
+    np.testing.assert_array_equal(audio.samples[:1600], ref)
+    assert any("1 Annex B SID frame" in n for n in audio.notes)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_captures_hold_what_tshark_sees(name):
+    """Packets and losses of each capture as tshark counts them (the stored
+    NAME.pcap.tshark-rtp-streams.txt: ``tshark -q -o rtp.heuristic_rtp:TRUE -z rtp,streams -r NAME.pcap``)."""
+    table = (DATA / f"{name}.pcap.tshark-rtp-streams.txt").read_text().splitlines()
+    (row,) = [ln for ln in table if "127.0.0.1" in ln]
+    cols = row.split()
+    packets, lost = int(cols[8]), int(cols[9])
+    s = _stream(name)
+    assert (s.stats.packets, s.stats.lost) == (packets, lost) == (packets, DROPPED)

@@ -142,3 +142,9 @@ sdp_static "$WORK/amr_be.sdp" 96 "a=rtpmap:96 AMR/8000" "a=ptime:20"
 capture amr_be 41410 "$WORK/amr_be.sdp" python3 "$HERE/send.py" frames amr amr.amr 96 47410 be
 
 ls -l "$HERE"
+
+# tshark's view of every capture (its RTP stream table: packets, lost, jitter)
+for f in *.pcap; do
+  cmd="tshark -q -o rtp.heuristic_rtp:TRUE -z rtp,streams -r $f"
+  { echo "# command: $cmd"; echo "# $(tshark -v | head -1)"; $cmd; } > "$f.tshark-rtp-streams.txt"
+done

@@ -39,6 +39,7 @@ References
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -225,7 +226,9 @@ class _Decoder:
             # reads the code size from bits_per_coded_sample)
             ctx.options = {"bits_per_coded_sample": str(int(fmt.params["kbit"]) // 8)}
         if fmt.decoder == "ilbc":
-            ctx.block_align = 50 if fmt.params.get("mode") == "30" else 38
+            # RFC 3952 §5: 20 ms frames of 38 octets or 30 ms frames of 50 (FFmpeg's decoder
+            # reads the mode from block_align)
+            ctx.options = {"block_align": "50" if fmt.params.get("mode") == "30" else "38"}
         self.ctx = ctx
 
     def decode(self, frame: bytes) -> np.ndarray:
@@ -350,6 +353,11 @@ def decode_packets(
     t0 = int(ts.min())
     order = np.flatnonzero(use)
     order = order[np.lexsort((seq[order], ts[order]))]
+    if fmt.codec == "ILBC" and order.size:
+        # RFC 3952 §5: the SDP's mode, else the frame size the payloads show (30 ms when both fit)
+        given = fmt.params.get("mode")
+        size = pf.ilbc_frame_bytes(len(payloads[order[0]]), int(given) if given else None)
+        fmt = dataclasses.replace(fmt, params={**fmt.params, "mode": "20" if size == 38 else "30"})
     ratio = fmt.ratio
     decoder = _Decoder(fmt) if fmt.decoder else None
     pieces: list[tuple[int, np.ndarray, bool]] = []  # (first output sample, samples, decoded from a played packet)
@@ -488,7 +496,6 @@ def pesq_audio(audio: ReceivedAudio) -> ReceivedAudio:
     .. [1] ITU-T P.862 (02/2001) clause 1 and P.862.2 (11/2007) clause 1: narrow-band speech
        at 8 kHz; wide-band speech (50-7000 Hz) at 16 kHz.
     """
-    import dataclasses  # noqa: PLC0415
     from math import gcd  # noqa: PLC0415
 
     fs = PESQ_RATES["wb" if audio.band == "wb" else "nb"]
