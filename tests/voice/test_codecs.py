@@ -66,6 +66,7 @@ CASES = {
     "opus_wb": ("OPUS", 48000, 1, "wb", ["-c:a", "libopus"], "opus_wb.ogg", 960, True),
     "opus_nb": ("OPUS", 48000, 1, "nb", ["-c:a", "libopus"], "opus_nb.ogg", 960, True),
     "speex": ("SPEEX", 8000, 1, "nb", [], "speex.ogg", 160, False),
+    "speex_wb": ("SPEEX", 16000, 1, "wb", [], "speex_wb.ogg", 320, False),
     "amr_oa": ("AMR", 8000, 1, "nb", [], "amr.amr", 160, True),
     "amr_be": ("AMR", 8000, 1, "nb", [], "amr.amr", 160, True),
 }
@@ -227,7 +228,8 @@ def test_clock_and_audio_rates():
 
 @pytest.mark.parametrize(
     "name, rate, mode",
-    [("g722", 16000, "wb"), ("opus_wb", 16000, "wb"), ("l16", 16000, "wb"), ("opus_nb", 8000, "nb"),
+    [("g722", 16000, "wb"), ("opus_wb", 16000, "wb"), ("l16", 16000, "wb"), ("speex_wb", 16000, "wb"),
+     ("opus_nb", 8000, "nb"),
      ("g726le-32", 8000, "nb"), ("amr_oa", 8000, "nb"), ("gsm", 8000, "nb")],
 )
 def test_pesq_rate_follows_the_decoded_bandwidth(name, rate, mode):
@@ -381,3 +383,22 @@ def test_captures_hold_what_tshark_sees(name):
     packets, lost = int(cols[8]), int(cols[9])
     s = _stream(name)
     assert (s.stats.packets, s.stats.lost) == (packets, lost) == (packets, DROPPED)
+
+
+@pytest.mark.parametrize("name, rate, channels", [("g722", 16000, 1), ("l16", 16000, 2), ("opus_wb", 48000, 1)])
+def test_extract_cli_writes_the_decoders_rate_and_channels(tmp_path, name, rate, channels):
+    import json
+
+    import soundfile
+    from click.testing import CliRunner
+
+    from qoe_cli.main import cli
+
+    out = tmp_path / "rx.wav"
+    res = CliRunner().invoke(cli, ["extract", str(DATA / f"{name}.pcap"), "--jitter-buffer", "none", "-o", str(out),
+                                   "--format", "json"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.output)
+    x, fs = soundfile.read(out, dtype="int16", always_2d=True)
+    assert (fs, x.shape[1], summary["sample_rate"], summary["samples"]) == (rate, channels, rate, x.shape[0])
+    assert summary["concealed_samples"] == int(extract_audio(_stream(name), jitter_buffer="none").concealed.sum())

@@ -26,6 +26,7 @@
 #   opus_wb         opus/48000/2 (16 kHz input, wide-band)   ffmpeg -c copy -f rtp (libopus, 20 ms)
 #   opus_nb         opus/48000/2 (8 kHz input, narrow-band)  ffmpeg -c copy -f rtp (libopus, 20 ms)
 #   speex           speex/8000                               ffmpeg -c copy -f rtp (libspeex, 20 ms)
+#   speex_wb        speex/16000 (wide-band)                  ffmpeg -c copy -f rtp (libspeex, 20 ms)
 #   amr_oa          AMR/8000, octet-align=1 (RFC 4867 §4.4)  send.py frames amr oa (12.2 kbit/s)
 #   amr_be          AMR/8000 bandwidth-efficient (§4.3)      send.py frames amr be (12.2 kbit/s)
 set -euo pipefail
@@ -113,8 +114,9 @@ capture l16 41200 "$WORK/l16.sdp" \
 $FF -i "$S16" -t 2.5 -c:a libopus -b:a 24k -application voip -frame_duration 20 opus_wb.ogg
 $FF -i "$S8" -t 2.5 -c:a libopus -b:a 12k -application voip -frame_duration 20 opus_nb.ogg
 $FF -i "$S8" -t 2.5 -c:a libspeex -f ogg speex.ogg
+$FF -i "$S16" -t 2.5 -c:a libspeex -f ogg speex_wb.ogg
 port=41300
-for name in opus_wb opus_nb speex; do
+for name in opus_wb opus_nb speex speex_wb; do
   sdp_of "$WORK/$name.sdp" -i "$name.ogg" -c:a copy
   capture "$name" "$port" "$WORK/$name.sdp" \
     $FF -re -i "$name.ogg" -c:a copy -f rtp "rtp://127.0.0.1:$((port + 6000))"
