@@ -335,7 +335,7 @@ def decode_packets(
     Raises
     ------
     InputError
-        Mismatched lengths or no packet to play.
+        Mismatched lengths, no packet to play, an unknown concealment.
     """
     from qoe.voice.playout import ReceivedAudio, _repeat_conceal, rebuild_audio  # noqa: PLC0415 - cycle
 
@@ -345,7 +345,11 @@ def decode_packets(
     if n == 0 or len(payloads) != n or seq.shape != ts.shape:
         raise InputError(f"decode_packets: need one timestamp, sequence number and payload per packet; given "
                          f"{n}, {seq.shape[0]} and {len(payloads)}")
+    if conceal not in ("silence", "repeat"):
+        raise InputError(f"conceal must be 'silence' or 'repeat', given conceal={conceal!r}")
     use = np.ones(n, dtype=bool) if played is None else np.asarray(played, dtype=bool)
+    if use.shape != (n,):
+        raise InputError(f"decode_packets: played has shape {use.shape}, expected ({n},)")
     if fmt.codec in ("PCMA", "PCMU"):
         a = rebuild_audio(ts, list(payloads), law=fmt.codec, played=use, conceal=conceal, fade_ms=fade_ms,
                           sample_rate=fmt.sample_rate, playout=playout)
