@@ -114,7 +114,10 @@ def test_references_as_objects_and_resampled_files(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the other reference is not in the call
         rep = qoe.score(CLIENT, reference=[wide], sender_capture=SERVER)
-    assert f"reference {wide.name}: resampled from 16000 Hz to 8000 Hz (polyphase)" in rep.notes
+    # a 16 kHz file stays at 16 kHz (P.862.2 rate); the G.711 direction brings it to 8 kHz
+    assert not any("resampled" in n for n in rep.notes)
+    assert f"reference {wide.name}: resampled from 16000 Hz to 8000 Hz (polyphase) to match the stream" in (
+        rep.results[1].notes)
     assert rep.results[1].full_reference.mos_lqo > 3.5
 
 

@@ -22,10 +22,12 @@ from qoe_cli._output import emit, format_option, render_pairs
               help="WAV file to write (16-bit PCM at the codec's rate).")
 @format_option
 def extract(capture, ssrc, jitter_buffer, conceal, srtp_keys, output, fmt):
-    """Rebuild the received audio of a G.711 RTP stream in CAPTURE and write it as WAV.
+    """Rebuild the received audio of an RTP voice stream in CAPTURE and write it as WAV.
 
-    Packets are decoded and placed by RTP timestamp; packets lost in the network or
-    late for the jitter buffer are concealed. Prints what was done (loss, late packets,
+    G.711 (own tables), G.722, G.726, G.729, G.723.1, GSM, iLBC, L16, Opus, Speex, AMR and
+    AMR-WB (FFmpeg through PyAV) are decoded and placed by RTP timestamp; packets lost in the
+    network or late for the jitter buffer are concealed by the decoder where it can (Opus,
+    AMR, G.729), otherwise as --conceal says. Prints what was done (loss, late packets,
     buffer delay). An SRTP stream is decrypted with the key of the capture's SDP (SDES
     a=crypto) or --srtp-key, and refused without one."""
     summary = extract_wav(capture, output, ssrc=ssrc, jitter_buffer=jitter_buffer, conceal=conceal,

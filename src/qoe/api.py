@@ -33,8 +33,9 @@ KINDS = {"auto": True, "voice": True, "video": True, "web": True}
 # than the one-way delay of qoe.voice.emodel, hence the rename).
 _RENAMED = {"one_way_ms": "network_delay_ms"}
 
-# G.711 (RFC 3551 §4.5.14) is sampled at 8000 Hz: references are brought to this rate.
-_G711_RATE = 8000
+# P.862 scores 8 kHz speech, P.862.2 16 kHz speech: references are kept at one of these
+# rates (each direction brings them to its codec's, qoe.voice.decode.pesq_audio).
+_PESQ_RATES = (8000, 16000)
 
 PathLike = Union[str, "os.PathLike[str]"]
 ReferenceLike = Union[PathLike, Any]
@@ -55,10 +56,11 @@ def _load_references(reference: Any) -> tuple[list[Any], list[str]]:
         elif isinstance(item, (str, os.PathLike)):
             path = Path(item)
             x, fs = load_speech(path)
-            if fs != _G711_RATE:
-                x, _ = load_speech(path, fs=_G711_RATE)
-                notes.append(f"reference {path.name}: resampled from {fs} Hz to {_G711_RATE} Hz (polyphase)")
-                fs = _G711_RATE
+            if fs not in _PESQ_RATES:
+                want = _PESQ_RATES[-1] if fs > _PESQ_RATES[-1] else _PESQ_RATES[0]
+                x, _ = load_speech(path, fs=want)
+                notes.append(f"reference {path.name}: resampled from {fs} Hz to {want} Hz (polyphase)")
+                fs = want
             out.append(Reference(np.asarray(x), int(fs), path.name))
         else:
             raise InputError(
@@ -160,8 +162,9 @@ def score(
     capture : str or path-like
         A pcap or pcapng file. For voice, take it at the user's end of the calls.
     reference : path, Reference, a list of them, or {"voice": ..., "video": ...}, optional
-        Reference speech (WAV or any file libsndfile reads; resampled to 8 kHz when it
-        is not): each is looked for in every stream; plays found get the full-reference
+        Reference speech (WAV or any file libsndfile reads; kept at 8 or 16 kHz, other
+        rates resampled to the nearer of the two, then to each stream's P.862 rate: 8 kHz
+        for narrow-band codecs, 16 kHz for wide-band ones): each is looked for in every stream; plays found get the full-reference
         score (the seed paper's z1 − z2). Reference video (any other file, read with
         FFmpeg; at most one): every video stream is scored against it frame by frame.
         A path libsndfile reads is speech, any other path video; a mapping says which is

@@ -86,7 +86,7 @@ def test_result_keys_keep_their_order():
         "reference", "start_s", "coverage", "correlation", "mos_lqo", "pesq_raw", "ta_ms", "z1", "z2", "z", "mos",
     ]
     fr = FullReferenceScore((play,), 4.0, 100.0, 80.0, 2.0, 78.0, 3.9)
-    assert list(fr.to_dict()) == ["mos_lqo", "ta_ms", "z1", "z2", "z", "mos", "plays"]
+    assert list(fr.to_dict()) == ["mos_lqo", "ta_ms", "z1", "z2", "z", "mos", "band", "plays"]
 
 
 def test_options_keep_their_order_and_defaults():

@@ -12,7 +12,8 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -124,6 +125,11 @@ class RtpStream:
         Set when the stream is SRTP (RFC 3711: payload encrypted): how that was found, the
         sender's SDES key if the SDP had one, and, after :func:`qoe.rtp.srtp.decrypt_streams`,
         what decryption did. None: plain RTP as far as the capture tells.
+    channels : int
+        Audio channels of ``payload_type`` (SDP ``a=rtpmap``'s encoding parameters, RFC
+        4566 §6; 1 when not given, RFC 3551 §4.1).
+    fmtp : dict of str to str
+        SDP ``a=fmtp`` parameters of ``payload_type`` (RFC 4566 §6; empty when none).
     """
 
     key: StreamKey
@@ -139,6 +145,8 @@ class RtpStream:
     rtcp: RtcpSummary | None = None
     media: str | None = None
     srtp: SrtpInfo | None = None
+    channels: int = 1
+    fmtp: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.media is None:  # not given: from the codec's name and clock rate

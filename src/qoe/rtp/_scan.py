@@ -704,6 +704,8 @@ class _Scanner:
                     rtcp=rtcp.get(ssrc),
                     media=media_kind(codec, rate, media.media if media is not None else None),
                     srtp=self._srtp(fid, call_id, main, codec, media),
+                    channels=_channels_of(main, media),
+                    fmtp=dict(media.fmtp.get(main, {})) if media is not None else {},
                 )
             )
         self._srtp_heuristic(streams, {int(f): i for i, f in enumerate(fids.tolist())})
@@ -755,6 +757,12 @@ def _codec_of(pt: int, media: SdpMedia | None) -> tuple[str | None, int | None]:
     if pt in STATIC_PAYLOAD_TYPES:
         return STATIC_PAYLOAD_TYPES[pt]
     return None, None
+
+
+def _channels_of(pt: int, media: SdpMedia | None) -> int:
+    """Audio channels of a payload type: SDP rtpmap's encoding parameters, else 1 (RFC 3551 §4.1)."""
+    m = media.rtpmap.get(pt) if media is not None else None
+    return int(m[2]) if m is not None and m[2] else 1
 
 
 def scan_capture(

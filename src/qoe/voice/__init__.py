@@ -9,6 +9,8 @@ each part and are imported as namespaces:
 :mod:`qoe.voice.combined`      the seed paper's z1 − z2 score
 :mod:`qoe.voice.netscore`      network-side scores per time window
 :mod:`qoe.voice.g711`          G.711 A-law / µ-law
+:mod:`qoe.voice.payload`       RTP audio payload formats, split into decoder frames
+:mod:`qoe.voice.decode`        every common codec decoded (PyAV) onto the RTP timeline
 :mod:`qoe.voice.playout`       the audio a receiver played, rebuilt from RTP
 :mod:`qoe.voice.locate`        where a reference was played in received audio
 :mod:`qoe.voice.io`            captures in, WAV files and delay records out

@@ -299,8 +299,8 @@ def g711_codec(payload_type: int | None = None, codec: str | None = None) -> Law
     if codec is None and payload_type in G711_PAYLOAD_TYPES:
         return G711_PAYLOAD_TYPES[payload_type]  # type: ignore[return-value]
     raise UnsupportedCodecError(
-        f"payload type {payload_type} (codec {codec or 'unknown'}) cannot be decoded: "
-        "qoe decodes G.711 only (PCMU = payload type 0, PCMA = payload type 8)"
+        f"payload type {payload_type} (codec {codec or 'unknown'}) is not G.711 (PCMU = payload type 0, "
+        "PCMA = payload type 8); qoe.voice.decode decodes the other codecs"
     )
 
 

@@ -26,7 +26,7 @@ __all__ = ["write_wav", "select_stream", "extract_wav", "capture_delays", "parse
 
 
 def write_wav(audio: ReceivedAudio, path: str | os.PathLike[str]) -> None:
-    """Write rebuilt audio as a 16-bit PCM mono WAV file at its sample rate."""
+    """Write rebuilt audio as a 16-bit PCM WAV file at its sample rate (mono, or L16's channels)."""
     soundfile.write(os.fspath(path), audio.samples, audio.sample_rate, subtype="PCM_16", format="WAV")
 
 
@@ -80,7 +80,7 @@ def extract_wav(
     conceal: Conceal = "silence",
     srtp_keys: Sequence[str] | str = (),
 ) -> dict[str, Any]:
-    """Rebuild the audio of one G.711 stream of a capture and write it as WAV.
+    """Rebuild the audio of one voice stream of a capture (any codec of :mod:`qoe.voice.decode`) and write it as WAV.
 
     An SRTP stream (:attr:`qoe.rtp.RtpStream.srtp`) is decrypted first
     (:func:`qoe.rtp.srtp.decrypt_streams`) with its sender's SDES key from the capture's SDP,
@@ -91,7 +91,8 @@ def extract_wav(
     capture : path
         pcap or pcapng file.
     output : path
-        WAV file to write (16-bit PCM, 8000 Hz for G.711).
+        WAV file to write (16-bit PCM at the decoder's rate: 8000 Hz for G.711, 16000 Hz
+        for G.722, 48000 Hz for Opus, ...; L16's channels).
     ssrc : int or str, optional, keyword-only
         The stream; needed when the capture holds several.
     jitter_buffer : str or buffer, keyword-only

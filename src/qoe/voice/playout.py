@@ -70,9 +70,11 @@ class ReceivedAudio:
     Attributes
     ----------
     samples : numpy.ndarray of int16
-        The signal at ``sample_rate``; ``samples[k]`` is RTP timestamp ``ts_first + k``.
+        The signal at ``sample_rate``; ``samples[k]`` is RTP timestamp ``ts_first + k``
+        (``ts_first + k * clock_rate / sample_rate`` when ``clock_rate`` is given). 1-D,
+        or ``(n, channels)`` for multi-channel L16.
     sample_rate : int
-        Hz (the RTP clock rate of G.711: 8000).
+        Hz (the RTP clock rate of G.711: 8000; the decoder's rate for other codecs).
     ts_first : int
         Extended RTP timestamp of the first sample.
     concealed : numpy.ndarray of bool
@@ -80,9 +82,15 @@ class ReceivedAudio:
     conceal : str
         ``"silence"`` or ``"repeat"``.
     codec : str
-        ``"PCMA"`` or ``"PCMU"``.
+        Encoding name (``"PCMA"``, ``"PCMU"``, ``"G722"``, ...).
     playout : PlayoutResult or None
         The jitter buffer that chose the played packets, if any.
+    clock_rate : int or None
+        RTP clock rate (G.722: 8000 for 16 kHz audio); None: the same as ``sample_rate``.
+    band : {"nb", "wb"}
+        Audio bandwidth of the codec (:mod:`qoe.voice.decode`): ``"nb"`` for G.711.
+    notes : tuple of str
+        What the decoder did about loss and silence.
     """
 
     samples: np.ndarray
@@ -92,10 +100,17 @@ class ReceivedAudio:
     conceal: str
     codec: str
     playout: PlayoutResult | None = None
+    clock_rate: int | None = None
+    band: str = "nb"
+    notes: tuple[str, ...] = ()
 
     @property
     def duration_s(self) -> float:
         return self.samples.shape[0] / self.sample_rate
+
+    @property
+    def channels(self) -> int:
+        return 1 if self.samples.ndim == 1 else int(self.samples.shape[1])
 
     def as_float(self, dtype: str = "float32") -> np.ndarray:
         """The samples as floats, full scale 1.0 (= 32768)."""
@@ -111,7 +126,12 @@ class ReceivedAudio:
             "conceal": self.conceal,
             "concealed_samples": int(self.concealed.sum()),
             "concealed_fraction": float(self.concealed.mean()) if self.concealed.size else 0.0,
+            "band": self.band,
         }
+        if self.channels != 1:
+            out["channels"] = self.channels
+        if self.notes:
+            out["decoder_notes"] = list(self.notes)
         if self.playout is not None:
             out.update(self.playout.to_dict())
         return out
@@ -346,12 +366,13 @@ def extract_audio(
     Parameters
     ----------
     stream : RtpStream
-        A G.711 stream with its packet table and payloads.
+        An audio stream with its packet table and payloads, of a codec
+        :mod:`qoe.voice.decode` decodes (G.711 by the own tables).
     jitter_buffer : str or buffer, keyword-only
         ``"adaptive"`` (default), ``"fixed:<ms>"`` or ``"none"`` (see
         :func:`qoe.rtp.jitterbuffer.parse_jitter_buffer`).
     conceal : {"silence", "repeat"}, keyword-only
-        Concealment of lost and late packets.
+        Concealment of lost and late packets the decoder does not conceal itself.
 
     Raises
     ------
@@ -359,7 +380,7 @@ def extract_audio(
         The stream is SRTP and its payloads were not decrypted
         (:func:`qoe.rtp.srtp.decrypt_streams`).
     UnsupportedCodecError
-        The stream is not G.711 (the message names the payload type).
+        The codec is not decodable (the message names the payload type).
     InputError
         The stream has no packet table or payloads.
     """
@@ -368,19 +389,11 @@ def extract_audio(
             f"stream {stream.key} is SRTP-encrypted (found by {stream.srtp.found_by}) and not decrypted: "  # type: ignore[union-attr]
             f"decrypt it first (qoe.rtp.srtp.decrypt_streams, with the capture's SDES key or srtp_keys=)"
         )
-    law = g711.g711_codec(stream.payload_type, stream.codec)
+    from qoe.voice.decode import decode_stream, stream_format  # noqa: PLC0415 - decode imports this module
+
+    stream_format(stream)  # refuse an undecodable codec before playing out
     p = stream.packets
     if p is None or len(p) == 0 or not p.payloads:
         raise InputError(f"stream {stream.key}: no packet payloads kept, cannot rebuild its audio")
     playout = playout_stream(stream, buffer=jitter_buffer)
-    played = playout.played & _main_payload_mask(stream)
-    return rebuild_audio(
-        p.ts_ext,
-        p.payloads,
-        law=law,
-        played=played,
-        conceal=conceal,
-        fade_ms=fade_ms,
-        sample_rate=int(stream.clock_rate or 8000),
-        playout=playout,
-    )
+    return decode_stream(stream, played=playout.played, conceal=conceal, fade_ms=fade_ms, playout=playout)

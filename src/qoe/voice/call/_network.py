@@ -29,12 +29,27 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["emodel_preset", "network_score"]
 
-# RFC 3551 §4.5 (Table 4): the audio encodings whose G.113 Appendix I presets exist here.
-_EMODEL_PRESET = {"G729": "G.729A+VAD"}
+# The G.113 (11/2007) Appendix I preset (Table I.1 Ie, Table I.3 Bpl; names of
+# qoe.voice.emodel.CODECS) of each encoding name (RFC 3551 §4.5, SDP a=rtpmap) that has one.
+# G.729 streams are taken as G.729A with VAD (the only G.729 entry with a Bpl); G.723.1 as
+# 6.3 kbit/s with VAD (likewise); AMR's 12.2 kbit/s mode is GSM-EFR (3GPP TS 26.071 §4) but
+# other modes are not, so AMR has none.
+_EMODEL_PRESET = {
+    "G729": "G.729A+VAD",
+    "G729A": "G.729A+VAD",
+    "G723": "G.723.1+VAD",
+    "GSM": "GSM-FR",
+    **{f"{p}G726-{r}": f"G.726-{r}" for p in ("", "AAL2-") for r in (16, 24, 32, 40)},
+}
 
 
 def emodel_preset(stream: RtpStream, conceal: str, codec: str | None) -> tuple[str | None, str]:
-    """The G.113 Appendix I preset for ``stream`` (None: none fits) and a note saying why."""
+    """The G.113 Appendix I preset for ``stream`` (None: none fits) and a note saying why.
+
+    The preset follows the stream's codec. Wide-band codecs (G.722, AMR-WB, Opus, Speex and
+    L16 at 16 kHz or more) get none: G.107.1 needs Ie,WB and Bpl,WB (G.113 Appendix IV),
+    which qoe does not ship (see :data:`qoe.voice.emodel.CODECS_WB`).
+    """
     if codec is not None:
         emodel.codec(codec)  # validates, listing the known presets
         return codec, f"codec Ie/Bpl: preset {codec!r} (given)"

@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from qoe.errors import InputError, QoEError, UnsupportedCodecError
-from qoe.voice import g711
 from qoe.voice.call._delay import Prep
 from qoe.voice.call._inputs import Reference
 from qoe.voice.call._results import FullReferenceScore, PlayScore
 from qoe.voice.combined import combined_score
-from qoe.voice.playout import ReceivedAudio, rebuild_audio
+from qoe.voice.decode import decode_stream, pesq_audio
+from qoe.voice.playout import ReceivedAudio
 
 if TYPE_CHECKING:  # pragma: no cover
     from qoe.voice.locate import Play
@@ -44,9 +44,13 @@ _PLAY_MARGIN_S = 0.25
 _MIN_PLAY_S = 2.0
 
 
-def _z_terms(mos_lqo: float, ta_ms: float, emodel_params: Mapping[str, Any]) -> dict[str, float]:
-    """The seed paper's z1, z2, z and MOS (§7.1) of a MOS-LQO heard at a delay ``ta_ms``."""
-    cs = combined_score(mos_lqo, ta_ms, **emodel_params)
+def _z_terms(mos_lqo: float, ta_ms: float, emodel_params: Mapping[str, Any], band: str = "nb") -> dict[str, float]:
+    """The seed paper's z1, z2, z and MOS (§7.1) of a MOS-LQO heard at a delay ``ta_ms``.
+
+    A wide-band direction is scored on G.107.1's scale (``band="wb"``, see
+    :func:`qoe.voice.combined.combined_score`).
+    """
+    cs = combined_score(mos_lqo, ta_ms, band=band, **emodel_params)
     return {"z1": float(cs.z1), "z2": float(cs.z2), "z": float(cs.z), "mos": float(cs.mos)}
 
 
@@ -119,7 +123,10 @@ def score_plays(
     from qoe.voice.p862 import pesq  # noqa: PLC0415 - SciPy, only when references are given
 
     fs = audio.sample_rate
-    pos = prep.stream.packets.ts_ext - audio.ts_first  # sample position of each packet's first sample
+    mode = "wb" if audio.band == "wb" else "nb"  # P.862.2 for wide-band codecs, P.862 otherwise
+    clock = audio.clock_rate or fs
+    # sample position of each packet's first sample (RTP time -> samples at fs)
+    pos = (prep.stream.packets.ts_ext - audio.ts_first) * fs // clock
     margin = int(_PLAY_MARGIN_S * fs)
     scores: list[PlayScore] = []
     notes: list[str] = []
@@ -127,7 +134,7 @@ def score_plays(
         lo, hi = _cut(found, i, audio.samples.shape[0], margin)
         refpart = np.asarray(ref.samples)[play.ref_start : play.ref_end]
         try:
-            res = pesq(refpart, audio.samples[lo:hi], fs=fs, mode="nb")
+            res = pesq(refpart, audio.samples[lo:hi], fs=fs, mode=mode)
         except QoEError as exc:
             notes.append(f"{ref.name}: the play at {play.offset / fs:.2f} s could not be scored by P.862: {exc}")
             continue
@@ -142,7 +149,7 @@ def score_plays(
                 mos_lqo=float(res.mos_lqo),
                 pesq_raw=_f(res.raw),
                 ta_ms=ta,
-                **_z_terms(res.mos_lqo, ta, emodel_params),
+                **_z_terms(res.mos_lqo, ta, emodel_params, mode),
             )
         )
         if play.coverage < 1.0:
@@ -163,21 +170,47 @@ def full_reference(
     s = prep.stream
     if s.srtp is not None and not s.srtp.decrypted:  # RFC 3711: the payloads are ciphertext
         return None, ["full-reference score skipped: the stream is SRTP-encrypted and no key decrypted it"]
-    try:
-        law = g711.g711_codec(s.payload_type, s.codec)
-    except UnsupportedCodecError as exc:
-        return None, [f"full-reference score skipped: {exc}"]
     p = s.packets
     if not p.payloads:
         return None, ["full-reference score skipped: the packet payloads were not kept"]
+    try:
+        decoded = decode_stream(s, played=prep.playout.played, conceal=conceal, playout=prep.playout)  # type: ignore[arg-type]
+    except UnsupportedCodecError as exc:
+        return None, [f"full-reference score skipped: {exc}"]
     played = prep.playout.played & (p.payload_type == s.payload_type)
-    audio = rebuild_audio(p.ts_ext, p.payloads, law=law, played=played, conceal=conceal, sample_rate=int(s.clock_rate),
-                          playout=prep.playout)
-    found, notes = locate_plays(audio, references, stream=str(s.key), min_correlation=min_correlation)
+    audio = pesq_audio(decoded)
+    notes = list(decoded.notes)
+    mode = "wb" if audio.band == "wb" else "nb"
+    notes.append(f"P.862{'.2 wide-band' if mode == 'wb' else ' narrow-band'} at {audio.sample_rate} Hz "
+                 f"({decoded.codec}, decoded at {decoded.sample_rate} Hz)"
+                 + ("; the call is scored on the G.107.1 wide-band scale" if mode == "wb" else ""))
+    refs, ref_notes = _at_rate(references, audio.sample_rate)
+    notes += ref_notes
+    found, loc_notes = locate_plays(audio, refs, stream=str(s.key), min_correlation=min_correlation)
+    notes += loc_notes
     scores, score_notes = score_plays(prep, audio, played, found, emodel_params=emodel_params)
     notes += score_notes
     if not scores:
         return None, notes
     mos_lqo = float(np.mean([sc.mos_lqo for sc in scores]))
     ta = float(np.mean([sc.ta_ms for sc in scores]))
-    return FullReferenceScore(plays=tuple(scores), mos_lqo=mos_lqo, ta_ms=ta, **_z_terms(mos_lqo, ta, emodel_params)), notes
+    return FullReferenceScore(plays=tuple(scores), mos_lqo=mos_lqo, ta_ms=ta,
+                              **_z_terms(mos_lqo, ta, emodel_params, mode), band=mode), notes
+
+
+def _at_rate(references: Sequence[Reference], fs: int) -> tuple[list[Reference], list[str]]:
+    """The references at ``fs`` (polyphase resampling, :func:`scipy.signal.resample_poly`), and notes."""
+    from math import gcd  # noqa: PLC0415
+
+    import scipy.signal  # noqa: PLC0415
+
+    out, notes = [], []
+    for ref in references:
+        if int(ref.fs) == fs:
+            out.append(ref)
+            continue
+        g = gcd(int(ref.fs), fs)
+        x = scipy.signal.resample_poly(np.asarray(ref.samples, dtype=np.float64), fs // g, int(ref.fs) // g)
+        out.append(Reference(x, fs, ref.name))
+        notes.append(f"reference {ref.name}: resampled from {ref.fs} Hz to {fs} Hz (polyphase) to match the stream")
+    return out, notes

@@ -212,6 +212,9 @@ class FullReferenceScore:
     ----------
     plays : tuple of PlayScore
     mos_lqo, ta_ms, z1, z2, z, mos : float
+    band : {"nb", "wb"}
+        ``"nb"``: P.862 MOS-LQO and G.107 (z on 0..100). ``"wb"``: the codec is wide-band:
+        P.862.2 MOS-LQO at 16 kHz and the G.107.1 scale (z on 0..129, MOS from z / 1.29).
     """
 
     plays: tuple[PlayScore, ...]
@@ -221,6 +224,7 @@ class FullReferenceScore:
     z2: float
     z: float
     mos: float
+    band: str = "nb"
 
     def to_dict(self) -> dict[str, Any]:
         """Summary figures plus ``plays`` (one dict per play)."""

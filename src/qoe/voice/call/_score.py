@@ -108,8 +108,11 @@ def _direction_score(
     notes.append(preset_note)
     network = None
     if preset is not None and pl.played.any():
-        network = network_score(prep, preset, window_s=options.window_s, emodel_params=params)
-        inputs["codec_impairment"] = preset
+        try:
+            network = network_score(prep, preset, window_s=options.window_s, emodel_params=params)
+            inputs["codec_impairment"] = preset
+        except InputError as exc:  # e.g. a G.113 preset without Bpl on a lossy stream
+            notes.append(f"network-side score skipped: {exc}")
     full = None
     if references:
         full, fr_notes = full_reference(prep, references, conceal=options.conceal,

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Captures of RTP voice in every common codec (issue 11, points 5 and 6), made with real encoders
+# on the loopback, each with three packets lost on the way (a burst of two and a single one).
+#
+# Usage (as root, from anywhere):  data/voice/codecs/make_codec_captures.sh
+# Needs: tcpdump, ffmpeg (5.1, with libgsm, libopus, libspeex), libbcg729 (Debian libbcg729-0),
+# python3 with PyAV (the qoe venv: AMR-NB encoder libopencore_amrnb, which ffmpeg 5.1 lacks).
+# About 40 s. Real timing: the captures differ from run to run in their arrival times.
+#
+# For each codec NAME:
+#   NAME.<ext>   the encoded speech the sender sent (first 2.5 s of en_us_male_*.wav; L16: 1.5 s): the oracle.
+#                The tests decode it with the ffmpeg command line and compare with qoe's audio.
+#   NAME.pcap    the SIP INVITE announcing the stream (SDP as FFmpeg's RTP muxer writes it, or as
+#                below), then the RTP packets as they arrived at 127.0.0.1:PORT.
+# The sender (ffmpeg's RTP muxer, or send.py for what it does not packetise) sends to PORT+6000;
+# send.py's relay forwards to PORT all but the packets of 0-based index 30, 31 and 70.
+#
+#   file            codec / SDP                             sender
+#   g722            G.722, static PT 9 (clock 8000)          ffmpeg -c copy -f rtp, 160 B (20 ms)
+#   g726le-16/32/40 G726-16/32/40 (RFC 3551 packing)         ffmpeg -c g726le -f rtp, 20 ms
+#   g726-24         AAL2-G726-24 (I.366.2 packing)           ffmpeg -c g726 -f rtp, 20 ms
+#   gsm             GSM, static PT 3                         send.py frames gsm (20 ms)
+#   g723            G723, static PT 4                        send.py frames g723 (30 ms)
+#   g729            G729, static PT 18, annexb=no            send.py frames g729 (bcg729, 20 ms)
+#   l16             L16/16000/2                              ffmpeg -c pcm_s16be -f rtp, 20 ms
+#   opus_wb         opus/48000/2 (16 kHz input, wide-band)   ffmpeg -c copy -f rtp (libopus, 20 ms)
+#   opus_nb         opus/48000/2 (8 kHz input, narrow-band)  ffmpeg -c copy -f rtp (libopus, 20 ms)
+#   speex           speex/8000                               ffmpeg -c copy -f rtp (libspeex, 20 ms)
+#   speex_wb        speex/16000 (wide-band)                  ffmpeg -c copy -f rtp (libspeex, 20 ms)
+#   amr_oa          AMR/8000, octet-align=1 (RFC 4867 §4.4)  send.py frames amr oa (12.2 kbit/s)
+#   amr_be          AMR/8000 bandwidth-efficient (§4.3)      send.py frames amr be (12.2 kbit/s)
+set -euo pipefail
+export LC_ALL=C
+HERE=$(cd "$(dirname "$0")" && pwd)
+SPEECH="$HERE/../speech"
+PY=${PY:-/work/main/.venv/bin/python}
+WORK=$(mktemp -d /tmp/qoe-codecs.XXXXXX)
+TD=""; RL=""
+cleanup() { [ -n "$TD" ] && kill "$TD" 2>/dev/null; [ -n "$RL" ] && kill "$RL" 2>/dev/null; rm -rf "$WORK"; }
+trap cleanup EXIT
+FF="ffmpeg -hide_banner -loglevel error -y"
+DROP="30,31,70"
+
+# $1 name, $2 port, $3 SDP file; then the sender command in the remaining args (it sends to port+6000)
+capture() {
+  local name=$1 port=$2 sdp=$3; shift 3
+  tcpdump -i lo -U -w "$WORK/$name.pcap" "udp and (port 5060 or dst port $port)" >/dev/null 2>&1 &
+  TD=$!
+  sleep 1
+  python3 "$HERE/send.py" sip "codecs-$name" "$port" "$sdp"
+  python3 "$HERE/send.py" relay $((port + 6000)) "$port" "$DROP" 1.5 &
+  RL=$!
+  until ss -Hlun "sport = :$((port + 6000))" | grep -q .; do sleep 0.05; done  # the relay listens
+  "$@"
+  wait "$RL"; RL=""
+  sleep 0.5
+  kill "$TD"; wait "$TD" 2>/dev/null || true; TD=""
+  cp "$WORK/$name.pcap" "$HERE/$name.pcap"
+}
+# the SDP FFmpeg's RTP muxer writes for these output options (a dry run to a closed port)
+sdp_of() {  # $1 out file, then ffmpeg input+output options
+  local out=$1; shift
+  $FF "$@" -t 0.1 -f rtp -sdp_file "$out" rtp://127.0.0.1:9 >/dev/null
+}
+sdp_static() {  # $1 out file, $2 m= formats, $3.. attribute lines
+  local out=$1 fmt=$2; shift 2
+  { echo "m=audio 9 RTP/AVP $fmt"; for a in "$@"; do echo "$a"; done; } > "$out"
+}
+
+S8="$SPEECH/en_us_male_8k.wav"; S16="$SPEECH/en_us_male_16k.wav"
+cd "$HERE"
+
+# -- G.722 ----------------------------------------------------------------------------------------
+$FF -i "$S16" -t 2.5 -c:a g722 -f g722 g722.g722
+sdp_of "$WORK/g722.sdp" -f g722 -i g722.g722 -c:a copy
+capture g722 41000 "$WORK/g722.sdp" \
+  $FF -re -f g722 -i g722.g722 -c:a copy -pkt_size 172 -f rtp rtp://127.0.0.1:47000
+
+# -- G.726 (RFC 3551 packing: FFmpeg's g726le; AAL2 packing: g726) --------------------------------
+port=41010
+for spec in "g726le 16 2" "g726le 32 4" "g726le 40 5" "g726 24 3"; do
+  set -- $spec; enc=$1; kbit=$2; bits=$3
+  name="${enc}-${kbit}"
+  $FF -i "$S8" -t 2.5 -c:a "$enc" -b:a "${kbit}k" -f "$enc" "$name.$enc"
+  # the sender encodes again (G.726 is deterministic): FFmpeg 5.1's raw G.726 demuxer with -c copy
+  # sent only part of the file
+  sdp_of "$WORK/$name.sdp" -i "$S8" -c:a "$enc" -b:a "${kbit}k"
+  capture "$name" "$port" "$WORK/$name.sdp" \
+    $FF -re -i "$S8" -t 2.5 -c:a "$enc" -b:a "${kbit}k" -pkt_size $((12 + 20 * bits)) -f rtp "rtp://127.0.0.1:$((port + 6000))"
+  port=$((port + 10))
+done
+
+# -- GSM, G.723.1 (FFmpeg 5.1's RTP muxer does not take them: send.py packetises) ----------------
+$FF -i "$S8" -t 2.5 -c:a libgsm -b:a 13k -f gsm gsm.gsm
+sdp_static "$WORK/gsm.sdp" 3 "a=ptime:20"
+capture gsm 41100 "$WORK/gsm.sdp" python3 "$HERE/send.py" frames gsm gsm.gsm 3 47100
+$FF -i "$S8" -t 2.5 -c:a g723_1 -b:a 6300 -f g723_1 g723.g723
+sdp_static "$WORK/g723.sdp" 4 "a=ptime:30"
+capture g723 41110 "$WORK/g723.sdp" python3 "$HERE/send.py" frames g723 g723.g723 4 47110
+
+# -- G.729 (no FFmpeg encoder: libbcg729, G.729 Annex A) ------------------------------------------
+$FF -i "$S8" -t 2.5 -c:a pcm_s16le "$WORK/g729.wav"
+sdp_static "$WORK/g729.sdp" 18 "a=rtpmap:18 G729/8000" "a=fmtp:18 annexb=no" "a=ptime:20"
+capture g729 41120 "$WORK/g729.sdp" python3 "$HERE/send.py" frames g729 "$WORK/g729.wav" 18 47120
+cp "$WORK/g729.wav.g729" g729.g729
+
+# -- L16, 16 kHz stereo ---------------------------------------------------------------------------
+$FF -i "$S16" -t 1.5 -af "pan=stereo|c0=c0|c1=0.5*c0" -c:a pcm_s16le l16.wav
+sdp_of "$WORK/l16.sdp" -i l16.wav -af "asetnsamples=n=320:p=0" -c:a pcm_s16be -pkt_size 2000
+capture l16 41200 "$WORK/l16.sdp" \
+  $FF -re -i l16.wav -af "asetnsamples=n=320:p=0" -c:a pcm_s16be -pkt_size 2000 -f rtp rtp://127.0.0.1:47200
+
+# -- Opus (wide-band and narrow-band input), Speex ------------------------------------------------
+$FF -i "$S16" -t 2.5 -c:a libopus -b:a 24k -application voip -frame_duration 20 opus_wb.ogg
+$FF -i "$S8" -t 2.5 -c:a libopus -b:a 12k -application voip -frame_duration 20 opus_nb.ogg
+$FF -i "$S8" -t 2.5 -c:a libspeex -f ogg speex.ogg
+$FF -i "$S16" -t 2.5 -c:a libspeex -f ogg speex_wb.ogg
+port=41300
+for name in opus_wb opus_nb speex speex_wb; do
+  sdp_of "$WORK/$name.sdp" -i "$name.ogg" -c:a copy
+  capture "$name" "$port" "$WORK/$name.sdp" \
+    $FF -re -i "$name.ogg" -c:a copy -f rtp "rtp://127.0.0.1:$((port + 6000))"
+  port=$((port + 10))
+done
+
+# -- AMR-NB (encoded by PyAV's libopencore_amrnb; both RTP payload modes) -------------------------
+"$PY" - "$S8" amr.amr <<'PYEOF'
+import sys, av
+src, dst = sys.argv[1], sys.argv[2]
+with av.open(src) as i, av.open(dst, "w", format="amr") as o:
+    s = o.add_stream("libopencore_amrnb", rate=8000, layout="mono")
+    s.bit_rate = 12200
+    for f in i.decode(audio=0):
+        if f.pts is not None and f.pts >= 20000:
+            break
+        for p in s.encode(f):
+            o.mux(p)
+    for p in s.encode(None):
+        o.mux(p)
+PYEOF
+sdp_static "$WORK/amr_oa.sdp" 96 "a=rtpmap:96 AMR/8000" "a=fmtp:96 octet-align=1" "a=ptime:20"
+capture amr_oa 41400 "$WORK/amr_oa.sdp" python3 "$HERE/send.py" frames amr amr.amr 96 47400 oa
+sdp_static "$WORK/amr_be.sdp" 96 "a=rtpmap:96 AMR/8000" "a=ptime:20"
+capture amr_be 41410 "$WORK/amr_be.sdp" python3 "$HERE/send.py" frames amr amr.amr 96 47410 be
+
+ls -l "$HERE"
+
+# tshark's view of every capture (its RTP stream table: packets, lost, jitter)
+for f in *.pcap; do
+  cmd="tshark -q -o rtp.heuristic_rtp:TRUE -z rtp,streams -r $f"
+  { echo "# command: $cmd"; echo "# $(tshark -v | head -1)"; $cmd; } > "$f.tshark-rtp-streams.txt"
+done

@@ -1,0 +1,522 @@
+"""Decode an RTP audio stream of any common codec and place its samples on the RTP timeline.
+
+G.711 (PCMA/PCMU) is decoded by the own tables (:mod:`qoe.voice.g711`) and L16 by NumPy;
+every other codec by FFmpeg's decoder through PyAV, fed frame by frame in RTP timestamp
+order from the payload formats of :mod:`qoe.voice.payload`.
+
+Loss
+----
+A gap in the sequence numbers between two played packets is loss (a gap in timestamps
+alone is a silence the sender did not send: DTX). Lost packets are given to decoders that
+conceal loss themselves as the codec's own "frame lost" signal, and the decoder's output
+fills the gap:
+
+* Opus: a TOC-only packet, i.e. a zero-length frame (RFC 6716 §3.2.1), which libopus
+  conceals (its in-band FEC, RFC 7587 §3.3, is not used);
+* AMR, AMR-WB: NO_DATA frames (RFC 4867 §5.3, FT 15), concealed by the OpenCORE decoders
+  (3GPP TS 26.091 / 26.191 error concealment);
+* G.729: all-zero frames, which FFmpeg's G.729 decoder takes for erased frames and
+  conceals (G.729 §4.4).
+
+For the other codecs (G.722, G.726, G.723.1, GSM, iLBC, Speex, L16) FFmpeg's decoders have
+no loss concealment: the gap is filled like G.711's, by the receiver's ``conceal`` choice
+(silence or repetition, :mod:`qoe.voice.playout`), and the result's notes say so.
+
+Timeline
+--------
+Sample ``k`` of the output is RTP time ``ts_first + k · clock_rate / sample_rate``. The
+two rates differ for G.722 (clock 8000 Hz, audio 16000 Hz, RFC 3551 §4.5.2).
+
+References
+----------
+.. [1] RFC 3551, §4.5 (audio encodings, clock rates, L16 in network byte order §4.5.11).
+.. [2] RFC 3952 (iLBC), RFC 4867 (AMR), RFC 5574 (Speex), RFC 7587 (Opus); see
+   :mod:`qoe.voice.payload`.
+.. [3] RFC 6716, §3.1 (Opus bandwidths), §3.2.1 (zero-length frames).
+.. [4] ITU-T G.729 (06/2012), §4.4 (concealment of erased frames).
+.. [5] ITU-T P.862.2 (11/2007): wide-band PESQ for 16 kHz speech (50-7000 Hz).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from qoe.errors import InputError, UnsupportedCodecError
+from qoe.voice import g711, payload as pf
+
+if TYPE_CHECKING:  # pragma: no cover
+    from qoe.rtp import RtpStream
+    from qoe.rtp.jitterbuffer import PlayoutResult
+    from qoe.voice.playout import ReceivedAudio
+
+__all__ = [
+    "AudioFormat", "audio_format", "stream_format", "decode_packets", "decode_stream", "pesq_audio", "DECODABLE", "PESQ_RATES",
+]
+
+Band = Literal["nb", "wb"]
+
+# RFC 3551 §4.5.4: G.726 at 16, 24, 32, 40 kbit/s, i.e. 2..5 bits per 8 kHz sample.
+_G726_RATES = (16, 24, 32, 40)
+# RFC 3551 §4.5.8: a GSM 06.10 frame is 33 octets (20 ms).
+_GSM_FRAME = 33
+# RFC 5574 §3 / §6: Speex at 8000 (narrow-band), 16000 (wide-band), 32000 Hz (ultra-wide-band).
+_SPEEX_RATES = (8000, 16000, 32000)
+# RFC 7587 §4.1: the Opus RTP clock is 48000 Hz whatever the audio bandwidth; the decoder
+# outputs at that rate.
+_OPUS_RATE = 48000
+
+#: Encoding names (SDP ``a=rtpmap``, upper case) that :func:`audio_format` knows.
+DECODABLE: tuple[str, ...] = (
+    "PCMA", "PCMU", "G722", *(f"G726-{r}" for r in _G726_RATES), *(f"AAL2-G726-{r}" for r in _G726_RATES),
+    "G729", "G729A", "G723", "GSM", "ILBC", "L16", "OPUS", "SPEEX", "AMR", "AMR-WB",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AudioFormat:
+    """How one stream's payloads are decoded.
+
+    Attributes
+    ----------
+    codec : str
+        Encoding name, upper case (``"G722"``, ``"G726-32"``, ``"AMR-WB"``, ...).
+    clock_rate : int
+        RTP clock rate (Hz).
+    sample_rate : int
+        Rate of the decoded audio (Hz).
+    channels : int
+        Decoded channels (L16 keeps the stream's; every other codec decodes to mono).
+    decoder : str or None
+        FFmpeg decoder name; None for G.711 (own tables) and L16 (NumPy).
+    band : {"nb", "wb"}
+        Audio bandwidth: ``"wb"`` for 16 kHz-class codecs (G.722, AMR-WB, L16 at 16 kHz or
+        more, Speex wide-band); Opus is settled from its packets (see :func:`decode_packets`).
+    plc : bool
+        Whether the decoder conceals lost frames itself.
+    params : dict
+        SDP ``a=fmtp`` parameters (lower-case keys).
+    """
+
+    codec: str
+    clock_rate: int
+    sample_rate: int
+    channels: int = 1
+    decoder: str | None = None
+    band: Band = "nb"
+    plc: bool = False
+    params: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def ratio(self) -> float:
+        """Decoded samples per RTP clock tick."""
+        return self.sample_rate / self.clock_rate
+
+
+def audio_format(
+    codec: str | None,
+    clock_rate: int | None,
+    *,
+    payload_type: int | None = None,
+    channels: int = 1,
+    fmtp: Mapping[str, str] | None = None,
+) -> AudioFormat:
+    """How a stream with this encoding name, clock rate and SDP parameters is decoded.
+
+    Parameters
+    ----------
+    codec : str or None
+        Encoding name (SDP ``a=rtpmap`` or RFC 3551 Table 4); any case.
+    clock_rate : int or None
+        RTP clock rate.
+    payload_type : int, optional, keyword-only
+        For the error message, and G.711 by static type when ``codec`` is None.
+    channels : int, keyword-only
+        ``a=rtpmap`` channels (L16 keeps them).
+    fmtp : mapping, optional, keyword-only
+        ``a=fmtp`` parameters (iLBC ``mode``, AMR ``octet-align``, ...).
+
+    Raises
+    ------
+    UnsupportedCodecError
+        A codec not in :data:`DECODABLE`, or options of it that are not supported.
+    """
+    params = {str(k).lower(): str(v).strip() for k, v in (fmtp or {}).items()}
+    name = (codec or "").upper()
+    if not name and payload_type in g711.G711_PAYLOAD_TYPES:
+        name = g711.G711_PAYLOAD_TYPES[payload_type]
+    rate = int(clock_rate or 0)
+    what = f"payload type {payload_type} ({codec or 'unknown codec'}/{clock_rate or '?'})"
+    if name in ("PCMA", "PCMU"):
+        return AudioFormat(name, rate or 8000, rate or 8000, params=params)
+    if name == "G722":
+        # RFC 3551 §4.5.2: G.722 is sampled at 16 kHz, its RTP clock runs at 8000 Hz.
+        return AudioFormat(name, 8000, 16000, decoder="g722", band="wb", params=params)
+    if name.startswith(("G726-", "AAL2-G726-")):
+        kbit = name.rsplit("-", 1)[1]
+        if not kbit.isdigit() or int(kbit) not in _G726_RATES:
+            raise UnsupportedCodecError(f"{what}: G.726 runs at 16, 24, 32 or 40 kbit/s (RFC 3551 §4.5.4)")
+        # RFC 3551 §4.5.4: "G726-xx" packs codewords from the least significant bit of each
+        # octet (FFmpeg's adpcm_g726le, its RTP demuxer's choice for these names); the
+        # "AAL2-G726-xx" names of RFC 3551 §4.5.4 / ITU-T I.366.2 Annex E pack from the most
+        # significant bit (FFmpeg's adpcm_g726).
+        dec = "adpcm_g726" if name.startswith("AAL2-") else "adpcm_g726le"
+        return AudioFormat(name, 8000, 8000, decoder=dec, params={**params, "kbit": kbit})
+    if name in ("G729", "G729A", "G729D", "G729E"):
+        if name in ("G729D", "G729E"):
+            raise UnsupportedCodecError(f"{what}: G.729 Annex D/E is not supported")
+        return AudioFormat(name, 8000, 8000, decoder="g729", plc=True, params=params)
+    if name in ("G723", "G7231"):
+        return AudioFormat("G723", 8000, 8000, decoder="g723_1", params=params)
+    if name == "GSM":
+        return AudioFormat(name, 8000, 8000, decoder="gsm", params=params)
+    if name == "ILBC":
+        return AudioFormat(name, 8000, 8000, decoder="ilbc", params=params)
+    if name == "L16":
+        if rate <= 0:
+            raise UnsupportedCodecError(f"{what}: L16 needs its clock rate from SDP (RFC 3551 §4.5.11)")
+        return AudioFormat(name, rate, rate, channels=max(int(channels or 1), 1), band="wb" if rate >= 16000 else "nb",
+                           params=params)
+    if name == "OPUS":
+        # RFC 7587 §4.1: the clock rate is 48000 whatever the bandwidth.
+        return AudioFormat(name, _OPUS_RATE, _OPUS_RATE, decoder="libopus", plc=True, params=params)
+    if name == "SPEEX":
+        if rate not in _SPEEX_RATES:
+            raise UnsupportedCodecError(f"{what}: Speex runs at 8000, 16000 or 32000 Hz (RFC 5574 §6)")
+        return AudioFormat(name, rate, rate, decoder="speex", band="wb" if rate >= 16000 else "nb", params=params)
+    if name in ("AMR", "AMR-WB"):
+        wb = name == "AMR-WB"
+        if int(channels or 1) != 1:
+            raise UnsupportedCodecError(f"{what}: multi-channel AMR (RFC 4867 §4.1) is not supported")
+        pf.check_amr_params(params, codec=name)
+        return AudioFormat(name, 16000 if wb else 8000, 16000 if wb else 8000,
+                           decoder="libopencore_amrwb" if wb else "libopencore_amrnb",
+                           band="wb" if wb else "nb", plc=True, params=params)
+    raise UnsupportedCodecError(
+        f"{what} cannot be decoded; qoe decodes " + ", ".join(DECODABLE)
+    )
+
+
+def stream_format(stream: RtpStream) -> AudioFormat:
+    """:func:`audio_format` of an :class:`~qoe.rtp.RtpStream` (its codec, clock rate, channels, fmtp)."""
+    return audio_format(stream.codec, stream.clock_rate, payload_type=stream.payload_type,
+                        channels=getattr(stream, "channels", 1) or 1, fmtp=getattr(stream, "fmtp", None))
+
+
+# --------------------------------------------------------------------------- the decoders
+
+
+class _Decoder:
+    """One FFmpeg decoder, fed frame by frame; output as int16, shape (n, channels)."""
+
+    def __init__(self, fmt: AudioFormat) -> None:
+        import av  # noqa: PLC0415 - PyAV only for codecs other than G.711 and L16
+
+        self.fmt = fmt
+        self._av = av
+        ctx = av.CodecContext.create(fmt.decoder, "r")
+        ctx.sample_rate = fmt.sample_rate
+        ctx.layout = "mono"
+        if fmt.decoder in ("adpcm_g726", "adpcm_g726le"):
+            # RFC 3551 §4.5.4: G726-xx codes are xx/8 bits per 8 kHz sample (FFmpeg's decoder
+            # reads the code size from bits_per_coded_sample)
+            ctx.options = {"bits_per_coded_sample": str(int(fmt.params["kbit"]) // 8)}
+        if fmt.decoder == "ilbc":
+            # RFC 3952 §5: 20 ms frames of 38 octets or 30 ms frames of 50 (FFmpeg's decoder
+            # reads the mode from block_align)
+            ctx.options = {"block_align": "50" if fmt.params.get("mode") == "30" else "38"}
+        self.ctx = ctx
+
+    def decode(self, frame: bytes) -> np.ndarray:
+        try:
+            frames = self.ctx.decode(self._av.Packet(frame))
+        except self._av.FFmpegError:  # a corrupt frame: the decoder skips it
+            return np.zeros((0, 1), dtype=np.int16)
+        chunks = [self._int16(f) for f in frames]
+        return np.concatenate(chunks) if chunks else np.zeros((0, 1), dtype=np.int16)
+
+    @staticmethod
+    def _int16(frame: Any) -> np.ndarray:
+        x = frame.to_ndarray()
+        planar = frame.format.is_planar
+        x = x.T if planar else x.reshape(-1, len(frame.layout.channels))
+        if x.dtype.kind == "f":
+            return np.clip(np.rint(x * 32768.0), -32768, 32767).astype(np.int16)  # full scale 1.0 = 32768
+        if x.dtype == np.int32:
+            return (x >> 16).astype(np.int16)
+        return x.astype(np.int16)
+
+
+def _frames(fmt: AudioFormat, payload: bytes) -> list[bytes]:
+    """The decoder frames of one payload (see :mod:`qoe.voice.payload`)."""
+    c = fmt.codec
+    if c in ("G722",) or c.startswith(("G726", "AAL2")) or c in ("OPUS", "SPEEX"):
+        return [payload]  # a sample stream (G.722, G.726) or one decoder packet (Opus, Speex)
+    if c in ("G729", "G729A"):
+        return pf.g729_frames(payload)[0]
+    if c == "G723":
+        return pf.g723_frames(payload)
+    if c == "GSM":
+        return pf.fixed_frames(payload, _GSM_FRAME, codec=c)
+    if c == "ILBC":
+        mode = fmt.params.get("mode")
+        return pf.fixed_frames(payload, pf.ilbc_frame_bytes(len(payload), int(mode) if mode else None), codec=c)
+    if c in ("AMR", "AMR-WB"):
+        return pf.amr_frames(payload, wideband=c == "AMR-WB", octet_aligned=fmt.params.get("octet-align") == "1")
+    raise UnsupportedCodecError(f"{c}: no payload format")  # pragma: no cover - audio_format refuses first
+
+
+def _lost_frames(fmt: AudioFormat, previous: bytes, frames: int) -> list[bytes]:
+    """The decoder's own "frame lost" input for ``frames`` lost packets like ``previous``."""
+    if fmt.codec == "OPUS":
+        return [pf.opus_lost(previous)] * frames
+    per = max(len(_frames(fmt, previous)), 1)
+    if fmt.codec in ("AMR", "AMR-WB"):
+        return [pf.amr_no_data()] * (per * frames)
+    if fmt.codec in ("G729", "G729A"):
+        return [bytes(10)] * (per * frames)  # G.729 §4.4 / FFmpeg: an all-zero frame is an erasure
+    return []
+
+
+def _l16(fmt: AudioFormat, payload: bytes) -> np.ndarray:
+    """RFC 3551 §4.5.11: L16 samples are 16-bit signed, network byte order, channels interleaved."""
+    ch = fmt.channels
+    usable = len(payload) // (2 * ch) * 2 * ch
+    return np.frombuffer(payload[:usable], dtype=">i2").astype(np.int16).reshape(-1, ch)
+
+
+# --------------------------------------------------------------------------- the timeline
+
+
+def decode_packets(
+    ts_ext: np.ndarray,
+    seq_ext: np.ndarray,
+    payloads: Sequence[bytes],
+    fmt: AudioFormat,
+    *,
+    played: np.ndarray | None = None,
+    conceal: Literal["silence", "repeat"] = "silence",
+    fade_ms: float = 60.0,
+    playout: PlayoutResult | None = None,
+) -> ReceivedAudio:
+    """Decode one stream's payloads in RTP order and place them on the RTP timeline.
+
+    Parameters
+    ----------
+    ts_ext, seq_ext : numpy.ndarray of int64
+        Unwrapped RTP timestamp and sequence number of each received packet.
+    payloads : sequence of bytes
+        The RTP payload of each packet.
+    fmt : AudioFormat
+        From :func:`audio_format`.
+    played : numpy.ndarray of bool, optional, keyword-only
+        Packets to decode (e.g. ``PlayoutResult.played``); default: all. The others are
+        lost to the decoder.
+    conceal : {"silence", "repeat"}, keyword-only
+        How gaps the decoder does not conceal itself are filled (see
+        :mod:`qoe.voice.playout`).
+    fade_ms : float, keyword-only
+        Fade of repetition concealment.
+    playout : PlayoutResult, optional, keyword-only
+        Kept in the result.
+
+    Returns
+    -------
+    ReceivedAudio
+        ``samples`` int16, 1-D for mono and ``(n, channels)`` for multi-channel L16;
+        ``concealed`` marks samples not decoded from a played packet (also those the
+        decoder concealed); ``band`` the audio bandwidth; ``notes`` what was done about
+        loss and silence.
+
+    Raises
+    ------
+    InputError
+        Mismatched lengths, no packet to play, an unknown concealment.
+    """
+    from qoe.voice.playout import ReceivedAudio, _repeat_conceal, rebuild_audio  # noqa: PLC0415 - cycle
+
+    ts = np.asarray(ts_ext, dtype=np.int64)
+    seq = np.asarray(seq_ext, dtype=np.int64)
+    n = ts.shape[0]
+    if n == 0 or len(payloads) != n or seq.shape != ts.shape:
+        raise InputError(f"decode_packets: need one timestamp, sequence number and payload per packet; given "
+                         f"{n}, {seq.shape[0]} and {len(payloads)}")
+    if conceal not in ("silence", "repeat"):
+        raise InputError(f"conceal must be 'silence' or 'repeat', given conceal={conceal!r}")
+    use = np.ones(n, dtype=bool) if played is None else np.asarray(played, dtype=bool)
+    if use.shape != (n,):
+        raise InputError(f"decode_packets: played has shape {use.shape}, expected ({n},)")
+    if fmt.codec in ("PCMA", "PCMU"):
+        a = rebuild_audio(ts, list(payloads), law=fmt.codec, played=use, conceal=conceal, fade_ms=fade_ms,
+                          sample_rate=fmt.sample_rate, playout=playout)
+        return a
+    t0 = int(ts.min())
+    order = np.flatnonzero(use)
+    order = order[np.lexsort((seq[order], ts[order]))]
+    if fmt.codec == "ILBC" and order.size:
+        # RFC 3952 §5: the SDP's mode, else the frame size the payloads show (30 ms when both fit)
+        given = fmt.params.get("mode")
+        size = pf.ilbc_frame_bytes(len(payloads[order[0]]), int(given) if given else None)
+        fmt = dataclasses.replace(fmt, params={**fmt.params, "mode": "20" if size == 38 else "30"})
+    ratio = fmt.ratio
+    decoder = _Decoder(fmt) if fmt.decoder else None
+    pieces: list[tuple[int, np.ndarray, bool]] = []  # (first output sample, samples, decoded from a played packet)
+    notes: list[str] = []
+    bands: list[str] = []
+    prev_seq = prev_pay = None
+    expected = None  # RTP time right after the last decoded packet
+    sid = 0
+    concealed_by_decoder = 0
+    for i in order.tolist():
+        pay = bytes(payloads[i])
+        t = int(ts[i])
+        if prev_seq is not None and int(seq[i]) == prev_seq:
+            continue  # a duplicate
+        if decoder is not None and fmt.plc and prev_pay is not None and expected is not None:
+            missing = int(seq[i]) - prev_seq - 1
+            if missing > 0 and t > expected:
+                pos = expected
+                for fr in _lost_frames(fmt, prev_pay, missing):
+                    x = decoder.decode(fr)
+                    if x.shape[0] == 0 or pos >= t:
+                        continue
+                    pieces.append((round((pos - t0) * ratio), x, False))
+                    pos += round(x.shape[0] / ratio)
+                    concealed_by_decoder += x.shape[0]
+        if fmt.codec == "L16":
+            x = _l16(fmt, pay)
+        else:
+            if fmt.codec in ("G729", "G729A") and pf.g729_frames(pay)[1]:
+                sid += 1
+            if fmt.codec == "OPUS":
+                bands.append(pf.opus_bandwidth(pay) or "")
+            try:
+                frames = _frames(fmt, pay)
+            except InputError:
+                frames = []  # a malformed payload: lost to the decoder
+            chunks = [decoder.decode(fr) for fr in frames]  # type: ignore[union-attr]
+            chunks = [c for c in chunks if c.shape[0]]
+            x = np.concatenate(chunks) if chunks else np.zeros((0, fmt.channels), dtype=np.int16)
+        if x.shape[0]:
+            pieces.append((round((t - t0) * ratio), x, True))
+        expected = t + round(x.shape[0] / ratio)
+        prev_seq, prev_pay = int(seq[i]), pay
+    if not pieces:
+        raise InputError("decode_packets: no played packet decoded to any audio")
+    total = max(p0 + x.shape[0] for p0, x, _ in pieces)
+    ch = pieces[0][1].shape[1]
+    out = np.zeros((total, ch), dtype=np.int16)
+    covered = np.zeros(total, dtype=bool)
+    filled = np.zeros(total, dtype=bool)
+    for p0, x, real in pieces:
+        if p0 < 0:
+            x, p0 = x[-p0:], 0
+        if real:
+            out[p0:p0 + x.shape[0]] = x
+            covered[p0:p0 + x.shape[0]] = True
+        else:  # concealment output: never over a played packet's samples
+            span = ~covered[p0:p0 + x.shape[0]]
+            out[p0:p0 + x.shape[0]][span] = x[span]
+        filled[p0:p0 + x.shape[0]] = True
+    if fmt.plc and concealed_by_decoder:
+        notes.append(f"{fmt.codec}: lost packets concealed by the decoder ({concealed_by_decoder} samples)")
+    elif not fmt.plc and not covered.all():
+        notes.append(f"{fmt.codec}: the decoder has no loss concealment; gaps filled by {conceal}")
+    if sid:
+        notes.append(f"G.729: {sid} Annex B SID frame(s): no comfort noise generated (silence)")
+    gaps = ~filled
+    if conceal == "repeat" and gaps.any():
+        frame = int(np.median([x.shape[0] for _, x, r in pieces if r]))
+        for c in range(ch):
+            col = out[:, c].copy()
+            _repeat_conceal(col, gaps, frame, int(round(fade_ms * fmt.sample_rate / 1000.0)))
+            out[:, c] = col
+    band = fmt.band
+    if fmt.codec == "OPUS" and bands:
+        wide = sum(b in ("WB", "SWB", "FB") for b in bands)
+        band = "wb" if wide * 2 >= len(bands) else "nb"  # RFC 6716 §3.1: the most packets' bandwidth
+    samples = out[:, 0] if ch == 1 else out
+    return ReceivedAudio(
+        samples=samples,
+        sample_rate=fmt.sample_rate,
+        ts_first=t0,
+        concealed=~covered,
+        conceal=conceal,
+        codec=fmt.codec,
+        playout=playout,
+        clock_rate=fmt.clock_rate,
+        band=band,
+        notes=tuple(notes),
+    )
+
+
+def decode_stream(
+    stream: RtpStream,
+    *,
+    played: np.ndarray | None = None,
+    conceal: Literal["silence", "repeat"] = "silence",
+    fade_ms: float = 60.0,
+    playout: PlayoutResult | None = None,
+) -> ReceivedAudio:
+    """:func:`decode_packets` on a stream's packets of its main payload type.
+
+    Raises
+    ------
+    UnsupportedCodecError
+        The stream's codec is not decodable (the message names it).
+    InputError
+        No packet table or payloads.
+    """
+    fmt = stream_format(stream)
+    p = stream.packets
+    if p is None or len(p) == 0 or not p.payloads:
+        raise InputError(f"stream {stream.key}: no packet payloads kept, cannot rebuild its audio")
+    main = p.payload_type == stream.payload_type
+    use = main if played is None else (np.asarray(played, dtype=bool) & main)
+    return decode_packets(p.ts_ext, p.seq_ext, p.payloads, fmt, played=use, conceal=conceal, fade_ms=fade_ms,
+                          playout=playout)
+
+
+# --------------------------------------------------------------------------- for P.862
+
+#: P.862 (02/2001) and P.862.2 (11/2007) score 8 kHz (narrow-band) and 16 kHz (wide-band) speech.
+PESQ_RATES: Mapping[str, int] = {"nb": 8000, "wb": 16000}
+
+
+def pesq_audio(audio: ReceivedAudio) -> ReceivedAudio:
+    """The audio as P.862 scores it: mono, at 8 kHz for narrow-band, 16 kHz for wide-band codecs.
+
+    Multi-channel audio is averaged to mono; other rates are resampled by
+    :func:`scipy.signal.resample_poly` (polyphase, by the reduced ratio). The
+    ``concealed`` mask follows by nearest sample; ``clock_rate`` keeps the RTP clock, so
+    that positions on the RTP timeline still convert to samples.
+
+    References
+    ----------
+    .. [1] ITU-T P.862 (02/2001) clause 1 and P.862.2 (11/2007) clause 1: narrow-band speech
+       at 8 kHz; wide-band speech (50-7000 Hz) at 16 kHz.
+    """
+    from math import gcd  # noqa: PLC0415
+
+    fs = PESQ_RATES["wb" if audio.band == "wb" else "nb"]
+    x = audio.samples
+    if x.ndim == 2:
+        x = np.rint(x.astype(np.float64).mean(axis=1)).astype(np.int16)
+    concealed = audio.concealed
+    if audio.sample_rate != fs:
+        import scipy.signal  # noqa: PLC0415
+
+        g = gcd(fs, audio.sample_rate)
+        up, down = fs // g, audio.sample_rate // g
+        y = scipy.signal.resample_poly(x.astype(np.float64), up, down)
+        x = np.clip(np.rint(y), -32768, 32767).astype(np.int16)
+        idx = np.minimum((np.arange(x.shape[0]) * down) // up, concealed.shape[0] - 1)
+        concealed = concealed[idx]
+    if x is audio.samples:
+        return audio
+    return dataclasses.replace(audio, samples=x, sample_rate=fs, concealed=concealed,
+                               clock_rate=audio.clock_rate or audio.sample_rate)
