@@ -46,9 +46,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
-from qoe.batch._manifest import ADDED, Manifest, make_task, read_manifest
-from qoe.batch._manifest import row_key as _row_key
-from qoe.batch._sink import Sink, read_results
+from qoe.batch import _manifest, _sink
 from qoe.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -59,9 +57,9 @@ __all__ = ["run", "row_key", "MANIFEST_INPUTS", "ADDED_COLUMNS"]
 PathLike = Union[str, "os.PathLike[str]"]
 
 #: The manifest columns that are inputs of :func:`qoe.score` (every other column is an option or a label).
-MANIFEST_INPUTS = ("capture", "reference", "sender_capture", "kind", "ssrc")
+MANIFEST_INPUTS = _manifest.INPUTS
 #: The columns :func:`run` adds to each result row (a manifest may not use these names).
-ADDED_COLUMNS = ADDED
+ADDED_COLUMNS = _manifest.ADDED
 
 
 def row_key(row: Mapping[str, Any]) -> str:
@@ -86,10 +84,9 @@ def row_key(row: Mapping[str, Any]) -> str:
     >>> row_key({"capture": "a.pcap", "buffer": 64}) == row_key({"buffer": 64, "capture": "a.pcap", "run": None})
     True
     """
-    from qoe.batch._manifest import is_missing  # noqa: PLC0415
     from qoe.report import to_plain  # noqa: PLC0415
 
-    return _row_key({str(k): to_plain(v) for k, v in row.items() if not is_missing(v)})
+    return _manifest.row_key({str(k): to_plain(v) for k, v in row.items() if not _manifest.is_missing(v)})
 
 
 def run(
@@ -162,10 +159,10 @@ def run(
         raise InputError("give workers (a local pool) or scheduler (a Dask cluster), not both")
     if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 0):
         raise InputError(f"workers must be a whole number >= 0; given workers={workers!r}")
-    m = read_manifest(manifest, root=root)
+    m = _manifest.read_manifest(manifest, root=root)
     out_path = Path(output) if output is not None else None
     previous = _previous(resume, out_path)
-    keys = [_row_key(r) for r in m.rows]
+    keys = [_manifest.row_key(r) for r in m.rows]
     first: dict[str, int] = {}
     for i, k in enumerate(keys):
         if k in first:
@@ -177,8 +174,8 @@ def run(
     wanted = set(keys)
     # one attempt per key in the file: failed attempts of this manifest's rows are dropped (they run again)
     kept = [r for r in previous if not (r["row_key"] in failed_keys and r["row_key"] in wanted)]
-    sink = Sink(out_path, kept)
-    tasks = [make_task(m, i, table=table) for i, k in enumerate(keys) if k not in done_keys]
+    sink = _sink.Sink(out_path, kept)
+    tasks = [_manifest.make_task(m, i, table=table) for i, k in enumerate(keys) if k not in done_keys]
     fresh: dict[int, list[dict[str, Any]]] = {}
 
     from tqdm import tqdm  # noqa: PLC0415
@@ -213,14 +210,14 @@ def _previous(resume: Any, out_path: Path | None) -> list[dict[str, Any]]:
     if resume is True:
         if out_path is None:
             raise InputError("resume=True resumes the output file: give output=")
-        return read_results(out_path) if out_path.is_file() else []
+        return _sink.read_results(out_path) if out_path.is_file() else []
     path = Path(resume)
     if not path.is_file():
         raise InputError(f"resume {path}: no such file")
-    return read_results(path)
+    return _sink.read_results(path)
 
 
-def _result_rows(m: Manifest, result: dict[str, Any]) -> list[dict[str, Any]]:
+def _result_rows(m: _manifest.Manifest, result: dict[str, Any]) -> list[dict[str, Any]]:
     """The output rows of one scored manifest row: its cells, the added columns, its records."""
     row = m.rows[result["row"]]
     head = {
@@ -236,7 +233,7 @@ def _result_rows(m: Manifest, result: dict[str, Any]) -> list[dict[str, Any]]:
     return [{**head, **{(f"result_{k}" if k in head else k): v for k, v in rec.items()}} for rec in records]
 
 
-def _frame(m: Manifest, keys: list[str], kept: list[dict[str, Any]], fresh: dict[int, list[dict[str, Any]]]):  # noqa: ANN202
+def _frame(m: _manifest.Manifest, keys: list[str], kept: list[dict[str, Any]], fresh: dict[int, list[dict[str, Any]]]):  # noqa: ANN202
     """Every row of the manifest's results, in manifest order (earlier results first where resumed)."""
     import pandas as pd  # noqa: PLC0415
 

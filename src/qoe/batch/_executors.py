@@ -139,7 +139,7 @@ def run_dask(tasks: Sequence[dict[str, Any]], scheduler: Any, done: Done) -> Non
                          f"given a {type(scheduler).__name__}")
     try:
         futures = {client.submit(score_task, t, pure=False): t for t in tasks}
-        for fut in as_completed(futures):
+        for fut in as_completed(futures, loop=client.loop):
             task = futures[fut]
             try:
                 done(fut.result())
