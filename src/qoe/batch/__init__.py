@@ -30,13 +30,15 @@ current folder), or from ``root``. Empty cells mean "not given".
 
 Each result row holds ``row`` (the manifest row, from 0), ``row_key`` (the row's identity:
 a hash of its cells, see :func:`row_key`), the manifest's columns as given, ``error``
-(empty, or why the row could not be scored), ``warnings`` (the
-:class:`~qoe.errors.QoEWarning` messages of the row), ``report_notes``, ``seconds`` (the
-row's scoring time), then the columns of the report's records
-(:meth:`qoe.Report.to_records`): one row per scored call direction, video stream or page
-load. A result column whose name the manifest also uses (a label ``direction``, the
-``kind`` and ``capture`` of every record) is renamed ``result_<name>``. A row that scored
-nothing, or failed, gives one row with empty result columns.
+(missing, or why the row could not be scored), ``warnings`` (the
+:class:`~qoe.errors.QoEWarning` messages of the row), ``report_notes``, ``seconds`` and
+``cpu_seconds`` (the row's wall-clock and CPU time of scoring), then the columns of the
+report's records (:meth:`qoe.Report.to_records`): one row per scored call direction, video
+stream or page load. A record column whose name the manifest also uses is renamed
+``result_<name>``: always ``result_capture`` (the voice records' capture file name), and
+e.g. ``result_kind`` when the manifest has a ``kind`` column, ``result_direction`` when it
+has a ``direction`` label. A row that scored nothing, or failed, gives one row with empty
+result columns.
 """
 
 from __future__ import annotations
@@ -108,7 +110,7 @@ def run(
         A CSV file, a DataFrame or a list of mappings, one row per thing to score; its
         columns are described in :mod:`qoe.batch`.
     workers : int, optional, keyword-only
-        Local worker processes (default: every core, ``os.cpu_count()``). Each runs one row
+        Local worker processes (default: every core this process may use). Each runs one row
         at a time with one thread for OpenCV, OpenMP and BLAS. ``0`` scores in this process,
         one row after the other (for debugging). Not with ``scheduler``.
     scheduler : str or distributed.Client, optional, keyword-only
@@ -195,12 +197,20 @@ def run(
         elif workers == 0:
             run_inline(tasks, done)
         else:
-            n = workers or os.cpu_count() or 1
+            n = workers or _cores()
             run_local(tasks, min(n, max(1, len(tasks))), done)
     finally:
         sink.close()
         bar.close()
     return _frame(m, keys, kept, fresh)
+
+
+def _cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS tells it, else all)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
 
 
 def _previous(resume: Any, out_path: Path | None) -> list[dict[str, Any]]:
@@ -228,6 +238,7 @@ def _result_rows(m: _manifest.Manifest, result: dict[str, Any]) -> list[dict[str
         "warnings": "; ".join(result["warnings"]) or None,
         "report_notes": "; ".join(result["report_notes"]) or None,
         "seconds": result["seconds"],
+        "cpu_seconds": result["cpu_seconds"],
     }
     records = result["records"] or [{}]
     return [{**head, **{(f"result_{k}" if k in head else k): v for k, v in rec.items()}} for rec in records]
@@ -248,6 +259,6 @@ def _frame(m: _manifest.Manifest, keys: list[str], kept: list[dict[str, Any]], f
             rows += fresh[i]
         elif k in by_key:
             rows += [{**r, "row": i} for r in by_key[k]]
-    lead = ["row", "row_key", *m.columns, "error", "warnings", "report_notes", "seconds"]
+    lead = ["row", "row_key", *m.columns, "error", "warnings", "report_notes", "seconds", "cpu_seconds"]
     names = list(dict.fromkeys([*lead, *columns(rows)]))
     return pd.DataFrame.from_records(rows, columns=names)

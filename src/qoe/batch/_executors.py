@@ -16,7 +16,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from typing import Any
 
-from qoe.batch._task import THREAD_ENV, limit_threads, score_task
+from qoe.batch._task import THREAD_ENV, limit_threads, score_in_worker, score_task
 from qoe.errors import InputError
 
 __all__: list[str] = []
@@ -27,11 +27,12 @@ Done = Callable[[dict[str, Any]], None]
 def failed(task: dict[str, Any], message: str) -> dict[str, Any]:
     """The result of a task that could not run."""
     return {"row": task["row"], "row_key": task["row_key"], "records": [], "error": message, "warnings": [],
-            "report_notes": [], "seconds": None}
+            "report_notes": [], "seconds": None, "cpu_seconds": None}
 
 
 def run_inline(tasks: Sequence[dict[str, Any]], done: Done) -> None:
-    """Every task in this process, one after the other (``workers=0``: for debugging)."""
+    """Every task in this process, one after the other (``workers=0``: for debugging; the
+    caller's thread settings are left as they are)."""
     for task in tasks:
         done(score_task(task))
 
@@ -109,7 +110,7 @@ def _run_pool(ctx: Any, todo: list[dict[str, Any]], workers: int, strikes: dict[
             fill()
         return []
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def run_dask(tasks: Sequence[dict[str, Any]], scheduler: Any, done: Done) -> None:
@@ -138,7 +139,7 @@ def run_dask(tasks: Sequence[dict[str, Any]], scheduler: Any, done: Done) -> Non
         raise InputError(f"scheduler: give an address (tcp://host:8786) or a distributed.Client; "
                          f"given a {type(scheduler).__name__}")
     try:
-        futures = {client.submit(score_task, t, pure=False): t for t in tasks}
+        futures = {client.submit(score_in_worker, t, pure=False): t for t in tasks}
         for fut in as_completed(futures, loop=client.loop):
             task = futures[fut]
             try:

@@ -40,7 +40,7 @@ PATH_INPUTS = ("capture", "reference", "sender_capture")
 #: Option fields that hold file paths (VideoOptions.sdp: an SDP file), resolved like the inputs.
 PATH_OPTIONS = frozenset({"sdp"})
 #: Columns the batch adds to each result row; a manifest may not use these names.
-ADDED = ("row", "row_key", "error", "warnings", "report_notes", "seconds")
+ADDED = ("row", "row_key", "error", "warnings", "report_notes", "seconds", "cpu_seconds")
 #: In a CSV cell, several references are separated by this character.
 REFERENCE_SEPARATOR = ";"
 KINDS = ("voice", "video", "web")

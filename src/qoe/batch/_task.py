@@ -41,6 +41,12 @@ def limit_threads() -> None:
         pass
 
 
+def score_in_worker(task: dict[str, Any]) -> dict[str, Any]:
+    """:func:`score_task` on a worker that is not ours to set up (Dask): :func:`limit_threads` first."""
+    limit_threads()
+    return score_task(task)
+
+
 def score_task(task: dict[str, Any]) -> dict[str, Any]:
     """Score one row (a task of :func:`~qoe.batch._manifest.make_task`).
 
@@ -49,14 +55,14 @@ def score_task(task: dict[str, Any]) -> dict[str, Any]:
     dict
         ``row``, ``row_key``, ``records`` (flat plain-Python records of the task's table;
         none when the row failed), ``error`` (None, or the message), ``warnings`` and
-        ``report_notes`` (lists of str) and ``seconds`` (wall-clock time of the row).
+        ``report_notes`` (lists of str), ``seconds`` (wall-clock time of the row) and
+        ``cpu_seconds`` (CPU time of the worker process meanwhile, all its threads).
     """
-    from qoe.api import score  # noqa: PLC0415 - imported in the worker, after limit_threads
+    from qoe.api import score  # noqa: PLC0415 - a worker loads the scorers on its first row
     from qoe.batch._manifest import option_objects, parse_fields  # noqa: PLC0415
     from qoe.voice import CallOptions  # noqa: PLC0415
 
-    limit_threads()
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     out: dict[str, Any] = {"row": task["row"], "row_key": task["row_key"], "records": [], "error": None,
                            "warnings": [], "report_notes": []}
     with warnings.catch_warnings(record=True) as caught:
@@ -77,4 +83,5 @@ def score_task(task: dict[str, Any]) -> dict[str, Any]:
         if not issubclass(w.category, QoEWarning):
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     out["seconds"] = time.perf_counter() - t0
+    out["cpu_seconds"] = time.process_time() - cpu0
     return out
