@@ -291,3 +291,16 @@ def test_capture_error_messages_name_the_file(tmp_path):
     with pytest.raises(CaptureError) as exc:
         qoe.score(bad)
     assert df["error"].iloc[0] == str(exc.value) and "bad.pcap" in df["error"].iloc[0]
+
+
+def test_references_separated_by_semicolons_in_a_csv_cell(tmp_path):
+    speech = DATA / "voice" / "speech"
+    talk, listen = speech / "de_male_8k.wav", speech / "en_us_male_8k.wav"  # as in tests/test_api.py
+    manifest = tmp_path / "runs.csv"
+    pd.DataFrame([{"capture": "captures/up-b64_client.pcap", "sender_capture": "captures/up-b64_server.pcap",
+                   "reference": "speech/de_male_8k.wav; speech/en_us_male_8k.wav"}]).to_csv(manifest, index=False)
+    df = qoe.batch.run(manifest, workers=0, progress=False, root=DATA / "voice")
+    want = _direct({"capture": str(VOICE), "sender_capture": str(VOICE_SERVER), "reference": [talk, listen]})
+    assert df["error"].isna().all()
+    assert df["mos_lqo"].tolist() == want["mos_lqo"].tolist() and want["mos_lqo"].notna().all()
+    assert df["mos"].tolist() == want["mos"].tolist()

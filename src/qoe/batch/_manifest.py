@@ -41,7 +41,7 @@ PATH_INPUTS = ("capture", "reference", "sender_capture")
 PATH_OPTIONS = frozenset({"sdp"})
 #: Columns the batch adds to each result row; a manifest may not use these names.
 ADDED = ("row", "row_key", "error", "warnings", "report_notes", "seconds", "cpu_seconds")
-#: In a CSV cell, several references are separated by this character.
+#: In a text cell, several references are separated by this character (a list is taken as it is).
 REFERENCE_SEPARATOR = ";"
 KINDS = ("voice", "video", "web")
 
@@ -124,12 +124,10 @@ def read_manifest(manifest: Any, *, root: str | os.PathLike[str] | None = None) 
         source, base = str(path), path.resolve().parent
         records = frame.to_dict("records")
         columns = [str(c) for c in frame.columns]
-        split = True
     elif type(manifest).__name__ == "DataFrame" and hasattr(manifest, "to_dict"):
         source, base = "DataFrame", Path.cwd()
         records = manifest.to_dict("records")
         columns = [str(c) for c in manifest.columns]
-        split = False
     elif isinstance(manifest, Sequence) and not isinstance(manifest, (str, bytes)):
         source, base = "list", Path.cwd()
         records = list(manifest)
@@ -137,7 +135,6 @@ def read_manifest(manifest: Any, *, root: str | os.PathLike[str] | None = None) 
         if bad:
             raise InputError(f"manifest list: row {bad[0]} is a {type(records[bad[0]]).__name__}, not a mapping")
         columns = list(dict.fromkeys(str(k) for r in records for k in r))
-        split = False
     else:
         raise InputError(
             f"manifest: give a CSV file path, a pandas DataFrame or a list of dicts; given a {type(manifest).__name__}"
@@ -155,7 +152,7 @@ def read_manifest(manifest: Any, *, root: str | os.PathLike[str] | None = None) 
         row = {str(k): to_plain(v) for k, v in rec.items() if not is_missing(v)}
         if "capture" not in row:
             raise InputError(f"manifest {source}: row {i} has no capture")
-        if split and isinstance(row.get("reference"), str) and REFERENCE_SEPARATOR in row["reference"]:
+        if isinstance(row.get("reference"), str) and REFERENCE_SEPARATOR in row["reference"]:
             row["reference"] = [p.strip() for p in row["reference"].split(REFERENCE_SEPARATOR) if p.strip()]
         rows.append(row)
     return Manifest(tuple(columns), tuple(rows), base, options, labels, source)

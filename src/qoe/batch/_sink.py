@@ -6,9 +6,10 @@
   :func:`qoe.report.to_csv` (empty for None/NaN/inf; lists as JSON text).
 * Parquet (``.parquet``, needs ``pyarrow``: the ``parquet`` extra): a Parquet file is only
   valid once its footer is written, so the whole file is rewritten (to a temporary file,
-  then renamed over the old one) at most once per :data:`PARQUET_EVERY_S` and when the
-  batch ends; a crash loses at most that many seconds of results. Lists and mappings are
-  stored as JSON text, as in CSV, and a column mixing types is stored as text.
+  then renamed over the old one) at most once per :data:`PARQUET_EVERY_S` (less often when
+  writing it takes long) and when the batch ends; a crash loses the results of the last
+  few seconds. Lists and mappings are stored as JSON text, as in CSV, and a column mixing
+  types is stored as text.
 
 In both, the file holds one attempt per manifest row: resuming drops the rows of failed
 attempts before running them again.
@@ -29,8 +30,10 @@ from qoe.report import columns, to_csv
 __all__: list[str] = []
 
 FORMATS = {".csv": "csv", ".parquet": "parquet"}
-#: Longest time (s) a completed row waits before the Parquet file is rewritten.
+#: Longest time (s) a completed row waits before the Parquet file is rewritten (or, when
+#: rewriting takes longer, :data:`PARQUET_WRITING_SHARE` of the time goes to rewriting at most).
 PARQUET_EVERY_S = 2.0
+PARQUET_WRITING_SHARE = 0.2
 
 
 def output_format(path: Path) -> str:
@@ -104,6 +107,7 @@ class Sink:
         self.rows: list[dict[str, Any]] = list(rows)
         self.header: list[str] = columns(self.rows)
         self._last_write = 0.0
+        self._write_s = 0.0
         self._dirty = False
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -123,7 +127,8 @@ class Sink:
                 fh.flush()
             return
         self._dirty = True
-        if self.fmt == "csv" or time.monotonic() - self._last_write >= PARQUET_EVERY_S:
+        wait = max(PARQUET_EVERY_S, self._write_s / PARQUET_WRITING_SHARE)
+        if self.fmt == "csv" or time.monotonic() - self._last_write >= wait:
             self._rewrite()
 
     def close(self) -> None:
@@ -133,6 +138,7 @@ class Sink:
 
     def _rewrite(self) -> None:
         assert self.path is not None
+        t0 = time.monotonic()
         tmp = self.path.with_name(self.path.name + ".tmp")
         if self.fmt == "csv":
             text = to_csv([{k: r.get(k) for k in self.header} for r in self.rows]) if self.rows else ""
@@ -145,4 +151,5 @@ class Sink:
             pd.DataFrame(_json_cells(self.rows, self.header), columns=self.header).to_parquet(tmp, index=False)
         os.replace(tmp, self.path)
         self._last_write = time.monotonic()
+        self._write_s = self._last_write - t0
         self._dirty = False
