@@ -162,3 +162,61 @@ def test_report_serialises_any_result_kind():
     assert rep.to_csv().splitlines() == ["kind,url,plt_s", "web,http://a/,0.5", "web,http://b/,", "web,http://c/,1.0"]
     assert rep.to_csv(brief=True).splitlines() == ["url", "http://a/", "http://b/", "http://c/"]
     assert rep.note_lines() == ["one page left out", "[http://a/, http://b/] slow DNS", "[http://b/] no TLS"]
+
+
+class _Cells(__import__("html.parser").parser.HTMLParser):
+    """The text of every <th> and <td> of an HTML fragment, table by table, row by row."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables, self._cell = [], None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self._cell = ""
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th"):
+            self.tables[-1][-1].append(self._cell)
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell += data
+
+
+def test_report_shows_itself_as_a_compact_table_per_kind():
+    @dataclass(frozen=True)
+    class Item:
+        kind: str
+        name: str
+        mos: float
+        notes: tuple = ()
+
+        @property
+        def label(self):
+            return self.name
+
+        def to_record(self, *, brief=False):
+            rec = {"name": self.name, "mos": self.mos, "detail": list(range(50))}
+            return {"name": self.name, "mos": self.mos} if brief else rec
+
+        def to_dict(self):
+            return self.to_record()
+
+    rep = Report(kind="voice+web", source="a<b>.pcap",
+                 results=(Item("voice", "up", 4.123456), Item("voice", "down", float("nan"), ("late",)),
+                          Item("web", "http://x/?a=1&b=2", 2.5)), notes=("n1",))
+    text = rep._repr_html_()
+    parser = _Cells()
+    parser.feed(text)
+    # one table per kind: a header of the brief columns, then a line per result, 4 significant digits
+    assert parser.tables == [[["name", "mos"], ["up", "4.123"], ["down", ""]],
+                             [["name", "mos"], ["http://x/?a=1&b=2", "2.5"]]]
+    assert "a&lt;b&gt;.pcap" in text and "<li>n1</li>" in text and "<li>[down] late</li>" in text
+    assert "Item(" not in text and "detail" not in text  # not a dataclass dump, not the full record
+    assert repr(rep) == "Report(kind='voice+web', source='a<b>.pcap', 3 results, 1 note)"

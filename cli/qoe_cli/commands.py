@@ -16,4 +16,5 @@ COMMANDS: dict[str, str] = {
     "demo": "qoe_cli.demo_cmd:demo",
     "score": "qoe_cli.score_cmd:score",
     "video": "qoe_cli.video_cmd:video",
+    "batch": "qoe_cli.batch_cmd:batch",
 }

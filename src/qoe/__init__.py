@@ -1,11 +1,14 @@
 """qoe: Quality of Experience scores for voice calls, RTP video and web page loads.
 
-The public surface is the names in ``__all__``; domain functions live in
-:mod:`qoe.voice`, :mod:`qoe.video`, :mod:`qoe.web` and :mod:`qoe.mos`.
+The public surface is the names in ``__all__``: :func:`score` (one capture → a
+:class:`Report`), :mod:`batch` (a manifest of captures → a DataFrame, on a process pool or a
+Dask cluster), the errors and ``__version__``. Domain functions live in :mod:`qoe.voice`,
+:mod:`qoe.video`, :mod:`qoe.web` and :mod:`qoe.mos`.
 """
 
 from __future__ import annotations
 
+from qoe import batch
 from qoe.api import score
 from qoe.errors import (
     AlignmentError,
@@ -40,6 +43,7 @@ def __getattr__(name: str) -> str:
 __all__ = [
     "__version__",
     "score",
+    "batch",
     "Report",
     "QoEError",
     "InputError",

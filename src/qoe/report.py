@@ -14,6 +14,8 @@ policy for each format:
 * :func:`to_csv` — CSV (RFC 4180 quoting, ``\\n`` line ends): NaN, infinities and None
   become empty cells; floats are written with every digit (``repr``).
 * :func:`to_frame` — a pandas DataFrame of flat records.
+* :func:`html_table` — an HTML table of flat records (how a :class:`Report` shows itself in a
+  notebook, with ``_repr_html_``).
 * :class:`Report` — what :func:`qoe.score` returns, with ``to_records``, ``to_frame``,
   ``to_dict``, ``to_json`` and ``to_csv`` built on the above.
 
@@ -42,6 +44,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import html
 import io
 import json
 import math
@@ -53,7 +56,7 @@ import numpy as np
 
 from qoe.errors import InputError
 
-__all__ = ["Report", "to_plain", "as_dict", "brief", "columns", "to_json", "to_csv", "to_frame"]
+__all__ = ["Report", "to_plain", "as_dict", "brief", "columns", "to_json", "to_csv", "to_frame", "html_table"]
 
 _KEEP: Any = object()  # to_plain's default: non-finite floats stay as they are
 
@@ -252,7 +255,41 @@ def to_frame(rows: Iterable[Mapping[str, Any]]):  # noqa: ANN201 - pandas is imp
     return pd.DataFrame.from_records(rows, columns=columns(rows)) if rows else pd.DataFrame()
 
 
-@dataclass(frozen=True)
+#: Significant digits of a number in a report's HTML table.
+_HTML_DIGITS = 4
+
+
+def _html_cell(value: Any) -> str:
+    value = to_plain(value)
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.{_HTML_DIGITS}g}" if math.isfinite(value) else ("" if math.isnan(value) else str(value))
+    if isinstance(value, (list, dict)):
+        value = json.dumps(value, allow_nan=False) if value else ""
+    return html.escape(str(value))
+
+
+def html_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Flat records as an HTML ``<table>``: a header of :func:`columns`, a line per record.
+
+    Numbers with :data:`_HTML_DIGITS` significant digits, empty cells for None and NaN,
+    text escaped.
+
+    Examples
+    --------
+    >>> html_table([{"r": 93.20621, "note": "<ok>"}])
+    '<table><thead><tr><th>r</th><th>note</th></tr></thead><tbody><tr><td>93.21</td><td>&lt;ok&gt;</td></tr></tbody></table>'
+    """
+    names = columns(rows)
+    head = "".join(f"<th>{html.escape(n)}</th>" for n in names)
+    body = "".join("<tr>" + "".join(f"<td>{_html_cell(r.get(n))}</td>" for n in names) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+@dataclass(frozen=True, repr=False)
 class Report:
     """Scores of everything :func:`qoe.score` found in one capture.
 
@@ -283,6 +320,29 @@ class Report:
 
     def __len__(self) -> int:
         return len(self.results)
+
+    def __repr__(self) -> str:
+        """A one-line summary (the results themselves are in :meth:`to_frame`)."""
+        notes = f", {len(self.notes)} note{'s' * (len(self.notes) != 1)}" if self.notes else ""
+        return f"Report(kind={self.kind!r}, source={self.source!r}, {len(self.results)} result" \
+               f"{'s' * (len(self.results) != 1)}{notes})"
+
+    def _repr_html_(self) -> str:
+        """How a notebook shows the report: a heading, the brief records of each kind as a
+        table (one line per call direction, stream or page load), and the notes."""
+        parts = [f"<p><b>qoe report</b> ({html.escape(self.kind)}): {html.escape(self.source)}, "
+                 f"{len(self.results)} result{'s' * (len(self.results) != 1)}</p>"]
+        kinds: dict[str, list[dict[str, Any]]] = {}
+        for r in self.results:
+            kinds.setdefault(str(getattr(r, "kind", self.kind)), []).append(r.to_record(brief=True))
+        for kind, rows in kinds.items():
+            if len(kinds) > 1:
+                parts.append(f"<p>{html.escape(kind)}</p>")
+            parts.append(html_table(rows))
+        lines = self.note_lines()
+        if lines:
+            parts.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in lines) + "</ul>")
+        return "<div>" + "".join(parts) + "</div>"
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self.results)
