@@ -189,26 +189,27 @@ class _Conn:
 
     # -- one packet -------------------------------------------------------------------------
 
-    def packet(self, d: int, pkt: Any, tcp: Any, ts: int) -> None:
+    def packet(self, d: int, index: int, payload: bytes, tcp: Any, ts: int) -> None:
+        """Segment ``tcp`` (frame ``index``, captured ``payload``) from side ``d`` at ``ts``."""
         self.packets += 1
         self.last_ts = ts
         h = self.halves[d]
         h.packets += 1
         flags = tcp.flags
         if flags & TCP_SYN:
-            self._syn(h, d, pkt, tcp, ts, flags)
+            self._syn(h, d, index, tcp, ts, flags)
         if flags & TCP_ACK:
             self._ack(self.halves[1 - d], tcp, ts, flags)
         dl = tcp.data_len
         if dl or flags & TCP_FIN:
             if h.base is None:  # no SYN and no ACK from the peer yet: the stream starts here
                 h.base = tcp.seq
-            self._segment(h, d, pkt, tcp, ts, dl, flags)
+            self._segment(h, d, index, payload, tcp, ts, dl, flags)
         if flags & TCP_RST and self.rst_ts is None:
             self._rst(ts)
         h.last_ts = ts
 
-    def _syn(self, h: _Half, d: int, pkt: Any, tcp: Any, ts: int, flags: int) -> None:
+    def _syn(self, h: _Half, d: int, index: int, tcp: Any, ts: int, flags: int) -> None:
         if h.isn is None:
             h.isn = tcp.seq
             h.base = (tcp.seq + 1) & M32
@@ -235,7 +236,7 @@ class _Conn:
         if len(h.syn_tx) < 16:
             h.syn_tx.append((ts, tcp.tsval))
         spurious = h.acked is not None and h.acked >= 0
-        self._event(h, d, pkt, ts, -1, 1, "syn", "timeout", True, h.syn_ts, spurious)
+        self._event(h, d, index, ts, -1, 1, "syn", "timeout", True, h.syn_ts, spurious)
 
     def _ack(self, h: _Half, tcp: Any, ts: int, flags: int) -> None:
         """An ACK from the receiver of ``h``'s bytes."""
@@ -337,7 +338,7 @@ class _Conn:
         rec = sent[i]
         return rec[0] == s and _copy(rec, tcp, ts)
 
-    def _segment(self, h: _Half, d: int, pkt: Any, tcp: Any, ts: int, dl: int, flags: int) -> None:
+    def _segment(self, h: _Half, d: int, index: int, payload: bytes, tcp: Any, ts: int, dl: int, flags: int) -> None:
         """A segment with payload and/or FIN from side ``d``."""
         high = h.high
         s = (tcp.seq - h.base - high) & M32  # the offset nearest high (as _Half.offset)
@@ -358,7 +359,6 @@ class _Conn:
             self._stall(h, d, ts, prev)
         if s >= high and dl:
             # new bytes (the common case), possibly beyond a hole
-            payload = pkt.payload
             if s > high:
                 h.holes.append([high, s, ts, tcp.tsval])
             h.high = e
@@ -383,11 +383,13 @@ class _Conn:
                     self.hit.add("max_buffered_bytes")
                     self._shed(h, ts)
         elif dl:
-            self._old(h, d, pkt, tcp, ts, s, e, high)
+            self._old(h, d, index, payload, tcp, ts, s, e, high)
         if flags & TCP_FIN:
-            self._fin(h, d, pkt, tcp, ts, e, dl)
+            self._fin(h, d, index, tcp, ts, e, dl)
 
-    def _old(self, h: _Half, d: int, pkt: Any, tcp: Any, ts: int, s: int, e: int, high: int) -> None:
+    def _old(
+        self, h: _Half, d: int, index: int, payload: bytes, tcp: Any, ts: int, s: int, e: int, high: int
+    ) -> None:
         """A segment that starts below the highest byte seen: retransmission, reordering, overlap."""
         dl = e - s
         if dl <= 1 and s == high - 1:  # RFC 9293 §3.8.4 keep-alive / §3.8.6.1 zero-window probe
@@ -396,7 +398,6 @@ class _Conn:
         if self._copy_of_sent(h, s, e, tcp, ts):
             h.dups += 1
             return
-        payload = pkt.payload
         hi = e if e < high else high
         # never-seen parts of [s, hi): its intersections with the holes
         parts: list[tuple[int, int]] = []
@@ -457,7 +458,7 @@ class _Conn:
                 h.ooo_count += 1
                 frames = self.ooo_frames[d]
                 if len(frames) < self.limits.max_retransmission_events:
-                    frames.append(pkt.index)
+                    frames.append(index)
             for a, b in parts:
                 pa = payload[a - s : b - s]
                 self._remember(h, a, b, ts, 1 if late else 0, pa, tcp)
@@ -473,14 +474,14 @@ class _Conn:
             spurious = not new_below and not new_above and h.acked is not None and h.acked >= e
             kind = self._kind(h, ts, s, e, spurious, old, original_ts)
             again = old + (new_below if late else 0)  # an overlap's new bytes are not resent
-            self._event(h, d, pkt, ts, s, dl, "data", kind, old > 0, original_ts, spurious, again)
+            self._event(h, d, index, ts, s, dl, "data", kind, old > 0, original_ts, spurious, again)
         if (new_below or new_above) and h.closed is None:
             self._drain(h, d, ts)
             if h.ooo_bytes > self.limits.max_buffered_bytes:
                 self.hit.add("max_buffered_bytes")
                 self._shed(h, ts)
 
-    def _fin(self, h: _Half, d: int, pkt: Any, tcp: Any, ts: int, f: int, dl: int) -> None:
+    def _fin(self, h: _Half, d: int, index: int, tcp: Any, ts: int, f: int, dl: int) -> None:
         if self.fin_ts is None:
             self.fin_ts = ts
         if h.fin is None:
@@ -504,7 +505,7 @@ class _Conn:
                 rec[6] = tcp
             spurious = h.acked is not None and h.acked > f
             kind = self._kind(h, ts, f, f + 1, spurious, 1, h.fin_ts)
-            self._event(h, d, pkt, ts, f, 1, "fin", kind, True, h.fin_ts, spurious)
+            self._event(h, d, index, ts, f, 1, "fin", kind, True, h.fin_ts, spurious)
 
     def _kind(
         self, h: _Half, ts: int, s: int, e: int, spurious: bool, old: int, original_ts: int | None = None
@@ -592,7 +593,7 @@ class _Conn:
         return a + b if a is not None and b is not None else DEFAULT_REORDER_NS
 
     def _event(
-        self, h: _Half, d: int, pkt: Any, ts: int, off: int, length: int, segment: str, kind: str,
+        self, h: _Half, d: int, index: int, ts: int, off: int, length: int, segment: str, kind: str,
         seen: bool, original_ts: int | None, spurious: bool, again: int | None = None,
     ) -> None:
         h.retx += 1
@@ -608,7 +609,7 @@ class _Conn:
             h.add_lost(original_ts, ts)
         if len(self.events) < self.limits.max_retransmission_events:
             self.events.append(
-                Retransmission(d, pkt.index, ts, off, length, segment, kind, seen, original_ts, delay, spurious)
+                Retransmission(d, index, ts, off, length, segment, kind, seen, original_ts, delay, spurious)
             )
         else:
             self.hit.add("max_retransmission_events")
