@@ -428,6 +428,18 @@ class HttpSink:
         """Bytes ``[offset, offset + len(payload))`` of ``direction``, delivered at ``ts_ns``."""
         h = self._half(direction)
         expected = h.received + h.missing
+        n = len(payload)
+        if h.mode == _SKIP and offset == expected and n and (h.skip_left is None or n < h.skip_left):
+            # the common case, inside a body whose end lies beyond these bytes (or at the
+            # close): what _push would do, counting them, without copying them; no mode
+            # changes, so nothing held can be released (_settle has nothing to do)
+            h.received += n
+            h.last_ts = ts_ns
+            h.pos += n
+            h.body += n
+            if h.skip_left is not None:
+                h.skip_left -= n
+            return
         if offset > expected:  # bytes skipped without a gap() call: the same thing
             self.gap(direction, ts_ns, expected, offset - expected)
         elif offset < expected:  # overlaps bytes already delivered: keep only the new ones
@@ -1139,6 +1151,8 @@ class ProtocolSink:
         else:
             inner = UnknownSink(self.conn, why)
         self._inner = inner
+        # from now on deliveries go straight to the parser (TCP calls data once per segment)
+        self.data = inner.data  # type: ignore[method-assign]
         pending, self._pending, self._prefix = self._pending, [], b""
         for kind, direction, ts, offset, item in pending:
             if kind == 0:
