@@ -8,6 +8,7 @@ exactly the packets of ``read_packets(path, protocols=("tcp",))``.
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import os
 import struct
@@ -16,7 +17,7 @@ import warnings
 import numpy as np
 import pytest
 
-from qoe.capture import Packet, read_packets, read_tcp_segments, tcp_segment_rows
+from qoe.capture import TCP_SEGMENT_FIELDS, Packet, TcpInfo, read_packets, read_tcp_segments, tcp_segment_row, tcp_segment_rows
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA_CAPTURES = sorted(
@@ -87,8 +88,13 @@ def _tcp_frames(cap, rng, n: int) -> list[bytes]:  # type: ignore[no-untyped-def
 
 
 def _rows_as_packets(path, **kw) -> list[Packet]:  # type: ignore[no-untyped-def]
-    return [Packet(i, t, s, d, 6, sp, dp, pl, tcp, iface, w)
-            for i, t, s, sp, d, dp, pl, tcp, iface, w in tcp_segment_rows(path, **kw)]
+    """The rows rebuilt into Packets by the names of TCP_SEGMENT_FIELDS."""
+    out = []
+    for row in tcp_segment_rows(path, **kw):
+        f = dict(zip(TCP_SEGMENT_FIELDS, row, strict=True))
+        tcp = TcpInfo(**{k: f.pop(k) for k in [x.name for x in dataclasses.fields(TcpInfo)]})
+        out.append(Packet(proto=6, tcp=tcp, **f))
+    return out
 
 
 @pytest.mark.parametrize("linktype", [1, 113, 276, 101])
@@ -109,6 +115,7 @@ def test_tcp_readers_agree_on_random_mixtures(cap, write, linktype):  # type: ig
     for chunk_size in (4096, 1 << 20):  # rows split over many chunks, or in one
         assert list(read_tcp_segments(path, chunk_size=chunk_size)) == want
         assert _rows_as_packets(path, chunk_size=chunk_size) == want
+        assert list(tcp_segment_rows(path, chunk_size=chunk_size)) == [tcp_segment_row(p) for p in want]
 
 
 def test_tcp_readers_agree_on_pcapng(cap, write):  # type: ignore[no-untyped-def]

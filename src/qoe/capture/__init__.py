@@ -9,7 +9,9 @@ nothing of QoE.
   path for large captures (vectorised header extraction for the common layouts).
 - :func:`read_tcp_segments` streams the same TCP :class:`Packet` records as
   ``read_packets(..., protocols=("tcp",))`` with the headers of each chunk read in NumPy
-  columns; :func:`tcp_segment_rows` gives them as plain tuples (for TCP reassembly).
+  columns; :func:`tcp_segment_rows` gives them as plain tuples of the fields
+  :data:`TCP_SEGMENT_FIELDS` (for TCP reassembly; :func:`tcp_segment_row` turns a Packet
+  into one).
 - :func:`probe` checks that a file is a capture qoe reads and describes it
   (:class:`CaptureInfo`: format, interfaces, and the time of frame 1 that Wireshark's
   relative times count from) from the file's first records only.
@@ -56,7 +58,7 @@ from qoe.capture._files import CaptureInfo, Interface, probe
 from qoe.capture._linktypes import SUPPORTED_LINKTYPES, linktype_name
 from qoe.capture._reader import read_packets
 from qoe.capture._reassembly import ReassemblyLimits
-from qoe.capture._tcpbatch import read_tcp_segments, tcp_segment_rows
+from qoe.capture._tcpbatch import TCP_SEGMENT_FIELDS, read_tcp_segments, tcp_segment_row, tcp_segment_rows
 from qoe.capture._types import (
     TCP_ACK,
     TCP_AE,
@@ -77,6 +79,8 @@ __all__ = [
     "read_udp_batches",
     "read_tcp_segments",
     "tcp_segment_rows",
+    "tcp_segment_row",
+    "TCP_SEGMENT_FIELDS",
     "probe",
     "CaptureInfo",
     "Interface",

@@ -21,6 +21,7 @@ References
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -30,11 +31,17 @@ from qoe.capture._decode import IPPROTO_TCP, Decoder, parse_tcp_options
 from qoe.capture._files import CHUNK_SIZE, PathOrFile, RawChunk, probe, raw_chunks
 from qoe.capture._options import positive_int
 from qoe.capture._reassembly import ReassemblyLimits, reassembly_limits
-from qoe.capture._types import Packet, TcpInfo, make_packet, make_tcpinfo
+from qoe.capture._types import Packet, make_packet, make_tcpinfo
 
 _GATHER = 72  # bytes gathered per row from the IP header: IPv6 (40) + TCP (20) + 12 of options
-# (index, ts_ns, src, sport, dst, dport, payload, tcp, interface, wire_len)
-SegmentRow = tuple[int, int, str, int, str, int, bytes, TcpInfo, int, int]
+# What each item of a segment row is: the Packet fields, with the TcpInfo fields inline.
+TCP_SEGMENT_FIELDS = (
+    "index", "ts_ns", "src", "sport", "dst", "dport", "payload",
+    "seq", "ack", "flags", "window", "urgent", "header_len", "data_len",
+    "mss", "wscale", "sack_permitted", "sack", "tsval", "tsecr",
+    "interface", "wire_len",
+)
+SegmentRow = tuple[Any, ...]
 
 
 def read_tcp_segments(
@@ -70,10 +77,8 @@ def read_tcp_segments(
         As :func:`~qoe.capture.read_packets`.
     """
     rows = tcp_segment_rows(path, chunk_size=chunk_size, reassembly=reassembly)
-    return (
-        make_packet(index, ts, src, dst, IPPROTO_TCP, sport, dport, payload, tcp, iface, wire)
-        for index, ts, src, sport, dst, dport, payload, tcp, iface, wire in rows
-    )
+    return (make_packet(r[0], r[1], r[2], r[4], IPPROTO_TCP, r[3], r[5], r[6], make_tcpinfo(*r[7:20]), r[20], r[21])
+            for r in rows)
 
 
 def tcp_segment_rows(
@@ -82,12 +87,14 @@ def tcp_segment_rows(
     chunk_size: int = CHUNK_SIZE,
     reassembly: ReassemblyLimits = ReassemblyLimits(),
 ) -> Iterator[SegmentRow]:
-    """The segments of :func:`read_tcp_segments` as plain tuples (no Packet objects).
+    """The segments of :func:`read_tcp_segments` as plain tuples (no Packet or TcpInfo objects).
 
-    Each is ``(index, ts_ns, src, sport, dst, dport, payload, tcp, interface, wire_len)``
-    with the meanings of the :class:`Packet` fields of those names (``tcp`` a
-    :class:`TcpInfo`): the cheapest form for a consumer that looks at every segment once.
-    Parameters, exceptions and warnings as :func:`read_tcp_segments`.
+    Item ``k`` of a row is the field named ``TCP_SEGMENT_FIELDS[k]``: ``index, ts_ns, src,
+    sport, dst, dport, payload`` as in :class:`Packet`, then ``seq, ack, flags, window,
+    urgent, header_len, data_len, mss, wscale, sack_permitted, sack, tsval, tsecr`` as in
+    :class:`TcpInfo` (in its field order), then ``interface, wire_len``: the cheapest form
+    for a consumer that looks at every segment once. Parameters, exceptions and warnings
+    as :func:`read_tcp_segments`.
     """
     chunk_size = positive_int(chunk_size, "chunk_size")
     reassembly = reassembly_limits(reassembly)
@@ -181,12 +188,14 @@ def _fast_rows(
     )
     for index, ts, s, d, sp, dp, sq, ak, fl, win, ug, hl, dl, kd, tv, te, a, b, iface, wire, oa in cols:
         if kd == 0:
-            info = make_tcpinfo(sq, ak, fl, win, ug, hl, dl, None, None, False, (), None, None)
+            append((index, ts, s, sp, d, dp, buf[a:b], sq, ak, fl, win, ug, hl, dl, None, None, False, (), None, None,
+                    iface, wire))
         elif kd == 1:
-            info = make_tcpinfo(sq, ak, fl, win, ug, hl, dl, None, None, False, (), tv, te)
+            append((index, ts, s, sp, d, dp, buf[a:b], sq, ak, fl, win, ug, hl, dl, None, None, False, (), tv, te,
+                    iface, wire))
         else:
-            info = make_tcpinfo(sq, ak, fl, win, ug, hl, dl, *parse_tcp_options(buf[oa : oa + hl - 20]))
-        append((index, ts, s, sp, d, dp, buf[a:b], info, iface, wire))
+            append((index, ts, s, sp, d, dp, buf[a:b], sq, ak, fl, win, ug, hl, dl,
+                    *parse_tcp_options(buf[oa : oa + hl - 20]), iface, wire))
     return out
 
 
@@ -232,5 +241,14 @@ def _slow_rows(ch: RawChunk, si: np.ndarray, decoder: Decoder) -> list[SegmentRo
         o = int(ch.data_off[r])
         p = decode(r + ch.index0, int(ch.ts_ns[r]), int(ch.iface[r]), t, int(ch.wire[r]), buf[o : o + int(ch.caplen[r])])
         if p is not None:
-            out.append((p.index, p.ts_ns, p.src, p.sport, p.dst, p.dport, p.payload, p.tcp, p.interface, p.wire_len))
+            out.append(tcp_segment_row(p))
     return out
+
+
+def tcp_segment_row(p: Packet) -> SegmentRow:
+    """A TCP :class:`Packet` as a row of :func:`tcp_segment_rows`."""
+    t = p.tcp
+    assert t is not None
+    return (p.index, p.ts_ns, p.src, p.sport, p.dst, p.dport, p.payload, t.seq, t.ack, t.flags, t.window, t.urgent,
+            t.header_len, t.data_len, t.mss, t.wscale, t.sack_permitted, t.sack, t.tsval, t.tsecr, p.interface,
+            p.wire_len)

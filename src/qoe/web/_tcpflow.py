@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from qoe.capture import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN
+from qoe.capture import TCP_ACK, TCP_FIN, TCP_RST, TCP_SEGMENT_FIELDS, TCP_SYN
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
 from qoe.web._tcpresults import Connection, Direction, Retransmission, RttSamples, TcpLimits
 
@@ -47,6 +47,15 @@ DUPTHRESH = 3  # RFC 5681 §3.2, RFC 6675 §2 DupThresh
 # §2.4 asks for 1 s). A retransmission more than one path RTT plus this after the receiver's
 # last packet cannot have been prompted by an ACK: the sender's timer sent it.
 MIN_RTO_NS = 200_000_000
+
+# Fields of a segment row (qoe.capture.TCP_SEGMENT_FIELDS); a sent record keeps the header
+# fields ``row[_HDR]`` (seq .. tsecr) of its latest transmission, not the row (and its payload).
+_SEQ, _ACK, _FLAGS, _WIN, _DLEN, _MSS, _WSCALE, _SACK_OK, _SACK, _TSVAL, _TSECR = (
+    TCP_SEGMENT_FIELDS.index(f)
+    for f in ("seq", "ack", "flags", "window", "data_len", "mss", "wscale", "sack_permitted", "sack", "tsval", "tsecr")
+)
+_H0 = _SEQ
+_HDR = slice(_SEQ, _TSECR + 1)
 
 
 class _Half:
@@ -176,7 +185,7 @@ class _Conn:
     def accepts_syn(self, d: int, tcp: Any) -> bool:
         """Does a SYN (without ACK) from side ``d`` belong to this connection (a retransmission)?"""
         h = self.halves[d]
-        return self.state == "open" and d == CLIENT and h.isn is not None and h.isn == tcp.seq
+        return self.state == "open" and d == CLIENT and h.isn is not None and h.isn == tcp[_SEQ]
 
     def accepts_synack(self, d: int, tcp: Any) -> bool:
         """Does a SYN/ACK from side ``d`` belong to this connection?"""
@@ -184,26 +193,27 @@ class _Conn:
         if self.state != "open" or d != SERVER or c.isn is None:
             return False
         if s.isn is not None:
-            return s.isn == tcp.seq
-        return s.base is None and s.packets == 0 and tcp.ack == (c.isn + 1) & M32
+            return s.isn == tcp[_SEQ]
+        return s.base is None and s.packets == 0 and tcp[_ACK] == (c.isn + 1) & M32
 
     # -- one packet -------------------------------------------------------------------------
 
-    def packet(self, d: int, index: int, payload: bytes, tcp: Any, ts: int) -> None:
-        """Segment ``tcp`` (frame ``index``, captured ``payload``) from side ``d`` at ``ts``."""
+    def packet(self, d: int, tcp: tuple[Any, ...]) -> None:
+        """Segment row ``tcp`` (fields: ``qoe.capture.TCP_SEGMENT_FIELDS``) from side ``d``."""
+        index, ts, payload = tcp[0], tcp[1], tcp[6]
         self.packets += 1
         self.last_ts = ts
         h = self.halves[d]
         h.packets += 1
-        flags = tcp.flags
+        flags = tcp[_FLAGS]
         if flags & TCP_SYN:
             self._syn(h, d, index, tcp, ts, flags)
         if flags & TCP_ACK:
             self._ack(self.halves[1 - d], tcp, ts, flags)
-        dl = tcp.data_len
+        dl = tcp[_DLEN]
         if dl or flags & TCP_FIN:
             if h.base is None:  # no SYN and no ACK from the peer yet: the stream starts here
-                h.base = tcp.seq
+                h.base = tcp[_SEQ]
             self._segment(h, d, index, payload, tcp, ts, dl, flags)
         if flags & TCP_RST and self.rst_ts is None:
             self._rst(ts)
@@ -211,19 +221,19 @@ class _Conn:
 
     def _syn(self, h: _Half, d: int, index: int, tcp: Any, ts: int, flags: int) -> None:
         if h.isn is None:
-            h.isn = tcp.seq
-            h.base = (tcp.seq + 1) & M32
+            h.isn = tcp[_SEQ]
+            h.base = (tcp[_SEQ] + 1) & M32
             h.syn_ts = ts
-            h.mss, h.wscale, h.sack_ok = tcp.mss, tcp.wscale, tcp.sack_permitted
-            h.sent.append([-1, 0, ts, 0, b"", ts, tcp])  # the SYN takes sequence number ISN (offset -1)
-            h.syn_tx.append((ts, tcp.tsval))
+            h.mss, h.wscale, h.sack_ok = tcp[_MSS], tcp[_WSCALE], tcp[_SACK_OK]
+            h.sent.append([-1, 0, ts, 0, b"", ts, tcp[_HDR]])  # the SYN takes sequence number ISN (offset -1)
+            h.syn_tx.append((ts, tcp[_TSVAL]))
             if flags & TCP_ACK:
                 if self.synack_ts is None:
                     self.synack_ts = ts
             elif self.syn_ts is None:
                 self.syn_ts = ts
             return
-        if tcp.seq != h.isn:  # another ISN on a connection we keep: ignore the SYN
+        if tcp[_SEQ] != h.isn:  # another ISN on a connection we keep: ignore the SYN
             return
         rec = h.sent[h.sent_head] if h.sent_head < len(h.sent) and h.sent[h.sent_head][0] == -1 else None
         if rec is not None:
@@ -232,9 +242,9 @@ class _Conn:
                 return
             rec[3] += 1
             rec[5] = ts
-            rec[6] = tcp
+            rec[6] = tcp[_HDR]
         if len(h.syn_tx) < 16:
-            h.syn_tx.append((ts, tcp.tsval))
+            h.syn_tx.append((ts, tcp[_TSVAL]))
         spurious = h.acked is not None and h.acked >= 0
         self._event(h, d, index, ts, -1, 1, "syn", "timeout", True, h.syn_ts, spurious)
 
@@ -242,9 +252,9 @@ class _Conn:
         """An ACK from the receiver of ``h``'s bytes."""
         base = h.base
         if base is None:  # the receiver acknowledges a stream we have not seen: it starts there
-            base = h.base = tcp.ack
+            base = h.base = tcp[_ACK]
         high = h.high
-        a = (tcp.ack - base - high) & M32  # the offset nearest high (RFC 9293 §3.4, mod 2**32)
+        a = (tcp[_ACK] - base - high) & M32  # the offset nearest high (RFC 9293 §3.4, mod 2**32)
         a = high + a - 0x100000000 if a >= HALF32 else high + a
         acked = h.acked
         if acked is None or a > acked:
@@ -282,10 +292,10 @@ class _Conn:
                 if last[1] == a:
                     if not karn:
                         self._rtt(h, ts, ts - last[2], last[0] == -1)
-                    elif last[0] == -1 and tcp.tsecr is not None:
+                    elif last[0] == -1 and tcp[_TSECR] is not None:
                         # a repeated SYN: the TSecr of its ACK names the transmission it
                         # answers (RFC 7323 §4.1), unless two had the same TSval
-                        sent_at = [t for t, v in h.syn_tx if v == tcp.tsecr]
+                        sent_at = [t for t, v in h.syn_tx if v == tcp[_TSECR]]
                         if len(sent_at) == 1:
                             self._rtt(h, ts, ts - sent_at[0], True)
             if h.episode is not None and a >= h.recover:
@@ -293,15 +303,15 @@ class _Conn:
             if a > h.nxt and h.closed is None:
                 fin = h.fin
                 self._force(h, a if fin is None or a <= fin else fin, ts)  # the FIN is no byte
-        elif a == acked and not tcp.data_len and not (flags & (TCP_SYN | TCP_FIN | TCP_RST)):
+        elif a == acked and not tcp[_DLEN] and not (flags & (TCP_SYN | TCP_FIN | TCP_RST)):
             # RFC 5681 §2: same ACK, no data, no SYN/FIN, same window, data outstanding
             # (an ACK captured twice counts twice: duplicate ACKs are identical by definition)
-            if tcp.window == h.ack_win and high > a:
+            if tcp[_WIN] == h.ack_win and high > a:
                 h.dupacks += 1
-        h.ack_win = tcp.window
-        if tcp.sack:
+        h.ack_win = tcp[_WIN]
+        if tcp[_SACK]:
             a = h.acked
-            for _, right in tcp.sack:
+            for _, right in tcp[_SACK]:
                 r = h.offset(right)
                 if r > a and (h.sack_hi is None or r > h.sack_hi):
                     h.sack_hi = r
@@ -341,7 +351,7 @@ class _Conn:
     def _segment(self, h: _Half, d: int, index: int, payload: bytes, tcp: Any, ts: int, dl: int, flags: int) -> None:
         """A segment with payload and/or FIN from side ``d``."""
         high = h.high
-        s = (tcp.seq - h.base - high) & M32  # the offset nearest high (as _Half.offset)
+        s = (tcp[_SEQ] - h.base - high) & M32  # the offset nearest high (as _Half.offset)
         s = high + s - 0x100000000 if s >= HALF32 else high + s
         if flags & TCP_SYN:
             s = max(s, 0)  # data on a SYN (TCP Fast Open) starts after the ISN
@@ -360,10 +370,10 @@ class _Conn:
         if s >= high and dl:
             # new bytes (the common case), possibly beyond a hole
             if s > high:
-                h.holes.append([high, s, ts, tcp.tsval])
+                h.holes.append([high, s, ts, tcp[_TSVAL]])
             h.high = e
             sent = h.sent
-            sent.append([s, e, ts, 0, payload, ts, tcp])
+            sent.append([s, e, ts, 0, payload, ts, tcp[_HDR]])
             h.pl_bytes += len(payload)
             limits = self.limits
             if len(sent) - h.sent_head > limits.max_tracked_segments or h.pl_bytes > limits.max_buffered_bytes:
@@ -443,7 +453,7 @@ class _Conn:
                 h.overlaps += 1
         retransmitted = old > 0
         if new_below:
-            tsval = tcp.tsval
+            tsval = tcp[_TSVAL]
             if old:
                 late = True  # an original never repeats bytes: this is a retransmission
             elif tsval is not None and hole_tsval is not None and tsval != hole_tsval:
@@ -488,7 +498,7 @@ class _Conn:
             h.fin = f
             h.fin_ts = ts
             if f >= h.high:
-                h.sent.append([f, f + 1, ts, 0, b"", ts, tcp])  # the FIN takes one sequence number
+                h.sent.append([f, f + 1, ts, 0, b"", ts, tcp[_HDR]])  # the FIN takes one sequence number
             self._maybe_close(h, d, ts)
             return
         if dl == 0 and f == h.fin:
@@ -502,7 +512,7 @@ class _Conn:
                     return
                 rec[3] += 1
                 rec[5] = ts
-                rec[6] = tcp
+                rec[6] = tcp[_HDR]
             spurious = h.acked is not None and h.acked > f
             kind = self._kind(h, ts, f, f + 1, spurious, 1, h.fin_ts)
             self._event(h, d, index, ts, f, 1, "fin", kind, True, h.fin_ts, spurious)
@@ -539,7 +549,7 @@ class _Conn:
             if sent[i][1] > s:
                 sent[i][3] += 1
                 sent[i][5] = ts
-                sent[i][6] = tcp
+                sent[i][6] = tcp[_HDR]
             i += 1
 
     def _seen_before(self, h: _Half, s: int, e: int, payload: bytes) -> tuple[int | None, bool]:
@@ -619,7 +629,7 @@ class _Conn:
     def _remember(self, h: _Half, s: int, e: int, ts: int, retx: int, payload: bytes, tcp: Any) -> None:
         """Keep a transmitted range until acknowledged (RTT, originals, copy comparison)."""
         sent = h.sent
-        rec = [s, e, ts, retx, payload, ts, tcp]
+        rec = [s, e, ts, retx, payload, ts, tcp[_HDR]]
         if not sent or sent[-1][0] < s:
             sent.append(rec)
         else:  # a hole filled: keep the list sorted
@@ -821,20 +831,21 @@ def _start(rec: list[Any]) -> int:
     return rec[0]
 
 
-def _same(p: Any, tcp: Any) -> bool:
-    """Identical TCP headers, as far as a copy of one transmission must be."""
+def _same(hdr: tuple[Any, ...], tcp: tuple[Any, ...]) -> bool:
+    """Identical TCP headers, as far as a copy of one transmission must be (``hdr``: the
+    header fields of a sent record, ``tcp[_HDR]`` of its segment row)."""
     return (
-        p.seq == tcp.seq
-        and p.ack == tcp.ack
-        and p.flags == tcp.flags
-        and p.window == tcp.window
-        and p.data_len == tcp.data_len
-        and p.tsval == tcp.tsval
-        and p.sack == tcp.sack
+        hdr[_SEQ - _H0] == tcp[_SEQ]
+        and hdr[_ACK - _H0] == tcp[_ACK]
+        and hdr[_FLAGS - _H0] == tcp[_FLAGS]
+        and hdr[_WIN - _H0] == tcp[_WIN]
+        and hdr[_DLEN - _H0] == tcp[_DLEN]
+        and hdr[_TSVAL - _H0] == tcp[_TSVAL]
+        and hdr[_SACK - _H0] == tcp[_SACK]
     )
 
 
-def _copy(rec: list[Any], tcp: Any, ts: int) -> bool:
+def _copy(rec: list[Any], tcp: tuple[Any, ...], ts: int) -> bool:
     """Is ``tcp`` the latest transmission of record ``rec`` captured a second time?
 
     A frame captured twice (Linux's "any" device on a router: on the way in and, after the
@@ -846,7 +857,7 @@ def _copy(rec: list[Any], tcp: Any, ts: int) -> bool:
     than ``DUPLICATE_NS``. On paths with RTTs under the tick, a fast retransmission can be
     taken for a copy.
     """
-    return _same(rec[6], tcp) and ts - rec[5] < (MIN_RTO_NS if tcp.tsval is not None else DUPLICATE_NS)
+    return _same(rec[6], tcp) and ts - rec[5] < (MIN_RTO_NS if tcp[_TSVAL] is not None else DUPLICATE_NS)
 
 
 def _compact(h: _Half) -> None:

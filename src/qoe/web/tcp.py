@@ -125,7 +125,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from qoe.capture import TCP_ACK, TCP_SYN, Packet, tcp_segment_rows
+from qoe.capture import TCP_ACK, TCP_SEGMENT_FIELDS, TCP_SYN, Packet, tcp_segment_row, tcp_segment_rows
 from qoe.errors import InputError, QoEWarning
 from qoe.web._sink import CLIENT, SERVER, ByteSink, ConnectionId, SinkFactory
 from qoe.web._tcpflow import _Conn
@@ -146,6 +146,7 @@ __all__ = [
     "SERVER",
 ]
 
+_FLAGS = TCP_SEGMENT_FIELDS.index("flags")
 _SWEEP_EVERY = 4096  # packets between looks at the closed connections past their close delay
 
 _LIMIT_TEXT = {
@@ -263,7 +264,7 @@ def _rows(packets: Iterable[Packet]) -> Iterator[tuple[Any, ...]]:
     """Packets as the rows of :func:`qoe.capture.tcp_segment_rows` (non-TCP ones left out)."""
     for p in packets:
         if p.tcp is not None:
-            yield p.index, p.ts_ns, p.src, p.sport, p.dst, p.dport, p.payload, p.tcp, p.interface, p.wire_len
+            yield tcp_segment_row(p)
 
 
 def _track(
@@ -304,11 +305,12 @@ def _track(
             finish(conn, "evicted")
 
     n = 0
-    for index, ts, src, sport, dst, dport, payload, tcp, _iface, _wire in rows:
-        key = (src, sport, dst, dport)
+    for tcp in rows:
+        key = tcp[2:6]  # (src, sport, dst, dport)
         ent = table.get(key)
-        flags = tcp.flags
+        flags = tcp[_FLAGS]
         if flags & TCP_SYN or ent is None:
+            ts, src, sport, dst, dport = tcp[1], tcp[2], tcp[3], tcp[4], tcp[5]
             if flags & TCP_SYN:
                 if flags & TCP_ACK:
                     fresh = ent is None or not ent[0].accepts_synack(ent[1], tcp)
@@ -343,11 +345,11 @@ def _track(
                 table[rev] = (conn, 1 - d)
                 live[cid.index] = conn
         conn, d = ent
-        conn.packet(d, index, payload, tcp, ts)
+        conn.packet(d, tcp)
         n += 1
         if n >= _SWEEP_EVERY:
             n = 0
-            sweep(ts)
+            sweep(tcp[1])
         if out:
             yield from out
             out.clear()
