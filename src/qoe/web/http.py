@@ -354,9 +354,14 @@ def _asked(method: str, upgrade: str | None) -> tuple[h11.Request, h11.EndOfMess
 
 
 def _header(headers: Any, name: bytes) -> bytes | None:
-    """First value of ``name`` (lower-case) in h11's normalised headers."""
-    for k, v in headers:
-        if k == name:
+    """First value of ``name`` (lower-case) in h11's normalised headers.
+
+    Through ``raw_items()`` (names as sent, values as h11 normalised them; h11 lower-cases
+    a name with ``bytes.lower`` too): iterating the Headers sequence itself goes through
+    ``collections.abc.Sequence.__iter__``, a Python call per header.
+    """
+    for k, v in headers.raw_items():
+        if k.lower() == name:
             return bytes(v)
     return None
 
