@@ -21,6 +21,7 @@ References
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,8 @@ TCP_SEGMENT_FIELDS = (
     "interface", "wire_len",
 )
 SegmentRow = tuple[Any, ...]
+_MSS = TCP_SEGMENT_FIELDS.index("mss")
+_TSECR = TCP_SEGMENT_FIELDS.index("tsecr")
 
 
 def read_tcp_segments(
@@ -177,25 +180,30 @@ def _fast_rows(
     # kind: 0 no options, 1 timestamps layout, 2 parse per row
     kind = np.where(hlen == 20, 0, np.where(ts_layout, 1, 2))
     src, dst = _addresses(g, v6, names, decoder)
-    out: list[SegmentRow] = []
-    append = out.append
-    o0 = (off + l4 + 20).tolist()
-    cols = zip(
-        (fi + ch.index0).tolist(), ch.ts_ns[fi].tolist(), src, dst, sport.tolist(), dport.tolist(),
-        seq.tolist(), ack.tolist(), flags.tolist(), window.tolist(), urg.tolist(), hlen.tolist(),
-        dlen.tolist(), kind.tolist(), tsval.tolist(), tsecr.tolist(), p0.tolist(), p1.tolist(),
-        ch.iface[fi].tolist(), ch.wire[fi].tolist(), o0,
-    )
-    for index, ts, s, d, sp, dp, sq, ak, fl, win, ug, hl, dl, kd, tv, te, a, b, iface, wire, oa in cols:
-        if kd == 0:
-            append((index, ts, s, sp, d, dp, buf[a:b], sq, ak, fl, win, ug, hl, dl, None, None, False, (), None, None,
-                    iface, wire))
-        elif kd == 1:
-            append((index, ts, s, sp, d, dp, buf[a:b], sq, ak, fl, win, ug, hl, dl, None, None, False, (), tv, te,
-                    iface, wire))
-        else:
-            append((index, ts, s, sp, d, dp, buf[a:b], sq, ak, fl, win, ug, hl, dl,
-                    *parse_tcp_options(buf[oa : oa + hl - 20]), iface, wire))
+    k = len(fi)
+    payloads = [buf[a:b] for a, b in zip(p0.tolist(), p1.tolist())]
+    with_ts = kind == 1
+    if with_ts.all():
+        tv: Any = tsval.tolist()
+        te: Any = tsecr.tolist()
+    elif not with_ts.any():
+        tv, te = repeat(None, k), repeat(None, k)
+    else:
+        tv = [v if w else None for v, w in zip(tsval.tolist(), with_ts.tolist())]
+        te = [v if w else None for v, w in zip(tsecr.tolist(), with_ts.tolist())]
+    # every row built by zip (fields in TCP_SEGMENT_FIELDS order), options as none or timestamps
+    out: list[SegmentRow] = list(zip(
+        (fi + ch.index0).tolist(), ch.ts_ns[fi].tolist(), src, sport.tolist(), dst, dport.tolist(), payloads,
+        seq.tolist(), ack.tolist(), flags.tolist(), window.tolist(), urg.tolist(), hlen.tolist(), dlen.tolist(),
+        repeat(None, k), repeat(None, k), repeat(False, k), repeat((), k), tv, te,
+        ch.iface[fi].tolist(), ch.wire[fi].tolist(),
+    ))
+    other = np.flatnonzero(kind == 2)
+    if len(other):  # other option layouts: parsed one by one
+        at = (off + l4 + 20)[other].tolist()
+        for i, a, hl in zip(other.tolist(), at, hlen[other].tolist()):
+            row = out[i]
+            out[i] = row[:_MSS] + parse_tcp_options(buf[a : a + hl - 20]) + row[_TSECR + 1 :]
     return out
 
 
