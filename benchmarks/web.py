@@ -10,10 +10,11 @@ in a fresh subprocess (peak RSS per run), on the whole capture and on its first 
 - ``tshark -r FILE -q -z http,tree`` (HTTP dissection with TCP reassembly: the tool people
   would otherwise use for transaction counts).
 
-It prints transactions per second, MB of capture per second, the ratio to tshark, peak RSS
-(flat in the capture's size when the half and whole runs agree), and checks that the number
-of HTTP responses equals tshark's. Timings on a shared machine are noisy: compare the
-ratios of one run. Usage::
+It prints wall-clock and CPU seconds (user + system), transactions per second, MB of
+capture per second, the ratio to tshark of both, peak RSS (flat in the capture's size when
+the half and whole runs agree), and compares the number of HTTP responses with tshark's.
+Timings on a shared machine are noisy: compare the ratios of one run (the CPU ratio is
+the steadier one when other processes compete for the cores). Usage::
 
     python benchmarks/web.py [--short] [--pages N] [--keep FILE]
 """
@@ -24,6 +25,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -40,14 +42,14 @@ CHILD = r"""
 import json, resource, sys, time, warnings
 from qoe.web import page_loads
 path = sys.argv[1]
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     found = page_loads(path)
-dt = time.perf_counter() - t
+dt, cpu = time.perf_counter() - t, time.process_time() - c
 tx = sum(p.objects for p in found)
 loss = sum(p.diagnosis == "loss-dominated" for p in found)
-print(json.dumps({"s": dt, "pages": len(found), "tx": tx, "loss_dominated": loss,
+print(json.dumps({"s": dt, "cpu": cpu, "pages": len(found), "tx": tx, "loss_dominated": loss,
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -61,11 +63,14 @@ def _qoe(path: str) -> dict:
 def _tshark(path: str) -> dict | None:
     if shutil.which("tshark") is None:
         return None
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     out = subprocess.run(["tshark", "-r", path, "-q", "-z", "http,tree"], check=True, capture_output=True, text=True)
     dt = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     m = re.search(r"HTTP Response Packets\s+(\d+)", out.stdout)
-    return {"s": dt, "responses": int(m.group(1)) if m else None}
+    return {"s": dt, "cpu": cpu, "responses": int(m.group(1)) if m else None}
 
 
 def _half(path: str, n_packets: int, out: str) -> None:
@@ -93,15 +98,18 @@ def main(argv: list[str] | None = None) -> int:
         ours_half = _qoe(half) if have_half else None
         ts = _tshark(path)
         print()
-        print(f"{'tool':34s} {'s':>8s} {'tx/s':>10s} {'MB/s':>8s} {'vs tshark':>10s} {'peak RSS MB':>12s}")
-        print(f"{'qoe.web.page_loads':34s} {ours['s']:8.2f} {ours['tx'] / ours['s']:10.0f} {size_mb / ours['s']:8.1f} "
-              f"{(ts['s'] / ours['s']) if ts else float('nan'):9.2f}x {ours['rss_mb']:12.0f}")
+        print(f"{'tool':34s} {'s':>7s} {'CPU s':>7s} {'tx/s':>8s} {'MB/s':>7s} {'vs tshark':>10s} "
+              f"{'CPU vs tshark':>14s} {'peak RSS MB':>12s}")
+        ratio = f"{ts['s'] / ours['s']:9.2f}x" if ts else f"{'':>10s}"
+        cpu_ratio = f"{ts['cpu'] / ours['cpu']:13.2f}x" if ts else f"{'':>14s}"
+        print(f"{'qoe.web.page_loads':34s} {ours['s']:7.2f} {ours['cpu']:7.2f} {ours['tx'] / ours['s']:8.0f} "
+              f"{size_mb / ours['s']:7.1f} {ratio} {cpu_ratio} {ours['rss_mb']:12.0f}")
         if ours_half:
-            print(f"{'  same, first half of the capture':34s} {ours_half['s']:8.2f} {'':>10s} {'':>8s} {'':>10s} "
-                  f"{ours_half['rss_mb']:12.0f}")
+            print(f"{'  same, first half of the capture':34s} {ours_half['s']:7.2f} {ours_half['cpu']:7.2f} {'':>8s} "
+                  f"{'':>7s} {'':>10s} {'':>14s} {ours_half['rss_mb']:12.0f}")
         if ts:
-            print(f"{'tshark -q -z http,tree':34s} {ts['s']:8.2f} {ours['tx'] / ts['s']:10.0f} {size_mb / ts['s']:8.1f} "
-                  f"{1.0:9.2f}x {'':>12s}")
+            print(f"{'tshark -q -z http,tree':34s} {ts['s']:7.2f} {ts['cpu']:7.2f} {ours['tx'] / ts['s']:8.0f} "
+                  f"{size_mb / ts['s']:7.1f} {1.0:9.2f}x {1.0:13.2f}x {'':>12s}")
         print()
         print(f"qoe: {ours['pages']} pages, {ours['tx']} transactions, {ours['loss_dominated']} loss-dominated pages")
         if ts:
