@@ -8,7 +8,10 @@ in a fresh subprocess (peak RSS per run), on the whole capture and on its first 
 - ``qoe.web.page_loads(path)``: TCP reassembly, HTTP/1.x transactions, DNS, page grouping,
   PLT, diagnosis and G.1030 per page (everything ``qoe web pages`` does but printing);
 - ``tshark -r FILE -q -z http,tree`` (HTTP dissection with TCP reassembly: the tool people
-  would otherwise use for transaction counts).
+  would otherwise use for transaction counts);
+- as a floor, h11 alone parsing every message head of the capture (each request, each
+  response's head with its first segment, as ``qoe.web.http`` hands them to h11): a bound
+  on the ratio to tshark of any pipeline that frames every message with h11.
 
 It prints wall-clock and CPU seconds (user + system), transactions per second, MB of
 capture per second, the ratio to tshark of both, peak RSS (flat in the capture's size when
@@ -36,7 +39,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from web_tcp import write_capture  # noqa: E402 - the shared generator of benchmarks/web_tcp.py
+from web_tcp import MSS, OBJECTS, request_bytes, response_bytes, write_capture  # noqa: E402 - benchmarks/web_tcp.py
 
 CHILD = r"""
 import json, resource, sys, time, warnings
@@ -52,6 +55,39 @@ loss = sum(p.diagnosis == "loss-dominated" for p in found)
 print(json.dumps({"s": dt, "cpu": cpu, "pages": len(found), "tx": tx, "loss_dominated": loss,
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
+
+
+FLOOR = r"""
+import json, sys, time
+import h11
+reqs, resps = json.loads(sys.argv[1])
+reqs = [r.encode("latin-1") for r in reqs]
+resps = [r.encode("latin-1") for r in resps]
+pages = int(sys.argv[2])
+asked = (h11.Request(method="GET", target="/", headers=[("Host", "x"), ("Content-Length", "0")]), h11.EndOfMessage())
+t, c = time.perf_counter(), time.process_time()
+for _ in range(pages):
+    for req, resp in zip(reqs, resps):
+        rq = h11.Connection(h11.SERVER)  # the request, as qoe.web.http reads it
+        rq.receive_data(req)
+        rq.next_event(), rq.next_event()
+        rs = h11.Connection(h11.CLIENT)  # the response head and its first segment
+        for ev in asked:
+            rs.send(ev)
+        rs.receive_data(resp)
+        rs.next_event()
+print(json.dumps({"s": time.perf_counter() - t, "cpu": time.process_time() - c}))
+"""
+
+
+def _h11_floor(pages: int) -> dict:
+    """h11 alone on every message head of the capture (the requests, and each response's first
+    segment), in a fresh process: what framing with h11 costs before any TCP or bookkeeping."""
+    reqs = [request_bytes(k).decode("latin-1") for k in range(len(OBJECTS))]
+    resps = [response_bytes(size)[:MSS].decode("latin-1") for size in OBJECTS]
+    out = subprocess.run([sys.executable, "-c", FLOOR, json.dumps([reqs, resps]), str(pages)],
+                         check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
 
 
 def _qoe(path: str) -> dict:
@@ -97,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         ours = _qoe(path)
         ours_half = _qoe(half) if have_half else None
         ts = _tshark(path)
+        floor = _h11_floor(n)
         print()
         print(f"{'tool':34s} {'s':>7s} {'CPU s':>7s} {'tx/s':>8s} {'MB/s':>7s} {'vs tshark':>10s} "
               f"{'CPU vs tshark':>14s} {'peak RSS MB':>12s}")
@@ -107,6 +144,10 @@ def main(argv: list[str] | None = None) -> int:
         if ours_half:
             print(f"{'  same, first half of the capture':34s} {ours_half['s']:7.2f} {ours_half['cpu']:7.2f} {'':>8s} "
                   f"{'':>7s} {'':>10s} {'':>14s} {ours_half['rss_mb']:12.0f}")
+        f_ratio = f"{ts['s'] / floor['s']:9.2f}x" if ts else f"{'':>10s}"
+        f_cpu = f"{ts['cpu'] / floor['cpu']:13.2f}x" if ts else f"{'':>14s}"
+        print(f"{'h11 alone, every message head':34s} {floor['s']:7.2f} {floor['cpu']:7.2f} "
+              f"{ours['tx'] / floor['s']:8.0f} {'':>7s} {f_ratio} {f_cpu} {'':>12s}")
         if ts:
             print(f"{'tshark -q -z http,tree':34s} {ts['s']:7.2f} {ts['cpu']:7.2f} {ours['tx'] / ts['s']:8.0f} "
                   f"{size_mb / ts['s']:7.1f} {1.0:9.2f}x {1.0:13.2f}x {'':>12s}")
