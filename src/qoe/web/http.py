@@ -275,7 +275,7 @@ _NO_BODY, _LENGTH, _CHUNKED, _CLOSE = range(4)
 
 def _text(value: bytes | bytearray | None) -> str | None:
     # RFC 9110 §5.5: field values are octets; historically ISO-8859-1, which maps every octet.
-    return None if value is None else bytes(value).decode("latin-1")
+    return None if value is None else str(value, "latin-1")  # any bytes-like value, without a copy
 
 
 class _Tx:
@@ -637,7 +637,7 @@ class HttpSink:
         tx.request_version = _text(ev.http_version)
         tx.host = _text(_header(ev.headers, b"host"))
         tx.upgrade = _text(_header(ev.headers, b"upgrade"))
-        tx.request_headers = tuple((_text(k), _text(v)) for k, v in ev.headers.raw_items())  # type: ignore[misc]
+        tx.request_headers = tuple((str(k, "latin-1"), str(v, "latin-1")) for k, v in ev.headers.raw_items())
         tx.req_start = h.msg_start_ts
         h.head_end = h.pos - len(conn.trailing_data[0])
         tx.req_head = h.head_end - h.msg_start
@@ -653,7 +653,7 @@ class HttpSink:
         tx.status = ev.status_code
         tx.reason = _text(ev.reason)
         tx.response_version = _text(ev.http_version)
-        tx.response_headers = tuple((_text(k), _text(v)) for k, v in ev.headers.raw_items())  # type: ignore[misc]
+        tx.response_headers = tuple((str(k, "latin-1"), str(v, "latin-1")) for k, v in ev.headers.raw_items())
         h.head_end = h.pos - len(conn.trailing_data[0])
         tx.resp_head = h.head_end - h.msg_start
         if tx.resp_head > self._max_head:
