@@ -8,12 +8,19 @@ in a fresh subprocess (peak RSS per run), on the whole capture and on its first 
 - ``qoe.web.page_loads(path)``: TCP reassembly, HTTP/1.x transactions, DNS, page grouping,
   PLT, diagnosis and G.1030 per page (everything ``qoe web pages`` does but printing);
 - ``tshark -r FILE -q -z http,tree`` (HTTP dissection with TCP reassembly: the tool people
-  would otherwise use for transaction counts).
+  would otherwise use for transaction counts);
+- the same with ``-o tcp.reassemble_out_of_order:TRUE``: tshark's default leaves a PDU whose
+  segment was lost and retransmitted out of order unreassembled, so it misses the response of
+  every page with a loss; with the option it counts what qoe counts;
+- as a floor, h11 alone parsing every message head of the capture (each request, each
+  response's head with its first segment, as ``qoe.web.http`` hands them to h11): a bound
+  on the ratio to tshark of any pipeline that frames every message with h11.
 
-It prints transactions per second, MB of capture per second, the ratio to tshark, peak RSS
-(flat in the capture's size when the half and whole runs agree), and checks that the number
-of HTTP responses equals tshark's. Timings on a shared machine are noisy: compare the
-ratios of one run. Usage::
+It prints wall-clock and CPU seconds (user + system), transactions per second, MB of
+capture per second, the ratio to tshark of both, peak RSS (flat in the capture's size when
+the half and whole runs agree), and compares the number of HTTP responses with tshark's.
+Timings on a shared machine are noisy: compare the ratios of one run (the CPU ratio is
+the steadier one when other processes compete for the cores). Usage::
 
     python benchmarks/web.py [--short] [--pages N] [--keep FILE]
 """
@@ -24,6 +31,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -34,22 +42,55 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from web_tcp import write_capture  # noqa: E402 - the shared generator of benchmarks/web_tcp.py
+from web_tcp import MSS, OBJECTS, request_bytes, response_bytes, write_capture  # noqa: E402 - benchmarks/web_tcp.py
 
 CHILD = r"""
 import json, resource, sys, time, warnings
 from qoe.web import page_loads
 path = sys.argv[1]
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     found = page_loads(path)
-dt = time.perf_counter() - t
+dt, cpu = time.perf_counter() - t, time.process_time() - c
 tx = sum(p.objects for p in found)
 loss = sum(p.diagnosis == "loss-dominated" for p in found)
-print(json.dumps({"s": dt, "pages": len(found), "tx": tx, "loss_dominated": loss,
+print(json.dumps({"s": dt, "cpu": cpu, "pages": len(found), "tx": tx, "loss_dominated": loss,
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
+
+
+FLOOR = r"""
+import json, sys, time
+import h11
+reqs, resps = json.loads(sys.argv[1])
+reqs = [r.encode("latin-1") for r in reqs]
+resps = [r.encode("latin-1") for r in resps]
+pages = int(sys.argv[2])
+asked = (h11.Request(method="GET", target="/", headers=[("Host", "x"), ("Content-Length", "0")]), h11.EndOfMessage())
+t, c = time.perf_counter(), time.process_time()
+for _ in range(pages):
+    for req, resp in zip(reqs, resps):
+        rq = h11.Connection(h11.SERVER)  # the request, as qoe.web.http reads it
+        rq.receive_data(req)
+        rq.next_event(), rq.next_event()
+        rs = h11.Connection(h11.CLIENT)  # the response head and its first segment
+        for ev in asked:
+            rs.send(ev)
+        rs.receive_data(resp)
+        rs.next_event()
+print(json.dumps({"s": time.perf_counter() - t, "cpu": time.process_time() - c}))
+"""
+
+
+def _h11_floor(pages: int) -> dict:
+    """h11 alone on every message head of the capture (the requests, and each response's first
+    segment), in a fresh process: what framing with h11 costs before any TCP or bookkeeping."""
+    reqs = [request_bytes(k).decode("latin-1") for k in range(len(OBJECTS))]
+    resps = [response_bytes(size)[:MSS].decode("latin-1") for size in OBJECTS]
+    out = subprocess.run([sys.executable, "-c", FLOOR, json.dumps([reqs, resps]), str(pages)],
+                         check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
 
 
 def _qoe(path: str) -> dict:
@@ -58,14 +99,18 @@ def _qoe(path: str) -> dict:
     return json.loads(out.stdout)
 
 
-def _tshark(path: str) -> dict | None:
+def _tshark(path: str, options: tuple[str, ...] = ()) -> dict | None:
     if shutil.which("tshark") is None:
         return None
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    out = subprocess.run(["tshark", "-r", path, "-q", "-z", "http,tree"], check=True, capture_output=True, text=True)
+    out = subprocess.run(["tshark", "-r", path, *options, "-q", "-z", "http,tree"], check=True, capture_output=True,
+                         text=True)
     dt = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     m = re.search(r"HTTP Response Packets\s+(\d+)", out.stdout)
-    return {"s": dt, "responses": int(m.group(1)) if m else None}
+    return {"s": dt, "cpu": cpu, "responses": int(m.group(1)) if m else None}
 
 
 def _half(path: str, n_packets: int, out: str) -> None:
@@ -92,21 +137,39 @@ def main(argv: list[str] | None = None) -> int:
         ours = _qoe(path)
         ours_half = _qoe(half) if have_half else None
         ts = _tshark(path)
+        ts_ooo = _tshark(path, ("-o", "tcp.reassemble_out_of_order:TRUE"))
+        floor = _h11_floor(n)
         print()
-        print(f"{'tool':34s} {'s':>8s} {'tx/s':>10s} {'MB/s':>8s} {'vs tshark':>10s} {'peak RSS MB':>12s}")
-        print(f"{'qoe.web.page_loads':34s} {ours['s']:8.2f} {ours['tx'] / ours['s']:10.0f} {size_mb / ours['s']:8.1f} "
-              f"{(ts['s'] / ours['s']) if ts else float('nan'):9.2f}x {ours['rss_mb']:12.0f}")
+        print(f"{'tool':34s} {'s':>7s} {'CPU s':>7s} {'tx/s':>8s} {'MB/s':>7s} {'vs tshark':>10s} "
+              f"{'CPU vs tshark':>14s} {'peak RSS MB':>12s}")
+        ratio = f"{ts['s'] / ours['s']:9.2f}x" if ts else f"{'':>10s}"
+        cpu_ratio = f"{ts['cpu'] / ours['cpu']:13.2f}x" if ts else f"{'':>14s}"
+        print(f"{'qoe.web.page_loads':34s} {ours['s']:7.2f} {ours['cpu']:7.2f} {ours['tx'] / ours['s']:8.0f} "
+              f"{size_mb / ours['s']:7.1f} {ratio} {cpu_ratio} {ours['rss_mb']:12.0f}")
         if ours_half:
-            print(f"{'  same, first half of the capture':34s} {ours_half['s']:8.2f} {'':>10s} {'':>8s} {'':>10s} "
-                  f"{ours_half['rss_mb']:12.0f}")
+            print(f"{'  same, first half of the capture':34s} {ours_half['s']:7.2f} {ours_half['cpu']:7.2f} {'':>8s} "
+                  f"{'':>7s} {'':>10s} {'':>14s} {ours_half['rss_mb']:12.0f}")
+        f_ratio = f"{ts['s'] / floor['s']:9.2f}x" if ts else f"{'':>10s}"
+        f_cpu = f"{ts['cpu'] / floor['cpu']:13.2f}x" if ts else f"{'':>14s}"
+        print(f"{'h11 alone, every message head':34s} {floor['s']:7.2f} {floor['cpu']:7.2f} "
+              f"{ours['tx'] / floor['s']:8.0f} {'':>7s} {f_ratio} {f_cpu} {'':>12s}")
         if ts:
-            print(f"{'tshark -q -z http,tree':34s} {ts['s']:8.2f} {ours['tx'] / ts['s']:10.0f} {size_mb / ts['s']:8.1f} "
-                  f"{1.0:9.2f}x {'':>12s}")
+            print(f"{'tshark -q -z http,tree':34s} {ts['s']:7.2f} {ts['cpu']:7.2f} {ours['tx'] / ts['s']:8.0f} "
+                  f"{size_mb / ts['s']:7.1f} {1.0:9.2f}x {1.0:13.2f}x {'':>12s}")
+        if ts_ooo:
+            print(f"{'  same, reassemble_out_of_order':34s} {ts_ooo['s']:7.2f} {ts_ooo['cpu']:7.2f} "
+                  f"{ours['tx'] / ts_ooo['s']:8.0f} {size_mb / ts_ooo['s']:7.1f} {ts['s'] / ts_ooo['s']:9.2f}x "
+                  f"{ts['cpu'] / ts_ooo['cpu']:13.2f}x {'':>12s}")
         print()
         print(f"qoe: {ours['pages']} pages, {ours['tx']} transactions, {ours['loss_dominated']} loss-dominated pages")
         if ts:
             agree = "equal" if ts["responses"] == ours["tx"] else "DIFFERENT"
             print(f"tshark http,tree: {ts['responses']} HTTP responses ({agree} to qoe's transactions)")
+        if ts_ooo:
+            agree = "equal" if ts_ooo["responses"] == ours["tx"] else "DIFFERENT"
+            print(f"tshark http,tree with -o tcp.reassemble_out_of_order:TRUE: {ts_ooo['responses']} HTTP responses "
+                  f"({agree} to qoe's transactions; by default tshark does not reassemble a PDU whose lost segment "
+                  f"comes back out of order)")
         if ours_half:
             print(f"peak RSS, half vs whole capture: {ours_half['rss_mb']:.0f} vs {ours['rss_mb']:.0f} MB")
     return 0

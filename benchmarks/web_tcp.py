@@ -45,6 +45,16 @@ def _frame(src: bytes, dst: bytes, sport: int, dport: int, seq: int, ack: int, f
     return b"\x02\0\0\0\0\x01\x02\0\0\0\0\x02\x08\x00" + ip + tcp
 
 
+def request_bytes(k: int) -> bytes:
+    """The request for object ``k`` of a page (HTTP/1.0, RFC 1945 §5)."""
+    return b"GET /obj%d HTTP/1.0\r\nHost: 198.51.100.2\r\n\r\n" % k
+
+
+def response_bytes(size: int) -> bytes:
+    """The response carrying an object of ``size`` bytes (RFC 1945 §6, Content-Length §10.4)."""
+    return b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n" % size + bytes(size)
+
+
 def _connection(
     t: int, cli: bytes, port: int, size: int, isn_c: int, isn_s: int, k: int, lose: bool
 ) -> list[tuple[int, bytes]]:
@@ -54,14 +64,14 @@ def _connection(
     syn, ack_, psh, fin = 0x02, 0x10, 0x08, 0x01
     c = lambda dt, seq, ack, fl, data=b"": out.append((t + dt, _frame(cli, srv, port, 80, seq, ack, fl, data)))  # noqa: E731
     s = lambda dt, seq, ack, fl, data=b"": out.append((t + dt, _frame(srv, cli, 80, port, seq, ack, fl, data)))  # noqa: E731
-    req = b"GET /obj%d HTTP/1.0\r\nHost: 198.51.100.2\r\n\r\n" % k
+    req = request_bytes(k)
     ms = 1_000_000
     c(0, isn_c, 0, syn)
     s(20 * ms, isn_s, isn_c + 1, syn | ack_)  # a 40 ms RTT, the capture point in the middle
     c(40 * ms, isn_c + 1, isn_s + 1, ack_)
     c(40 * ms + 50_000, isn_c + 1, isn_s + 1, ack_ | psh, req)
     cs = isn_c + 1 + len(req)
-    body = b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n" % size + bytes(size)
+    body = response_bytes(size)
     dt = 60 * ms
     n = 0
     lost = None

@@ -7,6 +7,11 @@ nothing of QoE.
   :class:`TcpInfo` for TCP), one Python object per packet.
 - :func:`read_udp_batches` streams :class:`UdpBatch` columns of NumPy arrays, the fast
   path for large captures (vectorised header extraction for the common layouts).
+- :func:`read_tcp_segments` streams the same TCP :class:`Packet` records as
+  ``read_packets(..., protocols=("tcp",))`` with the headers of each chunk read in NumPy
+  columns; :func:`tcp_segment_rows` gives them as plain tuples of the fields
+  :data:`TCP_SEGMENT_FIELDS` (for TCP reassembly; :func:`tcp_segment_row` turns a Packet
+  into one).
 - :func:`probe` checks that a file is a capture qoe reads and describes it
   (:class:`CaptureInfo`: format, interfaces, and the time of frame 1 that Wireshark's
   relative times count from) from the file's first records only.
@@ -60,6 +65,7 @@ from qoe.capture._files import CaptureInfo, Interface, probe
 from qoe.capture._linktypes import SUPPORTED_LINKTYPES, linktype_name
 from qoe.capture._reader import read_packets
 from qoe.capture._reassembly import ReassemblyLimits
+from qoe.capture._tcpbatch import TCP_SEGMENT_FIELDS, read_tcp_segments, tcp_segment_row, tcp_segment_rows
 from qoe.capture._types import (
     TCP_ACK,
     TCP_AE,
@@ -78,6 +84,10 @@ from qoe.capture._types import (
 __all__ = [
     "read_packets",
     "read_udp_batches",
+    "read_tcp_segments",
+    "tcp_segment_rows",
+    "tcp_segment_row",
+    "TCP_SEGMENT_FIELDS",
     "probe",
     "CaptureInfo",
     "Interface",

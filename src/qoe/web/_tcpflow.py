@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from qoe.capture import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN
+from qoe.capture import TCP_ACK, TCP_FIN, TCP_RST, TCP_SEGMENT_FIELDS, TCP_SYN
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
 from qoe.web._tcpresults import Connection, Direction, Retransmission, RttSamples, TcpLimits
 
@@ -47,6 +47,15 @@ DUPTHRESH = 3  # RFC 5681 §3.2, RFC 6675 §2 DupThresh
 # §2.4 asks for 1 s). A retransmission more than one path RTT plus this after the receiver's
 # last packet cannot have been prompted by an ACK: the sender's timer sent it.
 MIN_RTO_NS = 200_000_000
+
+# Fields of a segment row (qoe.capture.TCP_SEGMENT_FIELDS); a sent record keeps the header
+# fields ``row[_HDR]`` (seq .. tsecr) of its latest transmission, not the row (and its payload).
+_SEQ, _ACK, _FLAGS, _WIN, _DLEN, _MSS, _WSCALE, _SACK_OK, _SACK, _TSVAL, _TSECR = (
+    TCP_SEGMENT_FIELDS.index(f)
+    for f in ("seq", "ack", "flags", "window", "data_len", "mss", "wscale", "sack_permitted", "sack", "tsval", "tsecr")
+)
+_H0 = _SEQ
+_HDR = slice(_SEQ, _TSECR + 1)
 
 
 class _Half:
@@ -176,7 +185,7 @@ class _Conn:
     def accepts_syn(self, d: int, tcp: Any) -> bool:
         """Does a SYN (without ACK) from side ``d`` belong to this connection (a retransmission)?"""
         h = self.halves[d]
-        return self.state == "open" and d == CLIENT and h.isn is not None and h.isn == tcp.seq
+        return self.state == "open" and d == CLIENT and h.isn is not None and h.isn == tcp[_SEQ]
 
     def accepts_synack(self, d: int, tcp: Any) -> bool:
         """Does a SYN/ACK from side ``d`` belong to this connection?"""
@@ -184,45 +193,47 @@ class _Conn:
         if self.state != "open" or d != SERVER or c.isn is None:
             return False
         if s.isn is not None:
-            return s.isn == tcp.seq
-        return s.base is None and s.packets == 0 and tcp.ack == (c.isn + 1) & M32
+            return s.isn == tcp[_SEQ]
+        return s.base is None and s.packets == 0 and tcp[_ACK] == (c.isn + 1) & M32
 
     # -- one packet -------------------------------------------------------------------------
 
-    def packet(self, d: int, pkt: Any, tcp: Any, ts: int) -> None:
+    def packet(self, d: int, tcp: tuple[Any, ...]) -> None:
+        """Segment row ``tcp`` (fields: ``qoe.capture.TCP_SEGMENT_FIELDS``) from side ``d``."""
+        index, ts, payload = tcp[0], tcp[1], tcp[6]
         self.packets += 1
         self.last_ts = ts
         h = self.halves[d]
         h.packets += 1
-        flags = tcp.flags
+        flags = tcp[_FLAGS]
         if flags & TCP_SYN:
-            self._syn(h, d, pkt, tcp, ts, flags)
+            self._syn(h, d, index, tcp, ts, flags)
         if flags & TCP_ACK:
             self._ack(self.halves[1 - d], tcp, ts, flags)
-        dl = tcp.data_len
+        dl = tcp[_DLEN]
         if dl or flags & TCP_FIN:
             if h.base is None:  # no SYN and no ACK from the peer yet: the stream starts here
-                h.base = tcp.seq
-            self._segment(h, d, pkt, tcp, ts, dl, flags)
+                h.base = tcp[_SEQ]
+            self._segment(h, d, index, payload, tcp, ts, dl, flags)
         if flags & TCP_RST and self.rst_ts is None:
             self._rst(ts)
         h.last_ts = ts
 
-    def _syn(self, h: _Half, d: int, pkt: Any, tcp: Any, ts: int, flags: int) -> None:
+    def _syn(self, h: _Half, d: int, index: int, tcp: Any, ts: int, flags: int) -> None:
         if h.isn is None:
-            h.isn = tcp.seq
-            h.base = (tcp.seq + 1) & M32
+            h.isn = tcp[_SEQ]
+            h.base = (tcp[_SEQ] + 1) & M32
             h.syn_ts = ts
-            h.mss, h.wscale, h.sack_ok = tcp.mss, tcp.wscale, tcp.sack_permitted
-            h.sent.append([-1, 0, ts, 0, b"", ts, tcp])  # the SYN takes sequence number ISN (offset -1)
-            h.syn_tx.append((ts, tcp.tsval))
+            h.mss, h.wscale, h.sack_ok = tcp[_MSS], tcp[_WSCALE], tcp[_SACK_OK]
+            h.sent.append([-1, 0, ts, 0, b"", ts, tcp[_HDR]])  # the SYN takes sequence number ISN (offset -1)
+            h.syn_tx.append((ts, tcp[_TSVAL]))
             if flags & TCP_ACK:
                 if self.synack_ts is None:
                     self.synack_ts = ts
             elif self.syn_ts is None:
                 self.syn_ts = ts
             return
-        if tcp.seq != h.isn:  # another ISN on a connection we keep: ignore the SYN
+        if tcp[_SEQ] != h.isn:  # another ISN on a connection we keep: ignore the SYN
             return
         rec = h.sent[h.sent_head] if h.sent_head < len(h.sent) and h.sent[h.sent_head][0] == -1 else None
         if rec is not None:
@@ -231,19 +242,19 @@ class _Conn:
                 return
             rec[3] += 1
             rec[5] = ts
-            rec[6] = tcp
+            rec[6] = tcp[_HDR]
         if len(h.syn_tx) < 16:
-            h.syn_tx.append((ts, tcp.tsval))
+            h.syn_tx.append((ts, tcp[_TSVAL]))
         spurious = h.acked is not None and h.acked >= 0
-        self._event(h, d, pkt, ts, -1, 1, "syn", "timeout", True, h.syn_ts, spurious)
+        self._event(h, d, index, ts, -1, 1, "syn", "timeout", True, h.syn_ts, spurious)
 
     def _ack(self, h: _Half, tcp: Any, ts: int, flags: int) -> None:
         """An ACK from the receiver of ``h``'s bytes."""
         base = h.base
         if base is None:  # the receiver acknowledges a stream we have not seen: it starts there
-            base = h.base = tcp.ack
+            base = h.base = tcp[_ACK]
         high = h.high
-        a = (tcp.ack - base - high) & M32  # the offset nearest high (RFC 9293 §3.4, mod 2**32)
+        a = (tcp[_ACK] - base - high) & M32  # the offset nearest high (RFC 9293 §3.4, mod 2**32)
         a = high + a - 0x100000000 if a >= HALF32 else high + a
         acked = h.acked
         if acked is None or a > acked:
@@ -281,10 +292,10 @@ class _Conn:
                 if last[1] == a:
                     if not karn:
                         self._rtt(h, ts, ts - last[2], last[0] == -1)
-                    elif last[0] == -1 and tcp.tsecr is not None:
+                    elif last[0] == -1 and tcp[_TSECR] is not None:
                         # a repeated SYN: the TSecr of its ACK names the transmission it
                         # answers (RFC 7323 §4.1), unless two had the same TSval
-                        sent_at = [t for t, v in h.syn_tx if v == tcp.tsecr]
+                        sent_at = [t for t, v in h.syn_tx if v == tcp[_TSECR]]
                         if len(sent_at) == 1:
                             self._rtt(h, ts, ts - sent_at[0], True)
             if h.episode is not None and a >= h.recover:
@@ -292,15 +303,15 @@ class _Conn:
             if a > h.nxt and h.closed is None:
                 fin = h.fin
                 self._force(h, a if fin is None or a <= fin else fin, ts)  # the FIN is no byte
-        elif a == acked and not tcp.data_len and not (flags & (TCP_SYN | TCP_FIN | TCP_RST)):
+        elif a == acked and not tcp[_DLEN] and not (flags & (TCP_SYN | TCP_FIN | TCP_RST)):
             # RFC 5681 §2: same ACK, no data, no SYN/FIN, same window, data outstanding
             # (an ACK captured twice counts twice: duplicate ACKs are identical by definition)
-            if tcp.window == h.ack_win and high > a:
+            if tcp[_WIN] == h.ack_win and high > a:
                 h.dupacks += 1
-        h.ack_win = tcp.window
-        if tcp.sack:
+        h.ack_win = tcp[_WIN]
+        if tcp[_SACK]:
             a = h.acked
-            for _, right in tcp.sack:
+            for _, right in tcp[_SACK]:
                 r = h.offset(right)
                 if r > a and (h.sack_hi is None or r > h.sack_hi):
                     h.sack_hi = r
@@ -337,10 +348,10 @@ class _Conn:
         rec = sent[i]
         return rec[0] == s and _copy(rec, tcp, ts)
 
-    def _segment(self, h: _Half, d: int, pkt: Any, tcp: Any, ts: int, dl: int, flags: int) -> None:
+    def _segment(self, h: _Half, d: int, index: int, payload: bytes, tcp: Any, ts: int, dl: int, flags: int) -> None:
         """A segment with payload and/or FIN from side ``d``."""
         high = h.high
-        s = (tcp.seq - h.base - high) & M32  # the offset nearest high (as _Half.offset)
+        s = (tcp[_SEQ] - h.base - high) & M32  # the offset nearest high (as _Half.offset)
         s = high + s - 0x100000000 if s >= HALF32 else high + s
         if flags & TCP_SYN:
             s = max(s, 0)  # data on a SYN (TCP Fast Open) starts after the ISN
@@ -358,12 +369,11 @@ class _Conn:
             self._stall(h, d, ts, prev)
         if s >= high and dl:
             # new bytes (the common case), possibly beyond a hole
-            payload = pkt.payload
             if s > high:
-                h.holes.append([high, s, ts, tcp.tsval])
+                h.holes.append([high, s, ts, tcp[_TSVAL]])
             h.high = e
             sent = h.sent
-            sent.append([s, e, ts, 0, payload, ts, tcp])
+            sent.append([s, e, ts, 0, payload, ts, tcp[_HDR]])
             h.pl_bytes += len(payload)
             limits = self.limits
             if len(sent) - h.sent_head > limits.max_tracked_segments or h.pl_bytes > limits.max_buffered_bytes:
@@ -383,11 +393,13 @@ class _Conn:
                     self.hit.add("max_buffered_bytes")
                     self._shed(h, ts)
         elif dl:
-            self._old(h, d, pkt, tcp, ts, s, e, high)
+            self._old(h, d, index, payload, tcp, ts, s, e, high)
         if flags & TCP_FIN:
-            self._fin(h, d, pkt, tcp, ts, e, dl)
+            self._fin(h, d, index, tcp, ts, e, dl)
 
-    def _old(self, h: _Half, d: int, pkt: Any, tcp: Any, ts: int, s: int, e: int, high: int) -> None:
+    def _old(
+        self, h: _Half, d: int, index: int, payload: bytes, tcp: Any, ts: int, s: int, e: int, high: int
+    ) -> None:
         """A segment that starts below the highest byte seen: retransmission, reordering, overlap."""
         dl = e - s
         if dl <= 1 and s == high - 1:  # RFC 9293 §3.8.4 keep-alive / §3.8.6.1 zero-window probe
@@ -396,7 +408,6 @@ class _Conn:
         if self._copy_of_sent(h, s, e, tcp, ts):
             h.dups += 1
             return
-        payload = pkt.payload
         hi = e if e < high else high
         # never-seen parts of [s, hi): its intersections with the holes
         parts: list[tuple[int, int]] = []
@@ -442,7 +453,7 @@ class _Conn:
                 h.overlaps += 1
         retransmitted = old > 0
         if new_below:
-            tsval = tcp.tsval
+            tsval = tcp[_TSVAL]
             if old:
                 late = True  # an original never repeats bytes: this is a retransmission
             elif tsval is not None and hole_tsval is not None and tsval != hole_tsval:
@@ -457,7 +468,7 @@ class _Conn:
                 h.ooo_count += 1
                 frames = self.ooo_frames[d]
                 if len(frames) < self.limits.max_retransmission_events:
-                    frames.append(pkt.index)
+                    frames.append(index)
             for a, b in parts:
                 pa = payload[a - s : b - s]
                 self._remember(h, a, b, ts, 1 if late else 0, pa, tcp)
@@ -473,21 +484,21 @@ class _Conn:
             spurious = not new_below and not new_above and h.acked is not None and h.acked >= e
             kind = self._kind(h, ts, s, e, spurious, old, original_ts)
             again = old + (new_below if late else 0)  # an overlap's new bytes are not resent
-            self._event(h, d, pkt, ts, s, dl, "data", kind, old > 0, original_ts, spurious, again)
+            self._event(h, d, index, ts, s, dl, "data", kind, old > 0, original_ts, spurious, again)
         if (new_below or new_above) and h.closed is None:
             self._drain(h, d, ts)
             if h.ooo_bytes > self.limits.max_buffered_bytes:
                 self.hit.add("max_buffered_bytes")
                 self._shed(h, ts)
 
-    def _fin(self, h: _Half, d: int, pkt: Any, tcp: Any, ts: int, f: int, dl: int) -> None:
+    def _fin(self, h: _Half, d: int, index: int, tcp: Any, ts: int, f: int, dl: int) -> None:
         if self.fin_ts is None:
             self.fin_ts = ts
         if h.fin is None:
             h.fin = f
             h.fin_ts = ts
             if f >= h.high:
-                h.sent.append([f, f + 1, ts, 0, b"", ts, tcp])  # the FIN takes one sequence number
+                h.sent.append([f, f + 1, ts, 0, b"", ts, tcp[_HDR]])  # the FIN takes one sequence number
             self._maybe_close(h, d, ts)
             return
         if dl == 0 and f == h.fin:
@@ -501,10 +512,10 @@ class _Conn:
                     return
                 rec[3] += 1
                 rec[5] = ts
-                rec[6] = tcp
+                rec[6] = tcp[_HDR]
             spurious = h.acked is not None and h.acked > f
             kind = self._kind(h, ts, f, f + 1, spurious, 1, h.fin_ts)
-            self._event(h, d, pkt, ts, f, 1, "fin", kind, True, h.fin_ts, spurious)
+            self._event(h, d, index, ts, f, 1, "fin", kind, True, h.fin_ts, spurious)
 
     def _kind(
         self, h: _Half, ts: int, s: int, e: int, spurious: bool, old: int, original_ts: int | None = None
@@ -538,7 +549,7 @@ class _Conn:
             if sent[i][1] > s:
                 sent[i][3] += 1
                 sent[i][5] = ts
-                sent[i][6] = tcp
+                sent[i][6] = tcp[_HDR]
             i += 1
 
     def _seen_before(self, h: _Half, s: int, e: int, payload: bytes) -> tuple[int | None, bool]:
@@ -592,7 +603,7 @@ class _Conn:
         return a + b if a is not None and b is not None else DEFAULT_REORDER_NS
 
     def _event(
-        self, h: _Half, d: int, pkt: Any, ts: int, off: int, length: int, segment: str, kind: str,
+        self, h: _Half, d: int, index: int, ts: int, off: int, length: int, segment: str, kind: str,
         seen: bool, original_ts: int | None, spurious: bool, again: int | None = None,
     ) -> None:
         h.retx += 1
@@ -608,7 +619,7 @@ class _Conn:
             h.add_lost(original_ts, ts)
         if len(self.events) < self.limits.max_retransmission_events:
             self.events.append(
-                Retransmission(d, pkt.index, ts, off, length, segment, kind, seen, original_ts, delay, spurious)
+                Retransmission(d, index, ts, off, length, segment, kind, seen, original_ts, delay, spurious)
             )
         else:
             self.hit.add("max_retransmission_events")
@@ -618,7 +629,7 @@ class _Conn:
     def _remember(self, h: _Half, s: int, e: int, ts: int, retx: int, payload: bytes, tcp: Any) -> None:
         """Keep a transmitted range until acknowledged (RTT, originals, copy comparison)."""
         sent = h.sent
-        rec = [s, e, ts, retx, payload, ts, tcp]
+        rec = [s, e, ts, retx, payload, ts, tcp[_HDR]]
         if not sent or sent[-1][0] < s:
             sent.append(rec)
         else:  # a hole filled: keep the list sorted
@@ -820,20 +831,21 @@ def _start(rec: list[Any]) -> int:
     return rec[0]
 
 
-def _same(p: Any, tcp: Any) -> bool:
-    """Identical TCP headers, as far as a copy of one transmission must be."""
+def _same(hdr: tuple[Any, ...], tcp: tuple[Any, ...]) -> bool:
+    """Identical TCP headers, as far as a copy of one transmission must be (``hdr``: the
+    header fields of a sent record, ``tcp[_HDR]`` of its segment row)."""
     return (
-        p.seq == tcp.seq
-        and p.ack == tcp.ack
-        and p.flags == tcp.flags
-        and p.window == tcp.window
-        and p.data_len == tcp.data_len
-        and p.tsval == tcp.tsval
-        and p.sack == tcp.sack
+        hdr[_SEQ - _H0] == tcp[_SEQ]
+        and hdr[_ACK - _H0] == tcp[_ACK]
+        and hdr[_FLAGS - _H0] == tcp[_FLAGS]
+        and hdr[_WIN - _H0] == tcp[_WIN]
+        and hdr[_DLEN - _H0] == tcp[_DLEN]
+        and hdr[_TSVAL - _H0] == tcp[_TSVAL]
+        and hdr[_SACK - _H0] == tcp[_SACK]
     )
 
 
-def _copy(rec: list[Any], tcp: Any, ts: int) -> bool:
+def _copy(rec: list[Any], tcp: tuple[Any, ...], ts: int) -> bool:
     """Is ``tcp`` the latest transmission of record ``rec`` captured a second time?
 
     A frame captured twice (Linux's "any" device on a router: on the way in and, after the
@@ -845,7 +857,7 @@ def _copy(rec: list[Any], tcp: Any, ts: int) -> bool:
     than ``DUPLICATE_NS``. On paths with RTTs under the tick, a fast retransmission can be
     taken for a copy.
     """
-    return _same(rec[6], tcp) and ts - rec[5] < (MIN_RTO_NS if tcp.tsval is not None else DUPLICATE_NS)
+    return _same(rec[6], tcp) and ts - rec[5] < (MIN_RTO_NS if tcp[_TSVAL] is not None else DUPLICATE_NS)
 
 
 def _compact(h: _Half) -> None:

@@ -275,7 +275,7 @@ _NO_BODY, _LENGTH, _CHUNKED, _CLOSE = range(4)
 
 def _text(value: bytes | bytearray | None) -> str | None:
     # RFC 9110 §5.5: field values are octets; historically ISO-8859-1, which maps every octet.
-    return None if value is None else bytes(value).decode("latin-1")
+    return None if value is None else str(value, "latin-1")  # any bytes-like value, without a copy
 
 
 class _Tx:
@@ -354,9 +354,14 @@ def _asked(method: str, upgrade: str | None) -> tuple[h11.Request, h11.EndOfMess
 
 
 def _header(headers: Any, name: bytes) -> bytes | None:
-    """First value of ``name`` (lower-case) in h11's normalised headers."""
-    for k, v in headers:
-        if k == name:
+    """First value of ``name`` (lower-case) in h11's normalised headers.
+
+    Through ``raw_items()`` (names as sent, values as h11 normalised them; h11 lower-cases
+    a name with ``bytes.lower`` too): iterating the Headers sequence itself goes through
+    ``collections.abc.Sequence.__iter__``, a Python call per header.
+    """
+    for k, v in headers.raw_items():
+        if k.lower() == name:
             return bytes(v)
     return None
 
@@ -428,6 +433,18 @@ class HttpSink:
         """Bytes ``[offset, offset + len(payload))`` of ``direction``, delivered at ``ts_ns``."""
         h = self._half(direction)
         expected = h.received + h.missing
+        n = len(payload)
+        if h.mode == _SKIP and offset == expected and n and (h.skip_left is None or n < h.skip_left):
+            # the common case, inside a body whose end lies beyond these bytes (or at the
+            # close): what _push would do, counting them, without copying them; no mode
+            # changes, so nothing held can be released (_settle has nothing to do)
+            h.received += n
+            h.last_ts = ts_ns
+            h.pos += n
+            h.body += n
+            if h.skip_left is not None:
+                h.skip_left -= n
+            return
         if offset > expected:  # bytes skipped without a gap() call: the same thing
             self.gap(direction, ts_ns, expected, offset - expected)
         elif offset < expected:  # overlaps bytes already delivered: keep only the new ones
@@ -620,7 +637,7 @@ class HttpSink:
         tx.request_version = _text(ev.http_version)
         tx.host = _text(_header(ev.headers, b"host"))
         tx.upgrade = _text(_header(ev.headers, b"upgrade"))
-        tx.request_headers = tuple((_text(k), _text(v)) for k, v in ev.headers.raw_items())  # type: ignore[misc]
+        tx.request_headers = tuple((str(k, "latin-1"), str(v, "latin-1")) for k, v in ev.headers.raw_items())
         tx.req_start = h.msg_start_ts
         h.head_end = h.pos - len(conn.trailing_data[0])
         tx.req_head = h.head_end - h.msg_start
@@ -636,7 +653,7 @@ class HttpSink:
         tx.status = ev.status_code
         tx.reason = _text(ev.reason)
         tx.response_version = _text(ev.http_version)
-        tx.response_headers = tuple((_text(k), _text(v)) for k, v in ev.headers.raw_items())  # type: ignore[misc]
+        tx.response_headers = tuple((str(k, "latin-1"), str(v, "latin-1")) for k, v in ev.headers.raw_items())
         h.head_end = h.pos - len(conn.trailing_data[0])
         tx.resp_head = h.head_end - h.msg_start
         if tx.resp_head > self._max_head:
@@ -1139,6 +1156,8 @@ class ProtocolSink:
         else:
             inner = UnknownSink(self.conn, why)
         self._inner = inner
+        # from now on deliveries go straight to the parser (TCP calls data once per segment)
+        self.data = inner.data  # type: ignore[method-assign]
         pending, self._pending, self._prefix = self._pending, [], b""
         for kind, direction, ts, offset, item in pending:
             if kind == 0:

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import math
 import os
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -406,7 +407,9 @@ def _rtt_of(conn_list: list[Any]) -> tuple[float, float]:
             floors.append(c.client.rtt.min_ns + c.server.rtt.min_ns)
     if not paths:
         return math.nan, math.nan
-    return float(np.median(paths)) / _NS, float(min(floors)) / _NS
+    o = sorted(paths)  # the median of a few values (as numpy's: the mean of the middle two)
+    n = len(o)
+    return (o[(n - 1) // 2] + o[n // 2]) / 2 / _NS, float(min(floors)) / _NS
 
 
 def _diagnose(plt: float, rounds: int, rtt: float, rtt_min: float, wait: float, share: float) -> tuple[str, float, float]:
@@ -474,6 +477,8 @@ def build_pages(
     queries: dict[str, list[DnsQuery]] = {}
     for q in dns:
         queries.setdefault(q.client, []).append(q)
+    for qs in queries.values():
+        qs.sort(key=_query_ts)  # by time, so that a page looks only at its own window
     gap = int(round(idle_gap_s * _NS))
     groups = [(client, g) for client, its in by_client.items() for g in _group(its, gap)]
     groups.sort(key=lambda cg: cg[1][0].start_ns)
@@ -481,6 +486,10 @@ def build_pages(
     for index, (client, group) in enumerate(groups):
         out.append(_page(index, client, group, conns, queries.get(client, []), gap, preset, bounds, share))
     return out
+
+
+def _query_ts(q: DnsQuery) -> int:
+    return q.ts_ns
 
 
 def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any], queries: list[DnsQuery],
@@ -497,8 +506,8 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
     first_conn = conns.get(first.conn)
     if first_conn is not None and first.conn in opened and first_conn.syn_ts_ns is not None:
         start, event = min(start, first_conn.syn_ts_ns), "syn"
-    looked_up = [q.ts_ns for q in queries if host and q.name.rstrip(".").lower() == host.split(":")[0].lower()
-                 and start - gap <= q.ts_ns <= start]
+    window = queries[bisect_left(queries, start - gap, key=_query_ts) : bisect_right(queries, start, key=_query_ts)]
+    looked_up = [q.ts_ns for q in window if host and q.name.rstrip(".").lower() == host.split(":")[0].lower()]
     if looked_up:
         start, event = min(looked_up), "dns"
     end = max(it.end_ns for it in group)

@@ -1,7 +1,8 @@
 """TCP from captures: reassembly, round-trip times and retransmissions, per connection.
 
 :func:`connections` (and :func:`iter_connections`, its streaming form) reads the TCP
-segments of a capture once (:func:`qoe.capture.read_packets`: pcap/pcapng, every link
+segments of a capture once (:func:`qoe.capture.tcp_segment_rows`, the same segments as
+:func:`qoe.capture.read_packets` with headers read in NumPy columns: pcap/pcapng, every link
 type qoe reads, IPv4/IPv6) and, per connection, hands each direction's bytes in order
 to a :class:`ByteSink` (the contract with HTTP/TLS above, see ``qoe.web._sink``) and
 returns a :class:`Connection` with what happened to them.
@@ -124,7 +125,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from qoe.capture import TCP_ACK, TCP_SYN, Packet, read_packets
+from qoe.capture import TCP_ACK, TCP_SEGMENT_FIELDS, TCP_SYN, Packet, tcp_segment_row, tcp_segment_rows
 from qoe.errors import InputError, QoEWarning
 from qoe.web._sink import CLIENT, SERVER, ByteSink, ConnectionId, SinkFactory
 from qoe.web._tcpflow import _Conn
@@ -145,6 +146,7 @@ __all__ = [
     "SERVER",
 ]
 
+_FLAGS = TCP_SEGMENT_FIELDS.index("flags")
 _SWEEP_EVERY = 4096  # packets between looks at the closed connections past their close delay
 
 _LIMIT_TEXT = {
@@ -172,9 +174,9 @@ def connections(
     Parameters
     ----------
     capture : str, os.PathLike, binary file object, or iterable of Packet
-        A pcap/pcapng file (read with ``qoe.capture.read_packets(capture,
-        protocols=("tcp",))``), or packets already read (non-TCP ones are skipped), in
-        capture order.
+        A pcap/pcapng file (read with ``qoe.capture.tcp_segment_rows(capture)``: the
+        segments of ``qoe.capture.read_packets(capture, protocols=("tcp",))``), or
+        packets already read (non-TCP ones are skipped), in capture order.
     sinks : callable, optional
         ``sinks(connection_id)`` is called once per new connection and returns the
         :class:`ByteSink` that receives its bytes, or None. Default: no sinks (the
@@ -190,7 +192,7 @@ def connections(
     Raises
     ------
     CaptureError
-        The file cannot be read as a capture (from :func:`qoe.capture.read_packets`).
+        The file cannot be read as a capture (from :func:`qoe.capture.tcp_segment_rows`).
     InputError
         ``limits`` is not a TcpLimits with positive bounds, or ``sinks`` is not callable.
 
@@ -251,14 +253,23 @@ def iter_connections(
         raise InputError(f"sinks must be a callable (ConnectionId -> ByteSink | None), got {type(sinks).__name__}")
     if isinstance(capture, (str, bytes, os.PathLike)) or hasattr(capture, "read"):
         name = os.fspath(capture) if isinstance(capture, (str, os.PathLike)) else "the capture"
-        packets: Iterable[Packet] = read_packets(capture, protocols=("tcp",))
+        rows: Iterable[tuple[Any, ...]] = tcp_segment_rows(capture)
     else:
         name = "the packets"
-        packets = capture
-    return _track(packets, sinks, limits, str(name))
+        rows = _rows(capture)
+    return _track(rows, sinks, limits, str(name))
 
 
-def _track(packets: Iterable[Packet], sinks: SinkFactory | None, limits: TcpLimits, name: str) -> Iterator[Connection]:
+def _rows(packets: Iterable[Packet]) -> Iterator[tuple[Any, ...]]:
+    """Packets as the rows of :func:`qoe.capture.tcp_segment_rows` (non-TCP ones left out)."""
+    for p in packets:
+        if p.tcp is not None:
+            yield tcp_segment_row(p)
+
+
+def _track(
+    rows: Iterable[tuple[Any, ...]], sinks: SinkFactory | None, limits: TcpLimits, name: str
+) -> Iterator[Connection]:
     table: dict[tuple[str, int, str, int], tuple[_Conn, int]] = {}
     live: dict[int, _Conn] = {}  # every tracked connection, by index
     closing: deque[_Conn] = deque()  # closed connections within their close delay, in closing order
@@ -294,14 +305,12 @@ def _track(packets: Iterable[Packet], sinks: SinkFactory | None, limits: TcpLimi
             finish(conn, "evicted")
 
     n = 0
-    for pkt in packets:
-        tcp = pkt.tcp
-        if tcp is None:
-            continue
-        key = (pkt.src, pkt.sport, pkt.dst, pkt.dport)
+    for tcp in rows:
+        key = tcp[2:6]  # (src, sport, dst, dport)
         ent = table.get(key)
-        flags = tcp.flags
+        flags = tcp[_FLAGS]
         if flags & TCP_SYN or ent is None:
+            ts, src, sport, dst, dport = tcp[1], tcp[2], tcp[3], tcp[4], tcp[5]
             if flags & TCP_SYN:
                 if flags & TCP_ACK:
                     fresh = ent is None or not ent[0].accepts_synack(ent[1], tcp)
@@ -313,20 +322,20 @@ def _track(packets: Iterable[Packet], sinks: SinkFactory | None, limits: TcpLimi
             else:
                 # no handshake: the lower port is the server's (RFC 6335 §6); equal: the receiver
                 fresh, known = True, False
-                client_is_src = pkt.sport > pkt.dport or pkt.sport == pkt.dport
+                client_is_src = sport >= dport
             if fresh:
                 if ent is not None:
                     finish(ent[0], "reused")
-                sweep(pkt.ts_ns)  # a new connection: closed ones past their delay go first
+                sweep(ts)  # a new connection: closed ones past their delay go first
                 if len(live) >= max_conn:
                     evict()
-                rev = (pkt.dst, pkt.dport, pkt.src, pkt.sport)
-                src, dst = (pkt.src, pkt.sport), (pkt.dst, pkt.dport)
+                rev = (dst, dport, src, sport)
+                a, b = (src, sport), (dst, dport)
                 cid = ConnectionId(
-                    client=src if client_is_src else dst,
-                    server=dst if client_is_src else src,
+                    client=a if client_is_src else b,
+                    server=b if client_is_src else a,
                     index=counter,
-                    first_ts_ns=pkt.ts_ns,
+                    first_ts_ns=ts,
                     initiator_known=known,
                 )
                 counter += 1
@@ -336,11 +345,11 @@ def _track(packets: Iterable[Packet], sinks: SinkFactory | None, limits: TcpLimi
                 table[rev] = (conn, 1 - d)
                 live[cid.index] = conn
         conn, d = ent
-        conn.packet(d, pkt, tcp, pkt.ts_ns)
+        conn.packet(d, tcp)
         n += 1
         if n >= _SWEEP_EVERY:
             n = 0
-            sweep(pkt.ts_ns)
+            sweep(tcp[1])
         if out:
             yield from out
             out.clear()

@@ -1,0 +1,52 @@
+"""TCP reassembly from a capture file and from packets already read must agree exactly.
+
+``connections(path)`` reads the file with the columnar ``qoe.capture.tcp_segment_rows``;
+``connections(read_packets(path, protocols=("tcp",)))`` takes the per-packet objects. On
+every capture in ``data/web`` both must give the same connections (every field, RTT
+samples included) and, through ``qoe.web.http.Collector``, the same HTTP transactions
+and TLS sessions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+from qoe.capture import read_packets
+from qoe.web.http import Collector
+from qoe.web.tcp import connections
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CAPTURES = sorted(glob.glob(os.path.join(ROOT, "data", "web", "**", "*.pcap"), recursive=True))
+
+
+def _plain(x):  # type: ignore[no-untyped-def]
+    """A dataclass tree as nested tuples (arrays as lists), comparable with ==."""
+    if dataclasses.is_dataclass(x):
+        return tuple((f.name, _plain(getattr(x, f.name))) for f in dataclasses.fields(x))
+    if isinstance(x, np.ndarray):
+        return ("array", str(x.dtype), x.tolist())
+    if isinstance(x, (tuple, list)):
+        return tuple(_plain(v) for v in x)
+    return x
+
+
+def test_there_are_captures():
+    assert len(CAPTURES) >= 20
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: os.path.basename(p))
+def test_file_and_packets_give_the_same_results(path):  # type: ignore[no-untyped-def]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        by_file, by_packets = Collector(), Collector()
+        a = connections(path, sinks=by_file)
+        b = connections(read_packets(path, protocols=("tcp",)), sinks=by_packets)
+    assert a, "a web capture with no TCP connection"
+    assert _plain(a) == _plain(b)
+    assert _plain(by_file.results()) == _plain(by_packets.results())
