@@ -16,4 +16,6 @@ COMMANDS: dict[str, str] = {
     "demo": "qoe_cli.demo_cmd:demo",
     "score": "qoe_cli.score_cmd:score",
     "video": "qoe_cli.video_cmd:video",
+    "report": "qoe_cli.plot_cmd:report",
+    "plot": "qoe_cli.plot_cmd:plot",
 }
