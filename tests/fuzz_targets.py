@@ -33,9 +33,12 @@ class Target:
     seeds: tuple[str, ...]
     call: Callable[[Path], Any]
     seed_size: int = SEED_BYTES
+    make_seeds: Callable[[], list[bytes]] | None = None  # seeds made from the samples (HAR)
 
     def seed_bytes(self) -> list[bytes]:
         """The seeds' first :attr:`seed_size` bytes (those present in this checkout)."""
+        if self.make_seeds is not None:
+            return self.make_seeds()
         out = []
         for rel in self.seeds:
             p = DATA / rel
@@ -95,8 +98,32 @@ def _speech(path: Path) -> Any:
 
 def _har(path: Path) -> Any:
     from qoe.web import pages_from_har
+    from qoe.web.har import read_har
 
-    return pages_from_har(path)
+    return pages_from_har(read_har(path))
+
+
+def _har_seeds() -> list[bytes]:
+    """HAR 1.2 files of two web samples, as ``qoe web har`` writes them."""
+    import io
+
+    from qoe.web.har import write_har
+    from qoe.web.pages import page_loads, to_har_pages
+
+    out = []
+    for rel in _WEB_SEEDS[:2]:
+        if (DATA / rel).is_file():
+            found = page_loads(DATA / rel)
+            buf = io.StringIO()
+            write_har(buf, [t for p in found for t in p.transactions], pages=to_har_pages(found))
+            out.append(buf.getvalue().encode("utf-8"))
+    return out
+
+
+def _video_file(path: Path) -> Any:
+    from qoe.video import read_frames
+
+    return sum(1 for _ in read_frames(path))
 
 
 _VOICE_SEEDS = ("voice/field/dtmf.pcap", "voice/field/reused_port.pcap", "voice/captures/both-b64_client.pcapng",
@@ -115,6 +142,8 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("web-pages", ".pcap", _WEB_SEEDS, _web),
     Target("sdp", ".sdp", ("video/captures/h264-down-b8.sdp",), _sdp),
     Target("speech-file", ".wav", ("voice/speech/de_male_8k.wav",), _speech),
+    Target("video-file", ".ts", ("video/reference/clip.ts",), _video_file, seed_size=160 * 1024),
+    Target("har", ".har", (), _har, make_seeds=_har_seeds),
 )}
 
 
