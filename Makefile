@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: demo test bench bench-short system-deps clean
+.PHONY: demo test docs bench bench-short system-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test,dask,plot]'
+	$(BIN)/python -m pip install --quiet -e '.[test,dask,plot,docs]'
 	touch $@ $(VENV)/.installed
 
 # Debian tools the tests use as independent cross-checks (tshark), and those data/*/make_samples.sh
@@ -40,5 +40,9 @@ bench: $(VENV)/.installed-test system-deps
 bench-short: $(VENV)/.installed-test system-deps
 	$(BIN)/python benchmarks/run_all.py --short
 
+# The user guide, the API reference from the docstrings, and the examples; warnings are errors.
+docs: $(VENV)/.installed-test
+	$(BIN)/python -m sphinx -W --keep-going -b html docs docs/_build/html
+
 clean:
-	rm -rf $(VENV) build src/*.egg-info cli/*.egg-info .pytest_cache
+	rm -rf $(VENV) build src/*.egg-info cli/*.egg-info .pytest_cache docs/_build

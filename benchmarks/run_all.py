@@ -1,6 +1,7 @@
 """Run every benchmark script in this folder and print their tables.
 
-``python benchmarks/run_all.py`` runs them in full; ``--short`` runs CI's short mode.
+``python benchmarks/run_all.py`` runs them in full; ``--short`` runs CI's short mode. A
+campaign in a folder of its own is run by its ``run.py`` (``benchmarks/fuzz/run.py``).
 Each script is a plain program that prints its own table; a script that fails (non-zero
 exit) makes this runner fail.
 """
@@ -24,8 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     scripts = sorted(p for p in HERE.glob("*.py") if not p.name.startswith(("_", "run_all")))
+    scripts += sorted(HERE.glob("*/run.py"))  # campaigns in their own folder (fuzz/)
     if args.only:
-        scripts = [p for p in scripts if p.stem in args.only]
+        scripts = [p for p in scripts if p.stem in args.only or p.parent.name in args.only]
     failed = []
     for script in scripts:
         cmd = [sys.executable, str(script)] + (["--short"] if args.short else [])

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from qoe.outputs import atomic_output
 from qoe.report import columns, to_csv, to_json, to_plain
 
 FORMATS = ("table", "json", "csv")
@@ -95,10 +96,11 @@ def render_pairs(record: Mapping[str, Any], fmt: str, *, digits: int = 4) -> str
     return "\n".join(f"{k.ljust(width)}  {_cell(v, digits)}" for k, v in record.items()) + "\n"
 
 
-def emit(text: str, output: str | None) -> None:
-    """Write ``text`` to ``output`` (a path) or to standard output."""
+def emit(text: str, output: str | None, inputs: Sequence[str | None] = ()) -> None:
+    """Write ``text`` to ``output`` (a path; atomically, never over one of ``inputs``) or to
+    standard output."""
     if output is None:
         click.echo(text, nl=False)
     else:
-        with open(output, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with atomic_output(output, inputs=inputs) as tmp:
+            tmp.write_text(text, encoding="utf-8")

@@ -17,4 +17,6 @@ COMMANDS: dict[str, str] = {
     "score": "qoe_cli.score_cmd:score",
     "video": "qoe_cli.video_cmd:video",
     "batch": "qoe_cli.batch_cmd:batch",
+    "report": "qoe_cli.plot_cmd:report",
+    "plot": "qoe_cli.plot_cmd:plot",
 }

@@ -28,4 +28,4 @@ def delay(sender_capture, receiver_capture, ssrc, clocks, jitter_buffer, fmt, ou
     results = capture_delays(sender_capture, receiver_capture, clocks=clocks, buffer=jitter_buffer, ssrc=ssrc)
     records = [r.to_dict() for r in results]
     text = render(records, fmt, digits=3) if ssrc is None else render_pairs(records[0], fmt, digits=3)
-    emit(text, output)
+    emit(text, output, inputs=[sender_capture, receiver_capture])

@@ -26,6 +26,6 @@ def pesq(ref, deg, mode, fs, frames, fmt, output):
     P.862 score (nb), the delay of each utterance and the speech level of both files."""
     res = pesq_files(ref, deg, mode=mode, fs=None if fs is None else int(fs))
     if frames:
-        emit(render(res.frame_records(), fmt, digits=3), output)
+        emit(render(res.frame_records(), fmt, digits=3), output, inputs=[ref, deg])
     else:
-        emit(render_pairs(res.to_dict(frames=False), fmt, digits=3), output)
+        emit(render_pairs(res.to_dict(frames=False), fmt, digits=3), output, inputs=[ref, deg])

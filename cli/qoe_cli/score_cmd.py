@@ -85,10 +85,10 @@ def score(capture, refs, sender_capture, network_delay_ms, user, jitter_buffer, 
     report = qoe.score(capture, reference=list(refs) or None, kind=kind, options=options,
                        sender_capture=sender_capture, ssrc=ssrc)
     if fmt == "json":
-        emit(report.to_json() + "\n", output)
+        emit(report.to_json() + "\n", output, inputs=[capture, sender_capture, sdp, *refs])
         return
     rows = report.to_records(details, brief=(fmt == "table"))
     text = render(rows, fmt, digits=2) if rows else ""
     if fmt == "table":
         text = (text or "nothing scored\n") + "".join(f"note: {n}\n" for n in report.note_lines())
-    emit(text, output)
+    emit(text, output, inputs=[capture, sender_capture, sdp, *refs])

@@ -34,4 +34,4 @@ def streams(capture, heuristic, min_packets, all_columns, fmt, output):
             text += table(scan.stream_records(brief=not all_columns), digits=3)
         if scan.calls:
             text += f"\nSIP calls: {len(scan.calls)}\n" + table(scan.call_records(brief=not all_columns), digits=3)
-    emit(text, output)
+    emit(text, output, inputs=[capture])

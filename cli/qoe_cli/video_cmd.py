@@ -41,8 +41,8 @@ def compare_cmd(ref, dist, per_frame, variant, planes, pairing, psnr_table, thre
     res = compare(ref, dist, variant=variant, planes=planes, pairing=pairing, psnr_table=psnr_table,
                   threads=threads)
     if fmt == "json":
-        emit(to_json(res.to_dict(frames=per_frame)) + "\n", output)
+        emit(to_json(res.to_dict(frames=per_frame)) + "\n", output, inputs=[ref, dist])
     elif per_frame:
-        emit(render(res.frame_records(), fmt, digits=4), output)
+        emit(render(res.frame_records(), fmt, digits=4), output, inputs=[ref, dist])
     else:
-        emit(render_pairs(res.to_record(), fmt, digits=4), output)
+        emit(render_pairs(res.to_record(), fmt, digits=4), output, inputs=[ref, dist])

@@ -60,13 +60,13 @@ def pages_cmd(source, preset, t_min, t_max, idle_gap, objects, fmt, output):
     last object (a capture cannot see the browser's onLoad; a HAR's onLoad is used when it has one)."""
     found = _load_pages(source, idle_gap, preset, t_min, t_max)
     if fmt == "json":
-        emit(to_json([p.to_dict() for p in found]) + "\n", output)
+        emit(to_json([p.to_dict() for p in found]) + "\n", output, inputs=[source])
         return
     if objects:
         rows = [{**p.identity(), **row} for p in found for row in p.tables()["objects"]]
     else:
         rows = [p.to_record(brief=(fmt == "table")) for p in found]
-    emit(render(rows, fmt, digits=3) if rows else ("no page load found\n" if fmt == "table" else ""), output)
+    emit(render(rows, fmt, digits=3) if rows else ("no page load found\n" if fmt == "table" else ""), output, inputs=[source])
 
 
 @web.command("har")
@@ -84,5 +84,5 @@ def har_cmd(capture, out, idle_gap):
 
     found = page_loads(capture, idle_gap_s=idle_gap)
     write_har(out, [t for p in found for t in p.transactions], pages=to_har_pages(found),
-              comment=f"written by qoe web har from {click.format_filename(capture)}")
+              comment=f"written by qoe web har from {click.format_filename(capture)}", inputs=[capture])
     click.echo(f"{out}: {len(found)} page(s), {sum(len(p.transactions) for p in found)} entries")

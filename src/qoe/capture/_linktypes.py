@@ -111,5 +111,5 @@ AF_INET6_VALUES = frozenset({10, 23, 24, 28, 30})
 
 
 def linktype_name(lt: int) -> str:
-    """Name of a LINKTYPE_ value from the tcpdump.org table, or ``"unknown"``."""
+    """Name of a ``LINKTYPE_`` value from the tcpdump.org table, or ``"unknown"``."""
     return _NAMES.get(lt, "unknown")

@@ -9,12 +9,13 @@ module is where files are read (through :func:`qoe.rtp.find_streams`) and writte
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import soundfile
 
 from qoe.errors import InputError, StreamNotFoundError
+from qoe.outputs import atomic_output
 from qoe.rtp.delay import Clocks, OneWayDelay, delays_between
 from qoe.rtp.jitterbuffer import JitterBuffer, PlayoutResult
 from qoe.voice.playout import Conceal, ReceivedAudio, extract_audio, playout_stream
@@ -25,9 +26,15 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["write_wav", "select_stream", "extract_wav", "capture_delays", "parse_ssrc"]
 
 
-def write_wav(audio: ReceivedAudio, path: str | os.PathLike[str]) -> None:
-    """Write rebuilt audio as a 16-bit PCM WAV file at its sample rate (mono, or L16's channels)."""
-    soundfile.write(os.fspath(path), audio.samples, audio.sample_rate, subtype="PCM_16", format="WAV")
+def write_wav(audio: ReceivedAudio, path: str | os.PathLike[str], *,
+              inputs: Iterable[str | os.PathLike[str] | None] = ()) -> None:
+    """Write rebuilt audio as a 16-bit PCM WAV file at its sample rate (mono, or L16's channels).
+
+    Written atomically (:func:`qoe.outputs.atomic_output`); a ``path`` that is one of
+    ``inputs`` is refused with :class:`~qoe.errors.InputError`.
+    """
+    with atomic_output(path, inputs=inputs) as tmp:
+        soundfile.write(os.fspath(tmp), audio.samples, audio.sample_rate, subtype="PCM_16", format="WAV")
 
 
 def parse_ssrc(text: str | int | None) -> int | None:
@@ -124,7 +131,7 @@ def extract_wav(
     stream = select_stream(find_streams(name), parse_ssrc(ssrc), source=name)
     (stream,) = decrypt_streams(name, [stream], keys=keys)
     audio = extract_audio(stream, jitter_buffer=jitter_buffer, conceal=conceal)
-    write_wav(audio, output)
+    write_wav(audio, output, inputs=[name])
     k = stream.key
     srtp = SrtpInfo.record(stream.srtp)
     return {

@@ -61,6 +61,7 @@ from typing import IO, Any
 from urllib.parse import parse_qsl, urlsplit
 
 from qoe.errors import InputError, QoEWarning
+from qoe.outputs import atomic_output
 from qoe.report import as_dict
 from qoe.web.http import Transaction
 
@@ -343,15 +344,20 @@ def write_har(
     *,
     pages: Sequence[HarPage] | None = None,
     comment: str | None = None,
+    inputs: Iterable[str | os.PathLike[str] | None] = (),
 ) -> None:
-    """Write :func:`to_har` of ``transactions`` as UTF-8 JSON (HAR 1.2 requires UTF-8)."""
+    """Write :func:`to_har` of ``transactions`` as UTF-8 JSON (HAR 1.2 requires UTF-8).
+
+    A path is written atomically (:func:`qoe.outputs.atomic_output`), never over one of
+    ``inputs`` (:class:`~qoe.errors.InputError`); a text stream is written as is.
+    """
     har = to_har(transactions, pages=pages, comment=comment)
     text = json.dumps(har, ensure_ascii=False, indent=1, allow_nan=False)
     if hasattr(path, "write"):
         path.write(text)  # type: ignore[union-attr]
         return
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
+    with atomic_output(path, inputs=inputs) as tmp:
+        tmp.write_text(text, encoding="utf-8")
 
 
 # -- import ----------------------------------------------------------------------------

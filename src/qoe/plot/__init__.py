@@ -1,0 +1,92 @@
+"""Figures: the seed paper's heatmaps, per-call time series and per-stream video plots.
+
+Needs matplotlib (the ``plot`` extra: ``pip install 'qoe[plot]'``). Every function returns
+a :class:`matplotlib.figure.Figure` made without ``pyplot`` (no global state; it shows
+itself in a notebook and is saved with :func:`save`).
+
+* :func:`heatmap`, :func:`cell_table` — median per (x, y) setting, coloured by MOS
+  category, as the paper's Figures 7–11.
+* :func:`call_series` — delay, loss and MOS per window of a call direction.
+* :func:`video_frames` — PSNR and SSIM per frame of a video stream, freezes shaded.
+* :func:`figures` — every figure a :class:`qoe.Report` has: one per call direction
+  and per scored video stream.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from qoe.plot.heatmap import CATEGORY_COLOURS, Cells, cell_table, heatmap, read_results
+from qoe.plot.series import call_series, frozen_mask, video_frames
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "heatmap",
+    "read_results",
+    "cell_table",
+    "Cells",
+    "CATEGORY_COLOURS",
+    "call_series",
+    "video_frames",
+    "frozen_mask",
+    "figures",
+    "save",
+]
+
+
+def figures(report: Any) -> list[tuple[str, Figure]]:
+    """Every per-item figure of a report, with a short name for each.
+
+    Parameters
+    ----------
+    report : qoe.Report
+        From :func:`qoe.score`.
+
+    Returns
+    -------
+    list of (str, Figure)
+        One :func:`call_series` per voice direction with network-side scores and one
+        :func:`video_frames` per video stream scored against a reference, in report
+        order. Items with nothing over time to draw (web pages, streams without a
+        reference) have none.
+    """
+    out = []
+    for item in report.results:
+        kind = getattr(item, "kind", None)
+        if kind == "voice" and getattr(getattr(item, "network", None), "windows", None) is not None:
+            out.append((f"voice-{item.stream}", call_series(item)))
+        elif kind == "video" and getattr(item, "comparison", None) is not None:
+            out.append((f"video-{item.label}", video_frames(item)))
+    return out
+
+
+def save(fig: Figure, path: str | os.PathLike[str], *, inputs: Any = (), dpi: int = 150) -> None:
+    """Write a figure atomically; the format follows the suffix (png, svg, pdf, ...).
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+    path : str or path-like
+    inputs : iterable of paths, optional
+        Files the figure was made from: writing over one of them is refused.
+    dpi : int, default 150
+        Resolution of raster formats.
+
+    Raises
+    ------
+    InputError
+        The path is an input, its folder is missing, or matplotlib cannot write the suffix.
+    """
+    from qoe.errors import InputError  # noqa: PLC0415
+    from qoe.outputs import atomic_output  # noqa: PLC0415
+
+    suffix = os.path.splitext(os.fspath(path))[1].lstrip(".").lower()
+    supported = fig.canvas.get_supported_filetypes()
+    with atomic_output(path, inputs=inputs) as tmp:  # refuses an input path first
+        if suffix not in supported:
+            raise InputError(f"{path}: cannot write a figure as {suffix or 'a file without suffix'!r}; "
+                             f"use one of {', '.join(sorted(supported))}")
+        fig.savefig(tmp, dpi=dpi, format=suffix)

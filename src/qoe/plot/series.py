@@ -1,0 +1,159 @@
+"""Time series of one scored item: a call direction per window, a video stream per frame.
+
+* :func:`call_series` — a voice direction's network-side scores per window
+  (:class:`qoe.voice.WindowScores`): mouth-to-ear delay, loss after the jitter buffer and
+  G.107 MOS, one point per window, with the call's overall MOS as a line.
+* :func:`video_frames` — a video stream scored against its reference: PSNR and SSIM of
+  every reference frame against the frame on screen, frames on which the screen froze
+  (still the previous frame) shaded, frames never shown marked.
+
+References
+----------
+.. [1] ITU-T G.107 (06/2015), §7 (R from delay and loss) and Annex B (R → MOS).
+.. [2] Z. Wang et al., "Image quality assessment: from error visibility to structural
+   similarity", IEEE Trans. Image Process. 13(4), 2004 (SSIM).
+.. [3] C. Pujol et al., "A QoE Perspective on Sizing Network Buffers", ACM IMC 2014, §7–§8.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from qoe.errors import InputError
+from qoe.plot._mpl import new_figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["call_series", "video_frames", "frozen_mask"]
+
+
+def call_series(direction: Any, *, title: str | None = None) -> Figure:
+    """Delay, loss and MOS per window of one scored call direction.
+
+    Parameters
+    ----------
+    direction : qoe.voice.DirectionScore
+        One direction of a call from :func:`qoe.score` (or :func:`qoe.voice.score_call`)
+        with its network-side score.
+    title : str, optional
+        Default: the stream and its direction.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Three panels sharing the time axis (seconds from the stream's first packet):
+        mean mouth-to-ear delay (ms), loss after the jitter buffer (%, G.107 Ppl), and
+        the G.107 MOS per window with the whole stream's MOS dashed.
+
+    Raises
+    ------
+    InputError
+        ``direction`` has no network-side score (nothing was received).
+    """
+    network = getattr(direction, "network", None)
+    windows = getattr(network, "windows", None)
+    if windows is None:
+        raise InputError(f"{getattr(direction, 'stream', direction)!r}: no network-side scores to plot")
+    t = np.asarray(windows.start_s, dtype=float) + windows.window_s / 2
+    fig = new_figure(figsize=(8, 6))
+    ax_d, ax_l, ax_m = fig.subplots(3, 1, sharex=True)
+    ax_d.plot(t, windows.delay_ms, marker="o", ms=3)
+    ax_d.set_ylabel("delay (ms)")
+    ax_l.bar(t, windows.ppl, width=windows.window_s * 0.8, color="#d7191c")
+    ax_l.set_ylabel("loss (%)")
+    ax_m.plot(t, windows.mos, marker="o", ms=3, color="#1a9641", label="per window")
+    ax_m.axhline(network.mos, ls="--", color="grey", label=f"call {network.mos:.2f}")
+    ax_m.set_ylim(1, 4.6)
+    ax_m.set_ylabel("MOS (G.107)")
+    ax_m.set_xlabel(f"time (s), windows of {windows.window_s:g} s")
+    ax_m.legend(loc="lower left", fontsize=8)
+    for ax in (ax_d, ax_l, ax_m):
+        ax.grid(alpha=0.3)
+    label = getattr(direction, "direction", None)
+    fig.suptitle(title or f"{direction.stream}" + (f" ({label.value if hasattr(label, 'value') else label})"
+                                                   if label else ""))
+    return fig
+
+
+def frozen_mask(shown: Any) -> np.ndarray:
+    """Which reference frames met a frozen screen: the same received frame as the one before.
+
+    Parameters
+    ----------
+    shown : array of int
+        Per reference frame, the index of the received frame on screen (negative: none yet).
+
+    Returns
+    -------
+    ndarray of bool
+        True where the frame shown is the previous reference frame's (a lost, late or
+        undecodable frame): the count of True is :attr:`qoe.video.VideoScore.frames_frozen`.
+    """
+    shown = np.asarray(shown)
+    out = np.zeros(shown.shape, dtype=bool)
+    out[1:] = (shown[1:] == shown[:-1]) & (shown[1:] >= 0)
+    return out
+
+
+def _spans(mask: np.ndarray) -> list[tuple[int, int]]:
+    """Runs of True as (first, last) index pairs."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(np.int8), [0]])))
+    return list(zip(edges[::2], edges[1::2] - 1))
+
+
+def video_frames(video: Any, *, title: str | None = None) -> Figure:
+    """PSNR and SSIM per reference frame of a scored video stream, freezes shaded.
+
+    Parameters
+    ----------
+    video : qoe.video.VideoScore
+        A stream scored against its reference (:func:`qoe.score` with a reference video).
+    title : str, optional
+        Default: the stream's name.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two panels over the reference's presentation time (s): PSNR (dB) and SSIM per
+        frame; spans where the screen froze (:func:`frozen_mask`) shaded blue, frames
+        with nothing on screen marked red on the time axis.
+
+    Raises
+    ------
+    InputError
+        ``video`` carries no frame comparison (a stream without a reference).
+    """
+    cmp = getattr(video, "comparison", None)
+    if cmp is None:
+        raise InputError(f"{getattr(video, 'label', video)!r}: no frame scores to plot (score it with a reference)")
+    t = np.asarray(cmp.ref_pts_s, dtype=float)
+    shown = np.asarray(cmp.dist_index)
+    frozen = frozen_mask(shown)
+    fig = new_figure(figsize=(8, 5))
+    ax_p, ax_s = fig.subplots(2, 1, sharex=True)
+    psnr = np.asarray(cmp.psnr.values, dtype=float)
+    identical = np.isposinf(psnr)  # PSNR of a frame equal to its reference is +inf: drawn on top
+    ax_p.plot(t, np.where(identical, np.nan, psnr), lw=1)
+    if identical.any():
+        top = np.nanmax(np.where(np.isfinite(psnr), psnr, np.nan)) if np.isfinite(psnr).any() else 60.0
+        ax_p.plot(t[identical], np.full(int(identical.sum()), top + 2), "^", ms=3, color="grey",
+                  label="identical (∞ dB)")
+        ax_p.legend(loc="lower left", fontsize=8)
+    ax_p.set_ylabel("PSNR (dB)")
+    ax_s.plot(t, cmp.ssim.values, lw=1, color="#1a9641")
+    ax_s.set_ylabel("SSIM")
+    ax_s.set_xlabel("reference time (s)")
+    step = float(np.median(np.diff(t))) if t.size > 1 else 0.0
+    for ax in (ax_p, ax_s):
+        for a, b in _spans(frozen):
+            ax.axvspan(t[a] - step / 2, t[b] + step / 2, color="#2c7bb6", alpha=0.2, lw=0)
+        none = t[shown < 0]
+        if none.size:
+            ax.plot(none, np.full(none.size, ax.get_ylim()[0]), "|", color="#d7191c", ms=8)
+        ax.grid(alpha=0.3)
+    n_frozen = int(frozen.sum())
+    fig.suptitle(title or f"{getattr(video, 'label', 'video')}: {n_frozen} frozen frame(s) shaded")
+    return fig

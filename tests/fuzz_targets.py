@@ -1,0 +1,190 @@
+"""What the fuzz tests feed and to which public function (shared by tests/ and benchmarks/fuzz/).
+
+Each :class:`Target` names a public entry point, the real samples in ``data/`` its inputs
+are mutated from, and how to call it on a file. The contract every target must keep
+(issue 13): on any input it returns or raises a :class:`qoe.QoEError` subclass; warnings
+are allowed; anything else — ``IndexError``, ``struct.error``, ``UnicodeDecodeError``,
+a hang — is a bug.
+
+The mutations are those a capture meets in the field: cut short anywhere, bytes flipped,
+bytes inserted or removed (everything after shifts), a region repeated (a record read
+twice), and a length field set to an extreme.
+"""
+
+from __future__ import annotations
+
+import random
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+SEED_BYTES = 48 * 1024  # a seed is at most this prefix of a sample (a truncated capture is a capture)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A public entry point and the samples its fuzz inputs start from."""
+
+    name: str
+    suffix: str
+    seeds: tuple[str, ...]
+    call: Callable[[Path], Any]
+    seed_size: int = SEED_BYTES
+    make_seeds: Callable[[], list[bytes]] | None = None  # seeds made from the samples (HAR)
+
+    def seed_bytes(self) -> list[bytes]:
+        """The seeds' first :attr:`seed_size` bytes (those present in this checkout)."""
+        if self.make_seeds is not None:
+            return self.make_seeds()
+        out = []
+        for rel in self.seeds:
+            p = DATA / rel
+            if p.is_file():
+                with p.open("rb") as f:
+                    out.append(f.read(self.seed_size))
+        return out
+
+
+def _capture_packets(path: Path) -> Any:
+    from qoe.capture import read_packets
+
+    return sum(1 for _ in read_packets(path))
+
+
+def _capture_batches(path: Path) -> Any:
+    from qoe.capture import read_udp_batches
+
+    return sum(len(b) for b in read_udp_batches(path))
+
+
+def _rtp_streams(path: Path) -> Any:
+    from qoe.rtp import find_streams
+
+    return find_streams(path)
+
+
+def _voice(path: Path) -> Any:
+    import qoe
+
+    return qoe.score(path, kind="voice").to_json()
+
+
+def _video(path: Path) -> Any:
+    import qoe
+
+    return qoe.score(path, kind="video").to_json()
+
+
+def _web(path: Path) -> Any:
+    from qoe.web import page_loads
+
+    return page_loads(path)
+
+
+def _sdp(path: Path) -> Any:
+    from qoe.rtp import parse_sdp
+
+    return parse_sdp(path.read_bytes().decode("utf-8", "replace"))
+
+
+def _speech(path: Path) -> Any:
+    from qoe.voice import load_speech
+
+    return load_speech(path)
+
+
+def _har(path: Path) -> Any:
+    from qoe.web import pages_from_har
+    from qoe.web.har import read_har
+
+    return pages_from_har(read_har(path))
+
+
+def _har_seeds() -> list[bytes]:
+    """HAR 1.2 files of two web samples, as ``qoe web har`` writes them."""
+    import io
+
+    from qoe.web.har import write_har
+    from qoe.web.pages import page_loads, to_har_pages
+
+    out = []
+    for rel in _WEB_SEEDS[:2]:
+        if (DATA / rel).is_file():
+            found = page_loads(DATA / rel)
+            buf = io.StringIO()
+            write_har(buf, [t for p in found for t in p.transactions], pages=to_har_pages(found))
+            out.append(buf.getvalue().encode("utf-8"))
+    return out
+
+
+def _video_file(path: Path) -> Any:
+    from qoe.video import read_frames
+
+    return sum(1 for _ in read_frames(path))
+
+
+_VOICE_SEEDS = ("voice/field/dtmf.pcap", "voice/field/reused_port.pcap", "voice/captures/both-b64_client.pcapng",
+                "voice/captures/down-b8_client.pcap")
+_VIDEO_SEEDS = ("video/captures/h264-down-b8_client.pcap", "video/captures/rtpts-down-b8_client.pcap",
+                "video/captures/udpts-down-b64_client.pcap")
+_WEB_SEEDS = ("web/captures/http11-down-b8-curl_server.pcap", "web/captures/https11-up-b8-curl_server.pcap",
+              "web/captures/http11-up-b64-wget-dns_server.pcap", "web/captures/http10-idle-b64-curl_server.pcap")
+
+TARGETS: dict[str, Target] = {t.name: t for t in (
+    Target("capture-packets", ".pcap", _VOICE_SEEDS + _WEB_SEEDS[:2], _capture_packets),
+    Target("capture-udp-batches", ".pcap", _VOICE_SEEDS + _VIDEO_SEEDS[:1], _capture_batches),
+    Target("rtp-streams", ".pcap", _VOICE_SEEDS, _rtp_streams),
+    Target("voice-score", ".pcap", _VOICE_SEEDS[:2], _voice),
+    Target("video-score", ".pcap", _VIDEO_SEEDS, _video, seed_size=160 * 1024),
+    Target("web-pages", ".pcap", _WEB_SEEDS, _web),
+    Target("sdp", ".sdp", ("video/captures/h264-down-b8.sdp",), _sdp),
+    Target("speech-file", ".wav", ("voice/speech/de_male_8k.wav",), _speech),
+    Target("video-file", ".ts", ("video/reference/clip.ts",), _video_file, seed_size=160 * 1024),
+    Target("har", ".har", (), _har, make_seeds=_har_seeds),
+)}
+
+
+def mutate(data: bytes, rnd: random.Random) -> bytes:
+    """One to four field-like damages of ``data`` (see the module docstring)."""
+    buf = bytearray(data)
+    for _ in range(rnd.randint(1, 4)):
+        if not buf:
+            buf += bytes(rnd.getrandbits(8) for _ in range(rnd.randint(1, 64)))
+            continue
+        op = rnd.randrange(6)
+        i = rnd.randrange(len(buf))
+        if op == 0:  # cut short
+            del buf[i:]
+        elif op == 1:  # flip bytes
+            for _ in range(rnd.randint(1, 8)):
+                buf[rnd.randrange(len(buf))] = rnd.getrandbits(8)
+        elif op == 2:  # insert
+            buf[i:i] = bytes(rnd.getrandbits(8) for _ in range(rnd.randint(1, 32)))
+        elif op == 3:  # remove
+            del buf[i:i + rnd.randint(1, 64)]
+        elif op == 4:  # repeat a region
+            j = min(len(buf), i + rnd.randint(1, 512))
+            buf[j:j] = buf[i:j]
+        else:  # an extreme 16- or 32-bit field
+            width = rnd.choice((2, 4))
+            value = rnd.choice((0, 1, 0x7F, 0x80, 0xFF, 0x7FFF, 0xFFFF, 0x7FFFFFFF, 0xFFFFFFFF)) & ((1 << 8 * width) - 1)
+            buf[i:i + width] = value.to_bytes(width, rnd.choice(("big", "little")))
+    return bytes(buf)
+
+
+def check(target: Target, path: Path) -> BaseException | None:
+    """Run ``target`` on ``path``; the exception that breaks the contract, or None."""
+    from qoe.errors import QoEError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            target.call(path)
+    except QoEError:
+        return None
+    except Exception as exc:  # noqa: BLE001 - the contract: nothing else may escape
+        return exc
+    return None
