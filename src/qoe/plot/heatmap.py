@@ -256,7 +256,7 @@ def heatmap(
     Each cell prints the statistic (default the median) of ``metric`` over the runs of
     that setting and is coloured by the P.800 category of the statistic of ``colour_by``
     (:data:`CATEGORY_COLOURS`); an empty cell is grey with a dash. With ``split`` the
-    parts are stacked, sharing the x axis, each labelled on the right.
+    parts are stacked, sharing the x axis, each titled with its value.
 
     Parameters
     ----------
@@ -313,9 +313,7 @@ def heatmap(
         ax.tick_params(which="minor", length=0)
         ax.set_ylabel(y)
         if split:
-            ax.yaxis.set_label_position("left")
-            ax.annotate(str(cells.parts[i]), xy=(1.01, 0.5), xycoords="axes fraction", rotation=270,
-                        va="center", ha="left")
+            ax.set_title(str(cells.parts[i]), loc="left", fontsize=9)
     axes[-1].set_xticks(range(n_x), [str(v) for v in cells.x])
     axes[-1].set_xlabel(x)
     handles = [Patch(facecolor=CATEGORY_COLOURS[c], edgecolor="grey", label=c) for c in reversed(ACR_LABELS)]
