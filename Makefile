@@ -1,5 +1,5 @@
 # The whole set-up is two commands (see README.md):
-#   make demo   – create .venv, install qoe, score the bundled samples in data/
+#   make demo   – create .venv, install qoe (with plots), score the bundled samples in data/, draw a heatmap
 #   make test   – create .venv, install qoe with its test extras (and tshark when possible), run pytest
 PYTHON ?= python3
 VENV   ?= .venv
@@ -14,7 +14,7 @@ $(BIN)/python:
 
 # Stamps record which install is in place; they are remade when pyproject.toml changes.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e '.[plot]'
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python

@@ -71,10 +71,18 @@ def test_web_g1030(run):
     assert [r["mos"] for r in json.loads(res.output)] == [5.0, 1.0]
 
 
-def test_demo_runs_on_bundled_data(run, data_dir):
-    res = run("demo", str(data_dir))
+def test_demo_runs_on_bundled_data(run, data_dir, tmp_path):
+    heat = tmp_path / "voice.png"
+    res = run("demo", str(data_dir), "--heatmap", str(heat))
     assert res.exit_code == 0
     assert "E-model" in res.output and "G.1030" in res.output
+    if (data_dir / "voice" / "captures" / "scenarios.jsonl").is_file():
+        assert heat.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"heatmap: {heat}" in res.output
+    if (data_dir / "web" / "captures" / "scenarios.jsonl").is_file():
+        # one page per curl/wget load; the uplink-loaded big buffer is RTT-dominated (seed paper §9.2)
+        assert "Web page loads (data/web)" in res.output
+        line = next(ln for ln in res.output.splitlines() if ln.strip().startswith("http11-up-b64-curl "))
+        assert "rtt-dominated" in line
     if (data_dir / "video" / "captures" / "manifest.json").is_file():
         # one row per bundled video capture; the lossless ones equal the reference (PSNR inf)
         assert "RTP/UDP video (data/video)" in res.output and "udpts-idle-b64" in res.output

@@ -19,7 +19,7 @@ from qoe.report import brief
 from qoe.voice import emodel
 from qoe.web import g1030
 
-__all__ = ["Section", "demo_sections"]
+__all__ = ["Section", "demo_sections", "demo_heatmap"]
 
 #: One-way delays of the seed paper's access testbed (Table 2: uplink/downlink queueing delays
 #: of 8…256-packet buffers) plus a few round numbers, in ms.
@@ -146,6 +146,54 @@ def _video_scores(data: Path) -> Section:
     )
 
 
+#: The columns of the web section: a brief view of each page's record (same names).
+_WEB_COLUMNS = ("scheme", "objects", "connections", "plt_s", "ttfb_s", "rtt_s", "round_trips", "retransmissions",
+                "loss_wait_s", "diagnosis", "mos")
+
+
+def _web_scores(data: Path) -> Section:
+    """The bundled page loads (data/web), from the client's capture alone."""
+    from qoe.web.pages import page_loads  # noqa: PLC0415
+
+    title = "Web page loads (data/web): PLT from the client's capture, the seed paper's diagnosis, G.1030 MOS"
+    manifest = data / "web" / "captures" / "scenarios.jsonl"
+    if not manifest.is_file():
+        return Section(title, [], f"{manifest} not found: no web samples to score.")
+    rows = []
+    for line in manifest.read_text().splitlines():
+        if not line.strip():
+            continue
+        sc = json.loads(line)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pages = page_loads(manifest.parent / sc["client_capture"], preset="access")
+        for page in pages:
+            unit = "pkt" if sc.get("queue_unit") == "packets" else "B"
+            rows.append({"scenario": sc["scenario"], "buffer": f"{sc['buffer_packets']} {unit}", "load": sc["load"],
+                         **brief(page.to_record(), _WEB_COLUMNS)})
+    return Section(
+        title,
+        rows,
+        "plt_s: first DNS query / SYN / request to the last byte (fully loaded); round_trips: on the serial "
+        "chain; loss_wait_s: time waiting for retransmissions; diagnosis: RTT- or loss-dominated (seed paper "
+        "§9.2); mos: G.1030 with the access bounds (0.56 s → 5, 6 s → 1).",
+    )
+
+
+def demo_heatmap(section: Section):  # noqa: ANN201 - matplotlib is optional
+    """The seed paper's Figure 7 layout for the voice section's rows: median MOS per buffer
+    and load, "user talks" above "user listens" (:func:`qoe.plot.heatmap`)."""
+    from qoe.plot import heatmap  # noqa: PLC0415
+
+    rows = [{**r, "buffer": r["buffer"].split()[0]} for r in section.rows if r.get("direction")]
+    if not rows:
+        raise InputError("no scored call direction to draw")
+    loads = [w for w in ("both", "down", "up", "none") if any(r["load"] == w for r in rows)]
+    return heatmap(rows, "buffer", "load", metric="mos", split="direction", y_order=loads,
+                   x_order=sorted({r["buffer"] for r in rows}, key=int),
+                   title="Bundled voice calls: median MOS (seed paper §7.1), as its Figure 7")
+
+
 def demo_sections(data_dir: str | Path) -> list[Section]:
     """The tables ``qoe demo`` prints, computed on the samples under ``data_dir``.
 
@@ -157,4 +205,4 @@ def demo_sections(data_dir: str | Path) -> list[Section]:
     data = Path(data_dir)
     if not data.is_dir():
         raise InputError(f"{data}: not a directory; give the folder holding the bundled samples (data/)")
-    return [_emodel_sweep(), _g1030_table(), _call_scores(data), _video_scores(data)]
+    return [_emodel_sweep(), _g1030_table(), _call_scores(data), _video_scores(data), _web_scores(data)]
