@@ -295,19 +295,26 @@ def _score_video(capture: str, reference: list[Any], *, options: Any, strict: bo
     return Report(kind="video", source=capture, results=results, inputs=inputs)
 
 
-def _decrypt(capture: str, audio: list[Any], want: int | None, keys: tuple[str, ...], notes: list[str]) -> list[Any]:
+def _decrypt(capture: str, audio: list[Any], want: int | None, keys: tuple[str, ...], notes: list[str],
+             *, strict: bool = True) -> list[Any]:
     """Audio streams with SRTP ones decrypted (:func:`qoe.rtp.srtp.decrypt_streams`).
 
-    An SRTP stream that no key decrypts raises :class:`EncryptedStreamError`, unless the
-    user asked for another stream by SSRC (it is then scored from its headers only)."""
+    An SRTP stream that no key decrypts raises :class:`EncryptedStreamError` when voice was
+    asked for (``strict``), unless the user asked for another stream by SSRC; otherwise
+    (``kind="auto"``: the capture's other contents must still be scored) it is kept,
+    scored from its headers only, and a note says so."""
     from qoe.rtp.srtp import decrypt_streams  # noqa: PLC0415 - pylibsrtp, only for SRTP
 
-    out = decrypt_streams(capture, audio, keys=keys, missing="keep" if want is not None else "raise")
+    keep = want is not None or not strict
+    out = decrypt_streams(capture, audio, keys=keys, missing="keep" if keep else "raise")
     for s in out:
         if s.srtp is None:
             continue
         if not s.srtp.decrypted and s.ssrc == want:
             decrypt_streams(capture, [s], keys=keys)  # raises, naming the stream and what to pass
+        if not s.srtp.decrypted and want is None:
+            notes.append(f"stream {s.key}: SRTP-encrypted and no key decrypts it: scored from its packet headers "
+                         "only (give the key: srtp_keys= / --srtp-key SUITE:BASE64)")
         if s.srtp.decrypted:
             fail = f"; {s.srtp.auth_failures} packet(s) failed authentication and count as lost" if s.srtp.auth_failures else ""
             notes.append(f"stream {s.key}: SRTP decrypted ({s.srtp.suite}, key from {s.srtp.key_source}){fail}")
@@ -324,7 +331,7 @@ def _score_voice(capture: str, reference: Any, *, sender: str | None, ssrc: Any,
     scan = scan_capture(capture)
     far = scan_capture(sender) if sender is not None else None
     audio = [s for s in scan.streams if s.media == "audio" and s.clock_rate]
-    audio = _decrypt(capture, audio, want, options.srtp_keys, notes)
+    audio = _decrypt(capture, audio, want, options.srtp_keys, notes, strict=strict)
     left_out = len(scan.streams) - len(audio)
     if left_out and strict:
         notes.append(f"{left_out} RTP stream(s) that are not audio (video, or a payload type without a known clock rate) were left out")

@@ -292,6 +292,18 @@ def test_extract_and_score_refuse_without_a_key(tmp_path):
     assert res.exit_code == 2 and "--srtp-key" in res.output
 
 
+def test_auto_scoring_keeps_an_undecryptable_stream_from_its_headers():
+    """kind="auto" scores everything else a capture holds: an SRTP stream without a key is
+    kept with its header-based scores (loss, jitter, G.107) and no full-reference score."""
+    cap = SRTP / "srtp_nosdp.pcap"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QoEWarning)
+        rep = qoe.score(cap)
+    (d,) = [r for r in rep if r.kind == "voice"]
+    assert d.expected == 140 and d.full_reference is None and d.network is not None
+    assert any("SRTP-encrypted and no key decrypts it" in n for n in rep.note_lines())
+
+
 @needs_ffmpeg
 def test_cli_extract_with_a_key_equals_ffmpegs_decode(tmp_path):
     out = tmp_path / "x.wav"
