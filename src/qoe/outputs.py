@@ -23,7 +23,7 @@ from pathlib import Path
 
 from qoe.errors import InputError
 
-__all__ = ["atomic_output"]
+__all__ = ["atomic_output", "check_output"]
 
 PathLike = str | os.PathLike[str]
 
@@ -46,6 +46,37 @@ def _umask() -> int:
     except OSError:
         pass
     return 0o022
+
+
+def check_output(path: PathLike, *, inputs: Iterable[PathLike | None] = ()) -> Path:
+    """Refuse an output path before anything is computed: one of ``inputs``, or in a missing folder.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The output file to be.
+    inputs : iterable of paths, optional
+        The files the output is made from.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    InputError
+        ``path`` names one of ``inputs`` (the same file, or the same path), or its folder
+        does not exist.
+    """
+    dest = Path(path)
+    for src in inputs:
+        if src is not None and (_same_file(dest, Path(src)) or dest.resolve() == Path(src).resolve()):
+            raise InputError(f"{dest}: refusing to write the output over an input file")
+    folder = dest.parent if str(dest.parent) else Path(".")
+    if not folder.is_dir():
+        raise InputError(f"{dest}: cannot write the output, folder {folder} does not exist")
+    return dest
 
 
 @contextlib.contextmanager
@@ -79,13 +110,8 @@ def atomic_output(path: PathLike, *, inputs: Iterable[PathLike | None] = ()) -> 
     >>> out.read_text()
     'done'
     """
-    dest = Path(path)
-    for src in inputs:
-        if src is not None and (_same_file(dest, Path(src)) or dest.resolve() == Path(src).resolve()):
-            raise InputError(f"{dest}: refusing to write the output over an input file")
-    folder = dest.parent if str(dest.parent) else Path(".")
-    if not folder.is_dir():
-        raise InputError(f"{dest}: cannot write the output, folder {folder} does not exist")
+    dest = check_output(path, inputs=inputs)
+    folder = dest.parent
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=dest.suffix, dir=folder)
     except OSError as exc:

@@ -49,3 +49,18 @@ def test_a_written_output_replaces_the_old_file_whole(tmp_path):
     text = out.read_text()
     assert "old content" not in text and text.startswith(text.splitlines()[0])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["streams.csv"]
+
+
+def test_a_batch_never_writes_its_results_over_the_manifest_or_a_capture(tmp_path):
+    import qoe.batch
+    from qoe.errors import InputError
+
+    cap = tmp_path / VOICE.name
+    shutil.copy(VOICE, cap)
+    manifest = tmp_path / "manifest.csv"
+    manifest.write_text(f"capture,run\n{cap.name},1\n")
+    before = manifest.read_bytes(), cap.read_bytes()
+    for out in (manifest, cap):
+        with pytest.raises(InputError, match="over an input"):
+            qoe.batch.run(manifest, workers=0, progress=False, output=out)
+    assert (manifest.read_bytes(), cap.read_bytes()) == before

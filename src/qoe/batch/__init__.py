@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 from qoe.batch import _manifest, _sink
 from qoe.errors import InputError
+from qoe.outputs import check_output
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -163,6 +164,12 @@ def run(
         raise InputError(f"workers must be a whole number >= 0; given workers={workers!r}")
     m = _manifest.read_manifest(manifest, root=root)
     out_path = Path(output) if output is not None else None
+    if out_path is not None:  # an output never replaces an input (the manifest, a capture, a reference)
+        inputs = [manifest] if isinstance(manifest, (str, os.PathLike)) else []
+        for t in (_manifest.make_task(m, i, table=table) for i in range(len(m.rows))):
+            inputs += [v for k in ("capture", "sender_capture") if isinstance(v := t.get(k), str)]
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        check_output(out_path, inputs=inputs)  # before anything is scored
     previous = _previous(resume, out_path)
     keys = [_manifest.row_key(r) for r in m.rows]
     first: dict[str, int] = {}
