@@ -94,13 +94,14 @@ def write(out: Path, kind: str, *, size_bytes: int | None = None, copies: int | 
     """
     kinds = ["voice", "video", "web"] if kind == "mixed" else [kind]
     tpl = [Template(SAMPLES[k]) for k in kinds]
-    per = sum(t.body.size for t in tpl) / len(tpl)
-    n = copies if copies is not None else max(1, int(np.ceil((size_bytes or 0) / per)))
+    if (copies is None) == (size_bytes is None):
+        raise ValueError("give copies or size_bytes")
     start = 1_700_000_000 * 10**9
     written = 24
+    k = 0
     with open(out, "wb") as fh:
         fh.write(tpl[0].header[:4] + struct.pack("<HHiIII", 2, 4, 0, 0, 262144, 1))
-        for k in range(n):
+        while k < copies if copies is not None else written < size_bytes:  # type: ignore[operator]
             t = tpl[k % len(tpl)]
             if t.ns != tpl[0].ns:
                 raise ValueError("samples of mixed time resolution")
@@ -108,4 +109,5 @@ def write(out: Path, kind: str, *, size_bytes: int | None = None, copies: int | 
             fh.write(chunk)
             written += len(chunk)
             start += t.duration_ns + gap_ns
-    return n, written
+            k += 1
+    return k, written
