@@ -13,7 +13,10 @@ then runs ``qoe score CAPTURE --kind KIND --format csv`` (output to /dev/null) i
 process, each under a wrapper process that reads the child's peak resident set size
 (``ru_maxrss`` of ``RUSAGE_CHILDREN``), and prints one row per (kind, size): MB of
 capture, items, seconds, peak RSS, and the growth of RSS per GB of capture between the
-smallest and the largest size (flat memory: close to 0).
+smallest and the largest size (flat memory: close to 0). Below a few hundred MB that
+figure overstates the growth: the first full batch of the UDP reader (65,536 datagrams,
+some 60 MB of transient memory in the RTP scan) is only reached past ~15 MB of voice,
+so compare sizes of 250 MB and more.
 
 Usage::
 
