@@ -508,6 +508,24 @@ _IS_IP_TUNNEL = _lookup_table(1 << 8, IP_TUNNEL_PROTOCOLS)  # indexed by IP prot
 _IS_TUNNEL_PORT = _lookup_table(1 << 16, UDP_TUNNEL_PORTS)  # indexed by UDP port
 
 
+def _compact(p: _Piece) -> _Piece:
+    """``p`` with its payloads copied into a buffer of their own when they fill less than
+    half of the chunk they were left in (padded with ``_PAD_BYTES``, as a chunk is).
+
+    A piece keeps its chunk alive until its batch is full; in a capture where UDP is
+    rare (a web capture's DNS), a batch of ``batch_size`` datagrams would otherwise keep
+    every chunk read, i.e. the whole capture, in memory.
+    """
+    total = int(p.lens.sum())
+    if 2 * total >= len(p.buf):
+        return p
+    lens = p.lens.astype(np.int64)
+    starts = np.cumsum(lens) - lens
+    at = np.arange(total, dtype=np.int64) + np.repeat(p.starts.astype(np.int64) - starts, lens)
+    buf = np.frombuffer(p.buf, dtype=np.uint8)[at].tobytes() + _PAD_BYTES
+    return _Piece(*(starts.astype(p.starts.dtype) if c == "starts" else getattr(p, c) for c in _COLS), buf)
+
+
 def _take(pending: list[_Piece], k: int) -> _Piece:
     """Remove the first ``k`` datagrams from ``pending`` (split the last piece if needed)."""
     take = []
@@ -535,7 +553,7 @@ def _iter_batches(
         piece = ex.extract(ch)
         if piece is None:
             continue
-        pending.append(piece)
+        pending.append(_compact(piece))
         count += len(piece)
         while count >= batch_size:
             yield _to_batch(_take(pending, batch_size), ex.book)

@@ -150,7 +150,7 @@ from qoe.rtp._packet import (
     parse_rtp_header,
 )
 from qoe.rtp._results import RtcpSummary, RtpScan, RtpStream, StreamKey
-from qoe.rtp._scan import find_streams, scan_capture
+from qoe.rtp._scan import MAX_STREAMS, find_streams, scan_capture
 from qoe.rtp._stats import RtpStats, rtp_stats
 from qoe.rtp.delay import OneWayDelay, delays_between, one_way_delay, stream_delay
 from qoe.rtp.jitterbuffer import (
@@ -166,6 +166,7 @@ from qoe.rtp.lossmodel import LossPattern, loss_pattern
 from qoe.rtp.sip import SdpMedia, SipCall, group_calls, parse_sdp, parse_sip
 
 __all__ = [
+    "MAX_STREAMS",
     # streams and statistics
     "RtpPackets",
     "StreamKey",

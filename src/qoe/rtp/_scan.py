@@ -68,6 +68,8 @@ _PROBE_PACKETS = 16
 _SRTP_SAMPLE = 16
 _SRTP_BYTES = 32
 _SRTP_CHUNK = 4096  # rows whose bytes are counted at once
+#: Default of ``scan_capture(max_streams=...)``: most RTP streams one scan takes.
+MAX_STREAMS = 100_000
 
 
 
@@ -247,8 +249,11 @@ class _Scanner:
     """
 
     def __init__(self, *, keep_packets: bool, heuristic: bool, min_packets: int, reorder_window: int,
-                 first_ns: int | None = None, event_jitter: bool = False) -> None:
+                 first_ns: int | None = None, event_jitter: bool = False, max_streams: int | None = None) -> None:
         self.keep = keep_packets
+        self.max_streams = max_streams
+        self.n_streams = 0  # flows taken as RTP streams
+        self.over_limit = 0  # flows left out for max_streams
         self.event_jitter = event_jitter
         self.heuristic = heuristic
         self.min_packets = min_packets
@@ -624,12 +629,23 @@ class _Scanner:
         verdict[np.searchsorted(fids, seg.ids)] = looks & (seg.lens >= self.min_packets)
         take = fids[verdict & ok]
         self.state[fids[~(verdict & ok)]] = _REJECT
+        if self.max_streams is not None and self.n_streams + take.size > self.max_streams:
+            room = max(0, self.max_streams - self.n_streams)
+            self.over_limit += int(take.size) - room
+            self.state[take[room:]] = _REJECT
+            take = take[:room]
+        self.n_streams += int(take.size)
         self.state[take] = _RTP
         if take.size:  # not announced: the static clock-rate and comfort-noise tables
             self.sid[take] = self.stats.add(int(take.size))
 
     def _accept(self, fid: int) -> None:
         """Take flow ``fid`` as an SDP-announced RTP stream."""
+        if self.max_streams is not None and self.n_streams >= self.max_streams:
+            self.state[fid] = _REJECT
+            self.over_limit += 1
+            return
+        self.n_streams += 1
         call_id, media = self._announcement(fid)  # type: ignore[misc]
         rates: dict[int, int] = {}
         cn: list[int] = []
@@ -655,6 +671,10 @@ class _Scanner:
     # -- at the end --------------------------------------------------------------
     def finish(self, path: str) -> RtpScan:
         self._feed(self._decide(final=True))
+        if self.over_limit:
+            warnings.warn(f"{path}: {self.over_limit} RTP stream(s) left out: more than max_streams="
+                          f"{self.max_streams} streams (the first {self.max_streams} are reported)",
+                          QoEWarning, stacklevel=3)
         rtcp = self.rtcp.summaries()
         calls = tuple(group_calls(self.sip))
         a = self.addresses
@@ -774,6 +794,7 @@ def scan_capture(
     batch_size: int = 65536,
     reorder_window: int = REORDER_WINDOW,
     event_jitter: bool = False,
+    max_streams: int | None = MAX_STREAMS,
 ) -> RtpScan:
     """Find every RTP stream, SIP call and RTCP report in a capture, in one pass.
 
@@ -808,6 +829,12 @@ def scan_capture(
         jitter: they still count in the arrival deltas, and the next audio packet's
         transit difference is taken from the last event packet's arrival and the last
         audio packet's timestamp (see :func:`rtp_stats`, ``telephone_events``).
+    max_streams : int or None, optional
+        Most RTP streams taken (default :data:`MAX_STREAMS`, 100,000; None: no limit):
+        the statistics of a stream take about 1.5 KiB, so a capture crafted with millions
+        of SSRCs cannot exhaust memory. Flows that would be taken past the limit are left
+        out, in the order they are decided, with a :class:`~qoe.errors.QoEWarning`; the
+        streams kept are reported whole.
 
     Returns
     -------
@@ -830,13 +857,16 @@ def scan_capture(
 
     if min_packets < 2:
         raise InputError(f"min_packets must be at least 2, given {min_packets}")
+    if max_streams is not None and max_streams < 1:
+        raise InputError(f"max_streams must be at least 1 (or None: no limit), given {max_streams}")
     name = os.fspath(path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the read below reports a damaged file once
         # frame 1, even when a later frame has an earlier time (as tshark)
         first_ns = probe(name).first_frame_ns
     sc = _Scanner(keep_packets=keep_packets, heuristic=heuristic, min_packets=min_packets,
-                  reorder_window=reorder_window, first_ns=first_ns, event_jitter=event_jitter)
+                  reorder_window=reorder_window, first_ns=first_ns, event_jitter=event_jitter,
+                  max_streams=max_streams)
     for b in read_udp_batches(name, batch_size=batch_size):
         sc.batch(b)
     return sc.finish(name)

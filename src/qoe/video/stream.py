@@ -20,21 +20,30 @@ References
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
+import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-from qoe.errors import AlignmentError, InputError, UnsupportedCodecError
+from qoe.errors import AlignmentError, InputError, QoEWarning, UnsupportedCodecError
 from qoe.options import OptionsBase
 from qoe.report import as_dict, brief
 from qoe.video.align import THUMB_SIZE, Offset, find_offset, thumbnail
 from qoe.video.comparison import VideoComparison
 from qoe.video.receiver import CLOCK_HZ, ReceivedVideo
 
-__all__ = ["VideoOptions", "StreamFacts", "VideoScore", "stream_facts", "score_stream", "score_capture", "sorted_frames"]
+__all__ = ["MAX_FRAMES", "VideoOptions", "StreamFacts", "VideoScore", "stream_facts", "score_stream", "score_capture", "sorted_frames"]
+
+#: Default of ``VideoOptions.max_frames``: most frames of one stream (and of the reference)
+#: a scoring pass takes. Each frame taken keeps its time, flags and a 32x18 luma thumbnail
+#: (about 2.5 KiB while the pass runs, twice that when it ends), so 100,000 frames (66 min
+#: at 25 fps, 28 min at 60 fps) stay within 0.5 GB.
+MAX_FRAMES = 100_000
+
 
 @dataclass(frozen=True)
 class VideoOptions(OptionsBase):
@@ -53,12 +62,18 @@ class VideoOptions(OptionsBase):
         SSIM definition (:data:`qoe.video.SSIM_VARIANTS`).
     psnr_table : str
         PSNR → MOS table (:data:`qoe.video.PSNR_TABLES`).
+    max_frames : int or None
+        Most frames of a stream (and of the reference) scored (default
+        :data:`MAX_FRAMES`; None: no limit). A longer stream is scored on its first
+        ``max_frames`` frames shown, with a :class:`~qoe.errors.QoEWarning` and a note
+        starting ``partial:`` in its result.
     """
 
     sdp: str | None = None
     jitter_buffer: str | None = None
     variant: str = "wang"
     psnr_table: str = "zinner2010"
+    max_frames: int | None = MAX_FRAMES
 
     KIND: ClassVar[str] = "video"
 
@@ -72,6 +87,12 @@ class VideoOptions(OptionsBase):
             raise InputError(f"psnr_table must be one of {', '.join(PSNR_TABLES)}; given {self.psnr_table!r}")
         if self.sdp is not None:
             object.__setattr__(self, "sdp", os.fspath(self.sdp))
+        _check_max_frames(self.max_frames)
+
+
+def _check_max_frames(max_frames: int | None) -> None:
+    if max_frames is not None and (isinstance(max_frames, bool) or not isinstance(max_frames, int) or max_frames < 1):
+        raise InputError(f"max_frames must be a whole number of at least 1 (or None: no limit); given {max_frames!r}")
 
 
 # A gap between frames longer than this many frame intervals is a freeze (a frame missing).
@@ -181,6 +202,7 @@ class _Pass:
     width: int
     height: int
     decoded: int
+    cut: bool = False  # stopped at max_frames
 
 
 class _Counted:
@@ -196,12 +218,19 @@ class _Counted:
             yield x
 
 
-def _first_pass(frames: Iterable[Any]) -> _Pass:
-    """Times, damage flags and thumbnails of the frames a player shows (:func:`sorted_frames`)."""
+def _first_pass(frames: Iterable[Any], max_frames: int | None = None) -> _Pass:
+    """Times, damage flags and thumbnails of the frames a player shows (:func:`sorted_frames`),
+    the first ``max_frames`` of them (None: all)."""
     counted = _Counted(frames)
     pts, dmg, thumbs = [], [], []
     w = h = 0
-    for f in sorted_frames(counted):
+    shown = sorted_frames(counted)
+    cut = False
+    for f in shown:
+        if max_frames is not None and len(pts) >= max_frames:
+            cut = True  # one frame more was decoded to know the stream had more
+            counted.n -= 1
+            break
         pts.append(f.pts)
         dmg.append(f.damaged)
         thumbs.append(thumbnail(f.y))
@@ -213,7 +242,18 @@ def _first_pass(frames: Iterable[Any]) -> _Pass:
         width=w,
         height=h,
         decoded=counted.n,
+        cut=cut,
     )
+
+
+def _cut_note(what: str, max_frames: int | None) -> str:
+    return (f"partial: {what} has more than max_frames={max_frames} frames shown; scored on its first "
+            f"{max_frames} (raise VideoOptions.max_frames, or None, to score it all)")
+
+
+def _shown(frames: Iterable[Any], max_frames: int | None) -> Iterator[Any]:
+    """:func:`sorted_frames`, the first ``max_frames`` (None: all)."""
+    return itertools.islice(sorted_frames(frames), max_frames)
 
 
 def _interval(pts: np.ndarray) -> int | None:
@@ -226,7 +266,7 @@ def _interval(pts: np.ndarray) -> int | None:
     return int(vals[np.argmax(counts)])
 
 
-def _facts(video: ReceivedVideo, p: _Pass) -> StreamFacts:
+def _facts(video: ReceivedVideo, p: _Pass, max_frames: int | None = None) -> StreamFacts:
     step = _interval(p.pts)
     n = int(p.pts.size)
     if step is None or n == 0:
@@ -247,13 +287,23 @@ def _facts(video: ReceivedVideo, p: _Pass) -> StreamFacts:
         frames_damaged=int(np.count_nonzero(p.damaged)), frames_untimed=p.decoded - n,
         frames_missing=max(0, int(expected) - n),
         freeze_events=events, freeze_s=freeze, keyframes_damaged=video.keyframes_damaged,
-        first_pts=int(p.pts[0]) if n else 0, last_pts=int(p.pts[-1]) if n else 0, notes=video.notes,
+        first_pts=int(p.pts[0]) if n else 0, last_pts=int(p.pts[-1]) if n else 0,
+        notes=video.notes + ((_cut_note("the stream", max_frames),) if p.cut else ()),
     )
 
 
-def stream_facts(video: ReceivedVideo) -> StreamFacts:
-    """The no-reference facts of a received stream (one decoding pass)."""
-    return _facts(video, _first_pass(video.frames()))
+def stream_facts(video: ReceivedVideo, *, max_frames: int | None = MAX_FRAMES) -> StreamFacts:
+    """The no-reference facts of a received stream (one decoding pass).
+
+    ``max_frames`` (see :class:`VideoOptions`): a stream with more frames shown is
+    described by its first ``max_frames``, with a :class:`~qoe.errors.QoEWarning` and a
+    ``partial:`` note.
+    """
+    _check_max_frames(max_frames)
+    p = _first_pass(video.frames(), max_frames)
+    if p.cut:
+        warnings.warn(f"{video.name}: {_cut_note('the stream', max_frames)}", QoEWarning, stacklevel=2)
+    return _facts(video, p, max_frames)
 
 
 @dataclass(frozen=True)
@@ -347,6 +397,7 @@ def score_stream(
     *,
     variant: str = "wang",
     psnr_table: str = "zinner2010",
+    max_frames: int | None = MAX_FRAMES,
 ) -> VideoScore:
     """Score a received stream against its reference file, frame by frame.
 
@@ -358,6 +409,9 @@ def score_stream(
         The video that was sent (any file FFmpeg reads).
     variant, psnr_table : str, keyword-only
         SSIM definition and PSNR → MOS table (see :func:`qoe.video.compare`).
+    max_frames : int or None, keyword-only
+        Most frames of the stream, and of the reference, taken (:class:`VideoOptions`);
+        past it, a :class:`~qoe.errors.QoEWarning` and a ``partial:`` note.
 
     Notes
     -----
@@ -374,12 +428,16 @@ def score_stream(
     from qoe.video.comparison import compare_frames  # noqa: PLC0415
     from qoe.video.io import Frame, read_frames  # noqa: PLC0415
 
+    _check_max_frames(max_frames)
     ref_name = os.fspath(reference)
-    dist = _first_pass(video.frames())
+    dist = _first_pass(video.frames(), max_frames)
     if dist.pts.size == 0:
         raise AlignmentError(f"{video.name}: no frame could be decoded from the received stream")
-    facts = _facts(video, dist)
-    ref = _first_pass(_ref_frames(read_frames(ref_name)))
+    facts = _facts(video, dist, max_frames)
+    ref = _first_pass(_ref_frames(read_frames(ref_name)), max_frames)
+    for what, p in ((f"the stream {video.name}", dist), (f"the reference {ref_name}", ref)):
+        if p.cut:
+            warnings.warn(_cut_note(what, max_frames), QoEWarning, stacklevel=2)
     start = None if video.start_pts is None else int(ref.pts[0]) - video.start_pts
     off: Offset = find_offset(ref.pts, ref.thumbs, dist.pts, dist.thumbs, usable=~dist.damaged, start_ticks=start)
     lo, hi = (dist.pts[0] + off.ticks) / CLOCK_HZ, (dist.pts[-1] + off.ticks) / CLOCK_HZ
@@ -390,7 +448,7 @@ def score_stream(
             f"the reference {ref_name}"
         )
     received = (
-        Frame(pts_s=(f.pts + off.ticks) / CLOCK_HZ, y=f.y, u=f.u, v=f.v) for f in sorted_frames(video.frames())
+        Frame(pts_s=(f.pts + off.ticks) / CLOCK_HZ, y=f.y, u=f.u, v=f.v) for f in _shown(video.frames(), max_frames)
     )
     in_span = (
         f for f in read_frames(ref_name) if f.pts_s is not None and lo - step / 2 <= f.pts_s <= hi + step / 2
@@ -455,6 +513,7 @@ def score_capture(
     variant: str = "wang",
     psnr_table: str = "zinner2010",
     options: VideoOptions | None = None,
+    max_frames: int | None = MAX_FRAMES,
 ) -> list[VideoScore | StreamFacts]:
     """Every video stream of a capture: scored against ``reference``, else its facts.
 
@@ -470,7 +529,7 @@ def score_capture(
         ``ffmpeg -sdp_file`` wrote), see :func:`qoe.video.flows.find_video`.
     buffer : JitterBuffer or str, optional, keyword-only
         The receiver's jitter buffer for RTP streams (:func:`qoe.video.receiver.receive_rtp`).
-    variant, psnr_table : str, keyword-only
+    variant, psnr_table, max_frames : keyword-only
         See :func:`score_stream`.
     options : VideoOptions, optional, keyword-only
         All of the above in one object; when given, it replaces them.
@@ -487,6 +546,7 @@ def score_capture(
 
     if options is not None:
         sdp, buffer, variant, psnr_table = options.sdp, options.jitter_buffer, options.variant, options.psnr_table
+        max_frames = options.max_frames
     out: list[VideoScore | StreamFacts] = []
     for src in find_video(capture, sdp=sdp):
         if src.rtp is not None:
@@ -500,7 +560,7 @@ def score_capture(
         if src.notes:
             video = dataclasses.replace(video, notes=src.notes + video.notes)
         if reference is None:
-            out.append(stream_facts(video))
+            out.append(stream_facts(video, max_frames=max_frames))
         else:
-            out.append(score_stream(video, reference, variant=variant, psnr_table=psnr_table))
+            out.append(score_stream(video, reference, variant=variant, psnr_table=psnr_table, max_frames=max_frames))
     return out
