@@ -75,6 +75,11 @@ def _g1030_table() -> Section:
     )
 
 
+def _scenarios(manifest: Path) -> list[dict[str, Any]]:
+    """The testbed's record of each run: one JSON object per line of ``scenarios.jsonl``."""
+    return [json.loads(line) for line in manifest.read_text().splitlines() if line.strip()]
+
+
 def _call_scores(data: Path) -> Section:
     """The bundled voice calls (data/voice), scored per direction with both captures and the references."""
     from qoe.api import score  # noqa: PLC0415 - imports the voice scorers (SciPy) only when run
@@ -85,10 +90,7 @@ def _call_scores(data: Path) -> Section:
         return Section(title, [], f"{manifest} not found: no call samples to score.")
     rows = []
     caps = manifest.parent
-    for line in manifest.read_text().splitlines():
-        if not line.strip():
-            continue
-        sc = json.loads(line)
+    for sc in _scenarios(manifest):
         refs = [data / "voice" / st["reference"] for st in sc["streams"]]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -160,10 +162,7 @@ def _web_scores(data: Path) -> Section:
     if not manifest.is_file():
         return Section(title, [], f"{manifest} not found: no web samples to score.")
     rows = []
-    for line in manifest.read_text().splitlines():
-        if not line.strip():
-            continue
-        sc = json.loads(line)
+    for sc in _scenarios(manifest):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             pages = page_loads(manifest.parent / sc["client_capture"], preset="access")
