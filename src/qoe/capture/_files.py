@@ -98,6 +98,9 @@ def _name_of(source: PathOrFile) -> str:
     return str(getattr(source, "name", f"<{type(source).__name__}>"))
 
 
+_NS_MIN, _NS_MAX = -(1 << 63), (1 << 63) - 1  # what an int64 nanosecond time can hold
+
+
 @dataclass
 class Interface:
     """One capture interface: link type and timestamp conversion to ns.
@@ -115,7 +118,10 @@ class Interface:
     tsresol: int = 6
 
     def ticks_to_ns(self, raw: int) -> int:
-        return (raw * self.num) // self.den + self.offset_ns
+        """Nanoseconds of ``raw`` ticks; a time int64 nanoseconds cannot hold (before 1677 or
+        after 2262: a damaged timestamp, since pcapng §4.3 gives 64 bits of ticks) is clamped
+        to the nearest bound, so the packet is still read."""
+        return min(max((raw * self.num) // self.den + self.offset_ns, _NS_MIN), _NS_MAX)
 
 
 def tsresol_to_fraction(v: int) -> tuple[int, int]:
