@@ -47,3 +47,21 @@ def test_the_mutations_damage_the_sample():
     seed = TARGETS["capture-packets"].seed_bytes()[0]
     rnd = random.Random(1)
     assert sum(mutate(seed, rnd) != seed for _ in range(50)) >= 45
+
+
+def test_a_stream_announced_mid_file_ends_decoding_with_a_warning(tmp_path):
+    """Found by the fuzz campaign: damaged MPEG-TS (the clip's first 160 KB, mutated with
+    random.Random(1101)) announces a stream PyAV did not list at open, and PyAV's demuxer
+    then raises IndexError on every packet. The frames before it are kept, with a warning."""
+    from qoe.errors import QoEWarning
+    from qoe.video import read_frames
+
+    target = TARGETS["video-file"]
+    seeds = target.seed_bytes()
+    if not seeds:
+        pytest.skip("data/video/reference/clip.ts not present")
+    path = tmp_path / "damaged.ts"
+    path.write_bytes(mutate(seeds[0], random.Random(1101)))
+    with pytest.warns(QoEWarning, match="a stream appeared mid-file"):
+        frames = list(read_frames(path))
+    assert len(frames) > 0

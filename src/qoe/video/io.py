@@ -171,6 +171,23 @@ def read_frames(
     return _decode(container, stream, os.fspath(path))
 
 
+def _demux(container: Any, stream: Any, name: str) -> Iterator[Any]:
+    """The packets of ``stream``; ends with a warning where the file announces a stream PyAV
+    did not list when it opened it (FFmpeg adds streams a damaged or changing MPEG-TS
+    announces mid-file; PyAV then fails with IndexError on every later packet)."""
+    packets = container.demux(stream)
+    while True:
+        try:
+            packet = next(packets)
+        except StopIteration:
+            return
+        except IndexError:
+            warnings.warn(f"{name}: a stream appeared mid-file that the demuxer cannot follow; "
+                          "the frames before it were decoded", QoEWarning, stacklevel=3)
+            return
+        yield packet
+
+
 def _decode(container: Any, stream: Any, name: str) -> Iterator[Frame]:
     import av  # noqa: PLC0415
 
@@ -178,7 +195,7 @@ def _decode(container: Any, stream: Any, name: str) -> Iterator[Frame]:
     first_error = ""
     converted_from = None
     try:
-        for packet in container.demux(stream):
+        for packet in _demux(container, stream, name):
             try:
                 frames = packet.decode()
             except av.error.FFmpegError as exc:  # a corrupt packet: keep going, say so at the end
