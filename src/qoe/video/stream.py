@@ -434,7 +434,9 @@ def score_stream(
     if dist.pts.size == 0:
         raise AlignmentError(f"{video.name}: no frame could be decoded from the received stream")
     facts = _facts(video, dist, max_frames)
-    ref = _first_pass(_ref_frames(read_frames(ref_name)), max_frames)
+    # One decoder thread, as for the received stream: a batch (qoe.batch) runs one row per core,
+    # and FFmpeg's own threads would only compete with the other workers.
+    ref = _first_pass(_ref_frames(read_frames(ref_name, threads=1)), max_frames)
     for what, p in ((f"the stream {video.name}", dist), (f"the reference {ref_name}", ref)):
         if p.cut:
             warnings.warn(_cut_note(what, max_frames), QoEWarning, stacklevel=2)
@@ -451,7 +453,7 @@ def score_stream(
         Frame(pts_s=(f.pts + off.ticks) / CLOCK_HZ, y=f.y, u=f.u, v=f.v) for f in _shown(video.frames(), max_frames)
     )
     in_span = (
-        f for f in read_frames(ref_name) if f.pts_s is not None and lo - step / 2 <= f.pts_s <= hi + step / 2
+        f for f in read_frames(ref_name, threads=1) if f.pts_s is not None and lo - step / 2 <= f.pts_s <= hi + step / 2
     )
     cmp = compare_frames(in_span, received, ref_name=ref_name, dist_name=video.name, variant=variant,
                          psnr_table=psnr_table)
