@@ -184,3 +184,28 @@ def test_cli_errors_are_one_line(dns_only):
     assert len(res.output.strip().splitlines()) == 1
     res = _run(dns_only, "--kind", "voice")
     assert res.exit_code == 2 and "no RTP audio stream found" in res.output
+
+
+DTMF = VOICE / "field" / "dtmf.pcap"
+
+
+@pytest.mark.skipif(not DTMF.is_file(), reason="data/voice/field not present")
+def test_a_call_the_capture_cut_is_marked_partial(tmp_path):
+    """dtmf.pcap holds INVITE, 200, ACK (frames 1-3), the RTP, then BYE and 200 (frames 164-165:
+    ``tshark -r dtmf.pcap -Y sip -T fields -e frame.number -e sip.Method -e sip.Status-Code``).
+    Cut at frame 100 (dpkt, record by record) the call was answered and never ended in the
+    capture: each direction says it is partial; the whole capture's do not."""
+    cut = tmp_path / "cut.pcap"
+    with DTMF.open("rb") as src, cut.open("wb") as dst:
+        reader = dpkt.pcap.Reader(src)
+        writer = dpkt.pcap.Writer(dst, linktype=reader.datalink(), nano=True)
+        for i, (ts, buf) in enumerate(reader, start=1):
+            if i > 100:
+                break
+            writer.writepkt(buf, ts)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QoEWarning)
+        whole, part = qoe.score(DTMF, kind="voice"), qoe.score(cut, kind="voice")
+    assert len(part) == len(whole) > 0
+    assert all(any(n.startswith("partial:") for n in d.notes) for d in part)
+    assert not any(n.startswith("partial:") for d in whole for n in d.notes)

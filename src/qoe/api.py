@@ -362,7 +362,26 @@ def _score_voice(capture: str, reference: Any, *, sender: str | None, ssrc: Any,
         if not calls:
             present = ", ".join(f"0x{s.ssrc:08x}" for s in audio)
             raise StreamNotFoundError(f"{capture}: no RTP audio stream with SSRC 0x{want:08x}; present: {present}")
-    results = tuple(d for c in calls for d in c.directions)
+    results = _mark_cut_calls(tuple(d for c in calls for d in c.directions),
+                              [*scan.calls, *(far.calls if far is not None else ())])
     for c in calls:
         notes.extend(f"call {c.call_id}: {n}" for n in c.notes)
     return Report(kind="voice", source=capture, results=results, inputs=inputs, notes=tuple(notes))
+
+
+#: The note of a call direction the capture cut: its result covers what the capture holds.
+CUT_NOTE = ("partial: the call was answered and the capture holds no BYE or CANCEL for it (RFC 3261 §15): "
+            "it went on after the capture ended, and is scored on what the capture holds")
+
+
+def _mark_cut_calls(results: tuple[Any, ...], sip_calls: Sequence[Any]) -> tuple[Any, ...]:
+    """``results`` with :data:`CUT_NOTE` added to the directions of SIP calls that were
+    answered and never ended (no BYE or CANCEL) in either capture. Calls without SIP carry
+    no such signal (a stream's last packet near the capture's end is also what a capture
+    stopped right after the call looks like) and are left as they are."""
+    from dataclasses import replace  # noqa: PLC0415
+
+    answered = {c.call_id for c in sip_calls if c.answer_ns is not None}
+    ended = {c.call_id for c in sip_calls if c.end_ns is not None}
+    cut = answered - ended
+    return tuple(replace(d, notes=(*d.notes, CUT_NOTE)) if d.call_id in cut else d for d in results)
