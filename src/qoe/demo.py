@@ -184,12 +184,11 @@ def demo_heatmap(section: Section):  # noqa: ANN201 - matplotlib is optional
     and load, "user talks" above "user listens" (:func:`qoe.plot.heatmap`)."""
     from qoe.plot import heatmap  # noqa: PLC0415
 
-    rows = [{**r, "buffer": r["buffer"].split()[0]} for r in section.rows if r.get("direction")]
+    rows = [{**r, "buffer": int(r["buffer"].split()[0])} for r in section.rows if r.get("direction")]
     if not rows:
         raise InputError("no scored call direction to draw")
     loads = [w for w in ("both", "down", "up", "none") if any(r["load"] == w for r in rows)]
     return heatmap(rows, "buffer", "load", metric="mos", split="direction", y_order=loads,
-                   x_order=sorted({r["buffer"] for r in rows}, key=int),
                    title="Bundled voice calls: median MOS (seed paper §7.1), as its Figure 7")
 
 

@@ -72,9 +72,8 @@ def call_series(direction: Any, *, title: str | None = None) -> Figure:
     ax_m.legend(loc="lower left", fontsize=8)
     for ax in (ax_d, ax_l, ax_m):
         ax.grid(alpha=0.3)
-    label = getattr(direction, "direction", None)
-    fig.suptitle(title or f"{direction.stream}" + (f" ({label.value if hasattr(label, 'value') else label})"
-                                                   if label else ""))
+    label = getattr(direction, "direction", None)  # "user talks" / "user listens", or None
+    fig.suptitle(title or (f"{direction.stream} ({label})" if label else direction.stream))
     return fig
 
 

@@ -175,17 +175,11 @@ def _demux(container: Any, stream: Any, name: str) -> Iterator[Any]:
     """The packets of ``stream``; ends with a warning where the file announces a stream PyAV
     did not list when it opened it (FFmpeg adds streams a damaged or changing MPEG-TS
     announces mid-file; PyAV then fails with IndexError on every later packet)."""
-    packets = container.demux(stream)
-    while True:
-        try:
-            packet = next(packets)
-        except StopIteration:
-            return
-        except IndexError:
-            warnings.warn(f"{name}: a stream appeared mid-file that the demuxer cannot follow; "
-                          "the frames before it were decoded", QoEWarning, stacklevel=3)
-            return
-        yield packet
+    try:
+        yield from container.demux(stream)
+    except IndexError:
+        warnings.warn(f"{name}: a stream appeared mid-file that the demuxer cannot follow; "
+                      "the frames before it were decoded", QoEWarning, stacklevel=3)
 
 
 def _decode(container: Any, stream: Any, name: str) -> Iterator[Frame]:
