@@ -28,7 +28,7 @@ ALLOWED: dict[str, set[str]] = {
     "report": {"errors"},
     "options": {"errors", "report"},
     "outputs": {"errors"},
-    "plot": {"errors", "mos", "outputs"},
+    "plot": {"errors", "mos", "outputs", "report"},
 }
 
 

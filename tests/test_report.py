@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qoe.report import Report, as_dict, brief, columns, to_csv, to_frame, to_json, to_plain
+from qoe.errors import InputError
+from qoe.report import Report, as_dict, brief, columns, read_table, to_csv, to_frame, to_json, to_plain
 
 
 def _strict(text: str):
@@ -220,3 +221,24 @@ def test_report_shows_itself_as_a_compact_table_per_kind():
     assert "a&lt;b&gt;.pcap" in text and "<li>n1</li>" in text and "<li>[down] late</li>" in text
     assert "Item(" not in text and "detail" not in text  # not a dataclass dump, not the full record
     assert repr(rep) == "Report(kind='voice+web', source='a<b>.pcap', 3 results, 1 note)"
+
+
+def test_a_csv_table_reads_back_what_to_csv_wrote(tmp_path):
+    rows = [{"row_key": "0123", "label": "NA", "mos": 4.1, "error": None},
+            {"row_key": "0456", "label": "b", "mos": float("nan"), "error": "InputError: x"}]
+    (tmp_path / "r.csv").write_text(to_csv(rows))
+    frame = read_table(tmp_path / "r.csv")
+    assert list(frame.row_key) == ["0123", "0456"]  # identifiers stay text, leading zero kept
+    assert list(frame.label) == ["NA", "b"]  # only an empty cell is missing
+    assert frame.mos.iloc[0] == 4.1 and np.isnan(frame.mos.iloc[1])
+    assert frame.error.isna().tolist() == [True, False]
+    (tmp_path / "empty.csv").write_bytes(b"")
+    assert read_table(tmp_path / "empty.csv").empty
+
+
+def test_unreadable_tables_name_the_file(tmp_path):
+    (tmp_path / "r.parquet").write_bytes(b"PAR1 not parquet")
+    (tmp_path / "r.json").write_text("{not json")
+    for name in ("r.parquet", "r.json", "missing.csv", "r.xlsx"):
+        with pytest.raises(InputError, match=name.replace(".", r"\.")):
+            read_table(tmp_path / name)

@@ -48,15 +48,17 @@ import html
 import io
 import json
 import math
+import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from qoe.errors import InputError
 
-__all__ = ["Report", "to_plain", "as_dict", "brief", "columns", "to_json", "to_csv", "to_frame", "html_table"]
+__all__ = ["Report", "to_plain", "as_dict", "brief", "columns", "to_json", "to_csv", "to_frame", "read_table", "html_table"]
 
 _KEEP: Any = object()  # to_plain's default: non-finite floats stay as they are
 
@@ -253,6 +255,60 @@ def to_frame(rows: Iterable[Mapping[str, Any]]):  # noqa: ANN201 - pandas is imp
 
     rows = [to_plain(dict(r)) for r in rows]
     return pd.DataFrame.from_records(rows, columns=columns(rows)) if rows else pd.DataFrame()
+
+
+#: Readers of :func:`read_table` by file suffix (longest suffixes first).
+_TABLE_SUFFIXES = (".csv.gz", ".csv", ".parquet", ".pq", ".json")
+
+
+def read_table(path: str | os.PathLike[str], *, text: Sequence[str] = ("row_key", "error")):  # noqa: ANN201
+    """A table of results read back: what :func:`to_csv`, ``qoe batch`` or ``qoe score --format json`` wrote.
+
+    An empty CSV cell is a missing value (as :func:`to_csv` writes None, NaN and inf); any
+    other text is kept as it is (a label ``NA`` stays ``"NA"``).
+
+    Parameters
+    ----------
+    path : str or path-like
+        CSV (``.csv``, ``.csv.gz``), Parquet (``.parquet``, ``.pq``; needs pyarrow) or JSON
+        records (``.json``: a list of objects).
+    text : sequence of str
+        Columns read as text even when every value looks like a number (identifiers).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Possibly without rows (an empty file gives an empty frame).
+
+    Raises
+    ------
+    InputError
+        The file is missing, its suffix names none of these formats, or it does not parse.
+    """
+    import pandas as pd  # noqa: PLC0415 - only needed here
+
+    p = Path(path)
+    suffix = next((s for s in _TABLE_SUFFIXES if p.name.lower().endswith(s)), None)
+    if suffix is None:
+        raise InputError(f"{p}: a results table must be .csv, .csv.gz, .parquet, .pq or .json")
+    if not p.is_file():
+        raise InputError(f"{p}: no such file")
+    kind = suffix.strip(".").removesuffix(".gz")
+    try:
+        if kind == "csv":
+            if p.stat().st_size == 0:
+                return pd.DataFrame()
+            head = pd.read_csv(p, nrows=0).columns
+            return pd.read_csv(p, dtype={c: str for c in text if c in head}, keep_default_na=False, na_values=[""])
+        if kind == "json":
+            return pd.DataFrame(json.loads(p.read_text(encoding="utf-8")))
+        return pd.read_parquet(p)
+    except ImportError as exc:
+        raise InputError(f"{p}: reading Parquet needs pyarrow ({exc})") from exc
+    except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+        raise InputError(f"{p}: not a readable {kind} table ({exc})") from exc
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises many kinds for a damaged Parquet file
+        raise InputError(f"{p}: not a readable {kind} table ({type(exc).__name__}: {exc})") from exc
 
 
 #: Significant digits of a number in a report's HTML table.

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from qoe.errors import InputError
-from qoe.report import columns, to_csv
+from qoe.report import columns, read_table, to_csv
 
 __all__: list[str] = []
 
@@ -63,21 +63,10 @@ def read_results(path: Path) -> list[dict[str, Any]]:
     InputError
         A file that is not a batch's output (no ``row_key`` and ``error`` columns).
     """
-    import pandas as pd  # noqa: PLC0415
-
-    fmt = output_format(path)
-    if fmt == "csv":
-        if path.stat().st_size == 0:
-            return []
-        try:
-            frame = pd.read_csv(path, dtype={"row_key": str, "error": str}, keep_default_na=False, na_values=[""])
-        except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
-            raise InputError(f"resume: {path} is not a readable CSV file ({exc})") from exc
-    else:
-        try:
-            frame = pd.read_parquet(path)
-        except Exception as exc:  # noqa: BLE001 - pyarrow raises many kinds for a bad file
-            raise InputError(f"resume: {path} is not a readable Parquet file ({exc})") from exc
+    output_format(path)
+    frame = read_table(path)
+    if frame.empty:
+        return []
     missing = [c for c in ("row_key", "error") if c not in frame.columns]
     if missing:
         raise InputError(f"resume: {path} is not the output of a batch (no {', '.join(missing)} column)")

@@ -22,7 +22,6 @@ References
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -34,6 +33,7 @@ import numpy as np
 
 from qoe.errors import InputError
 from qoe.mos import ACR_LABELS, acr_label
+from qoe.report import read_table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -335,29 +335,14 @@ def read_results(path: str | os.PathLike[str]) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
+        As :func:`qoe.report.read_table` reads it (empty cells missing, other text kept).
 
     Raises
     ------
     InputError
         The file is missing, empty, or not a table in a format named by its suffix.
     """
-    import pandas as pd  # noqa: PLC0415
-
-    p = Path(path)
-    name = p.name.lower()
-    readers = {".csv": pd.read_csv, ".csv.gz": pd.read_csv, ".parquet": pd.read_parquet, ".pq": pd.read_parquet,
-               ".json": lambda f: pd.DataFrame(json.loads(Path(f).read_text(encoding="utf-8")))}
-    suffix = next((s for s in readers if name.endswith(s)), None)
-    if suffix is None:
-        raise InputError(f"{p}: results must be .csv, .parquet or .json")
-    if not p.is_file():
-        raise InputError(f"{p}: no such file")
-    try:
-        frame = readers[suffix](p)
-    except ImportError as exc:
-        raise InputError(f"{p}: reading Parquet needs pyarrow ({exc})") from exc
-    except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
-        raise InputError(f"{p}: not a {suffix.lstrip('.')} table ({exc})") from exc
+    frame = read_table(path)
     if frame.empty:
-        raise InputError(f"{p}: the results table has no rows")
+        raise InputError(f"{Path(path)}: the results table has no rows")
     return frame
