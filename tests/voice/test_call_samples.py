@@ -180,3 +180,15 @@ def test_no_load_call_is_within_0_1_mos_of_the_itu_pesq_of_its_received_audio(sc
         ref, fs = load_speech(VOICE / st["reference"])
         itu = pesq_itu.pesq(fs, ref, received, "nb")
         assert d.full_reference.mos_lqo == pytest.approx(itu, abs=ORACLE_TOL), (st["direction"], itu)
+
+
+def test_an_assumed_delay_is_one_warning_for_the_whole_capture():
+    # data/voice/field/reused_port.pcap: sequential SIP calls reusing one port, one capture only
+    capture = Path(__file__).parents[2] / "data" / "voice" / "field" / "reused_port.pcap"
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        report = qoe.score(capture, kind="voice")
+    calls = {r.call_id for r in report.results}
+    assumed = [str(w.message) for w in rec if "one-way delay assumed" in str(w.message)]
+    assert len(calls) > 1 and len(assumed) == 1
+    assert assumed[0].startswith(f"{len(calls)} calls (") and all(c in assumed[0] for c in sorted(calls)[:3])

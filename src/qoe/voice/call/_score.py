@@ -160,29 +160,23 @@ def _prepare_call(
     options: CallOptions,
     delays: Mapping[int, OneWayDelay],
     captures: Mapping[int, str],
+    delay_guesses: list[tuple[str, int, bool]] | None = None,
 ) -> list[Prep]:
-    """Each stream played out with its delays, and the delay its Id uses; warns of assumed delays."""
+    """Each stream played out with its delays, and the delay its Id uses.
+
+    Calls whose delay had to be assumed are added to ``delay_guesses`` as (call, streams
+    with an assumed delay, whether the delays are relative), for :func:`_warn_delays`.
+    """
     rtt = rtt_ms(streams)
     buffer = options.buffer
     base = options.network_delay_ms
     preps = [prepare(s, buffer=buffer, owd=delays.get(s.ssrc), base_ms=base, rtt=rtt, capture=captures.get(s.ssrc))
              for s in streams]
-    assumed = [pr for pr in preps if pr.net_source == "assumed"]
-    if assumed:
-        warnings.warn(
-            f"call {call_id}: one-way delay assumed 0 ms (plus the delay variation seen) for "
-            f"{len(assumed)} stream(s): only one capture given and no RTCP round-trip time; "
-            "give a sender-side capture or network_delay_ms",
-            QoEWarning,
-            stacklevel=4,
-        )
-    if base is None and any(pr.net_source == "measured-relative" for pr in preps):
-        warnings.warn(
-            f"call {call_id}: the two captures do not share a clock; one-way delay assumed 0 ms for the "
-            "least-delayed packet (plus the measured variation); give network_delay_ms",
-            QoEWarning,
-            stacklevel=4,
-        )
+    if delay_guesses is not None:
+        assumed = sum(pr.net_source == "assumed" for pr in preps)
+        relative = base is None and any(pr.net_source == "measured-relative" for pr in preps)
+        if assumed or relative:
+            delay_guesses.append((call_id, assumed, relative))
     set_ta(preps, options.delay_basis)
     return preps
 
@@ -198,9 +192,11 @@ def _score_call(
     captures: Mapping[int, str],
     found_user: str | None = None,
     extra_notes: Sequence[str] = (),
+    delay_guesses: list[tuple[str, int, bool]] | None = None,
 ) -> CallScore:
     user, user_note = _user_end(options.user, found_user, sip)
-    preps = _prepare_call(streams, call_id=call_id, options=options, delays=delays, captures=captures)
+    preps = _prepare_call(streams, call_id=call_id, options=options, delays=delays, captures=captures,
+                          delay_guesses=delay_guesses)
     out = [
         _direction_score(pr, call_id=call_id, user=user, measured=pr.stream.ssrc in delays, options=options,
                          references=references)
@@ -270,8 +266,37 @@ def score_call(
         raise InputError("score_call: no streams given")
     options = _options(options)
     call_id = call_id or next((s.call_id for s in streams if s.call_id), None) or pair_id(streams[0].key)
-    return _score_call(streams, call_id=call_id, sip=sip, options=options, references=references,
-                       delays=dict(delays or {}), captures=dict(captures or {}))
+    guesses: list[tuple[str, int, bool]] = []
+    out = _score_call(streams, call_id=call_id, sip=sip, options=options, references=references,
+                      delays=dict(delays or {}), captures=dict(captures or {}), delay_guesses=guesses)
+    _warn_delays(guesses, stacklevel=2)
+    return out
+
+
+def _warn_delays(guesses: Sequence[tuple[str, int, bool]], *, stacklevel: int) -> None:
+    """One warning for all the calls whose one-way delay was assumed (not one per call)."""
+
+    def which(calls: list[str]) -> str:
+        shown = ", ".join(calls[:3]) + (f" and {len(calls) - 3} more" if len(calls) > 3 else "")
+        return f"call {shown}" if len(calls) == 1 else f"{len(calls)} calls ({shown})"
+
+    assumed = [(c, n) for c, n, _ in guesses if n]
+    if assumed:
+        warnings.warn(
+            f"{which([c for c, _ in assumed])}: one-way delay assumed 0 ms (plus the delay variation seen) for "
+            f"{sum(n for _, n in assumed)} stream(s): only one capture given and no RTCP round-trip time; "
+            "give a sender-side capture or network_delay_ms",
+            QoEWarning,
+            stacklevel=stacklevel + 1,
+        )
+    relative = [c for c, _, r in guesses if r]
+    if relative:
+        warnings.warn(
+            f"{which(relative)}: the two captures do not share a clock; one-way delay assumed 0 ms for the "
+            "least-delayed packet (plus the measured variation); give network_delay_ms",
+            QoEWarning,
+            stacklevel=stacklevel + 1,
+        )
 
 
 def _options(options: CallOptions | None) -> CallOptions:
@@ -363,11 +388,13 @@ def score_calls(
             extra_notes.append(f"{len(unmatched)} stream(s) of the far end's capture are not in the user's capture "
                                "and were not scored")
     out = []
+    guesses: list[tuple[str, int, bool]] = []
     for call in find_calls(chosen, list(sip_calls) + list(sender_sip_calls)):
         found = _user_at(here, call, delays, caps) if two and options.user is None else None
         out.append(_score_call(list(call.streams), call_id=call.call_id, sip=call.sip, options=options,
                                references=references, delays=delays, captures=caps, found_user=found,
-                               extra_notes=extra_notes))
+                               extra_notes=extra_notes, delay_guesses=guesses))
+    _warn_delays(guesses, stacklevel=2)
     if references:
         located = {p.reference for c in out for d in c.directions if d.full_reference for p in d.full_reference.plays}
         for ref in references:
