@@ -1,8 +1,8 @@
 """Every common RTP voice codec: decoded from real captures and checked against FFmpeg.
 
 The captures and the encoded files their senders sent are in data/voice/codecs/ (made by
-make_codec_captures.sh: FFmpeg 5.1's RTP muxer, or send.py for GSM, G.723.1, G.729, AMR and
-AMR-WB; three packets dropped on the way, 0-based indices 30, 31 and 70). The oracle is the
+make_codec_captures.sh: FFmpeg 5.1's RTP muxer, or send.py for GSM, G.723.1, G.729, AMR,
+AMR-WB and iLBC; three packets dropped on the way, 0-based indices 30, 31 and 70). The oracle is the
 ffmpeg command line decoding the encoded file, exactly::
 
     ffmpeg -v error [-c:a DECODER] [DEMUXER OPTIONS] -i FILE -f s16le [-ac 1] -
@@ -73,6 +73,8 @@ CASES = {
     "amr_be": ("AMR", 8000, 1, "nb", [], "amr.amr", 160, True),
     "amrwb_oa": ("AMR-WB", 16000, 1, "wb", [], "amrwb.amr", 320, True),
     "amrwb_be": ("AMR-WB", 16000, 1, "wb", [], "amrwb.amr", 320, True),
+    "ilbc20": ("ILBC", 8000, 1, "nb", [], "ilbc20.lbc", 160, False),
+    "ilbc30": ("ILBC", 8000, 1, "nb", [], "ilbc30.lbc", 240, False),
 }
 
 
@@ -186,6 +188,22 @@ def test_g723_frames_are_the_files_frames():
         assert frame == data[24 * k:24 * (k + 1)]  # 6.3 kbit/s: 24 octets each (RFC 3551 §4.5.3)
 
 
+@pytest.mark.parametrize("mode, size", [(20, 38), (30, 50)])
+def test_ilbc_frames_are_the_files_frames(mode, size):
+    """RFC 3952 §4: one frame per packet here (send.py), 38 octets in the 20 ms mode and 50 in
+    the 30 ms mode (RFC 3951 §3); the SDP names the mode (``a=fmtp:97 mode=20``, §5)."""
+    data = (DATA / f"ilbc{mode}.lbc").read_bytes()  # FFmpeg's iLBC storage file (IlbcEncode.java)
+    head = f"#!iLBC{mode}\n".encode()
+    assert data.startswith(head) and (len(data) - len(head)) % size == 0
+    s = _stream(f"ilbc{mode}")
+    assert s.fmtp == {"mode": str(mode)}
+    p = s.packets
+    seq0 = 1000
+    for seq, pay in zip(p.seq_ext.tolist(), p.payloads):
+        k = seq - seq0
+        assert pay == data[len(head) + size * k:len(head) + size * (k + 1)]
+
+
 def test_g726_packing_is_named_by_the_sdp():
     """RFC 3551 §4.5.4: "G726-32" and "AAL2-G726-32" pack the same codes differently;
     decoding one as the other gives another signal."""
@@ -244,7 +262,7 @@ def test_clock_and_audio_rates():
     "name, rate, mode",
     [("g722", 16000, "wb"), ("opus_wb", 16000, "wb"), ("l16", 16000, "wb"), ("speex_wb", 16000, "wb"),
      ("amrwb_oa", 16000, "wb"), ("amrwb_be", 16000, "wb"), ("opus_nb", 8000, "nb"),
-     ("g726le-32", 8000, "nb"), ("amr_oa", 8000, "nb"), ("gsm", 8000, "nb")],
+     ("g726le-32", 8000, "nb"), ("amr_oa", 8000, "nb"), ("gsm", 8000, "nb"), ("ilbc30", 8000, "nb")],
 )
 def test_pesq_rate_follows_the_decoded_bandwidth(name, rate, mode):
     """P.862 at 8 kHz for narrow-band codecs, P.862.2 at 16 kHz for wide-band ones; Opus by
@@ -297,7 +315,7 @@ def test_combined_score_wide_band_scale():
 @pytest.mark.parametrize(
     "name, preset",
     [("g729", "G.729A+VAD"), ("g723", "G.723.1+VAD"), ("gsm", "GSM-FR"), ("g726le-32", "G.726-32"),
-     ("g722", None), ("opus_wb", None), ("amrwb_oa", None), ("amrwb_be", None)],
+     ("g722", None), ("opus_wb", None), ("amrwb_oa", None), ("amrwb_be", None), ("ilbc20", None)],
 )
 def test_emodel_preset_follows_the_codec(name, preset):
     from qoe.voice.call import CallOptions, score_call
@@ -315,11 +333,12 @@ def test_emodel_preset_follows_the_codec(name, preset):
 
 
 # --------------------------------------------------------------------------- no encoder here
-# No iLBC or G.729 Annex B encoder is installed (FFmpeg 5.1 and PyAV have none, nor Debian or
-# PyPI; Debian's libbcg729 is used with VAD off for the G.729 capture): iLBC and G.729 SID frames
-# are checked on synthetic payloads only, against ffmpeg decoding the same frames from its own
-# storage formats. AMR-WB has real captures above (VisualOn encoder); its synthetic test below
-# adds a frame type the captures do not hold (random bits, Q = 1) and a loss inside a packet run.
+# No G.729 Annex B encoder is installed (FFmpeg 5.1 and PyAV have none; Debian's libbcg729 is
+# used with VAD off for the G.729 capture): G.729 SID frames are checked on synthetic payloads
+# only, against ffmpeg decoding the same frames from its own storage format. iLBC and AMR-WB have
+# real captures above (libjitsi's and VisualOn's encoders); their synthetic tests below add what
+# the captures do not hold: two iLBC frames per packet with the mode read from the payload size
+# (no fmtp), and AMR-WB random bits with Q = 1.
 
 
 def _rtp(payloads: list[bytes], step: int, lost: tuple[int, ...] = ()):
@@ -334,7 +353,7 @@ def _rtp(payloads: list[bytes], step: int, lost: tuple[int, ...] = ()):
 def test_ilbc_frames_decode_as_ffmpeg_decodes_its_storage_file(tmp_path, mode, size, samples):
     """RFC 3952 §4: two frames per packet; the mode from the payload size alone (no SDP fmtp).
     Oracle: ``ffmpeg -v error -i x.lbc -f s16le -`` on the iLBC file FFmpeg's "ilbc" demuxer
-    reads ("#!iLBC20\\n" or "#!iLBC30\\n", then the frames), of random frames (no iLBC encoder here)."""
+    reads ("#!iLBC20\\n" or "#!iLBC30\\n", then the frames), of random frames."""
     from qoe.voice.decode import decode_packets
 
     rng = np.random.default_rng(mode)
@@ -356,7 +375,7 @@ def test_ilbc_frames_decode_as_ffmpeg_decodes_its_storage_file(tmp_path, mode, s
 
 def test_amr_wb_payloads_decode_at_16_khz_and_conceal_a_loss():
     """RFC 4867 §4.3 bandwidth-efficient AMR-WB payloads of 12.65 kbit/s frames (FT 2, 253 bits,
-    TS 26.201 Table 2), random bits (no AMR-WB encoder here): 320 samples at 16 kHz a frame, and
+    TS 26.201 Table 2), random bits: 320 samples at 16 kHz a frame, and
     the OpenCORE decoder conceals the lost one (NO_DATA frame)."""
     from qoe.voice.decode import decode_packets
 

@@ -3,12 +3,16 @@
 # on the loopback, each with three packets lost on the way (a burst of two and a single one).
 #
 # Usage (as root, from anywhere):  data/voice/codecs/make_codec_captures.sh [SECTION ...]
-#   SECTION: g722 g726 gsm g723 g729 l16 opus speex amr amrwb (default: all of them); only the
+#   SECTION: g722 g726 gsm g723 g729 l16 opus speex amr amrwb ilbc (default: all of them); only the
 #   captures of the sections named are made again (and their tshark tables).
 # Needs: tcpdump, ffmpeg (5.1, with libgsm, libopus, libspeex), libbcg729 (Debian libbcg729-0),
 # python3 with PyAV (the qoe venv: AMR-NB encoder libopencore_amrnb, which ffmpeg 5.1 lacks).
 # INSTALLS (apt-get, section amrwb, when missing): libvo-amrwbenc0, the VisualOn AMR-WB encoder
 # (neither ffmpeg 5.1 nor PyAV has an AMR-WB encoder); send.py drives it through ctypes.
+# INSTALLS (section ilbc, when missing): maven and a JDK (apt-get), then libjitsi from Maven
+# Central (mvn dependency:get, into ~/.m2): its Java port of the RFC 3951 iLBC encoder is the only
+# iLBC encoder found for this machine (none in ffmpeg 5.1, PyAV, Debian or PyPI); IlbcEncode.java
+# drives it.
 # About 45 s. Real timing: the captures differ from run to run in their arrival times.
 #
 # For each codec NAME:
@@ -35,6 +39,8 @@
 #   amr_be          AMR/8000 bandwidth-efficient (§4.3)      send.py frames amr be (12.2 kbit/s)
 #   amrwb_oa        AMR-WB/16000, octet-align=1 (§4.4)       send.py frames amrwb oa (VisualOn, 12.65 kbit/s)
 #   amrwb_be        AMR-WB/16000 bandwidth-efficient (§4.3)  send.py frames amrwb be (VisualOn, 12.65 kbit/s)
+#   ilbc20          iLBC/8000, mode=20 (RFC 3952 §5)         send.py frames ilbc (libjitsi, 38 octets / 20 ms)
+#   ilbc30          iLBC/8000, mode=30                       send.py frames ilbc (libjitsi, 50 octets / 30 ms)
 set -euo pipefail
 export LC_ALL=C
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -185,6 +191,24 @@ if want amrwb; then
   capture amrwb_oa 41420 "$WORK/amrwb_oa.sdp" python3 "$HERE/send.py" frames amrwb amrwb.amr 97 47420 oa
   sdp_static "$WORK/amrwb_be.sdp" 97 "a=rtpmap:97 AMR-WB/16000" "a=ptime:20"
   capture amrwb_be 41430 "$WORK/amrwb_be.sdp" python3 "$HERE/send.py" frames amrwb amrwb.amr 97 47430 be
+fi
+
+# -- iLBC, 20 and 30 ms modes (encoded by libjitsi's Java iLBC encoder, see IlbcEncode.java) -------
+if want ilbc; then
+  if ! command -v mvn >/dev/null || ! command -v javac >/dev/null; then
+    echo "installing maven and a JDK (for the iLBC encoder) with apt-get" >&2
+    apt-get install -y maven default-jdk-headless >/dev/null
+  fi
+  mvn -q -B dependency:copy -Dartifact=org.jitsi:libjitsi:1.1-50-g6c95bf22 -DoutputDirectory="$WORK"
+  JAR="$WORK/libjitsi-1.1-50-g6c95bf22.jar"
+  $FF -i "$S8" -t 2.5 -f s16le -c:a pcm_s16le "$WORK/ilbc.pcm"
+  port=41440
+  for mode in 20 30; do
+    java -cp "$JAR" "$HERE/IlbcEncode.java" $mode "$WORK/ilbc.pcm" "ilbc$mode.lbc"
+    sdp_static "$WORK/ilbc$mode.sdp" 97 "a=rtpmap:97 iLBC/8000" "a=fmtp:97 mode=$mode" "a=ptime:$mode"
+    capture "ilbc$mode" $port "$WORK/ilbc$mode.sdp" python3 "$HERE/send.py" frames ilbc "ilbc$mode.lbc" 97 $((port + 6000))
+    port=$((port + 10))
+  done
 fi
 
 ls -l "$HERE"

@@ -3,7 +3,7 @@ libvo-amrwbenc, both by ctypes).
 
     python3 send.py sip CALL_ID PORT SDP_FILE         an INVITE whose SDP is SDP_FILE's m= section
     python3 send.py relay LISTEN PORT DROP SECONDS    forward UDP LISTEN -> PORT, dropping packets DROP
-    python3 send.py frames KIND FILE PT PORT [FMTP]   RTP from an encoded file (gsm, g723, amr, amrwb, g729)
+    python3 send.py frames KIND FILE PT PORT [FMTP]   RTP from an encoded file (gsm, g723, amr, amrwb, ilbc, g729)
     python3 send.py amrwb WAV OUT                     AMR-WB storage file (12.65 kbit/s) from 16 kHz speech
 
 All traffic is on the loopback. The INVITE goes from 127.0.0.1:5062 to 127.0.0.1:5060 (nothing
@@ -16,19 +16,22 @@ libvo-amrwbenc0; its E_IF_encode writes one storage-format frame, header octet i
 mode 2 (12.65 kbit/s, TS 26.201 Table 2), DTX off, one 20 ms frame (320 samples) at a time.
 
 ``frames`` is the RTP sender for codecs FFmpeg 5.1's RTP muxer does not packetise (GSM, G.723.1,
-AMR, AMR-WB) or has no encoder for (G.729, AMR-WB): one 20 ms packet (G.723.1: 30 ms) every packet
-time, SSRC 0x7a1c0c0d, payload type PT.
+AMR, AMR-WB, iLBC) or has no encoder for (G.729, AMR-WB, iLBC): one frame per packet, 20 ms
+(G.723.1 and iLBC's 30 ms mode: 30 ms; G.729: two 10 ms frames) every packet time, SSRC
+0x7a1c0c0d, payload type PT.
   gsm   FILE = raw GSM 06.10 frames (ffmpeg -f gsm), 33 octets each, 1 frame per packet (RFC 3551 §4.5.8)
   g723  FILE = raw G.723.1 frames (ffmpeg -f g723_1), 1 frame per packet (RFC 3551 §4.5.3)
   amr   FILE = AMR storage format (RFC 4867 §5, "#!AMR\\n"), 1 frame per packet, FMTP "oa" for
         octet-aligned (§4.4) or "be" for bandwidth-efficient (§4.3); CMR 15 (no request)
   amrwb FILE = AMR-WB storage format (RFC 4867 §5, "#!AMR-WB\n"), packetised as amr; RTP clock
         16000 Hz (§4.1), 320 ticks a packet
+  ilbc  FILE = FFmpeg's iLBC storage file ("#!iLBC20\n" or "#!iLBC30\n", then 38- or 50-octet
+        frames; written by IlbcEncode.java), 1 frame per packet (RFC 3952 §4)
   g729  FILE = 8 kHz 16-bit mono WAV, encoded here by libbcg729 (G.729 Annex A, VAD off); 2
         frames per packet; the frames are also written to FILE.g729 (10 octets each, the raw
         format FFmpeg's "g729" demuxer reads)
 
-References: RFC 3261 §7-8, RFC 4566 §5, RFC 3550 §5.1, RFC 3551 §4.5, RFC 4867 §4.3-§5,
+References: RFC 3261 §7-8, RFC 4566 §5, RFC 3550 §5.1, RFC 3551 §4.5, RFC 3952 §4, RFC 4867 §4.3-§5,
 3GPP TS 26.101 Table 1a, TS 26.201 Table 2.
 """
 
@@ -88,6 +91,13 @@ def relay(listen: int, port: int, drop: str, seconds: float) -> None:
 def _gsm(path: str) -> list[tuple[bytes, int]]:
     data = open(path, "rb").read()
     return [(data[i:i + 33], 160) for i in range(0, len(data) - 32, 33)]
+
+
+def _ilbc(path: str) -> list[tuple[bytes, int]]:
+    data = open(path, "rb").read()
+    mode = {b"#!iLBC20\n": 20, b"#!iLBC30\n": 30}[data[:9]]
+    size = 38 if mode == 20 else 50  # RFC 3951 §3.5 / RFC 3952 §4
+    return [(data[i:i + size], 8 * mode) for i in range(9, len(data) - size + 1, size)]
 
 
 def _g723(path: str) -> list[tuple[bytes, int]]:
@@ -182,7 +192,7 @@ def frames(kind: str, path: str, pt: int, port: int, fmtp: str = "") -> None:
     if kind in ("amr", "amrwb"):
         packets = _amr(path, fmtp, wideband=kind == "amrwb")
     else:
-        packets = {"gsm": _gsm, "g723": _g723, "g729": _g729}[kind](path)
+        packets = {"gsm": _gsm, "g723": _g723, "g729": _g729, "ilbc": _ilbc}[kind](path)
     clock = 16000 if kind == "amrwb" else 8000  # RFC 4867 §4.1: AMR-WB's RTP clock is 16 kHz
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     seq, ts, t0 = 1000, 160000, time.monotonic()
