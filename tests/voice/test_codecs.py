@@ -28,7 +28,7 @@ from qoe.mos import mos_to_r, r_to_mos
 from qoe.rtp import find_streams
 from qoe.voice import extract_audio
 from qoe.voice.combined import combined_score
-from qoe.voice.decode import audio_format, decode_stream, pesq_audio
+from qoe.voice.decode import audio_format, decode_stream, pesq_audio, stream_band
 from qoe.voice.emodel import r_factor
 from qoe.voice.payload import amr_frames, g723_frames
 
@@ -312,24 +312,54 @@ def test_combined_score_wide_band_scale():
     assert wb.band == "wb" and nb.band == "nb"
 
 
-@pytest.mark.parametrize(
-    "name, preset",
-    [("g729", "G.729A+VAD"), ("g723", "G.723.1+VAD"), ("gsm", "GSM-FR"), ("g726le-32", "G.726-32"),
-     ("g722", None), ("opus_wb", None), ("amrwb_oa", None), ("amrwb_be", None), ("ilbc20", None)],
-)
-def test_emodel_preset_follows_the_codec(name, preset):
-    from qoe.voice.call import CallOptions, score_call
+# The G.113 Appendix I preset each capture's codec gets (qoe.voice.call's choice: G.729 as
+# G.729A+VAD, G.723.1 as 6.3 kbit/s with VAD); the others have none.
+PRESETS = {"g729": "G.729A+VAD", "g723": "G.723.1+VAD", "gsm": "GSM-FR", "g726le-16": "G.726-16",
+           "g726le-32": "G.726-32", "g726le-40": "G.726-40", "g726-24": "G.726-24"}
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", QoEWarning)
-        d = score_call([_stream(name)], options=CallOptions(network_delay_ms=20.0)).directions[0]
-    if preset is None:
-        assert d.network is None
-        assert any("no G.113 Appendix I preset" in n for n in d.notes)
+
+def _score_json(name: str, *extra: str) -> dict:
+    import json
+
+    from click.testing import CliRunner
+
+    from qoe_cli.main import cli
+
+    res = CliRunner().invoke(cli, ["score", str(DATA / f"{name}.pcap"), "--network-delay-ms", "20", "--format", "json",
+                                   *extra])
+    assert res.exit_code == 0, res.output
+    (r,) = json.loads(res.output)["results"]
+    return r
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_emodel_preset_follows_the_codec(name):
+    """`qoe score --format json`: the G.113 preset each codec gets, and a wide-band codec's
+    network-side score is skipped with a note saying why (no G.107.1 wide-band preset)."""
+    r = _score_json(name)
+    band, preset = CASES[name][3], PRESETS.get(name)
+    assert stream_band(_stream(name)) == band
+    if preset is not None:
+        assert any(f"G.113 preset {preset!r} assumed for {r['codec']}" in n for n in r["notes"])
+        if r["network"] is not None:  # presets without a Bpl cannot score a lossy stream
+            assert r["network"]["codec"] == r["inputs"]["codec_impairment"] == preset
+        else:
+            assert any(f"G.113 gives no Bpl for codec {preset!r}" in n for n in r["notes"])
+    elif band == "wb":
+        assert r["network"] is None
+        assert any(f"{r['codec']} is wide-band and qoe has no G.107.1 wide-band codec preset" in n for n in r["notes"])
     else:
-        assert any(f"G.113 preset {preset!r}" in n for n in d.notes)
-        if d.network is not None:  # presets without a Bpl cannot score a lossy stream
-            assert d.network.codec == preset
+        assert r["network"] is None
+        assert any("no G.113 Appendix I preset" in n for n in r["notes"])
+
+
+def test_a_preset_given_for_a_wide_band_codec_is_scored_narrow_band_and_says_so():
+    r = _score_json("amrwb_be", "--codec", "G.711-plc")
+    assert r["network"]["codec"] == "G.711-plc"
+    assert any("AMR-WB is wide-band: this network-side score is on G.107's narrow-band scale only" in n
+               for n in r["notes"])
+    nb = _score_json("amr_be", "--codec", "G.711-plc")
+    assert not any("wide-band" in n for n in nb["notes"])
 
 
 # --------------------------------------------------------------------------- no encoder here
