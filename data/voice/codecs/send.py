@@ -23,9 +23,9 @@ AMR, AMR-WB, iLBC) or has no encoder for (G.729, AMR-WB, iLBC): one frame per pa
   g723  FILE = raw G.723.1 frames (ffmpeg -f g723_1), 1 frame per packet (RFC 3551 §4.5.3)
   amr   FILE = AMR storage format (RFC 4867 §5, "#!AMR\\n"), 1 frame per packet, FMTP "oa" for
         octet-aligned (§4.4) or "be" for bandwidth-efficient (§4.3); CMR 15 (no request)
-  amrwb FILE = AMR-WB storage format (RFC 4867 §5, "#!AMR-WB\n"), packetised as amr; RTP clock
+  amrwb FILE = AMR-WB storage format (RFC 4867 §5, "#!AMR-WB\\n"), packetised as amr; RTP clock
         16000 Hz (§4.1), 320 ticks a packet
-  ilbc  FILE = FFmpeg's iLBC storage file ("#!iLBC20\n" or "#!iLBC30\n", then 38- or 50-octet
+  ilbc  FILE = FFmpeg's iLBC storage file ("#!iLBC20\\n" or "#!iLBC30\\n", then 38- or 50-octet
         frames; written by IlbcEncode.java), 1 frame per packet (RFC 3952 §4)
   g729  FILE = 8 kHz 16-bit mono WAV, encoded here by libbcg729 (G.729 Annex A, VAD off); 2
         frames per packet; the frames are also written to FILE.g729 (10 octets each, the raw
