@@ -2,10 +2,18 @@
 # Captures of RTP voice in every common codec (issue 11, points 5 and 6), made with real encoders
 # on the loopback, each with three packets lost on the way (a burst of two and a single one).
 #
-# Usage (as root, from anywhere):  data/voice/codecs/make_codec_captures.sh
+# Usage (as root, from anywhere):  data/voice/codecs/make_codec_captures.sh [SECTION ...]
+#   SECTION: g722 g726 gsm g723 g729 l16 opus speex amr amrwb ilbc (default: all of them); only the
+#   captures of the sections named are made again (and their tshark tables).
 # Needs: tcpdump, ffmpeg (5.1, with libgsm, libopus, libspeex), libbcg729 (Debian libbcg729-0),
 # python3 with PyAV (the qoe venv: AMR-NB encoder libopencore_amrnb, which ffmpeg 5.1 lacks).
-# About 40 s. Real timing: the captures differ from run to run in their arrival times.
+# INSTALLS (apt-get, section amrwb, when missing): libvo-amrwbenc0, the VisualOn AMR-WB encoder
+# (neither ffmpeg 5.1 nor PyAV has an AMR-WB encoder); send.py drives it through ctypes.
+# INSTALLS (section ilbc, when missing): maven and a JDK (apt-get), then libjitsi from Maven
+# Central (mvn dependency:get, into ~/.m2): its Java port of the RFC 3951 iLBC encoder is the only
+# iLBC encoder found for this machine (none in ffmpeg 5.1, PyAV, Debian or PyPI); IlbcEncode.java
+# drives it.
+# About 45 s. Real timing: the captures differ from run to run in their arrival times.
 #
 # For each codec NAME:
 #   NAME.<ext>   the encoded speech the sender sent (first 2.5 s of en_us_male_*.wav; L16: 1.5 s): the oracle.
@@ -29,6 +37,10 @@
 #   speex_wb        speex/16000 (wide-band)                  ffmpeg -c copy -f rtp (libspeex, 20 ms)
 #   amr_oa          AMR/8000, octet-align=1 (RFC 4867 §4.4)  send.py frames amr oa (12.2 kbit/s)
 #   amr_be          AMR/8000 bandwidth-efficient (§4.3)      send.py frames amr be (12.2 kbit/s)
+#   amrwb_oa        AMR-WB/16000, octet-align=1 (§4.4)       send.py frames amrwb oa (VisualOn, 12.65 kbit/s)
+#   amrwb_be        AMR-WB/16000 bandwidth-efficient (§4.3)  send.py frames amrwb be (VisualOn, 12.65 kbit/s)
+#   ilbc20          iLBC/8000, mode=20 (RFC 3952 §5)         send.py frames ilbc (libjitsi, 38 octets / 20 ms)
+#   ilbc30          iLBC/8000, mode=30                       send.py frames ilbc (libjitsi, 50 octets / 30 ms)
 set -euo pipefail
 export LC_ALL=C
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -40,6 +52,9 @@ cleanup() { [ -n "$TD" ] && kill "$TD" 2>/dev/null; [ -n "$RL" ] && kill "$RL" 2
 trap cleanup EXIT
 FF="ffmpeg -hide_banner -loglevel error -y"
 DROP="30,31,70"
+ONLY=" $* "
+want() { [ "$ONLY" = "  " ] || [[ "$ONLY" == *" $1 "* ]]; }  # is section $1 asked for
+MADE=()
 
 # $1 name, $2 port, $3 SDP file; then the sender command in the remaining args (it sends to port+6000)
 capture() {
@@ -56,6 +71,7 @@ capture() {
   sleep 0.5
   kill "$TD"; wait "$TD" 2>/dev/null || true; TD=""
   cp "$WORK/$name.pcap" "$HERE/$name.pcap"
+  MADE+=("$name.pcap")
 }
 # the SDP FFmpeg's RTP muxer writes for these output options (a dry run to a closed port)
 sdp_of() {  # $1 out file, then ffmpeg input+output options
@@ -71,60 +87,79 @@ S8="$SPEECH/en_us_male_8k.wav"; S16="$SPEECH/en_us_male_16k.wav"
 cd "$HERE"
 
 # -- G.722 ----------------------------------------------------------------------------------------
-$FF -i "$S16" -t 2.5 -c:a g722 -f g722 g722.g722
-sdp_of "$WORK/g722.sdp" -f g722 -i g722.g722 -c:a copy
-capture g722 41000 "$WORK/g722.sdp" \
-  $FF -re -f g722 -i g722.g722 -c:a copy -pkt_size 172 -f rtp rtp://127.0.0.1:47000
+if want g722; then
+  $FF -i "$S16" -t 2.5 -c:a g722 -f g722 g722.g722
+  sdp_of "$WORK/g722.sdp" -f g722 -i g722.g722 -c:a copy
+  capture g722 41000 "$WORK/g722.sdp" \
+    $FF -re -f g722 -i g722.g722 -c:a copy -pkt_size 172 -f rtp rtp://127.0.0.1:47000
+fi
 
 # -- G.726 (RFC 3551 packing: FFmpeg's g726le; AAL2 packing: g726) --------------------------------
-port=41010
-for spec in "g726le 16 2" "g726le 32 4" "g726le 40 5" "g726 24 3"; do
-  set -- $spec; enc=$1; kbit=$2; bits=$3
-  name="${enc}-${kbit}"
-  $FF -i "$S8" -t 2.5 -c:a "$enc" -b:a "${kbit}k" -f "$enc" "$name.$enc"
-  # the sender encodes again (G.726 is deterministic): FFmpeg 5.1's raw G.726 demuxer with -c copy
-  # sent only part of the file
-  sdp_of "$WORK/$name.sdp" -i "$S8" -c:a "$enc" -b:a "${kbit}k"
-  capture "$name" "$port" "$WORK/$name.sdp" \
-    $FF -re -i "$S8" -t 2.5 -c:a "$enc" -b:a "${kbit}k" -pkt_size $((12 + 20 * bits)) -f rtp "rtp://127.0.0.1:$((port + 6000))"
-  port=$((port + 10))
-done
+if want g726; then
+  port=41010
+  for spec in "g726le 16 2" "g726le 32 4" "g726le 40 5" "g726 24 3"; do
+    set -- $spec; enc=$1; kbit=$2; bits=$3
+    name="${enc}-${kbit}"
+    $FF -i "$S8" -t 2.5 -c:a "$enc" -b:a "${kbit}k" -f "$enc" "$name.$enc"
+    # the sender encodes again (G.726 is deterministic): FFmpeg 5.1's raw G.726 demuxer with -c copy
+    # sent only part of the file
+    sdp_of "$WORK/$name.sdp" -i "$S8" -c:a "$enc" -b:a "${kbit}k"
+    capture "$name" "$port" "$WORK/$name.sdp" \
+      $FF -re -i "$S8" -t 2.5 -c:a "$enc" -b:a "${kbit}k" -pkt_size $((12 + 20 * bits)) -f rtp "rtp://127.0.0.1:$((port + 6000))"
+    port=$((port + 10))
+  done
+fi
 
 # -- GSM, G.723.1 (FFmpeg 5.1's RTP muxer does not take them: send.py packetises) ----------------
-$FF -i "$S8" -t 2.5 -c:a libgsm -b:a 13k -f gsm gsm.gsm
-sdp_static "$WORK/gsm.sdp" 3 "a=ptime:20"
-capture gsm 41100 "$WORK/gsm.sdp" python3 "$HERE/send.py" frames gsm gsm.gsm 3 47100
-$FF -i "$S8" -t 2.5 -c:a g723_1 -b:a 6300 -f g723_1 g723.g723
-sdp_static "$WORK/g723.sdp" 4 "a=ptime:30"
-capture g723 41110 "$WORK/g723.sdp" python3 "$HERE/send.py" frames g723 g723.g723 4 47110
+if want gsm; then
+  $FF -i "$S8" -t 2.5 -c:a libgsm -b:a 13k -f gsm gsm.gsm
+  sdp_static "$WORK/gsm.sdp" 3 "a=ptime:20"
+  capture gsm 41100 "$WORK/gsm.sdp" python3 "$HERE/send.py" frames gsm gsm.gsm 3 47100
+fi
+if want g723; then
+  $FF -i "$S8" -t 2.5 -c:a g723_1 -b:a 6300 -f g723_1 g723.g723
+  sdp_static "$WORK/g723.sdp" 4 "a=ptime:30"
+  capture g723 41110 "$WORK/g723.sdp" python3 "$HERE/send.py" frames g723 g723.g723 4 47110
+fi
 
 # -- G.729 (no FFmpeg encoder: libbcg729, G.729 Annex A) ------------------------------------------
-$FF -i "$S8" -t 2.5 -c:a pcm_s16le "$WORK/g729.wav"
-sdp_static "$WORK/g729.sdp" 18 "a=rtpmap:18 G729/8000" "a=fmtp:18 annexb=no" "a=ptime:20"
-capture g729 41120 "$WORK/g729.sdp" python3 "$HERE/send.py" frames g729 "$WORK/g729.wav" 18 47120
-cp "$WORK/g729.wav.g729" g729.g729
+if want g729; then
+  $FF -i "$S8" -t 2.5 -c:a pcm_s16le "$WORK/g729.wav"
+  sdp_static "$WORK/g729.sdp" 18 "a=rtpmap:18 G729/8000" "a=fmtp:18 annexb=no" "a=ptime:20"
+  capture g729 41120 "$WORK/g729.sdp" python3 "$HERE/send.py" frames g729 "$WORK/g729.wav" 18 47120
+  cp "$WORK/g729.wav.g729" g729.g729
+fi
 
 # -- L16, 16 kHz stereo ---------------------------------------------------------------------------
-$FF -i "$S16" -t 1.5 -af "pan=stereo|c0=c0|c1=0.5*c0" -c:a pcm_s16le l16.wav
-sdp_of "$WORK/l16.sdp" -i l16.wav -af "asetnsamples=n=320:p=0" -c:a pcm_s16be -pkt_size 2000
-capture l16 41200 "$WORK/l16.sdp" \
-  $FF -re -i l16.wav -af "asetnsamples=n=320:p=0" -c:a pcm_s16be -pkt_size 2000 -f rtp rtp://127.0.0.1:47200
+if want l16; then
+  $FF -i "$S16" -t 1.5 -af "pan=stereo|c0=c0|c1=0.5*c0" -c:a pcm_s16le l16.wav
+  sdp_of "$WORK/l16.sdp" -i l16.wav -af "asetnsamples=n=320:p=0" -c:a pcm_s16be -pkt_size 2000
+  capture l16 41200 "$WORK/l16.sdp" \
+    $FF -re -i l16.wav -af "asetnsamples=n=320:p=0" -c:a pcm_s16be -pkt_size 2000 -f rtp rtp://127.0.0.1:47200
+fi
 
 # -- Opus (wide-band and narrow-band input), Speex ------------------------------------------------
-$FF -i "$S16" -t 2.5 -c:a libopus -b:a 24k -application voip -frame_duration 20 opus_wb.ogg
-$FF -i "$S8" -t 2.5 -c:a libopus -b:a 12k -application voip -frame_duration 20 opus_nb.ogg
-$FF -i "$S8" -t 2.5 -c:a libspeex -f ogg speex.ogg
-$FF -i "$S16" -t 2.5 -c:a libspeex -f ogg speex_wb.ogg
+if want opus; then
+  $FF -i "$S16" -t 2.5 -c:a libopus -b:a 24k -application voip -frame_duration 20 opus_wb.ogg
+  $FF -i "$S8" -t 2.5 -c:a libopus -b:a 12k -application voip -frame_duration 20 opus_nb.ogg
+fi
+if want speex; then
+  $FF -i "$S8" -t 2.5 -c:a libspeex -f ogg speex.ogg
+  $FF -i "$S16" -t 2.5 -c:a libspeex -f ogg speex_wb.ogg
+fi
 port=41300
 for name in opus_wb opus_nb speex speex_wb; do
-  sdp_of "$WORK/$name.sdp" -i "$name.ogg" -c:a copy
-  capture "$name" "$port" "$WORK/$name.sdp" \
-    $FF -re -i "$name.ogg" -c:a copy -f rtp "rtp://127.0.0.1:$((port + 6000))"
+  if want "${name%_*}"; then
+    sdp_of "$WORK/$name.sdp" -i "$name.ogg" -c:a copy
+    capture "$name" "$port" "$WORK/$name.sdp" \
+      $FF -re -i "$name.ogg" -c:a copy -f rtp "rtp://127.0.0.1:$((port + 6000))"
+  fi
   port=$((port + 10))
 done
 
 # -- AMR-NB (encoded by PyAV's libopencore_amrnb; both RTP payload modes) -------------------------
-"$PY" - "$S8" amr.amr <<'PYEOF'
+if want amr; then
+  "$PY" - "$S8" amr.amr <<'PYEOF'
 import sys, av
 src, dst = sys.argv[1], sys.argv[2]
 with av.open(src) as i, av.open(dst, "w", format="amr") as o:
@@ -138,15 +173,48 @@ with av.open(src) as i, av.open(dst, "w", format="amr") as o:
     for p in s.encode(None):
         o.mux(p)
 PYEOF
-sdp_static "$WORK/amr_oa.sdp" 96 "a=rtpmap:96 AMR/8000" "a=fmtp:96 octet-align=1" "a=ptime:20"
-capture amr_oa 41400 "$WORK/amr_oa.sdp" python3 "$HERE/send.py" frames amr amr.amr 96 47400 oa
-sdp_static "$WORK/amr_be.sdp" 96 "a=rtpmap:96 AMR/8000" "a=ptime:20"
-capture amr_be 41410 "$WORK/amr_be.sdp" python3 "$HERE/send.py" frames amr amr.amr 96 47410 be
+  sdp_static "$WORK/amr_oa.sdp" 96 "a=rtpmap:96 AMR/8000" "a=fmtp:96 octet-align=1" "a=ptime:20"
+  capture amr_oa 41400 "$WORK/amr_oa.sdp" python3 "$HERE/send.py" frames amr amr.amr 96 47400 oa
+  sdp_static "$WORK/amr_be.sdp" 96 "a=rtpmap:96 AMR/8000" "a=ptime:20"
+  capture amr_be 41410 "$WORK/amr_be.sdp" python3 "$HERE/send.py" frames amr amr.amr 96 47410 be
+fi
+
+# -- AMR-WB (encoded by the VisualOn encoder, libvo-amrwbenc, through send.py; both payload modes) --
+if want amrwb; then
+  if ! ldconfig -p | grep -q 'libvo-amrwbenc\.so\.0 '; then
+    echo "installing libvo-amrwbenc0 (the AMR-WB encoder) with apt-get" >&2
+    apt-get install -y libvo-amrwbenc0 >/dev/null
+  fi
+  $FF -i "$S16" -t 2.5 -c:a pcm_s16le "$WORK/amrwb.wav"
+  python3 "$HERE/send.py" amrwb "$WORK/amrwb.wav" amrwb.amr
+  sdp_static "$WORK/amrwb_oa.sdp" 97 "a=rtpmap:97 AMR-WB/16000" "a=fmtp:97 octet-align=1" "a=ptime:20"
+  capture amrwb_oa 41420 "$WORK/amrwb_oa.sdp" python3 "$HERE/send.py" frames amrwb amrwb.amr 97 47420 oa
+  sdp_static "$WORK/amrwb_be.sdp" 97 "a=rtpmap:97 AMR-WB/16000" "a=ptime:20"
+  capture amrwb_be 41430 "$WORK/amrwb_be.sdp" python3 "$HERE/send.py" frames amrwb amrwb.amr 97 47430 be
+fi
+
+# -- iLBC, 20 and 30 ms modes (encoded by libjitsi's Java iLBC encoder, see IlbcEncode.java) -------
+if want ilbc; then
+  if ! command -v mvn >/dev/null || ! command -v javac >/dev/null; then
+    echo "installing maven and a JDK (for the iLBC encoder) with apt-get" >&2
+    apt-get install -y maven default-jdk-headless >/dev/null
+  fi
+  mvn -q -B dependency:copy -Dartifact=org.jitsi:libjitsi:1.1-50-g6c95bf22 -DoutputDirectory="$WORK"
+  JAR="$WORK/libjitsi-1.1-50-g6c95bf22.jar"
+  $FF -i "$S8" -t 2.5 -f s16le -c:a pcm_s16le "$WORK/ilbc.pcm"
+  port=41440
+  for mode in 20 30; do
+    java -cp "$JAR" "$HERE/IlbcEncode.java" $mode "$WORK/ilbc.pcm" "ilbc$mode.lbc"
+    sdp_static "$WORK/ilbc$mode.sdp" 97 "a=rtpmap:97 iLBC/8000" "a=fmtp:97 mode=$mode" "a=ptime:$mode"
+    capture "ilbc$mode" $port "$WORK/ilbc$mode.sdp" python3 "$HERE/send.py" frames ilbc "ilbc$mode.lbc" 97 $((port + 6000))
+    port=$((port + 10))
+  done
+fi
 
 ls -l "$HERE"
 
-# tshark's view of every capture (its RTP stream table: packets, lost, jitter)
-for f in *.pcap; do
+# tshark's view of every capture made (its RTP stream table: packets, lost, jitter)
+for f in "${MADE[@]}"; do
   cmd="tshark -q -o rtp.heuristic_rtp:TRUE -z rtp,streams -r $f"
   { echo "# command: $cmd"; echo "# $(tshark -v | head -1)"; $cmd; } > "$f.tshark-rtp-streams.txt"
 done

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from qoe.errors import InputError, UnsupportedCodecError
+from qoe.errors import InputError, QoEError, UnsupportedCodecError
 from qoe.voice import g711, payload as pf
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,7 +55,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from qoe.voice.playout import ReceivedAudio
 
 __all__ = [
-    "AudioFormat", "audio_format", "stream_format", "decode_packets", "decode_stream", "pesq_audio", "DECODABLE", "PESQ_RATES",
+    "AudioFormat", "audio_format", "stream_format", "stream_band", "decode_packets", "decode_stream", "pesq_audio",
+    "DECODABLE", "PESQ_RATES",
 ]
 
 Band = Literal["nb", "wb"]
@@ -205,6 +206,31 @@ def stream_format(stream: RtpStream) -> AudioFormat:
     """:func:`audio_format` of an :class:`~qoe.rtp.RtpStream` (its codec, clock rate, channels, fmtp)."""
     return audio_format(stream.codec, stream.clock_rate, payload_type=stream.payload_type,
                         channels=getattr(stream, "channels", 1) or 1, fmtp=getattr(stream, "fmtp", None))
+
+
+def stream_band(stream: RtpStream) -> Band:
+    """The audio bandwidth of ``stream`` without decoding it: ``"wb"`` or ``"nb"``.
+
+    The format's (:attr:`AudioFormat.band`: G.722, AMR-WB, 16 kHz L16 and Speex are
+    wide-band), and for Opus the bandwidth most of its packets' TOC bytes announce (RFC 6716
+    §3.1), as :func:`decode_packets` settles it. A stream qoe cannot decode counts as
+    narrow-band.
+    """
+    try:
+        fmt = stream_format(stream)
+    except QoEError:
+        return "nb"
+    if fmt.codec == "OPUS":
+        return _opus_band([pf.opus_bandwidth(bytes(p)) or "" for p in stream.packets.payloads], fmt.band)
+    return fmt.band
+
+
+def _opus_band(bands: Sequence[str], default: Band) -> Band:
+    """RFC 6716 §3.1: the bandwidth of the most packets (wide-band: WB, SWB or FB)."""
+    if not bands:
+        return default
+    wide = sum(b in ("WB", "SWB", "FB") for b in bands)
+    return "wb" if wide * 2 >= len(bands) else "nb"
 
 
 # --------------------------------------------------------------------------- the decoders
@@ -435,10 +461,7 @@ def decode_packets(
             col = out[:, c].copy()
             _repeat_conceal(col, gaps, frame, int(round(fade_ms * fmt.sample_rate / 1000.0)))
             out[:, c] = col
-    band = fmt.band
-    if fmt.codec == "OPUS" and bands:
-        wide = sum(b in ("WB", "SWB", "FB") for b in bands)
-        band = "wb" if wide * 2 >= len(bands) else "nb"  # RFC 6716 §3.1: the most packets' bandwidth
+    band = _opus_band(bands, fmt.band) if fmt.codec == "OPUS" else fmt.band
     samples = out[:, 0] if ch == 1 else out
     return ReceivedAudio(
         samples=samples,

@@ -22,6 +22,7 @@ from qoe.errors import UnsupportedCodecError
 from qoe.voice import emodel, g711
 from qoe.voice.call._delay import Prep
 from qoe.voice.call._results import NetworkScore
+from qoe.voice.decode import stream_band
 from qoe.voice.netscore import windowed_scores
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,13 +47,25 @@ _EMODEL_PRESET = {
 def emodel_preset(stream: RtpStream, conceal: str, codec: str | None) -> tuple[str | None, str]:
     """The G.113 Appendix I preset for ``stream`` (None: none fits) and a note saying why.
 
-    The preset follows the stream's codec. Wide-band codecs (G.722, AMR-WB, Opus, Speex and
-    L16 at 16 kHz or more) get none: G.107.1 needs Ie,WB and Bpl,WB (G.113 Appendix IV),
-    which qoe does not ship (see :data:`qoe.voice.emodel.CODECS_WB`).
+    The preset follows the stream's codec. Wide-band codecs (G.722, AMR-WB, wide-band Opus,
+    Speex and L16 at 16 kHz or more; :func:`qoe.voice.decode.stream_band`) get none: G.107.1
+    needs Ie,WB and Bpl,WB (G.113 Appendix IV), which qoe does not ship (see
+    :data:`qoe.voice.emodel.CODECS_WB`), and the note says so. A preset given for a wide-band
+    stream is a G.113 narrow-band one: the note says the score is on G.107's narrow-band scale.
     """
+    wide = stream_band(stream) == "wb"
+    name = stream.codec or "unknown codec"
     if codec is not None:
         emodel.codec(codec)  # validates, listing the known presets
-        return codec, f"codec Ie/Bpl: preset {codec!r} (given)"
+        note = f"codec Ie/Bpl: preset {codec!r} (given)"
+        if wide:
+            note += f"; {name} is wide-band: this network-side score is on G.107's narrow-band scale only"
+        return codec, note
+    if wide:
+        return None, (
+            f"network-side score skipped: {name} is wide-band and qoe has no G.107.1 wide-band codec preset "
+            "(Ie,WB, Bpl,WB) for it; a G.113 preset given as the codec option scores it on G.107's narrow-band scale"
+        )
     try:
         g711.g711_codec(stream.payload_type, stream.codec)
     except UnsupportedCodecError:
