@@ -524,8 +524,10 @@ def r_factor(
     implementation ``manucorporat/e-model`` (``main.go``, commit e6b8411f), run as a test
     oracle, forms Idtes whatever T is and so also gives ≈ Ist below 1 ms: R = 90.406976 at
     STMR 23 dB, T = 0.5 ms, against 90.409252 here (its 0.0023 is the (1 − e^(−T)) Idte it
-    keeps below 1 ms) and 91.8 with the other order; issue 11 (point 8) reports the same
-    of two public implementations.
+    keeps below 1 ms) and 91.8 with the other order; (c) OpenBACH's ``voip_qoe`` job
+    (CNES, ``compute_mos.py``, repository andreagarbugli/quicos at cec6fd92, lines
+    189-200), the second oracle, sets Idte = 0 for T < 1 ms and then forms Idtes from it,
+    exactly this order: it prints R = 90.409252 there, this function's value to the digit.
 
     Permitted ranges. G.107 Table 3 gives a permitted range for each input; the equations
     are defined outside it but not validated there. A value that makes an equation
