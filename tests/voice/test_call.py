@@ -294,7 +294,8 @@ def test_codecs_other_than_g711(refs):
     assert a.network.codec == "G.729A+VAD" and a.full_reference is None
     assert any("P.862 narrow-band at 8000 Hz (G729" in n for n in a.notes)
     assert any("no reference was found" in n for n in a.notes)
-    assert b.network is None and any("no G.113 Appendix I preset" in n for n in b.notes)
+    # Opus is wide-band (G.107.1) and G.113 Appendix IV tabulates no Opus preset (issue 11, point 6)
+    assert b.network is None and any("no G.113 Appendix IV (wide-band) preset" in n for n in b.notes)
     (c,) = score_call([dyn], options=CallOptions(codec="G.723.1+VAD", network_delay_ms=0.0)).directions
     assert c.network.codec == "G.723.1+VAD"
 

@@ -393,3 +393,41 @@ def test_inside_permitted_range_is_silent():
         low = em.r_factor(burst_r=0.5, ppl=2.0, bpl=10.0)
     assert float(low.ie_eff) == pytest.approx(95 * 2 / (2 / 0.5 + 10), abs=1e-12)
     assert dict(em.PERMITTED_RANGES) == {"burst_r": (1.0, 8.0), "a": (0.0, 20.0)}
+
+
+# -- issue 11, points 6 and 9: wide-band presets (G.113 Appendix IV) -------------------
+
+
+def test_wideband_presets_hold_the_appendix_iv_values():
+    # G.113 (09/2024) Table IV.1 (monotic Ie,WB, AMR-WB = G.722.2), Table IV.3 (diotic Ie,WB) and
+    # Table IV.4 (diotic Bpl,WB), as transcribed by NormB/sipnab src/rtp/emodel_wb.rs @ 3141f383;
+    # G.722 Ie,WB as the Mitel MX-ONE planning library's Table 2 quotes it. G.113 itself was not read.
+    monotic = {"6.6": 41, "8.85": 26, "12.65": 13, "14.25": 10, "15.85": 7, "18.25": 5, "19.85": 3,
+               "23.05": 1, "23.85": 8}
+    diotic = {"6.6": (56, None), "8.85": (41, None), "12.65": (20, 4.3), "15.85": (17, None),
+              "23.05": (8, 4.6), "23.85": (10, 4.9)}
+    for k, ie in monotic.items():
+        c = em.codec(f"G.722.2-{k}", band="wb")
+        assert (c.ie, c.bpl) == (ie, None) and "Table IV.1" in c.source
+    for k, (ie, bpl) in diotic.items():
+        c = em.codec(f"G.722.2-{k}-diotic", band="wb")
+        assert (c.ie, c.bpl) == (ie, bpl) and "Table IV.3" in c.source
+        assert c.source.startswith("Ie,WB (Table IV.3) and Bpl,WB (Table IV.4)" if bpl else "Ie,WB (Table IV.3) checked")
+    for name, ie in (("G.722-64", 14), ("G.722-56", 18), ("G.722-48", 24)):
+        c = em.codec(name, band="wb")
+        assert (c.ie, c.bpl) == (ie, None) and "Mitel" in c.source
+    assert em.codec("G.711-wb", band="wb").ie == 30 and em.codec("G.711-wb", band="wb").source == em.UNVERIFIED
+    assert set(em.CODECS_WB).isdisjoint(em.CODECS)  # a name says which scale it is on
+
+
+def test_wideband_preset_scores_on_the_129_scale():
+    # G.107.1: R_WB = 129 - Idle(Ro,WB) - Ie,eff,WB at the defaults; 12.65 kbit/s diotic at 2 % loss:
+    # Ie,eff,WB = 20 + 75 * 2 / (2 + 4.3) (no BurstR)
+    idle = float(em.r_factor(band="wb").idle)
+    res = em.r_factor(band="wb", codec="G.722.2-12.65-diotic", ppl=2.0)
+    assert float(res.ie_eff) == pytest.approx(20 + 75 * 2 / 6.3, abs=1e-12)
+    assert float(res.r) == pytest.approx(129 - idle - (20 + 75 * 2 / 6.3), abs=1e-12)
+    with pytest.raises(InputError, match="no Bpl for codec 'G.722.2-12.65'"):
+        em.r_factor(band="wb", codec="G.722.2-12.65", ppl=1.0)  # monotic: no Bpl,WB tabulated
+    with pytest.raises(InputError, match="unknown nb codec 'G.722-64'"):
+        em.r_factor(codec="G.722-64")  # a wide-band preset is not a narrow-band one

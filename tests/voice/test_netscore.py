@@ -61,3 +61,25 @@ def test_bad_shapes():
         windowed_scores([0, 1], [False], [1.0, 2.0])
     with pytest.raises(InputError, match="no packets"):
         windowed_scores([], [], [])
+
+
+def test_wide_band_windows_use_g107_1():
+    # band="wb": each window is r_factor(band="wb") of its loss and delay; BurstR is measured and
+    # reported but not used (G.107.1 7.5), so bursty loss raises no burst_r warning.
+    import warnings
+
+    from qoe.errors import QoEWarning
+    from qoe.voice import emodel
+
+    t = np.arange(1000) * 0.02
+    lost = np.zeros(1000, dtype=bool)
+    lost[100:106] = True  # one burst
+    d = np.full(1000, 150.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", QoEWarning)
+        ws = windowed_scores(t, lost, d, codec="G.722.2-23.85-diotic", band="wb")
+    assert ws.band == "wb" and ws.codec == "G.722.2-23.85-diotic"
+    assert ws.overall["burst_r"] > 1
+    ref = emodel.r_factor(band="wb", codec="G.722.2-23.85-diotic", ppl=0.6, one_way_ms=150.0)
+    assert ws.overall["r"] == pytest.approx(float(ref.r), abs=1e-9)
+    assert np.isnan(ws.mos_simplified).all()  # Cole & Rosenbluth is a narrow-band fit

@@ -27,8 +27,9 @@ References
    text could not be read; see :func:`r_factor` Notes for
    the sources the wide-band terms follow.
 .. [3] ITU-T G.113 (11/2007), "Transmission impairments due to speech processing",
-   Appendix I, Table I.1 (Ie values) and Table I.3 (Bpl values); not read, see
-   :data:`CODECS` for what each preset was checked against.
+   Appendix I, Table I.1 (Ie values) and Table I.3 (Bpl values); (09/2024) Appendix IV,
+   Tables IV.1, IV.3, IV.4 (wide-band Ie,WB, Bpl,WB). Not read; see :data:`CODECS` and
+   :data:`CODECS_WB` for what each preset was checked against.
 .. [4] R. G. Cole and J. H. Rosenbluth, "Voice over IP performance monitoring",
    ACM SIGCOMM Computer Communication Review 31(2), 2001, doi:10.1145/505666.505669.
 .. [5] G. White and D. Rice, "Active Queue Management Algorithms for DOCSIS 3.0",
@@ -159,10 +160,12 @@ class Codec:
     name : str
         Preset name as accepted by ``r_factor(codec=...)``.
     ie : float
-        Equipment impairment factor Ie (after G.113 Appendix I, Table I.1).
+        Equipment impairment factor Ie (after G.113 Appendix I, Table I.1), or Ie,WB for a
+        wide-band preset (:data:`CODECS_WB`, G.113 Appendix IV).
     bpl : float or None
-        Packet-loss robustness factor Bpl (after G.113 Appendix I, Table I.3); ``None``
-        when none is tabulated, in which case a loss probability needs an explicit ``bpl``.
+        Packet-loss robustness factor Bpl (after G.113 Appendix I, Table I.3, or Appendix IV
+        for Bpl,WB); ``None`` when none is tabulated, in which case a loss probability needs
+        an explicit ``bpl``.
     description : str
         Codec, bit rate and (for Bpl) the packet size and concealment it was measured with.
     source : str
@@ -224,10 +227,64 @@ CODECS: Mapping[str, Codec] = _codec_table(
     ]
 )
 
-#: Wide-band codec presets. G.107.1 gives no codec table of its own (it defers to G.113
-#: Appendix IV), and that table could not be checked against its text here, so none is
-#: shipped: give ``ie`` and ``bpl`` (on the wide-band scale) explicitly with ``band="wb"``.
-CODECS_WB: Mapping[str, Codec] = _codec_table([])
+# Secondary sources of G.113 Appendix IV (wide-band Ie,WB / Bpl,WB), read through the
+# project's search tool. G.113 itself could not be read (its 11/2007, 2009 amendment and
+# later editions are not in the search corpora), so every wide-band preset is "checked
+# against" one of these, never verified against the Recommendation.
+_SIPNAB = ("NormB/sipnab src/rtp/emodel_wb.rs (MIT/Apache-2.0, commit 3141f383), which "
+           "transcribes G.113 (09/2024) Appendix IV: Table IV.1 (Ie,WB, monotic listening, all "
+           "nine AMR-WB modes), Table IV.3 (Ie,WB, diotic, six modes), Table IV.4 (Bpl,WB, "
+           "diotic, uniform loss, three modes)")
+_MITEL_WB = ("Mitel MiVoice MX-ONE 7.8 SP1 planning library, 'Speech Compression Impairment', "
+             "Table 2 'G.722 codec' (Ie,wb = 14 / 18 / 24 at 64 / 56 / 48 kbit/s); it does not "
+             "name G.113 or its table")
+
+
+def _wb(name: str, ie: float, bpl: float | None, description: str, source: str) -> Codec:
+    return Codec(name, ie, bpl, description, source)
+
+
+_AMRWB_MONOTIC = {  # kbit/s -> Ie,WB, G.113 (09/2024) Table IV.1 as transcribed by _SIPNAB
+    "6.6": 41.0, "8.85": 26.0, "12.65": 13.0, "14.25": 10.0, "15.85": 7.0,
+    "18.25": 5.0, "19.85": 3.0, "23.05": 1.0, "23.85": 8.0,
+}
+_AMRWB_DIOTIC = {  # kbit/s -> (Ie,WB Table IV.3, Bpl,WB Table IV.4 or None), as transcribed by _SIPNAB
+    "6.6": (56.0, None), "8.85": (41.0, None), "12.65": (20.0, 4.3),
+    "15.85": (17.0, None), "23.05": (8.0, 4.6), "23.85": (10.0, 4.9),
+}
+
+#: Wide-band codec presets (``r_factor(band="wb", codec=...)``), on the 0..129 scale of
+#: G.107.1. G.107.1 has no codec table of its own: it defers to G.113 Appendix IV
+#: ("provisional planning values"). G.113's text could not be read here, so each preset's
+#: ``source`` names the secondary source its values were checked against:
+#:
+#: * ``G.722.2-<kbit/s>`` (AMR-WB, all nine modes): Ie,WB of G.113 (09/2024) Table IV.1
+#:   (monotic listening: handset or one-ear headset), no Bpl (IV.4 has none for monotic
+#:   listening, and a diotic Bpl is not paired with a monotic Ie).
+#: * ``G.722.2-<kbit/s>-diotic`` (six modes): Ie,WB of Table IV.3 (diotic: two-ear headset
+#:   or loudspeaker), with the Bpl,WB of Table IV.4 where it has one (23.85, 23.05, 12.65).
+#: * ``G.722-64/56/48``: Ie,WB 14 / 18 / 24 as quoted by a Mitel planning guide (which does
+#:   not name its source); no Bpl.
+#: * ``G.711-wb``: G.711 heard in a wide-band context, Ie,WB = 30 as issue 11 quotes G.113
+#:   Appendix IV; :data:`UNVERIFIED` (no source quoting it was found).
+#:
+#: A preset without Bpl scores a loss-free stream only; give ``bpl=`` to model loss. No
+#: preset exists for wide-band Opus, Speex or L16: G.113 tabulates none (give ``ie``/``bpl``).
+CODECS_WB: Mapping[str, Codec] = _codec_table(
+    [
+        _wb("G.722-64", 14.0, None, "G.722 SB-ADPCM 64 kbit/s (mode 1), wide-band scale", f"Ie,WB checked against {_MITEL_WB}; Bpl: none found"),
+        _wb("G.722-56", 18.0, None, "G.722 SB-ADPCM 56 kbit/s (mode 2), wide-band scale", f"Ie,WB checked against {_MITEL_WB}; Bpl: none found"),
+        _wb("G.722-48", 24.0, None, "G.722 SB-ADPCM 48 kbit/s (mode 3), wide-band scale", f"Ie,WB checked against {_MITEL_WB}; Bpl: none found"),
+        _wb("G.711-wb", 30.0, None, "G.711 PCM 64 kbit/s heard in a wide-band context (G.113 Appendix IV, per issue 11)", UNVERIFIED),
+        *[_wb(f"G.722.2-{k}", ie, None, f"G.722.2 (AMR-WB) {k} kbit/s, monotic listening (G.113 Table IV.1)",
+              f"Ie,WB checked against {_SIPNAB} (Table IV.1); G.113 itself not read; no monotic Bpl,WB exists there")
+          for k, ie in _AMRWB_MONOTIC.items()],
+        *[_wb(f"G.722.2-{k}-diotic", ie, bpl, f"G.722.2 (AMR-WB) {k} kbit/s, diotic listening (G.113 Tables IV.3/IV.4)",
+              f"Ie,WB (Table IV.3){' and Bpl,WB (Table IV.4)' if bpl is not None else ''} checked against {_SIPNAB}; "
+              "G.113 itself not read")
+          for k, (ie, bpl) in _AMRWB_DIOTIC.items()],
+    ]
+)
 
 # G.107 (06/2015) eq. (7-29): Ie,eff saturates at 95. G.107.1 clause 7.5 keeps the 95 of the
 # narrow-band equation for Ie,eff,WB (it is not rescaled to 129).

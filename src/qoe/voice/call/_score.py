@@ -104,12 +104,12 @@ def _direction_score(
     lp = loss_pattern(pl.lost | pl.slot_late)
     params = options.emodel_params
     delay = delay_terms(prep, basis=options.delay_basis, emodel_params=params)
-    preset, preset_note = emodel_preset(s, options.conceal, options.codec)
+    preset, band, preset_note = emodel_preset(s, options.conceal, options.codec)
     notes.append(preset_note)
     network = None
     if preset is not None and pl.played.any():
         try:
-            network = network_score(prep, preset, window_s=options.window_s, emodel_params=params)
+            network = network_score(prep, preset, window_s=options.window_s, emodel_params=params, band=band)
             inputs["codec_impairment"] = preset
         except InputError as exc:  # e.g. a G.113 preset without Bpl on a lossy stream
             notes.append(f"network-side score skipped: {exc}")
