@@ -103,18 +103,49 @@ G107_DEFAULTS: Mapping[str, float] = MappingProxyType(
     }
 )
 
-#: G.107 (06/2015) Table 3 permitted ranges that :func:`r_factor` checks, as (low, high).
-#: Outside them the equations still compute but are not validated: :func:`r_factor` warns
+#: G.107 (06/2015) clause 7.7, Table 3: the permitted range of each input, as (low, high).
+#: Outside it the equations still compute but are not validated: :func:`r_factor` warns
 #: with :class:`~qoe.errors.QoEWarning` (values that make an equation meaningless raise
-#: :class:`~qoe.errors.InputError` instead). Only the ranges listed in issue 11, point 8
-#: are here (BurstR 1..8; A 0..20, the largest provisional value of Table 2); the other
-#: Table 3 ranges could not be checked against the text and are not enforced.
+#: :class:`~qoe.errors.InputError` instead; see :func:`r_factor` Notes, "Permitted
+#: ranges"). The ranges were transcribed from Table 3 when this table was written; the
+#: text could not be re-read here (issue 11, point 8), so a range that proves wrong there
+#: is a wrong warning, never a wrong R. Nfor has no range in Table 3. STMR (10..20) and
+#: LSTR (13..23) are listed but not warned: clause 7.4 itself extends the model below and
+#: above them (TERVs for STMR < 9 dB, Idtes for STMR > 20 dB), and LSTR follows STMR + Dr.
 PERMITTED_RANGES: Mapping[str, tuple[float, float]] = MappingProxyType(
     {
-        "burst_r": (1.0, 8.0),  # G.107 (06/2015) Table 3: BurstR 1 ... 8
-        "a": (0.0, 20.0),  # G.107 (06/2015) Table 3 / Table 2: A 0 ... 20
+        "slr": (0.0, 18.0),  # send loudness rating, dB
+        "rlr": (-5.0, 14.0),  # receive loudness rating, dB
+        "stmr": (10.0, 20.0),  # sidetone masking rating, dB (not warned, see above)
+        "lstr": (13.0, 23.0),  # listener sidetone rating, dB (not warned, see above)
+        "ds": (-3.0, 3.0),  # D-value of telephone, send side
+        "dr": (-3.0, 3.0),  # D-value of telephone, receive side
+        "telr": (5.0, 65.0),  # talker echo loudness rating, dB
+        "wepl": (5.0, 110.0),  # weighted echo path loss, dB
+        "t": (0.0, 500.0),  # mean one-way delay of the echo path, ms
+        "tr": (0.0, 1000.0),  # round-trip delay in a 4-wire loop, ms
+        "ta": (0.0, 500.0),  # absolute delay in echo-free connections, ms
+        "qdu": (1.0, 14.0),  # quantisation distortion units
+        "ie": (0.0, 40.0),  # equipment impairment factor (narrow-band scale)
+        "bpl": (1.0, 40.0),  # packet-loss robustness factor
+        "ppl": (0.0, 20.0),  # random packet-loss probability, %
+        "burst_r": (1.0, 8.0),  # burst ratio
+        "nc": (-80.0, -40.0),  # circuit noise referred to the 0 dBr point, dBm0p
+        "ps": (35.0, 85.0),  # room noise at the send side, dB(A)
+        "pr": (35.0, 85.0),  # room noise at the receive side, dB(A)
+        "a": (0.0, 20.0),  # advantage factor (Table 2's largest provisional value)
     }
 )
+# Listed in PERMITTED_RANGES but not warned (see its comment).
+_NOT_WARNED = frozenset({"stmr", "lstr"})
+# G.107.1 (06/2019) uses no loudness, sidetone, room-noise, circuit-noise or quantizing
+# terms (Is,WB = 0), and Ie,WB lives on the 0..129 scale (G.113 Appendix IV tabulates up
+# to 56): with band="wb" only the ranges of the terms it uses are checked (its own table
+# could not be read either).
+_WB_CHECKED = frozenset({"telr", "wepl", "t", "tr", "ta", "bpl", "ppl", "a", "rlr"})
+# Eq. (7-29) (and G.107.1 7.5): Ie,eff saturates at 95, so Ie above 95 is meaningless.
+_IE_MAX = 95.0
+_DELAYS = ("t", "tr", "ta")
 
 #: G.107 (06/2015) clause 7.4: delay-sensitivity classes, as (sT, mT) pairs.
 DELAY_SENSITIVITY: Mapping[str, tuple[float, float]] = MappingProxyType(
@@ -454,14 +485,17 @@ def _resolve(
         # G.107 (06/2015) Table 3: LSTR = STMR + Dr (defaults 15 + 3 = 18 dB); a given LSTR wins
         merged["lstr"] = np.asarray(merged["stmr"], dtype=np.float64) + np.asarray(merged["dr"], dtype=np.float64)
     out = {k: np.asarray(v, dtype=np.float64) for k, v in merged.items()}
-    for name in ("t", "tr", "ta", "ie", "a"):
+    for name in _DELAYS + ("ie", "a"):
         _check(name, out[name], min_value=0.0)
     _check("ppl", out["ppl"], min_value=0.0, max_value=100.0)
     for name in ("qdu", "bpl", "burst_r", "s_t", "m_t"):
         _check(name, out[name], min_value=0.0, strict=True)
     for name in ("slr", "rlr", "stmr", "lstr", "ds", "dr", "telr", "wepl", "nc", "nfor", "ps", "pr"):
         _check(name, out[name])
+    _check("ie", out["ie"], max_value=_IE_MAX)  # eq. (7-29): Ie,eff saturates at 95
     for name, (low, high) in PERMITTED_RANGES.items():
+        if name in _NOT_WARNED or (band == "wb" and name not in _WB_CHECKED):
+            continue
         value = out[name]
         # BurstR < 1 (loss spread more evenly than random) is below Table 3's range but is
         # what loss measured on short windows routinely gives (0.92-0.99 on the sample
@@ -548,8 +582,9 @@ def r_factor(
     Raises
     ------
     InputError
-        Unknown parameter or codec, NaN, negative delay, ``ppl`` outside 0..100, or a
-        non-positive ``qdu``, ``bpl``, ``burst_r``, ``s_t`` or ``m_t``.
+        Unknown parameter or codec, NaN, negative delay, ``ppl`` outside 0..100, ``ie``
+        outside 0..95, negative ``a``, or a non-positive ``qdu``, ``bpl``, ``burst_r``,
+        ``s_t`` or ``m_t`` (Notes, "Permitted ranges").
 
     Warns
     -----
@@ -586,17 +621,35 @@ def r_factor(
     189-200), the second oracle, sets Idte = 0 for T < 1 ms and then forms Idtes from it,
     exactly this order: it prints R = 90.409252 there, this function's value to the digit.
 
-    Permitted ranges. G.107 Table 3 gives a permitted range for each input; the equations
-    are defined outside it but not validated there. A value that makes an equation
-    meaningless (NaN, a negative delay, ``ppl`` outside 0..100, a non-positive ``qdu``,
-    ``bpl``, ``burst_r``, ``s_t`` or ``m_t``, negative ``ie`` or ``a``) raises
-    :class:`~qoe.errors.InputError`; a value outside the permitted range but still
-    computable warns once per call with :class:`~qoe.errors.QoEWarning` naming the
-    parameter, the range and the first offending value. Checked ranges:
-    :data:`PERMITTED_RANGES` (BurstR 1..8, A 0..20). One exception: BurstR in (0, 1),
-    loss spread more evenly than random, is below the range but is what a loss pattern
-    measured over a short window routinely gives (0.92-0.99 on the project's sample
-    captures), so it is used as given in (7-29) without a warning; only BurstR > 8 warns.
+    Permitted ranges (issue 11, point 8). G.107 (06/2015) Table 3 gives a permitted range
+    for most inputs; the equations are defined outside it but not validated there. Per
+    parameter:
+
+    * :class:`~qoe.errors.InputError` (the equation is meaningless): NaN anywhere; a
+      negative delay ``t``, ``tr``, ``ta``; ``ppl`` outside 0..100 (a probability);
+      ``qdu`` <= 0 (lg qdu in Q); ``bpl``, ``burst_r``, ``s_t``, ``m_t`` <= 0 (divisors);
+      ``ie`` < 0 or > 95 and ``a`` < 0 (Ie,eff saturates at 95 in (7-29); A is an
+      advantage).
+    * :class:`~qoe.errors.QoEWarning` (computable, not validated), once per parameter and
+      call, naming the parameter, its first offending value and the range: SLR 0..18,
+      RLR −5..14, Ds and Dr −3..3, TELR 5..65, WEPL 5..110 dB; T 0..500, Tr 0..1000,
+      Ta 0..500 ms (past them Idd and the echo terms are extrapolated, as the seed paper's
+      multi-second bufferbloat delays require); qdu 1..14; Ie 0..40; Bpl 1..40; Ppl
+      0..20 %; BurstR up to 8; Nc −80..−40 dBm0p; Ps, Pr 35..85 dB(A); A 0..20
+      (:data:`PERMITTED_RANGES`).
+    * Silent: STMR outside 10..20 and LSTR outside 13..23 (clause 7.4 extends the model
+      there itself, with TERVs below STMR 9 dB and Idtes above 20 dB), Nfor (no range in
+      Table 3), and BurstR in (0, 1): loss spread more evenly than random is below the range
+      but is what a loss pattern measured over a short window routinely gives (0.92-0.99 on
+      the project's sample captures), so (7-29) is applied as written.
+    * ``band="wb"``: only the ranges of the terms G.107.1 uses are checked (delays, TELR,
+      WEPL, RLR, Bpl, Ppl, A); Is,WB = 0 leaves the loudness, noise and qdu inputs unused,
+      and Ie,WB lives on the 0..129 scale (G.113 Appendix IV goes to 56). G.107.1's own
+      table could not be read.
+
+    The ranges were transcribed from Table 3 when :data:`PERMITTED_RANGES` was written and
+    could not be re-read against the text here: a wrong range would be a wrong warning,
+    never a wrong R.
 
     One-way delay. G.107 clause 7.4 takes three delays: Ta, the absolute (mouth-to-ear)
     delay; T, the mean one-way delay of the talker-echo path; Tr, the round-trip delay of
@@ -635,7 +688,16 @@ def r_factor(
     name the repository) has the same terms and gives the sign of K that the issue's list
     leaves open: it adds K to TELR. It cannot be run as an oracle (it takes natural
     logarithms for lg, writes K = 0.08 T + 100, "+ 1" for "− 1" in Idte and (Tr + 1)^0.25
-    for Rle); its terms were read, none of its code was used.
+    for Rle); its terms were read, none of its code was used. This session (issue 11,
+    third pass) searched again ("G.107.1 Idte,WB", "TERV,WB", "Re,WB", "K = 0.08 T + 10",
+    "Corrigendum", in all four corpora) and found no text of clause 7 either. One more
+    fact was found, second-hand: NormB/sipnab (``docs`` "MOS and codecs",
+    ``src/rtp/emodel_wb.rs`` @ 3141f383) states that G.107.1 (06/2019) was reissued as
+    Corrigendum 1 (01/2020), "a complete-text publication", because the 06/2019 text
+    "carries a superseded Eq (7-6) written in terms of a quantity the wideband model never
+    defines". Which quantity is not said; if it is the noise No of Roe (the wide-band model
+    has no noise terms, Is,WB = 0), Roe,WB here (from No,WB with Nfor = −96 dBmp) is the
+    superseded form. That is one more reason the wide-band talker echo stays provisional.
 
     The sign of K. With +K, wide-band talker echo impairs less than narrow-band echo at
     the same TELR (TELR 55 dB: Idte,WB = 0.61 / 1.24 / 2.11 on the 0-129 scale at
@@ -647,6 +709,18 @@ def r_factor(
     the Recommendation's text remains the authority. Treat wide-band results with
     non-default echo parameters (T >= 1 ms with TELR below the 65 dB default) as
     provisional until checked against it.
+
+    Issue 11's figures. The issue says reusing the narrow-band echo put R_WB off by 0.9,
+    2.5 and 16 at T = 50, 150 and 300 ms (TELR 55 dB). Here the change is 2.20, 9.13 and
+    15.86. Only the 300 ms figure comes out, and it comes out because K is the constant 18
+    there. Solved backwards with the rest of Idte,WB as above, the issue's figures need
+    K ≈ 4.3 at 50 ms, ≈ 4.7 at 150 ms and ≈ 18.6 at 300 ms. The issue's own K formula
+    gives 14, 18 and 18. No variant of the terms reproduces all three figures, so they
+    must come from a computation the issue does not name. The variants tried (the
+    worked test in ``tests/voice/test_emodel.py``) were: the sign of K; the JavaScript
+    calculator's K = 0.08 T + 100; lg or ln; an Re slope of 2.5 or 3; Nfor of −64 or
+    −96; ± 1 in (7-19); Idle from Ro or Ro,WB; Idd × 1 or × 1.29; and T alone or
+    Ta = T, Tr = 2T.
 
     References
     ----------
