@@ -300,6 +300,24 @@ def test_codecs_other_than_g711(refs):
     assert c.network.codec == "G.723.1+VAD"
 
 
+def test_amr_wb_preset_follows_the_sdp_mode(refs):
+    # Issue 11, point 6: AMR-WB's Ie,WB depends on its mode (G.113 Table IV.1); a single SDP
+    # mode-set (RFC 4867 §8.1: mode 2 = 12.65 kbit/s) names it, a list of modes does not.
+    talk, _ = refs
+    base = _stream(talk[: 2 * FS], ssrc=0xC, pt=97, codec="AMR-WB")
+    one = dataclasses.replace(base, fmtp={"mode-set": "2"})  # clock kept at 8 kHz: only the timing reads it
+    many = dataclasses.replace(base, fmtp={"mode-set": "0,2,8"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QoEWarning)
+        (a,) = score_call([one], options=CallOptions(network_delay_ms=0.0)).directions
+        (b,) = score_call([many], options=CallOptions(network_delay_ms=0.0)).directions
+    assert a.network is not None and (a.network.codec, a.network.band) == ("G.722.2-12.65", "wb")
+    ref = emodel.r_factor(band="wb", codec="G.722.2-12.65", one_way_ms=a.network.delay_ms)
+    assert a.network.r == pytest.approx(float(ref.r), abs=1e-9)  # no loss: Ie,WB = 13 on the 0..129 scale
+    assert a.to_record()["emodel_band"] == "wb"
+    assert b.network is None and any("names no single mode-set" in n for n in b.notes)
+
+
 def test_calls_are_grouped_by_port_pair_and_sip_call_id(refs):
     talk, listen = refs
     up = _stream(talk[: FS], ssrc=1)
