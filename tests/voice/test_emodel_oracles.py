@@ -200,3 +200,13 @@ def test_the_two_oracles_agree_where_both_apply():
             shared += 1
             assert r == go[go_key], go_key
     assert shared >= 15
+
+
+def test_every_wideband_preset_names_its_source():
+    # Issue 11, point 9, for G.113 Appendix IV: each wide-band preset says which secondary source
+    # its Ie,WB (and Bpl,WB) were checked against, or that it is unverified.
+    for preset in em.CODECS_WB.values():
+        assert preset.source == em.UNVERIFIED or (
+            preset.source.startswith("Ie,WB") and "checked against" in preset.source
+            and ("sipnab" in preset.source or "Mitel" in preset.source))
+    assert [p.name for p in em.CODECS_WB.values() if p.source == em.UNVERIFIED] == ["G.711-wb"]
