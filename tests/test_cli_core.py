@@ -52,6 +52,13 @@ def test_emodel_codec_loss_burst(run):
     assert json.loads(res.output)["ie_eff"] == pytest.approx(95 * 2 / 27.1, abs=1e-9)
 
 
+def test_emodel_wideband_preset(run):
+    # G.107.1 with a G.113 Appendix IV preset: Ie,eff,WB = 20 + 75 * 2 / (2 + 4.3), no BurstR
+    res = run("emodel", "--band", "wb", "--codec", "G.722.2-12.65-diotic", "--loss-pct", "2", "--format", "json")
+    out = json.loads(res.output)
+    assert out["ie_eff"] == pytest.approx(20 + 75 * 2 / 6.3, abs=1e-9) and out["band"] == "wb"
+
+
 def test_emodel_param_overrides(run):
     res = run("emodel", "--param", "a=10", "--format", "json")
     assert json.loads(res.output)["r"] == pytest.approx(103.2062, abs=5e-5)

@@ -28,7 +28,8 @@ def _parse_params(pairs: tuple[str, ...]) -> dict[str, float]:
 @click.option("--loss-pct", type=float, default=None, help="Packet-loss probability Ppl in percent.")
 @click.option("--burst-ratio", type=float, default=None, help="BurstR (1 = random loss).")
 @click.option("--codec", default=None,
-              help="Codec preset for Ie/Bpl (G.113 App. I), e.g. G.711, G.711-plc, G.729A+VAD.")
+              help="Codec preset for Ie/Bpl: G.113 App. I with --band nb (e.g. G.711-plc, G.729A+VAD), "
+                   "App. IV with --band wb (e.g. G.722-64, G.722.2-12.65).")
 @click.option("--band", type=click.Choice(["nb", "wb"]), default="nb", show_default=True,
               help="nb = G.107, wb = G.107.1 (R on the 0..129 scale).")
 @click.option("--delay-sensitivity", type=click.Choice(list(em.DELAY_SENSITIVITY)), default=None,

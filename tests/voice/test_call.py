@@ -294,9 +294,30 @@ def test_codecs_other_than_g711(refs):
     assert a.network.codec == "G.729A+VAD" and a.full_reference is None
     assert any("P.862 narrow-band at 8000 Hz (G729" in n for n in a.notes)
     assert any("no reference was found" in n for n in a.notes)
-    assert b.network is None and any("no G.113 Appendix I preset" in n for n in b.notes)
+    # Opus's band is what its packets' TOC bytes announce (RFC 6716 §3.1): these G.711 bytes read as
+    # narrow-band, and G.113 Appendix I tabulates no Opus preset (issue 11, points 5-6; a real wide-band
+    # Opus capture: tests/voice/test_codecs.py)
+    assert b.network is None and any("no G.113 Appendix I preset for payload type 96 (opus)" in n for n in b.notes)
     (c,) = score_call([dyn], options=CallOptions(codec="G.723.1+VAD", network_delay_ms=0.0)).directions
     assert c.network.codec == "G.723.1+VAD"
+
+
+def test_amr_wb_preset_follows_the_sdp_mode(refs):
+    # Issue 11, point 6: AMR-WB's Ie,WB depends on its mode (G.113 Table IV.1); a single SDP
+    # mode-set (RFC 4867 §8.1: mode 2 = 12.65 kbit/s) names it, a list of modes does not.
+    talk, _ = refs
+    base = _stream(talk[: 2 * FS], ssrc=0xC, pt=97, codec="AMR-WB")
+    one = dataclasses.replace(base, fmtp={"mode-set": "2"})  # clock kept at 8 kHz: only the timing reads it
+    many = dataclasses.replace(base, fmtp={"mode-set": "0,2,8"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QoEWarning)
+        (a,) = score_call([one], options=CallOptions(network_delay_ms=0.0)).directions
+        (b,) = score_call([many], options=CallOptions(network_delay_ms=0.0)).directions
+    assert a.network is not None and (a.network.codec, a.network.band) == ("G.722.2-12.65", "wb")
+    ref = emodel.r_factor(band="wb", codec="G.722.2-12.65", one_way_ms=a.network.delay_ms)
+    assert a.network.r == pytest.approx(float(ref.r), abs=1e-9)  # no loss: Ie,WB = 13 on the 0..129 scale
+    assert a.to_record()["emodel_band"] == "wb"
+    assert b.network is None and any("names no single mode-set" in n for n in b.notes)
 
 
 def test_calls_are_grouped_by_port_pair_and_sip_call_id(refs):

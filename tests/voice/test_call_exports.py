@@ -64,13 +64,13 @@ def test_result_keys_keep_their_order():
         "mouth_to_ear_ms", "mouth_to_ear_max_ms", "basis", "ta_ms", "id_",
     ]
     assert list(d.network.to_dict()) == [
-        "codec", "ppl", "burst_r", "delay_ms", "id_", "ie_eff", "r", "mos", "mos_simplified", "mos_min", "mos_mean",
-        "windows",
+        "codec", "band", "ppl", "burst_r", "delay_ms", "id_", "ie_eff", "r", "mos", "mos_simplified", "mos_min",
+        "mos_mean", "windows",
     ]
     assert list(d.to_record()) == [
         "call_id", "direction", "stream", "ssrc", "codec", "capture", "jitter_buffer", "expected", "received",
         "network_lost", "late_lost", "effective_loss", "burst_r", "jitter_ms", "packetisation_ms", "network_ms",
-        "network_source", "buffer_ms", "mouth_to_ear_ms", "ta_ms", "id", "emodel_codec", "ie_eff", "r",
+        "network_source", "buffer_ms", "mouth_to_ear_ms", "ta_ms", "id", "emodel_codec", "emodel_band", "ie_eff", "r",
         "mos_network", "mos_network_min", "mos_network_mean", "mos_cole_rosenbluth", "plays", "mos_lqo", "z1", "z2",
         "z", "mos_call", "mos", "notes",
     ]

@@ -317,6 +317,10 @@ def test_combined_score_wide_band_scale():
 PRESETS = {"g729": "G.729A+VAD", "g723": "G.723.1+VAD", "gsm": "GSM-FR", "g726le-16": "G.726-16",
            "g726le-32": "G.726-32", "g726le-40": "G.726-40", "g726-24": "G.726-24"}
 
+# What the note of each wide-band capture says (the others: no Appendix IV preset for the codec).
+WB_NOTES = {"g722": "no Bpl for codec 'G.722-64'",  # RFC 3551 §4.5.2: G.722 on RTP is 64 kbit/s
+            "amrwb_oa": "AMR-WB's Ie,WB depends on its mode", "amrwb_be": "AMR-WB's Ie,WB depends on its mode"}
+
 
 def _score_json(name: str, *extra: str) -> dict:
     import json
@@ -334,8 +338,9 @@ def _score_json(name: str, *extra: str) -> dict:
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_emodel_preset_follows_the_codec(name):
-    """`qoe score --format json`: the G.113 preset each codec gets, and a wide-band codec's
-    network-side score is skipped with a note saying why (no G.107.1 wide-band preset)."""
+    """`qoe score --format json` (issue 11, points 5-6): narrow-band codecs get a G.113 Appendix I
+    preset (G.107), wide-band ones an Appendix IV preset (G.107.1) where G.113 tabulates one;
+    a network-side score that cannot be computed says why."""
     r = _score_json(name)
     band, preset = CASES[name][3], PRESETS.get(name)
     assert stream_band(_stream(name)) == band
@@ -345,9 +350,9 @@ def test_emodel_preset_follows_the_codec(name):
             assert r["network"]["codec"] == r["inputs"]["codec_impairment"] == preset
         else:
             assert any(f"G.113 gives no Bpl for codec {preset!r}" in n for n in r["notes"])
-    elif band == "wb":
+    elif band == "wb":  # G.113 Appendix IV (G.107.1); none of these lossy captures can be scored without a Bpl
         assert r["network"] is None
-        assert any(f"{r['codec']} is wide-band and qoe has no G.107.1 wide-band codec preset" in n for n in r["notes"])
+        assert any(WB_NOTES.get(name, "no G.113 Appendix IV (wide-band) preset") in n for n in r["notes"])
     else:
         assert r["network"] is None
         assert any("no G.113 Appendix I preset" in n for n in r["notes"])
@@ -360,6 +365,52 @@ def test_a_preset_given_for_a_wide_band_codec_is_scored_narrow_band_and_says_so(
                for n in r["notes"])
     nb = _score_json("amr_be", "--codec", "G.711-plc")
     assert not any("wide-band" in n for n in nb["notes"])
+
+
+def test_wide_band_capture_gets_the_g107_1_network_score():
+    """Issue 11, point 6: a real G.722 capture (data/voice/codecs/g722.pcap, made by
+    make_codec_captures.sh) scored with G.107.1 on its network side, with the R_WB worked by
+    hand below from the equations (r_factor Notes), at the delay and loss the scorer measured.
+    The loss itself is tshark's: ``tshark -q -o rtp.heuristic_rtp:TRUE -z rtp,streams -r
+    g722.pcap`` (g722.pcap.tshark-rtp-streams.txt) counts 3 lost of 137 expected (134 received)."""
+    import math
+
+    from qoe.voice.call import CallOptions, score_call
+    from qoe.voice.emodel import CODECS_WB
+
+    bpl = 10.0  # G.722-64 tabulates no Bpl,WB: a lossy stream needs one given (any value serves the check)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QoEWarning)
+        d = score_call([_stream("g722")],
+                       options=CallOptions(network_delay_ms=20.0, emodel_params={"bpl": bpl})).directions[0]
+    n = d.network
+    assert n is not None and n.band == "wb" and n.codec == "G.722-64"
+    assert d.received == 134 and d.network_lost == 3 and d.late_lost == 0  # tshark: 134 packets, 3 lost
+    assert n.ppl == pytest.approx(100 * 3 / 137, abs=1e-12)
+    # G.107.1 by hand at D = the measured mouth-to-ear delay (Ta = T = D, Tr = 2 D), defaults otherwise
+    D = n.delay_ms
+    slr, rlr, ds, lstr, ps, pr, nc, nfor, telr, wepl = 8, 2, 3, 18, 35, 35, -70, -96, 65, 110
+    nos = ps - slr - ds - 100 + 0.004 * (ps - (slr + rlr) - ds - 14) ** 2
+    pre = pr + 10 * math.log10(1 + 10 ** ((10 - lstr) / 10))
+    nor = rlr - 121 + pre + 0.008 * (pre - 35) ** 2
+    no_wb = 10 * math.log10(10 ** (nc / 10) + 10 ** (nos / 10) + 10 ** (nor / 10) + 10 ** ((nfor + rlr) / 10))
+    k = 0.08 * D + 10 if D < 100 else 18.0
+    terv = telr - 40 * math.log10((1 + D / 10) / (1 + D / 150)) + 6 * math.exp(-0.3 * D * D) + k
+    re, roe = 80 + 3 * (terv - 14), -1.5 * (no_wb - rlr)
+    idte = ((roe - re) / 2 + math.sqrt((roe - re) ** 2 / 4 + 100) - 1) * (1 - math.exp(-D))
+    rle = 10.5 * (wepl + 7) * (2 * D + 1) ** -0.25
+    idle = (129 - rle) / 2 + math.sqrt((129 - rle) ** 2 / 4 + 169)
+    x = math.log2(D / 100)
+    idd = 1.29 * 25 * ((1 + x**6) ** (1 / 6) - 3 * (1 + (x / 3) ** 6) ** (1 / 6) + 2)
+    ie = CODECS_WB["g.722-64"].ie
+    assert ie == 14.0
+    ie_eff = ie + (95 - ie) * n.ppl / (n.ppl + bpl)  # no BurstR (G.107.1 7.5)
+    r_wb = 129 - (idte + idle + idd) - ie_eff
+    assert n.ie_eff == pytest.approx(ie_eff, abs=1e-9)
+    assert n.id_ == pytest.approx(idte + idle + idd, abs=1e-9)
+    assert n.r == pytest.approx(r_wb, abs=1e-9)
+    assert n.mos == pytest.approx(float(r_to_mos(r_wb / 1.29)), abs=1e-12)  # G.107.1 Annex A
+    assert n.burst_r != 1.0  # measured and reported, though G.107.1 does not use it
 
 
 # --------------------------------------------------------------------------- no encoder here

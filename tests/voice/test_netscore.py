@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
 from qoe.errors import InputError
 from qoe.voice import emodel
-from qoe.voice.netscore import windowed_scores
+from qoe.voice.netscore import window_ranges, windowed_scores
 
 
 def _stream(seconds=30, ptime=0.02):
@@ -61,3 +63,42 @@ def test_bad_shapes():
         windowed_scores([0, 1], [False], [1.0, 2.0])
     with pytest.raises(InputError, match="no packets"):
         windowed_scores([], [], [])
+
+
+def test_wide_band_windows_use_g107_1():
+    # band="wb": each window is r_factor(band="wb") of its loss and delay; BurstR is measured and
+    # reported but not used (G.107.1 7.5), so bursty loss raises no burst_r warning.
+    import warnings
+
+    from qoe.errors import QoEWarning
+    from qoe.voice import emodel
+
+    t = np.arange(1000) * 0.02
+    lost = np.zeros(1000, dtype=bool)
+    lost[100:106] = True  # one burst
+    d = np.full(1000, 150.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", QoEWarning)
+        ws = windowed_scores(t, lost, d, codec="G.722.2-23.85-diotic", band="wb")
+    assert ws.band == "wb" and ws.codec == "G.722.2-23.85-diotic"
+    assert ws.overall["burst_r"] > 1
+    ref = emodel.r_factor(band="wb", codec="G.722.2-23.85-diotic", ppl=0.6, one_way_ms=150.0)
+    assert ws.overall["r"] == pytest.approx(float(ref.r), abs=1e-9)
+    assert np.isnan(ws.mos_simplified).all()  # Cole & Rosenbluth is a narrow-band fit
+
+
+def test_inputs_past_table_3_warn_once_per_parameter_for_the_whole_stream():
+    # 30 windows of 10 s at 800 ms: every one is past G.107 Table 3's T, Tr, Ta (0..500, 0..1000, 0..500 ms)
+    t = np.arange(15000) * 0.02
+    lost = np.zeros(t.size, dtype=bool)
+    delay = np.full(t.size, 800.0)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        ws = windowed_scores(t, lost, delay)
+    assert sorted(str(w.message).split("=")[0] for w in rec) == ["t", "ta", "tr"]
+    assert window_ranges(ws) == tuple(str(w.message) for w in rec)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        quiet = windowed_scores(t, lost, delay, out_of_range="ignore")
+    np.testing.assert_array_equal(quiet.r, ws.r)
+    assert window_ranges(windowed_scores(t, lost, np.full(t.size, 150.0))) == ()

@@ -2,10 +2,12 @@
 
 :func:`r_factor` computes the transmission rating R and every intermediate impairment
 from the G.107 input parameters. Each parameter may be a NumPy array; arrays broadcast
-against each other, so a delay × loss heat map is one call::
+against each other, so a delay × loss heat map is one call (delays past Table 3's 500 ms
+are computed, not validated: ``out_of_range="ignore"`` leaves the warning out)::
 
     >>> import numpy as np
-    >>> res = r_factor(one_way_ms=np.arange(0, 1000, 50)[:, None], ppl=np.linspace(0, 5, 11), codec="G.711-plc")
+    >>> res = r_factor(one_way_ms=np.arange(0, 1000, 50)[:, None], ppl=np.linspace(0, 5, 11), codec="G.711-plc",
+    ...                out_of_range="ignore")
     >>> res.r.shape
     (20, 11)
 
@@ -27,8 +29,9 @@ References
    text could not be read; see :func:`r_factor` Notes for
    the sources the wide-band terms follow.
 .. [3] ITU-T G.113 (11/2007), "Transmission impairments due to speech processing",
-   Appendix I, Table I.1 (Ie values) and Table I.3 (Bpl values); not read, see
-   :data:`CODECS` for what each preset was checked against.
+   Appendix I, Table I.1 (Ie values) and Table I.3 (Bpl values); (09/2024) Appendix IV,
+   Tables IV.1, IV.3, IV.4 (wide-band Ie,WB, Bpl,WB). Not read; see :data:`CODECS` and
+   :data:`CODECS_WB` for what each preset was checked against.
 .. [4] R. G. Cole and J. H. Rosenbluth, "Voice over IP performance monitoring",
    ACM SIGCOMM Computer Communication Review 31(2), 2001, doi:10.1145/505666.505669.
 .. [5] G. White and D. Rice, "Active Queue Management Algorithms for DOCSIS 3.0",
@@ -53,6 +56,7 @@ from qoe.report import as_dict
 __all__ = [
     "G107_DEFAULTS",
     "PERMITTED_RANGES",
+    "outside_ranges",
     "DELAY_SENSITIVITY",
     "ADVANTAGE_FACTOR",
     "CODECS",
@@ -102,18 +106,49 @@ G107_DEFAULTS: Mapping[str, float] = MappingProxyType(
     }
 )
 
-#: G.107 (06/2015) Table 3 permitted ranges that :func:`r_factor` checks, as (low, high).
-#: Outside them the equations still compute but are not validated: :func:`r_factor` warns
+#: G.107 (06/2015) clause 7.7, Table 3: the permitted range of each input, as (low, high).
+#: Outside it the equations still compute but are not validated: :func:`r_factor` warns
 #: with :class:`~qoe.errors.QoEWarning` (values that make an equation meaningless raise
-#: :class:`~qoe.errors.InputError` instead). Only the ranges listed in issue 11, point 8
-#: are here (BurstR 1..8; A 0..20, the largest provisional value of Table 2); the other
-#: Table 3 ranges could not be checked against the text and are not enforced.
+#: :class:`~qoe.errors.InputError` instead; see :func:`r_factor` Notes, "Permitted
+#: ranges"). The ranges were transcribed from Table 3 when this table was written; the
+#: text could not be re-read here (issue 11, point 8), so a range that proves wrong there
+#: is a wrong warning, never a wrong R. Nfor has no range in Table 3. STMR (10..20) and
+#: LSTR (13..23) are listed but not warned: clause 7.4 itself extends the model below and
+#: above them (TERVs for STMR < 9 dB, Idtes for STMR > 20 dB), and LSTR follows STMR + Dr.
 PERMITTED_RANGES: Mapping[str, tuple[float, float]] = MappingProxyType(
     {
-        "burst_r": (1.0, 8.0),  # G.107 (06/2015) Table 3: BurstR 1 ... 8
-        "a": (0.0, 20.0),  # G.107 (06/2015) Table 3 / Table 2: A 0 ... 20
+        "slr": (0.0, 18.0),  # send loudness rating, dB
+        "rlr": (-5.0, 14.0),  # receive loudness rating, dB
+        "stmr": (10.0, 20.0),  # sidetone masking rating, dB (not warned, see above)
+        "lstr": (13.0, 23.0),  # listener sidetone rating, dB (not warned, see above)
+        "ds": (-3.0, 3.0),  # D-value of telephone, send side
+        "dr": (-3.0, 3.0),  # D-value of telephone, receive side
+        "telr": (5.0, 65.0),  # talker echo loudness rating, dB
+        "wepl": (5.0, 110.0),  # weighted echo path loss, dB
+        "t": (0.0, 500.0),  # mean one-way delay of the echo path, ms
+        "tr": (0.0, 1000.0),  # round-trip delay in a 4-wire loop, ms
+        "ta": (0.0, 500.0),  # absolute delay in echo-free connections, ms
+        "qdu": (1.0, 14.0),  # quantisation distortion units
+        "ie": (0.0, 40.0),  # equipment impairment factor (narrow-band scale)
+        "bpl": (1.0, 40.0),  # packet-loss robustness factor
+        "ppl": (0.0, 20.0),  # random packet-loss probability, %
+        "burst_r": (1.0, 8.0),  # burst ratio
+        "nc": (-80.0, -40.0),  # circuit noise referred to the 0 dBr point, dBm0p
+        "ps": (35.0, 85.0),  # room noise at the send side, dB(A)
+        "pr": (35.0, 85.0),  # room noise at the receive side, dB(A)
+        "a": (0.0, 20.0),  # advantage factor (Table 2's largest provisional value)
     }
 )
+# Listed in PERMITTED_RANGES but not warned (see its comment).
+_NOT_WARNED = frozenset({"stmr", "lstr"})
+# G.107.1 (06/2019) uses no loudness, sidetone, room-noise, circuit-noise or quantizing
+# terms (Is,WB = 0), and Ie,WB lives on the 0..129 scale (G.113 Appendix IV tabulates up
+# to 56): with band="wb" only the ranges of the terms it uses are checked (its own table
+# could not be read either).
+_WB_CHECKED = frozenset({"telr", "wepl", "t", "tr", "ta", "bpl", "ppl", "a", "rlr"})
+# Eq. (7-29) (and G.107.1 7.5): Ie,eff saturates at 95, so Ie above 95 is meaningless.
+_IE_MAX = 95.0
+_DELAYS = ("t", "tr", "ta")
 
 #: G.107 (06/2015) clause 7.4: delay-sensitivity classes, as (sT, mT) pairs.
 DELAY_SENSITIVITY: Mapping[str, tuple[float, float]] = MappingProxyType(
@@ -159,10 +194,12 @@ class Codec:
     name : str
         Preset name as accepted by ``r_factor(codec=...)``.
     ie : float
-        Equipment impairment factor Ie (after G.113 Appendix I, Table I.1).
+        Equipment impairment factor Ie (after G.113 Appendix I, Table I.1), or Ie,WB for a
+        wide-band preset (:data:`CODECS_WB`, G.113 Appendix IV).
     bpl : float or None
-        Packet-loss robustness factor Bpl (after G.113 Appendix I, Table I.3); ``None``
-        when none is tabulated, in which case a loss probability needs an explicit ``bpl``.
+        Packet-loss robustness factor Bpl (after G.113 Appendix I, Table I.3, or Appendix IV
+        for Bpl,WB); ``None`` when none is tabulated, in which case a loss probability needs
+        an explicit ``bpl``.
     description : str
         Codec, bit rate and (for Bpl) the packet size and concealment it was measured with.
     source : str
@@ -224,10 +261,64 @@ CODECS: Mapping[str, Codec] = _codec_table(
     ]
 )
 
-#: Wide-band codec presets. G.107.1 gives no codec table of its own (it defers to G.113
-#: Appendix IV), and that table could not be checked against its text here, so none is
-#: shipped: give ``ie`` and ``bpl`` (on the wide-band scale) explicitly with ``band="wb"``.
-CODECS_WB: Mapping[str, Codec] = _codec_table([])
+# Secondary sources of G.113 Appendix IV (wide-band Ie,WB / Bpl,WB), read through the
+# project's search tool. G.113 itself could not be read (its 11/2007, 2009 amendment and
+# later editions are not in the search corpora), so every wide-band preset is "checked
+# against" one of these, never verified against the Recommendation.
+_SIPNAB = ("NormB/sipnab src/rtp/emodel_wb.rs (MIT/Apache-2.0, commit 3141f383), which "
+           "transcribes G.113 (09/2024) Appendix IV: Table IV.1 (Ie,WB, monotic listening, all "
+           "nine AMR-WB modes), Table IV.3 (Ie,WB, diotic, six modes), Table IV.4 (Bpl,WB, "
+           "diotic, uniform loss, three modes)")
+_MITEL_WB = ("Mitel MiVoice MX-ONE 7.8 SP1 planning library, 'Speech Compression Impairment', "
+             "Table 2 'G.722 codec' (Ie,wb = 14 / 18 / 24 at 64 / 56 / 48 kbit/s); it does not "
+             "name G.113 or its table")
+
+
+def _wb(name: str, ie: float, bpl: float | None, description: str, source: str) -> Codec:
+    return Codec(name, ie, bpl, description, source)
+
+
+_AMRWB_MONOTIC = {  # kbit/s -> Ie,WB, G.113 (09/2024) Table IV.1 as transcribed by _SIPNAB
+    "6.6": 41.0, "8.85": 26.0, "12.65": 13.0, "14.25": 10.0, "15.85": 7.0,
+    "18.25": 5.0, "19.85": 3.0, "23.05": 1.0, "23.85": 8.0,
+}
+_AMRWB_DIOTIC = {  # kbit/s -> (Ie,WB Table IV.3, Bpl,WB Table IV.4 or None), as transcribed by _SIPNAB
+    "6.6": (56.0, None), "8.85": (41.0, None), "12.65": (20.0, 4.3),
+    "15.85": (17.0, None), "23.05": (8.0, 4.6), "23.85": (10.0, 4.9),
+}
+
+#: Wide-band codec presets (``r_factor(band="wb", codec=...)``), on the 0..129 scale of
+#: G.107.1. G.107.1 has no codec table of its own: it defers to G.113 Appendix IV
+#: ("provisional planning values"). G.113's text could not be read here, so each preset's
+#: ``source`` names the secondary source its values were checked against:
+#:
+#: * ``G.722.2-<kbit/s>`` (AMR-WB, all nine modes): Ie,WB of G.113 (09/2024) Table IV.1
+#:   (monotic listening: handset or one-ear headset), no Bpl (IV.4 has none for monotic
+#:   listening, and a diotic Bpl is not paired with a monotic Ie).
+#: * ``G.722.2-<kbit/s>-diotic`` (six modes): Ie,WB of Table IV.3 (diotic: two-ear headset
+#:   or loudspeaker), with the Bpl,WB of Table IV.4 where it has one (23.85, 23.05, 12.65).
+#: * ``G.722-64/56/48``: Ie,WB 14 / 18 / 24 as quoted by a Mitel planning guide (which does
+#:   not name its source); no Bpl.
+#: * ``G.711-wb``: G.711 heard in a wide-band context, Ie,WB = 30 as issue 11 quotes G.113
+#:   Appendix IV; :data:`UNVERIFIED` (no source quoting it was found).
+#:
+#: A preset without Bpl scores a loss-free stream only; give ``bpl=`` to model loss. No
+#: preset exists for wide-band Opus, Speex or L16: G.113 tabulates none (give ``ie``/``bpl``).
+CODECS_WB: Mapping[str, Codec] = _codec_table(
+    [
+        _wb("G.722-64", 14.0, None, "G.722 SB-ADPCM 64 kbit/s (mode 1), wide-band scale", f"Ie,WB checked against {_MITEL_WB}; Bpl: none found"),
+        _wb("G.722-56", 18.0, None, "G.722 SB-ADPCM 56 kbit/s (mode 2), wide-band scale", f"Ie,WB checked against {_MITEL_WB}; Bpl: none found"),
+        _wb("G.722-48", 24.0, None, "G.722 SB-ADPCM 48 kbit/s (mode 3), wide-band scale", f"Ie,WB checked against {_MITEL_WB}; Bpl: none found"),
+        _wb("G.711-wb", 30.0, None, "G.711 PCM 64 kbit/s heard in a wide-band context (G.113 Appendix IV, per issue 11)", UNVERIFIED),
+        *[_wb(f"G.722.2-{k}", ie, None, f"G.722.2 (AMR-WB) {k} kbit/s, monotic listening (G.113 Table IV.1)",
+              f"Ie,WB checked against {_SIPNAB} (Table IV.1); G.113 itself not read; no monotic Bpl,WB exists there")
+          for k, ie in _AMRWB_MONOTIC.items()],
+        *[_wb(f"G.722.2-{k}-diotic", ie, bpl, f"G.722.2 (AMR-WB) {k} kbit/s, diotic listening (G.113 Tables IV.3/IV.4)",
+              f"Ie,WB (Table IV.3){' and Bpl,WB (Table IV.4)' if bpl is not None else ''} checked against {_SIPNAB}; "
+              "G.113 itself not read")
+          for k, (ie, bpl) in _AMRWB_DIOTIC.items()],
+    ]
+)
 
 # G.107 (06/2015) eq. (7-29): Ie,eff saturates at 95. G.107.1 clause 7.5 keeps the 95 of the
 # narrow-band equation for Ie,eff,WB (it is not rescaled to 129).
@@ -366,7 +457,17 @@ def _resolve(
     codec_name: str | None,
     delay_sensitivity: str | None,
     band: str,
+    out_of_range: str = "warn",
+    found: list[str] | None = None,
 ) -> dict[str, FloatArray]:
+    """The inputs with defaults and presets applied, checked (InputError) and range-checked.
+
+    Inputs outside :data:`PERMITTED_RANGES` are warned (``out_of_range="warn"``) or only
+    added to ``found`` (``"ignore"``).
+    """
+    if out_of_range not in ("warn", "ignore"):
+        raise InputError(f"out_of_range must be 'warn' or 'ignore'; given {out_of_range!r}")
+    messages: list[str] = [] if found is None else found
     unknown = set(params) - set(G107_DEFAULTS)
     if unknown:
         raise InputError(
@@ -397,28 +498,30 @@ def _resolve(
         # G.107 (06/2015) Table 3: LSTR = STMR + Dr (defaults 15 + 3 = 18 dB); a given LSTR wins
         merged["lstr"] = np.asarray(merged["stmr"], dtype=np.float64) + np.asarray(merged["dr"], dtype=np.float64)
     out = {k: np.asarray(v, dtype=np.float64) for k, v in merged.items()}
-    for name in ("t", "tr", "ta", "ie", "a"):
+    for name in _DELAYS + ("ie", "a"):
         _check(name, out[name], min_value=0.0)
     _check("ppl", out["ppl"], min_value=0.0, max_value=100.0)
     for name in ("qdu", "bpl", "burst_r", "s_t", "m_t"):
         _check(name, out[name], min_value=0.0, strict=True)
     for name in ("slr", "rlr", "stmr", "lstr", "ds", "dr", "telr", "wepl", "nc", "nfor", "ps", "pr"):
         _check(name, out[name])
+    _check("ie", out["ie"], max_value=_IE_MAX)  # eq. (7-29): Ie,eff saturates at 95
     for name, (low, high) in PERMITTED_RANGES.items():
+        if name in _NOT_WARNED or (band == "wb" and name not in _WB_CHECKED):
+            continue
         value = out[name]
         # BurstR < 1 (loss spread more evenly than random) is below Table 3's range but is
         # what loss measured on short windows routinely gives (0.92-0.99 on the sample
         # captures); eq. (7-29) is applied as written there without a warning (Notes).
         bad = (value > high) if name == "burst_r" else (value < low) | (value > high)
         if bad.any():
-            warnings.warn(
-                f"{name}={value[bad].flat[0]:g} is outside G.107 Table 3's permitted range "
-                f"{low:g}..{high:g}; the E-model is not validated there",
-                QoEWarning, stacklevel=3)
+            messages.append(f"{name}={value[bad].flat[0]:g} is outside G.107 Table 3's permitted range "
+                            f"{low:g}..{high:g}; the E-model is not validated there")
     if band == "wb" and np.any(out["burst_r"] != 1.0):
-        warnings.warn(
-            "burst_r is ignored with band='wb': G.107.1's Ie,eff,WB has no BurstR term",
-            QoEWarning, stacklevel=3)
+        messages.append("burst_r is ignored with band='wb': G.107.1's Ie,eff,WB has no BurstR term")
+    if out_of_range == "warn":
+        for message in messages:
+            warnings.warn(message, QoEWarning, stacklevel=4)
     return out
 
 
@@ -451,12 +554,22 @@ def _idte_wb(no_wb: FloatArray, t: FloatArray, telr: FloatArray, rlr: FloatArray
     return ((roe - re) / 2.0 + np.sqrt((roe - re) ** 2 / 4.0 + 100.0) - 1.0) * (1.0 - np.exp(-t))
 
 
+def _with_delays(one_way_ms: ArrayLike | None, params: Mapping[str, ArrayLike]) -> Mapping[str, ArrayLike]:
+    """``params`` with the three G.107 clause 7.4 delays of a one-way delay D (r_factor Notes)."""
+    if one_way_ms is None:
+        return params
+    d = np.asarray(one_way_ms, dtype=np.float64)
+    _check("one_way_ms", d, min_value=0.0)
+    return {"ta": d, "t": d, "tr": 2.0 * d, **params}  # explicit ta, t, tr win
+
+
 def r_factor(
     *,
     codec: str | None = None,
     band: Literal["nb", "wb"] = "nb",
     delay_sensitivity: Literal["default", "low", "very_low"] | None = None,
     one_way_ms: ArrayLike | None = None,
+    out_of_range: Literal["warn", "ignore"] = "warn",
     **params: ArrayLike,
 ) -> EModelResult:
     """Transmission rating R of the E-model, with MOS and every intermediate impairment.
@@ -477,6 +590,10 @@ def r_factor(
         The one-way mouth-to-ear delay D of a connection (ms), setting its three G.107
         delays: ``ta = t = D`` and ``tr = 2·D`` (see Notes). Explicit ``ta=``, ``t=`` or
         ``tr=`` override what it sets.
+    out_of_range : {"warn", "ignore"}
+        What an input outside its Table 3 permitted range does: a :class:`~qoe.errors.QoEWarning`
+        (default) or nothing. A caller scoring many windows or calls uses ``"ignore"`` and
+        reports :func:`outside_ranges` once instead (the call scorer makes it a note).
     **params : array_like
         Any G.107 Table 3 parameter by its lower-case symbol: ``slr, rlr, stmr, lstr, ds,
         dr, telr, wepl, t, tr, ta, qdu, ie, bpl, ppl, burst_r, nc, nfor, ps, pr, a, s_t,
@@ -491,14 +608,16 @@ def r_factor(
     Raises
     ------
     InputError
-        Unknown parameter or codec, NaN, negative delay, ``ppl`` outside 0..100, or a
-        non-positive ``qdu``, ``bpl``, ``burst_r``, ``s_t`` or ``m_t``.
+        Unknown parameter or codec, NaN, negative delay, ``ppl`` outside 0..100, ``ie``
+        outside 0..95, negative ``a``, or a non-positive ``qdu``, ``bpl``, ``burst_r``,
+        ``s_t`` or ``m_t`` (Notes, "Permitted ranges").
 
     Warns
     -----
     QoEWarning
         A parameter outside its G.107 Table 3 permitted range (:data:`PERMITTED_RANGES`),
-        or ``burst_r`` other than 1 with ``band="wb"`` (where it is ignored).
+        or ``burst_r`` other than 1 with ``band="wb"`` (where it is ignored); not with
+        ``out_of_range="ignore"``.
 
     Notes
     -----
@@ -524,20 +643,40 @@ def r_factor(
     implementation ``manucorporat/e-model`` (``main.go``, commit e6b8411f), run as a test
     oracle, forms Idtes whatever T is and so also gives ≈ Ist below 1 ms: R = 90.406976 at
     STMR 23 dB, T = 0.5 ms, against 90.409252 here (its 0.0023 is the (1 − e^(−T)) Idte it
-    keeps below 1 ms) and 91.8 with the other order; issue 11 (point 8) reports the same
-    of two public implementations.
+    keeps below 1 ms) and 91.8 with the other order; (c) OpenBACH's ``voip_qoe`` job
+    (CNES, ``compute_mos.py``, repository andreagarbugli/quicos at cec6fd92, lines
+    189-200), the second oracle, sets Idte = 0 for T < 1 ms and then forms Idtes from it,
+    exactly this order: it prints R = 90.409252 there, this function's value to the digit.
 
-    Permitted ranges. G.107 Table 3 gives a permitted range for each input; the equations
-    are defined outside it but not validated there. A value that makes an equation
-    meaningless (NaN, a negative delay, ``ppl`` outside 0..100, a non-positive ``qdu``,
-    ``bpl``, ``burst_r``, ``s_t`` or ``m_t``, negative ``ie`` or ``a``) raises
-    :class:`~qoe.errors.InputError`; a value outside the permitted range but still
-    computable warns once per call with :class:`~qoe.errors.QoEWarning` naming the
-    parameter, the range and the first offending value. Checked ranges:
-    :data:`PERMITTED_RANGES` (BurstR 1..8, A 0..20). One exception: BurstR in (0, 1),
-    loss spread more evenly than random, is below the range but is what a loss pattern
-    measured over a short window routinely gives (0.92-0.99 on the project's sample
-    captures), so it is used as given in (7-29) without a warning; only BurstR > 8 warns.
+    Permitted ranges (issue 11, point 8). G.107 (06/2015) Table 3 gives a permitted range
+    for most inputs; the equations are defined outside it but not validated there. Per
+    parameter:
+
+    * :class:`~qoe.errors.InputError` (the equation is meaningless): NaN anywhere; a
+      negative delay ``t``, ``tr``, ``ta``; ``ppl`` outside 0..100 (a probability);
+      ``qdu`` <= 0 (lg qdu in Q); ``bpl``, ``burst_r``, ``s_t``, ``m_t`` <= 0 (divisors);
+      ``ie`` < 0 or > 95 and ``a`` < 0 (Ie,eff saturates at 95 in (7-29); A is an
+      advantage).
+    * :class:`~qoe.errors.QoEWarning` (computable, not validated), once per parameter and
+      call, naming the parameter, its first offending value and the range: SLR 0..18,
+      RLR −5..14, Ds and Dr −3..3, TELR 5..65, WEPL 5..110 dB; T 0..500, Tr 0..1000,
+      Ta 0..500 ms (past them Idd and the echo terms are extrapolated, as the seed paper's
+      multi-second bufferbloat delays require); qdu 1..14; Ie 0..40; Bpl 1..40; Ppl
+      0..20 %; BurstR up to 8; Nc −80..−40 dBm0p; Ps, Pr 35..85 dB(A); A 0..20
+      (:data:`PERMITTED_RANGES`).
+    * Silent: STMR outside 10..20 and LSTR outside 13..23 (clause 7.4 extends the model
+      there itself, with TERVs below STMR 9 dB and Idtes above 20 dB), Nfor (no range in
+      Table 3), and BurstR in (0, 1): loss spread more evenly than random is below the range
+      but is what a loss pattern measured over a short window routinely gives (0.92-0.99 on
+      the project's sample captures), so (7-29) is applied as written.
+    * ``band="wb"``: only the ranges of the terms G.107.1 uses are checked (delays, TELR,
+      WEPL, RLR, Bpl, Ppl, A); Is,WB = 0 leaves the loudness, noise and qdu inputs unused,
+      and Ie,WB lives on the 0..129 scale (G.113 Appendix IV goes to 56). G.107.1's own
+      table could not be read.
+
+    The ranges were transcribed from Table 3 when :data:`PERMITTED_RANGES` was written and
+    could not be re-read against the text here: a wrong range would be a wrong warning,
+    never a wrong R.
 
     One-way delay. G.107 clause 7.4 takes three delays: Ta, the absolute (mouth-to-ear)
     delay; T, the mean one-way delay of the talker-echo path; Tr, the round-trip delay of
@@ -576,7 +715,16 @@ def r_factor(
     name the repository) has the same terms and gives the sign of K that the issue's list
     leaves open: it adds K to TELR. It cannot be run as an oracle (it takes natural
     logarithms for lg, writes K = 0.08 T + 100, "+ 1" for "− 1" in Idte and (Tr + 1)^0.25
-    for Rle); its terms were read, none of its code was used.
+    for Rle); its terms were read, none of its code was used. This session (issue 11,
+    third pass) searched again ("G.107.1 Idte,WB", "TERV,WB", "Re,WB", "K = 0.08 T + 10",
+    "Corrigendum", in all four corpora) and found no text of clause 7 either. One more
+    fact was found, second-hand: NormB/sipnab (``docs`` "MOS and codecs",
+    ``src/rtp/emodel_wb.rs`` @ 3141f383) states that G.107.1 (06/2019) was reissued as
+    Corrigendum 1 (01/2020), "a complete-text publication", because the 06/2019 text
+    "carries a superseded Eq (7-6) written in terms of a quantity the wideband model never
+    defines". Which quantity is not said; if it is the noise No of Roe (the wide-band model
+    has no noise terms, Is,WB = 0), Roe,WB here (from No,WB with Nfor = −96 dBmp) is the
+    superseded form. That is one more reason the wide-band talker echo stays provisional.
 
     The sign of K. With +K, wide-band talker echo impairs less than narrow-band echo at
     the same TELR (TELR 55 dB: Idte,WB = 0.61 / 1.24 / 2.11 on the 0-129 scale at
@@ -588,6 +736,18 @@ def r_factor(
     the Recommendation's text remains the authority. Treat wide-band results with
     non-default echo parameters (T >= 1 ms with TELR below the 65 dB default) as
     provisional until checked against it.
+
+    Issue 11's figures. The issue says reusing the narrow-band echo put R_WB off by 0.9,
+    2.5 and 16 at T = 50, 150 and 300 ms (TELR 55 dB). Here the change is 2.20, 9.13 and
+    15.86. Only the 300 ms figure comes out, and it comes out because K is the constant 18
+    there. Solved backwards with the rest of Idte,WB as above, the issue's figures need
+    K ≈ 4.3 at 50 ms, ≈ 4.7 at 150 ms and ≈ 18.6 at 300 ms. The issue's own K formula
+    gives 14, 18 and 18. No variant of the terms reproduces all three figures, so they
+    must come from a computation the issue does not name. The variants tried (the
+    worked test in ``tests/voice/test_emodel.py``) were: the sign of K; the JavaScript
+    calculator's K = 0.08 T + 100; lg or ln; an Re slope of 2.5 or 3; Nfor of −64 or
+    −96; ± 1 in (7-19); Idle from Ro or Ro,WB; Idd × 1 or × 1.29; and T alone or
+    Ta = T, Tr = 2T.
 
     References
     ----------
@@ -607,11 +767,7 @@ def r_factor(
     """
     if band not in _BANDS:
         raise InputError(f"band must be 'nb' (G.107) or 'wb' (G.107.1); given band={band!r}")
-    if one_way_ms is not None:
-        d = np.asarray(one_way_ms, dtype=np.float64)
-        _check("one_way_ms", d, min_value=0.0)
-        params = {"ta": d, "t": d, "tr": 2.0 * d, **params}  # G.107 clause 7.4 delays of a one-way delay D (Notes)
-    p = _resolve(params, codec, delay_sensitivity, band)
+    p = _resolve(_with_delays(one_way_ms, params), codec, delay_sensitivity, band, out_of_range)
 
     slr, rlr, stmr, lstr = p["slr"], p["rlr"], p["stmr"], p["lstr"]
     ds, dr, telr, wepl = p["ds"], p["dr"], p["telr"], p["wepl"]
@@ -698,11 +854,56 @@ def r_factor(
     return EModelResult(**{k: np.broadcast_to(v, shape) for k, v in fields.items()}, band=band)
 
 
+def outside_ranges(
+    *,
+    codec: str | None = None,
+    band: Literal["nb", "wb"] = "nb",
+    delay_sensitivity: Literal["default", "low", "very_low"] | None = None,
+    one_way_ms: ArrayLike | None = None,
+    **params: ArrayLike,
+) -> tuple[str, ...]:
+    """What :func:`r_factor` would warn of for these inputs: those outside G.107 Table 3's ranges.
+
+    Parameters
+    ----------
+    codec, band, delay_sensitivity, one_way_ms, **params
+        As :func:`r_factor`; arrays give one message per parameter for all their values.
+
+    Returns
+    -------
+    tuple of str
+        One message per parameter outside its permitted range (:data:`PERMITTED_RANGES`),
+        naming its first offending value; empty when every input is inside.
+
+    Raises
+    ------
+    InputError
+        As :func:`r_factor`, for inputs no equation can take.
+
+    References
+    ----------
+    .. [1] ITU-T G.107 (06/2015), clause 7.7, Table 3.
+
+    Examples
+    --------
+    >>> outside_ranges(one_way_ms=[150.0, 800.0])
+    ("t=800 is outside G.107 Table 3's permitted range 0..500; the E-model is not validated there", \
+"tr=1600 is outside G.107 Table 3's permitted range 0..1000; the E-model is not validated there", \
+"ta=800 is outside G.107 Table 3's permitted range 0..500; the E-model is not validated there")
+    """
+    if band not in _BANDS:
+        raise InputError(f"band must be 'nb' (G.107) or 'wb' (G.107.1); given band={band!r}")
+    found: list[str] = []
+    _resolve(_with_delays(one_way_ms, params), codec, delay_sensitivity, band, "ignore", found)
+    return tuple(found)
+
+
 def delay_impairment(
     one_way_ms: ArrayLike,
     *,
     t: ArrayLike | None = None,
     tr: ArrayLike | None = None,
+    out_of_range: Literal["warn", "ignore"] = "warn",
     **params: ArrayLike,
 ) -> FloatArray:
     """The E-model delay impairment Id of a mouth-to-ear delay (the seed paper's z2).
@@ -716,6 +917,8 @@ def delay_impairment(
         Mean one-way delay of the echo path T, instead of ``one_way_ms``.
     tr : array_like, optional
         Round-trip delay of the 4-wire loop Tr, instead of ``2 * one_way_ms``.
+    out_of_range : {"warn", "ignore"}
+        As :func:`r_factor`.
     **params : array_like
         Other G.107 parameters (e.g. ``telr``, ``wepl``, ``s_t``, ``m_t``), defaults otherwise.
 
@@ -741,7 +944,7 @@ def delay_impairment(
     0.149
     """
     given = {k: v for k, v in (("t", t), ("tr", tr)) if v is not None}
-    return r_factor(one_way_ms=one_way_ms, **given, **params).id_
+    return r_factor(one_way_ms=one_way_ms, out_of_range=out_of_range, **given, **params).id_
 
 
 # Cole & Rosenbluth (2001), §3: R = 94.2 - Id - Ie with a fixed default R of 94.2, the

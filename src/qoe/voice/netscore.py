@@ -9,24 +9,26 @@ the whole-call score next to the worst and mean window.
 References
 ----------
 .. [1] ITU-T G.107 (06/2015), clause 7 (R from Ppl, BurstR, Ie, Bpl and delays).
-.. [2] R. G. Cole and J. H. Rosenbluth, "Voice over IP performance monitoring",
+.. [2] ITU-T G.107.1 (06/2019), wide-band E-model (``band="wb"``).
+.. [3] R. G. Cole and J. H. Rosenbluth, "Voice over IP performance monitoring",
    ACM SIGCOMM CCR 31(2), 2001.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from qoe.errors import InputError
+from qoe.errors import InputError, QoEWarning
 from qoe.report import as_dict
 from qoe.voice import emodel
 from qoe.rtp.lossmodel import loss_pattern
 
-__all__ = ["WindowScores", "windowed_scores"]
+__all__ = ["WindowScores", "windowed_scores", "window_ranges"]
 
 FloatArray = NDArray[np.float64]
 
@@ -58,6 +60,8 @@ class WindowScores:
         ``ppl``, ``burst_r``, ``delay_ms``), plus ``mos_min``/``mos_mean`` over windows.
     codec : str
         The G.113 preset used for Ie/Bpl.
+    band : {"nb", "wb"}
+        ``"nb"``: G.107 (R on 0..100); ``"wb"``: G.107.1 (R_WB on 0..129, MOS from R_WB/1.29).
     """
 
     window_s: float
@@ -72,6 +76,7 @@ class WindowScores:
     mos_simplified: FloatArray
     overall: dict[str, float]
     codec: str
+    band: str = "nb"
 
     def to_dict(self) -> dict[str, Any]:
         """Fields as plain Python values (per-window arrays as lists)."""
@@ -81,14 +86,19 @@ class WindowScores:
 _SIMPLIFIED_CODEC = {"g.711": "G.711", "g.711-plc": "G.711", "g.729a+vad": "G.729A"}
 
 
-def _score(lost: np.ndarray, delay: np.ndarray, codec: str, params: dict[str, Any]) -> dict[str, float]:
+def _score(lost: np.ndarray, delay: np.ndarray, codec: str, params: dict[str, Any],
+           band: str = "nb") -> dict[str, float]:
     lp = loss_pattern(lost)
     received = delay[~lost]
     d = float(np.nanmean(received)) if received.size and not np.isnan(received).all() else float("nan")
     d_e = 0.0 if np.isnan(d) else d
     burst_r = lp.burst_r if np.isfinite(lp.burst_r) and lp.burst_r > 0 else 1.0
-    res = emodel.r_factor(codec=codec, ppl=lp.ppl, burst_r=burst_r, one_way_ms=d_e, **params)
-    simple_codec = _SIMPLIFIED_CODEC.get(codec.lower())
+    if band == "wb":  # G.107.1 (06/2019) 7.5: Ie,eff,WB has no BurstR; it is reported, not used
+        res = emodel.r_factor(codec=codec, band="wb", ppl=lp.ppl, one_way_ms=d_e, out_of_range="ignore", **params)
+    else:
+        res = emodel.r_factor(codec=codec, ppl=lp.ppl, burst_r=burst_r, one_way_ms=d_e, out_of_range="ignore",
+                              **params)
+    simple_codec = _SIMPLIFIED_CODEC.get(codec.lower()) if band == "nb" else None
     simple = (
         float(emodel.simplified_r(d_e, lp.ppl / 100.0, codec=simple_codec).mos)  # type: ignore[arg-type]
         if simple_codec
@@ -106,7 +116,9 @@ def windowed_scores(
     delay_ms: ArrayLike,
     *,
     codec: str = "G.711-plc",
+    band: Literal["nb", "wb"] = "nb",
     window_s: float = 10.0,
+    out_of_range: Literal["warn", "ignore"] = "warn",
     **emodel_params: Any,
 ) -> WindowScores:
     """G.107 and Cole & Rosenbluth scores of a stream, per window and overall.
@@ -122,10 +134,18 @@ def windowed_scores(
         Mouth-to-ear delay of each packet in ms (network one-way + jitter buffer +
         packetisation); ignored (may be NaN) for lost packets.
     codec : str
-        G.113 preset for Ie and Bpl (see :data:`qoe.voice.emodel.CODECS`). The simplified
-        estimate exists for G.711 and G.729A+VAD only (NaN otherwise).
+        G.113 preset for Ie and Bpl (see :data:`qoe.voice.emodel.CODECS`, or
+        :data:`qoe.voice.emodel.CODECS_WB` with ``band="wb"``). The simplified estimate
+        exists for G.711 and G.729A+VAD only (NaN otherwise, and always for wide-band).
+    band : {"nb", "wb"}
+        ``"nb"`` scores with G.107; ``"wb"`` with G.107.1 (a wide-band codec: R_WB on the
+        0..129 scale, no BurstR in Ie,eff,WB; the measured BurstR is still reported).
     window_s : float
         Window length in seconds (default 10 s).
+    out_of_range : {"warn", "ignore"}
+        Inputs outside G.107 Table 3's permitted ranges in any window (a delay past 500 ms,
+        a loss past 20 %): one :class:`~qoe.errors.QoEWarning` per parameter for the whole
+        stream (default), or none (:func:`window_ranges` lists them).
     **emodel_params
         Other G.107 parameters (e.g. ``a``, ``telr``).
 
@@ -149,19 +169,21 @@ def windowed_scores(
         raise InputError("no packets to score")
     if not window_s > 0:
         raise InputError(f"window_s must be > 0; given {window_s!r}")
-    emodel.codec(codec)  # validate early, with the list of known codecs in the message
+    if band not in ("nb", "wb"):
+        raise InputError(f"band must be 'nb' (G.107) or 'wb' (G.107.1); given band={band!r}")
+    emodel.codec(codec, band=band)  # validate early, with the list of known codecs in the message
     order = np.argsort(t, kind="stable")
     t, m, d = t[order] - t[order][0], m[order], d[order]
     idx = np.floor(t / window_s).astype(np.int64)
-    rows = [_score(m[idx == w], d[idx == w], codec, emodel_params) for w in np.unique(idx)]
-    overall = _score(m, d, codec, emodel_params)
+    rows = [_score(m[idx == w], d[idx == w], codec, emodel_params, band) for w in np.unique(idx)]
+    overall = _score(m, d, codec, emodel_params, band)
     mos = np.array([r["mos"] for r in rows])
     overall.update(mos_min=float(mos.min()), mos_mean=float(mos.mean()))
 
     def col(name: str, dtype: Any = np.float64) -> np.ndarray:
         return np.array([r[name] for r in rows], dtype=dtype)
 
-    return WindowScores(
+    scores = WindowScores(
         window_s=float(window_s),
         start_s=np.unique(idx).astype(np.float64) * window_s,
         packets=col("packets", np.int64),
@@ -173,5 +195,33 @@ def windowed_scores(
         mos=mos,
         mos_simplified=col("mos_simplified"),
         overall=overall,
-        codec=emodel.codec(codec).name,
+        codec=emodel.codec(codec, band=band).name,
+        band=band,
     )
+    if out_of_range == "warn":
+        for message in window_ranges(scores, **emodel_params):
+            warnings.warn(message, QoEWarning, stacklevel=2)
+    return scores
+
+
+def window_ranges(scores: WindowScores, **emodel_params: Any) -> tuple[str, ...]:
+    """The E-model inputs of a stream's windows outside G.107 Table 3's permitted ranges.
+
+    Parameters
+    ----------
+    scores : WindowScores
+        From :func:`windowed_scores`.
+    **emodel_params
+        The G.107 parameters it was given.
+
+    Returns
+    -------
+    tuple of str
+        :func:`qoe.voice.emodel.outside_ranges` of every window's loss and delay at once:
+        one message per parameter, empty when all are inside.
+    """
+    delay = np.nan_to_num(scores.delay_ms, nan=0.0)
+    if scores.band == "wb":  # no BurstR in G.107.1
+        return emodel.outside_ranges(codec=scores.codec, band="wb", ppl=scores.ppl, one_way_ms=delay, **emodel_params)
+    return emodel.outside_ranges(codec=scores.codec, ppl=scores.ppl, burst_r=scores.burst_r, one_way_ms=delay,
+                                 **emodel_params)

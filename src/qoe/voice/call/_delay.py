@@ -208,7 +208,7 @@ def delay_terms(prep: Prep, *, basis: DelayBasis, emodel_params: Mapping[str, An
     pl = prep.playout
     played = pl.played
     ta_mean = mean(prep.ta_ms[played])
-    idv = float(emodel.delay_impairment(0.0 if math.isnan(ta_mean) else ta_mean, **emodel_params))
+    idv = float(emodel.delay_impairment(0.0 if math.isnan(ta_mean) else ta_mean, out_of_range="ignore", **emodel_params))
     net_played = prep.net_ms[played]
     return DelayTerms(
         packetisation_ms=prep.ptime_ms,

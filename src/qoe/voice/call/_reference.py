@@ -50,7 +50,7 @@ def _z_terms(mos_lqo: float, ta_ms: float, emodel_params: Mapping[str, Any], ban
     A wide-band direction is scored on G.107.1's scale (``band="wb"``, see
     :func:`qoe.voice.combined.combined_score`).
     """
-    cs = combined_score(mos_lqo, ta_ms, band=band, **emodel_params)
+    cs = combined_score(mos_lqo, ta_ms, band=band, out_of_range="ignore", **emodel_params)  # a note says it
     return {"z1": float(cs.z1), "z2": float(cs.z2), "z": float(cs.z), "mos": float(cs.mos)}
 
 

@@ -104,7 +104,10 @@ class NetworkScore:
     Attributes
     ----------
     codec : str
-        The G.113 Appendix I preset used for Ie/Bpl.
+        The G.113 preset used for Ie/Bpl (Appendix I; Appendix IV for a wide-band one).
+    band : {"nb", "wb"}
+        Which E-model scored the stream: G.107 (R on 0..100) for narrow-band codecs,
+        G.107.1 (R_WB on 0..129, MOS from R_WB/1.29) for wide-band ones.
     ppl : float
         Effective packet loss (network + late) in percent.
     burst_r : float
@@ -124,6 +127,7 @@ class NetworkScore:
     """
 
     codec: str
+    band: str
     ppl: float
     burst_r: float
     delay_ms: float
@@ -368,6 +372,7 @@ class DirectionScore:
             "ta_ms": d.ta_ms,
             "id": d.id_,
             "emodel_codec": n.codec if n else None,
+            "emodel_band": n.band if n else None,
             "ie_eff": n.ie_eff if n else nan,
             "r": n.r if n else nan,
             "mos_network": n.mos if n else nan,

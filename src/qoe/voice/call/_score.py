@@ -18,6 +18,7 @@ from qoe.rtp.lossmodel import loss_pattern
 from qoe.voice.call._delay import Prep, delay_terms, prepare, rtt_ms, set_ta
 from qoe.voice.call._inputs import Call, Reference, find_calls, is_audio, pair_id
 from qoe.voice.call._network import emodel_preset, network_score
+from qoe.voice.netscore import window_ranges
 from qoe.voice.call._options import CallOptions
 from qoe.voice.call._reference import full_reference
 from qoe.voice.call._results import USER_LISTENS, USER_TALKS, CallScore, Direction, DirectionScore
@@ -104,13 +105,15 @@ def _direction_score(
     lp = loss_pattern(pl.lost | pl.slot_late)
     params = options.emodel_params
     delay = delay_terms(prep, basis=options.delay_basis, emodel_params=params)
-    preset, preset_note = emodel_preset(s, options.conceal, options.codec)
+    preset, band, preset_note = emodel_preset(s, options.conceal, options.codec)
     notes.append(preset_note)
     network = None
     if preset is not None and pl.played.any():
         try:
-            network = network_score(prep, preset, window_s=options.window_s, emodel_params=params)
+            network = network_score(prep, preset, window_s=options.window_s, emodel_params=params, band=band)
             inputs["codec_impairment"] = preset
+            # G.107 Table 3: bufferbloat delays (seconds) are past its 500 ms; said once per direction, not warned
+            notes.extend(f"E-model input {m} (scores extrapolated)" for m in window_ranges(network.windows, **params))
         except InputError as exc:  # e.g. a G.113 preset without Bpl on a lossy stream
             notes.append(f"network-side score skipped: {exc}")
     full = None
