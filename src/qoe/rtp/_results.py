@@ -24,6 +24,13 @@ from qoe.rtp._stats import RtpStats
 from qoe.rtp.sip import SipCall
 from qoe.rtp.srtp import SrtpInfo
 
+#: How close to the capture's end (in the stream's own mean packet intervals) a stream's last
+#: packet must be for the stream to count as still sending when the capture ended
+#: (:attr:`RtpStream.active_at_end`): a live voice stream misses a packet or two to loss or
+#: jitter, so one interval would miss streams that were cut; three keeps a stream that
+#: ended a fraction of a second before the capture stopped out at 20 ms packets.
+ACTIVE_AT_END_INTERVALS = 3
+
 
 @dataclass(frozen=True, slots=True, order=True)
 class StreamKey:
@@ -130,6 +137,13 @@ class RtpStream:
         4566 §6; 1 when not given, RFC 3551 §4.1).
     fmtp : dict of str to str
         SDP ``a=fmtp`` parameters of ``payload_type`` (RFC 4566 §6; empty when none).
+    active_at_end : bool
+        The stream was still sending when the capture's UDP traffic ended, so the capture
+        may have cut it: its last packet arrived within :data:`ACTIVE_AT_END_INTERVALS`
+        (3) of its mean packet intervals of the capture's last UDP datagram, and no RTCP
+        BYE from its SSRC was seen (RFC 3550 §6.6: a source leaving says so). A capture
+        stopped right after a stream's last packet looks the same: this is a "may", and
+        SIP's BYE (:class:`qoe.rtp.sip.SipCall`) is the firmer signal where there is one.
     """
 
     key: StreamKey
@@ -147,6 +161,7 @@ class RtpStream:
     srtp: SrtpInfo | None = None
     channels: int = 1
     fmtp: Mapping[str, str] = field(default_factory=dict)
+    active_at_end: bool = False
 
     def __post_init__(self) -> None:
         if self.media is None:  # not given: from the codec's name and clock rate
@@ -171,6 +186,7 @@ class RtpStream:
             "media": self.media,
             "call_id": self.call_id,
             "found_by": self.found_by,
+            "active_at_end": self.active_at_end,
         }
         out.update(SrtpInfo.record(self.srtp))
         out.update(self.stats.to_dict())
@@ -201,6 +217,9 @@ class RtpScan:
         UDP datagrams read.
     rtcp_packets : int
         UDP datagrams recognised as RTCP.
+    last_ns : int or None
+        Time of the capture's last UDP datagram (the latest ``ts_ns`` read), None when it
+        holds none: the end against which :attr:`RtpStream.active_at_end` is judged.
     """
 
     path: str
@@ -210,6 +229,7 @@ class RtpScan:
     first_ns: int | None
     udp_packets: int
     rtcp_packets: int
+    last_ns: int | None = None
 
     #: Columns of ``stream_records(brief=True)`` (a subset of the full record's, same names).
     STREAM_BRIEF_COLUMNS: ClassVar[tuple[str, ...]] = (

@@ -31,6 +31,7 @@ import numpy as np
 from qoe.errors import InputError, QoEWarning
 from qoe.rtp._packet import (
     RTCP_APP,
+    RTCP_BYE,
     RTCP_SR,
     RTP_FIXED_HEADER,
     RTP_VERSION,
@@ -43,7 +44,7 @@ from qoe.rtp._packet import (
     parse_rtcp,
     wrapped_distance,
 )
-from qoe.rtp._results import RtcpSummary, RtpScan, RtpStream, StreamKey
+from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtcpSummary, RtpScan, RtpStream, StreamKey
 from qoe.rtp._stats import REORDER_WINDOW, StreamStats, _Segments, clock_table, cn_table, is_telephone_event
 from qoe.rtp.sip import SIP_METHODS, SdpMedia, SipMessage, group_calls, parse_sip, sender_crypto
 from qoe.rtp.srtp import SrtpInfo, bytes_per_tick, encrypted_verdicts, looks_srtcp
@@ -81,11 +82,14 @@ class _RtcpBook:
         self.sr_count: dict[int, int] = {}
         self.blocks: dict[int, list[tuple[int, dict[str, Any]]]] = {}  # source ssrc -> (ns, block)
         self.rtt: dict[int, list[float]] = {}
+        self.bye: set[int] = set()  # SSRCs that sent an RTCP BYE (RFC 3550 §6.6)
         self.packets = 0
 
     def add(self, time_ns: int, items: list[dict[str, Any]]) -> None:
         self.packets += 1
         for it in items:
+            if it["type"] == RTCP_BYE and it["ssrc"] is not None:
+                self.bye.add(it["ssrc"])
             if it["type"] == RTCP_SR and "ntp" in it and it["ssrc"] is not None:
                 self.sr_count[it["ssrc"]] = self.sr_count.get(it["ssrc"], 0) + 1
                 # RFC 3550 §6.4.1: LSR is the middle 32 bits of the SR's NTP timestamp
@@ -281,6 +285,7 @@ class _Scanner:
         self.addresses: tuple[str, ...] = ()
         self.first_ns = first_ns  # the capture's frame 1; else the first UDP datagram's
         self.udp = 0
+        self.last_ns: int | None = None  # the latest UDP datagram's time
         # flow id -> packets sampled for the SRTP heuristic, their (seq, timestamp, length), nibble counts
         self.sampled = np.zeros(0, dtype=np.int64)
         self.sample_seq = np.zeros((0, _SRTP_SAMPLE), dtype=np.int32)
@@ -298,6 +303,8 @@ class _Scanner:
         self.udp += n
         if self.first_ns is None:
             self.first_ns = int(b.ts_ns[0])
+        last = int(b.ts_ns.max())
+        self.last_ns = last if self.last_ns is None or last > self.last_ns else self.last_ns
         u8 = b.data  # payload i: u8[start[i] : start[i] + length[i]]
         start = b.starts
         length = b.lengths
@@ -726,6 +733,7 @@ class _Scanner:
                     srtp=self._srtp(fid, call_id, main, codec, media),
                     channels=_channels_of(main, media),
                     fmtp=dict(media.fmtp.get(main, {})) if media is not None else {},
+                    active_at_end=self._active_at_end(st, ssrc),
                 )
             )
         self._srtp_heuristic(streams, {int(f): i for i, f in enumerate(fids.tolist())})
@@ -737,7 +745,16 @@ class _Scanner:
             first_ns=self.first_ns,
             udp_packets=self.udp,
             rtcp_packets=self.rtcp.packets,
+            last_ns=self.last_ns,
         )
+
+    def _active_at_end(self, st: Any, ssrc: int) -> bool:
+        """Whether a stream (statistics ``st``) was still sending when the capture's UDP
+        traffic ended (:attr:`RtpStream.active_at_end`)."""
+        if self.last_ns is None or st.packets < 2 or ssrc in self.rtcp.bye:
+            return False
+        interval = (st.last_ns - st.first_ns) / (st.packets - 1)
+        return self.last_ns - st.last_ns <= ACTIVE_AT_END_INTERVALS * interval
 
 
 def _in_force(seen: list[tuple[int, str | None, SdpMedia]] | None, frame: int) -> tuple[int, str | None, SdpMedia] | None:
