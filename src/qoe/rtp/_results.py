@@ -34,16 +34,27 @@ ACTIVE_AT_END_INTERVALS = 3
 
 @dataclass(frozen=True, slots=True, order=True)
 class StreamKey:
-    """What identifies one RTP stream: the UDP direction and the SSRC (RFC 3550 §3)."""
+    """What identifies one RTP stream: the UDP direction and the SSRC (RFC 3550 §3), and the
+    tunnels it was carried in.
+
+    ``encapsulation`` is :attr:`qoe.capture.Packet.encapsulation` of the stream's packets
+    (outermost first, with the tunnels' identifiers: "gtp-u[teid=0x00001001]",
+    "vxlan[vni=42]", "gre[key=7]", "mpls[labels=16001,24005]"; "" outside any tunnel). Two
+    subscribers whose tunnels carry the same inner addresses, ports and SSRC are two
+    streams, told apart by it; its text follows the addresses in ``str(key)`` ("... via
+    gtp-u[teid=0x00001001]").
+    """
 
     src: str
     sport: int
     dst: str
     dport: int
     ssrc: int
+    encapsulation: str = ""
 
     def __str__(self) -> str:
-        return f"{self.src}:{self.sport} -> {self.dst}:{self.dport} ssrc=0x{self.ssrc:08x}"
+        via = f" via {self.encapsulation}" if self.encapsulation else ""
+        return f"{self.src}:{self.sport} -> {self.dst}:{self.dport} ssrc=0x{self.ssrc:08x}{via}"
 
 
 
@@ -103,7 +114,8 @@ class RtpStream:
     Attributes
     ----------
     key : StreamKey
-        Addresses, ports and SSRC.
+        Addresses, ports, SSRC and the tunnels the stream came through
+        (:attr:`StreamKey.encapsulation`).
     payload_type : int
         The most frequent payload type of the stream.
     codec : str or None
@@ -180,6 +192,7 @@ class RtpStream:
             "dst": k.dst,
             "dport": k.dport,
             "ssrc": f"0x{k.ssrc:08x}",
+            "encapsulation": k.encapsulation,
             "payload_type": self.payload_type,
             "codec": self.codec,
             "clock_rate": self.clock_rate,
@@ -233,7 +246,7 @@ class RtpScan:
 
     #: Columns of ``stream_records(brief=True)`` (a subset of the full record's, same names).
     STREAM_BRIEF_COLUMNS: ClassVar[tuple[str, ...]] = (
-        "source", "destination", "ssrc", "codec", "call_id", "start_s", "duration_s", "packets", "lost", "loss_%",
+        "source", "destination", "encapsulation", "ssrc", "codec", "call_id", "start_s", "duration_s", "packets", "lost", "loss_%",
         "duplicates", "max_delta_ms", "mean_jitter_ms", "max_jitter_ms", "loss_bursts", "max_burst_length", "problems",
         "srtp",
     )
@@ -255,10 +268,14 @@ class RtpScan:
         brief : bool, optional
             Only the columns that fit a terminal table (:attr:`STREAM_BRIEF_COLUMNS`:
             stream, codec, call, packets, loss, duplicates (which make ``lost``
-            negative), delta, jitter, bursts, problems).
+            negative), delta, jitter, bursts, problems); ``encapsulation`` only when a
+            stream came through a tunnel.
         """
         calls = {c.call_id: c for c in self.calls}
         rows = []
+        names = self.STREAM_BRIEF_COLUMNS
+        if not any(s.key.encapsulation for s in self.streams):  # no tunnel: no empty column
+            names = tuple(n for n in names if n != "encapsulation")
         for s in self.streams:
             c = calls.get(s.call_id) if s.call_id else None
             d = {"source": f"{s.key.src}:{s.key.sport}", "destination": f"{s.key.dst}:{s.key.dport}", **s.to_dict()}
@@ -267,7 +284,7 @@ class RtpScan:
             d["start_s"] = (s.stats.first_ns - self.first_ns) / 1e9 if self.first_ns is not None else None
             d["duration_s"] = s.stats.duration_s
             d["loss_%"] = 100.0 * s.stats.loss_fraction
-            rows.append(brief_view(d, self.STREAM_BRIEF_COLUMNS) if brief else d)
+            rows.append(brief_view(d, names) if brief else d)
         return rows
 
     def call_records(self, *, brief: bool = False) -> list[dict[str, Any]]:

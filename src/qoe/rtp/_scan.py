@@ -3,7 +3,8 @@
 :func:`scan_capture` reads a capture's UDP datagrams once, in NumPy batches
 (:func:`qoe.capture.read_udp_batches`): it parses SIP and its SDP, RTCP compound packets
 (and the round-trip times their LSR/DLSR give), and groups RTP packets into flows by
-UDP direction and SSRC, accepting a flow when SDP announced it or, by a heuristic, when
+UDP direction and SSRC (and tunnel: inside a tunnel an address code stands for the address
+in that encapsulation, :attr:`qoe.capture.UdpBatch.encapsulations`), accepting a flow when SDP announced it or, by a heuristic, when
 its first packets progress like RTP; each accepted flow's statistics are computed as it
 goes (:class:`qoe.rtp._stats.StreamStats`, all streams of a batch at once). The public names are re-exported, and
 documented as a whole, by :mod:`qoe.rtp`.
@@ -283,6 +284,7 @@ class _Scanner:
         self.rtcp_ports: set[tuple[str, int]] = set()
         self.rtcp = _RtcpBook()
         self.addresses: tuple[str, ...] = ()
+        self.encaps: tuple[str, ...] = ()  # address code -> its encapsulation (() without tunnels)
         self.first_ns = first_ns  # the capture's frame 1; else the first UDP datagram's
         self.udp = 0
         self.last_ns: int | None = None  # the latest UDP datagram's time
@@ -300,6 +302,7 @@ class _Scanner:
         if n == 0:
             return
         self.addresses = b.addresses
+        self.encaps = b.encapsulations
         self.udp += n
         if self.first_ns is None:
             self.first_ns = int(b.ts_ns[0])
@@ -718,7 +721,7 @@ class _Scanner:
                 packets = make_packets(frame, arr, seq, ts, mk, pt, list(pay))
             streams.append(
                 RtpStream(
-                    key=StreamKey(a[src], sport, a[dst], dport, ssrc),
+                    key=StreamKey(a[src], sport, a[dst], dport, ssrc, self.encaps[src] if self.encaps else ""),
                     payload_type=main,
                     codec=codec,
                     clock_rate=rate,
