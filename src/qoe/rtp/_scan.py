@@ -22,6 +22,7 @@ References
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import os
 import warnings
@@ -70,8 +71,20 @@ _PROBE_PACKETS = 16
 _SRTP_SAMPLE = 16
 _SRTP_BYTES = 32
 _SRTP_CHUNK = 4096  # rows whose bytes are counted at once
+# A SIP message whose bytes equal one seen less than this long before is a copy of it (the
+# capture saw the packet twice: Linux "any" device, span port), not a new message: a UA
+# retransmits over UDP no earlier than T1 (RFC 3261 §17.1.1.2 Timer A, §17.1.2.2 Timer E,
+# §13.3.1.4 for 2xx), whose default is 500 ms (§17.1.1.1).
+_SIP_COPY_NS = 500_000_000
+
 #: Default of ``scan_capture(max_streams=...)``: most RTP streams one scan takes.
 MAX_STREAMS = 100_000
+#: Default of ``scan_capture(max_flows=...)``: most UDP flows one scan tracks that are not
+#: RTP streams (undecided by the heuristic, or rejected by it). Each takes about 1.2 KiB
+#: (its key, its place in the flow index, its held first packet and the sample the SRTP
+#: heuristic reads; ``benchmarks/rtp_flow_limit.py`` measures it), so the default bounds
+#: them near 120 MB.
+MAX_FLOWS = 100_000
 
 
 
@@ -254,9 +267,13 @@ class _Scanner:
     """
 
     def __init__(self, *, keep_packets: bool, heuristic: bool, min_packets: int, reorder_window: int,
-                 first_ns: int | None = None, event_jitter: bool = False, max_streams: int | None = None) -> None:
+                 first_ns: int | None = None, event_jitter: bool = False, max_streams: int | None = None,
+                 max_flows: int | None = None) -> None:
         self.keep = keep_packets
         self.max_streams = max_streams
+        self.max_flows = max_flows
+        self.sink = -1  # the one flow that stands for every flow left out for max_flows (rejected)
+        self.flows_left_out = 0  # datagrams of flows left out for max_flows
         self.n_streams = 0  # flows taken as RTP streams
         self.over_limit = 0  # flows left out for max_streams
         self.event_jitter = event_jitter
@@ -278,6 +295,9 @@ class _Scanner:
         self.kept: list[_Packets] = []  # packets of accepted flows (keep_packets)
         self.stats = StreamStats(reorder_window=reorder_window)
         self.sip: list[SipMessage] = []
+        self.sip_seen: dict[bytes, int] = {}  # SIP messages of the last _SIP_COPY_NS: bytes -> when seen
+        self.sip_order: collections.deque[tuple[int, bytes]] = collections.deque()  # the same, in arrival order
+        self.sip_copies = 0
         # (address, port) -> its announcements in capture order: (frame, Call-ID, media)
         self.announced: dict[tuple[str, int], list[tuple[int, str | None, SdpMedia]]] = {}
         self.new_announcements = False
@@ -342,8 +362,19 @@ class _Scanner:
 
     def _sip(self, b: Any, i: int) -> None:
         addrs = b.addresses
+        data, t = b.payload_of(i), int(b.ts_ns[i])
+        seen = self.sip_seen.get(data)
+        if seen is not None and abs(t - seen) < _SIP_COPY_NS:  # a copy of a message already taken
+            self.sip_copies += 1
+            return
+        self.sip_seen[data] = t
+        self.sip_order.append((t, data))
+        while self.sip_order and t - self.sip_order[0][0] >= _SIP_COPY_NS:  # forget what is out of the window
+            t0, d0 = self.sip_order.popleft()
+            if self.sip_seen.get(d0) == t0:
+                del self.sip_seen[d0]
         msg = parse_sip(
-            b.payload_of(i), frame=int(b.index[i]), time_ns=int(b.ts_ns[i]),
+            data, frame=int(b.index[i]), time_ns=t,
             src=addrs[b.src[i]], sport=int(b.sport[i]), dst=addrs[b.dst[i]], dport=int(b.dport[i]),
         )
         if msg is None:
@@ -381,6 +412,8 @@ class _Scanner:
             found = np.array([self.index.get(k, -1) for k in zip(k1[first].tolist(), k2[first].tolist())],
                              dtype=np.int64)
             fresh = np.flatnonzero(found < 0)
+            if fresh.size:
+                fresh = self._admit(fresh, first, found, src, dst, sport, dport, lens=np.diff(np.append(starts, o.size)))
             if fresh.size:
                 base = len(self.keys)
                 new = np.arange(base, base + fresh.size)
@@ -428,6 +461,46 @@ class _Scanner:
         if late.size:
             parts.append(pk.take(late[self.state[fid[late]] == _RTP]))
         self._feed(_Packets.concat([p for p in parts if len(p)]) if any(len(p) for p in parts) else to_stats)
+
+    def _admit(self, fresh: np.ndarray, first: np.ndarray, found: np.ndarray, src: np.ndarray, dst: np.ndarray,
+               sport: np.ndarray, dport: np.ndarray, *, lens: np.ndarray) -> np.ndarray:
+        """Of new flows ``fresh`` (indices into ``first``, their first rows), those the scan
+        tracks. Flows to or from a port that is never RTP (:data:`_NOT_RTP_PORTS`: DNS, NTP,
+        ...; one flow per query would fill the table) are not tracked; under ``max_flows``
+        (flows tracked that are not streams), the new flows first seen are tracked, and past
+        it only those a SIP/SDP announcement names. The others get the rejected sink flow in
+        ``found``; the datagrams of those left out for ``max_flows`` are counted."""
+        a = self.addresses
+        r = first[fresh]
+
+        def announced(rows: np.ndarray) -> np.ndarray:
+            if not self.announced:
+                return np.zeros(rows.size, dtype=bool)
+            return np.array([(a[dst[i]], int(dport[i])) in self.announced or (a[src[i]], int(sport[i])) in self.announced
+                             for i in rows.tolist()], dtype=bool)
+
+        never = np.isin(sport[r], _NOT_RTP_PORTS) | np.isin(dport[r], _NOT_RTP_PORTS)
+        if never.any():
+            never[never] = ~announced(r[never])
+        out = fresh[never]
+        fresh = fresh[~never]
+        room = None if self.max_flows is None else self.max_flows - (len(self.keys) - self.n_streams)
+        if room is not None and fresh.size > room:
+            fresh = fresh[np.argsort(first[fresh], kind="stable")]  # the first seen are kept
+            take, late = fresh[:max(room, 0)], fresh[max(room, 0):]
+            named = announced(first[late])  # an announced stream is never left out
+            fresh = np.sort(np.concatenate((take, late[named])))
+            late = late[~named]
+            self.flows_left_out += int(lens[late].sum())
+            out = np.concatenate((out, late))
+        if out.size:
+            if self.sink < 0:
+                self.sink = len(self.keys)
+                self.keys.append((-1, -1, -1, -1, -1))
+                self._grow(len(self.keys))
+                self.state[self.sink] = _REJECT
+            found[out] = self.sink
+        return fresh
 
     def _sample(self, fid: np.ndarray, h: Any, u8: np.ndarray) -> None:
         """Take what the SRTP heuristic needs from each flow's first :data:`_SRTP_SAMPLE` packets."""
@@ -681,6 +754,10 @@ class _Scanner:
     # -- at the end --------------------------------------------------------------
     def finish(self, path: str) -> RtpScan:
         self._feed(self._decide(final=True))
+        if self.flows_left_out:
+            warnings.warn(f"{path}: {self.flows_left_out} UDP datagram(s) not looked at for RTP: more than max_flows="
+                          f"{self.max_flows} UDP flows that are not RTP streams were tracked (an RTP stream that started "
+                          "after that without SIP/SDP announcing it is missed)", QoEWarning, stacklevel=3)
         if self.over_limit:
             warnings.warn(f"{path}: {self.over_limit} RTP stream(s) left out: more than max_streams="
                           f"{self.max_streams} streams (the first {self.max_streams} are reported)",
@@ -815,6 +892,7 @@ def scan_capture(
     reorder_window: int = REORDER_WINDOW,
     event_jitter: bool = False,
     max_streams: int | None = MAX_STREAMS,
+    max_flows: int | None = MAX_FLOWS,
 ) -> RtpScan:
     """Find every RTP stream, SIP call and RTCP report in a capture, in one pass.
 
@@ -855,6 +933,16 @@ def scan_capture(
         of SSRCs cannot exhaust memory. Flows that would be taken past the limit are left
         out, in the order they are decided, with a :class:`~qoe.errors.QoEWarning`; the
         streams kept are reported whole.
+    max_flows : int or None, optional
+        Most UDP flows (by direction and SSRC) tracked that are not RTP streams: those the
+        heuristic has not decided yet (fewer than ``max(16, min_packets)`` packets) and
+        those it rejected, remembered so that their later packets are passed over (default
+        :data:`MAX_FLOWS`, 100,000; None: no limit). A flow takes about 1.2 KiB, so a capture
+        crafted with millions of one-packet flows cannot exhaust memory. Past the limit, new
+        flows are not looked at (their datagrams are counted and a
+        :class:`~qoe.errors.QoEWarning` says how many) unless SIP/SDP announced them: an RTP
+        stream that starts after that without signalling is missed. Flows to or from ports
+        that are never RTP (DNS, NTP, DHCP, ...) are not tracked and do not count.
 
     Returns
     -------
@@ -865,7 +953,8 @@ def scan_capture(
     CaptureError
         The file cannot be read as a capture.
     InputError
-        ``min_packets`` < 2, ``batch_size`` < 1 or ``reorder_window`` < 1.
+        ``min_packets`` < 2, ``batch_size`` < 1, ``reorder_window`` < 1, ``max_streams`` or
+        ``max_flows`` < 1.
 
     References
     ----------
@@ -879,6 +968,8 @@ def scan_capture(
         raise InputError(f"min_packets must be at least 2, given {min_packets}")
     if max_streams is not None and max_streams < 1:
         raise InputError(f"max_streams must be at least 1 (or None: no limit), given {max_streams}")
+    if max_flows is not None and max_flows < 1:
+        raise InputError(f"max_flows must be at least 1 (or None: no limit), given {max_flows}")
     name = os.fspath(path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the read below reports a damaged file once
@@ -886,7 +977,7 @@ def scan_capture(
         first_ns = probe(name).first_frame_ns
     sc = _Scanner(keep_packets=keep_packets, heuristic=heuristic, min_packets=min_packets,
                   reorder_window=reorder_window, first_ns=first_ns, event_jitter=event_jitter,
-                  max_streams=max_streams)
+                  max_streams=max_streams, max_flows=max_flows)
     for b in read_udp_batches(name, batch_size=batch_size):
         sc.batch(b)
     return sc.finish(name)
