@@ -374,7 +374,8 @@ CUT_NOTE = ("partial: the call was answered and the capture holds no BYE or CANC
             "it went on after the capture ended, and is scored on what the capture holds")
 
 
-#: The note of a stream without SIP that was still sending when the capture ended.
+#: The note of a stream without SIP that was still sending when the capture ended (3 is
+#: qoe.rtp.ACTIVE_AT_END_INTERVALS, written out to keep ``import qoe`` light).
 CUT_STREAM_NOTE = ("partial: the stream was still sending when the capture ended (its last packet within 3 packet "
                    "intervals of the capture's last UDP datagram, no SIP or RTCP BYE): the capture may have cut "
                    "it, and it is scored on what the capture holds")

@@ -126,6 +126,7 @@ def find_video(capture: str | os.PathLike[str], *, sdp: str | os.PathLike[str] |
     out: list[tuple[int, VideoSource]] = []
     scan = scan_capture(name, keep_packets=True)
     rtp_keys = set()
+    calls = {c.call_id: c for c in scan.calls}
     for s in scan.streams:
         m = _sdp_for(s, media)
         kind = m.media if m is not None else s.media
@@ -135,7 +136,12 @@ def find_video(capture: str | os.PathLike[str], *, sdp: str | os.PathLike[str] |
             kind, m = "video", _h264_sdp(s)
             notes = (f"payload type {s.payload_type} taken for H.264 (RFC 6184) by its NAL units: no SDP names it",)
         if kind == "video":
-            if s.active_at_end:
+            call = calls.get(s.call_id) if s.call_id else None
+            if call is not None:  # SIP decides: answered and never ended by BYE or CANCEL
+                if call.answer_ns is not None and call.end_ns is None:
+                    notes += ("partial: the call was answered and the capture holds no BYE or CANCEL for it "
+                              "(RFC 3261 §15): scored on what the capture holds",)
+            elif s.active_at_end:
                 notes += (_cut_note(),)
             k = s.key
             out.append((int(s.packets.frame[0]), VideoSource(name=str(k), rtp=s, sdp=m, notes=notes)))
