@@ -102,7 +102,8 @@ def test_video_stream_is_scored_on_its_first_max_frames_with_a_warning(video_cap
         warnings.simplefilter("ignore")
         (whole,) = score_capture(video_capture)
     shown = whole.frames_decoded - whole.frames_untimed
-    assert shown > 40 and not any(n.startswith("partial:") for n in whole.notes)
+    # (its stream ends with the capture, so it may carry the "still sending" partial note)
+    assert shown > 40 and not any(n.startswith("partial:") and "max_frames" in n for n in whole.notes)
     with pytest.warns(QoEWarning, match="max_frames=40"):
         report = qoe.score(video_capture, kind="video", options=VideoOptions(max_frames=40))
     (cut,) = report.results
