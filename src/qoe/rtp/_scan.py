@@ -3,11 +3,12 @@
 :func:`scan_capture` reads a capture's UDP datagrams once, in NumPy batches
 (:func:`qoe.capture.read_udp_batches`): it parses SIP and its SDP, RTCP compound packets
 (and the round-trip times their LSR/DLSR give), and groups RTP packets into flows by
-UDP direction and SSRC (and tunnel: inside a tunnel an address code stands for the address
-in that encapsulation, :attr:`qoe.capture.UdpBatch.encapsulations`), accepting a flow when SDP announced it or, by a heuristic, when
-its first packets progress like RTP; each accepted flow's statistics are computed as it
-goes (:class:`qoe.rtp._stats.StreamStats`, all streams of a batch at once). The public names are re-exported, and
-documented as a whole, by :mod:`qoe.rtp`.
+UDP direction and SSRC (and tunnel: inside a tunnel an address code stands for the
+address in that encapsulation, :attr:`qoe.capture.UdpBatch.encapsulations`), accepting a
+flow when SDP announced it or, by a heuristic, when its first packets progress like RTP;
+each accepted flow's statistics are computed as it goes (:class:`qoe.rtp._stats.StreamStats`,
+all streams of a batch at once). The public names are re-exported, and documented as a
+whole, by :mod:`qoe.rtp`.
 
 References
 ----------
