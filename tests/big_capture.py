@@ -111,3 +111,51 @@ def write(out: Path, kind: str, *, size_bytes: int | None = None, copies: int | 
             start += t.duration_ns + gap_ns
             k += 1
     return k, written
+
+
+def write_udp_flood(out: Path, flows: int, *, seed: int = 0, start_ns: int = 1_800_000_000 * 10**9,
+                    spacing_ns: int = 10_000) -> int:
+    """A crafted capture of ``flows`` one-packet UDP flows that each look like the start of
+    an RTP stream: Ethernet, IPv4 (checksum set, RFC 791 §3.1), UDP (checksum 0, which RFC
+    768 allows) from 10.1.x.y to 10.2.0.1 with ports from the dynamic range, and a 12-byte
+    RTP header (RFC 3550 §5.1: version 2, random payload type below 72, sequence number,
+    timestamp and SSRC) and 20 payload bytes. Microsecond pcap, one frame per
+    ``spacing_ns``. Returns the bytes written; memory is a few arrays of ``flows`` rows.
+    """
+    rng = np.random.default_rng(seed)
+    i = np.arange(flows, dtype=np.int64)
+    rtp = np.zeros((flows, 32), dtype=np.uint8)
+    rtp[:, 0] = 0x80
+    rtp[:, 1] = rng.integers(0, 72, flows)
+    rtp[:, 2:12] = rng.integers(0, 256, (flows, 10))
+    rtp[:, 12:] = rng.integers(0, 256, (flows, 20))
+    udp = np.zeros((flows, 8), dtype=np.uint8)
+    sport = 49152 + i % 16384
+    dport = 49152 + (i // 16384) % 16384
+    udp[:, 0], udp[:, 1] = sport >> 8, sport & 0xFF
+    udp[:, 2], udp[:, 3] = dport >> 8, dport & 0xFF
+    udp[:, 5] = 8 + 32
+    ip = np.zeros((flows, 20), dtype=np.uint8)
+    ip[:, 0], ip[:, 3], ip[:, 8], ip[:, 9] = 0x45, 20 + 8 + 32, 64, 17
+    ip[:, 12], ip[:, 13] = 10, 1
+    ip[:, 14], ip[:, 15] = (i >> 8) & 0xFF, i & 0xFF
+    ip[:, 16:20] = (10, 2, 0, 1)
+    words = ip.reshape(flows, 10, 2).astype(np.int64)
+    total = (words[:, :, 0] << 8 | words[:, :, 1]).sum(axis=1)
+    while (total >> 16).any():
+        total = (total & 0xFFFF) + (total >> 16)
+    csum = ~total & 0xFFFF  # RFC 1071 ones' complement of the ones' complement sum
+    ip[:, 10], ip[:, 11] = csum >> 8, csum & 0xFF
+    eth = np.zeros((flows, 14), dtype=np.uint8)
+    eth[:, :6] = (2, 0, 0, 0, 0, 2)
+    eth[:, 6:12] = (2, 0, 0, 0, 0, 1)
+    eth[:, 12] = 8
+    ts = start_ns + i * spacing_ns
+    rec = np.zeros((flows, 16), dtype=np.uint8)
+    head = np.stack([ts // 10**9, ts % 10**9 // 1000, np.full(flows, 74), np.full(flows, 74)], axis=1)
+    rec[:] = head.astype("<u4").view(np.uint8).reshape(flows, 16)
+    body = np.concatenate([rec, eth, ip, udp, rtp], axis=1)
+    with open(out, "wb") as fh:
+        fh.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1))
+        fh.write(body.tobytes())
+    return 24 + body.nbytes

@@ -363,7 +363,7 @@ def _score_voice(capture: str, reference: Any, *, sender: str | None, ssrc: Any,
             present = ", ".join(f"0x{s.ssrc:08x}" for s in audio)
             raise StreamNotFoundError(f"{capture}: no RTP audio stream with SSRC 0x{want:08x}; present: {present}")
     results = _mark_cut_calls(tuple(d for c in calls for d in c.directions),
-                              [*scan.calls, *(far.calls if far is not None else ())])
+                              [*scan.calls, *(far.calls if far is not None else ())], audio)
     for c in calls:
         notes.extend(f"call {c.call_id}: {n}" for n in c.notes)
     return Report(kind="voice", source=capture, results=results, inputs=inputs, notes=tuple(notes))
@@ -374,14 +374,30 @@ CUT_NOTE = ("partial: the call was answered and the capture holds no BYE or CANC
             "it went on after the capture ended, and is scored on what the capture holds")
 
 
-def _mark_cut_calls(results: tuple[Any, ...], sip_calls: Sequence[Any]) -> tuple[Any, ...]:
+#: The note of a stream without SIP that was still sending when the capture ended (3 is
+#: qoe.rtp.ACTIVE_AT_END_INTERVALS, written out to keep ``import qoe`` light).
+CUT_STREAM_NOTE = ("partial: the stream was still sending when the capture ended (its last packet within 3 packet "
+                   "intervals of the capture's last UDP datagram, no SIP or RTCP BYE): the capture may have cut "
+                   "it, and it is scored on what the capture holds")
+
+
+def _mark_cut_calls(results: tuple[Any, ...], sip_calls: Sequence[Any], streams: Sequence[Any] = ()) -> tuple[Any, ...]:
     """``results`` with :data:`CUT_NOTE` added to the directions of SIP calls that were
-    answered and never ended (no BYE or CANCEL) in either capture. Calls without SIP carry
-    no such signal (a stream's last packet near the capture's end is also what a capture
-    stopped right after the call looks like) and are left as they are."""
+    answered and never ended (no BYE or CANCEL) in either capture, and
+    :data:`CUT_STREAM_NOTE` to those of streams no SIP call covers that were still sending
+    when the capture ended (:attr:`qoe.rtp.RtpStream.active_at_end`, of ``streams``)."""
     from dataclasses import replace  # noqa: PLC0415
 
     answered = {c.call_id for c in sip_calls if c.answer_ns is not None}
     ended = {c.call_id for c in sip_calls if c.end_ns is not None}
+    signalled = {c.call_id for c in sip_calls}
     cut = answered - ended
-    return tuple(replace(d, notes=(*d.notes, CUT_NOTE)) if d.call_id in cut else d for d in results)
+    active = {str(s.key) for s in streams if s.active_at_end}
+    out = []
+    for d in results:
+        if d.call_id in cut:
+            d = replace(d, notes=(*d.notes, CUT_NOTE))
+        elif d.call_id not in signalled and d.stream in active:
+            d = replace(d, notes=(*d.notes, CUT_STREAM_NOTE))
+        out.append(d)
+    return tuple(out)

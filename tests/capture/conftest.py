@@ -260,6 +260,7 @@ def udp_both():  # type: ignore[no-untyped-def]
             batches = list(read_udp_batches(path, batch_size=bs, **kw))
             got = [b.packet(i) for b in batches for i in range(len(b))]
             assert got == pkts, f"batch_size={bs}"
+            assert [g.encapsulation for g in got] == [p.encapsulation for p in pkts], f"batch_size={bs}"
             heads = [bytes(h) for b in batches for h in b.head]  # a payload's first 16 bytes, zeros after it
             assert heads == [p.payload[:16].ljust(16, b"\0") for p in pkts], f"batch_size={bs}"
         return pkts

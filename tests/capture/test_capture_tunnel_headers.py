@@ -41,7 +41,7 @@ def test_mpls_explicit_null_labels_say_the_ip_version(cap, write, udp_both):
         cap.eth(label(2, 1) + v6, 0x8847),
     ]
     a, b = udp_both(write(cap.pcap([(cap.T0, i, f) for i, f in enumerate(frames)])))
-    assert (a.src, a.payload, a.encapsulation) == ("192.168.1.1", b"rtp!", "mpls")
+    assert (a.src, a.payload, a.encapsulation) == ("192.168.1.1", b"rtp!", "mpls[labels=100,0]")
     assert (b.src, b.payload) == ("2001:db8::1", b"six")
 
 
@@ -56,7 +56,7 @@ def test_ethernet_pseudowire_with_vlan_inside_gre_over_mpls(cap, write, udp_both
     pw = label(16, 0) + label(17, 1) + b"\0\0\0\x05" + cap.eth(inner_udp(cap), vlans=(0x8100,))
     frame = cap.eth(cap.ipv4("10.0.0.1", "10.0.0.2", 47, struct.pack("!HH", 0, 0x8847) + pw))
     (p,) = udp_both(write(cap.pcap([(cap.T0, 0, frame)])))
-    assert (p.src, p.dport, p.encapsulation) == ("192.168.1.1", 5004, "gre/mpls-pw")
+    assert (p.src, p.dport, p.encapsulation) == ("192.168.1.1", 5004, "gre/mpls-pw[labels=16,17]")
 
 
 def test_gre_routing_and_version_1_are_not_decoded(cap, write):
@@ -93,7 +93,7 @@ def test_gtpu_echo_is_not_user_data_and_extension_chain_is_followed(cap, write, 
     ]
     a, b = udp_both(write(cap.pcap([(cap.T0, i, f) for i, f in enumerate(frames)])))
     assert (a.src, a.payload, a.encapsulation) == ("10.0.0.1", echo, "")
-    assert (b.src, b.payload, b.encapsulation) == ("192.168.1.1", b"rtp!", "gtp-u")
+    assert (b.src, b.payload, b.encapsulation) == ("192.168.1.1", b"rtp!", "gtp-u[teid=0x00000009]")  # TEID 9, TS 29.281 §5.1
 
 
 def test_l2tp_compressed_ppp_and_control_messages(cap, write, udp_both):
@@ -107,7 +107,7 @@ def test_l2tp_compressed_ppp_and_control_messages(cap, write, udp_both):
         cap.eth(cap.ipv4("10.0.0.1", "10.0.0.2", 17, cap.udp(1701, 1701, control))),
     ]
     a, b = udp_both(write(cap.pcap([(cap.T0, i, f) for i, f in enumerate(frames)])))
-    assert (a.src, a.payload, a.encapsulation) == ("192.168.1.1", b"rtp!", "l2tp")
+    assert (a.src, a.payload, a.encapsulation) == ("192.168.1.1", b"rtp!", "l2tp[tunnel=3,session=4]")  # RFC 2661 §3.1 IDs
     assert (b.src, b.payload) == ("10.0.0.1", control)
 
 
@@ -116,7 +116,7 @@ def test_tcp_inside_a_udp_tunnel_when_only_tcp_is_asked_for(cap, write):
     frame = cap.eth(cap.ipv4("10.0.0.1", "10.0.0.2", 17, cap.udp(50000, 4789, b"\x08\0\0\0\0\0\x2a\0" + cap.eth(seg))))
     path = write(cap.pcap([(cap.T0, 0, frame)]))
     p = one(path, protocols=("tcp",))
-    assert (p.src, p.sport, p.proto, p.encapsulation) == ("192.168.1.1", 80, 6, "vxlan")
+    assert (p.src, p.sport, p.proto, p.encapsulation) == ("192.168.1.1", 80, 6, "vxlan[vni=42]")
     assert list(read_packets(path, protocols=("udp",))) == []
     assert sum(len(b) for b in read_udp_batches(path)) == 0
 

@@ -42,22 +42,24 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 DIR = os.path.join(ROOT, "data", "capture", "tunnels")
 DECODE_AS = ["-d", "mpls.label==299,pwethcw", "-d", "mpls.label==300,pwethnocw"]
 
-# file -> what Packet.encapsulation must say for every packet in it
+# file -> what Packet.encapsulation says for the packets in it: the layer and its tunnel
+# identifiers (as make_crafted.py and make_vxlan.sh wrote them; test_tunnel_identifiers_match_tshark
+# reads them back with tshark)
 CASES = {
-    "vxlan.pcap": "vxlan",
-    "mpls.pcap": "mpls",
-    "mpls_pw_cw.pcap": "mpls-pw",
-    "mpls_pw.pcap": "mpls-pw",
-    "gre.pcap": "gre",
-    "gretap.pcap": "gre",
-    "gre6.pcap": "gre",
-    "erspan2.pcap": "erspan-ii",
-    "erspan3.pcap": "erspan-iii",
-    "gtpu.pcap": "gtp-u",
-    "ipip.pcap": "ip-in-ip",
-    "sit.pcap": "ipv6-in-ip",
-    "pppoe.pcap": "pppoe",
-    "l2tp.pcap": "l2tp",
+    "vxlan.pcap": {"vxlan[vni=42]"},
+    "mpls.pcap": {"mpls[labels=16001,24005]"},
+    "mpls_pw_cw.pcap": {"mpls-pw[labels=16001,299]"},
+    "mpls_pw.pcap": {"mpls-pw[labels=16001,300]"},
+    "gre.pcap": {"gre[key=42]"},
+    "gretap.pcap": {"gre"},
+    "gre6.pcap": {"gre"},
+    "erspan2.pcap": {"erspan-ii[session=7]"},
+    "erspan3.pcap": {"erspan-iii[session=7]"},
+    "gtpu.pcap": {"gtp-u[teid=0x00001000]", "gtp-u[teid=0x00001001]"},
+    "ipip.pcap": {"ip-in-ip"},
+    "sit.pcap": {"ipv6-in-ip"},
+    "pppoe.pcap": {"pppoe"},
+    "l2tp.pcap": {"l2tp[tunnel=7,session=1]", "l2tp[tunnel=9,session=2]"},
 }
 FILES = sorted(CASES)
 tshark_only = pytest.mark.skipif(TSHARK is None, reason="tshark not installed")
@@ -87,9 +89,43 @@ def tshark(path: str, *args: str) -> str:
 def test_every_packet_names_its_tunnel(name):
     pkts = list(read_packets(path_of(name)))
     assert pkts
-    assert {p.encapsulation for p in pkts} == {CASES[name]}
+    assert {p.encapsulation for p in pkts} == CASES[name]
     # the inner addresses, never the outer ones (10.99.0.x, 2001:db8::x)
     assert {p.src for p in pkts} <= {"192.168.99.1", "192.168.99.2", "fd99::1", "fd99::2"}
+
+
+# tshark fields of each tunnel's identifiers, and how Packet.encapsulation writes them
+_TSHARK_IDS = {
+    "vxlan.pcap": (["vxlan.vni"], lambda v: f"vxlan[vni={v[0]}]"),
+    "gtpu.pcap": (["gtp.teid"], lambda v: f"gtp-u[teid={v[0]}]"),
+    "gre.pcap": (["gre.key"], lambda v: f"gre[key={int(v[0], 16)}]"),
+    "erspan2.pcap": (["erspan.spanid"], lambda v: f"erspan-ii[session={v[0]}]"),
+    "erspan3.pcap": (["erspan.spanid"], lambda v: f"erspan-iii[session={v[0]}]"),
+    "l2tp.pcap": (["l2tp.tunnel", "l2tp.session"], lambda v: f"l2tp[tunnel={v[0]},session={v[1]}]"),
+    "mpls.pcap": (["mpls.label"], lambda v: f"mpls[labels={v[0]}]"),
+    "mpls_pw.pcap": (["mpls.label"], lambda v: f"mpls-pw[labels={v[0]}]"),
+    "mpls_pw_cw.pcap": (["mpls.label"], lambda v: f"mpls-pw[labels={v[0]}]"),
+}
+
+
+@tshark_only
+@pytest.mark.parametrize("name", sorted(_TSHARK_IDS))
+def test_tunnel_identifiers_match_tshark(name):
+    """Each packet's tunnel identifiers are tshark's: ``tshark -r FILE -d ... -T fields -E
+    occurrence=a -E aggregator=, -e FIELD...`` (VXLAN VNI, GTP-U TEID, GRE key, ERSPAN
+    span ID, L2TP tunnel and session IDs, the MPLS label stack top first), per frame."""
+    fields, fmt = _TSHARK_IDS[name]
+    args = ["-T", "fields", "-E", "occurrence=a", "-E", "aggregator=,", "-e", "frame.number"]
+    for f in fields:
+        args += ["-e", f]
+    want = {}
+    for line in tshark(path_of(name), *args).splitlines():
+        frame, *vals = line.split("\t")
+        if all(vals):  # outer fragments after the first carry no tunnel header
+            want[int(frame)] = fmt(vals)
+    mine = {p.index: p.encapsulation for p in read_packets(path_of(name))}
+    assert mine and set(mine.values()) == CASES[name]
+    assert {f: want[f] for f in mine if f in want} == mine  # every packet's, where tshark saw the header
 
 
 @pytest.mark.parametrize("name", FILES)

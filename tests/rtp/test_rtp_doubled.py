@@ -287,3 +287,58 @@ def test_a_doubled_sip_call_agrees_with_live_tshark(tmp_path):
     out = subprocess.run([TSHARK, "-q", "-o", "rtp.heuristic_rtp:TRUE", "-z", "rtp,streams", "-r", str(path)],
                          capture_output=True, text=True, check=True, timeout=120).stdout
     assert assert_agree(out, path) == 1
+
+
+# ---- leftovers of point 3: SIP messages and video packets counted once ---------------------------
+
+DTMF = FIELD / "dtmf.pcap"  # a real SIP call: INVITE, 200, ACK, RTP with RFC 4733 events, BYE, 200
+
+
+@pytest.mark.skipif(shutil.which("mergecap") is None or shutil.which("editcap") is None,
+                    reason="needs editcap and mergecap (Wireshark)")
+def test_sip_messages_a_capture_holds_twice_count_once(tmp_path):
+    """dtmf.pcap holds every packet twice as a span port sees it: ``editcap -t 0.00005
+    dtmf.pcap shifted.pcap; mergecap -w doubled.pcap dtmf.pcap shifted.pcap`` (each copy
+    50 us after the original). ``tshark -r doubled.pcap -q -z sip,stat`` says "Number of SIP
+    messages: 10", "Number of resent SIP messages: 4" (it flags the copies of INVITE, 200, BYE
+    and 200 as resent, not the ACK's) and 5 on dtmf.pcap; qoe counts each message once: 5, and
+    the call is the same (answered, ended)."""
+    shifted, doubled = tmp_path / "shifted.pcap", tmp_path / "doubled.pcap"
+    subprocess.run(["editcap", "-t", "0.00005", str(DTMF), str(shifted)], check=True, capture_output=True)
+    subprocess.run(["mergecap", "-w", str(doubled), str(DTMF), str(shifted)], check=True, capture_output=True)
+    (once,), (twice,) = scan_capture(DTMF).calls, scan_capture(doubled).calls
+    assert once.messages == 5
+    assert twice == once
+    if TSHARK is not None:
+        out = subprocess.run([TSHARK, "-r", str(doubled), "-q", "-z", "sip,stat"], capture_output=True, text=True,
+                             check=True).stdout
+        assert "Number of SIP messages: 10" in out and "Number of resent SIP messages: 4" in out
+
+
+def test_sip_retransmission_is_not_a_copy(tmp_path):
+    """The same bytes T1 = 500 ms later (RFC 3261 §17.1.1.2: a UA's first retransmission over
+    UDP) is a new message, counted as tshark counts it: ``editcap -t 0.5`` instead of 50 us."""
+    if shutil.which("mergecap") is None or shutil.which("editcap") is None:
+        pytest.skip("needs editcap and mergecap (Wireshark)")
+    shifted, doubled = tmp_path / "shifted.pcap", tmp_path / "resent.pcap"
+    subprocess.run(["editcap", "-t", "0.5", str(DTMF), str(shifted)], check=True, capture_output=True)
+    subprocess.run(["mergecap", "-w", str(doubled), str(DTMF), str(shifted)], check=True, capture_output=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QoEWarning)
+        (call,) = scan_capture(doubled).calls
+    assert call.messages == 10
+
+
+def test_video_packets_received_count_each_packet_once():
+    """doubled_video.pcap and its twin (the same run on rc0 only): tshark's rtp,streams says
+    32 packets, Lost -16 on the doubled capture, 16 packets, Lost 0 on the twin (the stored
+    .tshark-rtp-streams.txt); the video's packets received are the 16 distinct ones on both."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QoEWarning)
+        (doubled,) = qoe.score(FIELD / "doubled_video.pcap", kind="video")
+        (twin,) = qoe.score(FIELD / "doubled_video_twin.pcap", kind="video")
+    (ref,) = parse_rtp_streams(_stored("doubled_video_twin.pcap")).values()
+    (ref2,) = parse_rtp_streams(_stored("doubled_video.pcap")).values()
+    assert (int(ref["pkts"]), int(ref2["pkts"]), int(ref2["lost"])) == (16, 32, -16)
+    assert doubled.packets_received == twin.packets_received == 16
+    assert doubled.packets_lost == twin.packets_lost == 0

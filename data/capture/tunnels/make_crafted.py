@@ -261,8 +261,32 @@ def build(records):
     return files
 
 
+def gtpu_subscribers(records):
+    """Two GTP-U subscribers that reuse one private address: every inner frame twice, once
+    in each subscriber's tunnel (TEIDs 0x1000/0x1001 from/to the eNodeB 10.99.0.1, and
+    0x2000/0x2001 from/to the eNodeB 10.99.0.3; 3GPP TS 29.281 §5.1), so both carry the same
+    inner addresses, ports and SSRCs. Not committed: tests write it to a temporary file
+    (``python3 make_crafted.py --gtpu-subscribers OUT.pcap``)."""
+    recs = []
+    for s, u, f, a in inner_frames(records):
+        ip = struct.unpack_from("!H", f, 12)[0], f[14:]
+        for enb, teid in ((bytes([10, 99, 0, 1]), 0x1000), (bytes([10, 99, 0, 3]), 0x2000)):
+            g = struct.pack("!BBHI", 0x30, 0xFF, len(ip[1]), teid + a) + ip[1]
+            sd = (enb, V4_B) if a else (V4_B, enb)
+            m = (MAC_B, MAC_A) if a else (MAC_A, MAC_B)
+            recs += [(s, u, eth(*m, 0x0800, p)) for p in ipv4_fragments(*sd, 17, udp(2152, 2152, g), 1, mtu=1 << 16)]
+    return recs
+
+
 def main():
+    import sys
+
     records = read_pcap(os.path.join(HERE, "inner.pcap"))
+    if len(sys.argv) == 3 and sys.argv[1] == "--gtpu-subscribers":
+        recs = gtpu_subscribers(records)
+        write_pcap(sys.argv[2], recs)
+        print(f"{sys.argv[2]}: {len(recs)} frames")
+        return
     for name, recs in build(records).items():
         write_pcap(os.path.join(HERE, name), recs)
         print(f"{name}: {len(recs)} frames")

@@ -31,24 +31,40 @@ from qoe.capture._types import HEAD_BYTES, UdpBatch
 
 
 class AddressBook:
-    """Address text ↔ small integer code, stable for one read."""
+    """(address text, encapsulation) ↔ small integer code, stable for one read.
+
+    An address inside a tunnel gets a code per encapsulation (with its tunnel identifiers,
+    :attr:`Packet.encapsulation`): subscribers that reuse a private address in two GTP-U
+    tunnels are two endpoints."""
 
     def __init__(self) -> None:
-        self.codes: dict[str, int] = {}
+        self.codes: dict[str | tuple[str, str], int] = {}
         self.texts: list[str] = []
+        self.encaps: list[str] = []
+        self.tunnelled = False
         self._snapshot: tuple[str, ...] = ()
+        self._encaps: tuple[str, ...] = ()
 
-    def code(self, text: str) -> int:
-        c = self.codes.get(text)
+    def code(self, text: str, encapsulation: str = "") -> int:
+        key: str | tuple[str, str] = (text, encapsulation) if encapsulation else text
+        c = self.codes.get(key)
         if c is None:
-            c = self.codes[text] = len(self.texts)
+            c = self.codes[key] = len(self.texts)
             self.texts.append(text)
+            self.encaps.append(encapsulation)
+            self.tunnelled = self.tunnelled or bool(encapsulation)
         return c
 
     def snapshot(self) -> tuple[str, ...]:
         if len(self._snapshot) != len(self.texts):
             self._snapshot = tuple(self.texts)
         return self._snapshot
+
+    def encapsulations(self) -> tuple[str, ...]:
+        """Each code's encapsulation; () while no tunnel was seen."""
+        if self.tunnelled and len(self._encaps) != len(self.encaps):
+            self._encaps = tuple(self.encaps)
+        return self._encaps
 
 
 def read_udp_batches(
@@ -166,6 +182,7 @@ def _to_batch(p: _Piece, book: AddressBook) -> UdpBatch:
         interface=p.iface.astype(np.int32, copy=False),
         wire_len=p.wire.astype(np.int64, copy=False),
         addresses=book.snapshot(),
+        encapsulations=book.encapsulations(),
     )
 
 
@@ -326,8 +343,8 @@ class _Extractor:
         return _Piece(
             np.array([p.index for p in rows], dtype=np.int64),
             np.array([p.ts_ns for p in rows], dtype=np.int64),
-            np.array([code(p.src) for p in rows], dtype=np.int32),
-            np.array([code(p.dst) for p in rows], dtype=np.int32),
+            np.array([code(p.src, p.encapsulation) for p in rows], dtype=np.int32),
+            np.array([code(p.dst, p.encapsulation) for p in rows], dtype=np.int32),
             np.array([p.sport for p in rows], dtype=np.int64),
             np.array([p.dport for p in rows], dtype=np.int64),
             np.array([p.interface for p in rows], dtype=np.int32),

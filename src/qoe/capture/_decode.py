@@ -64,6 +64,8 @@ from qoe.capture._tunnels import (
     UDP_TUNNEL_PORTS,
     gre,
     mpls,
+    mpls_labels,
+    tagged,
     udp_tunnel,
 )
 from qoe.capture._types import Packet, make_packet, make_tcpinfo
@@ -165,7 +167,7 @@ class Decoder:
     def network_offset(self, linktype: int, data: bytes) -> tuple[int, int, str]:
         """``(ip_version, offset, encapsulation)`` of the first IP header in a frame
         (version 0 if none); ``encapsulation`` names the layers passed on the way
-        ("pppoe", "mpls", "mpls/mpls-pw", or "")."""
+        ("pppoe", "mpls[labels=16]", "mpls[labels=16]/mpls-pw[labels=17]", or "")."""
         n = len(data)
         field = ETHERTYPE_FIELD.get(linktype)
         if field is not None:  # Ethernet, Linux cooked v1/v2: an EtherType, then a chain
@@ -235,8 +237,11 @@ class Decoder:
                 layers += 1
                 if layers > MAX_TUNNEL_DEPTH:
                     return 0, 0, ""
+                labels = mpls_labels(data, off, n)
                 kind, off = mpls(data, off, n)
-                encap = encap + "/mpls" if encap else "mpls"
+                name = "mpls" if kind != KIND_ETHER else "mpls-pw"
+                name = tagged(name, labels) if labels else name
+                encap = encap + "/" + name if encap else name
                 if kind == KIND_IPV4 or kind == KIND_IPV6:
                     return kind, off, encap
                 if kind != KIND_ETHER:
@@ -245,7 +250,6 @@ class Decoder:
                 et = data[off + 12] << 8 | data[off + 13]
                 off += 14
                 ethernet = True
-                encap += "-pw"
             else:
                 return 0, 0, ""
 

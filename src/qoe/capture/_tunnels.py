@@ -124,7 +124,10 @@ def mpls(data: bytes, off: int, end: int) -> tuple[int, int]:
 
 def gre(data: bytes, off: int, end: int) -> tuple[int, str, int]:
     """``(kind, name, offset)`` of a GRE payload (RFC 2784 / RFC 2890), ERSPAN headers
-    skipped; ``name`` is "gre" or "erspan-i" / "erspan-ii" / "erspan-iii"."""
+    skipped; ``name`` is "gre" or "erspan-i" / "erspan-ii" / "erspan-iii", with the
+    tunnel's identifier when it has one (:func:`tagged`): the GRE key ("gre[key=42]", RFC
+    2890 §2.1) or the ERSPAN session ID ("erspan-ii[session=7]", draft-foschiano-erspan-03
+    §4.2-§4.3)."""
     if off + 4 > end:
         return KIND_NONE, "gre", 0
     flags = data[off] << 8 | data[off + 1]
@@ -134,7 +137,11 @@ def gre(data: bytes, off: int, end: int) -> tuple[int, str, int]:
     p = off + 4
     if flags & 0x8000:  # C: Checksum and Reserved1 (RFC 2784 §2.5)
         p += 4
+    name = "gre"
     if flags & 0x2000:  # K: Key (RFC 2890 §2.1)
+        if p + 4 > end:
+            return KIND_NONE, "gre", 0
+        name = tagged("gre", f"key={int.from_bytes(data[p:p + 4], 'big')}")
         p += 4
     seq = bool(flags & 0x1000)
     if seq:  # S: Sequence Number (RFC 2890 §2.2)
@@ -142,24 +149,49 @@ def gre(data: bytes, off: int, end: int) -> tuple[int, str, int]:
     if p > end:
         return KIND_NONE, "gre", 0
     if proto == 0x0800:
-        return KIND_IPV4, "gre", p
+        return KIND_IPV4, name, p
     if proto == 0x86DD:
-        return KIND_IPV6, "gre", p
+        return KIND_IPV6, name, p
     if proto == ETHERTYPE_TEB:
-        return KIND_ETHER, "gre", p
+        return KIND_ETHER, name, p
     if proto in MPLS_ETHERTYPES:  # RFC 4023 §4
-        return KIND_MPLS, "gre", p
+        return KIND_MPLS, name, p
     if proto == ETHERTYPE_ERSPAN_II:
         if not seq:  # type I: the mirrored frame right after GRE (§4.1)
             return KIND_ETHER, "erspan-i", p
         if p + 8 > end or data[p] >> 4 != 1:  # type II header, Ver = 1 (§4.2)
             return KIND_NONE, "erspan-ii", 0
-        return KIND_ETHER, "erspan-ii", p + 8
+        return KIND_ETHER, tagged("erspan-ii", _erspan_session(data, p)), p + 8
     if proto == ETHERTYPE_ERSPAN_III:
         if p + 12 > end or data[p] >> 4 != 2:  # type III header, Ver = 2 (§4.3)
             return KIND_NONE, "erspan-iii", 0
-        return KIND_ETHER, "erspan-iii", p + 12 + (8 if data[p + 11] & 1 else 0)  # O: platform subheader
+        at = p + 12 + (8 if data[p + 11] & 1 else 0)  # O: platform subheader
+        return KIND_ETHER, tagged("erspan-iii", _erspan_session(data, p)), at
     return KIND_NONE, "gre", 0
+
+
+def _erspan_session(data: bytes, p: int) -> str:
+    """The Session ID of an ERSPAN type II or III header at ``p``: the low 10 bits of its
+    second 16-bit word (draft-foschiano-erspan-03 §4.2, §4.3)."""
+    return f"session={(data[p + 2] << 8 | data[p + 3]) & 0x3FF}"
+
+
+def tagged(name: str, ident: str) -> str:
+    """A layer's name with its tunnel identifier: ``name[ident]`` (how
+    :attr:`~qoe.capture.Packet.encapsulation` writes one)."""
+    return f"{name}[{ident}]"
+
+
+def mpls_labels(data: bytes, off: int, end: int) -> str:
+    """The labels of the stack at ``off``, top first, as "labels=16001,24005" (RFC 3032
+    §2.1: 20 bits of each 4-byte entry, up to the entry with the S bit); "" if cut short."""
+    out = []
+    while off + 4 <= end:
+        out.append(str(data[off] << 12 | data[off + 1] << 4 | data[off + 2] >> 4))
+        if data[off + 2] & 1:
+            return "labels=" + ",".join(out)
+        off += 4
+    return ""
 
 
 def vxlan(data: bytes, off: int, end: int) -> tuple[int, int]:
@@ -242,14 +274,27 @@ def ppp(data: bytes, p: int, end: int) -> tuple[int, int]:
 def udp_tunnel(sport: int, dport: int, data: bytes, off: int, end: int) -> tuple[int, str, int]:
     """``(kind, name, offset)`` of a tunnel in a UDP payload, by its registered port:
     VXLAN to 4789 (the source port is a flow hash, RFC 7348 §5), GTP-U from or to 2152,
-    L2TP from or to 1701; ``kind`` 0 if the header does not check out."""
+    L2TP from or to 1701; ``kind`` 0 if the header does not check out. ``name`` carries
+    the tunnel's identifier (:func:`tagged`): "vxlan[vni=42]", "gtp-u[teid=0x00001001]",
+    "l2tp[tunnel=7,session=1]"."""
     if dport == UDP_PORT_VXLAN:
         kind, at = vxlan(data, off, end)
-        return kind, "vxlan", at
+        if not kind:
+            return kind, "vxlan", at
+        # RFC 7348 §5: the 24-bit VNI in octets 4-6 of the VXLAN header
+        return kind, tagged("vxlan", f"vni={data[off + 4] << 16 | data[off + 5] << 8 | data[off + 6]}"), at
     if dport == UDP_PORT_GTPU or sport == UDP_PORT_GTPU:
         kind, at = gtpu(data, off, end)
-        return kind, "gtp-u", at
+        if not kind:
+            return kind, "gtp-u", at
+        # 3GPP TS 29.281 §5.1: the TEID in octets 5-8 of the header
+        return kind, tagged("gtp-u", f"teid=0x{int.from_bytes(data[off + 4:off + 8], 'big'):08x}"), at
     if dport == UDP_PORT_L2TP or sport == UDP_PORT_L2TP:
         kind, at = l2tp(data, off, end)
-        return kind, "l2tp", at
+        if not kind:
+            return kind, "l2tp", at
+        # RFC 2661 §3.1: Tunnel ID and Session ID after the flags (and the Length when L is set)
+        p = off + (4 if data[off] & 0x40 else 2)
+        tunnel, session = data[p] << 8 | data[p + 1], data[p + 2] << 8 | data[p + 3]
+        return kind, tagged("l2tp", f"tunnel={tunnel},session={session}"), at
     return KIND_NONE, "", 0

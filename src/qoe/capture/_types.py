@@ -137,10 +137,16 @@ class Packet:
         The tunnels and encapsulations the packet was found in, outermost first, joined
         by "/" ("" for none): "mpls", "mpls-pw" (an Ethernet pseudowire after a label
         stack), "pppoe", "gre", "erspan-i", "erspan-ii", "erspan-iii", "vxlan", "gtp-u",
-        "l2tp", "ip-in-ip" (IPv4 inside IP), "ipv6-in-ip" (IPv6 inside IP); e.g.
-        "mpls/gre". The addresses and ports are always the innermost packet's. Not
-        compared (two packets that differ only in it are equal) and not carried by
-        :class:`UdpBatch` (:meth:`UdpBatch.packet` gives "").
+        "l2tp", "ip-in-ip" (IPv4 inside IP), "ipv6-in-ip" (IPv6 inside IP), each followed
+        by the tunnel's identifier in brackets when its header has one: the MPLS label
+        stack ("mpls[labels=16001,24005]", RFC 3032 §2.1), the GRE key ("gre[key=42]", RFC
+        2890 §2.1), the ERSPAN session ID ("erspan-ii[session=7]"), the VXLAN VNI
+        ("vxlan[vni=42]", RFC 7348 §5), the GTP-U TEID ("gtp-u[teid=0x00001001]", 3GPP TS
+        29.281 §5.1), the L2TP tunnel and session IDs ("l2tp[tunnel=7,session=1]", RFC 2661
+        §3.1); e.g. "mpls[labels=16]/gre[key=1]". The addresses and ports are always the
+        innermost packet's; two subscribers of a tunnel that reuse private inner addresses
+        differ here (:class:`UdpBatch` gives their addresses codes of their own, so their
+        flows stay apart). Not compared (two packets that differ only in it are equal).
     """
 
     index: int
@@ -215,6 +221,12 @@ class UdpBatch:
         Original frame lengths on the wire.
     addresses : tuple of str
         Address text for each code seen so far in this read.
+    encapsulations : tuple of str
+        The encapsulation (:attr:`Packet.encapsulation`, with its tunnel identifiers) in
+        which each address code was seen; "" for addresses outside any tunnel. An address
+        seen inside a tunnel gets a code for each encapsulation it is seen in, so flows
+        grouped by code keep apart subscribers of GTP-U, VXLAN, GRE or MPLS that reuse one
+        private address (the same text in ``addresses``). Empty: no tunnel in this read.
     """
 
     index: np.ndarray
@@ -230,6 +242,12 @@ class UdpBatch:
     interface: np.ndarray
     wire_len: np.ndarray
     addresses: tuple[str, ...]
+    encapsulations: tuple[str, ...] = ()
+
+    def encapsulation_of(self, i: int) -> str:
+        """The encapsulation datagram ``i`` came through ("" for none)."""
+        e = self.encapsulations
+        return e[self.src[i]] if e else ""
 
     def __len__(self) -> int:
         return int(self.index.shape[0])
@@ -270,6 +288,7 @@ class UdpBatch:
             tcp=None,
             interface=int(self.interface[i]),
             wire_len=int(self.wire_len[i]),
+            encapsulation=self.encapsulation_of(i),
         )
 
 

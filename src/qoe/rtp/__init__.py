@@ -149,8 +149,8 @@ from qoe.rtp._packet import (
     parse_rtcp,
     parse_rtp_header,
 )
-from qoe.rtp._results import RtcpSummary, RtpScan, RtpStream, StreamKey
-from qoe.rtp._scan import MAX_STREAMS, find_streams, scan_capture
+from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtcpSummary, RtpScan, RtpStream, StreamKey
+from qoe.rtp._scan import MAX_FLOWS, MAX_STREAMS, find_streams, scan_capture
 from qoe.rtp._stats import RtpStats, rtp_stats
 from qoe.rtp.delay import OneWayDelay, delays_between, one_way_delay, stream_delay
 from qoe.rtp.jitterbuffer import (
@@ -167,6 +167,8 @@ from qoe.rtp.sip import SdpMedia, SipCall, group_calls, parse_sdp, parse_sip
 
 __all__ = [
     "MAX_STREAMS",
+    "MAX_FLOWS",
+    "ACTIVE_AT_END_INTERVALS",
     # streams and statistics
     "RtpPackets",
     "StreamKey",

@@ -24,19 +24,37 @@ from qoe.rtp._stats import RtpStats
 from qoe.rtp.sip import SipCall
 from qoe.rtp.srtp import SrtpInfo
 
+#: How close to the capture's end (in the stream's own mean packet intervals) a stream's last
+#: packet must be for the stream to count as still sending when the capture ended
+#: (:attr:`RtpStream.active_at_end`): a live voice stream misses a packet or two to loss or
+#: jitter, so one interval would miss streams that were cut; three keeps a stream that
+#: ended a fraction of a second before the capture stopped out at 20 ms packets.
+ACTIVE_AT_END_INTERVALS = 3
+
 
 @dataclass(frozen=True, slots=True, order=True)
 class StreamKey:
-    """What identifies one RTP stream: the UDP direction and the SSRC (RFC 3550 §3)."""
+    """What identifies one RTP stream: the UDP direction and the SSRC (RFC 3550 §3), and the
+    tunnels it was carried in.
+
+    ``encapsulation`` is :attr:`qoe.capture.Packet.encapsulation` of the stream's packets
+    (outermost first, with the tunnels' identifiers: "gtp-u[teid=0x00001001]",
+    "vxlan[vni=42]", "gre[key=7]", "mpls[labels=16001,24005]"; "" outside any tunnel). Two
+    subscribers whose tunnels carry the same inner addresses, ports and SSRC are two
+    streams, told apart by it; its text follows the addresses in ``str(key)`` ("... via
+    gtp-u[teid=0x00001001]").
+    """
 
     src: str
     sport: int
     dst: str
     dport: int
     ssrc: int
+    encapsulation: str = ""
 
     def __str__(self) -> str:
-        return f"{self.src}:{self.sport} -> {self.dst}:{self.dport} ssrc=0x{self.ssrc:08x}"
+        via = f" via {self.encapsulation}" if self.encapsulation else ""
+        return f"{self.src}:{self.sport} -> {self.dst}:{self.dport} ssrc=0x{self.ssrc:08x}{via}"
 
 
 
@@ -96,7 +114,8 @@ class RtpStream:
     Attributes
     ----------
     key : StreamKey
-        Addresses, ports and SSRC.
+        Addresses, ports, SSRC and the tunnels the stream came through
+        (:attr:`StreamKey.encapsulation`).
     payload_type : int
         The most frequent payload type of the stream.
     codec : str or None
@@ -130,6 +149,13 @@ class RtpStream:
         4566 §6; 1 when not given, RFC 3551 §4.1).
     fmtp : dict of str to str
         SDP ``a=fmtp`` parameters of ``payload_type`` (RFC 4566 §6; empty when none).
+    active_at_end : bool
+        The stream was still sending when the capture's UDP traffic ended, so the capture
+        may have cut it: its last packet arrived within :data:`ACTIVE_AT_END_INTERVALS`
+        (3) of its mean packet intervals of the capture's last UDP datagram, and no RTCP
+        BYE from its SSRC was seen (RFC 3550 §6.6: a source leaving says so). A capture
+        stopped right after a stream's last packet looks the same: this is a "may", and
+        SIP's BYE (:class:`qoe.rtp.sip.SipCall`) is the firmer signal where there is one.
     """
 
     key: StreamKey
@@ -147,6 +173,7 @@ class RtpStream:
     srtp: SrtpInfo | None = None
     channels: int = 1
     fmtp: Mapping[str, str] = field(default_factory=dict)
+    active_at_end: bool = False
 
     def __post_init__(self) -> None:
         if self.media is None:  # not given: from the codec's name and clock rate
@@ -165,12 +192,14 @@ class RtpStream:
             "dst": k.dst,
             "dport": k.dport,
             "ssrc": f"0x{k.ssrc:08x}",
+            "encapsulation": k.encapsulation,
             "payload_type": self.payload_type,
             "codec": self.codec,
             "clock_rate": self.clock_rate,
             "media": self.media,
             "call_id": self.call_id,
             "found_by": self.found_by,
+            "active_at_end": self.active_at_end,
         }
         out.update(SrtpInfo.record(self.srtp))
         out.update(self.stats.to_dict())
@@ -201,6 +230,9 @@ class RtpScan:
         UDP datagrams read.
     rtcp_packets : int
         UDP datagrams recognised as RTCP.
+    last_ns : int or None
+        Time of the capture's last UDP datagram (the latest ``ts_ns`` read), None when it
+        holds none: the end against which :attr:`RtpStream.active_at_end` is judged.
     """
 
     path: str
@@ -210,10 +242,11 @@ class RtpScan:
     first_ns: int | None
     udp_packets: int
     rtcp_packets: int
+    last_ns: int | None = None
 
     #: Columns of ``stream_records(brief=True)`` (a subset of the full record's, same names).
     STREAM_BRIEF_COLUMNS: ClassVar[tuple[str, ...]] = (
-        "source", "destination", "ssrc", "codec", "call_id", "start_s", "duration_s", "packets", "lost", "loss_%",
+        "source", "destination", "encapsulation", "ssrc", "codec", "call_id", "start_s", "duration_s", "packets", "lost", "loss_%",
         "duplicates", "max_delta_ms", "mean_jitter_ms", "max_jitter_ms", "loss_bursts", "max_burst_length", "problems",
         "srtp",
     )
@@ -235,10 +268,14 @@ class RtpScan:
         brief : bool, optional
             Only the columns that fit a terminal table (:attr:`STREAM_BRIEF_COLUMNS`:
             stream, codec, call, packets, loss, duplicates (which make ``lost``
-            negative), delta, jitter, bursts, problems).
+            negative), delta, jitter, bursts, problems); ``encapsulation`` only when a
+            stream came through a tunnel.
         """
         calls = {c.call_id: c for c in self.calls}
         rows = []
+        names = self.STREAM_BRIEF_COLUMNS
+        if not any(s.key.encapsulation for s in self.streams):  # no tunnel: no empty column
+            names = tuple(n for n in names if n != "encapsulation")
         for s in self.streams:
             c = calls.get(s.call_id) if s.call_id else None
             d = {"source": f"{s.key.src}:{s.key.sport}", "destination": f"{s.key.dst}:{s.key.dport}", **s.to_dict()}
@@ -247,7 +284,7 @@ class RtpScan:
             d["start_s"] = (s.stats.first_ns - self.first_ns) / 1e9 if self.first_ns is not None else None
             d["duration_s"] = s.stats.duration_s
             d["loss_%"] = 100.0 * s.stats.loss_fraction
-            rows.append(brief_view(d, self.STREAM_BRIEF_COLUMNS) if brief else d)
+            rows.append(brief_view(d, names) if brief else d)
         return rows
 
     def call_records(self, *, brief: bool = False) -> list[dict[str, Any]]:

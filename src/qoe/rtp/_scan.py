@@ -3,10 +3,12 @@
 :func:`scan_capture` reads a capture's UDP datagrams once, in NumPy batches
 (:func:`qoe.capture.read_udp_batches`): it parses SIP and its SDP, RTCP compound packets
 (and the round-trip times their LSR/DLSR give), and groups RTP packets into flows by
-UDP direction and SSRC, accepting a flow when SDP announced it or, by a heuristic, when
-its first packets progress like RTP; each accepted flow's statistics are computed as it
-goes (:class:`qoe.rtp._stats.StreamStats`, all streams of a batch at once). The public names are re-exported, and
-documented as a whole, by :mod:`qoe.rtp`.
+UDP direction and SSRC (and tunnel: inside a tunnel an address code stands for the
+address in that encapsulation, :attr:`qoe.capture.UdpBatch.encapsulations`), accepting a
+flow when SDP announced it or, by a heuristic, when its first packets progress like RTP;
+each accepted flow's statistics are computed as it goes (:class:`qoe.rtp._stats.StreamStats`,
+all streams of a batch at once). The public names are re-exported, and documented as a
+whole, by :mod:`qoe.rtp`.
 
 References
 ----------
@@ -21,6 +23,7 @@ References
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import os
 import warnings
@@ -31,6 +34,7 @@ import numpy as np
 from qoe.errors import InputError, QoEWarning
 from qoe.rtp._packet import (
     RTCP_APP,
+    RTCP_BYE,
     RTCP_SR,
     RTP_FIXED_HEADER,
     RTP_VERSION,
@@ -43,7 +47,7 @@ from qoe.rtp._packet import (
     parse_rtcp,
     wrapped_distance,
 )
-from qoe.rtp._results import RtcpSummary, RtpScan, RtpStream, StreamKey
+from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtcpSummary, RtpScan, RtpStream, StreamKey
 from qoe.rtp._stats import REORDER_WINDOW, StreamStats, _Segments, clock_table, cn_table, is_telephone_event
 from qoe.rtp.sip import SIP_METHODS, SdpMedia, SipMessage, group_calls, parse_sip, sender_crypto
 from qoe.rtp.srtp import SrtpInfo, bytes_per_tick, encrypted_verdicts, looks_srtcp
@@ -68,8 +72,20 @@ _PROBE_PACKETS = 16
 _SRTP_SAMPLE = 16
 _SRTP_BYTES = 32
 _SRTP_CHUNK = 4096  # rows whose bytes are counted at once
+# A SIP message whose bytes equal one seen less than this long before is a copy of it (the
+# capture saw the packet twice: Linux "any" device, span port), not a new message: a UA
+# retransmits over UDP no earlier than T1 (RFC 3261 §17.1.1.2 Timer A, §17.1.2.2 Timer E,
+# §13.3.1.4 for 2xx), whose default is 500 ms (§17.1.1.1).
+_SIP_COPY_NS = 500_000_000
+
 #: Default of ``scan_capture(max_streams=...)``: most RTP streams one scan takes.
 MAX_STREAMS = 100_000
+#: Default of ``scan_capture(max_flows=...)``: most UDP flows one scan tracks that are not
+#: RTP streams (undecided by the heuristic, or rejected by it). Each takes about 1.2 KiB
+#: (its key, its place in the flow index, its held first packet and the sample the SRTP
+#: heuristic reads; ``benchmarks/rtp_flow_limit.py`` measures it), so the default bounds
+#: them near 120 MB.
+MAX_FLOWS = 100_000
 
 
 
@@ -81,11 +97,14 @@ class _RtcpBook:
         self.sr_count: dict[int, int] = {}
         self.blocks: dict[int, list[tuple[int, dict[str, Any]]]] = {}  # source ssrc -> (ns, block)
         self.rtt: dict[int, list[float]] = {}
+        self.bye: set[int] = set()  # SSRCs that sent an RTCP BYE (RFC 3550 §6.6)
         self.packets = 0
 
     def add(self, time_ns: int, items: list[dict[str, Any]]) -> None:
         self.packets += 1
         for it in items:
+            if it["type"] == RTCP_BYE and it["ssrc"] is not None:
+                self.bye.add(it["ssrc"])
             if it["type"] == RTCP_SR and "ntp" in it and it["ssrc"] is not None:
                 self.sr_count[it["ssrc"]] = self.sr_count.get(it["ssrc"], 0) + 1
                 # RFC 3550 §6.4.1: LSR is the middle 32 bits of the SR's NTP timestamp
@@ -249,9 +268,13 @@ class _Scanner:
     """
 
     def __init__(self, *, keep_packets: bool, heuristic: bool, min_packets: int, reorder_window: int,
-                 first_ns: int | None = None, event_jitter: bool = False, max_streams: int | None = None) -> None:
+                 first_ns: int | None = None, event_jitter: bool = False, max_streams: int | None = None,
+                 max_flows: int | None = None) -> None:
         self.keep = keep_packets
         self.max_streams = max_streams
+        self.max_flows = max_flows
+        self.sink = -1  # the one flow that stands for every flow left out for max_flows (rejected)
+        self.flows_left_out = 0  # datagrams of flows left out for max_flows
         self.n_streams = 0  # flows taken as RTP streams
         self.over_limit = 0  # flows left out for max_streams
         self.event_jitter = event_jitter
@@ -273,14 +296,19 @@ class _Scanner:
         self.kept: list[_Packets] = []  # packets of accepted flows (keep_packets)
         self.stats = StreamStats(reorder_window=reorder_window)
         self.sip: list[SipMessage] = []
+        self.sip_seen: dict[bytes, int] = {}  # SIP messages of the last _SIP_COPY_NS: bytes -> when seen
+        self.sip_order: collections.deque[tuple[int, bytes]] = collections.deque()  # the same, in arrival order
+        self.sip_copies = 0
         # (address, port) -> its announcements in capture order: (frame, Call-ID, media)
         self.announced: dict[tuple[str, int], list[tuple[int, str | None, SdpMedia]]] = {}
         self.new_announcements = False
         self.rtcp_ports: set[tuple[str, int]] = set()
         self.rtcp = _RtcpBook()
         self.addresses: tuple[str, ...] = ()
+        self.encaps: tuple[str, ...] = ()  # address code -> its encapsulation (() without tunnels)
         self.first_ns = first_ns  # the capture's frame 1; else the first UDP datagram's
         self.udp = 0
+        self.last_ns: int | None = None  # the latest UDP datagram's time
         # flow id -> packets sampled for the SRTP heuristic, their (seq, timestamp, length), nibble counts
         self.sampled = np.zeros(0, dtype=np.int64)
         self.sample_seq = np.zeros((0, _SRTP_SAMPLE), dtype=np.int32)
@@ -295,9 +323,12 @@ class _Scanner:
         if n == 0:
             return
         self.addresses = b.addresses
+        self.encaps = b.encapsulations
         self.udp += n
         if self.first_ns is None:
             self.first_ns = int(b.ts_ns[0])
+        last = int(b.ts_ns.max())
+        self.last_ns = last if self.last_ns is None or last > self.last_ns else self.last_ns
         u8 = b.data  # payload i: u8[start[i] : start[i] + length[i]]
         start = b.starts
         length = b.lengths
@@ -332,8 +363,19 @@ class _Scanner:
 
     def _sip(self, b: Any, i: int) -> None:
         addrs = b.addresses
+        data, t = b.payload_of(i), int(b.ts_ns[i])
+        seen = self.sip_seen.get(data)
+        if seen is not None and abs(t - seen) < _SIP_COPY_NS:  # a copy of a message already taken
+            self.sip_copies += 1
+            return
+        self.sip_seen[data] = t
+        self.sip_order.append((t, data))
+        while self.sip_order and t - self.sip_order[0][0] >= _SIP_COPY_NS:  # forget what is out of the window
+            t0, d0 = self.sip_order.popleft()
+            if self.sip_seen.get(d0) == t0:
+                del self.sip_seen[d0]
         msg = parse_sip(
-            b.payload_of(i), frame=int(b.index[i]), time_ns=int(b.ts_ns[i]),
+            data, frame=int(b.index[i]), time_ns=t,
             src=addrs[b.src[i]], sport=int(b.sport[i]), dst=addrs[b.dst[i]], dport=int(b.dport[i]),
         )
         if msg is None:
@@ -371,6 +413,8 @@ class _Scanner:
             found = np.array([self.index.get(k, -1) for k in zip(k1[first].tolist(), k2[first].tolist())],
                              dtype=np.int64)
             fresh = np.flatnonzero(found < 0)
+            if fresh.size:
+                fresh = self._admit(fresh, first, found, src, dst, sport, dport, lens=np.diff(np.append(starts, o.size)))
             if fresh.size:
                 base = len(self.keys)
                 new = np.arange(base, base + fresh.size)
@@ -418,6 +462,46 @@ class _Scanner:
         if late.size:
             parts.append(pk.take(late[self.state[fid[late]] == _RTP]))
         self._feed(_Packets.concat([p for p in parts if len(p)]) if any(len(p) for p in parts) else to_stats)
+
+    def _admit(self, fresh: np.ndarray, first: np.ndarray, found: np.ndarray, src: np.ndarray, dst: np.ndarray,
+               sport: np.ndarray, dport: np.ndarray, *, lens: np.ndarray) -> np.ndarray:
+        """Of new flows ``fresh`` (indices into ``first``, their first rows), those the scan
+        tracks. Flows to or from a port that is never RTP (:data:`_NOT_RTP_PORTS`: DNS, NTP,
+        ...; one flow per query would fill the table) are not tracked; under ``max_flows``
+        (flows tracked that are not streams), the new flows first seen are tracked, and past
+        it only those a SIP/SDP announcement names. The others get the rejected sink flow in
+        ``found``; the datagrams of those left out for ``max_flows`` are counted."""
+        a = self.addresses
+        r = first[fresh]
+
+        def announced(rows: np.ndarray) -> np.ndarray:
+            if not self.announced:
+                return np.zeros(rows.size, dtype=bool)
+            return np.array([(a[dst[i]], int(dport[i])) in self.announced or (a[src[i]], int(sport[i])) in self.announced
+                             for i in rows.tolist()], dtype=bool)
+
+        never = np.isin(sport[r], _NOT_RTP_PORTS) | np.isin(dport[r], _NOT_RTP_PORTS)
+        if never.any():
+            never[never] = ~announced(r[never])
+        out = fresh[never]
+        fresh = fresh[~never]
+        room = None if self.max_flows is None else self.max_flows - (len(self.keys) - self.n_streams)
+        if room is not None and fresh.size > room:
+            fresh = fresh[np.argsort(first[fresh], kind="stable")]  # the first seen are kept
+            take, late = fresh[:max(room, 0)], fresh[max(room, 0):]
+            named = announced(first[late])  # an announced stream is never left out
+            fresh = np.sort(np.concatenate((take, late[named])))
+            late = late[~named]
+            self.flows_left_out += int(lens[late].sum())
+            out = np.concatenate((out, late))
+        if out.size:
+            if self.sink < 0:
+                self.sink = len(self.keys)
+                self.keys.append((-1, -1, -1, -1, -1))
+                self._grow(len(self.keys))
+                self.state[self.sink] = _REJECT
+            found[out] = self.sink
+        return fresh
 
     def _sample(self, fid: np.ndarray, h: Any, u8: np.ndarray) -> None:
         """Take what the SRTP heuristic needs from each flow's first :data:`_SRTP_SAMPLE` packets."""
@@ -671,6 +755,10 @@ class _Scanner:
     # -- at the end --------------------------------------------------------------
     def finish(self, path: str) -> RtpScan:
         self._feed(self._decide(final=True))
+        if self.flows_left_out:
+            warnings.warn(f"{path}: {self.flows_left_out} UDP datagram(s) not looked at for RTP: more than max_flows="
+                          f"{self.max_flows} UDP flows that are not RTP streams were tracked (an RTP stream that started "
+                          "after that without SIP/SDP announcing it is missed)", QoEWarning, stacklevel=3)
         if self.over_limit:
             warnings.warn(f"{path}: {self.over_limit} RTP stream(s) left out: more than max_streams="
                           f"{self.max_streams} streams (the first {self.max_streams} are reported)",
@@ -711,7 +799,7 @@ class _Scanner:
                 packets = make_packets(frame, arr, seq, ts, mk, pt, list(pay))
             streams.append(
                 RtpStream(
-                    key=StreamKey(a[src], sport, a[dst], dport, ssrc),
+                    key=StreamKey(a[src], sport, a[dst], dport, ssrc, self.encaps[src] if self.encaps else ""),
                     payload_type=main,
                     codec=codec,
                     clock_rate=rate,
@@ -726,6 +814,7 @@ class _Scanner:
                     srtp=self._srtp(fid, call_id, main, codec, media),
                     channels=_channels_of(main, media),
                     fmtp=dict(media.fmtp.get(main, {})) if media is not None else {},
+                    active_at_end=self._active_at_end(st, ssrc),
                 )
             )
         self._srtp_heuristic(streams, {int(f): i for i, f in enumerate(fids.tolist())})
@@ -737,7 +826,16 @@ class _Scanner:
             first_ns=self.first_ns,
             udp_packets=self.udp,
             rtcp_packets=self.rtcp.packets,
+            last_ns=self.last_ns,
         )
+
+    def _active_at_end(self, st: Any, ssrc: int) -> bool:
+        """Whether a stream (statistics ``st``) was still sending when the capture's UDP
+        traffic ended (:attr:`RtpStream.active_at_end`)."""
+        if self.last_ns is None or st.packets < 2 or ssrc in self.rtcp.bye:
+            return False
+        interval = (st.last_ns - st.first_ns) / (st.packets - 1)
+        return self.last_ns - st.last_ns <= ACTIVE_AT_END_INTERVALS * interval
 
 
 def _in_force(seen: list[tuple[int, str | None, SdpMedia]] | None, frame: int) -> tuple[int, str | None, SdpMedia] | None:
@@ -795,6 +893,7 @@ def scan_capture(
     reorder_window: int = REORDER_WINDOW,
     event_jitter: bool = False,
     max_streams: int | None = MAX_STREAMS,
+    max_flows: int | None = MAX_FLOWS,
 ) -> RtpScan:
     """Find every RTP stream, SIP call and RTCP report in a capture, in one pass.
 
@@ -835,6 +934,16 @@ def scan_capture(
         of SSRCs cannot exhaust memory. Flows that would be taken past the limit are left
         out, in the order they are decided, with a :class:`~qoe.errors.QoEWarning`; the
         streams kept are reported whole.
+    max_flows : int or None, optional
+        Most UDP flows (by direction and SSRC) tracked that are not RTP streams: those the
+        heuristic has not decided yet (fewer than ``max(16, min_packets)`` packets) and
+        those it rejected, remembered so that their later packets are passed over (default
+        :data:`MAX_FLOWS`, 100,000; None: no limit). A flow takes about 1.2 KiB, so a capture
+        crafted with millions of one-packet flows cannot exhaust memory. Past the limit, new
+        flows are not looked at (their datagrams are counted and a
+        :class:`~qoe.errors.QoEWarning` says how many) unless SIP/SDP announced them: an RTP
+        stream that starts after that without signalling is missed. Flows to or from ports
+        that are never RTP (DNS, NTP, DHCP, ...) are not tracked and do not count.
 
     Returns
     -------
@@ -845,7 +954,8 @@ def scan_capture(
     CaptureError
         The file cannot be read as a capture.
     InputError
-        ``min_packets`` < 2, ``batch_size`` < 1 or ``reorder_window`` < 1.
+        ``min_packets`` < 2, ``batch_size`` < 1, ``reorder_window`` < 1, ``max_streams`` or
+        ``max_flows`` < 1.
 
     References
     ----------
@@ -859,6 +969,8 @@ def scan_capture(
         raise InputError(f"min_packets must be at least 2, given {min_packets}")
     if max_streams is not None and max_streams < 1:
         raise InputError(f"max_streams must be at least 1 (or None: no limit), given {max_streams}")
+    if max_flows is not None and max_flows < 1:
+        raise InputError(f"max_flows must be at least 1 (or None: no limit), given {max_flows}")
     name = os.fspath(path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the read below reports a damaged file once
@@ -866,7 +978,7 @@ def scan_capture(
         first_ns = probe(name).first_frame_ns
     sc = _Scanner(keep_packets=keep_packets, heuristic=heuristic, min_packets=min_packets,
                   reorder_window=reorder_window, first_ns=first_ns, event_jitter=event_jitter,
-                  max_streams=max_streams)
+                  max_streams=max_streams, max_flows=max_flows)
     for b in read_udp_batches(name, batch_size=batch_size):
         sc.batch(b)
     return sc.finish(name)

@@ -328,7 +328,10 @@ class SipCall:
         Media sections of the first SDP offer (caller's receive side) and of the first SDP
         answer (callee's receive side).
     messages : int
-        Number of SIP messages of this call in the capture.
+        Number of SIP messages of this call in the capture. :func:`qoe.rtp.scan_capture`
+        counts a message the capture holds twice (the same bytes less than T1 = 500 ms
+        apart, RFC 3261 §17.1.1.1: a Linux "any" capture or a span port) once; a UA's
+        retransmission (T1 or later) counts again, as tshark's "Number of SIP messages" does.
     """
 
     call_id: str

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from qoe.errors import InputError
-from qoe.rtp import RtpStream, SdpMedia, parse_sdp, scan_capture
+from qoe.rtp import ACTIVE_AT_END_INTERVALS, RtpStream, SdpMedia, parse_sdp, scan_capture
 from qoe.video.depacketize import looks_like_h264
 
 __all__ = ["VideoSource", "find_video", "load_sdp"]
@@ -95,6 +95,12 @@ def _h264_sdp(stream: RtpStream) -> SdpMedia:
     return parse_sdp(text).media[0]
 
 
+def _cut_note() -> str:
+    return (f"partial: the stream was still sending when the capture ended (its last packet within "
+            f"{ACTIVE_AT_END_INTERVALS} packet intervals of the capture's last UDP datagram, no RTCP BYE): the "
+            "capture may have cut it, and it is scored on what the capture holds")
+
+
 def find_video(capture: str | os.PathLike[str], *, sdp: str | os.PathLike[str] | None = None) -> list[VideoSource]:
     """Every video stream of a capture, in order of their first packet.
 
@@ -120,26 +126,36 @@ def find_video(capture: str | os.PathLike[str], *, sdp: str | os.PathLike[str] |
     out: list[tuple[int, VideoSource]] = []
     scan = scan_capture(name, keep_packets=True)
     rtp_keys = set()
+    calls = {c.call_id: c for c in scan.calls}
     for s in scan.streams:
         m = _sdp_for(s, media)
         kind = m.media if m is not None else s.media
-        rtp_keys.add((s.key.src, s.key.sport, s.key.dst, s.key.dport))
+        rtp_keys.add((s.key.src, s.key.sport, s.key.dst, s.key.dport, s.key.encapsulation))
         notes: tuple[str, ...] = ()
         if kind is None and s.codec is None and looks_like_h264(s.packets.payloads):
             kind, m = "video", _h264_sdp(s)
             notes = (f"payload type {s.payload_type} taken for H.264 (RFC 6184) by its NAL units: no SDP names it",)
         if kind == "video":
+            call = calls.get(s.call_id) if s.call_id else None
+            if call is not None:  # SIP decides: answered and never ended by BYE or CANCEL
+                if call.answer_ns is not None and call.end_ns is None:
+                    notes += ("partial: the call was answered and the capture holds no BYE or CANCEL for it "
+                              "(RFC 3261 §15): scored on what the capture holds",)
+            elif s.active_at_end:
+                notes += (_cut_note(),)
             k = s.key
-            out.append((int(s.packets.frame[0]), VideoSource(
-                name=f"{k.src}:{k.sport} -> {k.dst}:{k.dport} ssrc=0x{k.ssrc:08x}", rtp=s, sdp=m, notes=notes)))
-    first_frame: dict[tuple[str, int, str, int], int] = {}
-    payloads: dict[tuple[str, int, str, int], list[bytes]] = {}
-    times: dict[tuple[str, int, str, int], list[int]] = {}
-    not_ts: set[tuple[str, int, str, int]] = set()
+            out.append((int(s.packets.frame[0]), VideoSource(name=str(k), rtp=s, sdp=m, notes=notes)))
+    # flows by (src, sport, dst, dport, encapsulation): subscribers of two tunnels stay apart
+    first_frame: dict[tuple[str, int, str, int, str], int] = {}
+    payloads: dict[tuple[str, int, str, int, str], list[bytes]] = {}
+    times: dict[tuple[str, int, str, int, str], list[int]] = {}
+    not_ts: set[tuple[str, int, str, int, str]] = set()
+    last_ns = scan.last_ns
     for b in read_udp_batches(name):
         ln = np.diff(b.offsets)
         for i in np.flatnonzero((ln >= _TS) & (ln % _TS == 0)).tolist():
-            key = (b.addresses[b.src[i]], int(b.sport[i]), b.addresses[b.dst[i]], int(b.dport[i]))
+            key = (b.addresses[b.src[i]], int(b.sport[i]), b.addresses[b.dst[i]], int(b.dport[i]),
+                   b.encapsulation_of(i))
             if key in rtp_keys or key in not_ts:
                 continue
             data = b.payload_of(i)
@@ -151,8 +167,12 @@ def find_video(capture: str | os.PathLike[str], *, sdp: str | os.PathLike[str] |
             times.setdefault(key, []).append(int(b.ts_ns[i]))
     for key, pays in payloads.items():
         if key not in not_ts and len(pays) >= _MIN_TS_DATAGRAMS:
-            src, sport, dst, dport = key
+            src, sport, dst, dport, encap = key
+            arr = np.asarray(times[key], dtype=np.int64)
+            # the rule of qoe.rtp.RtpStream.active_at_end (MPEG-TS has no BYE)
+            interval = (int(arr.max()) - int(arr.min())) / (arr.size - 1)
+            cut = last_ns is not None and last_ns - int(arr.max()) <= ACTIVE_AT_END_INTERVALS * interval
             out.append((first_frame[key], VideoSource(
-                name=f"{src}:{sport} -> {dst}:{dport}", payloads=tuple(pays),
-                arrival_ns=np.asarray(times[key], dtype=np.int64))))
+                name=f"{src}:{sport} -> {dst}:{dport}" + (f" via {encap}" if encap else ""), payloads=tuple(pays),
+                arrival_ns=arr, notes=(_cut_note(),) if cut else ())))
     return [v for _, v in sorted(out, key=lambda t: t[0])]

@@ -99,7 +99,10 @@ class ReceivedVideo:
     packets_received, packets_lost, packets_late : int
         Datagrams that arrived, sequence numbers never received (RTP only; 0 for plain
         UDP, whose losses show as continuity-counter errors), and packets dropped for
-        missing their playout deadline.
+        missing their playout deadline. For RTP, ``packets_received`` counts each sequence
+        number once: a copy of a packet (a capture that saw it twice, or a network
+        duplicate) is not a packet received, as ``tshark -z rtp,streams`` shows (its
+        "Lost" goes negative by the copies; the stream's ``stats.duplicates`` counts them).
     buffer : str
         The jitter buffer that set the deadlines (``"none"`` for plain UDP).
     units : list of AccessUnit
@@ -148,8 +151,7 @@ def _kept(stream: RtpStream, buffer: Any) -> tuple[np.ndarray, int, int, str]:
 
 
 def _stream_name(stream: RtpStream) -> str:
-    k = stream.key
-    return f"{k.src}:{k.sport} -> {k.dst}:{k.dport} ssrc=0x{k.ssrc:08x}"
+    return str(stream.key)
 
 
 def receive_rtp(
@@ -195,7 +197,7 @@ def receive_rtp(
     played, lost, late, buf = _kept(stream, buffer)
     idx = np.flatnonzero(played)
     common = dict(
-        name=_stream_name(stream), packets_received=len(p), packets_lost=lost, packets_late=late, buffer=buf,
+        name=_stream_name(stream), packets_received=int(np.unique(p.seq_ext).size), packets_lost=lost, packets_late=late, buffer=buf,
         start_pts=int(p.ts_ext[0]) if len(p) else None,
     )
     if name == "MP2T" or pt == 33:

@@ -111,6 +111,8 @@ class StreamFacts:
     frame_rate : float
         From the most common interval between presentation times (NaN: fewer than 2 frames).
     packets_received, packets_lost, packets_late : int
+        As :class:`qoe.video.receiver.ReceivedVideo`'s: an RTP packet the capture holds twice
+        is received once.
     ts_cc_errors : int
         MPEG-TS continuity-counter errors (0 for H.264 over RTP).
     frames_expected : int
@@ -499,7 +501,8 @@ def _undecoded(src: Any, reason: str) -> StreamFacts:
     codec = (src.sdp.encoding(rtp.payload_type) or (None,))[0] if src.sdp is not None else None
     return StreamFacts(
         name=src.name, transport="rtp", codec=(codec or rtp.codec or f"PT {rtp.payload_type}").lower(),
-        buffer="none", width=0, height=0, frame_rate=float("nan"), packets_received=rtp.stats.packets,
+        buffer="none", width=0, height=0, frame_rate=float("nan"),
+        packets_received=rtp.stats.packets - rtp.stats.duplicates,
         packets_lost=max(0, rtp.stats.lost), packets_late=0, ts_cc_errors=0, frames_expected=0, frames_decoded=0,
         frames_damaged=0, frames_untimed=0, frames_missing=0, freeze_events=0, freeze_s=0.0, keyframes_damaged=0,
         first_pts=0, last_pts=0, notes=(*src.notes, f"not decoded: {reason}"),
