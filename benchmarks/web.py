@@ -5,8 +5,9 @@ The capture is the one of ``benchmarks/web_tcp.py`` (N page loads of the seed pa
 fast-retransmitted segment in every second page; default N = 10^4, ``--short``: 10^3). Each
 in a fresh subprocess (peak RSS per run), on the whole capture and on its first half:
 
-- ``qoe.web.page_loads(path)``: TCP reassembly, HTTP/1.x transactions, DNS, page grouping,
-  PLT, diagnosis and G.1030 per page (everything ``qoe web pages`` does but printing);
+- ``qoe.web.iter_page_loads(path)``: TCP reassembly, HTTP/1.x transactions, DNS, page grouping,
+  PLT, diagnosis and G.1030 per page (everything ``qoe web pages`` does but printing), each
+  page counted as it is given and dropped (the streaming form of ``page_loads``);
 - ``tshark -r FILE -q -z http,tree`` (HTTP dissection with TCP reassembly: the tool people
   would otherwise use for transaction counts);
 - the same with ``-o tcp.reassemble_out_of_order:TRUE``: tshark's default leaves a PDU whose
@@ -46,16 +47,18 @@ from web_tcp import MSS, OBJECTS, request_bytes, response_bytes, write_capture  
 
 CHILD = r"""
 import json, resource, sys, time, warnings
-from qoe.web import page_loads
+from qoe.web import iter_page_loads
 path = sys.argv[1]
 t, c = time.perf_counter(), time.process_time()
+pages = tx = loss = 0
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
-    found = page_loads(path)
+    for p in iter_page_loads(path):  # each page as it is final, then dropped: memory flat
+        pages += 1
+        tx += p.objects
+        loss += p.diagnosis == "loss-dominated"
 dt, cpu = time.perf_counter() - t, time.process_time() - c
-tx = sum(p.objects for p in found)
-loss = sum(p.diagnosis == "loss-dominated" for p in found)
-print(json.dumps({"s": dt, "cpu": cpu, "pages": len(found), "tx": tx, "loss_dominated": loss,
+print(json.dumps({"s": dt, "cpu": cpu, "pages": pages, "tx": tx, "loss_dominated": loss,
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -144,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{'CPU vs tshark':>14s} {'peak RSS MB':>12s}")
         ratio = f"{ts['s'] / ours['s']:9.2f}x" if ts else f"{'':>10s}"
         cpu_ratio = f"{ts['cpu'] / ours['cpu']:13.2f}x" if ts else f"{'':>14s}"
-        print(f"{'qoe.web.page_loads':34s} {ours['s']:7.2f} {ours['cpu']:7.2f} {ours['tx'] / ours['s']:8.0f} "
+        print(f"{'qoe.web.iter_page_loads':34s} {ours['s']:7.2f} {ours['cpu']:7.2f} {ours['tx'] / ours['s']:8.0f} "
               f"{size_mb / ours['s']:7.1f} {ratio} {cpu_ratio} {ours['rss_mb']:12.0f}")
         if ours_half:
             print(f"{'  same, first half of the capture':34s} {ours_half['s']:7.2f} {ours_half['cpu']:7.2f} {'':>8s} "

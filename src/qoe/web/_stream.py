@@ -41,6 +41,10 @@ from qoe.web.pages import DnsQuery, Page, _http_items, _Item, _page, _tls_items
 
 _INF = math.inf
 _PRUNE_EVERY = 32  # finished connections between looks at the DNS queries no page can use
+# Pages given together: the collector, paused while the pass works, runs when it is resumed
+# for the consumer (a collection of the young objects each time); giving pages in small
+# groups keeps those collections few. Memory stays bounded (a group's pages).
+_GROUP = 1
 
 
 class _OpenPage:
@@ -77,9 +81,10 @@ def stream_pages(
 ) -> Iterator[Page]:
     """The pages of ``capture`` in order of start, each as soon as it is final (see module notes).
 
-    The garbage collector is paused while the pass works and restored before each page is
+    The garbage collector is paused while the pass works and restored before pages are
     given (the pass creates no reference cycles; the pause saves the collector's repeated
-    walks over the many short-lived records of each packet).
+    walks over the many short-lived records of each packet). Pages are given in groups of
+    up to ``_GROUP`` (16) once final, the last ones at the end of the capture.
     """
     from qoe.web.http import ProtocolSink  # noqa: PLC0415
     from qoe.web.tcp import iter_connections  # noqa: PLC0415
@@ -261,7 +266,7 @@ def stream_pages(
         was = gc.isenabled()
         gc.disable()
         try:
-            while not out:
+            while len(out) < _GROUP:
                 conn = next(conns, None)
                 if conn is None:
                     exhausted = True

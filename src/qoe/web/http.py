@@ -431,7 +431,7 @@ class HttpSink:
 
     def data(self, direction: int, ts_ns: int, offset: int, payload: bytes) -> None:
         """Bytes ``[offset, offset + len(payload))`` of ``direction``, delivered at ``ts_ns``."""
-        h = self._half(direction)
+        h = self._req if direction == CLIENT else self._resp if direction == SERVER else self._half(direction)
         expected = h.received + h.missing
         n = len(payload)
         if h.mode == _SKIP and offset == expected and n and (h.skip_left is None or n < h.skip_left):

@@ -51,6 +51,7 @@ References
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 from bisect import bisect_left, bisect_right
@@ -604,8 +605,14 @@ def page_loads(
         :func:`build_pages` makes of the capture's transactions, connections, TLS sessions and
         DNS queries.
     """
-    return list(iter_page_loads(capture, idle_gap_s=idle_gap_s, preset=preset, bounds=bounds, share=share,
-                                limits=limits))
+    found = iter_page_loads(capture, idle_gap_s=idle_gap_s, preset=preset, bounds=bounds, share=share, limits=limits)
+    was = gc.isenabled()
+    gc.disable()  # no consumer code runs in between: the collector stays paused the whole pass
+    try:
+        return list(found)
+    finally:
+        if was:
+            gc.enable()
 
 
 def iter_page_loads(
@@ -622,7 +629,7 @@ def iter_page_loads(
     Parameters and pages as :func:`page_loads` (in the same order, with the same indices). A
     page is final once no item can join it any more: about ``idle_gap_s`` after its last byte,
     plus ``limits.close_delay_s`` (a connection's TCP facts are final that long after it
-    closed). What is held meanwhile: the connections being reassembled, the pages still open
+    closed); they come in small groups (up to 16). What is held meanwhile: the connections being reassembled, the pages still open
     and the DNS queries they may start with; an HTTP or TLS connection that stays open holds
     back the pages that start after it opened until it closes (``qoe.web._stream``).
 
