@@ -20,18 +20,24 @@ same as the batch path's. What it holds at a time:
 An item can only be grouped once its connection is final (its TCP facts are part of its
 page's score), so a page is given about ``TcpLimits.close_delay_s + idle_gap_s`` after its
 last connection closed, and an HTTP or TLS connection that stays open holds back every page
-that starts after its first packet until it closes (memory then grows with the activity in
-that span). Connections that carry neither HTTP nor TLS hold nothing back.
+that starts after its first bytes until it closes (memory then grows with the activity in
+that span). Connections that carry neither HTTP nor TLS, and connections that have not
+carried a byte yet (an unanswered SYN), hold no page back (the DNS queries just before
+their SYN are kept: a page of theirs would start at it).
 
 Timestamps are assumed to grow along the capture (what a single capture point writes); in a
 capture whose times go backwards the pages are still all given, but one starting before an
-earlier-given page can have a higher index than the batch path would give it.
+earlier-given page can have a higher index than the batch path would give it. Two rare
+items start before their connection's first bytes and can be grouped late in the same way:
+a TLS connection whose ClientHello could not be read (it starts at the SYN) and a response
+to a request that could not be parsed.
 """
 
 from __future__ import annotations
 
 import gc
 import heapq
+from bisect import bisect_left
 import math
 from collections.abc import Iterator
 from dataclasses import replace
@@ -93,18 +99,28 @@ def stream_pages(
     first_ts: dict[int, int] = {}  # connections not final yet -> first packet time
     waiting: list[tuple[int, int]] = []  # heap of (first_ts, index) over first_ts (lazy deletion)
     active: dict[int, int] = {}  # connections whose items are not all grouped -> first packet time
-    active_heap: list[tuple[int, int]] = []
+    active_heap: list[tuple[int, int]] = []  # (first_ts, index) of the active ones that carried bytes
+    silent: dict[int, int] = {}  # connections without a byte yet -> first packet time
     remaining: dict[int, int] = {}  # items of a final connection not grouped yet
     clock = [-1]  # the latest first packet time seen: no future connection starts before it
 
+    def started(sink: Any, ts: int) -> None:
+        """A connection's first bytes: its items (if any) start no earlier."""
+        i = sink.conn.index
+        heapq.heappush(waiting, (ts, i))
+        t = silent.pop(i, None)
+        if t is not None:
+            heapq.heappush(active_heap, (t, i))  # a page of its items can start at its SYN
+
     def factory(cid: Any) -> Any:
-        sink = ProtocolSink(cid)
+        # until its first bytes, a connection can only produce items that start after them:
+        # it holds nothing back (an unanswered SYN would otherwise hold every later page)
+        sink = ProtocolSink(cid, on_started=started)
         i, t = cid.index, cid.first_ts_ns
         sinks[i] = sink
         first_ts[i] = t
         active[i] = t
-        heapq.heappush(waiting, (t, i))
-        heapq.heappush(active_heap, (t, i))
+        silent[i] = t
         if t > clock[0]:
             clock[0] = t
         return sink
@@ -132,7 +148,7 @@ def stream_pages(
             if s is not None and s.protocol == "unknown":  # neither HTTP nor TLS: no items
                 heapq.heappop(waiting)
                 continue
-            return t
+            return min(t, clock[0])
         return clock[0]
 
     def push_close(p: _OpenPage, at: float) -> None:
@@ -243,6 +259,7 @@ def stream_pages(
         """A connection is final: its items join the heap."""
         i = conn.id.index
         first_ts.pop(i, None)
+        silent.pop(i, None)
         sink = sinks.pop(i, None)
         res = sink.result() if sink is not None else None
         found: list[_Item] = []
@@ -280,7 +297,7 @@ def stream_pages(
                 settle(watermark())
                 finished += 1
                 if finished % _PRUNE_EVERY == 0:
-                    dns.prune(lower_bound() - gap)
+                    dns.prune(lower_bound() - gap, sorted(silent.values()), gap)
         finally:
             if was:
                 gc.enable()
@@ -318,14 +335,22 @@ class _DnsBuffer:
         qs.sort(key=_ts)
         return qs
 
-    def prune(self, before: float) -> None:
-        """Forget the queries before ``before`` (no page left to score can use them)."""
+    def prune(self, before: float, syns: list[int], gap: int) -> None:
+        """Forget the queries before ``before`` that no page left to score can use: those not
+        within ``gap`` before one of ``syns`` (sorted first packet times of the connections
+        without bytes yet: a page of theirs would start there)."""
         for client in list(self._by_client):
-            qs = [q for q in self._by_client[client] if q.ts_ns >= before]
+            qs = [q for q in self._by_client[client] if q.ts_ns >= before or _near(q.ts_ns, syns, gap)]
             if qs:
                 self._by_client[client] = qs
             else:
                 del self._by_client[client]
+
+
+def _near(ts: int, syns: list[int], gap: int) -> bool:
+    """Is there a time in sorted ``syns`` within ``[ts, ts + gap]``?"""
+    k = bisect_left(syns, ts)
+    return k < len(syns) and syns[k] <= ts + gap
 
 
 def _ts(q: DnsQuery) -> int:
