@@ -186,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
             b = _parts(path)
             ts = _tshark(path)
             stages = (("reading the segments (tcp_segment_rows)", b["rows"]),
-                      ("TCP state machine", b["tcp"] - b["rows"]), ("HTTP parsing (ProtocolSink)", b["http"] - b["tcp"]),
+                      ("TCP state machine", b["tcp"] - b["rows"]),
+                      ("HTTP parsing (ProtocolSink)", b["http"] - b["tcp"]),
                       ("pages: DNS read, grouping, scoring", b["pages"] - b["http"]))
             print(f"{'stage':44s} {'CPU s':>7s} {'share':>6s}")
             for name, v in stages:

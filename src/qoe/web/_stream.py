@@ -47,10 +47,6 @@ from qoe.web.pages import DnsQuery, Page, _http_items, _Item, _page, _tls_items
 
 _INF = math.inf
 _PRUNE_EVERY = 32  # finished connections between looks at the DNS queries no page can use
-# Pages given together: the collector, paused while the pass works, runs when it is resumed
-# for the consumer (a collection of the young objects each time); giving pages in small
-# groups keeps those collections few. Memory stays bounded (a group's pages).
-_GROUP = 1
 
 
 class _OpenPage:
@@ -89,8 +85,7 @@ def stream_pages(
 
     The garbage collector is paused while the pass works and restored before pages are
     given (the pass creates no reference cycles; the pause saves the collector's repeated
-    walks over the many short-lived records of each packet). Pages are given in groups of
-    up to ``_GROUP`` (16) once final, the last ones at the end of the capture.
+    walks over the many short-lived records of each packet).
     """
     from qoe.web.http import ProtocolSink  # noqa: PLC0415
     from qoe.web.tcp import iter_connections  # noqa: PLC0415
@@ -188,7 +183,8 @@ def stream_pages(
             target.end = it.end_ns
         if it.end_ns > c.busy_until:
             c.busy_until = it.end_ns
-        if it.txn is not None and it.txn.url and (it.txn.content_type or "").startswith(("text/html", "application/xhtml")):
+        ctype = (it.txn.content_type or "") if it.txn is not None else ""
+        if it.txn is not None and it.txn.url and ctype.startswith(("text/html", "application/xhtml")):
             old = c.docs.get(it.txn.url)
             c.docs[it.txn.url] = target
             target.docs.append(it.txn.url)
@@ -283,7 +279,7 @@ def stream_pages(
         was = gc.isenabled()
         gc.disable()
         try:
-            while len(out) < _GROUP:
+            while not out:
                 conn = next(conns, None)
                 if conn is None:
                     exhausted = True

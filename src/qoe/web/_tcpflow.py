@@ -252,7 +252,8 @@ class _Conn:
 
     def _ack(self, h: _Half, tcp: Any, ts: int, flags: int) -> None:
         """An ACK from the receiver of ``h``'s bytes."""
-        if tcp[_ACK] == h.ack_raw and tcp[_DLEN] and not tcp[_SACK] and -HALF32 <= h.acked - h.high < HALF32:  # type: ignore[operator]
+        if (tcp[_ACK] == h.ack_raw and tcp[_DLEN] and not tcp[_SACK]
+                and -HALF32 <= h.acked - h.high < HALF32):  # type: ignore[operator]
             # the common case of a data segment repeating the highest ACK: the offset it
             # names is ``acked`` again (same number, within 2**31 of high), so of the steps
             # below only the window is kept (no new bytes acknowledged, not a duplicate ACK:

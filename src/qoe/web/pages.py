@@ -629,7 +629,7 @@ def iter_page_loads(
     Parameters and pages as :func:`page_loads` (in the same order, with the same indices). A
     page is final once no item can join it any more: about ``idle_gap_s`` after its last byte,
     plus ``limits.close_delay_s`` (a connection's TCP facts are final that long after it
-    closed); they come in small groups (up to 16). What is held meanwhile: the connections being reassembled, the pages still open
+    closed). What is held meanwhile: the connections being reassembled, the pages still open
     and the DNS queries they may start with; an HTTP or TLS connection that stays open holds
     back the pages that start after it opened until it closes (``qoe.web._stream``).
 
