@@ -5,8 +5,9 @@ The capture is the one of ``benchmarks/web_tcp.py`` (N page loads of the seed pa
 fast-retransmitted segment in every second page; default N = 10^4, ``--short``: 10^3). Each
 in a fresh subprocess (peak RSS per run), on the whole capture and on its first half:
 
-- ``qoe.web.page_loads(path)``: TCP reassembly, HTTP/1.x transactions, DNS, page grouping,
-  PLT, diagnosis and G.1030 per page (everything ``qoe web pages`` does but printing);
+- ``qoe.web.iter_page_loads(path)``: TCP reassembly, HTTP/1.x transactions, DNS, page grouping,
+  PLT, diagnosis and G.1030 per page (everything ``qoe web pages`` does but printing), each
+  page counted as it is given and dropped (the streaming form of ``page_loads``);
 - ``tshark -r FILE -q -z http,tree`` (HTTP dissection with TCP reassembly: the tool people
   would otherwise use for transaction counts);
 - the same with ``-o tcp.reassemble_out_of_order:TRUE``: tshark's default leaves a PDU whose
@@ -22,7 +23,10 @@ the half and whole runs agree), and compares the number of HTTP responses with t
 Timings on a shared machine are noisy: compare the ratios of one run (the CPU ratio is
 the steadier one when other processes compete for the cores). Usage::
 
-    python benchmarks/web.py [--short] [--pages N] [--keep FILE]
+    python benchmarks/web.py [--short] [--pages N] [--keep FILE] [--parts]
+
+``--parts`` prints instead where qoe's time goes: each stage alone (best of 3, the
+collector paused), with tshark's CPU time on the same capture.
 """
 
 from __future__ import annotations
@@ -46,16 +50,18 @@ from web_tcp import MSS, OBJECTS, request_bytes, response_bytes, write_capture  
 
 CHILD = r"""
 import json, resource, sys, time, warnings
-from qoe.web import page_loads
+from qoe.web import iter_page_loads
 path = sys.argv[1]
 t, c = time.perf_counter(), time.process_time()
+pages = tx = loss = 0
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
-    found = page_loads(path)
+    for p in iter_page_loads(path):  # each page as it is final, then dropped: memory flat
+        pages += 1
+        tx += p.objects
+        loss += p.diagnosis == "loss-dominated"
 dt, cpu = time.perf_counter() - t, time.process_time() - c
-tx = sum(p.objects for p in found)
-loss = sum(p.diagnosis == "loss-dominated" for p in found)
-print(json.dumps({"s": dt, "cpu": cpu, "pages": len(found), "tx": tx, "loss_dominated": loss,
+print(json.dumps({"s": dt, "cpu": cpu, "pages": pages, "tx": tx, "loss_dominated": loss,
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -93,6 +99,50 @@ def _h11_floor(pages: int) -> dict:
     return json.loads(out.stdout)
 
 
+PARTS = r"""
+import gc, json, sys, time, warnings
+warnings.simplefilter("ignore")
+from qoe.capture import tcp_segment_rows
+from qoe.web import iter_page_loads
+from qoe.web.http import ProtocolSink
+from qoe.web.tcp import iter_connections
+path = sys.argv[1]
+def rows():
+    for _ in tcp_segment_rows(path):
+        pass
+def tcp():
+    for _ in iter_connections(path):
+        pass
+def http():
+    sinks = {}
+    def make(cid):
+        s = sinks[cid.index] = ProtocolSink(cid)
+        return s
+    for c in iter_connections(path, sinks=make):
+        sinks.pop(c.id.index).result()
+def pages():
+    for _ in iter_page_loads(path):
+        pass
+best = {}
+for _ in range(3):
+    for name, fn in (("rows", rows), ("tcp", tcp), ("http", http), ("pages", pages)):
+        gc.disable()
+        c = time.process_time()
+        fn()
+        best[name] = min(best.get(name, 1e9), time.process_time() - c)
+        gc.enable()
+print(json.dumps(best))
+"""
+
+
+def _parts(path: str) -> dict:
+    """CPU seconds of each stage alone (best of 3, collector paused): reading the segments,
+    + the TCP state machine, + HTTP parsing, + pages (DNS, grouping, scoring)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "src"), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", PARTS, path], check=True, capture_output=True, text=True, env=env)
+    return json.loads(out.stdout)
+
+
 def _qoe(path: str) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "src"), os.environ.get("PYTHONPATH", "")])}
     out = subprocess.run([sys.executable, "-c", CHILD, path], check=True, capture_output=True, text=True, env=env)
@@ -123,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--short", action="store_true", help="10^3 page loads instead of 10^4")
     ap.add_argument("--pages", type=int, default=None, help="number of page loads")
     ap.add_argument("--keep", default=None, help="write the capture here and keep it")
+    ap.add_argument("--parts", action="store_true",
+                    help="only where qoe's time goes: each stage alone, and tshark (CPU s)")
     args = ap.parse_args(argv)
     n = args.pages or (1000 if args.short else 10_000)
     with tempfile.TemporaryDirectory() as tmp:
@@ -130,6 +182,20 @@ def main(argv: list[str] | None = None) -> int:
         packets = write_capture(path, n)
         size_mb = os.path.getsize(path) / 1e6
         print(f"capture: {n} page loads, {packets} packets, {size_mb:.1f} MB ({path})")
+        if args.parts:
+            b = _parts(path)
+            ts = _tshark(path)
+            stages = (("reading the segments (tcp_segment_rows)", b["rows"]),
+                      ("TCP state machine", b["tcp"] - b["rows"]),
+                      ("HTTP parsing (ProtocolSink)", b["http"] - b["tcp"]),
+                      ("pages: DNS read, grouping, scoring", b["pages"] - b["http"]))
+            print(f"{'stage':44s} {'CPU s':>7s} {'share':>6s}")
+            for name, v in stages:
+                print(f"{name:44s} {v:7.2f} {v / b['pages']:6.0%}")
+            print(f"{'total (iter_page_loads)':44s} {b['pages']:7.2f}")
+            if ts:
+                print(f"{'tshark -q -z http,tree':44s} {ts['cpu']:7.2f}")
+            return 0
         half = os.path.join(tmp, "half.pcap")
         have_half = shutil.which("editcap") is not None
         if have_half:
@@ -144,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{'CPU vs tshark':>14s} {'peak RSS MB':>12s}")
         ratio = f"{ts['s'] / ours['s']:9.2f}x" if ts else f"{'':>10s}"
         cpu_ratio = f"{ts['cpu'] / ours['cpu']:13.2f}x" if ts else f"{'':>14s}"
-        print(f"{'qoe.web.page_loads':34s} {ours['s']:7.2f} {ours['cpu']:7.2f} {ours['tx'] / ours['s']:8.0f} "
+        print(f"{'qoe.web.iter_page_loads':34s} {ours['s']:7.2f} {ours['cpu']:7.2f} {ours['tx'] / ours['s']:8.0f} "
               f"{size_mb / ours['s']:7.1f} {ratio} {cpu_ratio} {ours['rss_mb']:12.0f}")
         if ours_half:
             print(f"{'  same, first half of the capture':34s} {ours_half['s']:7.2f} {ours_half['cpu']:7.2f} {'':>8s} "

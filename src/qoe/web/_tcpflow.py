@@ -63,7 +63,7 @@ class _Half:
 
     __slots__ = (
         "d", "base", "isn", "syn_ts", "nxt", "high", "holes", "ooo",
-        "ooo_bytes", "sent", "sent_head", "pl_head", "pl_bytes", "acked", "ack_win", "dupacks",
+        "ooo_bytes", "sent", "sent_head", "pl_head", "pl_bytes", "acked", "ack_raw", "ack_win", "dupacks",
         "sack_hi", "episode", "recover", "fin", "fin_ts", "closed", "gap_off", "gap_len",
         "gap_ts", "last_ts", "mss", "wscale", "sack_ok", "syn_tx", "rack_ts",
         # counters
@@ -93,6 +93,7 @@ class _Half:
         self.pl_head = 0  # records before it have let go of their payload
         self.pl_bytes = 0
         self.acked: int | None = None  # highest cumulative ACK from the receiver (offset)
+        self.ack_raw: int | None = None  # its raw acknowledgment number
         self.ack_win = -1
         self.dupacks = 0
         self.sack_hi: int | None = None
@@ -223,6 +224,7 @@ class _Conn:
         if h.isn is None:
             h.isn = tcp[_SEQ]
             h.base = (tcp[_SEQ] + 1) & M32
+            h.ack_raw = None  # (offsets are counted from here now)
             h.syn_ts = ts
             h.mss, h.wscale, h.sack_ok = tcp[_MSS], tcp[_WSCALE], tcp[_SACK_OK]
             h.sent.append([-1, 0, ts, 0, b"", ts, tcp[_HDR]])  # the SYN takes sequence number ISN (offset -1)
@@ -250,6 +252,14 @@ class _Conn:
 
     def _ack(self, h: _Half, tcp: Any, ts: int, flags: int) -> None:
         """An ACK from the receiver of ``h``'s bytes."""
+        if (tcp[_ACK] == h.ack_raw and tcp[_DLEN] and not tcp[_SACK]
+                and -HALF32 <= h.acked - h.high < HALF32):  # type: ignore[operator]
+            # the common case of a data segment repeating the highest ACK: the offset it
+            # names is ``acked`` again (same number, within 2**31 of high), so of the steps
+            # below only the window is kept (no new bytes acknowledged, not a duplicate ACK:
+            # it carries data)
+            h.ack_win = tcp[_WIN]
+            return
         base = h.base
         if base is None:  # the receiver acknowledges a stream we have not seen: it starts there
             base = h.base = tcp[_ACK]
@@ -259,6 +269,7 @@ class _Conn:
         acked = h.acked
         if acked is None or a > acked:
             h.acked = a
+            h.ack_raw = tcp[_ACK]
             h.dupacks = 0
             sent = h.sent
             i = head = h.sent_head

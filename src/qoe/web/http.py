@@ -431,7 +431,7 @@ class HttpSink:
 
     def data(self, direction: int, ts_ns: int, offset: int, payload: bytes) -> None:
         """Bytes ``[offset, offset + len(payload))`` of ``direction``, delivered at ``ts_ns``."""
-        h = self._half(direction)
+        h = self._req if direction == CLIENT else self._resp if direction == SERVER else self._half(direction)
         expected = h.received + h.missing
         n = len(payload)
         if h.mode == _SKIP and offset == expected and n and (h.skip_left is None or n < h.skip_left):
@@ -1067,6 +1067,10 @@ class ProtocolSink:
         the decision.
     on_finished : callable, optional, keyword-only
         Called with this sink once both directions have closed.
+    on_started : callable, optional, keyword-only
+        Called once, as ``on_started(sink, ts_ns)``, with the capture time of the first
+        bytes delivered in either direction (nothing before it can become a transaction
+        that starts earlier: what a streaming reader needs to know).
     """
 
     def __init__(
@@ -1077,6 +1081,7 @@ class ProtocolSink:
         max_head_bytes: int = DEFAULT_MAX_HEAD_BYTES,
         max_held_bytes: int = DEFAULT_MAX_HELD_BYTES,
         on_finished: Callable[[ProtocolSink], None] | None = None,
+        on_started: Callable[[ProtocolSink, int], None] | None = None,
     ) -> None:
         bad = set(protocols) - {"http", "tls"}
         if bad:
@@ -1086,6 +1091,7 @@ class ProtocolSink:
         self._max_head = max_head_bytes
         self._max_held = max_held_bytes
         self._on_finished = on_finished
+        self._on_started = on_started
         self._inner: HttpSink | TlsSink | UnknownSink | None = None
         self._pending: list[tuple[int, int, int, int, Any]] = []
         self._pending_bytes = 0
@@ -1107,6 +1113,9 @@ class ProtocolSink:
         if self._inner is not None:
             self._inner.data(direction, ts_ns, offset, payload)
             return
+        if self._on_started is not None:
+            started, self._on_started = self._on_started, None
+            started(self, ts_ns)
         self._pending.append((0, direction, ts_ns, offset, bytes(payload)))
         self._pending_bytes += len(payload)
         if direction == CLIENT:

@@ -7,7 +7,8 @@ then the objects it pulls, until the client goes quiet. The rules:
 * Items are a client's HTTP transactions (:mod:`qoe.web.http`) and its TLS connections
   (:mod:`qoe.web.tls`: the requests inside are encrypted, so an HTTPS page is its
   connections to one server name and the ones opened while it loads).
-* A transaction whose ``Referer`` is the URL of a document of an open page belongs to it.
+* A transaction whose ``Referer`` is the URL of a document of an open page (one whose last
+  byte is at most ``idle_gap_s`` before the transaction starts) belongs to it.
   Otherwise an item starts a new page when it begins more than ``idle_gap_s`` (default 2 s)
   after the last byte of everything before it; a TLS connection also does when its server
   name differs from the page's and the page is not loading any more.
@@ -50,10 +51,11 @@ References
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -63,8 +65,8 @@ from qoe.errors import InputError
 from qoe.options import OptionsBase
 from qoe.report import as_dict, brief
 
-__all__ = ["Page", "WebOptions", "DnsQuery", "build_pages", "page_loads", "pages_from_har", "to_har_pages", "dns_queries",
-           "DEFAULT_IDLE_GAP_S"]
+__all__ = ["Page", "WebOptions", "DnsQuery", "build_pages", "page_loads", "iter_page_loads", "pages_from_har",
+           "to_har_pages", "dns_queries", "iter_dns_queries", "DEFAULT_IDLE_GAP_S"]
 
 #: An item starting more than this after the last byte of everything before it starts a page.
 DEFAULT_IDLE_GAP_S = 2.0
@@ -74,6 +76,9 @@ _IW_SEGMENTS = 10
 _DEFAULT_MSS = 536
 # RFC 1035 §4.2.1: DNS over UDP on port 53.
 _DNS_PORT = 53
+# UDP datagrams read at a time for DNS: a batch holds its datagrams until it is full, so a
+# small one keeps the lazy DNS reader of iter_page_loads from holding a capture's UDP
+_DNS_BATCH = 256
 _NS = 1e9
 _TLS13 = 0x0304
 
@@ -272,6 +277,7 @@ class _Item:
     txn: Any = None  # an HTTP Transaction
     tls: Any = None  # a TLS session
     server_name: str | None = None
+    tcp: Any = None  # its qoe.web.tcp.Connection (the streaming path)
 
 
 def _http_items(transactions: Iterable[Any]) -> list[_Item]:
@@ -303,19 +309,22 @@ def _tls_items(sessions: Iterable[Any], conns: Mapping[int, Any]) -> list[_Item]
 def _group(items: list[_Item], idle_gap_ns: int) -> list[list[_Item]]:
     """Pages of one client's items (sorted by start), by Referer, idle gap and server name."""
     pages: list[list[_Item]] = []
+    ends: list[int] = []  # per page: its last byte
     docs: dict[str, int] = {}  # URL of a document -> its page
     busy_until = -1
     for it in items:
         ref = it.txn.referer if it.txn is not None else None
         other_server = it.tls is not None and bool(pages) and it.server_name != pages[-1][0].server_name
-        if ref is not None and ref in docs:
+        if ref is not None and ref in docs and it.start_ns <= ends[docs[ref]] + idle_gap_ns:
             k = docs[ref]
         elif pages and it.start_ns <= busy_until + idle_gap_ns and not (other_server and it.start_ns > busy_until):
             k = len(pages) - 1
         else:
             pages.append([])
+            ends.append(-1)
             k = len(pages) - 1
         pages[k].append(it)
+        ends[k] = max(ends[k], it.end_ns)
         busy_until = max(busy_until, it.end_ns)
         ctype = (it.txn.content_type or "") if it.txn is not None else ""
         if it.txn is not None and it.txn.url and ctype.startswith(("text/html", "application/xhtml")):
@@ -550,20 +559,23 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
 
 def dns_queries(capture: str | os.PathLike[str]) -> list[DnsQuery]:
     """The DNS queries (UDP to port 53) of a capture, in capture order (RFC 1035 §4.1)."""
+    return list(iter_dns_queries(capture))
+
+
+def iter_dns_queries(capture: str | os.PathLike[str]) -> Iterator[DnsQuery]:
+    """:func:`dns_queries` one at a time, as the capture is read."""
     import dpkt  # noqa: PLC0415
 
     from qoe.capture import read_udp_batches  # noqa: PLC0415
 
-    out = []
-    for b in read_udp_batches(capture):
+    for b in read_udp_batches(capture, batch_size=_DNS_BATCH):
         for i in np.flatnonzero(b.dport == _DNS_PORT).tolist():
             try:
                 msg = dpkt.dns.DNS(b.payload_of(i))
             except (dpkt.UnpackError, IndexError, ValueError):
                 continue
             if msg.qr == dpkt.dns.DNS_Q and msg.qd:
-                out.append(DnsQuery(ts_ns=int(b.ts_ns[i]), client=b.addresses[b.src[i]], name=msg.qd[0].name))
-    return out
+                yield DnsQuery(ts_ns=int(b.ts_ns[i]), client=b.addresses[b.src[i]], name=msg.qd[0].name)
 
 
 def page_loads(
@@ -589,16 +601,63 @@ def page_loads(
     Returns
     -------
     list of Page
+        In order of their start: ``list(iter_page_loads(capture, ...))``, the same pages as
+        :func:`build_pages` makes of the capture's transactions, connections, TLS sessions and
+        DNS queries.
     """
-    from qoe.web.http import Collector  # noqa: PLC0415
-    from qoe.web.tcp import TcpLimits, connections  # noqa: PLC0415
+    found = iter_page_loads(capture, idle_gap_s=idle_gap_s, preset=preset, bounds=bounds, share=share, limits=limits)
+    was = gc.isenabled()
+    gc.disable()  # no consumer code runs in between: the collector stays paused the whole pass
+    try:
+        return list(found)
+    finally:
+        if was:
+            gc.enable()
 
-    collector = Collector()
-    conns = connections(capture, sinks=collector, limits=limits if limits is not None else TcpLimits())
-    return build_pages(
-        collector.transactions(), connections=conns, tls=collector.tls_sessions(), dns=dns_queries(capture),
-        idle_gap_s=idle_gap_s, preset=preset, bounds=tuple(bounds) if bounds is not None else None, share=share,
-    )
+
+def iter_page_loads(
+    capture: str | os.PathLike[str],
+    *,
+    idle_gap_s: float = DEFAULT_IDLE_GAP_S,
+    preset: str = "access",
+    bounds: Sequence[float] | None = None,
+    share: float = 0.5,
+    limits: Any = None,
+) -> Iterator[Page]:
+    """:func:`page_loads` as a stream: each page as soon as it is final, in memory flat in the capture's size.
+
+    Parameters and pages as :func:`page_loads` (in the same order, with the same indices). A
+    page is final once no item can join it any more: about ``idle_gap_s`` after its last byte,
+    plus ``limits.close_delay_s`` (a connection's TCP facts are final that long after it
+    closed). What is held meanwhile: the connections being reassembled, the pages still open
+    and the DNS queries they may start with; an HTTP or TLS connection that stays open holds
+    back the pages that start after it opened until it closes (``qoe.web._stream``).
+
+    Yields
+    ------
+    Page
+
+    Raises
+    ------
+    InputError
+        A parameter is out of range (at the call).
+    CaptureError
+        The file cannot be read as a capture (at the call).
+    """
+    from qoe.web._stream import stream_pages  # noqa: PLC0415
+    from qoe.web.g1030 import PRESETS  # noqa: PLC0415
+    from qoe.web.tcp import TcpLimits, iter_connections  # noqa: PLC0415
+
+    if not (isinstance(idle_gap_s, (int, float)) and idle_gap_s > 0 and math.isfinite(idle_gap_s)):
+        raise InputError(f"idle_gap_s must be a positive number of seconds; given {idle_gap_s!r}")
+    if not 0 < share <= 1:
+        raise InputError(f"share must be in (0, 1]; given {share!r}")
+    b = tuple(bounds) if bounds is not None else None
+    _mos(1.0, preset, b)  # the preset or bounds are checked where they are used, now
+    limits = limits if limits is not None else TcpLimits()
+    iter_connections(capture, limits=limits)  # checks the limits and the file now, reads nothing
+    return stream_pages(capture, gap=int(round(idle_gap_s * _NS)), preset=preset, bounds=b, share=share,
+                        limits=limits)
 
 
 def pages_from_har(

@@ -1,0 +1,347 @@
+"""Page loads from a capture in one streaming pass, in memory flat in the capture's size.
+
+:func:`qoe.web.pages.iter_page_loads` is this generator. It runs TCP reassembly
+(:func:`qoe.web.tcp.iter_connections`) with one protocol-sniffing sink per connection
+(:class:`qoe.web.http.ProtocolSink`), and reads the DNS queries (a second, lazy reader of the
+same file), and groups the items (HTTP transactions, TLS connections) into pages with the
+rules of :func:`qoe.web.pages.build_pages`, applied in the same order, so the pages are the
+same as the batch path's. What it holds at a time:
+
+* the connections being tracked by TCP reassembly (bounded by :class:`qoe.web.tcp.TcpLimits`)
+  and the parser state of their sinks;
+* the items of finished connections that may still join a page (items are grouped in order of
+  their start: an item is grouped once every connection that could still produce an earlier
+  one has finished);
+* the pages still open (an open page is one that an item could still join: less than
+  ``idle_gap_s`` of capture time since its last byte, see :func:`qoe.web.pages.build_pages`),
+  and the finished pages that wait for an earlier-starting page to be given first;
+* the DNS queries that a page not yet scored could still start with.
+
+An item can only be grouped once its connection is final (its TCP facts are part of its
+page's score), so a page is given about ``TcpLimits.close_delay_s + idle_gap_s`` after its
+last connection closed, and an HTTP or TLS connection that stays open holds back every page
+that starts after its first bytes until it closes (memory then grows with the activity in
+that span). Connections that carry neither HTTP nor TLS, and connections that have not
+carried a byte yet (an unanswered SYN), hold no page back (the DNS queries just before
+their SYN are kept: a page of theirs would start at it).
+
+Timestamps are assumed to grow along the capture (what a single capture point writes); in a
+capture whose times go backwards the pages are still all given, but one starting before an
+earlier-given page can have a higher index than the batch path would give it. Two rare
+items start before their connection's first bytes and can be grouped late in the same way:
+a TLS connection whose ClientHello could not be read (it starts at the SYN) and a response
+to a request that could not be parsed.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_left
+import math
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+from qoe.web.pages import DnsQuery, Page, _http_items, _Item, _page, _tls_items
+
+_INF = math.inf
+_PRUNE_EVERY = 32  # finished connections between looks at the DNS queries no page can use
+
+
+class _OpenPage:
+    """A page being grouped (an item may still join it)."""
+
+    __slots__ = ("client", "key", "items", "end", "docs", "close_at", "base_start", "done")
+
+    def __init__(self, client: str, key: tuple[int, int, int], base_start: int) -> None:
+        self.client = client
+        self.key = key  # (first item start, client rank, page number of the client): batch order
+        self.items: list[_Item] = []
+        self.end = -1  # last byte of its items
+        self.docs: list[str] = []  # document URLs that point here
+        self.close_at = _INF
+        self.base_start = base_start  # its start before a DNS query can pull it earlier
+        self.done = False
+
+
+class _Client:
+    """Grouping state of one client (as ``qoe.web.pages._group`` keeps it)."""
+
+    __slots__ = ("rank", "pages", "docs", "busy_until", "serial")
+
+    def __init__(self, rank: int) -> None:
+        self.rank = rank
+        self.pages: list[_OpenPage] = []  # open pages, oldest first; the last one is the client's last
+        self.docs: dict[str, _OpenPage] = {}
+        self.busy_until = -1
+        self.serial = 0
+
+
+def stream_pages(
+    capture: Any, *, gap: int, preset: str, bounds: tuple[float, float] | None, share: float, limits: Any,
+) -> Iterator[Page]:
+    """The pages of ``capture`` in order of start, each as soon as it is final (see module notes).
+
+    The garbage collector is left alone: pausing it between pages (and running it while the
+    consumer has the page) measured no faster, since the collections then find as many
+    young records to walk. ``page_loads``, where no consumer code runs, pauses it for the
+    whole pass (the pass creates no reference cycles).
+    """
+    from qoe.web.http import ProtocolSink  # noqa: PLC0415
+    from qoe.web.tcp import iter_connections  # noqa: PLC0415
+
+    sinks: dict[int, Any] = {}  # connection index -> its sink, until the connection is final
+    first_ts: dict[int, int] = {}  # connections not final yet -> first packet time
+    waiting: list[tuple[int, int]] = []  # heap of (first_ts, index) over first_ts (lazy deletion)
+    active: dict[int, int] = {}  # connections whose items are not all grouped -> first packet time
+    active_heap: list[tuple[int, int]] = []  # (first_ts, index) of the active ones that carried bytes
+    silent: dict[int, int] = {}  # connections without a byte yet -> first packet time
+    remaining: dict[int, int] = {}  # items of a final connection not grouped yet
+    clock = [-1]  # the latest first packet time seen: no future connection starts before it
+
+    def started(sink: Any, ts: int) -> None:
+        """A connection's first bytes: its items (if any) start no earlier."""
+        i = sink.conn.index
+        heapq.heappush(waiting, (ts, i))
+        t = silent.pop(i, None)
+        if t is not None:
+            heapq.heappush(active_heap, (t, i))  # a page of its items can start at its SYN
+
+    def factory(cid: Any) -> Any:
+        # until its first bytes, a connection can only produce items that start after them:
+        # it holds nothing back (an unanswered SYN would otherwise hold every later page)
+        sink = ProtocolSink(cid, on_started=started)
+        i, t = cid.index, cid.first_ts_ns
+        sinks[i] = sink
+        first_ts[i] = t
+        active[i] = t
+        silent[i] = t
+        if t > clock[0]:
+            clock[0] = t
+        return sink
+
+    items: list[tuple[int, int, int, _Item]] = []  # heap of items of final connections, by (start, conn)
+    n_items = [0]
+    clients: dict[str, _Client] = {}
+    n_clients = [0]  # a client's rank (ties between pages): order of its first item since it was last idle
+    closing: list[tuple[float, int, _OpenPage]] = []  # heap of (close_at, serial, page), lazy
+    unscored: list[tuple[tuple[int, int, int], _OpenPage]] = []  # heap of open pages by key, lazy
+    ready: list[tuple[tuple[int, int, int], Page]] = []  # finished pages by key
+    serial = [0]
+    dns = _DnsBuffer(capture)
+    out: list[Page] = []
+    index = [0]
+
+    def watermark() -> float:
+        """No item still to come from an unfinished connection starts before this."""
+        while waiting:
+            t, i = waiting[0]
+            if i not in first_ts:
+                heapq.heappop(waiting)
+                continue
+            s = sinks.get(i)
+            if s is not None and s.protocol == "unknown":  # neither HTTP nor TLS: no items
+                heapq.heappop(waiting)
+                continue
+            return min(t, clock[0])
+        return clock[0]
+
+    def push_close(p: _OpenPage, at: float) -> None:
+        p.close_at = at
+        serial[0] += 1
+        heapq.heappush(closing, (at, serial[0], p))
+
+    def group(it: _Item) -> None:
+        """One item into its page: ``qoe.web.pages._group``'s rules, on the open pages."""
+        c = clients.get(it.client)
+        if c is None:
+            c = clients[it.client] = _Client(n_clients[0])
+            n_clients[0] += 1
+        ref = it.txn.referer if it.txn is not None else None
+        pages = c.pages
+        last = pages[-1] if pages else None
+        target = c.docs.get(ref) if ref is not None else None
+        if target is not None and it.start_ns > target.end + gap:
+            target = None
+        if target is None and last is not None and it.start_ns <= c.busy_until + gap:
+            other_server = it.tls is not None and it.server_name != last.items[0].server_name
+            if not (other_server and it.start_ns > c.busy_until):
+                target = last
+        if target is None:
+            base = it.start_ns
+            tcp = it.tcp
+            if tcp is not None and (it.tls is not None or not it.txn.reused) and tcp.syn_ts_ns is not None:
+                base = min(base, tcp.syn_ts_ns)
+            target = _OpenPage(it.client, (it.start_ns, c.rank, c.serial), base)
+            c.serial += 1
+            if last is not None:  # no longer the client's last page: it closes on its own end
+                push_close(last, last.end + gap)
+            pages.append(target)
+            heapq.heappush(unscored, (target.key, target))
+        target.items.append(it)
+        if it.end_ns > target.end:
+            target.end = it.end_ns
+        if it.end_ns > c.busy_until:
+            c.busy_until = it.end_ns
+        ctype = (it.txn.content_type or "") if it.txn is not None else ""
+        if it.txn is not None and it.txn.url and ctype.startswith(("text/html", "application/xhtml")):
+            old = c.docs.get(it.txn.url)
+            c.docs[it.txn.url] = target
+            target.docs.append(it.txn.url)
+            if old is not None and old is not target:
+                old.docs.remove(it.txn.url)
+        at = (c.busy_until if target is pages[-1] else target.end) + gap
+        if at != target.close_at:
+            push_close(target, at)
+
+    def finish_pages(w: float) -> None:
+        """Score the open pages no item can join any more (``close_at < w``)."""
+        while closing and closing[0][0] < w:
+            at, _, p = heapq.heappop(closing)
+            if p.done or at != p.close_at:
+                continue  # stale entry
+            p.done = True
+            c = clients[p.client]
+            c.pages.remove(p)
+            for url in p.docs:
+                if c.docs.get(url) is p:
+                    del c.docs[url]
+            if not c.pages:
+                del clients[p.client]
+            conns = {it.conn: it.tcp for it in p.items if it.tcp is not None}
+            page = _page(-1, p.client, p.items, conns, dns.upto(p.client, p.base_start), gap, preset, bounds, share)
+            heapq.heappush(ready, (p.key, page))
+
+    def emit(w: float) -> None:
+        """Give the finished pages that no other page can precede, in the batch path's order."""
+        while unscored and unscored[0][1].done:
+            heapq.heappop(unscored)
+        while ready:
+            key = ready[0][0]
+            if key[0] >= w or (unscored and unscored[0][0] < key):
+                return
+            _, page = heapq.heappop(ready)
+            out.append(replace(page, index=index[0]))
+            index[0] += 1
+            while unscored and unscored[0][1].done:
+                heapq.heappop(unscored)
+
+    def lower_bound() -> float:
+        """No page still to be scored starts (before a DNS query pulls it earlier) before this."""
+        while active_heap and active_heap[0][1] not in active:
+            heapq.heappop(active_heap)
+        lb = active_heap[0][0] if active_heap else clock[0]
+        while unscored and unscored[0][1].done:
+            heapq.heappop(unscored)
+        for _, p in unscored:  # few: the pages open at once
+            if not p.done and p.base_start < lb:
+                lb = p.base_start
+        return lb
+
+    def settle(w: float) -> None:
+        while items and items[0][0] < w:
+            _, conn, _, it = heapq.heappop(items)
+            group(it)
+            left = remaining[conn] - 1
+            if left:
+                remaining[conn] = left
+            else:
+                del remaining[conn]
+                active.pop(conn, None)
+        finish_pages(w)
+        emit(w)
+
+    def final(conn: Any) -> None:
+        """A connection is final: its items join the heap."""
+        i = conn.id.index
+        first_ts.pop(i, None)
+        silent.pop(i, None)
+        sink = sinks.pop(i, None)
+        res = sink.result() if sink is not None else None
+        found: list[_Item] = []
+        if res is not None:
+            found = _http_items(res.transactions)
+            if res.tls is not None:
+                found += _tls_items((res.tls,), {i: conn})
+        for it in found:
+            it.tcp = conn
+            n_items[0] += 1
+            heapq.heappush(items, (it.start_ns, i, n_items[0], it))
+        if found:
+            remaining[i] = len(found)
+        else:
+            active.pop(i, None)
+
+    conns = iter_connections(capture, sinks=factory, limits=limits)
+    finished = 0
+    exhausted = False
+    while not exhausted:
+        while not out:
+            conn = next(conns, None)
+            if conn is None:
+                exhausted = True
+                for i in list(first_ts):  # (every connection is final at the end)
+                    first_ts.pop(i)
+                settle(_INF)
+                finish_pages(_INF)
+                emit(_INF)
+                break
+            final(conn)
+            settle(watermark())
+            finished += 1
+            if finished % _PRUNE_EVERY == 0:
+                dns.prune(lower_bound() - gap, sorted(silent.values()), gap)
+        yield from out
+        out.clear()
+
+
+class _DnsBuffer:
+    """The capture's DNS queries, read lazily in capture order, kept per client while usable."""
+
+    def __init__(self, capture: Any) -> None:
+        self._capture = capture
+        self._source: Iterator[DnsQuery] | None = None
+        self._by_client: dict[str, list[DnsQuery]] = {}
+        self._last = -1  # time of the latest query read
+        self._done = False
+
+    def _read_until(self, ts: int) -> None:
+        if self._source is None:
+            from qoe.web.pages import iter_dns_queries  # noqa: PLC0415
+
+            self._source = iter_dns_queries(self._capture)
+        while not self._done and self._last <= ts:
+            q = next(self._source, None)
+            if q is None:
+                self._done = True
+                return
+            self._last = max(self._last, q.ts_ns)
+            self._by_client.setdefault(q.client, []).append(q)
+
+    def upto(self, client: str, ts: int) -> list[DnsQuery]:
+        """The queries of ``client`` so far, by time, once every query up to ``ts`` is read."""
+        self._read_until(ts)
+        qs = self._by_client.get(client, [])
+        qs.sort(key=_ts)
+        return qs
+
+    def prune(self, before: float, syns: list[int], gap: int) -> None:
+        """Forget the queries before ``before`` that no page left to score can use: those not
+        within ``gap`` before one of ``syns`` (sorted first packet times of the connections
+        without bytes yet: a page of theirs would start there)."""
+        for client in list(self._by_client):
+            qs = [q for q in self._by_client[client] if q.ts_ns >= before or _near(q.ts_ns, syns, gap)]
+            if qs:
+                self._by_client[client] = qs
+            else:
+                del self._by_client[client]
+
+
+def _near(ts: int, syns: list[int], gap: int) -> bool:
+    """Is there a time in sorted ``syns`` within ``[ts, ts + gap]``?"""
+    k = bisect_left(syns, ts)
+    return k < len(syns) and syns[k] <= ts + gap
+
+
+def _ts(q: DnsQuery) -> int:
+    return q.ts_ns

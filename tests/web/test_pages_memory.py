@@ -1,0 +1,89 @@
+"""Memory of the streaming page-load path is bounded per page load, not per capture (issue 10).
+
+The captures are sequential copies of a real client-side capture of three page loads
+(``tests/big_capture.py``: each copy with its own client address), 2N and 4N copies. Pages are
+consumed one at a time from :func:`qoe.web.iter_page_loads` and dropped; the memory that
+tracemalloc counts when the page two thirds into each capture is handed over (what the pass
+holds between pages: connections, parsers, open pages, DNS queries; not the readers' chunk
+buffers) is compared over the two passes. Had each page load's
+TCP/HTTP state or result been kept to the end (about 15 kB per page load, as the path did
+before it streamed), the 4N pass would hold some 2N x 3 x 15 kB = 1.8 MB more than the 2N
+pass (some 1.2 MB when page 8N is given); a pass that holds every page until the end
+would hold its 4N x 3 pages then.
+Both captures start with a SYN that is never answered: its connection stays open (for TCP
+reassembly) to the end, and must not hold back the pages that follow it.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import tracemalloc
+import warnings
+
+from big_capture import write
+
+from qoe.web import iter_page_loads, page_loads
+
+N = 20  # copies (3 page loads each)
+SLACK_BYTES = 500_000  # what the 4N pass may hold above the 2N pass
+
+
+def _held(path, at: int) -> tuple[int, int]:
+    """(pages, bytes traced when page ``at`` is handed over) of one streaming pass.
+
+    The capture readers' own buffers (a chunk of the file each, in ``qoe.capture``: bounded by
+    the chunk size, and larger or smaller depending on where in the file a page happens to be
+    given) are left out; what is counted is the state the pass keeps between pages.
+    """
+    tracemalloc.start()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            n = held = 0
+            for _ in iter_page_loads(path):
+                if n == at:
+                    snap = tracemalloc.take_snapshot().filter_traces(
+                        [tracemalloc.Filter(False, os.path.join("*", "qoe", "capture", "*"))])
+                    held = sum(t.size for t in snap.traces)
+                n += 1
+        return n, held
+    finally:
+        tracemalloc.stop()
+
+
+def _with_unanswered_syn(path) -> None:
+    """Put a SYN that is never answered first in a little-endian pcap (RFC 9293 §3.1 header),
+    stamped like the first frame: its connection stays open to the end of the capture."""
+    raw = path.read_bytes()
+    ts = raw[24:32]  # the first record's seconds and fraction
+    tcp = struct.pack("!HHIIBBHHH", 45000, 80, 1, 0, 5 << 4, 0x02, 65535, 0, 0)
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 40, 0, 0x4000, 64, 6, 0, bytes([192, 0, 2, 99]),
+                     bytes([203, 0, 113, 7]))
+    frame = b"\x02\0\0\0\0\x01\x02\0\0\0\0\x02\x08\x00" + ip + tcp  # Ethernet II, IPv4
+    path.write_bytes(raw[:24] + ts + struct.pack("<II", len(frame), len(frame)) + frame + raw[24:])
+
+
+def test_streaming_page_loads_hold_memory_that_does_not_grow_with_the_capture(tmp_path):
+    warm, small, big = tmp_path / "warm.pcap", tmp_path / "2n.pcap", tmp_path / "4n.pcap"
+    write(warm, "web", copies=2)
+    write(small, "web", copies=2 * N)
+    write(big, "web", copies=4 * N)
+    for path in (small, big):  # a connection that never closes must not hold the pages back
+        _with_unanswered_syn(path)
+    _held(warm, 3)  # imports and caches are not the pass's memory
+    pages_small, held_small = _held(small, 4 * N)  # a page two thirds into the capture
+    pages_big, held_big = _held(big, 8 * N)
+    assert pages_small == 6 * N and pages_big == 12 * N
+    assert held_big - held_small < SLACK_BYTES, (held_small, held_big)
+
+
+def test_streaming_gives_the_same_pages_as_page_loads(tmp_path):
+    path = tmp_path / "n.pcap"
+    write(path, "web", copies=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        streamed = list(iter_page_loads(path))
+        listed = page_loads(path)
+    assert [p.index for p in streamed] == list(range(15))
+    assert streamed == listed
