@@ -83,9 +83,8 @@ class PacketStore:
     """
 
     def __init__(self, *, cache_bytes: int = CACHE_BYTES, directory: str | None = None) -> None:
-        self._pay = _anonymous_file(directory)
-        self._rec = _anonymous_file(directory)
-        self._closer = weakref.finalize(self, _close, self._pay, self._rec)
+        (self._pay, pay_path), (self._rec, rec_path) = _anonymous_file(directory), _anonymous_file(directory)
+        self._closer = weakref.finalize(self, _close, (self._pay, pay_path), (self._rec, rec_path))
         self._pay_n = 0  # bytes written to the payloads file
         self._rec_n = 0  # records written
         self._e_fid = _Growable(np.int64)  # one entry per (write, flow): its rows in the records file
@@ -183,21 +182,23 @@ class PacketStore:
         return _Stored._of(self, fid, self.count(fid))
 
 
-def _anonymous_file(directory: str | None) -> int:
+def _anonymous_file(directory: str | None) -> tuple[int, str | None]:
     """A file descriptor of a new temporary file that has no name (unlinked at once): the
-    space it takes is freed when the descriptor is closed, or the process ends."""
+    space it takes is freed when the descriptor is closed, or the process ends. Where an
+    open file cannot be unlinked (Windows), its path, to delete when it is closed."""
     fd, path = tempfile.mkstemp(prefix="qoe-rtp-", dir=directory)
     try:
         os.unlink(path)
     except OSError:
-        os.close(fd)
-        raise
-    return fd
+        return fd, path
+    return fd, None
 
 
-def _close(*fds: int) -> None:
-    for fd in fds:
+def _close(*files: tuple[int, str | None]) -> None:
+    for fd, path in files:
         os.close(fd)
+        if path is not None:
+            os.unlink(path)
 
 
 def _write(fd: int, data: bytes | memoryview) -> None:
