@@ -13,7 +13,7 @@ What these tests assert, peak RSS under 500 MB:
   and per-packet columns on disk (``qoe.rtp.scan_capture``), voice grew by 1.7 GB per GB
   and went over 500 MB at about 200 MB of capture: both asserts failed then. What grows
   now is per call, not per packet (each call's statistics, SIP messages and results,
-  about 12 kB: +74 MB per GB between 0.25 and 1 GB, more between small sizes, where the
+  12 to 19 kB: +74 MB per GB between 0.25 and 1 GB, +112 between 1 and 2 GB, more between small sizes, where the
   first batches' transients still count), hence the bound. The voice and video paths
   share that scan, the part that grew; scoring holds one stream at a time.
 * video on ``VIDEO_SIZE`` (80 MB: past the first full batch of the UDP reader, 65,536
