@@ -228,14 +228,16 @@ def score(
     cap = os.fspath(capture)
     sender = os.fspath(sender_capture) if sender_capture is not None else None
     parts: list[Report] = []
+    scan = _scan_once(cap) if kind == "auto" else None  # one RTP scan for voice and video
     if kind in ("voice", "auto"):
         voice = _score_voice(cap, refs["voice"], sender=sender, ssrc=ssrc, options=opts["voice"],
-                             strict=(kind == "voice"))
+                             strict=(kind == "voice"), scan_of=scan)
         if kind == "voice":
             return voice
         parts.append(voice)
     if kind in ("video", "auto"):
-        video = _score_video(cap, refs["video"], options=opts["video"], strict=(kind == "video"))
+        video = _score_video(cap, refs["video"], options=opts["video"], strict=(kind == "video"), scan=scan)
+        del scan  # its streams' packet files are closed when the last stream is gone
         if kind == "video":
             return video
         parts.append(video)
@@ -280,7 +282,21 @@ def _merged(capture: str, parts: list[Report], refs: dict[str, list[Any]]) -> Re
                   results=tuple(r for p in found for r in p.results), inputs=inputs, notes=notes)
 
 
-def _score_video(capture: str, reference: list[Any], *, options: Any, strict: bool) -> Report:
+def _scan_once(capture: str) -> Any:
+    """A function that returns ``qoe.rtp.scan_capture(capture)``, scanning on its first call only."""
+    from qoe.rtp import scan_capture  # noqa: PLC0415 - keeps `import qoe` light
+
+    done: list[Any] = []
+
+    def scan() -> Any:
+        if not done:
+            done.append(scan_capture(capture))
+        return done[0]
+
+    return scan
+
+
+def _score_video(capture: str, reference: list[Any], *, options: Any, strict: bool, scan: Any = None) -> Report:
     from qoe.video.stream import score_capture  # noqa: PLC0415 - keeps `import qoe` light
 
     if len(reference) > 1:
@@ -289,7 +305,7 @@ def _score_video(capture: str, reference: list[Any], *, options: Any, strict: bo
     if ref is not None and not Path(ref).is_file():
         raise InputError(f"reference video {ref}: no such file")
     inputs = {"capture": capture, "reference": ref, **options.to_dict()}
-    results = tuple(score_capture(capture, ref, options=options))
+    results = tuple(score_capture(capture, ref, options=options, scan=scan() if scan is not None else None))
     if not results and strict:
         raise StreamNotFoundError(f"{capture}: no video stream found (RTP video, or MPEG-TS in UDP)")
     return Report(kind="video", source=capture, results=results, inputs=inputs)
@@ -321,14 +337,15 @@ def _decrypt(capture: str, audio: list[Any], want: int | None, keys: tuple[str, 
     return out
 
 
-def _score_voice(capture: str, reference: Any, *, sender: str | None, ssrc: Any, options: Any, strict: bool) -> Report:
+def _score_voice(capture: str, reference: Any, *, sender: str | None, ssrc: Any, options: Any, strict: bool,
+                 scan_of: Any = None) -> Report:
     from qoe.rtp import scan_capture  # noqa: PLC0415 - keeps `import qoe` light
     from qoe.voice.call import score_calls  # noqa: PLC0415
     from qoe.voice.io import parse_ssrc  # noqa: PLC0415
 
     refs, notes = _load_references(reference or None)
     want = parse_ssrc(ssrc)
-    scan = scan_capture(capture)
+    scan = scan_capture(capture) if scan_of is None else scan_of()
     far = scan_capture(sender) if sender is not None else None
     audio = [s for s in scan.streams if s.media == "audio" and s.clock_rate]
     audio = _decrypt(capture, audio, want, options.srtp_keys, notes, strict=strict)

@@ -6,8 +6,12 @@ numbers, payload bytes, which flows are streams, RTT) follow from what was writt
 
 from __future__ import annotations
 
+import gc
+import os
+import pickle
 import socket
 import struct
+import tempfile
 import warnings
 
 import dpkt
@@ -15,7 +19,7 @@ import numpy as np
 import pytest
 
 from qoe.errors import QoEWarning
-from qoe.rtp import find_streams, make_packets, parse_rtcp, parse_rtp_header, rtp_stats, scan_capture
+from qoe.rtp import RtpPackets, find_streams, make_packets, parse_rtcp, parse_rtp_header, rtp_stats, scan_capture
 
 A, B = "192.0.2.1", "198.51.100.2"
 T0 = 1_700_000_000.0
@@ -294,3 +298,54 @@ def test_sdp_announcing_a_held_flow_loses_none_of_its_packets(tmp_path, batch_si
     (s,) = scan_capture(write(tmp_path / "a.pcap", frames), batch_size=batch_size).streams
     assert (s.found_by, s.call_id, s.stats.packets, len(s.packets)) == ("sdp", cid, 25, 25)
     assert s.packets.seq.tolist() == list(range(1000, 1025))
+
+
+# ------------------------------------------------------- packets kept on disk (issue 13)
+
+
+def _open_in(directory):
+    """How many files this process holds open that were made in ``directory`` (Linux names
+    an unlinked file's link "PATH (deleted)")."""
+    links = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            links.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:  # closed meanwhile (the listing's own descriptor)
+            pass
+    return sum(link.startswith(str(directory) + os.sep) for link in links)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts open files through /proc")
+def test_packets_live_in_unnamed_temporary_files_and_read_back_whole(tmp_path, monkeypatch):
+    # Two streams interleaved over many small batches (a flow is held undecided, then
+    # taken): each packet's payload says which packet it is, so every payload read back
+    # from the temporary files is checked against the one written.
+    def pay(ssrc, i):
+        return struct.pack("!II", ssrc, i) * (10 + i % 7)  # lengths vary
+
+    frames = [(T0 + 0.02 * i + (0.005 if s == 0x2222 else 0),
+               frame(A, 5004 if s == 0x1111 else 6004, B, 5006 if s == 0x1111 else 6006,
+                     rtp(1000 + i, 5000 + 160 * i, s, payload=pay(s, i))))
+              for i in range(300) for s in (0x1111, 0x2222)]
+    path = write(tmp_path / "two.pcap", frames)
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spill))  # where tempfile makes files (stdlib)
+    scan = scan_capture(path, batch_size=7)
+    assert list(spill.iterdir()) == []  # the files have no name: nothing is left behind, even on a crash
+    assert _open_in(spill) == 2  # payloads and per-packet columns
+    assert [s.ssrc for s in scan.streams] == [0x1111, 0x2222]
+    for s in scan.streams:
+        p = s.packets
+        assert isinstance(p, RtpPackets) and len(p) == 300
+        assert p.payloads == tuple(pay(s.ssrc, i) for i in range(300))
+        np.testing.assert_array_equal(p.seq, 1000 + np.arange(300))
+        np.testing.assert_array_equal(p.ts_ext, 5000 + 160 * np.arange(300))
+        assert p.frame.tolist() == list(range(1 if s.ssrc == 0x1111 else 2, 601, 2))
+        again = pickle.loads(pickle.dumps(p))  # pickles as the plain table
+        assert type(again) is RtpPackets and again.payloads == p.payloads
+        for name in ("frame", "arrival_ns", "seq", "seq_ext", "timestamp", "ts_ext", "marker", "payload_type"):
+            np.testing.assert_array_equal(getattr(again, name), getattr(p, name))
+    del scan, s, p
+    gc.collect()
+    assert _open_in(spill) == 0  # closed when the last stream that needs them is gone

@@ -42,12 +42,12 @@ from qoe.rtp._packet import (
     STATIC_PAYLOAD_TYPES,
     TS_MOD,
     header_columns,
-    make_packets,
     media_kind,
     parse_rtcp,
     wrapped_distance,
 )
 from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtcpSummary, RtpScan, RtpStream, StreamKey
+from qoe.rtp._spill import PacketStore
 from qoe.rtp._stats import REORDER_WINDOW, StreamStats, _Segments, clock_table, cn_table, is_telephone_event
 from qoe.rtp.sip import SIP_METHODS, SdpMedia, SipMessage, group_calls, parse_sip, sender_crypto
 from qoe.rtp.srtp import SrtpInfo, bytes_per_tick, encrypted_verdicts, looks_srtcp
@@ -234,13 +234,13 @@ class _Packets:
         self.fid = fid
         for c in _COLUMNS:
             setattr(self, c, cols[c])
-        self.pay = pay  # payload bytes objects (keep_packets) or None
+        self.pay = pay  # (keep_packets) each payload's offset and length in the PacketStore, else None
 
     @classmethod
     def empty(cls, keep: bool) -> _Packets:
         z = np.zeros(0, dtype=np.int64)
         return cls(z, {c: (np.zeros(0, dtype=bool) if c == "mk" else z) for c in _COLUMNS},
-                   np.empty(0, dtype=object) if keep else None)
+                   np.zeros((0, 2), dtype=np.int64) if keep else None)
 
     def take(self, rows: np.ndarray) -> _Packets:
         return _Packets(self.fid[rows], {c: getattr(self, c)[rows] for c in _COLUMNS},
@@ -293,7 +293,8 @@ class _Scanner:
         self.call_id: dict[int, str | None] = {}
         self.media: dict[int, SdpMedia] = {}
         self.held = _Packets.empty(keep_packets)  # packets of undecided flows
-        self.kept: list[_Packets] = []  # packets of accepted flows (keep_packets)
+        # packets of accepted flows (keep_packets): in temporary files, not in memory
+        self.store = PacketStore() if keep_packets else None
         self.stats = StreamStats(reorder_window=reorder_window)
         self.sip: list[SipMessage] = []
         self.sip_seen: dict[bytes, int] = {}  # SIP messages of the last _SIP_COPY_NS: bytes -> when seen
@@ -434,13 +435,15 @@ class _Scanner:
             "frame": b.index[rows].astype(np.int64, copy=False), "arr": b.ts_ns[rows].astype(np.int64, copy=False),
             "seq": h.seq, "ts": h.timestamp, "pt": h.payload_type, "mk": h.marker,
         }
-        pay = None
-        if self.keep:
-            buf = u8.data
-            pay = np.empty(rows.size, dtype=object)
-            pay[:] = [bytes(buf[a:e]) for a, e in zip(h.payload_start.tolist(), h.payload_end.tolist())]
-        pk = _Packets(fid, cols, pay)
         st = self.state[fid]
+        pay = None
+        if self.keep:  # payloads of flows taken or undecided go to the store, a flow's together
+            pay = np.full((rows.size, 2), -1, dtype=np.int64)
+            put = np.flatnonzero(st != _REJECT)
+            put = put[np.argsort(fid[put], kind="stable")]
+            pay[put, 0] = self.store.put_payloads(u8.data, h.payload_start[put], h.payload_end[put])  # type: ignore[union-attr]
+            pay[put, 1] = h.payload_end[put] - h.payload_start[put]
+        pk = _Packets(fid, cols, pay)
         is_rtp = st == _RTP
         if is_rtp.all():
             self._feed(pk)
@@ -749,8 +752,8 @@ class _Scanner:
         if len(pk) == 0:
             return
         self.stats.update(self.sid[pk.fid], pk.arr, pk.seq, pk.ts, pk.pt, pk.mk)
-        if self.keep:
-            self.kept.append(pk)
+        if self.store is not None:
+            self.store.put_packets(pk.fid, pk.frame, pk.arr, pk.seq, pk.ts, pk.pt, pk.mk, pk.pay[:, 0], pk.pay[:, 1])  # type: ignore[index]
 
     # -- at the end --------------------------------------------------------------
     def finish(self, path: str) -> RtpScan:
@@ -770,15 +773,6 @@ class _Scanner:
         fids = fids[np.argsort(self.first_frame[fids], kind="stable")]
         sids = self.sid[fids]
         stats = self.stats.results(sids)
-        tables: dict[int, tuple[np.ndarray, ...]] = {}
-        if self.keep and self.kept:
-            pk = _Packets.concat(self.kept)
-            self.kept = []
-            rows = np.argsort(pk.fid, kind="stable")
-            pk = pk.take(rows)
-            seg = _Segments(pk.fid)
-            for f, s0, s1 in zip(seg.ids.tolist(), seg.starts.tolist(), seg.ends.tolist()):
-                tables[f] = tuple(getattr(pk, c)[s0:s1] for c in _COLUMNS) + (pk.pay[s0:s1],)  # type: ignore[index]
         ranked = _payload_types_seen(self.stats.pt_counts[sids])
         streams = []
         for i, (fid, st) in enumerate(zip(fids.tolist(), stats)):
@@ -793,10 +787,7 @@ class _Scanner:
             main = pts[0]
             codec, rate = _codec_of(main, media)
             src, dst, sport, dport, ssrc = self.keys[fid]
-            packets = None
-            if self.keep:
-                frame, arr, seq, ts, pt, mk, pay = tables[fid]
-                packets = make_packets(frame, arr, seq, ts, mk, pt, list(pay))
+            packets = self.store.packets(fid) if self.store is not None else None
             streams.append(
                 RtpStream(
                     key=StreamKey(a[src], sport, a[dst], dport, ssrc, self.encaps[src] if self.encaps else ""),
@@ -903,8 +894,13 @@ def scan_capture(
         A pcap or pcapng capture (read with :func:`qoe.capture.read_udp_batches`).
     keep_packets : bool, optional
         Keep each stream's per-packet table and payloads (:attr:`RtpStream.packets`).
-        False computes the statistics only, with memory that grows with the number of
-        streams but not with their length (about 1.5 KiB per stream with the default
+        They are kept on disk, not in memory: appended as the capture is read to two
+        temporary files that have no name (made in ``TMPDIR``, unlinked at once: the
+        space, the RTP payload bytes plus 36 bytes per packet, is freed when the last
+        stream that needs them is gone, or the process ends), and a stream's table is
+        read back when it is used (a few recently used tables, up to 16 MiB, are
+        cached). Memory then grows with the number of streams, not with their length.
+        False computes the statistics only (about 1.5 KiB per stream with the default
         ``reorder_window``).
     heuristic : bool, optional
         Also accept flows that no SDP announced when their first packets progress like
@@ -981,6 +977,7 @@ def scan_capture(
                   max_streams=max_streams, max_flows=max_flows)
     for b in read_udp_batches(name, batch_size=batch_size):
         sc.batch(b)
+        del b  # not held while the next batch is read: one batch in memory at a time
     return sc.finish(name)
 
 

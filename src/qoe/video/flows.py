@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from qoe.errors import InputError
-from qoe.rtp import ACTIVE_AT_END_INTERVALS, RtpStream, SdpMedia, parse_sdp, scan_capture
+from qoe.rtp import ACTIVE_AT_END_INTERVALS, RtpScan, RtpStream, SdpMedia, parse_sdp, scan_capture
 from qoe.video.depacketize import looks_like_h264
 
 __all__ = ["VideoSource", "find_video", "load_sdp"]
@@ -101,7 +101,8 @@ def _cut_note() -> str:
             "capture may have cut it, and it is scored on what the capture holds")
 
 
-def find_video(capture: str | os.PathLike[str], *, sdp: str | os.PathLike[str] | None = None) -> list[VideoSource]:
+def find_video(capture: str | os.PathLike[str], *, sdp: str | os.PathLike[str] | None = None,
+               scan: RtpScan | None = None) -> list[VideoSource]:
     """Every video stream of a capture, in order of their first packet.
 
     Parameters
@@ -112,6 +113,10 @@ def find_video(capture: str | os.PathLike[str], *, sdp: str | os.PathLike[str] |
         An SDP (file or text) that describes streams the capture's own signalling does
         not, e.g. what ``ffmpeg -sdp_file`` wrote: a stream to its ``m=`` port is taken as
         that media, with its payload names and format parameters.
+    scan : RtpScan, optional, keyword-only
+        What ``qoe.rtp.scan_capture(capture)`` returned, when the caller has it already
+        (``qoe.score(kind="auto")`` scans once for voice and video); else the capture is
+        scanned here.
 
     Notes
     -----
@@ -124,7 +129,8 @@ def find_video(capture: str | os.PathLike[str], *, sdp: str | os.PathLike[str] |
     name = os.fspath(capture)
     media = load_sdp(sdp)
     out: list[tuple[int, VideoSource]] = []
-    scan = scan_capture(name, keep_packets=True)
+    if scan is None:
+        scan = scan_capture(name, keep_packets=True)
     rtp_keys = set()
     calls = {c.call_id: c for c in scan.calls}
     for s in scan.streams:

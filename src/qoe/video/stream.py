@@ -519,6 +519,7 @@ def score_capture(
     psnr_table: str = "zinner2010",
     options: VideoOptions | None = None,
     max_frames: int | None = MAX_FRAMES,
+    scan: Any = None,
 ) -> list[VideoScore | StreamFacts]:
     """Every video stream of a capture: scored against ``reference``, else its facts.
 
@@ -538,6 +539,9 @@ def score_capture(
         See :func:`score_stream`.
     options : VideoOptions, optional, keyword-only
         All of the above in one object; when given, it replaces them.
+    scan : RtpScan, optional, keyword-only
+        The capture's :func:`qoe.rtp.scan_capture`, when the caller has it already (see
+        :func:`qoe.video.flows.find_video`).
 
     Returns
     -------
@@ -553,7 +557,7 @@ def score_capture(
         sdp, buffer, variant, psnr_table = options.sdp, options.jitter_buffer, options.variant, options.psnr_table
         max_frames = options.max_frames
     out: list[VideoScore | StreamFacts] = []
-    for src in find_video(capture, sdp=sdp):
+    for src in find_video(capture, sdp=sdp, scan=scan):
         if src.rtp is not None:
             try:
                 video = receive_rtp(src.rtp, sdp=src.sdp, buffer=buffer)
