@@ -155,3 +155,27 @@ def test_a_codec_not_decoded_is_listed_with_its_packets(clip):
         assert isinstance(facts, StreamFacts) and facts.codec == "vp8" and facts.frames_decoded == 0
         assert facts.packets_received > 0 and facts.packets_lost > 0
         assert any(n.startswith("not decoded:") for n in facts.notes)
+
+
+def test_plain_udp_datagrams_are_read_back_from_disk_as_they_were_captured(captures):
+    # issue 13: the transport stream found in plain UDP is not held in memory; its datagrams
+    # come back from a temporary file, equal to the UDP payloads dpkt reads from the capture
+    import tracemalloc
+
+    from qoe.video import find_video
+
+    d, ref, caps = captures
+    with open(caps["udp-mpegts"], "rb") as fh:
+        sent = [bytes(dpkt.ip.IP(buf).data.data) for _, buf in dpkt.pcap.Reader(fh)]
+    tracemalloc.start()
+    try:
+        (src,) = find_video(caps["udp-mpegts"])
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert src.rtp is None and len(src.payloads) == len(sent) == src.arrival_ns.size
+    assert list(src.payloads) == sent
+    assert src.payloads[-1] == sent[-1]
+    assert src.payloads[1:3] == sent[1:3]
+    assert src.payloads == sent
+    assert held < sum(map(len, sent)) / 4  # the datagrams (~1 MB here) are not what find_video holds

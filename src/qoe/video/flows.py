@@ -6,6 +6,12 @@ them. Plain UDP flows are MPEG-2 transport streams when every datagram is a whol
 of 188-byte packets, each starting with the sync byte 0x47 (ISO/IEC 13818-1 §2.4.3.2), as
 IPTV multicast and ``ffmpeg -f mpegts udp://`` send them.
 
+The datagrams of plain-UDP transport streams are written, as the capture is read, to an
+anonymous temporary file (:class:`tempfile.TemporaryFile`: it has no name and its space is
+given back when the last source that reads it is gone); a :class:`VideoSource` reads its
+datagrams back from it when they are used, so finding the streams of a capture does not
+hold its video in memory (issue 13), as :func:`qoe.rtp.scan_capture` does for RTP.
+
 References
 ----------
 .. [1] ISO/IEC 13818-1 (06/2021), §2.4.3.2 (transport packet: 188 bytes, sync byte 0x47).
@@ -15,7 +21,11 @@ References
 from __future__ import annotations
 
 import os
+import tempfile
+from array import array
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import IO, overload
 
 import numpy as np
 
@@ -43,8 +53,9 @@ class VideoSource:
         The RTP stream (with its packets), or None for plain UDP.
     sdp : SdpMedia or None
         The SDP media section that describes it, when known.
-    payloads : list of bytes
-        Plain UDP: the datagrams' payloads in arrival order.
+    payloads : sequence of bytes
+        Plain UDP: the datagrams' payloads in arrival order (read back from a temporary
+        file when used: ``list(source.payloads)`` loads them).
     arrival_ns : numpy.ndarray of int64
         Plain UDP: their capture times.
     notes : tuple of str
@@ -54,9 +65,74 @@ class VideoSource:
     name: str
     rtp: RtpStream | None = None
     sdp: SdpMedia | None = None
-    payloads: tuple[bytes, ...] = ()
+    payloads: Sequence[bytes] = ()
     arrival_ns: np.ndarray | None = None
     notes: tuple[str, ...] = ()
+
+
+class _Spill:
+    """Datagrams of several flows appended to one anonymous temporary file, by flow."""
+
+    def __init__(self) -> None:
+        self.file: IO[bytes] | None = None
+        self.size = 0
+        self.where: dict[object, tuple[array, array]] = {}  # flow -> (offsets, lengths)
+
+    def add(self, key: object, data: bytes | memoryview) -> None:
+        if self.file is None:
+            self.file = tempfile.TemporaryFile(prefix="qoe-ts-")  # noqa: SIM115 - closed by the readers' lifetime
+        self.file.write(data)
+        off, ln = self.where.setdefault(key, (array("q"), array("q")))
+        off.append(self.size)
+        ln.append(len(data))
+        self.size += len(data)
+
+    def count(self, key: object) -> int:
+        return len(self.where[key][0]) if key in self.where else 0
+
+    def payloads(self, key: object) -> _Datagrams:
+        assert self.file is not None
+        self.file.flush()
+        off, ln = self.where[key]
+        return _Datagrams(self.file, np.frombuffer(off, dtype=np.int64), np.frombuffer(ln, dtype=np.int64))
+
+
+class _Datagrams(Sequence[bytes]):
+    """The payloads of one flow, read from the spill file when asked for (a read-only sequence)."""
+
+    __slots__ = ("_file", "_off", "_len")
+
+    def __init__(self, file: IO[bytes], off: np.ndarray, ln: np.ndarray) -> None:
+        self._file, self._off, self._len = file, off, ln  # the file stays open while a reader lives
+
+    def __len__(self) -> int:
+        return int(self._off.size)
+
+    @overload
+    def __getitem__(self, i: int) -> bytes: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[bytes]: ...
+    def __getitem__(self, i: int | slice) -> bytes | list[bytes]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(i)
+        i %= n
+        return os.pread(self._file.fileno(), int(self._len[i]), int(self._off[i]))
+
+    def __iter__(self) -> Iterator[bytes]:
+        fd = self._file.fileno()
+        for o, n in zip(self._off.tolist(), self._len.tolist()):
+            yield os.pread(fd, n, o)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and len(other) == len(self) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} datagrams, {int(self._len.sum())} bytes, in a temporary file>"
 
 
 def load_sdp(sdp: str | os.PathLike[str] | None) -> list[SdpMedia]:
@@ -153,8 +229,8 @@ def find_video(capture: str | os.PathLike[str], *, sdp: str | os.PathLike[str] |
             out.append((int(s.packets.frame[0]), VideoSource(name=str(k), rtp=s, sdp=m, notes=notes)))
     # flows by (src, sport, dst, dport, encapsulation): subscribers of two tunnels stay apart
     first_frame: dict[tuple[str, int, str, int, str], int] = {}
-    payloads: dict[tuple[str, int, str, int, str], list[bytes]] = {}
-    times: dict[tuple[str, int, str, int, str], list[int]] = {}
+    spill = _Spill()  # the flows' datagrams, on disk
+    times: dict[tuple[str, int, str, int, str], array] = {}
     not_ts: set[tuple[str, int, str, int, str]] = set()
     last_ns = scan.last_ns
     for b in read_udp_batches(name):
@@ -169,16 +245,17 @@ def find_video(capture: str | os.PathLike[str], *, sdp: str | os.PathLike[str] |
                 not_ts.add(key)  # one datagram that is not whole transport packets: not a TS flow
                 continue
             first_frame.setdefault(key, int(b.index[i]))
-            payloads.setdefault(key, []).append(data)
-            times.setdefault(key, []).append(int(b.ts_ns[i]))
-    for key, pays in payloads.items():
-        if key not in not_ts and len(pays) >= _MIN_TS_DATAGRAMS:
+            spill.add(key, data)
+            times.setdefault(key, array("q")).append(int(b.ts_ns[i]))
+    for key in times:
+        if key not in not_ts and spill.count(key) >= _MIN_TS_DATAGRAMS:
             src, sport, dst, dport, encap = key
             arr = np.asarray(times[key], dtype=np.int64)
             # the rule of qoe.rtp.RtpStream.active_at_end (MPEG-TS has no BYE)
             interval = (int(arr.max()) - int(arr.min())) / (arr.size - 1)
             cut = last_ns is not None and last_ns - int(arr.max()) <= ACTIVE_AT_END_INTERVALS * interval
             out.append((first_frame[key], VideoSource(
-                name=f"{src}:{sport} -> {dst}:{dport}" + (f" via {encap}" if encap else ""), payloads=tuple(pays),
+                name=f"{src}:{sport} -> {dst}:{dport}" + (f" via {encap}" if encap else ""),
+                payloads=spill.payloads(key),
                 arrival_ns=arr, notes=(_cut_note(),) if cut else ())))
     return [v for _, v in sorted(out, key=lambda t: t[0])]
