@@ -22,9 +22,10 @@ What these tests assert, peak RSS under 500 MB:
   one stream at a time. Decoding makes video slow (about 0.5 s per stream here), so the
   gigabyte and growth figures for video are measured by ``python benchmarks/memory_flat.py``
   and given in docs/memory.md, not in the suite.
-* web on ``WEB_SIZE`` (1 GB; web grows by about 160 MB per GB: the results and TCP/HTTP
-  state of each page load, some 15 kB per page), and every kind together
-  (``--kind auto``) on ``MIXED_SIZE``.
+* web on ``WEB_SIZE`` (2 GB, the multi-gigabyte capture issue 13 asks for: page loads are
+  given as they end and their TCP/HTTP state dropped; what remains per page is its result
+  for the report, about 14 kB: 382 MB peak at 2 GB, +160 MB per GB, docs/memory.md), and
+  every kind together (``--kind auto``) on ``MIXED_SIZE``.
 
 The sizes are what the suite's time allows (2 cores, the whole suite under 10 minutes);
 ``python benchmarks/memory_flat.py`` measures 0.25 to 2 GB.
@@ -43,7 +44,7 @@ import pytest
 from big_capture import write
 
 ROOT = Path(__file__).resolve().parents[1]
-WEB_SIZE = 1_000_000_000  # bytes of capture
+WEB_SIZE = 2_000_000_000  # bytes of capture
 MIXED_SIZE = 60_000_000
 VOICE_SIZES = (50_000_000, 250_000_000)
 VIDEO_SIZE = 80_000_000
@@ -76,7 +77,7 @@ def _peak_rss_mb(tmp_path: Path, kind: str, size: int) -> tuple[float, int, int]
 
 
 @pytest.mark.slow
-def test_web_scoring_of_a_gigabyte_capture_peaks_under_500_mb(tmp_path):
+def test_web_scoring_of_a_multi_gigabyte_capture_peaks_under_500_mb(tmp_path):
     peak_mb, copies, nbytes = _peak_rss_mb(tmp_path, "web", WEB_SIZE)
     assert peak_mb < LIMIT_MB, f"peak RSS {peak_mb:.0f} MB on {nbytes / 1e6:.0f} MB of capture ({copies} copies)"
 
