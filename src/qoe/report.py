@@ -298,8 +298,7 @@ def read_table(path: str | os.PathLike[str], *, text: Sequence[str] = ("row_key"
         if kind == "csv":
             if p.stat().st_size == 0:
                 return pd.DataFrame()
-            head = pd.read_csv(p, nrows=0).columns
-            return pd.read_csv(p, dtype={c: str for c in text if c in head}, keep_default_na=False, na_values=[""])
+            return pd.read_csv(p, dtype=dict.fromkeys(text, str), keep_default_na=False, na_values=[""])
         if kind == "json":
             return pd.DataFrame(json.loads(p.read_text(encoding="utf-8")))
         return pd.read_parquet(p)
