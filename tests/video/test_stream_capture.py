@@ -48,20 +48,27 @@ def _receive(args: list[str], d, name: str, drop_every: int = 0):
     port = sock.getsockname()[1]
     sock.settimeout(0.5)
     got: list[tuple[float, bytes, int]] = []
+    sent = threading.Event()  # ffmpeg has exited: a quiet socket now means the stream is over
 
     def listen():
+        # a quiet socket before ffmpeg exits is ffmpeg still starting (seconds on a loaded machine)
         while True:
             try:
                 data, (_, sport) = sock.recvfrom(65535)
             except socket.timeout:
-                return
+                if sent.is_set():
+                    return
+                continue
             got.append((time.time(), data, sport))
 
     t = threading.Thread(target=listen)
     t.start()
     url = args[-1].replace("PORT", str(port))
     opts = [f"{name}.sdp" if a == "s.sdp" else a for a in args[:-1]]
-    subprocess.run(["ffmpeg", "-loglevel", "error", "-y", *opts, url], check=True, cwd=d)
+    try:
+        subprocess.run(["ffmpeg", "-loglevel", "error", "-y", *opts, url], check=True, cwd=d)
+    finally:
+        sent.set()
     t.join()
     sock.close()
     pcap = d / f"{name}.pcap"
