@@ -4,7 +4,10 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-PYTEST_ARGS ?=
+# pytest-xdist: the suite on every core (CI has 2), at most 4 workers; --dist loadscope keeps a
+# module's tests, and its expensive fixtures (live captures, decoded clips), on one worker.
+# `make test PYTEST_ARGS=` runs it in one process.
+PYTEST_ARGS ?= -n auto --maxprocesses=4 --dist loadscope
 
 .PHONY: demo test docs bench bench-short system-deps clean
 
