@@ -134,13 +134,17 @@ def capture(ref: str, transport: str, out_dir: str, loss_pct: float) -> tuple[st
     port = sock.getsockname()[1]
     sock.settimeout(1.0)
     got: list[tuple[float, bytes, int]] = []
+    sent = threading.Event()  # ffmpeg has exited: a quiet socket now means the stream is over
 
     def listen() -> None:
+        # quiet before ffmpeg exits is ffmpeg still starting (over a second on a loaded machine)
         while True:
             try:
                 data, (_, sport) = sock.recvfrom(65535)
             except socket.timeout:
-                return
+                if sent.is_set():
+                    return
+                continue
             got.append((time.time(), data, sport))
 
     t = threading.Thread(target=listen)
@@ -149,7 +153,10 @@ def capture(ref: str, transport: str, out_dir: str, loss_pct: float) -> tuple[st
     args = [sdp if a == "SDP" else a.replace("PORT", str(port)) for a in SENDERS[transport]]
     # no -re: the socket reads as fast as ffmpeg sends (checked below); arrival times are then
     # not the stream's pace, which the scorer does not need without a jitter buffer
-    _run(["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-y", "-i", ref, *args])
+    try:
+        _run(["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-y", "-i", ref, *args])
+    finally:
+        sent.set()
     t.join()
     sock.close()
     seq = np.array([int.from_bytes(d[2:4], "big") for _, d, _ in got])
