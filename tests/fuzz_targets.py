@@ -84,6 +84,15 @@ def _web(path: Path) -> Any:
     return page_loads(path)
 
 
+def _tunnels(path: Path) -> Any:
+    """Everything a tunnel carries: the packets, their RTP streams and their page loads."""
+    from qoe.capture import read_packets
+    from qoe.rtp import find_streams
+    from qoe.web import page_loads
+
+    return sum(1 for _ in read_packets(path)), find_streams(path), page_loads(path)
+
+
 def _sdp(path: Path) -> Any:
     from qoe.rtp import parse_sdp
 
@@ -130,11 +139,19 @@ _VOICE_SEEDS = ("voice/field/dtmf.pcap", "voice/field/reused_port.pcap", "voice/
                 "voice/captures/down-b8_client.pcap")
 _VIDEO_SEEDS = ("video/captures/h264-down-b8_client.pcap", "video/captures/rtpts-down-b8_client.pcap",
                 "video/captures/udpts-down-b64_client.pcap")
+# Linux cooked captures (link types SLL and SLL2, as `tcpdump -i any` writes them)
+_LINK_SEEDS = ("voice/field/doubled_sll.pcap", "voice/field/doubled_any.pcap")
+# every encapsulation qoe peels (data/capture/tunnels/: VXLAN captured, the rest crafted around
+# its inner frames), each carrying RTP and HTTP
+_TUNNEL_SEEDS = tuple(f"capture/tunnels/{n}.pcap" for n in (
+    "vxlan", "gre", "gre6", "gretap", "erspan2", "erspan3", "gtpu", "ipip", "sit", "l2tp", "mpls", "mpls_pw",
+    "mpls_pw_cw", "pppoe"))
 _WEB_SEEDS = ("web/captures/http11-down-b8-curl_server.pcap", "web/captures/https11-up-b8-curl_server.pcap",
               "web/captures/http11-up-b64-wget-dns_server.pcap", "web/captures/http10-idle-b64-curl_server.pcap")
 
 TARGETS: dict[str, Target] = {t.name: t for t in (
-    Target("capture-packets", ".pcap", _VOICE_SEEDS + _WEB_SEEDS[:2], _capture_packets),
+    Target("capture-packets", ".pcap", _VOICE_SEEDS + _WEB_SEEDS[:2] + _LINK_SEEDS, _capture_packets),
+    Target("tunnels", ".pcap", _TUNNEL_SEEDS, _tunnels),
     Target("capture-udp-batches", ".pcap", _VOICE_SEEDS + _VIDEO_SEEDS[:1], _capture_batches),
     Target("rtp-streams", ".pcap", _VOICE_SEEDS, _rtp_streams),
     Target("voice-score", ".pcap", _VOICE_SEEDS[:2], _voice),
