@@ -88,10 +88,18 @@ def campaign(target: Target, n: int, rnd: random.Random, timeout: float, out: Pa
 def _atheris(target: Target, args: list[str]) -> None:
     import atheris  # noqa: PLC0415
 
+    import importlib  # noqa: PLC0415
+    import pkgutil  # noqa: PLC0415
+
+    # every qoe module is imported here, so that each is instrumented: the packages import their
+    # submodules lazily, and a module first imported later (qoe.capture, qoe.web.tcp, ...) would
+    # give libFuzzer no coverage to steer by
     with atheris.instrument_imports(include=["qoe"]):
-        import qoe  # noqa: F401, PLC0415
-        import qoe.rtp  # noqa: F401, PLC0415
-        import qoe.web  # noqa: F401, PLC0415
+        import qoe  # noqa: PLC0415
+
+        for mod in pkgutil.walk_packages(qoe.__path__, "qoe."):
+            if not mod.name.startswith("qoe.plot"):  # matplotlib: not on any target's path
+                importlib.import_module(mod.name)
     tmp = Path(tempfile.mkdtemp())
     seeds = target.seed_bytes()
     corpus = tmp / "corpus"
