@@ -261,7 +261,7 @@ class Decoder:
         # Fast path, inline: Ethernet II, IPv4 without options, not a fragment (the common
         # case), not a tunnel. Anything else takes the general path below.
         if linktype == LINKTYPE_ETHERNET and n >= 42 and data[12] == 8 and data[13] == 0 and data[14] == 0x45:
-            total, _ident, frag, _ttl, proto = _IPV4.unpack_from(data, 16)
+            total, ident, frag, _ttl, proto = _IPV4.unpack_from(data, 16)
             if not frag & 0x3FFF and proto not in IP_TUNNEL_PROTOCOLS:
                 dend = end = 14 + total if total >= 20 else n
                 if end > n:
@@ -279,7 +279,8 @@ class Decoder:
                         raw = data[30:34]
                         dst = self._addr.get(raw) or self.addr(raw)
                         return make_packet(
-                            index, ts_ns, src, dst, IPPROTO_UDP, sport, dport, data[42:pend], None, iface, wire_len
+                            index, ts_ns, src, dst, IPPROTO_UDP, sport, dport, data[42:pend], None, iface, wire_len,
+                            "", ident,
                         )
                 elif proto not in self.want:
                     return None
@@ -288,7 +289,9 @@ class Decoder:
                     src = self._addr.get(raw) or self.addr(raw)
                     raw = data[30:34]
                     dst = self._addr.get(raw) or self.addr(raw)
-                    return self._transport(index, ts_ns, iface, wire_len, proto, src, dst, data, 34, end, dend, "", 0)
+                    return self._transport(
+                        index, ts_ns, iface, wire_len, proto, src, dst, data, 34, end, dend, "", 0, ident
+                    )
         version, off, encap = self.network_offset(linktype, data)
         if version == 4:
             return self._ipv4(index, ts_ns, iface, wire_len, data, off, encap, 0)
@@ -335,7 +338,8 @@ class Decoder:
         if proto in IP_TUNNEL_PROTOCOLS:
             return self._ip_tunnel(index, ts_ns, iface, wire_len, proto, data, l4, end, encap, depth)
         return self._transport(
-            index, ts_ns, iface, wire_len, proto, self.addr(src), self.addr(dst), data, l4, end, dend, encap, depth
+            index, ts_ns, iface, wire_len, proto, self.addr(src), self.addr(dst), data, l4, end, dend, encap, depth,
+            ident,
         )
 
     def _ipv6(
@@ -462,11 +466,13 @@ class Decoder:
         dend: int,
         encap: str,
         depth: int,
+        ip_id: int | None = None,
     ) -> Packet | None:
         """UDP (RFC 768) or TCP (RFC 9293 §3.1) from ``data[l4:end]`` (captured bytes);
         ``dend`` is where the IP length fields say the datagram ends (may lie beyond
         ``end`` when the capture's snap length cut the frame). UDP to a tunnel's port
-        whose header checks out is decapsulated."""
+        whose header checks out is decapsulated. ``ip_id``: the IPv4 Identification
+        (None for IPv6)."""
         if proto == IPPROTO_UDP:
             if end < l4 + 8:
                 return None
@@ -483,7 +489,8 @@ class Decoder:
             if IPPROTO_UDP not in self.want:
                 return None
             return make_packet(
-                index, ts_ns, src, dst, IPPROTO_UDP, sport, dport, data[l4 + 8 : pend], None, iface, wire_len, encap
+                index, ts_ns, src, dst, IPPROTO_UDP, sport, dport, data[l4 + 8 : pend], None, iface, wire_len, encap,
+                ip_id,
             )
         if proto != IPPROTO_TCP or IPPROTO_TCP not in self.want or end < l4 + 20:
             return None
@@ -501,7 +508,7 @@ class Decoder:
         else:
             tcp = make_tcpinfo(seq, ack, flags, window, urg, hlen, dlen, None, None, False, (), None, None)
         return make_packet(
-            index, ts_ns, src, dst, IPPROTO_TCP, sport, dport, data[l4 + hlen : end], tcp, iface, wire_len, encap
+            index, ts_ns, src, dst, IPPROTO_TCP, sport, dport, data[l4 + hlen : end], tcp, iface, wire_len, encap, ip_id
         )
 
 

@@ -39,7 +39,7 @@ _GATHER = 72  # bytes gathered per row from the IP header: IPv6 (40) + TCP (20) 
 TCP_SEGMENT_FIELDS = (
     "index", "ts_ns", "src", "sport", "dst", "dport", "payload",
     "seq", "ack", "flags", "window", "urgent", "header_len", "data_len",
-    "mss", "wscale", "sack_permitted", "sack", "tsval", "tsecr",
+    "mss", "wscale", "sack_permitted", "sack", "tsval", "tsecr", "ip_id",
     "interface", "wire_len",
 )
 SegmentRow = tuple[Any, ...]
@@ -80,7 +80,8 @@ def read_tcp_segments(
         As :func:`~qoe.capture.read_packets`.
     """
     rows = tcp_segment_rows(path, chunk_size=chunk_size, reassembly=reassembly)
-    return (make_packet(r[0], r[1], r[2], r[4], IPPROTO_TCP, r[3], r[5], r[6], make_tcpinfo(*r[7:20]), r[20], r[21])
+    return (make_packet(r[0], r[1], r[2], r[4], IPPROTO_TCP, r[3], r[5], r[6], make_tcpinfo(*r[7:20]), r[21], r[22],
+                        "", r[20])
             for r in rows)
 
 
@@ -95,7 +96,8 @@ def tcp_segment_rows(
     Item ``k`` of a row is the field named ``TCP_SEGMENT_FIELDS[k]``: ``index, ts_ns, src,
     sport, dst, dport, payload`` as in :class:`Packet`, then ``seq, ack, flags, window,
     urgent, header_len, data_len, mss, wscale, sack_permitted, sack, tsval, tsecr`` as in
-    :class:`TcpInfo` (in its field order), then ``interface, wire_len``: the cheapest form
+    :class:`TcpInfo` (in its field order), then ``ip_id, interface, wire_len`` as in
+    :class:`Packet`: the cheapest form
     for a consumer that looks at every segment once. Parameters, exceptions and warnings
     as :func:`read_tcp_segments`.
     """
@@ -181,6 +183,9 @@ def _fast_rows(
     kind = np.where(hlen == 20, 0, np.where(ts_layout, 1, 2))
     src, dst = _addresses(g, v6, names, decoder)
     k = len(fi)
+    # RFC 791 §3.1: Identification at IPv4 offset 4; IPv6 has none (tells copies from resends)
+    ident = _u16(g, 4).tolist()
+    ip_id: Any = ident if not v6.any() else [None if w else i for i, w in zip(ident, v6.tolist())]
     payloads = [buf[a:b] for a, b in zip(p0.tolist(), p1.tolist())]
     with_ts = kind == 1
     if with_ts.all():
@@ -195,7 +200,7 @@ def _fast_rows(
     out: list[SegmentRow] = list(zip(
         (fi + ch.index0).tolist(), ch.ts_ns[fi].tolist(), src, sport.tolist(), dst, dport.tolist(), payloads,
         seq.tolist(), ack.tolist(), flags.tolist(), window.tolist(), urg.tolist(), hlen.tolist(), dlen.tolist(),
-        repeat(None, k), repeat(None, k), repeat(False, k), repeat((), k), tv, te,
+        repeat(None, k), repeat(None, k), repeat(False, k), repeat((), k), tv, te, ip_id,
         ch.iface[fi].tolist(), ch.wire[fi].tolist(),
     ))
     other = np.flatnonzero(kind == 2)
@@ -258,5 +263,5 @@ def tcp_segment_row(p: Packet) -> SegmentRow:
     t = p.tcp
     assert t is not None
     return (p.index, p.ts_ns, p.src, p.sport, p.dst, p.dport, p.payload, t.seq, t.ack, t.flags, t.window, t.urgent,
-            t.header_len, t.data_len, t.mss, t.wscale, t.sack_permitted, t.sack, t.tsval, t.tsecr, p.interface,
-            p.wire_len)
+            t.header_len, t.data_len, t.mss, t.wscale, t.sack_permitted, t.sack, t.tsval, t.tsecr, p.ip_id,
+            p.interface, p.wire_len)

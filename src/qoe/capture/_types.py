@@ -147,6 +147,14 @@ class Packet:
         innermost packet's; two subscribers of a tunnel that reuse private inner addresses
         differ here (:class:`UdpBatch` gives their addresses codes of their own, so their
         flows stay apart). Not compared (two packets that differ only in it are equal).
+    ip_id : int or None
+        The Identification field of the innermost IPv4 header (RFC 791 §3.1; of the first
+        fragment's header for a reassembled datagram: all fragments share it), ``None`` for
+        IPv6 and for packets rebuilt from a :class:`UdpBatch`, which does not keep it. Two
+        copies of one frame (a capture on Linux's "any" device, a span port) carry the same
+        value; a sender's retransmission of a segment, a new one on the stacks that count
+        it per packet (Linux, Windows, BSDs; RFC 6864 §4.1 asks for it in non-atomic
+        datagrams only, so a stack may send 0). Not compared.
     """
 
     index: int
@@ -161,6 +169,7 @@ class Packet:
     interface: int
     wire_len: int
     encapsulation: str = dataclasses.field(default="", compare=False)
+    ip_id: int | None = dataclasses.field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict copy, payload as hex (for JSON/CSV output)."""
@@ -177,6 +186,7 @@ class Packet:
             "interface": self.interface,
             "wire_len": self.wire_len,
             "encapsulation": self.encapsulation,
+            "ip_id": self.ip_id,
         }
 
 

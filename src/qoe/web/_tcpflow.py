@@ -49,13 +49,17 @@ DUPTHRESH = 3  # RFC 5681 §3.2, RFC 6675 §2 DupThresh
 MIN_RTO_NS = 200_000_000
 
 # Fields of a segment row (qoe.capture.TCP_SEGMENT_FIELDS); a sent record keeps the header
-# fields ``row[_HDR]`` (seq .. tsecr) of its latest transmission, not the row (and its payload).
-_SEQ, _ACK, _FLAGS, _WIN, _DLEN, _MSS, _WSCALE, _SACK_OK, _SACK, _TSVAL, _TSECR = (
+# fields ``row[_HDR]`` (seq .. ip_id) of its latest transmission, not the row (and its payload).
+_SEQ, _ACK, _FLAGS, _WIN, _DLEN, _MSS, _WSCALE, _SACK_OK, _SACK, _TSVAL, _TSECR, _IPID = (
     TCP_SEGMENT_FIELDS.index(f)
-    for f in ("seq", "ack", "flags", "window", "data_len", "mss", "wscale", "sack_permitted", "sack", "tsval", "tsecr")
+    for f in (
+        "seq", "ack", "flags", "window", "data_len", "mss", "wscale", "sack_permitted", "sack", "tsval", "tsecr", "ip_id"
+    )
 )
 _H0 = _SEQ
-_HDR = slice(_SEQ, _TSECR + 1)
+_HDR = slice(_SEQ, _IPID + 1)
+assert _IPID == _TSECR + 1, "the header fields a copy repeats are contiguous in a row"
+
 
 
 class _Half:
@@ -853,6 +857,7 @@ def _same(hdr: tuple[Any, ...], tcp: tuple[Any, ...]) -> bool:
         and hdr[_DLEN - _H0] == tcp[_DLEN]
         and hdr[_TSVAL - _H0] == tcp[_TSVAL]
         and hdr[_SACK - _H0] == tcp[_SACK]
+        and hdr[_IPID - _H0] == tcp[_IPID]
     )
 
 
@@ -860,13 +865,16 @@ def _copy(rec: list[Any], tcp: tuple[Any, ...], ts: int) -> bool:
     """Is ``tcp`` the latest transmission of record ``rec`` captured a second time?
 
     A frame captured twice (Linux's "any" device on a router: on the way in and, after the
-    queue, on the way out; span ports) repeats the header exactly. A retransmission carries a
-    newer TSval unless sent within the same tick of the sender's timestamp clock (RFC 7323
-    §5.4: 1 ms to 1 s; Linux: 1 ms), which takes a path RTT below the tick; without
-    timestamps it repeats the header, after dup ACKs (an RTT) or its timer. So: the same
-    header and, with timestamps, less than the smallest RTO (200 ms) later; without, less
-    than ``DUPLICATE_NS``. On paths with RTTs under the tick, a fast retransmission can be
-    taken for a copy.
+    queue, on the way out; span ports) repeats the header exactly, the IPv4 Identification
+    included. A retransmission carries a new Identification on stacks that count it per
+    packet (Linux, Windows, BSDs; RFC 6864 §4.1), and a newer TSval unless sent within the
+    same tick of the sender's timestamp clock (RFC 7323 §5.4: 1 ms to 1 s; Linux: 1 ms, yet
+    a real capture here shows a Linux retransmission 4.5 ms after the original with the same
+    TSval and a new Identification, ``data/web/field/``); without timestamps it repeats the
+    TCP header, after dup ACKs (an RTT) or its timer. So: the same header and Identification
+    and, with timestamps, less than the smallest RTO (200 ms) later; without, less than
+    ``DUPLICATE_NS``. Over IPv6 (no Identification), or from a stack that sends 0, a
+    retransmission within the tick can still be taken for a copy.
     """
     return _same(rec[6], tcp) and ts - rec[5] < (MIN_RTO_NS if tcp[_TSVAL] is not None else DUPLICATE_NS)
 
