@@ -308,8 +308,8 @@ def iter_score(
     Examples
     --------
     >>> from qoe.report import ReportWriter                                   # doctest: +SKIP
-    >>> stream = iter_score("big.pcap", kind="web")
-    >>> with ReportWriter() as writer:
+    >>> stream = iter_score("big.pcap", kind="web")                          # doctest: +SKIP
+    >>> with ReportWriter() as writer:                                       # doctest: +SKIP
     ...     for result in stream:
     ...         writer.add(result)
     ...     text = "".join(writer.json_chunks(stream.report()))

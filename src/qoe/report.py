@@ -597,8 +597,8 @@ class ReportWriter:
     Examples
     --------
     >>> from qoe.api import iter_score                                       # doctest: +SKIP
-    >>> stream = iter_score("big.pcap", kind="web")
-    >>> with ReportWriter() as writer:
+    >>> stream = iter_score("big.pcap", kind="web")                          # doctest: +SKIP
+    >>> with ReportWriter() as writer:                                       # doctest: +SKIP
     ...     for result in stream:
     ...         writer.add(result)
     ...     with open("big.csv", "w") as f:
