@@ -155,8 +155,4 @@ def _pieces(chunks: Iterable[str]) -> Iterator[str]:
 def emit(text: str, output: str | None, inputs: Sequence[str | None] = ()) -> None:
     """Write ``text`` to ``output`` (a path; atomically, never over one of ``inputs``) or to
     standard output."""
-    if output is None:
-        click.echo(text, nl=False)
-    else:
-        with atomic_output(output, inputs=inputs) as tmp:
-            tmp.write_text(text, encoding="utf-8")
+    emit_chunks([text], output, inputs)
