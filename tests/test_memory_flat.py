@@ -12,9 +12,10 @@ What these tests assert, peak RSS under 500 MB:
   ``MAX_GROWTH_MB_PER_GB`` (400 MB per GB of capture). Before the RTP scan kept payloads
   and per-packet columns on disk (``qoe.rtp.scan_capture``), voice grew by 1.7 GB per GB
   and went over 500 MB at about 200 MB of capture: both asserts failed then. What grows
-  now is per call, not per packet (each call's statistics, SIP messages and results,
-  12 to 19 kB: +74 MB per GB between 0.25 and 1 GB, +112 between 1 and 2 GB, more between small sizes, where the
-  first batches' transients still count), hence the bound. The voice and video paths
+  now is per call, not per packet, and is in the RTP scan, not the results, which ``qoe
+  score`` no longer holds (a transient at the end of the scan, with each stream's
+  statistics: +77 MB per GB between 0.25 and 1 GB, docs/memory.md; more between small
+  sizes, where the first batches' transients still count), hence the bound. The voice and video paths
   share that scan, the part that grew; scoring holds one stream at a time.
 * video on ``VIDEO_SIZE`` (80 MB: past the first full batch of the UDP reader, 65,536
   datagrams, the scan's largest transient). The old scan passed this one too (about 300 MB
