@@ -133,7 +133,7 @@ def _options_for(options: Any, fields: dict[str, Any]) -> dict[str, Any]:
         out[kind] = opt
     for old, new in _RENAMED.items():
         if old in fields:
-            warnings.warn(f"qoe.score: option {old!r} is now {new!r}", DeprecationWarning, stacklevel=3)
+            warnings.warn(f"qoe.score: option {old!r} is now {new!r}", DeprecationWarning, stacklevel=4)
             fields[new] = fields.pop(old)
     taken: dict[str, dict[str, Any]] = {kind: {} for kind in classes}
     for name, value in fields.items():
@@ -221,8 +221,7 @@ def score(
     ...                    options=CallOptions(jitter_buffer="fixed:60"))
     >>> report.to_frame()[["direction", "mos_lqo", "z1", "z2", "mos"]]          # doctest: +SKIP
     """
-    stream = iter_score(capture, reference, kind=kind, options=options, sender_capture=sender_capture, ssrc=ssrc,
-                        **option_fields)
+    stream = _stream(capture, reference, kind, options, sender_capture, ssrc, option_fields)
     results = tuple(stream)
     return dataclasses.replace(stream.report(), results=results)
 
@@ -314,6 +313,13 @@ def iter_score(
     ...         writer.add(result)
     ...     text = "".join(writer.json_chunks(stream.report()))
     """
+    return _stream(capture, reference, kind, options, sender_capture, ssrc, option_fields)
+
+
+def _stream(capture: PathLike, reference: Any, kind: str, options: Any, sender_capture: PathLike | None, ssrc: Any,
+            option_fields: dict[str, Any]) -> ScoreStream:
+    """:func:`iter_score`, called by it and by :func:`score` (a deprecated option's warning names
+    their caller: ``stacklevel=4`` of :func:`_options_for`)."""
     if kind not in KINDS:
         raise InputError(f"kind must be one of {', '.join(map(repr, KINDS))}; given kind={kind!r}")
     opts = _options_for(options, dict(option_fields))
