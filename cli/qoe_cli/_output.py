@@ -8,7 +8,7 @@ them, for every command, because both come from :func:`qoe.report.to_json` and
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import click
@@ -77,6 +77,33 @@ def table(rows: Sequence[Mapping[str, Any]], *, digits: int = 4) -> str:
     return "\n".join(map("  ".join, zip(*cols))) + "\n"
 
 
+def iter_table(rows: Callable[[], Iterable[Mapping[str, Any]]], *, digits: int = 4) -> Iterator[str]:
+    """:func:`table` of the records ``rows()`` gives, line by line, holding one record at a time.
+
+    ``rows`` gives the same records each time it is called: once for the columns and
+    their widths, once for the lines (the cells are :func:`_cell` of each value, what
+    :func:`_column` gives for it). No records: no lines (where :func:`table` writes an
+    empty header and rule).
+    """
+    widths: dict[str, int] = {}
+    count = 0
+    for r in rows():
+        count += 1
+        for name in r:
+            widths.setdefault(name, len(name))
+        for name, width in widths.items():
+            widths[name] = max(width, len(_cell(r.get(name), digits)))
+    if not count:
+        return
+    if not widths:  # an empty header and rule, and an empty line per record
+        yield "\n" * (count + 2)
+        return
+    yield "  ".join(name.rjust(w) for name, w in widths.items()) + "\n"
+    yield "  ".join("-" * w for w in widths.values()) + "\n"
+    for r in rows():
+        yield "  ".join(_cell(r.get(name), digits).rjust(w) for name, w in widths.items()) + "\n"
+
+
 def render(rows: Sequence[Mapping[str, Any]], fmt: str, *, digits: int = 4) -> str:
     """Flat records in one of :data:`FORMATS`; JSON is always a list, whatever the number of rows."""
     if fmt == "json":
@@ -96,11 +123,36 @@ def render_pairs(record: Mapping[str, Any], fmt: str, *, digits: int = 4) -> str
     return "\n".join(f"{k.ljust(width)}  {_cell(v, digits)}" for k, v in record.items()) + "\n"
 
 
+def emit_chunks(chunks: Iterable[str], output: str | None, inputs: Sequence[str | None] = ()) -> None:
+    """:func:`emit` of ``"".join(chunks)``, without holding the whole text (written in pieces of
+    about :data:`_PIECE` characters)."""
+    if output is None:
+        for piece in _pieces(chunks):
+            click.echo(piece, nl=False)
+        return
+    with atomic_output(output, inputs=inputs) as tmp, tmp.open("w", encoding="utf-8") as f:
+        f.writelines(_pieces(chunks))
+
+
+#: Characters gathered before a write of :func:`emit_chunks`.
+_PIECE = 1 << 20
+
+
+def _pieces(chunks: Iterable[str]) -> Iterator[str]:
+    """``chunks`` joined into pieces of at least :data:`_PIECE` characters (the last one shorter)."""
+    held: list[str] = []
+    size = 0
+    for c in chunks:
+        held.append(c)
+        size += len(c)
+        if size >= _PIECE:
+            yield "".join(held)
+            held, size = [], 0
+    if held:
+        yield "".join(held)
+
+
 def emit(text: str, output: str | None, inputs: Sequence[str | None] = ()) -> None:
     """Write ``text`` to ``output`` (a path; atomically, never over one of ``inputs``) or to
     standard output."""
-    if output is None:
-        click.echo(text, nl=False)
-    else:
-        with atomic_output(output, inputs=inputs) as tmp:
-            tmp.write_text(text, encoding="utf-8")
+    emit_chunks([text], output, inputs)

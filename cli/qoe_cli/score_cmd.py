@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
+
 import click
 
-import qoe
-from qoe.api import KINDS
+from qoe.api import KINDS, iter_score
+from qoe.report import Report, ReportWriter
 from qoe.video import PSNR_TABLES, SSIM_VARIANTS, VideoOptions
 from qoe.voice.call import CallOptions
 from qoe.web.pages import WebOptions
-from qoe_cli._output import emit, format_option, output_option, render
+from qoe_cli._output import emit_chunks, format_option, iter_table, output_option
 
 
 @click.command("score")
@@ -82,13 +84,25 @@ def score(capture, refs, sender_capture, network_delay_ms, user, jitter_buffer, 
                        codec=codec, user=user, network_delay_ms=network_delay_ms, clocks=clocks, srtp_keys=srtp_keys)
     video = VideoOptions(sdp=sdp, jitter_buffer=video_jitter_buffer, variant=ssim_variant, psnr_table=psnr_table)
     options = {"voice": call, "video": video, "web": WebOptions(idle_gap_s=idle_gap, preset=web_preset)}
-    report = qoe.score(capture, reference=list(refs) or None, kind=kind, options=options,
-                       sender_capture=sender_capture, ssrc=ssrc)
+    inputs = [capture, sender_capture, sdp, *refs]
+    stream = iter_score(capture, reference=list(refs) or None, kind=kind, options=options,
+                        sender_capture=sender_capture, ssrc=ssrc)
+    with ReportWriter() as writer:  # results go to a temporary file as they come: memory stays flat
+        for result in stream:
+            writer.add(result)
+        _write(writer, stream.report(), fmt, details, output, inputs)
+
+
+def _write(writer: ReportWriter, head: Report, fmt: str, details: str, output: str | None, inputs: list) -> None:
+    """The output of ``qoe score`` in ``fmt``: the whole report (json), or the ``details`` table."""
     if fmt == "json":
-        emit(report.to_json() + "\n", output, inputs=[capture, sender_capture, sdp, *refs])
+        emit_chunks(itertools.chain(writer.json_chunks(head), ["\n"]), output, inputs=inputs)
         return
-    rows = report.to_records(details, brief=(fmt == "table"))
-    text = render(rows, fmt, digits=2) if rows else ""
-    if fmt == "table":
-        text = (text or "nothing scored\n") + "".join(f"note: {n}\n" for n in report.note_lines())
-    emit(text, output, inputs=[capture, sender_capture, sdp, *refs])
+    if fmt == "csv":
+        emit_chunks(writer.csv_chunks(head, details), output, inputs=inputs)
+        return
+    writer.records(head, details)  # an unknown table is an error before anything is written
+    lines = iter_table(lambda: writer.records(head, details, brief=True), digits=2)
+    text = next(lines, "nothing scored\n")  # the header line, or no record at all
+    notes = (f"note: {n}\n" for n in writer.note_lines(head))
+    emit_chunks(itertools.chain([text], lines, notes), output, inputs=inputs)

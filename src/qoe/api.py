@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, Union
 
@@ -24,7 +24,7 @@ import numpy as np
 from qoe.errors import InputError, QoEWarning, StreamNotFoundError
 from qoe.report import Report
 
-__all__ = ["score", "KINDS"]
+__all__ = ["score", "iter_score", "ScoreStream", "KINDS"]
 
 #: Every kind :func:`score` knows (all implemented; the flag is kept for callers that check it).
 KINDS = {"auto": True, "voice": True, "video": True, "web": True}
@@ -133,7 +133,7 @@ def _options_for(options: Any, fields: dict[str, Any]) -> dict[str, Any]:
         out[kind] = opt
     for old, new in _RENAMED.items():
         if old in fields:
-            warnings.warn(f"qoe.score: option {old!r} is now {new!r}", DeprecationWarning, stacklevel=3)
+            warnings.warn(f"qoe.score: option {old!r} is now {new!r}", DeprecationWarning, stacklevel=4)
             fields[new] = fields.pop(old)
     taken: dict[str, dict[str, Any]] = {kind: {} for kind in classes}
     for name, value in fields.items():
@@ -221,53 +221,160 @@ def score(
     ...                    options=CallOptions(jitter_buffer="fixed:60"))
     >>> report.to_frame()[["direction", "mos_lqo", "z1", "z2", "mos"]]          # doctest: +SKIP
     """
+    stream = _stream(capture, reference, kind, options, sender_capture, ssrc, option_fields)
+    results = tuple(stream)
+    return dataclasses.replace(stream.report(), results=results)
+
+
+class ScoreStream:
+    """The results of :func:`iter_score` one at a time, then the rest of the report.
+
+    Iterate it (once) for the results, each as soon as it is final: voice call directions,
+    then video streams, then page loads, in the order of :attr:`Report.results`. Once every
+    result has been given, :meth:`report` returns the :class:`~qoe.report.Report` without
+    its results (``results=()``): its kind, source, inputs and notes, which depend on what
+    was found.
+    """
+
+    __slots__ = ("_items", "_report")
+
+    def __init__(self, items: Generator[Any, None, Report]) -> None:
+        self._items = items
+        self._report: Report | None = None
+
+    def __iter__(self) -> Iterator[Any]:
+        return self
+
+    def __next__(self) -> Any:
+        try:
+            return next(self._items)
+        except StopIteration as stop:
+            if self._report is None and stop.value is not None:
+                self._report = stop.value
+            raise StopIteration from None
+
+    def report(self) -> Report:
+        """The report without its results: kind, source, inputs and notes.
+
+        Raises
+        ------
+        InputError
+            Some results have not been iterated yet (the notes and the kind depend on them).
+        """
+        if self._report is None:
+            raise InputError("ScoreStream.report(): iterate over every result first (the report's kind and notes "
+                             "depend on what was found)")
+        return self._report
+
+
+def iter_score(
+    capture: PathLike,
+    reference: ReferenceLike | Sequence[ReferenceLike] | None = None,
+    *,
+    kind: Literal["auto", "voice", "video", "web"] = "auto",
+    options: Any = None,
+    sender_capture: PathLike | None = None,
+    ssrc: int | str | None = None,
+    **option_fields: Any,
+) -> ScoreStream:
+    """:func:`score` as a stream: each result as soon as it is final, in memory flat in the number of results.
+
+    Parameters
+    ----------
+    capture, reference, kind, options, sender_capture, ssrc, **option_fields
+        As :func:`score`.
+
+    Returns
+    -------
+    ScoreStream
+        An iterator (once) over the results :func:`score` returns, in the same order; then
+        ``.report()`` gives the rest of that report (``results=()``). ``score(...)`` is
+        ``dataclasses.replace(s.report(), results=tuple(s))`` of ``s = iter_score(...)``.
+
+    Raises
+    ------
+    InputError
+        An unknown kind or option (at the call); a bad reference (at the call, or when the
+        kind it is for is reached).
+    CaptureError, StreamNotFoundError
+        As :func:`score`, while iterating.
+
+    Warns
+    -----
+    QoEWarning
+        As :func:`score`, while iterating.
+
+    Examples
+    --------
+    >>> from qoe.report import ReportWriter                                   # doctest: +SKIP
+    >>> stream = iter_score("big.pcap", kind="web")                          # doctest: +SKIP
+    >>> with ReportWriter() as writer:                                       # doctest: +SKIP
+    ...     for result in stream:
+    ...         writer.add(result)
+    ...     text = "".join(writer.json_chunks(stream.report()))
+    """
+    return _stream(capture, reference, kind, options, sender_capture, ssrc, option_fields)
+
+
+def _stream(capture: PathLike, reference: Any, kind: str, options: Any, sender_capture: PathLike | None, ssrc: Any,
+            option_fields: dict[str, Any]) -> ScoreStream:
+    """:func:`iter_score`, called by it and by :func:`score` (a deprecated option's warning names
+    their caller: ``stacklevel=4`` of :func:`_options_for`)."""
     if kind not in KINDS:
         raise InputError(f"kind must be one of {', '.join(map(repr, KINDS))}; given kind={kind!r}")
     opts = _options_for(options, dict(option_fields))
     refs = _split_references(reference)
     cap = os.fspath(capture)
     sender = os.fspath(sender_capture) if sender_capture is not None else None
-    parts: list[Report] = []
+    return ScoreStream(_iter_kinds(cap, kind, refs, opts, sender=sender, ssrc=ssrc))
+
+
+#: A kind's generator: its results, then (returned) its report without results and how many it gave.
+_Part = Generator[Any, None, tuple[Report, int]]
+
+
+def _iter_kinds(cap: str, kind: str, refs: dict[str, list[Any]], opts: dict[str, Any], *, sender: str | None,
+                ssrc: Any) -> Generator[Any, None, Report]:
+    """The results of each kind asked for, in turn; returns the report without results."""
+    parts: list[tuple[Report, int]] = []
     scan = _scan_once(cap) if kind == "auto" else None  # one RTP scan for voice and video
     if kind in ("voice", "auto"):
-        voice = _score_voice(cap, refs["voice"], sender=sender, ssrc=ssrc, options=opts["voice"],
-                             strict=(kind == "voice"), scan_of=scan)
-        if kind == "voice":
-            return voice
-        parts.append(voice)
+        parts.append((yield from _iter_voice(cap, refs["voice"], sender=sender, ssrc=ssrc, options=opts["voice"],
+                                             strict=(kind == "voice"), scan_of=scan)))
     if kind in ("video", "auto"):
-        video = _score_video(cap, refs["video"], options=opts["video"], strict=(kind == "video"), scan=scan)
+        parts.append((yield from _iter_video(cap, refs["video"], options=opts["video"], strict=(kind == "video"),
+                                             scan=scan)))
         del scan  # its streams' packet files are closed when the last stream is gone
-        if kind == "video":
-            return video
-        parts.append(video)
     if kind in ("web", "auto"):
-        web = _score_web(cap, options=opts["web"], strict=(kind == "web"))
-        if kind == "web":
-            return web
-        parts.append(web)
+        parts.append((yield from _iter_web(cap, options=opts["web"], strict=(kind == "web"))))
+    if kind != "auto":
+        return parts[0][0]
     return _merged(cap, parts, refs)
 
 
-def _score_web(capture: str, *, options: Any, strict: bool) -> Report:
-    from qoe.web.pages import page_loads  # noqa: PLC0415 - keeps `import qoe` light
+def _iter_web(capture: str, *, options: Any, strict: bool) -> _Part:
+    from qoe.web.pages import iter_page_loads  # noqa: PLC0415 - keeps `import qoe` light
 
-    found = tuple(page_loads(capture, idle_gap_s=options.idle_gap_s, preset=options.preset, bounds=options.bounds,
-                        share=options.share))
+    found = 0
+    for page in iter_page_loads(capture, idle_gap_s=options.idle_gap_s, preset=options.preset,
+                                bounds=options.bounds, share=options.share):
+        found += 1
+        yield page
     if not found and strict:
         raise StreamNotFoundError(f"{capture}: no page load found (no HTTP transaction or TLS connection over TCP)")
-    return Report(kind="web", source=capture, results=found, inputs={"capture": capture, **options.to_dict()})
+    return Report(kind="web", source=capture, results=(), inputs={"capture": capture, **options.to_dict()}), found
 
 
-def _merged(capture: str, parts: list[Report], refs: dict[str, list[Any]]) -> Report:
-    """One report of the kinds found (``kind="auto"``); a warning when none was.
+def _merged(capture: str, parts: list[tuple[Report, int]], refs: dict[str, list[Any]]) -> Report:
+    """The report (without results) of the kinds found (``kind="auto"``), from each kind's
+    and its number of results; a warning when none was found.
 
     With one kind found, its report (inputs as that kind's); with several, ``inputs`` holds
     each kind's under its name.
     """
-    found = [p for p in parts if p.results]
-    notes = tuple(n for p in parts for n in p.notes)
-    inputs = {p.kind: p.inputs for p in parts}
+    found = [p for p, n in parts if n]
+    notes = tuple(n for p, _ in parts for n in p.notes)
+    inputs = {p.kind: p.inputs for p, _ in parts}
     if not found:
         warnings.warn(f"{capture}: nothing scorable found (no RTP audio or video stream, no MPEG-TS in UDP, "
                       "no page load)",
@@ -278,8 +385,7 @@ def _merged(capture: str, parts: list[Report], refs: dict[str, list[Any]]) -> Re
             notes += (f"the {k} reference was given but the capture holds no {k} stream",)
     if len(found) == 1:  # one kind: its report as kind= that kind gives it, with every note
         return dataclasses.replace(found[0], notes=notes)
-    return Report(kind="+".join(p.kind for p in found), source=capture,
-                  results=tuple(r for p in found for r in p.results), inputs=inputs, notes=notes)
+    return Report(kind="+".join(p.kind for p in found), source=capture, results=(), inputs=inputs, notes=notes)
 
 
 def _scan_once(capture: str) -> Any:
@@ -296,8 +402,8 @@ def _scan_once(capture: str) -> Any:
     return scan
 
 
-def _score_video(capture: str, reference: list[Any], *, options: Any, strict: bool, scan: Any = None) -> Report:
-    from qoe.video.stream import score_capture  # noqa: PLC0415 - keeps `import qoe` light
+def _iter_video(capture: str, reference: list[Any], *, options: Any, strict: bool, scan: Any = None) -> _Part:
+    from qoe.video.stream import iter_score_capture  # noqa: PLC0415 - keeps `import qoe` light
 
     if len(reference) > 1:
         raise InputError(f"give at most one reference video; given {len(reference)}: {', '.join(map(str, reference))}")
@@ -305,10 +411,13 @@ def _score_video(capture: str, reference: list[Any], *, options: Any, strict: bo
     if ref is not None and not Path(ref).is_file():
         raise InputError(f"reference video {ref}: no such file")
     inputs = {"capture": capture, "reference": ref, **options.to_dict()}
-    results = tuple(score_capture(capture, ref, options=options, scan=scan() if scan is not None else None))
-    if not results and strict:
+    found = 0
+    for result in iter_score_capture(capture, ref, options=options, scan=scan() if scan is not None else None):
+        found += 1
+        yield result
+    if not found and strict:
         raise StreamNotFoundError(f"{capture}: no video stream found (RTP video, or MPEG-TS in UDP)")
-    return Report(kind="video", source=capture, results=results, inputs=inputs)
+    return Report(kind="video", source=capture, results=(), inputs=inputs), found
 
 
 def _decrypt(capture: str, audio: list[Any], want: int | None, keys: tuple[str, ...], notes: list[str],
@@ -337,10 +446,10 @@ def _decrypt(capture: str, audio: list[Any], want: int | None, keys: tuple[str, 
     return out
 
 
-def _score_voice(capture: str, reference: Any, *, sender: str | None, ssrc: Any, options: Any, strict: bool,
-                 scan_of: Any = None) -> Report:
+def _iter_voice(capture: str, reference: Any, *, sender: str | None, ssrc: Any, options: Any, strict: bool,
+                scan_of: Any = None) -> _Part:
     from qoe.rtp import scan_capture  # noqa: PLC0415 - keeps `import qoe` light
-    from qoe.voice.call import score_calls  # noqa: PLC0415
+    from qoe.voice.call import iter_score_calls  # noqa: PLC0415
     from qoe.voice.io import parse_ssrc  # noqa: PLC0415
 
     refs, notes = _load_references(reference or None)
@@ -363,8 +472,8 @@ def _score_voice(capture: str, reference: Any, *, sender: str | None, ssrc: Any,
         msg = f"{capture}: no RTP audio stream found in {scan.udp_packets} UDP datagrams"
         if strict:
             raise StreamNotFoundError(msg)
-        return Report(kind="voice", source=capture, results=(), inputs=inputs, notes=())
-    calls = score_calls(
+        return Report(kind="voice", source=capture, results=(), inputs=inputs, notes=()), 0
+    calls = iter_score_calls(
         audio,
         sender_streams=list(far.streams) if far is not None else None,
         sip_calls=scan.calls,
@@ -374,16 +483,18 @@ def _score_voice(capture: str, reference: Any, *, sender: str | None, ssrc: Any,
         sender_capture=Path(sender).name if sender is not None else None,
         options=options,
     )
-    if want is not None:
-        calls = [c for c in calls if any(d.ssrc == want for d in c.directions)]
-        if not calls:
-            present = ", ".join(f"0x{s.ssrc:08x}" for s in audio)
-            raise StreamNotFoundError(f"{capture}: no RTP audio stream with SSRC 0x{want:08x}; present: {present}")
-    results = _mark_cut_calls(tuple(d for c in calls for d in c.directions),
-                              [*scan.calls, *(far.calls if far is not None else ())], audio)
+    mark = _cut_marker([*scan.calls, *(far.calls if far is not None else ())], audio)
+    found = 0
     for c in calls:
+        if want is not None and not any(d.ssrc == want for d in c.directions):
+            continue
+        found += len(c.directions)
+        yield from map(mark, c.directions)
         notes.extend(f"call {c.call_id}: {n}" for n in c.notes)
-    return Report(kind="voice", source=capture, results=results, inputs=inputs, notes=tuple(notes))
+    if want is not None and not found:
+        present = ", ".join(f"0x{s.ssrc:08x}" for s in audio)
+        raise StreamNotFoundError(f"{capture}: no RTP audio stream with SSRC 0x{want:08x}; present: {present}")
+    return Report(kind="voice", source=capture, results=(), inputs=inputs, notes=tuple(notes)), found
 
 
 #: The note of a call direction the capture cut: its result covers what the capture holds.
@@ -398,23 +509,23 @@ CUT_STREAM_NOTE = ("partial: the stream was still sending when the capture ended
                    "it, and it is scored on what the capture holds")
 
 
-def _mark_cut_calls(results: tuple[Any, ...], sip_calls: Sequence[Any], streams: Sequence[Any] = ()) -> tuple[Any, ...]:
-    """``results`` with :data:`CUT_NOTE` added to the directions of SIP calls that were
-    answered and never ended (no BYE or CANCEL) in either capture, and
-    :data:`CUT_STREAM_NOTE` to those of streams no SIP call covers that were still sending
-    when the capture ended (:attr:`qoe.rtp.RtpStream.active_at_end`, of ``streams``)."""
-    from dataclasses import replace  # noqa: PLC0415
-
+def _cut_marker(sip_calls: Sequence[Any], streams: Sequence[Any] = ()) -> Callable[[Any], Any]:
+    """A function of a call direction's result: the result with :data:`CUT_NOTE` added when its
+    SIP call was answered and never ended (no BYE or CANCEL) in either capture, with
+    :data:`CUT_STREAM_NOTE` when no SIP call covers its stream and the stream was still
+    sending when the capture ended (:attr:`qoe.rtp.RtpStream.active_at_end`, of ``streams``),
+    else the result as it is."""
     answered = {c.call_id for c in sip_calls if c.answer_ns is not None}
     ended = {c.call_id for c in sip_calls if c.end_ns is not None}
     signalled = {c.call_id for c in sip_calls}
     cut = answered - ended
     active = {str(s.key) for s in streams if s.active_at_end}
-    out = []
-    for d in results:
+
+    def mark(d: Any) -> Any:
         if d.call_id in cut:
-            d = replace(d, notes=(*d.notes, CUT_NOTE))
-        elif d.call_id not in signalled and d.stream in active:
-            d = replace(d, notes=(*d.notes, CUT_STREAM_NOTE))
-        out.append(d)
-    return tuple(out)
+            return dataclasses.replace(d, notes=(*d.notes, CUT_NOTE))
+        if d.call_id not in signalled and d.stream in active:
+            return dataclasses.replace(d, notes=(*d.notes, CUT_STREAM_NOTE))
+        return d
+
+    return mark

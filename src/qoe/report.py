@@ -42,6 +42,7 @@ References
 
 from __future__ import annotations
 
+import copyreg
 import csv
 import dataclasses
 import html
@@ -49,16 +50,19 @@ import io
 import json
 import math
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import pickle
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from qoe.errors import InputError
 
-__all__ = ["Report", "to_plain", "as_dict", "brief", "columns", "to_json", "to_csv", "to_frame", "read_table", "html_table"]
+__all__ = ["Report", "ReportWriter", "iter_csv", "to_plain", "as_dict", "brief", "columns", "to_json", "to_csv", "to_frame", "read_table", "html_table"]
 
 _KEEP: Any = object()  # to_plain's default: non-finite floats stay as they are
 
@@ -200,6 +204,24 @@ def _indented(value: Any, indent: int, level: int, out: list[str], flat: dict[in
     out.append("\n" + " " * (indent * level) + closing)
 
 
+def _json_chunks(head: Mapping[str, Any], results: Iterable[Any], indent: int) -> Iterator[str]:
+    """The text of ``to_json({**head, "results": list(results)}, indent=indent)`` in pieces: the
+    head, then one result at a time (each result is made plain only when its turn comes).
+
+    ``head`` must hold a container (a report's ``inputs``), so that its text ends with
+    ``"\n}"``, where the ``"results"`` member is spliced in.
+    """
+    pad = " " * indent
+    yield to_json(head, indent=indent)[:-2] + ",\n" + pad + json.dumps("results") + ": "
+    sep, flat = "[\n" + pad * 2, {}
+    for r in results:
+        out = [sep]
+        _indented(to_plain(r, nan=None), indent, 2, out, flat)
+        yield "".join(out)
+        sep = ",\n" + pad * 2
+    yield "[]\n}" if sep[0] == "[" else "\n" + pad + "]\n}"
+
+
 def _csv_cell(value: Any) -> str:
     value = to_plain(value, nan=None)
     if value is None:
@@ -247,6 +269,39 @@ def to_csv(rows: Iterable[Mapping[str, Any]]) -> str:
     writer.writerow(names)
     writer.writerows(zip(*cells) if cells else [[]] * len(rows))  # records without columns: empty lines
     return buf.getvalue()
+
+
+def iter_csv(rows: Callable[[], Iterable[Mapping[str, Any]]]) -> Iterator[str]:
+    """:func:`to_csv` of the records ``rows()`` gives, in pieces, holding one record at a time.
+
+    Parameters
+    ----------
+    rows : callable
+        Gives the same records each time it is called: once for the columns (the header
+        names every column of every record, :func:`columns`), once for the lines.
+
+    Yields
+    ------
+    str
+        The header line, then one line per record: together, ``to_csv(list(rows()))``,
+        the same text (:func:`_csv_cell` of each value is what :func:`_csv_column` gives
+        for it).
+    """
+    names = columns(rows())
+    if not names and not any(True for _ in rows()):
+        return
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+
+    def line(cells: Iterable[str]) -> str:
+        buf.seek(0)
+        buf.truncate()
+        writer.writerow(cells)
+        return buf.getvalue()
+
+    yield line(names)
+    for r in rows():
+        yield line([_csv_cell(r.get(k)) for k in names])
 
 
 def to_frame(rows: Iterable[Mapping[str, Any]]):  # noqa: ANN201 - pandas is imported lazily
@@ -404,12 +459,7 @@ class Report:
 
     def tables(self) -> tuple[str, ...]:
         """Names of the tables :meth:`to_records` accepts: ``"results"`` and the detail tables."""
-        names = ["results"]
-        for r in self.results:
-            for name in getattr(r, "tables", dict)():
-                if name not in names:
-                    names.append(name)
-        return tuple(names)
+        return _table_names(self.results)
 
     def to_records(self, table: str = "results", *, brief: bool = False) -> list[dict[str, Any]]:
         """Flat records: one per result, or the rows of a detail table.
@@ -431,18 +481,8 @@ class Report:
         InputError
             An unknown table name.
         """
-        if table == "results":
-            if brief:
-                return [r.to_record(brief=True) for r in self.results]
-            return [{"kind": getattr(r, "kind", self.kind), **r.to_record()} for r in self.results]
-        if table not in self.tables():
-            raise InputError(f"unknown table {table!r}; this {self.kind} report has: {', '.join(self.tables())}")
-        rows = []
-        for r in self.results:
-            ident = r.identity() if hasattr(r, "identity") else {}
-            for row in r.tables().get(table, []):
-                rows.append({**ident, **row})
-        return rows
+        _check_table(self, table, self.results)
+        return [row for r in self.results for row in _records_of(r, table, brief=brief, kind=self.kind)]
 
     def to_frame(self, table: str = "results", *, brief: bool = False):  # noqa: ANN201 - pandas is lazy
         """The records of ``table`` as a :class:`pandas.DataFrame` (see :meth:`to_records`)."""
@@ -454,17 +494,17 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         """Everything as nested plain Python (NaN and infinities stay)."""
-        return {
-            "kind": self.kind,
-            "source": self.source,
-            "inputs": to_plain(self.inputs),
-            "notes": list(self.notes),
-            "results": [to_plain(r.to_dict()) for r in self.results],
-        }
+        return {**self._head(), "results": [_plain_result(r) for r in self.results]}
+
+    def _head(self) -> dict[str, Any]:
+        """:meth:`to_dict` without the results."""
+        return {"kind": self.kind, "source": self.source, "inputs": to_plain(self.inputs), "notes": list(self.notes)}
 
     def to_json(self, *, indent: int | None = 2) -> str:
         """:meth:`to_dict` as strict JSON (NaN and infinities become ``null``)."""
-        return to_json(self.to_dict(), indent=indent)
+        if indent is None:
+            return to_json(self.to_dict(), indent=None)
+        return "".join(_json_chunks(self._head(), map(_plain_result, self.results), indent))
 
     def note_lines(self) -> list[str]:
         """The report's notes, then each distinct result note once, prefixed by the results it is about.
@@ -476,11 +516,166 @@ class Report:
         --------
         ``"[user talks, user listens] network one-way delay: measured ..."``
         """
-        lines = list(self.notes)
-        seen: dict[str, list[str]] = {}
-        for i, r in enumerate(self.results):
-            who = str(getattr(r, "label", None) or f"#{i + 1}")
-            for n in getattr(r, "notes", ()):
-                seen.setdefault(n, []).append(who)
-        lines += [f"[{', '.join(dict.fromkeys(who))}] {n}" for n, who in seen.items()]
-        return lines
+        return _note_lines(self.notes, self.results)
+
+
+def _plain_result(result: Any) -> Any:
+    """A result in a report's :meth:`~Report.to_dict`: its ``to_dict()`` as plain Python."""
+    return to_plain(result.to_dict())
+
+
+def _table_names(results: Iterable[Any]) -> tuple[str, ...]:
+    """``"results"`` and the names of the detail tables of ``results``, in order of appearance."""
+    names = ["results"]
+    for r in results:
+        for name in getattr(r, "tables", dict)():
+            if name not in names:
+                names.append(name)
+    return tuple(names)
+
+
+def _check_table(report: Report, table: str, results: Iterable[Any]) -> None:
+    """Raise :class:`InputError` when ``table`` is neither ``"results"`` nor a detail table of ``results``."""
+    if table == "results":
+        return
+    names = _table_names(results)
+    if table not in names:
+        raise InputError(f"unknown table {table!r}; this {report.kind} report has: {', '.join(names)}")
+
+
+def _records_of(result: Any, table: str, *, brief: bool, kind: str) -> list[dict[str, Any]]:
+    """The records of one result in ``table`` (see :meth:`Report.to_records`); ``kind``: the report's."""
+    if table == "results":
+        if brief:
+            return [result.to_record(brief=True)]
+        return [{"kind": getattr(result, "kind", kind), **result.to_record()}]
+    ident = result.identity() if hasattr(result, "identity") else {}
+    return [{**ident, **row} for row in result.tables().get(table, [])]
+
+
+def _note_lines(notes: Iterable[str], results: Iterable[Any]) -> list[str]:
+    """:meth:`Report.note_lines` of a report's ``notes`` and ``results``."""
+    lines = list(notes)
+    seen: dict[str, dict[str, None]] = {}
+    for i, r in enumerate(results):
+        who = str(getattr(r, "label", None) or f"#{i + 1}")
+        for n in getattr(r, "notes", ()):
+            seen.setdefault(n, {})[who] = None
+    lines += [f"[{', '.join(who)}] {n}" for n, who in seen.items()]
+    return lines
+
+
+def _mapping_proxy(items: dict[Any, Any]) -> MappingProxyType:
+    """A read-only mapping of ``items`` (what an unpickled one is made with)."""
+    return MappingProxyType(items)
+
+
+def _reduce_mapping_proxy(m: MappingProxyType) -> tuple[Any, tuple[dict[Any, Any]]]:
+    """How the spool pickles a read-only mapping (results hold some): as one made anew of a copy."""
+    return _mapping_proxy, (dict(m),)
+
+
+#: The reducers of :class:`ReportWriter`'s pickler: the standard ones and :func:`_reduce_mapping_proxy`
+#: (set on the writer's pickler only, not in :mod:`copyreg`).
+_SPOOL_REDUCERS = {**copyreg.dispatch_table, MappingProxyType: _reduce_mapping_proxy}
+
+
+class ReportWriter:
+    """A report's outputs from its results given one at a time, in memory flat in their number.
+
+    Each result given to :meth:`add` is pickled to an unnamed temporary file (the spool,
+    :func:`tempfile.TemporaryFile`: it has no name and is gone when closed, even after a
+    crash); the outputs are then written from the spool, one result at a time, by the same
+    functions :class:`Report` uses, so that they are the same text as the report's with
+    these results: :meth:`json_chunks` is :meth:`Report.to_json`, :meth:`records`
+    :meth:`Report.to_records`, :meth:`csv_chunks` :meth:`Report.to_csv`, :meth:`note_lines`
+    :meth:`Report.note_lines`. The methods that write take ``head``: the report without its
+    results (``results=()``, e.g. :meth:`qoe.api.ScoreStream.report`).
+
+    A writer is a context manager; :meth:`close` removes the spool.
+
+    Examples
+    --------
+    >>> from qoe.api import iter_score                                       # doctest: +SKIP
+    >>> stream = iter_score("big.pcap", kind="web")                          # doctest: +SKIP
+    >>> with ReportWriter() as writer:                                       # doctest: +SKIP
+    ...     for result in stream:
+    ...         writer.add(result)
+    ...     with open("big.csv", "w") as f:
+    ...         f.writelines(writer.csv_chunks(stream.report()))
+    """
+
+    def __init__(self) -> None:
+        self._spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close(), a writer lives longer than a block
+        self._count = 0
+
+    def __enter__(self) -> ReportWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        return self._count
+
+    def close(self) -> None:
+        """Remove the spool (the writer cannot be used after)."""
+        self._spool.close()
+
+    def add(self, result: Any) -> None:
+        """Spool one result (the next of the report's ``results``)."""
+        self._spool.seek(0, os.SEEK_END)
+        pickler = pickle.Pickler(self._spool, protocol=pickle.HIGHEST_PROTOCOL)
+        pickler.dispatch_table = _SPOOL_REDUCERS
+        pickler.dump(result)
+        self._count += 1
+
+    def results(self) -> Iterator[Any]:
+        """The results given so far, in order, read back one at a time (several readers may interleave)."""
+        offset = 0
+        for _ in range(self._count):
+            self._spool.seek(offset)
+            result = pickle.load(self._spool)  # noqa: S301 - our own spool, written by add()
+            offset = self._spool.tell()
+            yield result
+
+    def report(self, head: Report) -> Report:
+        """``head`` with the results in memory (what the writer avoids; for small reports and tests)."""
+        return dataclasses.replace(head, results=tuple(self.results()))
+
+    def tables(self) -> tuple[str, ...]:
+        """:meth:`Report.tables` of the results: ``"results"`` and the detail tables."""
+        return _table_names(self.results())
+
+    def records(self, head: Report, table: str = "results", *, brief: bool = False) -> Iterator[dict[str, Any]]:
+        """:meth:`Report.to_records`, one record at a time.
+
+        Raises
+        ------
+        InputError
+            An unknown table name (at the call).
+        """
+        _check_table(head, table, self.results())
+        return self._records(head, table, brief)
+
+    def _records(self, head: Report, table: str, brief: bool) -> Iterator[dict[str, Any]]:
+        return (row for r in self.results() for row in _records_of(r, table, brief=brief, kind=head.kind))
+
+    def csv_chunks(self, head: Report, table: str = "results", *, brief: bool = False) -> Iterator[str]:
+        """:meth:`Report.to_csv` in pieces (a header, then a line per record).
+
+        Raises
+        ------
+        InputError
+            An unknown table name (at the call).
+        """
+        _check_table(head, table, self.results())
+        return iter_csv(lambda: self._records(head, table, brief))
+
+    def json_chunks(self, head: Report, *, indent: int = 2) -> Iterator[str]:
+        """:meth:`Report.to_json` in pieces (the report's fields, then one result at a time)."""
+        return _json_chunks(head._head(), map(_plain_result, self.results()), indent)  # noqa: SLF001
+
+    def note_lines(self, head: Report) -> list[str]:
+        """:meth:`Report.note_lines`: the report's notes, then each result note once."""
+        return _note_lines(head.notes, self.results())

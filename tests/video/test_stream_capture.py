@@ -186,3 +186,26 @@ def test_plain_udp_datagrams_are_read_back_from_disk_as_they_were_captured(captu
     assert src.payloads[1:3] == sent[1:3]
     assert src.payloads == sent
     assert held < sum(map(len, sent)) / 4  # the datagrams (~1 MB here) are not what find_video holds
+
+
+def test_the_plain_udp_spill_file_is_closed_when_its_last_reader_is_gone():
+    # the temporary file of plain-UDP datagrams is closed when the last VideoSource (or its
+    # payloads) that reads it is dropped, not left for the file object's finaliser, which
+    # warns "ResourceWarning: unclosed file" (it did, on main before this)
+    import gc
+    import warnings
+    from pathlib import Path
+
+    from qoe.video import find_video
+
+    cap = Path(__file__).resolve().parents[2] / "data" / "video" / "captures" / "udpts-down-b64_client.pcap"
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        (src,) = find_video(cap)
+        payloads = src.payloads
+        assert len(list(payloads)) > 0
+        del src
+        assert len(payloads[:2]) == 2  # the payloads alone keep the file open
+        del payloads
+        gc.collect()
+    assert [w for w in seen if issubclass(w.category, ResourceWarning)] == []

@@ -17,7 +17,16 @@ from qoe.video.align import Offset, find_offset, pair_frames, shown_index
 from qoe.video.comparison import VideoComparison, compare, compare_frames
 from qoe.video.flows import VideoSource, find_video
 from qoe.video.receiver import DecodedFrame, ReceivedVideo, receive_rtp, receive_ts
-from qoe.video.stream import MAX_FRAMES, StreamFacts, VideoOptions, VideoScore, score_capture, score_stream, stream_facts
+from qoe.video.stream import (
+    MAX_FRAMES,
+    StreamFacts,
+    VideoOptions,
+    VideoScore,
+    iter_score_capture,
+    score_capture,
+    score_stream,
+    stream_facts,
+)
 from qoe.video.io import Frame, read_frames
 from qoe.video.metrics import SSIM_VARIANTS, ClipSummary, FrameScores, psnr, ssim, ssim_downsample_factor
 from qoe.video.mos import PSNR_TABLES, SSIM_TABLES, psnr_to_mos, ssim_to_mos
@@ -55,4 +64,5 @@ __all__ = [
     "stream_facts",
     "score_stream",
     "score_capture",
+    "iter_score_capture",
 ]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import weakref
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -70,18 +71,34 @@ class VideoSource:
     notes: tuple[str, ...] = ()
 
 
+class _SpillFile:
+    """An anonymous temporary file, closed as soon as the last object that reads it is gone.
+
+    The spill and every :class:`_Datagrams` read it through this object, not through the
+    file: when the last of them lets go of it (reference counting, not a later garbage
+    collection), :func:`weakref.finalize` closes the file, so that it is never left for the
+    file object's own finaliser, which would warn (``ResourceWarning: unclosed file``).
+    """
+
+    __slots__ = ("file", "_closer", "__weakref__")
+
+    def __init__(self) -> None:
+        self.file: IO[bytes] = tempfile.TemporaryFile(prefix="qoe-ts-")  # noqa: SIM115 - closed by _closer
+        self._closer = weakref.finalize(self, self.file.close)
+
+
 class _Spill:
     """Datagrams of several flows appended to one anonymous temporary file, by flow."""
 
     def __init__(self) -> None:
-        self.file: IO[bytes] | None = None
+        self.file: _SpillFile | None = None
         self.size = 0
         self.where: dict[object, tuple[array, array]] = {}  # flow -> (offsets, lengths)
 
     def add(self, key: object, data: bytes | memoryview) -> None:
         if self.file is None:
-            self.file = tempfile.TemporaryFile(prefix="qoe-ts-")  # noqa: SIM115 - closed by the readers' lifetime
-        self.file.write(data)
+            self.file = _SpillFile()
+        self.file.file.write(data)
         off, ln = self.where.setdefault(key, (array("q"), array("q")))
         off.append(self.size)
         ln.append(len(data))
@@ -92,7 +109,7 @@ class _Spill:
 
     def payloads(self, key: object) -> _Datagrams:
         assert self.file is not None
-        self.file.flush()
+        self.file.file.flush()
         off, ln = self.where[key]
         return _Datagrams(self.file, np.frombuffer(off, dtype=np.int64), np.frombuffer(ln, dtype=np.int64))
 
@@ -102,7 +119,7 @@ class _Datagrams(Sequence[bytes]):
 
     __slots__ = ("_file", "_off", "_len")
 
-    def __init__(self, file: IO[bytes], off: np.ndarray, ln: np.ndarray) -> None:
+    def __init__(self, file: _SpillFile, off: np.ndarray, ln: np.ndarray) -> None:
         self._file, self._off, self._len = file, off, ln  # the file stays open while a reader lives
 
     def __len__(self) -> int:
@@ -119,10 +136,10 @@ class _Datagrams(Sequence[bytes]):
         if not -n <= i < n:
             raise IndexError(i)
         i %= n
-        return os.pread(self._file.fileno(), int(self._len[i]), int(self._off[i]))
+        return os.pread(self._file.file.fileno(), int(self._len[i]), int(self._off[i]))
 
     def __iter__(self) -> Iterator[bytes]:
-        fd = self._file.fileno()
+        fd = self._file.file.fileno()
         for o, n in zip(self._off.tolist(), self._len.tolist()):
             yield os.pread(fd, n, o)
 

@@ -36,7 +36,7 @@ from qoe.video.align import THUMB_SIZE, Offset, find_offset, thumbnail
 from qoe.video.comparison import VideoComparison
 from qoe.video.receiver import CLOCK_HZ, ReceivedVideo
 
-__all__ = ["MAX_FRAMES", "VideoOptions", "StreamFacts", "VideoScore", "stream_facts", "score_stream", "score_capture", "sorted_frames"]
+__all__ = ["MAX_FRAMES", "VideoOptions", "StreamFacts", "VideoScore", "stream_facts", "score_stream", "score_capture", "iter_score_capture", "sorted_frames"]
 
 #: Default of ``VideoOptions.max_frames``: most frames of one stream (and of the reference)
 #: a scoring pass takes. Each frame taken keeps its time, flags and a 32x18 luma thumbnail
@@ -523,6 +523,31 @@ def score_capture(
 ) -> list[VideoScore | StreamFacts]:
     """Every video stream of a capture: scored against ``reference``, else its facts.
 
+    Parameters and results as :func:`iter_score_capture`.
+
+    Returns
+    -------
+    list of VideoScore or StreamFacts
+        ``list(iter_score_capture(...))``.
+    """
+    return list(iter_score_capture(capture, reference, sdp=sdp, buffer=buffer, variant=variant,
+                                   psnr_table=psnr_table, options=options, max_frames=max_frames, scan=scan))
+
+
+def iter_score_capture(
+    capture: str | os.PathLike[str],
+    reference: str | os.PathLike[str] | None = None,
+    *,
+    sdp: str | os.PathLike[str] | None = None,
+    buffer: Any = None,
+    variant: str = "wang",
+    psnr_table: str = "zinner2010",
+    options: VideoOptions | None = None,
+    max_frames: int | None = MAX_FRAMES,
+    scan: Any = None,
+) -> Iterator[VideoScore | StreamFacts]:
+    """Every video stream of a capture, one at a time: scored against ``reference``, else its facts.
+
     Parameters
     ----------
     capture : path
@@ -543,10 +568,11 @@ def score_capture(
         The capture's :func:`qoe.rtp.scan_capture`, when the caller has it already (see
         :func:`qoe.video.flows.find_video`).
 
-    Returns
-    -------
-    list of VideoScore or StreamFacts
-        One per stream, in order of its first packet. A stream of a codec qoe does not
+    Yields
+    ------
+    VideoScore or StreamFacts
+        One per stream, in order of its first packet, as soon as it is scored (one
+        stream's frames are held at a time). A stream of a codec qoe does not
         decode (VP8, VP9, H.265, AV1, H.263 over RTP) gets its packet facts, no frames, and
         a note saying so, with or without a reference.
     """
@@ -556,20 +582,18 @@ def score_capture(
     if options is not None:
         sdp, buffer, variant, psnr_table = options.sdp, options.jitter_buffer, options.variant, options.psnr_table
         max_frames = options.max_frames
-    out: list[VideoScore | StreamFacts] = []
     for src in find_video(capture, sdp=sdp, scan=scan):
         if src.rtp is not None:
             try:
                 video = receive_rtp(src.rtp, sdp=src.sdp, buffer=buffer)
             except UnsupportedCodecError as exc:
-                out.append(_undecoded(src, str(exc)))
+                yield _undecoded(src, str(exc))
                 continue
         else:
             video = receive_ts(src.name, list(src.payloads))
         if src.notes:
             video = dataclasses.replace(video, notes=src.notes + video.notes)
         if reference is None:
-            out.append(stream_facts(video, max_frames=max_frames))
+            yield stream_facts(video, max_frames=max_frames)
         else:
-            out.append(score_stream(video, reference, variant=variant, psnr_table=psnr_table, max_frames=max_frames))
-    return out
+            yield score_stream(video, reference, variant=variant, psnr_table=psnr_table, max_frames=max_frames)

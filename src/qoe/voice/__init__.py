@@ -46,6 +46,7 @@ _EXPORTS: dict[str, str] = {
     # call scores
     "score_call": "call",
     "score_calls": "call",
+    "iter_score_calls": "call",
     "find_calls": "call",
     "CallOptions": "call",
     "Reference": "call",

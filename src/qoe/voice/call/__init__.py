@@ -48,7 +48,7 @@ build. Every result says which inputs were measured and which assumed (``inputs`
 Layout: ``_options`` (:class:`CallOptions`), ``_inputs`` (:class:`Reference`,
 :class:`Call`, :func:`find_calls`), ``_results`` (the result classes), ``_delay`` (play
 out and delays per stream), ``_network`` (the network-side score), ``_reference`` (locate
-and score the plays of a reference), ``_score`` (:func:`score_call`, :func:`score_calls`).
+and score the plays of a reference), ``_score`` (:func:`score_call`, :func:`score_calls`, :func:`iter_score_calls`).
 Import every name from here.
 
 References
@@ -81,11 +81,12 @@ from qoe.voice.call._results import (
     NetworkScore,
     PlayScore,
 )
-from qoe.voice.call._score import score_call, score_calls
+from qoe.voice.call._score import iter_score_calls, score_call, score_calls
 
 __all__ = [
     "score_call",
     "score_calls",
+    "iter_score_calls",
     "find_calls",
     "CallOptions",
     "Reference",

@@ -9,7 +9,7 @@ the network side (:mod:`._network`) and, with references, on the full reference
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from qoe.errors import InputError, QoEWarning
@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from qoe.rtp import RtpStream
     from qoe.rtp.sip import SipCall
 
-__all__ = ["score_call", "score_calls"]
+__all__ = ["score_call", "score_calls", "iter_score_calls"]
 
 
 # --------------------------------------------------------------------------- the user's end
@@ -343,6 +343,39 @@ def score_calls(
 
     Parameters
     ----------
+    streams, sender_streams, sip_calls, sender_sip_calls, references, capture, sender_capture, options
+        See :func:`iter_score_calls`.
+
+    Returns
+    -------
+    list of CallScore
+        In order of the calls' first packets: ``list(iter_score_calls(...))``.
+
+    Warns
+    -----
+    QoEWarning
+        A reference found in no stream; a delay that had to be assumed.
+    """
+    return list(iter_score_calls(streams, sender_streams=sender_streams, sip_calls=sip_calls,
+                                 sender_sip_calls=sender_sip_calls, references=references, capture=capture,
+                                 sender_capture=sender_capture, options=options))
+
+
+def iter_score_calls(
+    streams: Sequence[RtpStream],
+    *,
+    sender_streams: Sequence[RtpStream] | None = None,
+    sip_calls: Sequence[SipCall] = (),
+    sender_sip_calls: Sequence[SipCall] = (),
+    references: Sequence[Reference] = (),
+    capture: str | None = None,
+    sender_capture: str | None = None,
+    options: CallOptions | None = None,
+) -> Iterator[CallScore]:
+    """Score every call of a capture (and, optionally, of the far end's capture), one call at a time.
+
+    Parameters
+    ----------
     streams : sequence of RtpStream
         The streams of the capture taken at the user's end (with packets and payloads).
     sender_streams : sequence of RtpStream, optional, keyword-only
@@ -361,19 +394,41 @@ def score_calls(
     options : CallOptions, optional, keyword-only
         How to score (see :class:`CallOptions`); default ``CallOptions()``.
 
-    Returns
-    -------
-    list of CallScore
-        In order of the calls' first packets.
+    Yields
+    ------
+    CallScore
+        Each call as soon as it is scored, in order of the calls' first packets; the
+        warnings below come when the last call has been given.
+
+    Raises
+    ------
+    InputError
+        Bad ``options`` (at the call).
 
     Warns
     -----
     QoEWarning
         A reference found in no stream; a delay that had to be assumed.
     """
+    return _iter_score_calls(streams, sender_streams=sender_streams, sip_calls=sip_calls,
+                             sender_sip_calls=sender_sip_calls, references=references, capture=capture,
+                             sender_capture=sender_capture, options=_options(options))
+
+
+def _iter_score_calls(
+    streams: Sequence[RtpStream],
+    *,
+    sender_streams: Sequence[RtpStream] | None = None,
+    sip_calls: Sequence[SipCall] = (),
+    sender_sip_calls: Sequence[SipCall] = (),
+    references: Sequence[Reference] = (),
+    capture: str | None = None,
+    sender_capture: str | None = None,
+    options: CallOptions,
+) -> Iterator[CallScore]:
+    """:func:`iter_score_calls` with the options checked."""
     from qoe.rtp.delay import delays_between  # noqa: PLC0415 - delay imports playout lazily
 
-    options = _options(options)
     streams = [s for s in streams if is_audio(s)]
     here, there = capture or "capture", sender_capture or "sender capture"
     delays: dict[int, OneWayDelay] = {}
@@ -390,17 +445,17 @@ def score_calls(
         if unmatched:
             extra_notes.append(f"{len(unmatched)} stream(s) of the far end's capture are not in the user's capture "
                                "and were not scored")
-    out = []
     guesses: list[tuple[str, int, bool]] = []
+    located: set[str] = set()
     for call in find_calls(chosen, list(sip_calls) + list(sender_sip_calls)):
         found = _user_at(here, call, delays, caps) if two and options.user is None else None
-        out.append(_score_call(list(call.streams), call_id=call.call_id, sip=call.sip, options=options,
-                               references=references, delays=delays, captures=caps, found_user=found,
-                               extra_notes=extra_notes, delay_guesses=guesses))
+        scored = _score_call(list(call.streams), call_id=call.call_id, sip=call.sip, options=options,
+                             references=references, delays=delays, captures=caps, found_user=found,
+                             extra_notes=extra_notes, delay_guesses=guesses)
+        located.update(p.reference for d in scored.directions if d.full_reference for p in d.full_reference.plays)
+        yield scored
     _warn_delays(guesses, stacklevel=2)
     if references:
-        located = {p.reference for c in out for d in c.directions if d.full_reference for p in d.full_reference.plays}
         for ref in references:
             if ref.name not in located:
                 warnings.warn(f"reference {ref.name!r} was not found in any stream's audio", QoEWarning, stacklevel=2)
-    return out
