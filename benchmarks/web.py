@@ -13,9 +13,12 @@ in a fresh subprocess (peak RSS per run), on the whole capture and on its first 
 - the same with ``-o tcp.reassemble_out_of_order:TRUE``: tshark's default leaves a PDU whose
   segment was lost and retransmitted out of order unreassembled, so it misses the response of
   every page with a loss; with the option it counts what qoe counts;
-- as a floor, h11 alone parsing every message head of the capture (each request, each
-  response's head with its first segment, as ``qoe.web.http`` hands them to h11): a bound
-  on the ratio to tshark of any pipeline that frames every message with h11.
+- as floors: reading alone (``qoe.capture.tcp_segment_rows`` over the whole capture: every
+  TCP segment's header fields and payload, nothing done with them), h11 alone parsing
+  every message head of the capture (each request, each response's head with its first
+  segment, as ``qoe.web.http`` hands them to h11), and their sum: a bound on the ratio to
+  tshark of any pipeline that reads the segments with qoe's reader and frames every
+  message with h11.
 
 It prints wall-clock and CPU seconds (user + system), transactions per second, MB of
 capture per second, the ratio to tshark of both, peak RSS (flat in the capture's size when
@@ -87,6 +90,24 @@ for _ in range(pages):
         rs.next_event()
 print(json.dumps({"s": time.perf_counter() - t, "cpu": time.process_time() - c}))
 """
+
+
+READ = r"""
+import json, sys, time
+from qoe.capture import tcp_segment_rows
+t, c = time.perf_counter(), time.process_time()
+n = 0
+for _ in tcp_segment_rows(sys.argv[1]):
+    n += 1
+print(json.dumps({"s": time.perf_counter() - t, "cpu": time.process_time() - c, "segments": n}))
+"""
+
+
+def _read_floor(path: str) -> dict:
+    """Reading alone: every TCP segment of the capture as a row, in a fresh process."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "src"), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", READ, path], check=True, capture_output=True, text=True, env=env)
+    return json.loads(out.stdout)
 
 
 def _h11_floor(pages: int) -> dict:
@@ -205,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         ts = _tshark(path)
         ts_ooo = _tshark(path, ("-o", "tcp.reassemble_out_of_order:TRUE"))
         floor = _h11_floor(n)
+        reading = _read_floor(path)
+        both = {"s": floor["s"] + reading["s"], "cpu": floor["cpu"] + reading["cpu"]}
         print()
         print(f"{'tool':34s} {'s':>7s} {'CPU s':>7s} {'tx/s':>8s} {'MB/s':>7s} {'vs tshark':>10s} "
               f"{'CPU vs tshark':>14s} {'peak RSS MB':>12s}")
@@ -215,10 +238,13 @@ def main(argv: list[str] | None = None) -> int:
         if ours_half:
             print(f"{'  same, first half of the capture':34s} {ours_half['s']:7.2f} {ours_half['cpu']:7.2f} {'':>8s} "
                   f"{'':>7s} {'':>10s} {'':>14s} {ours_half['rss_mb']:12.0f}")
-        f_ratio = f"{ts['s'] / floor['s']:9.2f}x" if ts else f"{'':>10s}"
-        f_cpu = f"{ts['cpu'] / floor['cpu']:13.2f}x" if ts else f"{'':>14s}"
-        print(f"{'h11 alone, every message head':34s} {floor['s']:7.2f} {floor['cpu']:7.2f} "
-              f"{ours['tx'] / floor['s']:8.0f} {'':>7s} {f_ratio} {f_cpu} {'':>12s}")
+        for label, f in (("floor: reading alone", reading), ("floor: h11 alone, every msg head", floor),
+                         ("floor: reading + h11 (sum)", both)):
+            f_ratio = f"{ts['s'] / f['s']:9.2f}x" if ts else f"{'':>10s}"
+            f_cpu = f"{ts['cpu'] / f['cpu']:13.2f}x" if ts else f"{'':>14s}"
+            mb = f"{size_mb / f['s']:7.1f}" if f is not floor else f"{'':>7s}"
+            print(f"{label:34s} {f['s']:7.2f} {f['cpu']:7.2f} {ours['tx'] / f['s']:8.0f} {mb} {f_ratio} {f_cpu} "
+                  f"{'':>12s}")
         if ts:
             print(f"{'tshark -q -z http,tree':34s} {ts['s']:7.2f} {ts['cpu']:7.2f} {ours['tx'] / ts['s']:8.0f} "
                   f"{size_mb / ts['s']:7.1f} {1.0:9.2f}x {1.0:13.2f}x {'':>12s}")
