@@ -353,17 +353,19 @@ def _asked(method: str, upgrade: str | None) -> tuple[h11.Request, h11.EndOfMess
     return h11.Request(method=method, target="/", headers=headers), h11.EndOfMessage()
 
 
-def _header(headers: Any, name: bytes) -> bytes | None:
-    """First value of ``name`` (lower-case) in h11's normalised headers.
+def _fields(headers: Any) -> tuple[tuple[tuple[str, str], ...], dict[bytes, bytes]]:
+    """A message head's fields read once: as text pairs (names as sent), and the first value
+    of each name, lower-cased with ``bytes.lower`` (as h11 lower-cases names).
 
-    Through ``raw_items()`` (names as sent, values as h11 normalised them; h11 lower-cases
-    a name with ``bytes.lower`` too): iterating the Headers sequence itself goes through
-    ``collections.abc.Sequence.__iter__``, a Python call per header.
+    Through ``raw_items()`` (names as sent, values as h11 normalised them): iterating the
+    Headers sequence itself goes through ``collections.abc.Sequence.__iter__``, a Python
+    call per header.
     """
-    for k, v in headers.raw_items():
-        if k.lower() == name:
-            return bytes(v)
-    return None
+    raw = headers.raw_items()
+    first: dict[bytes, bytes] = {}
+    for k, v in raw:
+        first.setdefault(k.lower(), v)
+    return tuple((str(k, "latin-1"), str(v, "latin-1")) for k, v in raw), first
 
 
 _CLOSE_WHY = {
@@ -635,13 +637,13 @@ class HttpSink:
         tx.method = _text(ev.method)
         tx.target = _text(ev.target)
         tx.request_version = _text(ev.http_version)
-        tx.host = _text(_header(ev.headers, b"host"))
-        tx.upgrade = _text(_header(ev.headers, b"upgrade"))
-        tx.request_headers = tuple((str(k, "latin-1"), str(v, "latin-1")) for k, v in ev.headers.raw_items())
+        tx.request_headers, first = _fields(ev.headers)
+        tx.host = _text(first.get(b"host"))
+        tx.upgrade = _text(first.get(b"upgrade"))
         tx.req_start = h.msg_start_ts
         h.head_end = h.pos - len(conn.trailing_data[0])
         tx.req_head = h.head_end - h.msg_start
-        h.framing, h.length = self._framing(ev, None)
+        h.framing, h.length = self._framing(ev, first, None)
         h.tx = tx
         self._txs.append(tx)
         if tx.req_head > self._max_head:
@@ -653,7 +655,7 @@ class HttpSink:
         tx.status = ev.status_code
         tx.reason = _text(ev.reason)
         tx.response_version = _text(ev.http_version)
-        tx.response_headers = tuple((str(k, "latin-1"), str(v, "latin-1")) for k, v in ev.headers.raw_items())
+        tx.response_headers, first = _fields(ev.headers)
         h.head_end = h.pos - len(conn.trailing_data[0])
         tx.resp_head = h.head_end - h.msg_start
         if tx.resp_head > self._max_head:
@@ -669,17 +671,18 @@ class HttpSink:
             self._end_message(h)  # sets the tunnel mode
             h.pos += after
             return
-        h.framing, h.length = self._framing(ev, tx.method)
+        h.framing, h.length = self._framing(ev, first, tx.method)
 
     @staticmethod
-    def _framing(ev: h11.Request | h11.Response, method: str | None) -> tuple[int, int]:
+    def _framing(ev: h11.Request | h11.Response, first: dict[bytes, bytes], method: str | None) -> tuple[int, int]:
         # RFC 9112 §6.3: how the length of a message body is determined (h11 applies the
-        # same rules to frame the message; this copy tells what a gap can skip)
+        # same rules to frame the message; this copy tells what a gap can skip). ``first``:
+        # the head's fields as _fields gives them
         if isinstance(ev, h11.Response) and (ev.status_code in (204, 304) or method == "HEAD"):
             return _NO_BODY, 0  # §6.3 items 1-2
-        if _header(ev.headers, b"transfer-encoding") is not None:
+        if first.get(b"transfer-encoding") is not None:
             return _CHUNKED, 0  # §6.3 item 4 (h11 accepts only "chunked")
-        cl = _header(ev.headers, b"content-length")
+        cl = first.get(b"content-length")
         if cl is not None:
             return _LENGTH, int(cl)  # §6.3 item 6
         return (_NO_BODY, 0) if isinstance(ev, h11.Request) else (_CLOSE, 0)  # §6.3 items 7-8
