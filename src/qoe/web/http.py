@@ -286,13 +286,15 @@ class _Tx:
         "req_start", "req_end", "req_head", "req_body_wire", "req_body", "req_missing", "req_done",
         "status", "reason", "response_version", "response_headers", "interim",
         "resp_start", "resp_end", "resp_head", "resp_body_wire", "resp_body", "resp_missing", "resp_done",
-        "upgraded", "partial", "error", "has_request",
+        "upgraded", "partial", "error", "has_request", "req_first", "resp_first",
     )
 
     def __init__(self, seq: int) -> None:
         self.seq = seq
         self.method = self.target = self.host = self.request_version = self.upgrade = None
         self.request_headers: tuple[tuple[str, str], ...] = ()
+        self.req_first: dict[bytes, bytes] = {}  # first value of each field name (see _fields)
+        self.resp_first: dict[bytes, bytes] = {}
         self.req_start = self.req_end = self.req_head = self.req_body_wire = self.req_body = None
         self.req_missing = 0
         self.req_done = False
@@ -638,6 +640,7 @@ class HttpSink:
         tx.target = _text(ev.target)
         tx.request_version = _text(ev.http_version)
         tx.request_headers, first = _fields(ev.headers)
+        tx.req_first = first
         tx.host = _text(first.get(b"host"))
         tx.upgrade = _text(first.get(b"upgrade"))
         tx.req_start = h.msg_start_ts
@@ -656,6 +659,7 @@ class HttpSink:
         tx.reason = _text(ev.reason)
         tx.response_version = _text(ev.http_version)
         tx.response_headers, first = _fields(ev.headers)
+        tx.resp_first = first
         h.head_end = h.pos - len(conn.trailing_data[0])
         tx.resp_head = h.head_end - h.msg_start
         if tx.resp_head > self._max_head:
@@ -867,8 +871,8 @@ class HttpSink:
 
     def _freeze(self, tx: _Tx) -> Transaction:
         c = self.conn
-        resp = {k.lower(): v for k, v in reversed(tx.response_headers)}
-        req = {k.lower(): v for k, v in reversed(tx.request_headers)}
+        resp = tx.resp_first  # (header names are tokens, RFC 9110 §5.1: ASCII, as h11 checks)
+        req = tx.req_first
         partial = tx.partial
         if partial is None:
             if not tx.req_done:
@@ -878,7 +882,7 @@ class HttpSink:
             elif not tx.resp_done:
                 partial = "response not seen to its end"
         host, url = _host_url(tx.method, tx.target, tx.host, c.server)
-        cl = resp.get("content-length", "").strip()
+        cl = _text(resp.get(b"content-length", b"")).strip()  # type: ignore[union-attr]
         return Transaction(
             connection=c.index,
             sequence=tx.seq,
@@ -908,12 +912,12 @@ class HttpSink:
             response_body_wire_bytes=tx.resp_body_wire,
             response_body_bytes=tx.resp_body,
             response_missing_bytes=tx.resp_missing,
-            content_type=resp.get("content-type"),
+            content_type=_text(resp.get(b"content-type")),
             content_length=int(cl) if cl.isdigit() else None,
-            content_encoding=resp.get("content-encoding"),
-            transfer_encoding=resp.get("transfer-encoding"),
-            referer=req.get("referer"),
-            user_agent=req.get("user-agent"),
+            content_encoding=_text(resp.get(b"content-encoding")),
+            transfer_encoding=_text(resp.get(b"transfer-encoding")),
+            referer=_text(req.get(b"referer")),
+            user_agent=_text(req.get(b"user-agent")),
             request_headers=tx.request_headers,
             response_headers=tx.response_headers,
             upgraded=tx.upgraded,
