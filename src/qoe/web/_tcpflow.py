@@ -207,11 +207,16 @@ class _Conn:
         h = self.halves[d]
         h.packets += 1
         flags = tcp[_FLAGS]
+        dl = tcp[_DLEN]
         if flags & TCP_SYN:
             self._syn(h, d, index, tcp, ts, flags)
         if flags & TCP_ACK:
-            self._ack(self.halves[1 - d], tcp, ts, flags)
-        dl = tcp[_DLEN]
+            o = self.halves[1 - d]
+            if (dl and tcp[_ACK] == o.ack_raw and not tcp[_SACK]
+                    and -HALF32 <= o.acked - o.high < HALF32):  # type: ignore[operator]
+                o.ack_win = tcp[_WIN]  # _ack's common case, without the call (see there)
+            else:
+                self._ack(o, tcp, ts, flags)
         if dl or flags & TCP_FIN:
             if h.base is None:  # no SYN and no ACK from the peer yet: the stream starts here
                 h.base = tcp[_SEQ]
