@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from qoe.web._records import builder
 from qoe.capture import TCP_ACK, TCP_FIN, TCP_RST, TCP_SEGMENT_FIELDS, TCP_SYN
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
 from qoe.web._tcpresults import Connection, Direction, Retransmission, RttSamples, TcpLimits
@@ -820,7 +821,7 @@ class _Conn:
 
     def result(self) -> Connection:
         c, s = self.halves
-        return Connection(
+        return _make_connection(
             id=self.cid,
             client=_direction(c, self.ooo_frames[CLIENT]),
             server=_direction(s, self.ooo_frames[SERVER]),
@@ -838,6 +839,12 @@ class _Conn:
             retransmission_events=tuple(self.events),
         )
 
+
+# the result records of every connection, built without a frozen __init__'s per-field
+# object.__setattr__ (qoe.web._records): two Directions and a Connection per connection
+_make_connection = builder(Connection)
+_make_direction = builder(Direction)
+_make_rtt = builder(RttSamples)
 
 _EMPTY = np.zeros(0, np.int64)
 _EMPTY.setflags(write=False)
@@ -895,7 +902,7 @@ def _direction(h: _Half, ooo_frames: list[int]) -> Direction:
     else:
         ts = v = _EMPTY
         median = None
-    rtt = RttSamples(
+    rtt = _make_rtt(
         ts_ns=ts,
         rtt_ns=v,
         count=h.rtt_count,
@@ -903,7 +910,7 @@ def _direction(h: _Half, ooo_frames: list[int]) -> Direction:
         median_ns=median,
         thinned=h.rtt_stride > 1,
     )
-    return Direction(
+    return _make_direction(
         direction=h.d,
         packets=h.packets,
         data_packets=h.data_packets,

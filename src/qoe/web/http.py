@@ -72,6 +72,7 @@ from typing import Any, Literal
 
 import h11
 
+from qoe.web._records import builder
 from qoe.errors import InputError
 from qoe.report import as_dict
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
@@ -883,7 +884,7 @@ class HttpSink:
                 partial = "response not seen to its end"
         host, url = _host_url(tx.method, tx.target, tx.host, c.server)
         cl = _text(resp.get(b"content-length", b"")).strip()  # type: ignore[union-attr]
-        return Transaction(
+        return _make_transaction(
             connection=c.index,
             sequence=tx.seq,
             reused=tx.seq > 0,
@@ -926,6 +927,8 @@ class HttpSink:
             error=tx.error,
         )
 
+
+_make_transaction = builder(Transaction)  # one per transaction, see qoe.web._records
 
 _SCHEME = re.compile(r"(?i)^([a-z][a-z0-9+.-]*)://([^/?#]*)")
 
