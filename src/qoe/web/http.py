@@ -489,7 +489,7 @@ class HttpSink:
         held = [(name, h) for name, h in (("client", self._req), ("server", self._resp)) if h.held_bytes]
         if held and note is None:
             note = "; ".join(f"{n}: {h.held_bytes} bytes held, never parsed" for n, h in held)
-        return ConnectionResult(
+        return _make_result(
             connection=self.conn,
             protocol="http",
             transactions=tuple(self._freeze(tx) for tx in self._txs),
@@ -929,6 +929,7 @@ class HttpSink:
 
 
 _make_transaction = builder(Transaction)  # one per transaction, see qoe.web._records
+_make_result = builder(ConnectionResult)  # one per HTTP connection
 
 _SCHEME = re.compile(r"(?i)^([a-z][a-z0-9+.-]*)://([^/?#]*)")
 
