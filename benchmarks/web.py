@@ -210,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parts", action="store_true",
                     help="only where qoe's time goes: each stage alone, and tshark (CPU s)")
     args = ap.parse_args(argv)
+    if args.repeat < 1:
+        ap.error("--repeat must be at least 1")
     n = args.pages or (1000 if args.short else 10_000)
     with tempfile.TemporaryDirectory() as tmp:
         path = args.keep or os.path.join(tmp, "pages.pcap")
