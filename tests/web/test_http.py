@@ -475,3 +475,18 @@ def test_memory_stays_bounded_for_a_large_body(framing):
     assert tx.response_body_bytes == size and tx.complete
     assert tx.response_header_bytes + tx.response_body_wire_bytes == off
     assert peak < 1 * 2**20, f"peak {peak} bytes while parsing a {size}-byte body"
+
+
+def test_repeated_and_mixed_case_fields_take_the_first_value_and_keep_the_names_as_sent():
+    # field names are case-insensitive (RFC 9110 §5.1); of a repeated field the first value is
+    # the one reported, and the head's pairs are kept as sent
+    sink = HttpSink(ConnectionId(("10.0.0.1", 40000), ("10.0.0.2", 80), 0, 0, True))
+    client = (b"GET /x HTTP/1.1\r\nhost: a.example\r\nReferer: http://r1/\r\nREFERER: http://r2/\r\n"
+              b"user-AGENT: ua1\r\n\r\n")
+    server = b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\nContent-Type: text/plain\r\nCONTENT-LENGTH: 2\r\n\r\nhi"
+    feed(sink, client, server)
+    (tx,) = sink.result().transactions
+    assert (tx.host, tx.url, tx.referer, tx.user_agent) == ("a.example", "http://a.example/x", "http://r1/", "ua1")
+    assert (tx.content_type, tx.content_length, tx.response_body_bytes, tx.complete) == ("text/html", 2, 2, True)
+    assert tx.request_headers[1:3] == (("Referer", "http://r1/"), ("REFERER", "http://r2/"))
+    assert tx.response_headers[-1] == ("CONTENT-LENGTH", "2")

@@ -39,8 +39,9 @@ import heapq
 from bisect import bisect_left
 import math
 from collections.abc import Iterator
-from dataclasses import replace
 from typing import Any
+
+from qoe.web._records import replaced
 
 from qoe.web.pages import DnsQuery, Page, _http_items, _Item, _page, _tls_items
 
@@ -221,7 +222,7 @@ def stream_pages(
             if key[0] >= w or (unscored and unscored[0][0] < key):
                 return
             _, page = heapq.heappop(ready)
-            out.append(replace(page, index=index[0]))
+            out.append(replaced(page, index=index[0]))
             index[0] += 1
             while unscored and unscored[0][1].done:
                 heapq.heappop(unscored)

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from qoe.web._records import builder
 from qoe.capture import TCP_ACK, TCP_FIN, TCP_RST, TCP_SEGMENT_FIELDS, TCP_SYN
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
 from qoe.web._tcpresults import Connection, Direction, Retransmission, RttSamples, TcpLimits
@@ -211,11 +212,16 @@ class _Conn:
         h = self.halves[d]
         h.packets += 1
         flags = tcp[_FLAGS]
+        dl = tcp[_DLEN]
         if flags & TCP_SYN:
             self._syn(h, d, index, tcp, ts, flags)
         if flags & TCP_ACK:
-            self._ack(self.halves[1 - d], tcp, ts, flags)
-        dl = tcp[_DLEN]
+            o = self.halves[1 - d]
+            if (dl and tcp[_ACK] == o.ack_raw and not tcp[_SACK]
+                    and -HALF32 <= o.acked - o.high < HALF32):  # type: ignore[operator]
+                o.ack_win = tcp[_WIN]  # _ack's common case, without the call (see there)
+            else:
+                self._ack(o, tcp, ts, flags)
         if dl or flags & TCP_FIN:
             if h.base is None:  # no SYN and no ACK from the peer yet: the stream starts here
                 h.base = tcp[_SEQ]
@@ -819,7 +825,7 @@ class _Conn:
 
     def result(self) -> Connection:
         c, s = self.halves
-        return Connection(
+        return _make_connection(
             id=self.cid,
             client=_direction(c, self.ooo_frames[CLIENT]),
             server=_direction(s, self.ooo_frames[SERVER]),
@@ -837,6 +843,12 @@ class _Conn:
             retransmission_events=tuple(self.events),
         )
 
+
+# the result records of every connection, built without a frozen __init__'s per-field
+# object.__setattr__ (qoe.web._records): two Directions and a Connection per connection
+_make_connection = builder(Connection)
+_make_direction = builder(Direction)
+_make_rtt = builder(RttSamples)
 
 _EMPTY = np.zeros(0, np.int64)
 _EMPTY.setflags(write=False)
@@ -898,7 +910,7 @@ def _direction(h: _Half, ooo_frames: list[int]) -> Direction:
     else:
         ts = v = _EMPTY
         median = None
-    rtt = RttSamples(
+    rtt = _make_rtt(
         ts_ns=ts,
         rtt_ns=v,
         count=h.rtt_count,
@@ -906,7 +918,7 @@ def _direction(h: _Half, ooo_frames: list[int]) -> Direction:
         median_ns=median,
         thinned=h.rtt_stride > 1,
     )
-    return Direction(
+    return _make_direction(
         direction=h.d,
         packets=h.packets,
         data_packets=h.data_packets,

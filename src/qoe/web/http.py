@@ -72,6 +72,7 @@ from typing import Any, Literal
 
 import h11
 
+from qoe.web._records import builder
 from qoe.errors import InputError
 from qoe.report import as_dict
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
@@ -286,13 +287,15 @@ class _Tx:
         "req_start", "req_end", "req_head", "req_body_wire", "req_body", "req_missing", "req_done",
         "status", "reason", "response_version", "response_headers", "interim",
         "resp_start", "resp_end", "resp_head", "resp_body_wire", "resp_body", "resp_missing", "resp_done",
-        "upgraded", "partial", "error", "has_request",
+        "upgraded", "partial", "error", "has_request", "req_first", "resp_first",
     )
 
     def __init__(self, seq: int) -> None:
         self.seq = seq
         self.method = self.target = self.host = self.request_version = self.upgrade = None
         self.request_headers: tuple[tuple[str, str], ...] = ()
+        self.req_first: dict[bytes, bytes] = {}  # first value of each field name (see _fields)
+        self.resp_first: dict[bytes, bytes] = {}
         self.req_start = self.req_end = self.req_head = self.req_body_wire = self.req_body = None
         self.req_missing = 0
         self.req_done = False
@@ -353,17 +356,19 @@ def _asked(method: str, upgrade: str | None) -> tuple[h11.Request, h11.EndOfMess
     return h11.Request(method=method, target="/", headers=headers), h11.EndOfMessage()
 
 
-def _header(headers: Any, name: bytes) -> bytes | None:
-    """First value of ``name`` (lower-case) in h11's normalised headers.
+def _fields(headers: Any) -> tuple[tuple[tuple[str, str], ...], dict[bytes, bytes]]:
+    """A message head's fields read once: as text pairs (names as sent), and the first value
+    of each name, lower-cased with ``bytes.lower`` (as h11 lower-cases names).
 
-    Through ``raw_items()`` (names as sent, values as h11 normalised them; h11 lower-cases
-    a name with ``bytes.lower`` too): iterating the Headers sequence itself goes through
-    ``collections.abc.Sequence.__iter__``, a Python call per header.
+    Through ``raw_items()`` (names as sent, values as h11 normalised them): iterating the
+    Headers sequence itself goes through ``collections.abc.Sequence.__iter__``, a Python
+    call per header.
     """
-    for k, v in headers.raw_items():
-        if k.lower() == name:
-            return bytes(v)
-    return None
+    raw = headers.raw_items()
+    first: dict[bytes, bytes] = {}
+    for k, v in raw:
+        first.setdefault(k.lower(), v)
+    return tuple((str(k, "latin-1"), str(v, "latin-1")) for k, v in raw), first
 
 
 _CLOSE_WHY = {
@@ -484,7 +489,7 @@ class HttpSink:
         held = [(name, h) for name, h in (("client", self._req), ("server", self._resp)) if h.held_bytes]
         if held and note is None:
             note = "; ".join(f"{n}: {h.held_bytes} bytes held, never parsed" for n, h in held)
-        return ConnectionResult(
+        return _make_result(
             connection=self.conn,
             protocol="http",
             transactions=tuple(self._freeze(tx) for tx in self._txs),
@@ -635,13 +640,14 @@ class HttpSink:
         tx.method = _text(ev.method)
         tx.target = _text(ev.target)
         tx.request_version = _text(ev.http_version)
-        tx.host = _text(_header(ev.headers, b"host"))
-        tx.upgrade = _text(_header(ev.headers, b"upgrade"))
-        tx.request_headers = tuple((str(k, "latin-1"), str(v, "latin-1")) for k, v in ev.headers.raw_items())
+        tx.request_headers, first = _fields(ev.headers)
+        tx.req_first = first
+        tx.host = _text(first.get(b"host"))
+        tx.upgrade = _text(first.get(b"upgrade"))
         tx.req_start = h.msg_start_ts
         h.head_end = h.pos - len(conn.trailing_data[0])
         tx.req_head = h.head_end - h.msg_start
-        h.framing, h.length = self._framing(ev, None)
+        h.framing, h.length = self._framing(ev, first, None)
         h.tx = tx
         self._txs.append(tx)
         if tx.req_head > self._max_head:
@@ -653,7 +659,8 @@ class HttpSink:
         tx.status = ev.status_code
         tx.reason = _text(ev.reason)
         tx.response_version = _text(ev.http_version)
-        tx.response_headers = tuple((str(k, "latin-1"), str(v, "latin-1")) for k, v in ev.headers.raw_items())
+        tx.response_headers, first = _fields(ev.headers)
+        tx.resp_first = first
         h.head_end = h.pos - len(conn.trailing_data[0])
         tx.resp_head = h.head_end - h.msg_start
         if tx.resp_head > self._max_head:
@@ -669,17 +676,18 @@ class HttpSink:
             self._end_message(h)  # sets the tunnel mode
             h.pos += after
             return
-        h.framing, h.length = self._framing(ev, tx.method)
+        h.framing, h.length = self._framing(ev, first, tx.method)
 
     @staticmethod
-    def _framing(ev: h11.Request | h11.Response, method: str | None) -> tuple[int, int]:
+    def _framing(ev: h11.Request | h11.Response, first: dict[bytes, bytes], method: str | None) -> tuple[int, int]:
         # RFC 9112 §6.3: how the length of a message body is determined (h11 applies the
-        # same rules to frame the message; this copy tells what a gap can skip)
+        # same rules to frame the message; this copy tells what a gap can skip). ``first``:
+        # the head's fields as _fields gives them
         if isinstance(ev, h11.Response) and (ev.status_code in (204, 304) or method == "HEAD"):
             return _NO_BODY, 0  # §6.3 items 1-2
-        if _header(ev.headers, b"transfer-encoding") is not None:
+        if first.get(b"transfer-encoding") is not None:
             return _CHUNKED, 0  # §6.3 item 4 (h11 accepts only "chunked")
-        cl = _header(ev.headers, b"content-length")
+        cl = first.get(b"content-length")
         if cl is not None:
             return _LENGTH, int(cl)  # §6.3 item 6
         return (_NO_BODY, 0) if isinstance(ev, h11.Request) else (_CLOSE, 0)  # §6.3 items 7-8
@@ -864,8 +872,8 @@ class HttpSink:
 
     def _freeze(self, tx: _Tx) -> Transaction:
         c = self.conn
-        resp = {k.lower(): v for k, v in reversed(tx.response_headers)}
-        req = {k.lower(): v for k, v in reversed(tx.request_headers)}
+        resp = tx.resp_first  # (header names are tokens, RFC 9110 §5.1: ASCII, as h11 checks)
+        req = tx.req_first
         partial = tx.partial
         if partial is None:
             if not tx.req_done:
@@ -875,8 +883,8 @@ class HttpSink:
             elif not tx.resp_done:
                 partial = "response not seen to its end"
         host, url = _host_url(tx.method, tx.target, tx.host, c.server)
-        cl = resp.get("content-length", "").strip()
-        return Transaction(
+        cl = _text(resp.get(b"content-length", b"")).strip()  # type: ignore[union-attr]
+        return _make_transaction(
             connection=c.index,
             sequence=tx.seq,
             reused=tx.seq > 0,
@@ -905,12 +913,12 @@ class HttpSink:
             response_body_wire_bytes=tx.resp_body_wire,
             response_body_bytes=tx.resp_body,
             response_missing_bytes=tx.resp_missing,
-            content_type=resp.get("content-type"),
+            content_type=_text(resp.get(b"content-type")),
             content_length=int(cl) if cl.isdigit() else None,
-            content_encoding=resp.get("content-encoding"),
-            transfer_encoding=resp.get("transfer-encoding"),
-            referer=req.get("referer"),
-            user_agent=req.get("user-agent"),
+            content_encoding=_text(resp.get(b"content-encoding")),
+            transfer_encoding=_text(resp.get(b"transfer-encoding")),
+            referer=_text(req.get(b"referer")),
+            user_agent=_text(req.get(b"user-agent")),
             request_headers=tx.request_headers,
             response_headers=tx.response_headers,
             upgraded=tx.upgraded,
@@ -919,6 +927,9 @@ class HttpSink:
             error=tx.error,
         )
 
+
+_make_transaction = builder(Transaction)  # one per transaction, see qoe.web._records
+_make_result = builder(ConnectionResult)  # one per HTTP connection
 
 _SCHEME = re.compile(r"(?i)^([a-z][a-z0-9+.-]*)://([^/?#]*)")
 

@@ -64,6 +64,7 @@ import numpy as np
 from qoe.errors import InputError
 from qoe.options import OptionsBase
 from qoe.report import as_dict, brief
+from qoe.web._records import builder
 
 __all__ = ["Page", "WebOptions", "DnsQuery", "build_pages", "page_loads", "iter_page_loads", "pages_from_har",
            "to_har_pages", "dns_queries", "iter_dns_queries", "DEFAULT_IDLE_GAP_S"]
@@ -543,7 +544,7 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
         notes.append("partial: " + "; ".join(sorted({t.partial or t.error or "incomplete" for t in txns if not t.complete})))
     b = tuple(bounds) if bounds is not None else None
     mos = _mos(plt, preset, b)
-    return Page(
+    return _make_page(
         client=client, index=index, url=url, host=host, scheme="https" if first.tls is not None else "http",
         start_ns=start, end_ns=end, start_event=event, plt_s=plt, ttfb_s=ttfb,
         objects=len(group), connections=len(used), new_connections=len(opened), bytes=int(nbytes),
@@ -552,6 +553,9 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
         preset="custom" if b is not None else preset, complete=complete,
         statuses=tuple(t.status for t in txns if t.status is not None), notes=tuple(notes), transactions=txns,
     )
+
+
+_make_page = builder(Page)  # one per page, see qoe.web._records
 
 
 # --------------------------------------------------------------------------------------
