@@ -9,9 +9,9 @@ errors) and the exit code to ``OUT/<n>.out`` and ``OUT/<n>.err``, and the comman
 ``OUT/index.txt``; each run starts with the warning registries cleared, as a fresh
 process would. Then compare two folders::
 
-    PYTHONPATH=<old>/src:<old>/cli python benchmarks/score_outputs.py /tmp/old
-    PYTHONPATH=$PWD/src:$PWD/cli  python benchmarks/score_outputs.py /tmp/new
-    python benchmarks/score_outputs.py --compare /tmp/old /tmp/new
+    PYTHONPATH=<old>/src:<old>/cli python tools/score_outputs.py /tmp/old
+    PYTHONPATH=$PWD/src:$PWD/cli  python tools/score_outputs.py /tmp/new
+    python tools/score_outputs.py --compare /tmp/old /tmp/new
 
 ``--compare`` prints the number of runs compared and each one that differs.
 """
