@@ -322,6 +322,12 @@ def decode(video: ReceivedVideo) -> Iterator[DecodedFrame]:
     concealment and the next key frame repair what they can, as on a real receiver. The
     decoder runs on one thread, so that concealment is FFmpeg's single-threaded one
     (threaded decoding conceals damaged pictures differently).
+
+    Raises
+    ------
+    InputError
+        A transport stream FFmpeg's demuxer cannot open or finds no video stream in (a
+        damaged one can probe differently from :func:`receive_ts`'s first look).
     """
     import av  # noqa: PLC0415
 
@@ -346,18 +352,39 @@ def decode(video: ReceivedVideo) -> Iterator[DecodedFrame]:
         except av.error.FFmpegError:
             errors += 1
     else:
-        container = av.open(io.BytesIO(video.ts), format="mpegts")
         try:
+            container = av.open(io.BytesIO(video.ts), format="mpegts")
+        except av.error.FFmpegError as exc:
+            raise InputError(f"{video.name}: not a readable MPEG transport stream ({exc})") from None
+        try:
+            if not container.streams.video:  # receive_ts checked it; a ReceivedVideo made by hand may not be
+                raise InputError(f"{video.name}: the transport stream has no video stream")
             stream = container.streams.video[0]
-            _one_thread(stream.codec_context)
-            for pkt in container.demux(stream):
-                try:
-                    frames = pkt.decode()
-                except av.error.FFmpegError:
-                    errors += 1
-                    continue
-                for f in frames:
+            ctx = stream.codec_context
+            _one_thread(ctx)
+            packets = container.demux(stream)
+            try:
+                for pkt in packets:
+                    if not pkt.size:  # demux()'s closing empty packet: the decoder is flushed below
+                        continue
+                    try:
+                        frames = ctx.decode(pkt)
+                    except av.error.FFmpegError:
+                        errors += 1
+                        continue
+                    for f in frames:
+                        yield _frame(f, video.damaged_pts, modulo=_PTS_MOD)
+            except IndexError:
+                # PyAV (18.1) demux() sizes its table of streams when it starts; an MPEG-TS
+                # whose PMT gains a stream later (a damaged one) makes its closing loop index
+                # past its list of streams. Every packet read was decoded: flush and go on.
+                warnings.warn(f"{video.name}: the transport stream gained a stream after its start "
+                              "(damaged PAT/PMT?)", QoEWarning, stacklevel=2)
+            try:
+                for f in ctx.decode(None):
                     yield _frame(f, video.damaged_pts, modulo=_PTS_MOD)
+            except av.error.FFmpegError:
+                errors += 1
         finally:
             container.close()
     if errors:
