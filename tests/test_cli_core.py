@@ -114,3 +114,15 @@ def test_errors_are_one_line_exit_2(args, message):
     lines = [ln for ln in res.output.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("qoe: error:") and message in lines[0]
     assert "Traceback" not in res.output
+
+
+def test_a_capture_cut_short_is_warned_about_once(run, data_dir, tmp_path):
+    # qoe score reads the capture once per kind (RTP scan, then TCP for page loads): the reader
+    # warns on each pass, the command prints each warning text once
+    src = (data_dir / "voice" / "captures" / "down-b8_client.pcap").read_bytes()
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(src[: len(src) // 2 + 7])  # inside a record
+    res = CliRunner().invoke(cli, ["score", str(cut), "--format", "csv"], catch_exceptions=False)
+    assert res.exit_code == 0
+    lines = [ln for ln in res.stderr.splitlines() if ln.startswith("qoe: warning:") and str(cut) in ln]
+    assert len(lines) == 1, res.stderr

@@ -42,11 +42,24 @@ class QoEGroup(click.Group):
             sys.exit(2)
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
-    if issubclass(category, QoEWarning):
-        click.echo(f"qoe: warning: {message}", err=True)
-    else:
-        click.echo(warnings.formatwarning(message, category, filename, lineno, line), err=True, nl=False)
+class _WarningPrinter:
+    """``warnings.showwarning`` for one command: a QoEWarning as one line, each text once.
+
+    A capture is read once per kind (RTP, then TCP for page loads), so the reader's warning
+    about a damaged record would come once per pass; the user needs it once.
+    """
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    def __call__(self, message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
+        if issubclass(category, QoEWarning):
+            text = str(message)
+            if text not in self.seen:
+                self.seen.add(text)
+                click.echo(f"qoe: warning: {text}", err=True)
+        else:
+            click.echo(warnings.formatwarning(message, category, filename, lineno, line), err=True, nl=False)
 
 
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -63,7 +76,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 def cli() -> None:
     """Score the quality people perceive (QoE) of voice calls, RTP video and web page
     loads, from packet captures, reference media and plain network figures."""
-    warnings.showwarning = _show_warning
+    warnings.showwarning = _WarningPrinter()
 
 
 def main() -> None:
