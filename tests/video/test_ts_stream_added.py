@@ -67,4 +67,4 @@ def test_the_first_video_stream_is_scored_as_ffmpeg_decodes_it(restarted):  # ty
         (facts,) = score_capture(restarted / "ab.pcap")
     assert isinstance(facts, StreamFacts)
     assert facts.frames_decoded == theirs == 25
-    assert any(issubclass(w.category, QoEWarning) and "gained a stream" in str(w.message) for w in caught)
+    assert any(issubclass(w.category, QoEWarning) and "gained a stream after its start" in str(w.message) for w in caught)

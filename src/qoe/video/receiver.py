@@ -331,26 +331,12 @@ def decode(video: ReceivedVideo) -> Iterator[DecodedFrame]:
     """
     import av  # noqa: PLC0415
 
-    errors = 0
+    errors = [0]
     if video.transport == "rtp-h264":
         ctx = av.CodecContext.create(video.codec, "r")
         _one_thread(ctx)
         damaged = {u.timestamp for u in video.units if not u.complete}
-        for u in video.units:
-            pkt = av.Packet(u.data)
-            pkt.pts = u.timestamp
-            try:
-                frames = ctx.decode(pkt)
-            except av.error.FFmpegError:
-                errors += 1
-                continue
-            for f in frames:
-                yield _frame(f, damaged)
-        try:
-            for f in ctx.decode(None):
-                yield _frame(f, damaged)
-        except av.error.FFmpegError:
-            errors += 1
+        yield from _decoded(ctx, (_packet(av, u) for u in video.units), damaged, None, errors)
     else:
         try:
             container = av.open(io.BytesIO(video.ts), format="mpegts")
@@ -360,35 +346,57 @@ def decode(video: ReceivedVideo) -> Iterator[DecodedFrame]:
             if not container.streams.video:  # receive_ts checked it; a ReceivedVideo made by hand may not be
                 raise InputError(f"{video.name}: the transport stream has no video stream")
             stream = container.streams.video[0]
-            ctx = stream.codec_context
-            _one_thread(ctx)
-            packets = container.demux(stream)
-            try:
-                for pkt in packets:
-                    if not pkt.size:  # demux()'s closing empty packet: the decoder is flushed below
-                        continue
-                    try:
-                        frames = ctx.decode(pkt)
-                    except av.error.FFmpegError:
-                        errors += 1
-                        continue
-                    for f in frames:
-                        yield _frame(f, video.damaged_pts, modulo=_PTS_MOD)
-            except IndexError:
-                # PyAV (18.1) demux() sizes its table of streams when it starts; an MPEG-TS
-                # whose PMT gains a stream later (a damaged one) makes its closing loop index
-                # past its list of streams. Every packet read was decoded: flush and go on.
-                warnings.warn(f"{video.name}: the transport stream gained a stream after its start "
-                              "(damaged PAT/PMT?)", QoEWarning, stacklevel=2)
-            try:
-                for f in ctx.decode(None):
-                    yield _frame(f, video.damaged_pts, modulo=_PTS_MOD)
-            except av.error.FFmpegError:
-                errors += 1
+            _one_thread(stream.codec_context)
+            packets = _demuxed(container.demux(stream), video.name)
+            yield from _decoded(stream.codec_context, packets, video.damaged_pts, _PTS_MOD, errors)
         finally:
             container.close()
-    if errors:
-        warnings.warn(f"{video.name}: the decoder rejected {errors} packet(s)", QoEWarning, stacklevel=2)
+    if errors[0]:
+        warnings.warn(f"{video.name}: the decoder rejected {errors[0]} packet(s)", QoEWarning, stacklevel=2)
+
+
+def _packet(av: Any, unit: Any) -> Any:
+    """An access unit rebuilt from RTP as a PyAV packet with its RTP timestamp as PTS."""
+    pkt = av.Packet(unit.data)
+    pkt.pts = unit.timestamp
+    return pkt
+
+
+def _demuxed(packets: Iterator[Any], name: str) -> Iterator[Any]:
+    """The packets of PyAV's ``demux()``, without its closing empty packets (:func:`_decoded` flushes).
+
+    PyAV (18.1) ``demux()`` sizes its table of streams when it starts; an MPEG-TS whose PMT
+    gains a stream later (an encoder restarted with new PIDs, or a damaged table) makes its
+    closing loop index past its list of streams (IndexError). Every packet was read by then.
+    """
+    try:
+        for pkt in packets:
+            if pkt.size:
+                yield pkt
+    except IndexError:
+        warnings.warn(f"{name}: the transport stream gained a stream after its start (new or damaged PAT/PMT)",
+                      QoEWarning, stacklevel=3)
+
+
+def _decoded(ctx: Any, packets: Iterator[Any], damaged: Any, modulo: int | None, errors: list[int]
+             ) -> Iterator[DecodedFrame]:
+    """Frames of ``packets`` through decoder ``ctx``, then those its flush gives; a packet the
+    decoder rejects is skipped and counted in ``errors[0]``."""
+    import av  # noqa: PLC0415 - loaded by decode() already
+
+    for pkt in packets:
+        try:
+            frames = ctx.decode(pkt)
+        except av.error.FFmpegError:
+            errors[0] += 1
+            continue
+        for f in frames:
+            yield _frame(f, damaged, modulo=modulo)
+    try:
+        for f in ctx.decode(None):
+            yield _frame(f, damaged, modulo=modulo)
+    except av.error.FFmpegError:
+        errors[0] += 1
 
 
 def _one_thread(ctx: Any) -> None:
