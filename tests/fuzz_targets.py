@@ -129,6 +129,35 @@ def _har_seeds() -> list[bytes]:
     return out
 
 
+def _cli_score(path: Path) -> Any:
+    """``qoe score PATH`` as a user runs it: JSON written to a file (through the spool and the
+    atomic write), then the table to standard output. Exit 0 with strict JSON, or exit 2 with
+    one ``qoe: error:`` line naming the file; anything else breaks the contract."""
+    import json
+
+    from click.testing import CliRunner
+
+    from qoe_cli.main import cli
+
+    def strict(name: str) -> Any:
+        raise ValueError(f"JSON holds {name}")
+
+    out = path.with_suffix(".json")
+    for args in (["--format", "json", "-o", str(out)], ["--format", "table"]):
+        res = CliRunner().invoke(cli, ["score", str(path), *args])
+        if res.exception is not None and not isinstance(res.exception, SystemExit):
+            raise res.exception
+        if res.exit_code == 2:
+            errors = [ln for ln in res.stderr.splitlines() if ln.startswith("qoe: error:")]
+            if len(errors) != 1 or path.name not in errors[0]:
+                raise AssertionError(f"exit 2 without one error line naming the file: {res.stderr!r}")
+            return None
+        if res.exit_code != 0:
+            raise AssertionError(f"exit code {res.exit_code}: {res.stderr!r}")
+    json.loads(out.read_text(encoding="utf-8"), parse_constant=strict)
+    return None
+
+
 def _video_file(path: Path) -> Any:
     from qoe.video import read_frames
 
@@ -161,6 +190,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("speech-file", ".wav", ("voice/speech/de_male_8k.wav",), _speech),
     Target("video-file", ".ts", ("video/reference/clip.ts",), _video_file, seed_size=160 * 1024),
     Target("har", ".har", (), _har, make_seeds=_har_seeds),
+    Target("cli-score", ".pcap", _VOICE_SEEDS[:1] + _WEB_SEEDS[:1] + _TUNNEL_SEEDS[:1], _cli_score),
 )}
 
 
