@@ -81,13 +81,19 @@ def _peak_rss_mb(tmp_path: Path, kind: str, size: int) -> tuple[float, int, int]
     return out["rss_kb"] * 1024 / 1e6, copies, nbytes  # Linux: ru_maxrss in KiB
 
 
-@pytest.mark.slow
-def test_web_scoring_of_a_multi_gigabyte_capture_peaks_under_500_mb_and_stays_flat(tmp_path):
-    (small, _, b0), (large, copies, b1) = (_peak_rss_mb(tmp_path, "web", n) for n in WEB_SIZES)
+def _assert_under_limit_and_growth(tmp_path: Path, kind: str, sizes: tuple[int, int], max_growth: float) -> None:
+    """Peak RSS of ``kind`` at the larger of ``sizes`` under LIMIT_MB, and its growth
+    between the two sizes under ``max_growth`` MB per GB of capture."""
+    (small, _, b0), (large, copies, b1) = (_peak_rss_mb(tmp_path, kind, n) for n in sizes)
     assert large < LIMIT_MB, f"peak RSS {large:.0f} MB on {b1 / 1e6:.0f} MB of capture ({copies} copies)"
     growth = (large - small) / ((b1 - b0) / 1e9)
-    assert growth < MAX_WEB_GROWTH_MB_PER_GB, (f"peak RSS {small:.0f} MB on {b0 / 1e6:.0f} MB, {large:.0f} MB on "
-                                               f"{b1 / 1e6:.0f} MB: {growth:+.0f} MB per GB of capture")
+    assert growth < max_growth, (f"peak RSS {small:.0f} MB on {b0 / 1e6:.0f} MB, {large:.0f} MB on "
+                                 f"{b1 / 1e6:.0f} MB: {growth:+.0f} MB per GB of capture")
+
+
+@pytest.mark.slow
+def test_web_scoring_of_a_multi_gigabyte_capture_peaks_under_500_mb_and_stays_flat(tmp_path):
+    _assert_under_limit_and_growth(tmp_path, "web", WEB_SIZES, MAX_WEB_GROWTH_MB_PER_GB)
 
 
 @pytest.mark.slow
@@ -98,11 +104,7 @@ def test_scoring_every_kind_of_a_large_capture_peaks_under_500_mb(tmp_path):
 
 @pytest.mark.slow
 def test_voice_scoring_peaks_under_500_mb_and_does_not_grow_with_the_capture(tmp_path):
-    (small, _, b0), (large, copies, b1) = (_peak_rss_mb(tmp_path, "voice", n) for n in VOICE_SIZES)
-    assert large < LIMIT_MB, f"peak RSS {large:.0f} MB on {b1 / 1e6:.0f} MB of capture ({copies} calls)"
-    growth = (large - small) / ((b1 - b0) / 1e9)
-    assert growth < MAX_GROWTH_MB_PER_GB, (f"peak RSS {small:.0f} MB on {b0 / 1e6:.0f} MB, {large:.0f} MB on "
-                                           f"{b1 / 1e6:.0f} MB: {growth:+.0f} MB per GB of capture")
+    _assert_under_limit_and_growth(tmp_path, "voice", VOICE_SIZES, MAX_GROWTH_MB_PER_GB)
 
 
 @pytest.mark.slow
