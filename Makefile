@@ -21,7 +21,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test,dask,plot,docs]'
+	$(BIN)/python -m pip install --quiet -e '.[test,dask,plot,docs,data]'
 	touch $@ $(VENV)/.installed
 
 # Debian tools the tests use as independent cross-checks (tshark), and those data/*/make_samples.sh
