@@ -2,7 +2,7 @@
 
 :func:`qoe.web.pages.iter_page_loads` is this generator. It runs TCP reassembly
 (:func:`qoe.web.tcp.iter_connections`) with one protocol-sniffing sink per connection
-(:class:`qoe.web.http.ProtocolSink`), and reads the DNS queries (a second, lazy reader of the
+(``qoe.web._dispatch.ProtocolSink``), and reads the DNS queries (a second, lazy reader of the
 same file), and groups the items (HTTP transactions, TLS connections) into pages with the
 rules of :func:`qoe.web.pages.build_pages`, applied in the same order, so the pages are the
 same as the batch path's. What it holds at a time:
@@ -88,7 +88,7 @@ def stream_pages(
     young records to walk. ``page_loads``, where no consumer code runs, pauses it for the
     whole pass (the pass creates no reference cycles).
     """
-    from qoe.web.http import ProtocolSink  # noqa: PLC0415
+    from qoe.web._dispatch import ProtocolSink  # noqa: PLC0415
     from qoe.web.tcp import iter_connections  # noqa: PLC0415
 
     sinks: dict[int, Any] = {}  # connection index -> its sink, until the connection is final

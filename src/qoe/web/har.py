@@ -63,7 +63,7 @@ from urllib.parse import parse_qsl, urlsplit
 from qoe.errors import InputError, QoEWarning
 from qoe.outputs import atomic_output
 from qoe.report import as_dict
-from qoe.web.http import Transaction
+from qoe.web._results import Transaction
 
 __all__ = ["HarPage", "HarLog", "to_har", "write_har", "parse_har", "read_har", "CREATOR"]
 
