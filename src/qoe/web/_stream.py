@@ -36,14 +36,16 @@ to a request that could not be parsed.
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left
 import math
+from bisect import bisect_left
 from collections.abc import Iterator
 from typing import Any
 
+from qoe.web._dispatch import ProtocolSink
+from qoe.web._dns import DnsQuery, iter_dns_queries
+from qoe.web._pagemodel import Page, _http_items, _Item, _page, _tls_items
 from qoe.web._records import replaced
-
-from qoe.web.pages import DnsQuery, Page, _http_items, _Item, _page, _tls_items
+from qoe.web.tcp import iter_connections
 
 _INF = math.inf
 _PRUNE_EVERY = 32  # finished connections between looks at the DNS queries no page can use
@@ -88,9 +90,6 @@ def stream_pages(
     young records to walk. ``page_loads``, where no consumer code runs, pauses it for the
     whole pass (the pass creates no reference cycles).
     """
-    from qoe.web._dispatch import ProtocolSink  # noqa: PLC0415
-    from qoe.web.tcp import iter_connections  # noqa: PLC0415
-
     sinks: dict[int, Any] = {}  # connection index -> its sink, until the connection is final
     first_ts: dict[int, int] = {}  # connections not final yet -> first packet time
     waiting: list[tuple[int, int]] = []  # heap of (first_ts, index) over first_ts (lazy deletion)
@@ -308,8 +307,6 @@ class _DnsBuffer:
 
     def _read_until(self, ts: int) -> None:
         if self._source is None:
-            from qoe.web.pages import iter_dns_queries  # noqa: PLC0415
-
             self._source = iter_dns_queries(self._capture)
         while not self._done and self._last <= ts:
             q = next(self._source, None)
