@@ -10,13 +10,11 @@ naming the version), so pages, HAR and scores do not care which protocol carried
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from qoe.report import as_dict
 from qoe.web._sink import ConnectionId
-
-if TYPE_CHECKING:  # only for the annotation: tls imports nothing of this module either
-    from qoe.web.tls import TlsSession
+from qoe.web.tls import TlsSession
 
 __all__ = ["Transaction", "ConnectionResult", "ProtocolName"]
 

@@ -308,7 +308,8 @@ def to_har(
     .. [1] J. Odvarko, "HAR 1.2 Spec", http://www.softwareishard.com/blog/har-12-spec/.
     """
     if creator_version is None:
-        from importlib.metadata import PackageNotFoundError, version
+        # only when a HAR is written without a version: importlib.metadata costs ~10 ms to import
+        from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
 
         try:
             creator_version = version("qoe")
