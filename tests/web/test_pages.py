@@ -112,7 +112,7 @@ def test_cli_pages_table_json_and_objects():
     doc = json.loads(res.output, parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))
     assert doc[0]["objects"] == 4
     res = run(cli, ["web", "pages", str(cap), "--objects", "--format", "csv"])
-    assert res.output.splitlines()[0].startswith("page,client,page_url,connection,method,url,status")
+    assert res.output.splitlines()[0].startswith("page,client,page_url,connection,protocol,method,url,status")
     assert len(res.output.splitlines()) == 5
     res = run(cli, ["web", "pages", str(SAMPLES / "mitmproxy.har")])
     assert res.exit_code == 0 and "index.html" in res.output

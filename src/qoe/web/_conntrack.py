@@ -85,13 +85,14 @@ class _Sender:
         "retx", "retx_bytes", "fast", "timeout", "spurious", "ooo_count", "overlaps",
         "conflicts", "dups", "keepalives", "first_data_ts", "last_data_ts",
         "lost_total", "lost_iv", "rtt_ts", "rtt_v", "rtt_count", "rtt_min", "rtt_stride",
-        "rtt_skip", "stalls", "stall_ns",
+        "rtt_skip", "stalls", "stall_ns", "stall_iv",
     )
 
     def __init__(self, d: int) -> None:
         self.d = d
         self.stalls = 0  # silences of this sender mid-transfer (see Direction.stall_ns)
         self.stall_ns = 0
+        self.stall_iv: list[tuple[int, int]] = []  # (start, end) of the first stalls' costs
         self.base: int | None = None  # raw sequence number of offset 0
         self.isn: int | None = None
         self.syn_ts: int | None = None
@@ -626,6 +627,8 @@ class _Conn(_Delivery):
         if gap > rtt + MIN_RTO_NS:
             h.stalls += 1
             h.stall_ns += gap - rtt
+            if len(h.stall_iv) < self.limits.max_retransmission_events:
+                h.stall_iv.append((prev + rtt, ts))
 
     def _reorder_ns(self) -> int:
         """How late a hole may be filled and still be reordering: one RTT of the whole path."""
@@ -871,4 +874,5 @@ def _direction(h: _Sender, ooo_frames: list[int]) -> Direction:
         fin_ts_ns=h.fin_ts,
         closed=h.closed or "end-of-capture",
         rtt=rtt,
+        stall_intervals=tuple(h.stall_iv),
     )

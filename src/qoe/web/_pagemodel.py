@@ -38,6 +38,11 @@ _IW_SEGMENTS = 10
 # RFC 9293 §3.7.1: the default send MSS without the option is 536 bytes.
 _DEFAULT_MSS = 536
 _NS = 1e9
+#: How long a connection's pending handshake counts as activity of the page (its items are active
+#: from its SYN): three SYN retransmissions, RFC 6298's initial RTO of 1 s (§2.1, §2.4: at least
+#: 1 s) doubled at each (§5.5): 1 + 2 + 4 s, plus a second for the answer. A page whose next
+#: connection's SYNs wait longer than that in a full buffer is split.
+PENDING_HANDSHAKE_NS = 8_000_000_000
 _TLS13 = 0x0304
 
 
@@ -55,6 +60,10 @@ class WebOptions(OptionsBase):
         Custom G.1030 bounds (load time scored 5 and 1, s); both or neither.
     share : float
         The share of the PLT that makes it RTT- or loss-dominated (default 0.5).
+    base_rtt_s : float, optional
+        The path's RTT without queueing (the testbed's configured delay, a ping on the idle
+        path), the baseline of the diagnosis; default: the lowest RTT on the page's
+        connections, which holds any queue that stood before the page began.
     """
 
     idle_gap_s: float = DEFAULT_IDLE_GAP_S
@@ -62,6 +71,7 @@ class WebOptions(OptionsBase):
     t_min: float | None = None
     t_max: float | None = None
     share: float = 0.5
+    base_rtt_s: float | None = None
 
     KIND: ClassVar[str] = "web"
 
@@ -74,6 +84,9 @@ class WebOptions(OptionsBase):
             raise InputError("t_min and t_max go together (the load times scored 5 and 1)")
         if not 0 < self.share <= 1:
             raise InputError(f"share must be in (0, 1]; given {self.share!r}")
+        if self.base_rtt_s is not None and not (isinstance(self.base_rtt_s, (int, float))
+                                                and 0 <= self.base_rtt_s < math.inf):
+            raise InputError(f"base_rtt_s must be a number of seconds >= 0; given {self.base_rtt_s!r}")
 
     @property
     def bounds(self) -> tuple[float, float] | None:
@@ -137,6 +150,11 @@ class Page:
         The main document (its first transaction's URL; ``https://<server name>/`` for TLS).
     host : str or None
     scheme : {"http", "https"}
+    protocol : str
+        What carried its objects, as far as the capture shows: the HTTP version as ALPN names
+        it (``http/1.0``, ``http/1.1``), for TLS its version and ALPN (TLS <= 1.2: the
+        server's choice; TLS 1.3: the client's offer, the choice being encrypted); several
+        joined by ``"; "``.
     start_ns, end_ns : int
         First event and last byte (ns since the Unix epoch).
     start_event : {"dns", "syn", "request", "client-hello"}
@@ -153,18 +171,27 @@ class Page:
         Response bytes on the wire (HTTP: heads and bodies; HTTPS: the servers' TLS bytes).
     rtt_s, rtt_min_s : float or NaN
         Median and minimum RTT of the page's connections (:mod:`qoe.web.tcp`).
+    rtt_baseline_s : float or NaN
+        The RTT taken as the path's without queueing, for the diagnosis.
+    rtt_baseline : {"page minimum", "given"}
+        Where it comes from: ``rtt_min_s`` (which holds any queue that stood before the page
+        began: under a standing queue the page's queueing is underestimated), or
+        ``WebOptions.base_rtt_s``.
     round_trips : int
-        Round trips the page needs without loss (see the module notes).
+        Round trips the page needs without loss, counted on its critical path (see the
+        module notes).
     rtt_component_s : float
-        ``round_trips × rtt_s``.
+        ``round_trips × rtt_s``, at most the time the critical path did not spend waiting
+        for retransmissions (a note says when it was capped).
     retransmissions : int
         Retransmitted segments on the page's connections.
     loss_wait_s : float
-        Time the page's connections lost waiting for retransmissions.
+        Time the page's critical path (the chain of objects that ended last) lost waiting
+        for retransmissions and in stalls: at most ``plt_s``.
     diagnosis : {"rtt-dominated", "loss-dominated", "neither"}
     rtt_share, loss_share : float
         ``rtt_component_s / plt_s``; ``loss_wait_s`` over the PLT's increase above
-        ``round_trips × rtt_min_s`` (NaN when there is none).
+        ``round_trips × rtt_baseline_s`` (at least the wait): both in [0, 1] (NaN when unknown).
     mos : float
         ITU-T G.1030 Annex A MOS of ``plt_s`` (:func:`qoe.web.g1030.mos`).
     preset : str
@@ -183,6 +210,7 @@ class Page:
     url: str | None
     host: str | None
     scheme: str
+    protocol: str
     start_ns: int
     end_ns: int
     start_event: str
@@ -194,6 +222,8 @@ class Page:
     bytes: int
     rtt_s: float
     rtt_min_s: float
+    rtt_baseline_s: float
+    rtt_baseline: str
     round_trips: int
     rtt_component_s: float
     retransmissions: int
@@ -211,7 +241,7 @@ class Page:
     kind: ClassVar[str] = "web"
     #: The headline columns of :meth:`to_record` with ``brief=True``.
     BRIEF_COLUMNS: ClassVar[tuple[str, ...]] = (
-        "client", "url", "plt_s", "objects", "connections", "rtt_s", "round_trips", "retransmissions",
+        "client", "url", "protocol", "plt_s", "objects", "connections", "rtt_s", "round_trips", "retransmissions",
         "loss_wait_s", "diagnosis", "mos",
     )
 
@@ -247,7 +277,7 @@ def _object_row(t: Any) -> dict[str, Any]:
     def s(ns: int | None) -> float:
         return math.nan if ns is None else ns / _NS
     return {
-        "connection": t.connection, "method": t.method, "url": t.url, "status": t.status,
+        "connection": t.connection, "protocol": t.protocol, "method": t.method, "url": t.url, "status": t.status,
         "request_start_s": s(t.request_start_ns), "response_start_s": s(t.response_start_ns),
         "response_end_s": s(t.response_end_ns), "ttfb_s": s(t.ttfb_ns), "content_type": t.content_type,
         "body_bytes": t.response_body_bytes, "reused": t.reused, "complete": t.complete,
@@ -267,6 +297,20 @@ class _Item:
     tls: Any = None  # a TLS session
     server_name: str | None = None
     tcp: Any = None  # its qoe.web.tcp.Connection (the streaming path)
+    active_ns: int = 0  # when its activity began: its connection's first packet (SYN) if it opened it
+
+    @property
+    def protocol(self) -> str:
+        """What carried it: the HTTP version as ALPN names it, or what TLS shows in clear."""
+        if self.txn is not None:
+            return self.txn.protocol or "http"
+        s = self.tls
+        name = s.version_name or "TLS"
+        if s.alpn:  # TLS <= 1.2: the ServerHello's choice (RFC 7301 §3.1)
+            return f"{name} {s.alpn}"
+        if s.alpn_offered:  # TLS 1.3: the choice is encrypted (EncryptedExtensions, RFC 8446 §4.3.1)
+            return f"{name} (ALPN offered: {','.join(s.alpn_offered)})"
+        return name
 
 
 def _http_items(transactions: Iterable[Any]) -> list[_Item]:
@@ -276,8 +320,10 @@ def _http_items(transactions: Iterable[Any]) -> list[_Item]:
         end = t.response_end_ns or t.response_start_ns or t.request_end_ns or start
         if start is None:
             continue
+        opened = (not t.reused and t.connection_start_ns is not None
+                  and 0 < start - t.connection_start_ns <= PENDING_HANDSHAKE_NS)
         out.append(_Item(client=t.client[0] if t.client else "", start_ns=start, end_ns=max(end, start), conn=t.connection, txn=t,
-                         server_name=t.host))
+                         server_name=t.host, active_ns=t.connection_start_ns if opened else start))
     return out
 
 
@@ -291,7 +337,9 @@ def _tls_items(sessions: Iterable[Any], conns: Mapping[int, Any]) -> list[_Item]
             end = c.server.last_data_ts_ns or c.client.last_data_ts_ns
         end = end or s.server_first_app_data_ns or s.handshake_end_ns or start
         out.append(_Item(client=s.client[0], start_ns=start, end_ns=max(end, start), conn=s.connection, tls=s,
-                         server_name=s.server_name))
+                         server_name=s.server_name,
+                         active_ns=s.connection_start_ns if 0 < start - s.connection_start_ns <= PENDING_HANDSHAKE_NS
+                         else start))
     return out
 
 
@@ -304,9 +352,12 @@ def _group(items: list[_Item], idle_gap_ns: int) -> list[list[_Item]]:
     for it in items:
         ref = it.txn.referer if it.txn is not None else None
         other_server = it.tls is not None and bool(pages) and it.server_name != pages[-1][0].server_name
-        if ref is not None and ref in docs and it.start_ns <= ends[docs[ref]] + idle_gap_ns:
+        # a pending handshake is activity: an item whose connection it opened is active from
+        # its SYN (SYNs retransmitted for seconds in a full uplink buffer are still the page)
+        active = it.active_ns
+        if ref is not None and ref in docs and active <= ends[docs[ref]] + idle_gap_ns:
             k = docs[ref]
-        elif pages and it.start_ns <= busy_until + idle_gap_ns and not (other_server and it.start_ns > busy_until):
+        elif pages and active <= busy_until + idle_gap_ns and not (other_server and active > busy_until):
             k = len(pages) - 1
         else:
             pages.append([])
@@ -408,22 +459,30 @@ def _rtt_of(conn_list: list[Any]) -> tuple[float, float]:
     return (o[(n - 1) // 2] + o[n // 2]) / 2 / _NS, float(min(floors)) / _NS
 
 
-def _diagnose(plt: float, rounds: int, rtt: float, rtt_min: float, wait: float, share: float) -> tuple[str, float, float]:
-    """The seed paper's label (§9.1) and the two shares it rests on."""
-    rtt_comp = rounds * rtt
+def _diagnose(plt: float, rounds: int, rtt: float, baseline: float, wait: float,
+              share: float) -> tuple[str, float, float, float]:
+    """The seed paper's label (§9.1), the RTT component and the two shares it rests on.
+
+    ``wait`` is the critical path's (at most the PLT). The RTT component ``rounds × rtt`` is
+    capped at the time the path did not spend waiting (``plt − wait``): round trips counted
+    on the path cannot take longer than the path. ``rtt_share`` is its share of the PLT;
+    ``loss_share`` the wait's share of the PLT's increase over its loss-free, queue-free time
+    ``rounds × baseline`` (an increase at least the wait itself). Both lie in [0, 1].
+    """
+    rtt_comp = min(rounds * rtt, max(plt - wait, 0.0)) if math.isfinite(rtt) else math.nan
     rtt_share = rtt_comp / plt if plt > 0 and math.isfinite(rtt_comp) else math.nan
-    excess = plt - rounds * rtt_min if math.isfinite(rtt_min) else math.nan
+    excess = plt - rounds * baseline if math.isfinite(baseline) else math.nan
     if wait <= 0:
         loss_share = 0.0
     else:
-        loss_share = wait / excess if math.isfinite(excess) and excess > 0 else math.nan
+        loss_share = wait / max(excess, wait) if math.isfinite(excess) else math.nan
     rtt_dom = math.isfinite(rtt_share) and rtt_share >= share
     loss_dom = math.isfinite(loss_share) and loss_share >= share
     if rtt_dom and loss_dom:  # both: the larger cause of the increase (queueing vs waiting for retransmissions)
-        label = "loss-dominated" if wait >= rounds * (rtt - rtt_min) else "rtt-dominated"
+        label = "loss-dominated" if wait >= rounds * (rtt - baseline) else "rtt-dominated"
     else:
         label = "loss-dominated" if loss_dom else "rtt-dominated" if rtt_dom else "neither"
-    return label, rtt_share, loss_share
+    return label, rtt_comp, rtt_share, loss_share
 
 
 def build_pages(
@@ -478,7 +537,8 @@ def build_pages(
     groups.sort(key=lambda cg: cg[1][0].start_ns)
     out = []
     for index, (client, group) in enumerate(groups):
-        out.append(_page(index, client, group, conns, queries.get(client, []), gap, preset, bounds, share))
+        out.append(_page(index, client, group, conns, queries.get(client, []), gap, preset, bounds, share,
+                         opts.base_rtt_s))
     return out
 
 
@@ -487,7 +547,7 @@ def _query_ts(q: DnsQuery) -> int:
 
 
 def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any], queries: list[DnsQuery],
-          gap: int, preset: str, bounds: Any, share: float) -> Page:
+          gap: int, preset: str, bounds: Any, share: float, base_rtt: float | None = None) -> Page:
     first = group[0]
     main = first.txn
     host = main.host if main is not None else first.server_name
@@ -512,11 +572,12 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
     elif first.tls is not None and first.tls.server_first_app_data_ns is not None:
         ttfb = (first.tls.server_first_app_data_ns - start) / _NS
     rtt, rtt_min = _rtt_of(page_conns)
-    rounds = _round_trips(group, conns, opened)
-    wait = sum(c.client.time_lost_ns + c.server.time_lost_ns + c.client.stall_ns + c.server.stall_ns
-               for c in page_conns) / _NS
+    path = _critical_path(group)
+    rounds = _round_trips([it for it, _, _ in path], conns, opened)
+    wait = _path_wait(path, conns) / _NS
     retrans = sum(c.client.retransmissions + c.server.retransmissions for c in page_conns)
-    label, rtt_share, loss_share = _diagnose(plt, rounds, rtt, rtt_min, wait, share)
+    baseline, baseline_name = (base_rtt, "given") if base_rtt is not None else (rtt_min, "page minimum")
+    label, rtt_comp, rtt_share, loss_share = _diagnose(plt, rounds, rtt, baseline, wait, share)
     txns = tuple(it.txn for it in group if it.txn is not None)
     nbytes = sum(_response_bytes(t) for t in txns)
     nbytes += sum(it.tls.server_bytes for it in group if it.tls is not None)
@@ -525,18 +586,86 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
     if not page_conns:
         notes.append("no TCP facts for the page's connections: RTT and loss unknown")
     if not complete:
-        notes.append("partial: " + "; ".join(sorted({t.partial or t.error or "incomplete" for t in txns if not t.complete})))
+        reasons = {t.partial or t.error or "incomplete" for t in txns if not t.complete}
+        reasons |= {_tls_incomplete(it.tls) for it in group if it.tls is not None and not it.tls.complete}
+        notes.append("partial: " + "; ".join(sorted(reasons)))
+    if math.isfinite(rtt) and rtt_comp < rounds * rtt:
+        notes.append(f"RTT component capped at the time not spent waiting for retransmissions "
+                     f"({rounds} round trips x {rtt:.3f} s = {rounds * rtt:.3f} s > {plt - wait:.3f} s)")
+    protocols = sorted({it.protocol for it in group})
+    if any(it.tls is not None and it.tls.version == _TLS13 and not it.tls.alpn for it in group):
+        notes.append("TLS 1.3: the protocol inside (ALPN) is encrypted; objects are not visible without a key log")
     b = tuple(bounds) if bounds is not None else None
     mos = _mos(plt, preset, b)
     return _make_page(
         client=client, index=index, url=url, host=host, scheme="https" if first.tls is not None else "http",
+        protocol="; ".join(protocols),
         start_ns=start, end_ns=end, start_event=event, plt_s=plt, ttfb_s=ttfb,
         objects=len(group), connections=len(used), new_connections=len(opened), bytes=int(nbytes),
-        rtt_s=rtt, rtt_min_s=rtt_min, round_trips=rounds, rtt_component_s=rounds * rtt, retransmissions=int(retrans),
+        rtt_s=rtt, rtt_min_s=rtt_min, rtt_baseline_s=baseline, rtt_baseline=baseline_name, round_trips=rounds,
+        rtt_component_s=rtt_comp, retransmissions=int(retrans),
         loss_wait_s=wait, diagnosis=label, rtt_share=rtt_share, loss_share=loss_share, mos=mos,
         preset="custom" if b is not None else preset, complete=complete,
         statuses=tuple(t.status for t in txns if t.status is not None), notes=tuple(notes), transactions=txns,
     )
+
+
+def _tls_incomplete(s: Any) -> str:
+    """Why a TLS connection's handshake is not whole (TlsSession.complete is False)."""
+    where = f"TLS connection {s.connection}"
+    if s.error:
+        return f"{where}: {s.error}"
+    if s.client_hello_ns is None:
+        return f"{where}: no ClientHello seen"
+    if s.server_hello_ns is None:
+        return f"{where}: ClientHello never answered (no ServerHello)"
+    return f"{where}: end of the handshake not seen"
+
+
+def _critical_path(group: list[_Item]) -> list[tuple[_Item, int, int]]:
+    """The page's critical path: the chain of items that ended last, as disjoint intervals.
+
+    From the item whose last byte ends the page, back through, at each step, the item that
+    ended last before this one became active (its SYN when it opened its connection, else
+    its first request byte). Each item's interval runs from its activity to its last byte,
+    cut at the next one's activity, so the intervals do not overlap and lie inside the PLT.
+    """
+    order = sorted(group, key=lambda i: (i.end_ns, i.start_ns, i.conn))
+    ends = [i.end_ns for i in order]
+    path: list[tuple[_Item, int, int]] = []
+    k = len(order) - 1
+    bound: int | None = None
+    while k >= 0:
+        it = order[k]
+        b = it.end_ns if bound is None else min(it.end_ns, bound)
+        a = min(it.active_ns, b)
+        path.append((it, a, b))
+        bound = a
+        k = bisect_right(ends, a, hi=k) - 1  # the latest-ending item that ended by then
+    return path[::-1]
+
+
+def _path_wait(path: list[tuple[_Item, int, int]], conns: Mapping[int, Any]) -> int:
+    """ns the critical path spent waiting for retransmissions and in stalls.
+
+    Per item of the path, the union of its connection's intervals ``[original, retransmission]``
+    (non-spurious retransmissions, ``qoe.web.tcp``) and stall intervals, cut to the item's
+    interval: time the page's last chain could not go on because bytes were lost.
+    """
+    total = 0
+    for it, a, b in path:
+        c = conns.get(it.conn)
+        if c is None or b <= a:
+            continue
+        ivs = [(max(e.original_ts_ns, a), min(e.ts_ns, b)) for e in c.retransmission_events
+               if not e.spurious and e.original_ts_ns is not None]
+        ivs += [(max(x, a), min(y, b)) for x, y in (*c.client.stall_intervals, *c.server.stall_intervals)]
+        end = a
+        for x, y in sorted(iv for iv in ivs if iv[0] < iv[1]):
+            if y > end:
+                total += y - max(x, end)
+                end = y
+    return total
 
 
 _make_page = builder(Page)  # one per page, see qoe.web._records

@@ -43,7 +43,7 @@ from typing import Any
 
 from qoe.web._dispatch import ProtocolSink
 from qoe.web._dns import DnsQuery, iter_dns_queries
-from qoe.web._pagemodel import Page, _http_items, _Item, _page, _tls_items
+from qoe.web._pagemodel import PENDING_HANDSHAKE_NS, Page, _http_items, _Item, _page, _tls_items
 from qoe.web._records import replaced
 from qoe.web.tcp import iter_connections
 
@@ -82,6 +82,7 @@ class _Client:
 
 def stream_pages(
     capture: Any, *, gap: int, preset: str, bounds: tuple[float, float] | None, share: float, limits: Any,
+    base_rtt: float | None = None,
 ) -> Iterator[Page]:
     """The pages of ``capture`` in order of start, each as soon as it is final (see module notes).
 
@@ -90,7 +91,7 @@ def stream_pages(
     young records to walk. ``page_loads``, where no consumer code runs, pauses it for the
     whole pass (the pass creates no reference cycles).
     """
-    run = _PageStream(capture, gap=gap, preset=preset, bounds=bounds, share=share)
+    run = _PageStream(capture, gap=gap, preset=preset, bounds=bounds, share=share, base_rtt=base_rtt)
     conns = iter_connections(capture, sinks=run.sink_for, limits=limits)
     finished = 0
     while True:
@@ -118,14 +119,15 @@ class _PageStream:
     """
 
     def __init__(self, capture: Any, *, gap: int, preset: str, bounds: tuple[float, float] | None,
-                 share: float) -> None:
-        self.gap, self.preset, self.bounds, self.share = gap, preset, bounds, share
+                 share: float, base_rtt: float | None) -> None:
+        self.gap, self.preset, self.bounds, self.share, self.base_rtt = gap, preset, bounds, share, base_rtt
         self.sinks: dict[int, Any] = {}  # connection index -> its sink, until the connection is final
         self.first_ts: dict[int, int] = {}  # connections not final yet -> first packet time
         self.waiting: list[tuple[int, int]] = []  # heap of (first bytes ts, index) (lazy deletion)
         self.active: dict[int, int] = {}  # connections whose items are not all grouped -> first packet time
         self.active_heap: list[tuple[int, int]] = []  # (first_ts, index) of the active ones that carried bytes
         self.silent: dict[int, int] = {}  # connections without a byte yet -> first packet time
+        self.silent_heap: list[tuple[int, int]] = []  # (first packet time, index) of the silent ones, lazy
         self.remaining: dict[int, int] = {}  # items of a final connection not grouped yet
         self.clock = -1  # the latest first packet time seen: no future connection starts before it
         self.items: list[tuple[int, int, int, _Item]] = []  # heap of items of final connections, by (start, conn)
@@ -154,6 +156,7 @@ class _PageStream:
         self.first_ts[i] = t
         self.active[i] = t
         self.silent[i] = t
+        heapq.heappush(self.silent_heap, (t, i))
         if t > self.clock:
             self.clock = t
         return sink
@@ -161,7 +164,9 @@ class _PageStream:
     def _started(self, sink: Any, ts: int) -> None:
         """A connection's first bytes: its items (if any) start no earlier."""
         i = sink.conn.index
-        heapq.heappush(self.waiting, (ts, i))
+        syn = sink.conn.first_ts_ns
+        # an item of its may be active from its SYN (see _watermark)
+        heapq.heappush(self.waiting, (syn if 0 < ts - syn <= PENDING_HANDSHAKE_NS else ts, i))
         t = self.silent.pop(i, None)
         if t is not None:
             heapq.heappush(self.active_heap, (t, i))  # a page of its items can start at its SYN
@@ -207,7 +212,9 @@ class _PageStream:
     # -- the steps --------------------------------------------------------------------------
 
     def _watermark(self) -> float:
-        """No item still to come from an unfinished connection starts before this."""
+        """No item still to come from an unfinished connection starts (or, with its pending
+        handshake, is active) before this."""
+        w = self.clock
         waiting = self.waiting
         while waiting:
             t, i = waiting[0]
@@ -218,8 +225,16 @@ class _PageStream:
             if s is not None and s.protocol == "unknown":  # no parser took it: no items
                 heapq.heappop(waiting)
                 continue
-            return min(t, self.clock)
-        return self.clock
+            w = min(t, w)
+            break
+        # a connection without bytes yet, in its handshake: an item of its would be active from
+        # its SYN for PENDING_HANDSHAKE_NS (qoe.web._pagemodel), so it holds back that long at most
+        silent = self.silent_heap
+        while silent and (silent[0][1] not in self.silent or silent[0][0] + PENDING_HANDSHAKE_NS < self.clock):
+            heapq.heappop(silent)
+        if silent:
+            w = min(w, silent[0][0])
+        return w
 
     def _settle(self, w: float) -> None:
         """Group the items that start before ``w``, then score and give what is final."""
@@ -251,12 +266,13 @@ class _PageStream:
         ref = it.txn.referer if it.txn is not None else None
         pages = c.pages
         last = pages[-1] if pages else None
+        active = it.active_ns  # (a pending handshake is activity, as in _pagemodel._group)
         target = c.docs.get(ref) if ref is not None else None
-        if target is not None and it.start_ns > target.end + gap:
+        if target is not None and active > target.end + gap:
             target = None
-        if target is None and last is not None and it.start_ns <= c.busy_until + gap:
+        if target is None and last is not None and active <= c.busy_until + gap:
             other_server = it.tls is not None and it.server_name != last.items[0].server_name
-            if not (other_server and it.start_ns > c.busy_until):
+            if not (other_server and active > c.busy_until):
                 target = last
         if target is None:
             base = it.start_ns
@@ -302,7 +318,7 @@ class _PageStream:
                 del self.clients[p.client]
             conns = {it.conn: it.tcp for it in p.items if it.tcp is not None}
             page = _page(-1, p.client, p.items, conns, self.dns.upto(p.client, p.base_start), self.gap, self.preset,
-                         self.bounds, self.share)
+                         self.bounds, self.share, self.base_rtt)
             heapq.heappush(self.ready, (p.key, page))
 
     def _emit(self, w: float) -> None:

@@ -493,7 +493,23 @@ def _transaction(e: Mapping[str, Any], where: str, conn: int, seq: int, own: boo
         response_headers=resp_headers,
         complete=partial is None,
         partial=partial,
+        protocol=_alpn(resp.get("httpVersion") or req.get("httpVersion")),
     )
+
+
+def _alpn(v: Any) -> str | None:
+    """A HAR ``httpVersion`` as its ALPN protocol id (RFC 7301 §6): browsers write ``HTTP/1.1``,
+    ``http/2.0``, ``h2`` or ``h3`` (Chromium), ``HTTP/2``, ``HTTP/3``."""
+    if not isinstance(v, str) or not v:
+        return None
+    x = v.strip().lower()
+    if x in ("h2", "http/2", "http/2.0", "h2c"):
+        return "h2"
+    if x in ("h3", "http/3", "http/3.0") or x.startswith("h3-"):
+        return "h3"
+    if x in ("http/1.1", "http/1.0"):
+        return x
+    return None
 
 
 def parse_har(har: Mapping[str, Any], *, source: str = "HAR") -> HarLog:
@@ -636,11 +652,12 @@ def pages_from_har(
             client=(main.client[0] if main is not None and main.client else ""), index=index,
             url=main.url if main is not None else hp.title, host=main.host if main is not None else None,
             scheme=(main.url or "").split(":", 1)[0] if main is not None and main.url else "http",
+            protocol="; ".join(sorted({t.protocol or "http" for t in txns})),
             start_ns=hp.started_ns, end_ns=hp.started_ns + int(round(plt * _NS)), start_event="har",
             plt_s=plt, ttfb_s=ttfb, objects=len(txns), connections=len({t.connection for t in txns}),
             new_connections=sum(1 for t in txns if not t.reused), bytes=sum(
                 _response_bytes(t) for t in txns),
-            rtt_s=math.nan, rtt_min_s=math.nan, round_trips=0, rtt_component_s=math.nan, retransmissions=0,
+            rtt_s=math.nan, rtt_min_s=math.nan, rtt_baseline_s=math.nan, rtt_baseline="page minimum", round_trips=0, rtt_component_s=math.nan, retransmissions=0,
             loss_wait_s=0.0, diagnosis="neither", rtt_share=math.nan, loss_share=math.nan, mos=mos,
             preset="custom" if b is not None else preset, complete=all(t.complete for t in txns),
             statuses=tuple(t.status for t in txns if t.status is not None),

@@ -149,4 +149,4 @@ def _iter_page_loads(capture: str | os.PathLike[str], opts: WebOptions, limits: 
     limits = limits if limits is not None else TcpLimits()
     iter_connections(capture, limits=limits)  # checks the limits and the file now, reads nothing
     return stream_pages(capture, gap=int(round(opts.idle_gap_s * 1e9)), preset=opts.preset, bounds=b,
-                        share=opts.share, limits=limits)
+                        share=opts.share, limits=limits, base_rtt=opts.base_rtt_s)
