@@ -376,8 +376,7 @@ def _iter_web(capture: str, *, options: Any, strict: bool) -> _Part:
     from qoe.web.pages import iter_page_loads  # noqa: PLC0415 - keeps `import qoe` light
 
     found = 0
-    for page in iter_page_loads(capture, idle_gap_s=options.idle_gap_s, preset=options.preset,
-                                bounds=options.bounds, share=options.share):
+    for page in iter_page_loads(capture, options=options):
         found += 1
         yield page
     if not found and strict:
