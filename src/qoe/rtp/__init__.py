@@ -90,7 +90,11 @@ The scan and the statistics live in private modules, one job each, and every pub
 is importable from here: ``_packet`` (RTP and RTCP headers, payload types, sequence
 numbers, the packet table), ``_stats`` (the statistics and their conventions above),
 ``_results`` (the result records) and ``_scan`` (the one-pass capture scan and stream
-discovery). :mod:`qoe.rtp.sip`, :mod:`qoe.rtp.srtp` (SRTP streams recognised, decrypted with libsrtp),
+discovery), which drives four small books: ``_flows`` (the flow table: flows by direction
+and SSRC, their state and held packets), ``_sipbook`` (SIP messages de-duplicated and the
+SDP announcements by address and port), ``_rtcpbook`` (sender reports, report blocks,
+round-trip times) and ``_srtpsample`` (what the SRTP payload heuristic needs of each
+flow's first packets). :mod:`qoe.rtp.sip`, :mod:`qoe.rtp.srtp` (SRTP streams recognised, decrypted with libsrtp),
 :mod:`qoe.rtp.lossmodel`, :mod:`qoe.rtp.jitterbuffer` and :mod:`qoe.rtp.delay` are public
 modules.
 
