@@ -4,7 +4,8 @@ This layer sits between :mod:`qoe.capture` (packets) and the media scorers
 (:mod:`qoe.voice`, :mod:`qoe.video`); it imports neither of them. It holds:
 
 * SIP and SDP parsing (:mod:`qoe.rtp.sip`), which announce streams (and their SDES keys);
-* SRTP (:mod:`qoe.rtp.srtp`): which streams are encrypted, and their decryption;
+* SRTP (:mod:`qoe.rtp.srtp`): which streams are encrypted, and their packets' decryption;
+  :mod:`qoe.rtp.decrypt` decrypts the SRTP streams a scan found;
 * the one-pass scan (:func:`scan_capture`, :func:`find_streams`) and RFC 3550
   receiver statistics (:func:`rtp_stats`), below;
 * loss-run statistics for G.107's Ppl and BurstR (:mod:`qoe.rtp.lossmodel`);
@@ -94,7 +95,8 @@ discovery), which drives four small books: ``_flows`` (the flow table: flows by 
 and SSRC, their state and held packets), ``_sipbook`` (SIP messages de-duplicated and the
 SDP announcements by address and port), ``_rtcpbook`` (sender reports, report blocks,
 round-trip times) and ``_srtpsample`` (what the SRTP payload heuristic needs of each
-flow's first packets). :mod:`qoe.rtp.sip`, :mod:`qoe.rtp.srtp` (SRTP streams recognised, decrypted with libsrtp),
+flow's first packets). :mod:`qoe.rtp.sip`, :mod:`qoe.rtp.srtp` (SRTP streams recognised, packets decrypted with libsrtp),
+:mod:`qoe.rtp.decrypt` (a scan's SRTP streams decrypted),
 :mod:`qoe.rtp.lossmodel`, :mod:`qoe.rtp.jitterbuffer` and :mod:`qoe.rtp.delay` are public
 modules.
 
