@@ -61,7 +61,8 @@ References
 from __future__ import annotations
 
 from qoe.capture._batch import read_udp_batches
-from qoe.capture._files import CaptureInfo, Interface, probe
+from qoe.capture._files import probe
+from qoe.capture._records import CaptureInfo, Interface
 from qoe.capture._linktypes import SUPPORTED_LINKTYPES, linktype_name
 from qoe.capture._reader import read_packets
 from qoe.capture._reassembly import ReassemblyLimits
