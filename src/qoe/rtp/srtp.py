@@ -465,7 +465,7 @@ def decrypt_packets(
     ----------
     RFC 3711 §3.3 (receiver processing: index estimation, replay check, authentication).
     """
-    import pylibsrtp  # noqa: PLC0415
+    import pylibsrtp  # noqa: PLC0415 - libsrtp loaded only when something is decrypted
 
     k = parse_srtp_key(key)
     session = _session(k)
