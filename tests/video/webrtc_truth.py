@@ -1,0 +1,164 @@
+"""The truth of the real WebRTC calls in data/video/webrtc/calls, for tests.
+
+Each call folder (made by ``data/video/webrtc/make_calls.py``; README.md there) holds the
+browsers' own ``pc.getStats()`` series of both peers (``stats_a.json.gz``, ``stats_b.json.gz``),
+the forwarder's log of every RTP packet it dropped or held (``forwarder.jsonl``, loss calls),
+the captures (``b.pcap`` at peer B, ``a.pcap`` at peer A for some calls) and ``call.json``.
+Peer A made the offer; A's media reaches B through the router (where loss is made), B's media
+reaches A the same way, and both directions pass B's interface.
+
+What Chromium 156's counters mean, checked on these calls (README.md, "What getStats counts"):
+
+* ``inbound-rtp.packetsReceived`` counts the media SSRC's packets *and* the RTX packets
+  received for it (RFC 4588; ``retransmittedPacketsReceived`` is the RTX share), so the
+  media SSRC's own packets are ``packetsReceived - retransmittedPacketsReceived``;
+  ``outbound-rtp.packetsSent`` likewise counts RTX packets sent.
+* ``inbound-rtp.packetsLost`` is RFC 3550's cumulative count on the media SSRC (expected minus
+  received): a packet dropped and then repaired by RTX still counts as lost.
+* ``jitter`` is in seconds (W3C webrtc-stats ``RTCReceivedRtpStreamStats.jitter``), at
+  millisecond resolution.
+
+Importable from any test: pytest's ``pythonpath`` includes ``tests/`` (``from video import
+webrtc_truth``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+CALLS = Path(__file__).resolve().parents[2] / "data" / "video" / "webrtc" / "calls"
+PEERS = {"a": "192.0.2.2", "b": "198.51.100.2"}  # make_calls.py's A_IP, B_IP
+
+
+@dataclass(frozen=True)
+class Direction:
+    """One media stream of a call, sender -> receiver, as both browsers' final counters say it.
+
+    ``ssrc``/``rtx_ssrc`` come from the sender's ``outbound-rtp`` and equal the receiver's
+    ``inbound-rtp`` ``ssrc``/``rtxSsrc`` (checked when built).
+    """
+
+    call: str
+    sender: str  # "a" or "b"
+    receiver: str
+    kind: str  # "audio" or "video"
+    ssrc: int
+    rtx_ssrc: int | None
+    outbound: dict[str, Any]  # the sender's final outbound-rtp
+    inbound: dict[str, Any]  # the receiver's final inbound-rtp
+    codec: dict[str, Any]  # the receiver's codec stats entry (mimeType, payloadType, clockRate)
+
+    @property
+    def src(self) -> str:
+        return PEERS[self.sender]
+
+    @property
+    def dst(self) -> str:
+        return PEERS[self.receiver]
+
+    @property
+    def media_packets_received(self) -> int:
+        """The media SSRC's own packets that arrived (RTX packets taken out)."""
+        return self.inbound["packetsReceived"] - self.inbound.get("retransmittedPacketsReceived", 0)
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call folder."""
+
+    name: str
+    path: Path
+    meta: dict[str, Any]
+
+    @property
+    def codec(self) -> str:
+        return self.meta["codec"]
+
+    @property
+    def condition(self) -> str:
+        return self.meta["condition"]
+
+    def capture(self, side: str = "b") -> Path:
+        return self.path / f"{side}.pcap"
+
+    def has_capture(self, side: str) -> bool:
+        return self.capture(side).is_file()
+
+    @property
+    def offer(self) -> Path:
+        return self.path / "offer.sdp"
+
+    @property
+    def answer(self) -> Path:
+        return self.path / "answer.sdp"
+
+    def series(self, side: str) -> list[dict[str, Any]]:
+        """The getStats samples of one peer: ``{"label", "wall_ms", "stats": [...]}``, one a second."""
+        return _series(self.path / f"stats_{side}.json.gz")
+
+    def final(self, side: str) -> dict[str, dict[str, Any]]:
+        """The last sample (taken after both peers stopped sending and 2 s of drain), by stats id."""
+        return {s["id"]: s for s in self.series(side)[-1]["stats"]}
+
+    def directions(self) -> list[Direction]:
+        """Every media stream of the call (A->B and B->A, audio and video)."""
+        out = []
+        for sender, receiver in (("a", "b"), ("b", "a")):
+            sent, got = self.final(sender), self.final(receiver)
+            for kind in ("audio", "video"):
+                ob = _one(sent, "outbound-rtp", kind)
+                ib = next(s for s in got.values() if s["type"] == "inbound-rtp" and s["ssrc"] == ob["ssrc"])
+                if ib.get("rtxSsrc") != ob.get("rtxSsrc"):
+                    raise AssertionError(f"{self.name}: RTX SSRC differs between the peers: {ob} {ib}")
+                out.append(Direction(self.name, sender, receiver, kind, ob["ssrc"], ob.get("rtxSsrc"),
+                                     ob, ib, got[ib["codecId"]]))
+        return out
+
+    def direction(self, sender: str, kind: str) -> Direction:
+        return next(d for d in self.directions() if d.sender == sender and d.kind == kind)
+
+    def forwarder(self) -> list[dict[str, Any]]:
+        """The forwarder's log (loss calls): start line, one line per dropped or held packet, summary."""
+        path = self.path / "forwarder.jsonl"
+        if not path.is_file():
+            return []
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+    def dropped(self, ssrc: int) -> list[dict[str, Any]]:
+        """The packets of one SSRC the forwarder dropped (each with its ``seq``)."""
+        return [e for e in self.forwarder() if e["event"] == "drop" and e["ssrc"] == ssrc]
+
+    def held(self, ssrc: int) -> list[dict[str, Any]]:
+        """The packets of one SSRC the forwarder delayed by ``extra_ms`` (reordered)."""
+        return [e for e in self.forwarder() if e["event"] == "hold" and e["ssrc"] == ssrc]
+
+
+def _one(stats: dict[str, dict[str, Any]], kind_type: str, kind: str) -> dict[str, Any]:
+    found = [s for s in stats.values() if s["type"] == kind_type and s["kind"] == kind]
+    if len(found) != 1:
+        raise AssertionError(f"expected one {kind} {kind_type}, found {len(found)}")
+    return found[0]
+
+
+@cache
+def _series(path: Path) -> list[dict[str, Any]]:
+    with gzip.open(path, "rt") as f:
+        return json.load(f)
+
+
+@cache
+def calls() -> tuple[Call, ...]:
+    """Every call folder present, in name order (empty when the data are absent)."""
+    if not CALLS.is_dir():
+        return ()
+    return tuple(Call(p.name, p, json.loads((p / "call.json").read_text()))
+                 for p in sorted(CALLS.iterdir()) if (p / "call.json").is_file())
+
+
+def call(name: str) -> Call:
+    return next(c for c in calls() if c.name == name)
