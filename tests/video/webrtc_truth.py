@@ -15,6 +15,9 @@ What Chromium 156's counters mean, checked on these calls (README.md, "What getS
   ``outbound-rtp.packetsSent`` likewise counts RTX packets sent.
 * ``inbound-rtp.packetsLost`` is RFC 3550's cumulative count on the media SSRC (expected minus
   received): a packet dropped and then repaired by RTX still counts as lost.
+* Frames: the media SSRC's distinct RTP timestamps in the receiver's capture = ``framesDecoded``
+  (= the sender's ``framesSent`` when RTX repaired every loss: all calls here); the marker bit
+  is missing on frames whose last packet was lost and never repaired in time.
 * ``jitter`` is in seconds (W3C webrtc-stats ``RTCReceivedRtpStreamStats.jitter``), at
   millisecond resolution.
 
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import struct
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -136,6 +140,51 @@ class Call:
     def held(self, ssrc: int) -> list[dict[str, Any]]:
         """The packets of one SSRC the forwarder delayed by ``extra_ms`` (reordered)."""
         return [e for e in self.forwarder() if e["event"] == "hold" and e["ssrc"] == ssrc]
+
+
+def rtp_headers(capture: Path) -> dict[int, list[tuple[float, int, int, int]]]:
+    """Every RTP packet of a capture by SSRC: (capture time s, sequence number, RTP timestamp, marker).
+
+    Read with dpkt, independently of qoe: RFC 7983 §7 first byte 128-191, RTCP packet types
+    192-223 (RFC 5761 §4) left out. The clear RTP header of SRTP (RFC 3711 §3.1).
+    """
+    return _rtp_headers(Path(capture))
+
+
+@cache
+def _rtp_headers(capture: Path) -> dict[int, list[tuple[float, int, int, int]]]:
+    import dpkt  # the test extra's; imported here so that the module loads without it
+
+    out: dict[int, list[tuple[float, int, int, int]]] = {}
+    with open(capture, "rb") as f:
+        for ts, buf in dpkt.pcap.Reader(f):
+            p = bytes(dpkt.ethernet.Ethernet(buf).data.data.data)
+            if len(p) >= 12 and 128 <= p[0] <= 191 and not 192 <= p[1] <= 223:
+                seq, rtp_ts, ssrc = struct.unpack_from("!HII", p, 2)
+                out.setdefault(ssrc, []).append((float(ts), seq, rtp_ts, p[1] >> 7))
+    return out
+
+
+def one_way_delays_ms(c: Call, d: Direction) -> dict[int, float]:
+    """True one-way delay (ms) of each media packet of ``d`` that reached the receiver, by sequence number.
+
+    From the captures at both peers (same host clock, TESTBED.md): receiver capture time minus
+    sender capture time, matched by (SSRC, sequence number); the truth for queueing delay
+    (``vp8-bulk``: the uplink buffer) and for delay variation from header extensions
+    (abs-send-time, transport-wide-cc). Needs both captures (``vp8-loss``, ``h264-loss``,
+    ``vp8-bulk``). Sequence numbers do not wrap within these 10 s calls (checked).
+    """
+    sent = {seq: t for t, seq, _, _ in rtp_headers(c.capture(d.sender))[d.ssrc]}
+    got = {seq: t for t, seq, _, _ in rtp_headers(c.capture(d.receiver))[d.ssrc]}
+    if len(sent) != len(rtp_headers(c.capture(d.sender))[d.ssrc]):
+        raise AssertionError(f"{c.name}: sequence numbers of {d.ssrc:#x} repeat")
+    return {seq: (got[seq] - sent[seq]) * 1000.0 for seq in sorted(got) if seq in sent}
+
+
+def samples(c: Call, side: str, ssrc: int, stats_type: str = "inbound-rtp") -> list[tuple[int, dict[str, Any]]]:
+    """One RTP stream's stats in every sample of one peer: (wall-clock ms, stats), one a second."""
+    return [(smp["wall_ms"], s) for smp in c.series(side) for s in smp["stats"]
+            if s["type"] == stats_type and s.get("ssrc") == ssrc]
 
 
 def _one(stats: dict[str, dict[str, Any]], kind_type: str, kind: str) -> dict[str, Any]:
