@@ -2,7 +2,8 @@
 
 Each call folder (made by ``data/video/webrtc/make_calls.py``; README.md there) holds the
 browsers' own ``pc.getStats()`` series of both peers (``stats_a.json.gz``, ``stats_b.json.gz``),
-the forwarder's log of every RTP packet it dropped or held (``forwarder.jsonl``, loss calls),
+the forwarder's log of every RTP packet it dropped or held (``forwarder.jsonl``, loss and
+reorder calls),
 the captures (``b.pcap`` at peer B, ``a.pcap`` at peer A for some calls) and ``call.json``.
 Peer A made the offer; A's media reaches B through the router (where loss is made), B's media
 reaches A the same way, and both directions pass B's interface.
@@ -14,7 +15,8 @@ What Chromium 156's counters mean, checked on these calls (README.md, "What getS
   media SSRC's own packets are ``packetsReceived - retransmittedPacketsReceived``;
   ``outbound-rtp.packetsSent`` likewise counts RTX packets sent.
 * ``inbound-rtp.packetsLost`` is RFC 3550's cumulative count on the media SSRC (expected minus
-  received): a packet dropped and then repaired by RTX still counts as lost.
+  received, with packets older than the first received counted as received but not
+  expected, RFC 3550 A.3): a packet dropped and then repaired by RTX still counts as lost.
 * Frames: the media SSRC's distinct RTP timestamps in the receiver's capture = ``framesDecoded``
   (= the sender's ``framesSent`` when RTX repaired every loss: all calls here); the marker bit
   is missing on frames whose last packet was lost and never repaired in time.

@@ -14,6 +14,8 @@ RTCP, packet type per RFC 5761 §4; STUN, DTLS and RTCP always pass untouched an
 - ``drop`` with probability ``--loss``;
 - else ``hold`` with probability ``--reorder``: delayed by ``--reorder-ms`` extra, so packets
   behind it overtake it (reordering);
+- the first ``--hold-first`` RTP packets of each SSRC are held too, whatever the generator says
+  (a packet older than a stream's first one: RFC 3550 A.1's source validation case);
 - every packet (of any kind) is delayed by ``--delay-ms`` (a constant propagation delay).
 
 The log (JSON lines, one per event) is the truth for loss and reordering: every dropped packet
@@ -84,6 +86,7 @@ def main() -> None:
     ap.add_argument("--reorder", type=float, default=0.0, help="hold probability per RTP packet")
     ap.add_argument("--reorder-ms", type=float, default=30.0, help="extra delay of a held packet")
     ap.add_argument("--delay-ms", type=float, default=0.0, help="constant delay of every packet")
+    ap.add_argument("--hold-first", type=int, default=0, help="hold the first N RTP packets of each SSRC")
     ap.add_argument("--duration", type=float, default=120.0, help="hard time bound, s")
     args = ap.parse_args()
 
@@ -121,11 +124,11 @@ def main() -> None:
             c = counts.setdefault(key, {"seen": 0, "dropped": 0, "held": 0, "pt": info["pt"]})
             c["seen"] += 1
             u = rng.random()
-            if u < args.loss:
+            if u < args.loss and c["seen"] > args.hold_first:
                 c["dropped"] += 1
                 log.write(json.dumps({"event": "drop", "t": time.time(), **info}) + "\n")
                 continue
-            if u < args.loss + args.reorder:
+            if u < args.loss + args.reorder or c["seen"] <= args.hold_first:
                 c["held"] += 1
                 delay += args.reorder_ms / 1000.0
                 log.write(json.dumps({"event": "hold", "t": time.time(),

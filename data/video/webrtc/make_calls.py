@@ -6,8 +6,9 @@ Run as root through ``make_calls.sh`` (it picks the repository's venv). For each
 1. fresh namespaces ``rca<pid>`` (peer A, 192.0.2.2) -- ``rcr<pid>`` (router) -- ``rcb<pid>``
    (peer B, 198.51.100.2); the peers have a route to each other's subnet and no default route,
    so nothing Chromium sends elsewhere (DNS, mDNS, update checks) can leave its namespace;
-2. the condition in the router namespace: ``clean`` (plain forwarding), ``loss`` (forwarder.py
-   on a TUN device: seeded drops, reordering, a log of every dropped and held packet) or ``bulk``
+2. the condition in the router namespace: ``clean`` (plain forwarding), ``loss`` and ``reorder``
+   (forwarder.py on a TUN device: seeded drops, reordering, a log of every dropped and held
+   packet; ``reorder`` also holds each stream's first two packets) or ``bulk``
    (tbf bottleneck 16 Mbit/s towards A, 1 Mbit/s towards B, 64-packet buffers, and an iperf3
    cubic upload A -> B during the call, seed paper §5);
 3. tcpdump ``--immediate-mode`` on both peers' interfaces (filter ``udp``: STUN, DTLS, SRTP,
@@ -23,7 +24,7 @@ Run as root through ``make_calls.sh`` (it picks the repository's venv). For each
 
 Outputs per call in ``calls/<name>/`` (see README.md): ``b.pcap`` (and ``a.pcap`` for some), ``offer.sdp``,
 ``answer.sdp``, ``stats_a.json.gz``, ``stats_b.json.gz``, ``call.json`` (commands, versions,
-addresses, timings), and per condition ``forwarder.jsonl`` (loss) or ``iperf3.json`` + ``tc.txt``
+addresses, timings), and per condition ``forwarder.jsonl`` (loss, reorder) or ``iperf3.json`` + ``tc.txt``
 (bulk).
 """
 
@@ -65,8 +66,12 @@ CALLS = {
     "vp9-loss": ("video/VP9", "loss"),
     "av1-loss": ("video/AV1", "loss"),
     "vp8-bulk": ("video/VP8", "bulk"),
+    "vp8-reorder": ("video/VP8", "reorder"),
 }
-LOSS = {"seed": 23, "loss": 0.03, "reorder": 0.02, "reorder_ms": 30.0, "delay_ms": 10.0}
+LOSS = {"seed": 23, "loss": 0.03, "reorder": 0.02, "reorder_ms": 30.0, "delay_ms": 10.0, "hold_first": 0}
+# reordering first: each stream's first 2 packets held (they arrive after later ones), 8 % held
+REORDER = {"seed": 7, "loss": 0.01, "reorder": 0.08, "reorder_ms": 30.0, "delay_ms": 10.0, "hold_first": 2}
+FORWARDER = {"loss": LOSS, "reorder": REORDER}
 BULK = {"down": "16mbit", "up": "1mbit", "buffer_packets": 64, "iperf3_s": 8, "iperf3_start_s": 2}
 CHROMIUM_FLAGS = [
     "--no-sandbox",
@@ -113,7 +118,7 @@ class Testbed:
         sh("ip", "-n", self.b, "route", "add", "192.0.2.0/24", "via", RB_IP)
         self.ns(self.r, "sysctl", "-qw", "net.ipv4.ip_forward=1")
 
-    def condition_loss(self, log: Path) -> list[str]:
+    def condition_loss(self, log: Path, fw: dict) -> list[str]:
         tun = "rctun0"
         sh("ip", "-n", self.r, "tuntap", "add", "dev", tun, "mode", "tun")
         sh("ip", "-n", self.r, "link", "set", tun, "up")
@@ -123,10 +128,10 @@ class Testbed:
             sh("ip", "-n", self.r, "rule", "add", "iif", dev, "lookup", "100")
         sh("ip", "-n", self.r, "route", "add", "default", "dev", tun, "table", "100")
         cmd = ["ip", "netns", "exec", self.r, sys.executable, str(HERE / "forwarder.py"),
-               "--tun", tun, "--log", str(log), "--seed", str(LOSS["seed"]),
-               "--loss", str(LOSS["loss"]), "--reorder", str(LOSS["reorder"]),
-               "--reorder-ms", str(LOSS["reorder_ms"]), "--delay-ms", str(LOSS["delay_ms"]),
-               "--duration", "90"]
+               "--tun", tun, "--log", str(log), "--seed", str(fw["seed"]),
+               "--loss", str(fw["loss"]), "--reorder", str(fw["reorder"]),
+               "--reorder-ms", str(fw["reorder_ms"]), "--delay-ms", str(fw["delay_ms"]),
+               "--hold-first", str(fw["hold_first"]), "--duration", "90"]
         self.forwarder = subprocess.Popen(cmd)
         time.sleep(0.5)
         return cmd
@@ -202,8 +207,9 @@ def run_call(name: str, seconds: float, out_root: Path, work: Path, media: dict)
                   "tcpdump": sh("tcpdump", "--version").stdout.splitlines()[0]}
     try:
         tb.up()
-        if condition == "loss":
-            meta["forwarder"] = {**LOSS, "command": " ".join(tb.condition_loss(out / "forwarder.jsonl"))}
+        if condition in FORWARDER:
+            fw = FORWARDER[condition]
+            meta["forwarder"] = {**fw, "command": " ".join(tb.condition_loss(out / "forwarder.jsonl", fw))}
         if condition == "bulk":
             meta["bulk"] = {**BULK, "tc": [" ".join(c) for c in tb.condition_bulk()]}
         if name in CAPTURE_A:
@@ -267,7 +273,7 @@ def run_call(name: str, seconds: float, out_root: Path, work: Path, media: dict)
                 c.close()
         time.sleep(0.5)
         meta["tcpdump_messages"] = tb.stop_captures()
-        if condition == "loss":
+        if condition in FORWARDER:
             tb.forwarder.terminate()
             tb.forwarder.wait(10)
     finally:
