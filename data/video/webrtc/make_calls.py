@@ -24,8 +24,8 @@ Run as root through ``make_calls.sh`` (it picks the repository's venv). For each
 
 Outputs per call in ``calls/<name>/`` (see README.md): ``b.pcap`` (and ``a.pcap`` for some), ``offer.sdp``,
 ``answer.sdp``, ``stats_a.json.gz``, ``stats_b.json.gz``, ``call.json`` (commands, versions,
-addresses, timings), and per condition ``forwarder.jsonl`` (loss, reorder) or ``iperf3.json`` (bulk; ``tc -s qdisc`` in ``call.json``)
-(bulk).
+addresses, timings), and per condition ``forwarder.jsonl`` (loss, reorder) or ``iperf3.json``
+(bulk; ``tc -s qdisc`` after the call is in ``call.json``).
 """
 
 from __future__ import annotations
