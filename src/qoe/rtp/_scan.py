@@ -141,7 +141,7 @@ class _Scanner:
 
     def __init__(self, *, keep_packets: bool, heuristic: bool, min_packets: int, reorder_window: int,
                  first_ns: int | None = None, event_jitter: bool = False, max_streams: int | None = None,
-                 max_flows: int | None = None) -> None:
+                 max_flows: int | None = None, loss_rule: str = "rfc3550") -> None:
         # what was asked
         self.keep = keep_packets
         self.max_streams = max_streams
@@ -160,7 +160,7 @@ class _Scanner:
         self.media: dict[int, SdpMedia] = {}  # flow id -> its SDP media section (announced streams)
         # packets of accepted flows (keep_packets): in temporary files, not in memory
         self.store = PacketStore() if keep_packets else None
-        self.stats = StreamStats(reorder_window=reorder_window)
+        self.stats = StreamStats(reorder_window=reorder_window, loss_rule=loss_rule)
         # the other books: SIP, RTCP, SRTP samples
         self.sip = SipBook()
         self.rtcp = RtcpBook()
@@ -593,6 +593,7 @@ def scan_capture(
     event_jitter: bool = False,
     max_streams: int | None = MAX_STREAMS,
     max_flows: int | None = MAX_FLOWS,
+    loss_rule: str = "rfc3550",
 ) -> RtpScan:
     """Find every RTP stream, SIP call and RTCP report in a capture, in one pass.
 
@@ -648,6 +649,10 @@ def scan_capture(
         :class:`~qoe.errors.QoEWarning` says how many) unless SIP/SDP announced them: an RTP
         stream that starts after that without signalling is missed. Flows to or from ports
         that are never RTP (DNS, NTP, DHCP, ...) are not tracked and do not count.
+    loss_rule : {"rfc3550", "tshark"}, optional
+        How ``expected`` and ``lost`` are counted (:func:`rtp_stats`): RFC 3550 A.3
+        (default: from the first packet's sequence number to the highest received; a
+        packet older than the first one is not a wrap) or as tshark prints them.
 
     Returns
     -------
@@ -684,7 +689,7 @@ def scan_capture(
         first_ns = probe(name).first_frame_ns
     sc = _Scanner(keep_packets=keep_packets, heuristic=heuristic, min_packets=min_packets,
                   reorder_window=reorder_window, first_ns=first_ns, event_jitter=event_jitter,
-                  max_streams=max_streams, max_flows=max_flows)
+                  max_streams=max_streams, max_flows=max_flows, loss_rule=loss_rule)
     for b in read_udp_batches(name, batch_size=batch_size):
         sc.batch(b)
         del b  # not held while the next batch is read: one batch in memory at a time
@@ -698,6 +703,7 @@ def find_streams(
     heuristic: bool = True,
     min_packets: int = 4,
     reorder_window: int = REORDER_WINDOW,
+    loss_rule: str = "rfc3550",
 ) -> list[RtpStream]:
     """The RTP streams of a capture, with their packets and statistics.
 
@@ -708,7 +714,7 @@ def find_streams(
     ----------
     path : str or os.PathLike
         A pcap or pcapng capture.
-    keep_packets, heuristic, min_packets, reorder_window
+    keep_packets, heuristic, min_packets, reorder_window, loss_rule
         As for :func:`scan_capture`.
 
     Returns
@@ -717,7 +723,7 @@ def find_streams(
         In order of their first packet.
     """
     scan = scan_capture(path, keep_packets=keep_packets, heuristic=heuristic, min_packets=min_packets,
-                        reorder_window=reorder_window)
+                        reorder_window=reorder_window, loss_rule=loss_rule)
     if not scan.streams:
         warnings.warn(f"{scan.path}: no RTP stream found in {scan.udp_packets} UDP datagrams", QoEWarning, stacklevel=2)
     return list(scan.streams)
