@@ -23,6 +23,7 @@ References
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from typing import Any
@@ -43,6 +44,7 @@ from qoe.rtp._packet import (
     parse_rtcp,
     wrapped_distance,
 )
+from qoe.rtp._demux import DemuxBook
 from qoe.rtp._flows import PROBE, REJECT, RTP, FlowTable, HeldPackets, group_by_key
 from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtpScan, RtpStream, StreamKey
 from qoe.rtp._rtcpbook import RtcpBook
@@ -165,6 +167,7 @@ class _Scanner:
         self.sip = SipBook()
         self.rtcp = RtcpBook()
         self.srtp = SrtpSampler()
+        self.demux = DemuxBook()  # STUN, DTLS, TURN beside RTP (RFC 7983)
         # the capture
         self.addresses: tuple[str, ...] = ()
         self.encaps: tuple[str, ...] = ()  # address code -> its encapsulation (() without tunnels)
@@ -203,6 +206,10 @@ class _Scanner:
         for i in sip_rows.tolist():
             self.sip.add(b.payload_of(i), time_ns=int(b.ts_ns[i]), frame=int(b.index[i]),
                          src=addrs[b.src[i]], sport=int(b.sport[i]), dst=addrs[b.dst[i]], dport=int(b.dport[i]))
+        # RFC 7983 §7 / RFC 9443 §4: STUN, ZRTP, DTLS and TURN channels start below 80
+        other = np.flatnonzero((b0 < 80) & (length > 0))
+        if other.size:
+            self.demux.add(b, other)
         v2 = (length >= 8) & ((b0 >> 6) == RTP_VERSION)
         is_rtcp = v2 & (b1 >= RTCP_SR) & (b1 <= RTCP_APP)
         for i in np.flatnonzero(is_rtcp).tolist():
@@ -530,6 +537,7 @@ class _Scanner:
                 )
             )
         self.srtp.mark(streams, {int(f): i for i, f in enumerate(fids.tolist())})
+        self._dtls(streams)
         return RtpScan(
             path=path,
             streams=tuple(streams),
@@ -540,6 +548,25 @@ class _Scanner:
             rtcp_packets=self.rtcp.packets,
             last_ns=self.last_ns,
         )
+
+    def _dtls(self, streams: list[RtpStream]) -> None:
+        """Mark the streams whose 5-tuple carried DTLS as DTLS-SRTP, with a note (RFC 5764, RFC 7983)."""
+        if not self.demux.counts:
+            return
+        code = {a: i for i, a in enumerate(self.addresses)}
+        for i, s in enumerate(streams):
+            k = s.key
+            c = self.demux.of(code[k.src], k.sport, code[k.dst], k.dport)
+            if c is None or not c["dtls"]:
+                continue
+            dtls13 = f", {c['dtls13']} with DTLS 1.3's unified header" if c["dtls13"] else ""
+            note = (f"DTLS-SRTP (RFC 5764): {c['dtls']} DTLS record(s) ({c['dtls_handshake']} handshake"
+                    f"{dtls13}) and {c['stun']} STUN message(s) "
+                    "share this stream's 5-tuple (RFC 7983): the payloads are encrypted with keys that are never in "
+                    "the capture and cannot be decoded; measured instead from the clear RTP headers: packets, "
+                    "loss, reordering, arrival deltas, jitter, frames (timestamps, marker bit) and header extensions")
+            srtp = s.srtp if s.srtp is not None and s.srtp.found_by == "sdp" else SrtpInfo(found_by="dtls")
+            streams[i] = dataclasses.replace(s, srtp=srtp, notes=(*s.notes, note))
 
     def _active_at_end(self, st: Any, ssrc: int) -> bool:
         """Whether a stream (statistics ``st``) was still sending when the capture's UDP

@@ -217,8 +217,10 @@ class SrtpInfo:
 
     Attributes
     ----------
-    found_by : {"sdp", "heuristic", "user"}
-        ``"sdp"``: an ``RTP/SAVP(F)`` profile; ``"heuristic"``: :func:`looks_encrypted`;
+    found_by : {"sdp", "dtls", "heuristic", "user"}
+        ``"sdp"``: an ``RTP/SAVP(F)`` profile; ``"dtls"``: a DTLS handshake on the
+        stream's 5-tuple (DTLS-SRTP, RFC 5764 §4.1: the keys never appear in the capture;
+        RFC 7983 §7 demultiplexing); ``"heuristic"``: :func:`looks_encrypted`;
         ``"user"``: not recognised, but a key given by the user authenticated it.
     sdes : SdesCrypto or None
         The sender's ``a=crypto`` line (its key), when the capture's SDP has one.
@@ -235,7 +237,7 @@ class SrtpInfo:
         plaintext.
     """
 
-    found_by: Literal["sdp", "heuristic", "user"]
+    found_by: Literal["sdp", "dtls", "heuristic", "user"]
     sdes: SdesCrypto | None = None
     decrypted: bool = False
     suite: str | None = None
