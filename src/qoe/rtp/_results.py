@@ -142,7 +142,7 @@ class RtpStream:
         it is derived from ``codec`` and ``clock_rate``.
     srtp : SrtpInfo or None
         Set when the stream is SRTP (RFC 3711: payload encrypted): how that was found, the
-        sender's SDES key if the SDP had one, and, after :func:`qoe.rtp.srtp.decrypt_streams`,
+        sender's SDES key if the SDP had one, and, after :func:`qoe.rtp.decrypt.decrypt_streams`,
         what decryption did. None: plain RTP as far as the capture tells.
     channels : int
         Audio channels of ``payload_type`` (SDP ``a=rtpmap``'s encoding parameters, RFC
@@ -156,6 +156,10 @@ class RtpStream:
         BYE from its SSRC was seen (RFC 3550 §6.6: a source leaving says so). A capture
         stopped right after a stream's last packet looks the same: this is a "may", and
         SIP's BYE (:class:`qoe.rtp.sip.SipCall`) is the firmer signal where there is one.
+    notes : tuple of str
+        What the user should know about how the stream was read: for DTLS-SRTP, that its
+        payloads cannot be decoded without keys and what is measured instead; an inferred
+        clock rate and media kind with their evidence. Empty for a plain announced stream.
     """
 
     key: StreamKey
@@ -174,6 +178,7 @@ class RtpStream:
     channels: int = 1
     fmtp: Mapping[str, str] = field(default_factory=dict)
     active_at_end: bool = False
+    notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.media is None:  # not given: from the codec's name and clock rate
@@ -202,6 +207,7 @@ class RtpStream:
             "active_at_end": self.active_at_end,
         }
         out.update(SrtpInfo.record(self.srtp))
+        out["notes"] = "; ".join(self.notes) if self.notes else None
         out.update(self.stats.to_dict())
         if self.rtcp is not None:
             out.update(self.rtcp.to_dict())
