@@ -172,7 +172,7 @@ from qoe.rtp._packet import (
 )
 from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtcpSummary, RtpScan, RtpStream, StreamKey
 from qoe.rtp._scan import MAX_FLOWS, MAX_STREAMS, find_streams, scan_capture
-from qoe.rtp._stats import RtpStats, rtp_stats
+from qoe.rtp._stats import JITTER_RULES, LOSS_RULES, RtpStats, in_order_jitter_ms, rtp_stats
 from qoe.rtp.extensions import HeaderExtensions, read_header_extensions
 from qoe.rtp.delay import OneWayDelay, delays_between, one_way_delay, stream_delay
 from qoe.rtp.jitterbuffer import (
@@ -212,6 +212,9 @@ __all__ = [
     "parse_rtp_header",
     "parse_rtcp",
     "rtp_stats",
+    "in_order_jitter_ms",
+    "JITTER_RULES",
+    "LOSS_RULES",
     "make_packets",
     "extend_sequence",
     "find_streams",
