@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 from qoe.errors import InputError
-from qoe.rtp import RtpPackets, extend_sequence, make_packets, rtp_stats, scan_capture
+from qoe.rtp import RtpPackets, extend_sequence, in_order_jitter_ms, make_packets, rtp_stats, scan_capture
 from qoe.rtp.lossmodel import loss_pattern
 
 # tshark prints milliseconds with 3 decimals: its values are exact to +-0.0005 ms.
@@ -451,3 +451,19 @@ def test_late_packets_read_in_batches(tmp_path, batch_size):
 def test_reorder_window_must_be_a_positive_integer(bad):
     with pytest.raises(InputError, match="reorder_window"):
         rtp_stats(_table(5), 8000, reorder_window=bad)
+
+
+def test_in_order_jitter_skips_late_packets_and_repeated_timestamps():
+    # Worked from the rule's text (qoe.rtp.in_order_jitter_ms): 8 kHz, 160 ticks (20 ms) per
+    # packet, sent 20 ms apart; packet 3 arrives 5 ms late, after packet 4 (reordered), and
+    # packet 5 arrives twice. In order: 0, 1, 2, 4, 5, 6 (3 and the copy are not above every
+    # earlier number): 5 updates, each with arrival spacing = timestamp spacing, so D = 0.
+    seq = np.array([0, 1, 2, 4, 3, 5, 5, 6])
+    arr_ms = np.array([0, 20, 40, 80, 85, 100, 100.5, 120])
+    p = make_packets(np.arange(1, 9), (1e9 + arr_ms * 1e6).astype(np.int64), seq, seq * 160,
+                     np.zeros(8, bool), np.zeros(8, dtype=np.int64))
+    j = in_order_jitter_ms(p, 8000)
+    assert j.size == 5 and np.all(j == 0.0)
+    # The every-packet rule counts the late packet: |D| = 25 ms for 3 after 4, then more.
+    assert rtp_stats(p, 8000).max_jitter_ms > 1.0
+    assert rtp_stats(p, 8000, jitter_rule="in-order").max_jitter_ms == 0.0

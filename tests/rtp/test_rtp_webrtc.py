@@ -78,3 +78,50 @@ def test_stun_and_dtls_counts_equal_tsharks():
     assert f"{dtls12 + dtls13} DTLS record(s)" in note
     assert f"{dtls13} with DTLS 1.3's unified header" in note
     assert f"{stun} STUN message(s)" in note
+
+
+@pytest.mark.parametrize("call", CALLS, ids=lambda c: c.name)
+def test_nack_pli_fir_sent_back_equal_the_receivers_counters(call):
+    # B sends its feedback as reduced-size SRTCP (RFC 5506), whose first 8 bytes are clear
+    # (RFC 3711 §3.4): the NACKs counted on the reverse direction of A's video equal B's
+    # inbound-rtp nackCount (and PLI/FIR its pliCount/firCount) in every call.
+    scan = scan_capture(call.capture("b"), keep_packets=False)
+    streams = {s.key.ssrc: s for s in scan.streams}
+    d = call.direction("a", "video")
+    fb = streams[d.ssrc].feedback
+    assert (fb["nack"], fb["pli"], fb["fir"]) == (d.inbound["nackCount"], d.inbound["pliCount"], d.inbound["firCount"])
+    assert fb["transport_cc"] > 100 and fb["rr"] > 0  # transport-wide feedback about every 60 ms, RRs every ~1 s
+    assert streams[d.ssrc].to_dict()["feedback_nack"] == fb["nack"]
+
+
+# getStats' jitter is in whole ms (data/video/webrtc/README.md), and the browser's receive
+# times lag the capture's by scheduling delays on the loaded machine the calls were made on.
+JITTER_TOL_MS = 1.5
+
+
+def test_clock_rate_and_media_inferred_without_sdp_and_the_receivers_jitter():
+    for call in CALLS:
+        for side in ("a", "b"):
+            if not call.has_capture(side):
+                continue
+            streams = {s.key.ssrc: s for s in scan_capture(call.capture(side), jitter_rule="in-order").streams}
+            for d in call.directions():
+                if d.receiver != side:
+                    continue
+                s = streams[d.ssrc]
+                where = (call.name, side, d.kind)
+                assert (s.clock_rate, s.media) == (d.codec["clockRate"], d.kind), where  # the browser's codec stats
+                assert any(n.startswith(f"clock rate {s.clock_rate} Hz and media {d.kind} inferred") for n in s.notes)
+                assert abs(s.stats.jitter_ms - d.inbound["jitter"] * 1000) <= JITTER_TOL_MS, where
+
+
+def test_the_every_packet_rule_is_not_what_the_browser_reports_on_queued_video():
+    # vp8-bulk, A's video behind the 0.77 s uplink queue: the receiver's rule gives the
+    # browser's 157 ms; RFC 3550 A.8 on every packet (tshark's) gives far more.
+    call = webrtc_truth.call("vp8-bulk")
+    d = call.direction("a", "video")
+    every = {s.key.ssrc: s for s in scan_capture(call.capture("b")).streams}[d.ssrc]
+    in_order = {s.key.ssrc: s for s in scan_capture(call.capture("b"), jitter_rule="in-order").streams}[d.ssrc]
+    truth = d.inbound["jitter"] * 1000
+    assert abs(in_order.stats.jitter_ms - truth) <= JITTER_TOL_MS
+    assert every.stats.jitter_ms > truth + 30

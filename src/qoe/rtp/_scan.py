@@ -32,8 +32,8 @@ import numpy as np
 
 from qoe.errors import InputError, QoEWarning
 from qoe.rtp._packet import (
-    RTCP_APP,
     RTCP_SR,
+    RTCP_XR,
     RTP_FIXED_HEADER,
     RTP_VERSION,
     SEQ_MOD,
@@ -47,11 +47,23 @@ from qoe.rtp._packet import (
 from qoe.rtp._demux import DemuxBook
 from qoe.rtp._flows import PROBE, REJECT, RTP, FlowTable, HeldPackets, group_by_key
 from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtpScan, RtpStream, StreamKey
-from qoe.rtp._rtcpbook import RtcpBook
+from qoe.rtp._rtcpbook import RtcpBook, feedback_kinds
 from qoe.rtp._sipbook import SipBook
 from qoe.rtp._spill import PacketStore
 from qoe.rtp._srtpsample import SrtpSampler
-from qoe.rtp._stats import REORDER_WINDOW, StreamStats, _Segments, clock_table, cn_table, is_telephone_event
+from qoe.rtp._infer import infer_clock
+from qoe.rtp._stats import (
+    JITTER_RULES,
+    LOSS_RULES,
+    REORDER_WINDOW,
+    StreamStats,
+    _Segments,
+    clock_table,
+    cn_table,
+    is_telephone_event,
+    rtp_stats,
+    with_jitter,
+)
 from qoe.rtp.sip import SIP_METHODS, SdpMedia, group_calls, sender_crypto
 from qoe.rtp.srtp import SrtpInfo, bytes_per_tick, looks_srtcp
 
@@ -143,7 +155,8 @@ class _Scanner:
 
     def __init__(self, *, keep_packets: bool, heuristic: bool, min_packets: int, reorder_window: int,
                  first_ns: int | None = None, event_jitter: bool = False, max_streams: int | None = None,
-                 max_flows: int | None = None, loss_rule: str = "rfc3550") -> None:
+                 max_flows: int | None = None, loss_rule: str = "rfc3550", jitter_rule: str = "every-packet",
+                 infer_clock: bool = True) -> None:
         # what was asked
         self.keep = keep_packets
         self.max_streams = max_streams
@@ -152,6 +165,10 @@ class _Scanner:
         self.heuristic = heuristic
         self.min_packets = min_packets
         self.probe_packets = max(_PROBE_PACKETS, min_packets)
+        self.loss_rule = loss_rule
+        self.jitter_rule = jitter_rule
+        self.infer_clock = infer_clock
+        self.reorder_window = reorder_window
         # the flows, their held packets, and the streams taken
         self.flows = FlowTable()
         self.held = HeldPackets.empty(keep_packets)  # packets of undecided flows
@@ -211,11 +228,15 @@ class _Scanner:
         if other.size:
             self.demux.add(b, other)
         v2 = (length >= 8) & ((b0 >> 6) == RTP_VERSION)
-        is_rtcp = v2 & (b1 >= RTCP_SR) & (b1 <= RTCP_APP)
+        # RFC 5761 §4: RTCP packet types 200-204 (RFC 3550), 205-206 (RFC 4585 feedback), 207 (XR)
+        is_rtcp = v2 & (b1 >= RTCP_SR) & (b1 <= RTCP_XR)
         for i in np.flatnonzero(is_rtcp).tolist():
             data = b.payload_of(i)
+            encrypted = looks_srtcp(data)
+            self.rtcp.add_feedback((int(b.src[i]), int(b.sport[i]), int(b.dst[i]), int(b.dport[i])),
+                                   feedback_kinds(data, encrypted=encrypted))
             items = parse_rtcp(data)
-            if items and looks_srtcp(data):  # encrypted reports: only the sender's SSRC is in clear
+            if items and encrypted:  # encrypted reports: only the sender's SSRC is in clear
                 items = [{"type": items[0]["type"], "ssrc": items[0]["ssrc"]}]
             if items:
                 self.rtcp.add(int(b.ts_ns[i]), items)
@@ -516,6 +537,15 @@ class _Scanner:
             codec, rate = _codec_of(main, media)
             src, dst, sport, dport, ssrc = fl.keys[fid]
             packets = self.store.packets(fid) if self.store is not None else None
+            kind = media_kind(codec, rate, media.media if media is not None else None)
+            notes: tuple[str, ...] = ()
+            if rate is None and packets is not None and self.infer_clock:
+                guess = infer_clock(packets)
+                if guess is not None:  # the statistics again, now with a clock for the jitter
+                    rate, kind, notes = guess.clock_rate, guess.media, (guess.evidence,)
+                    st = rtp_stats(packets, rate, reorder_window=self.reorder_window, loss_rule=self.loss_rule)
+            if packets is not None:
+                st = with_jitter(st, packets, rate, self.jitter_rule)
             streams.append(
                 RtpStream(
                     key=StreamKey(a[src], sport, a[dst], dport, ssrc, self.encaps[src] if self.encaps else ""),
@@ -529,15 +559,17 @@ class _Scanner:
                     found_by=found_by,
                     payload_types=pts,
                     rtcp=rtcp.get(ssrc),
-                    media=media_kind(codec, rate, media.media if media is not None else None),
+                    media=kind,
                     srtp=self._srtp(fid, main, codec, media),
                     channels=_channels_of(main, media),
                     fmtp=dict(media.fmtp.get(main, {})) if media is not None else {},
                     active_at_end=self._active_at_end(st, ssrc),
+                    notes=notes,
                 )
             )
         self.srtp.mark(streams, {int(f): i for i, f in enumerate(fids.tolist())})
         self._dtls(streams)
+        self._feedback(streams)
         return RtpScan(
             path=path,
             streams=tuple(streams),
@@ -548,6 +580,17 @@ class _Scanner:
             rtcp_packets=self.rtcp.packets,
             last_ns=self.last_ns,
         )
+
+    def _feedback(self, streams: list[RtpStream]) -> None:
+        """Attach the RTCP sent back on each stream's reverse direction (:attr:`RtpStream.feedback`)."""
+        if not self.rtcp.feedback:
+            return
+        code = {a: i for i, a in enumerate(self.addresses)}
+        for i, s in enumerate(streams):
+            k = s.key
+            c = self.rtcp.feedback.get((code[k.dst], k.dport, code[k.src], k.sport))
+            if c is not None:
+                streams[i] = dataclasses.replace(s, feedback=dict(c))
 
     def _dtls(self, streams: list[RtpStream]) -> None:
         """Mark the streams whose 5-tuple carried DTLS as DTLS-SRTP, with a note (RFC 5764, RFC 7983)."""
@@ -621,6 +664,8 @@ def scan_capture(
     max_streams: int | None = MAX_STREAMS,
     max_flows: int | None = MAX_FLOWS,
     loss_rule: str = "rfc3550",
+    jitter_rule: str = "every-packet",
+    infer_clock: bool = True,
 ) -> RtpScan:
     """Find every RTP stream, SIP call and RTCP report in a capture, in one pass.
 
@@ -680,6 +725,17 @@ def scan_capture(
         How ``expected`` and ``lost`` are counted (:func:`rtp_stats`): RFC 3550 A.3
         (default: from the first packet's sequence number to the highest received; a
         packet older than the first one is not a wrap) or as tshark prints them.
+    jitter_rule : {"every-packet", "in-order"}, optional
+        ``"every-packet"`` (default): RFC 3550 A.8 on every packet, as tshark (see the
+        conventions in :mod:`qoe.rtp`); ``"in-order"``: the receiver's rule libwebrtc
+        reports as getStats' ``jitter`` (:func:`qoe.rtp.in_order_jitter_ms`: in-order
+        packets only, once per timestamp), computed from the packet table (needs
+        ``keep_packets``).
+    infer_clock : bool, optional
+        For a stream whose clock rate nothing names (no SDP, a dynamic payload type),
+        infer it and its media kind from the timestamps' rate against arrival time (8000,
+        16000, 48000 or 90000 Hz; needs ``keep_packets``), compute its jitter with it,
+        and say so with the evidence in :attr:`RtpStream.notes` (default True).
 
     Returns
     -------
@@ -705,6 +761,10 @@ def scan_capture(
 
     if min_packets < 2:
         raise InputError(f"min_packets must be at least 2, given {min_packets}")
+    if loss_rule not in LOSS_RULES:
+        raise InputError(f"loss_rule must be one of {LOSS_RULES}, given {loss_rule!r}")
+    if jitter_rule not in JITTER_RULES:
+        raise InputError(f"jitter_rule must be one of {JITTER_RULES}, given {jitter_rule!r}")
     if max_streams is not None and max_streams < 1:
         raise InputError(f"max_streams must be at least 1 (or None: no limit), given {max_streams}")
     if max_flows is not None and max_flows < 1:
@@ -716,7 +776,8 @@ def scan_capture(
         first_ns = probe(name).first_frame_ns
     sc = _Scanner(keep_packets=keep_packets, heuristic=heuristic, min_packets=min_packets,
                   reorder_window=reorder_window, first_ns=first_ns, event_jitter=event_jitter,
-                  max_streams=max_streams, max_flows=max_flows, loss_rule=loss_rule)
+                  max_streams=max_streams, max_flows=max_flows, loss_rule=loss_rule, jitter_rule=jitter_rule,
+                  infer_clock=infer_clock)
     for b in read_udp_batches(name, batch_size=batch_size):
         sc.batch(b)
         del b  # not held while the next batch is read: one batch in memory at a time

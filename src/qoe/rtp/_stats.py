@@ -26,6 +26,8 @@ References
 from __future__ import annotations
 
 from collections.abc import Iterable
+import dataclasses
+import math
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -48,6 +50,9 @@ _WS_WRAP_GAP = 0xFF00
 # A.1 takes a packet up to MAX_MISORDER = 100 numbers behind as reordered and a jump of up
 # to MAX_DROPOUT = 3000 ahead as a dropout: 4096 covers both.
 REORDER_WINDOW = 4096
+#: The two jitter rules: RFC 3550 A.8 on every packet as tshark applies it (the default),
+#: and the receiver's rule that libwebrtc reports in getStats (:func:`in_order_jitter_ms`).
+JITTER_RULES = ("every-packet", "in-order")
 #: The two rules for ``expected`` (and so ``lost``) that :class:`StreamStats` knows.
 LOSS_RULES = ("rfc3550", "tshark")
 # Packets processed at once: bounds the temporaries of an update (some 60 arrays of this
@@ -790,6 +795,7 @@ def rtp_stats(
     telephone_events: Iterable[int] = (),
     reorder_window: int = REORDER_WINDOW,
     loss_rule: str = "rfc3550",
+    jitter_rule: str = "every-packet",
 ) -> RtpStats:
     """Receiver statistics of one stream, computed from its packet table.
 
@@ -822,6 +828,10 @@ def rtp_stats(
     loss_rule : {"rfc3550", "tshark"}, optional
         How ``expected`` and ``lost`` are counted (:class:`StreamStats`): RFC 3550 A.3
         (default; a packet older than the first is not a wrap) or as tshark prints them.
+    jitter_rule : {"every-packet", "in-order"}, optional
+        ``"every-packet"`` (default): RFC 3550 A.8 on every packet, as tshark; ``"in-order"``:
+        the receiver's rule libwebrtc reports (:func:`in_order_jitter_ms`), with
+        ``clock_rate`` for the stream's main payload type.
 
     Returns
     -------
@@ -856,6 +866,68 @@ def rtp_stats(
             clocks[p] = np.nan  # no clock: no jitter (RFC 4733 §2.3)
     st = StreamStats(reorder_window=reorder_window, loss_rule=loss_rule)
     (sid,) = st.add(clocks=clocks, cn=cn_table(comfort_noise))
+    if jitter_rule not in JITTER_RULES:
+        raise InputError(f"jitter_rule must be one of {JITTER_RULES}, given {jitter_rule!r}")
     st.update(np.full(len(packets), sid), packets.arrival_ns, packets.seq, packets.timestamp, packets.payload_type,
               packets.marker)
-    return st.results()[0]
+    return with_jitter(st.results()[0], packets, clock_rate, jitter_rule)
+
+
+def in_order_jitter_ms(packets: RtpPackets, clock_rate: float) -> np.ndarray:
+    """RFC 3550 §6.4.1 jitter (ms) as a WebRTC receiver computes it: the estimate after each update.
+
+    The receiver's rule (what libwebrtc reports as ``inbound-rtp.jitter``, checked against
+    Chromium's getStats in data/video/webrtc/README.md): only packets that arrive in order
+    (an extended sequence number above every earlier one) take part; the estimate
+    ``J += (|D| - J) / 16`` is updated on an in-order packet whose RTP timestamp differs
+    from the previous in-order packet's, with ``D`` the difference of their arrival spacing
+    and timestamp spacing (so once per video frame, once per audio packet; a late or
+    repeated packet changes nothing). The every-packet rule of :func:`rtp_stats` (RFC 3550
+    A.8 as tshark applies it) gives a lower jitter on video (every packet of a frame has the
+    same timestamp and arrives close to the one before) and a higher one under reordering.
+
+    Parameters
+    ----------
+    packets : RtpPackets
+        One stream's packets in arrival order.
+    clock_rate : float
+        Its RTP clock rate (Hz).
+
+    Returns
+    -------
+    numpy.ndarray
+        J in ms after each update (empty when there is none).
+
+    References
+    ----------
+    RFC 3550 §6.4.1 (interarrival jitter), A.1 (in-order packets), A.8.
+    """
+    e = packets.seq_ext
+    n = e.size
+    if n < 2:
+        return np.zeros(0)
+    in_order = np.ones(n, dtype=bool)
+    in_order[1:] = e[1:] > np.maximum.accumulate(e)[:-1]
+    io = np.flatnonzero(in_order)
+    arr = packets.arrival_ns[io].astype(np.float64) / 1e6
+    ts = packets.ts_ext[io].astype(np.float64) * (1000.0 / float(clock_rate))
+    upd = np.flatnonzero(packets.ts_ext[io][1:] != packets.ts_ext[io][:-1]) + 1
+    if upd.size == 0:
+        return np.zeros(0)
+    dd = np.abs((arr[upd] - arr[upd - 1]) - (ts[upd] - ts[upd - 1]))
+    seg = _Segments(np.zeros(upd.size, dtype=np.int64))
+    return seg.affine(np.full(upd.size, 1.0 - _JITTER_GAIN), dd * _JITTER_GAIN, np.zeros(1))
+
+
+def with_jitter(st: RtpStats, packets: RtpPackets, clock_rate: float | None, rule: str) -> RtpStats:
+    """``st`` with its jitter figures by ``rule`` (:data:`JITTER_RULES`); "in-order" takes
+    :func:`in_order_jitter_ms` (min, plain mean and max of J after each update, and J at the
+    end). Unchanged for "every-packet" or without a clock rate."""
+    if rule == "every-packet" or not clock_rate:
+        return st
+    j = in_order_jitter_ms(packets, clock_rate)
+    if j.size == 0:
+        return dataclasses.replace(st, min_jitter_ms=math.nan, mean_jitter_ms=math.nan, max_jitter_ms=math.nan,
+                                   jitter_ms=math.nan)
+    return dataclasses.replace(st, min_jitter_ms=float(j.min()), mean_jitter_ms=float(j.mean()),
+                               max_jitter_ms=float(j.max()), jitter_ms=float(j[-1]))
