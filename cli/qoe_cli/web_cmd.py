@@ -29,13 +29,13 @@ def g1030_cmd(plt_seconds, preset, t_min, t_max, fmt, output):
     emit(render(rows, fmt, digits=3), output)
 
 
-def _load_pages(source, idle_gap, preset, t_min, t_max):
+def _load_pages(source, idle_gap, preset, t_min, t_max, base_rtt_s=None):
     from qoe.web.har import read_har
     from qoe.web.pages import WebOptions, page_loads, pages_from_har
 
     if (t_min is None) != (t_max is None):
         raise click.UsageError("--t-min and --t-max go together")
-    options = WebOptions(idle_gap_s=idle_gap, preset=preset, t_min=t_min, t_max=t_max)
+    options = WebOptions(idle_gap_s=idle_gap, preset=preset, t_min=t_min, t_max=t_max, base_rtt_s=base_rtt_s)
     if source.lower().endswith(".har"):
         return pages_from_har(read_har(source), options=options)
     return page_loads(source, options=options)
@@ -50,16 +50,18 @@ def _load_pages(source, idle_gap, preset, t_min, t_max):
 @click.option("--idle-gap-s", "--idle-gap", "idle_gap", type=click.FloatRange(min=0, min_open=True), default=2.0,
               show_default=True, help="Quiet time (s) that ends a page load (WebOptions.idle_gap_s; --idle-gap: "
               "the old spelling).")
+@click.option("--base-rtt-s", type=click.FloatRange(min=0), default=None,
+              help="The path's RTT without queueing (s), the diagnosis' baseline (default: the page's lowest RTT).")
 @click.option("--objects", is_flag=True, help="One row per object (transaction) instead of one per page.")
 @format_option
 @output_option
-def pages_cmd(source, preset, t_min, t_max, idle_gap, objects, fmt, output):
+def pages_cmd(source, preset, t_min, t_max, idle_gap, base_rtt_s, objects, fmt, output):
     """Page loads in SOURCE (a pcap/pcapng capture, or a .har file): PLT, round trips, RTT,
     retransmissions, the seed paper's diagnosis (RTT- or loss-dominated) and the G.1030 MOS.
 
     PLT is "fully loaded": the page's first DNS query, SYN or request to the last byte of its
     last object (a capture cannot see the browser's onLoad; a HAR's onLoad is used when it has one)."""
-    found = _load_pages(source, idle_gap, preset, t_min, t_max)
+    found = _load_pages(source, idle_gap, preset, t_min, t_max, base_rtt_s)
     if fmt == "json":
         emit(to_json([p.to_dict() for p in found]) + "\n", output, inputs=[source])
         return
