@@ -131,23 +131,15 @@ def test_bulk_loss_is_what_the_sender_sent_and_the_receiver_missed():
         assert len(missing) == d.inbound["packetsLost"] > 0
 
 
-# Known differences, each a strict xfail until the rtp slice of issue 23 fixes it (then they pass
-# and strict=True makes the run say so: remove the entry).
-KNOWN = {
-    "vp8-loss-a.pcap-btoa-video": "expected is taken from the last packet received, as tshark does, not "
-    "from the highest (RFC 3550 A.3); the highest arrived before its predecessor: one loss missed",
-    "av1-loss-b.pcap-atob-audio": "expected from the last packet received, not the highest (as above)",
-    "vp8-reorder-b.pcap-atob-video": "two packets older than the stream's first taken as sequence wraps "
-    "(lost 131074; RFC 3550 A.1 source validation: received, not a wrap)",
-}
-
-
-@pytest.mark.parametrize(
-    ("call", "side", "d"),
-    [pytest.param(*p.values, id=p.id, marks=pytest.mark.xfail(strict=True, reason="issue 23: " + KNOWN[p.id]))
-     if p.id in KNOWN else p for p in LOSS_CASES])
+@pytest.mark.parametrize(("call", "side", "d"), LOSS_CASES)
 def test_loss_equals_getstats_packets_lost(call, side, d):
-    """qoe's lost on the receiver's capture = inbound-rtp packetsLost (loss, reordering, RTX repair; bulk: tbf drops)."""
+    """qoe's lost on the receiver's capture = inbound-rtp packetsLost (loss, reordering, RTX repair; bulk: tbf drops).
+
+    Includes the cases tshark gets wrong: the highest sequence number arriving before its
+    predecessor (vp8-loss a.pcap B->A video, av1-loss A->B audio: expected runs to the highest,
+    RFC 3550 A.3) and packets older than the stream's first (vp8-reorder A->B video: received,
+    not a wrap, RFC 3550 A.1; tshark says 131,074 lost).
+    """
     assert streams(call.capture(side))[d.ssrc].stats.lost == d.inbound["packetsLost"]
 
 
