@@ -187,3 +187,16 @@ def test_one_way_delay_from_both_captures(call, d):
         assert (never, od.outside) == (d.inbound["packetsLost"], 0)
     if call.condition == "bulk" and d.sender == "a":
         assert 700 < max(want.values()) < 775  # queueing delay bounded by the buffer
+
+
+@pytest.mark.parametrize(("call", "side"), CAPTURES)
+def test_every_stream_is_said_to_be_srtp_from_the_dtls_handshake(call, side):
+    """DTLS on the streams' 5-tuple (RFC 5764, demultiplexed per RFC 7983) marks them SRTP, and the
+    record says that payloads cannot be decoded without keys (the browsers negotiated DTLS-SRTP:
+    the SDPs carry a=fingerprint and no a=crypto)."""
+    assert "a=fingerprint:" in call.offer.read_text() and "a=crypto:" not in call.offer.read_text()
+    found = streams(call.capture(side))
+    for d in call.directions():
+        s = found[d.ssrc]
+        assert s.srtp is not None and s.srtp.found_by == "dtls" and not s.srtp.decrypted
+        assert any("cannot be decoded" in n for n in s.notes)
