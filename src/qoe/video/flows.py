@@ -30,6 +30,7 @@ from typing import IO, overload
 
 import numpy as np
 
+from qoe.capture import read_udp_batches
 from qoe.errors import InputError
 from qoe.rtp import ACTIVE_AT_END_INTERVALS, RtpScan, RtpStream, SdpMedia, parse_sdp, scan_capture
 from qoe.video.depacketize import looks_like_h264
@@ -217,8 +218,6 @@ def find_video(capture: str | os.PathLike[str], *, sdp: str | os.PathLike[str] |
     its payloads are RFC 6184 packets carrying parameter sets
     (:func:`qoe.video.depacketize.looks_like_h264`); the source's ``notes`` say so.
     """
-    from qoe.capture import read_udp_batches  # noqa: PLC0415
-
     name = os.fspath(capture)
     media = load_sdp(sdp)
     out: list[tuple[int, VideoSource]] = []

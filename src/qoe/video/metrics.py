@@ -55,6 +55,9 @@ References
 
 from __future__ import annotations
 
+import importlib
+import warnings
+
 from qoe.video._psnr import psnr
 from qoe.video._scores import ClipSummary, FrameScores
 from qoe.video._ssim import SSIM_VARIANTS, ssim, ssim_downsample_factor
@@ -67,9 +70,6 @@ _MOVED = {"SsimEngine": "qoe.video._ssim", "make_scores": "qoe.video._scores", "
 
 def __getattr__(name: str) -> object:
     if name in _MOVED:
-        import importlib  # noqa: PLC0415 - only on the deprecated path
-        import warnings  # noqa: PLC0415 - only on the deprecated path
-
         warnings.warn(f"qoe.video.metrics.{name} is private now (issue 21) and goes in the next release",
                       DeprecationWarning, stacklevel=2)
         return getattr(importlib.import_module(_MOVED[name]), name)
