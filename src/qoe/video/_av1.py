@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from qoe.video._rtpframes import drop_until_key, rtp_frames
+from qoe.video._rtpframes import rtp_frames
 from qoe.video.depacketize import AccessUnit
 
 __all__ = ["av1_temporal_units", "leb128"]
@@ -89,10 +89,10 @@ def _sized(obu: bytes) -> tuple[int, bytes]:
 
 
 def av1_temporal_units(seq_ext: np.ndarray, timestamp: np.ndarray, marker: np.ndarray,
-                       payloads: Sequence[bytes]) -> tuple[list[AccessUnit], int, int]:
-    """The AV1 temporal units a receiver decodes, the number it dropped, and the key frames among the
-    incomplete ones (see the module notes)."""
-    units, keys = [], []
+                       payloads: Sequence[bytes]) -> list[AccessUnit]:
+    """Every AV1 temporal unit of the stream, complete or not, each with its key flag (the
+    loss rule, :func:`qoe.video._rtpframes.drop_until_key`, is the receiver's)."""
+    units = []
     for f in rtp_frames(seq_ext, timestamp, marker, payloads):
         obus: list[bytes] = []
         bad = f.gap_inside or (f.gap_before and f.prev_marker) or not f.marker
@@ -139,5 +139,4 @@ def av1_temporal_units(seq_ext: np.ndarray, timestamp: np.ndarray, marker: np.nd
         units.append(AccessUnit(timestamp=f.timestamp, data=b"".join(data), complete=not bad and len(data) > 1,
                                 first_seq=f.seqs[0], last_seq=f.seqs[-1], packets=len(f.seqs), dropped_nals=0,
                                 nal_types=(), key=key))
-        keys.append(key)
-    return drop_until_key(units, keys)
+    return units

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from qoe.video._rtpframes import drop_until_key, rtp_frames
+from qoe.video._rtpframes import rtp_frames
 from qoe.video.depacketize import AccessUnit
 
 __all__ = ["vp8_frames", "vp8_descriptor_size"]
@@ -56,10 +56,10 @@ def vp8_descriptor_size(payload: bytes) -> int:
 
 
 def vp8_frames(seq_ext: np.ndarray, timestamp: np.ndarray, marker: np.ndarray,
-               payloads: Sequence[bytes]) -> tuple[list[AccessUnit], int, int]:
-    """The VP8 frames a receiver decodes, the number it dropped, and the key frames among
-    the incomplete ones (see the module notes)."""
-    units, keys = [], []
+               payloads: Sequence[bytes]) -> list[AccessUnit]:
+    """Every VP8 frame of the stream, complete or not, each with its key flag (the
+    loss rule, :func:`qoe.video._rtpframes.drop_until_key`, is the receiver's)."""
+    units = []
     for f in rtp_frames(seq_ext, timestamp, marker, payloads):
         parts = []
         bad = f.gap_inside or (f.gap_before and f.prev_marker) or not f.marker
@@ -77,5 +77,4 @@ def vp8_frames(seq_ext: np.ndarray, timestamp: np.ndarray, marker: np.ndarray,
         key = started and bool(data) and not (data[0] & 0x01)  # §4.3: P = 0 is a key frame
         units.append(AccessUnit(timestamp=f.timestamp, data=data, complete=complete, first_seq=f.seqs[0],
                                 last_seq=f.seqs[-1], packets=len(f.seqs), dropped_nals=0, nal_types=(), key=key))
-        keys.append(key)
-    return drop_until_key(units, keys)
+    return units

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from qoe.video._rtpframes import drop_until_key, rtp_frames
+from qoe.video._rtpframes import rtp_frames
 from qoe.video.depacketize import AccessUnit
 
 __all__ = ["vp9_frames", "vp9_descriptor_size", "vp9_key_frame"]
@@ -90,10 +90,10 @@ def vp9_key_frame(data: bytes) -> bool:
 
 
 def vp9_frames(seq_ext: np.ndarray, timestamp: np.ndarray, marker: np.ndarray,
-               payloads: Sequence[bytes]) -> tuple[list[AccessUnit], int, int]:
-    """The VP9 frames a receiver decodes, the number it dropped, and the key frames among
-    the incomplete ones (see the module notes)."""
-    units, keys = [], []
+               payloads: Sequence[bytes]) -> list[AccessUnit]:
+    """Every VP9 frame of the stream, complete or not, each with its key flag (the
+    loss rule, :func:`qoe.video._rtpframes.drop_until_key`, is the receiver's)."""
+    units = []
     for f in rtp_frames(seq_ext, timestamp, marker, payloads):
         parts = []
         bad = f.gap_inside or (f.gap_before and f.prev_marker)
@@ -110,5 +110,4 @@ def vp9_frames(seq_ext: np.ndarray, timestamp: np.ndarray, marker: np.ndarray,
         key = bool(first & _B) and vp9_key_frame(data)
         units.append(AccessUnit(timestamp=f.timestamp, data=data, complete=complete, first_seq=f.seqs[0],
                                 last_seq=f.seqs[-1], packets=len(f.seqs), dropped_nals=0, nal_types=(), key=key))
-        keys.append(key)
-    return drop_until_key(units, keys)
+    return units

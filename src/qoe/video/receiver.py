@@ -46,8 +46,10 @@ from qoe.video.depacketize import (
 )
 from qoe.video._av1 import av1_temporal_units
 from qoe.video._h265 import h265_access_units
+from qoe.video._rtpframes import drop_until_key
 from qoe.video._vp8 import vp8_frames
 from qoe.video._vp9 import vp9_frames
+from qoe.video.headers import HeaderFacts, stream_header_facts
 from qoe.video.io import plane_array
 
 __all__ = ["DecodedFrame", "ReceivedVideo", "receive_rtp", "receive_ts", "decode"]
@@ -124,6 +126,9 @@ class ReceivedVideo:
         MPEG-TS: PTS of the PES packets of the video PID that lost transport packets.
     keyframes_damaged : int
         Access units (or PES packets) holding an IDR or I slice that arrived incomplete.
+    headers : HeaderFacts or None
+        RTP (not MPEG-TS): the stream's facts from its headers (:mod:`qoe.video.headers`),
+        from every packet received (before the jitter buffer).
     start_pts : int or None
         RTP: the extended timestamp of the stream's first packet in the capture (90 kHz):
         when the capture holds the stream from its start, the time of its first frame.
@@ -145,6 +150,7 @@ class ReceivedVideo:
     keyframes_damaged: int = 0
     start_pts: int | None = None
     notes: tuple[str, ...] = ()
+    headers: HeaderFacts | None = None
 
     def frames(self) -> Iterator[DecodedFrame]:
         """Decode the stream: frames in presentation order (see :func:`decode`)."""
@@ -168,6 +174,7 @@ def receive_rtp(
     *,
     sdp: SdpMedia | None = None,
     buffer: Any = None,
+    rtx: RtpStream | None = None,
 ) -> ReceivedVideo:
     """Rebuild what a receiver decodes from an RTP video stream.
 
@@ -183,6 +190,17 @@ def receive_rtp(
         The receiver's jitter buffer (``"fixed:200"``: packets later than 200 ms after
         the first packet's arrival plus their timestamp distance are dropped). Default:
         none, every packet that arrived is used.
+    rtx : RtpStream, optional, keyword-only
+        The stream's RTX stream (RFC 4588), for the header facts' repaired frames
+        (:mod:`qoe.video.headers`); not decoded (its payloads may be encrypted).
+
+    Notes
+    -----
+    Loss rules: H.264 and H.265 units go to the decoder damaged (a fragmented NAL unit that
+    lost a piece left out, RFC 6184 §5.8, RFC 7798 §4.4.3), the decoder conceals; VP8, VP9
+    and AV1 frames that are incomplete, and those after them until the next key frame, are
+    not decoded (their decoders cannot conceal a missing reference; a WebRTC receiver
+    waits for a key frame).
 
     Raises
     ------
@@ -209,7 +227,7 @@ def receive_rtp(
         name=_stream_name(stream), packets_received=int(np.unique(p.seq_ext).size), packets_lost=lost, packets_late=late, buffer=buf,
         start_pts=int(p.ts_ext[0]) if len(p) else None,
     )
-    if name == "MP2T" or pt == 33:
+    if name == "MP2T" or pt == 33:  # RFC 2250: timestamps are per packet, not per frame: no header facts
         order = idx[np.argsort(p.seq_ext[idx], kind="stable")]
         data = b"".join(p.payloads[i] for i in order.tolist())
         common["start_pts"] = None  # RFC 2250 §2: the RTP timestamp is not the PES PTS
@@ -224,6 +242,7 @@ def receive_rtp(
             parameter_sets=sprop_parameter_sets(fmtp.get("sprop-parameter-sets")),
         )
         kd = sum(1 for u in units if not u.complete and (u.idr or any(t in _I_SLICES for t in slice_types(u.data))))
+        common["headers"] = _with_keys(stream, rtx, units)
         return ReceivedVideo(transport="rtp-h264", codec="h264", units=units, keyframes_damaged=kd,
                              notes=tuple(notes), **common)
     args = (p.seq_ext[idx], p.ts_ext[idx], p.marker[idx], [p.payloads[i] for i in idx.tolist()])
@@ -233,6 +252,7 @@ def receive_rtp(
         if fmtp.get("sprop-max-don-diff", "0") not in ("", "0"):
             notes.append("sprop-max-don-diff > 0: DONL fields (RFC 7798 §4.4) are not read, units may be damaged")
         units = h265_access_units(*args, parameter_sets=sets)
+        common["headers"] = _with_keys(stream, rtx, units)
         kd = sum(1 for u in units if not u.complete and u.idr)
         return ReceivedVideo(transport="rtp-h265", codec="hevc", units=units, keyframes_damaged=kd,
                              notes=tuple(notes), **common)
@@ -240,7 +260,9 @@ def receive_rtp(
                "AV1": ("rtp-av1", "av1", av1_temporal_units)}
     if name in framers:
         transport, dec, framer = framers[name]
-        units, dropped, kd = framer(*args)
+        every = framer(*args)
+        units, dropped, kd = drop_until_key(every, [u.idr for u in every])
+        common["headers"] = _with_keys(stream, rtx, every)
         notes = []
         if dropped:
             notes.append(f"{dropped} frame(s) not decoded: incomplete, or after an incomplete one before the next "
@@ -253,6 +275,11 @@ def receive_rtp(
         "and MPEG-TS (RFC 2250) are"
         + ("" if codec else ": give the SDP file the sender wrote")
     )
+
+
+def _with_keys(stream: RtpStream, rtx: RtpStream | None, units: list[AccessUnit]) -> HeaderFacts:
+    """Header facts with the key frames the payload says (IDR, IRAP, VP8/VP9 key, AV1 sequence header)."""
+    return stream_header_facts(stream, rtx=rtx, key_frames={u.timestamp: u.idr for u in units})
 
 
 def receive_ts(name: str, payloads: list[bytes]) -> ReceivedVideo:

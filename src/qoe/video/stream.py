@@ -36,6 +36,7 @@ from qoe.video.align import THUMB_SIZE, Offset, find_offset, thumbnail
 from qoe.video._ssim import SSIM_VARIANTS
 from qoe.video.comparison import VideoComparison, compare_frames
 from qoe.video.flows import find_video
+from qoe.video.headers import HeaderFacts, stream_header_facts
 from qoe.video.io import Frame, read_frames
 from qoe.video.mos import PSNR_TABLES
 from qoe.video.receiver import CLOCK_HZ, ReceivedVideo, receive_rtp, receive_ts
@@ -175,6 +176,11 @@ class StreamFacts:
     first_pts, last_pts : int
         Presentation times (90 kHz) of the first and last decoded frame.
     notes : tuple of str
+    headers : HeaderFacts or None
+        RTP streams (encrypted or not): frames, frame rate, bitrate, key frames, W3C freezes
+        and pauses from the RTP headers (:mod:`qoe.video.headers`), named after getStats()
+        (``HeaderFacts.GETSTATS``); their fields are columns of :meth:`to_record`, and
+        their frames the ``frames`` detail table. None for MPEG-TS.
     """
 
     name: str
@@ -199,6 +205,7 @@ class StreamFacts:
     first_pts: int
     last_pts: int
     notes: tuple[str, ...] = ()
+    headers: HeaderFacts | None = None
 
     kind: ClassVar[str] = "video"
     #: The headline columns of :meth:`to_record` with ``brief=True``.
@@ -217,17 +224,24 @@ class StreamFacts:
         return {"stream": self.name}
 
     def to_record(self, *, brief: bool = False) -> dict[str, Any]:
-        """One flat record (the stream's row in a table); ``brief``: the headline columns."""
-        rec = {"stream": self.name, **as_dict(self, skip=("name", "notes"))}
+        """One flat record (the stream's row in a table); ``brief``: the headline columns.
+
+        The header facts (:attr:`headers`) are columns too, after the decoded ones."""
+        rec = {"stream": self.name, **as_dict(self, skip=("name", "notes", "headers"))}
+        if self.headers is not None:
+            rec.update(self.headers.to_record())
         return _brief(rec, self.BRIEF_COLUMNS) if brief else rec
 
     def to_dict(self) -> dict[str, Any]:
         """Everything as plain Python (NaN kept: the serialiser decides)."""
-        return as_dict(self)
+        d = as_dict(self, skip=("headers",))
+        if self.headers is not None:
+            d["headers"] = self.headers.to_dict()
+        return d
 
     def tables(self) -> dict[str, list[dict[str, Any]]]:
-        """No detail tables without a reference."""
-        return {}
+        """``frames``: per RTP frame, its header facts (RTP streams; none for MPEG-TS)."""
+        return {"frames": self.headers.frame_records()} if self.headers is not None else {}
 
 
 _brief = brief
@@ -330,6 +344,7 @@ def _facts(video: ReceivedVideo, p: _Pass, max_frames: int | None = None) -> Str
         freeze_events=events, freeze_s=freeze, keyframes_damaged=video.keyframes_damaged,
         first_pts=int(p.pts[0]) if n else 0, last_pts=int(p.pts[-1]) if n else 0,
         notes=video.notes + ((_cut_note("the stream", max_frames),) if p.cut else ()),
+        headers=video.headers,
     )
 
 
@@ -430,8 +445,12 @@ class VideoScore:
         }
 
     def tables(self) -> dict[str, list[dict[str, Any]]]:
-        """Detail tables: ``frames`` (per reference frame: the frame shown, PSNR, SSIM, MOS)."""
-        return {"frames": self.comparison.frame_records()}
+        """Detail tables: ``frames`` (per reference frame: the frame shown, PSNR, SSIM, MOS) and,
+        for RTP, ``rtp_frames`` (per RTP frame, its header facts: :mod:`qoe.video.headers`)."""
+        out = {"frames": self.comparison.frame_records()}
+        if self.facts.headers is not None:
+            out["rtp_frames"] = self.facts.headers.frame_records()
+        return out
 
 
 def score_stream(
@@ -548,6 +567,7 @@ def _undecoded(src: Any, reason: str) -> StreamFacts:
         packets_lost=max(0, rtp.stats.lost), packets_late=0, ts_cc_errors=0, frames_expected=0, frames_decoded=0,
         frames_damaged=0, frames_untimed=0, frames_missing=0, freeze_events=0, freeze_s=0.0, keyframes_damaged=0,
         first_pts=0, last_pts=0, notes=(*src.notes, f"not decoded: {reason}"),
+        headers=stream_header_facts(rtp, rtx=src.rtx),
     )
 
 
@@ -625,7 +645,7 @@ def iter_score_capture(
     for src in find_video(capture, sdp=sdp, scan=scan):
         if src.rtp is not None:
             try:
-                video = receive_rtp(src.rtp, sdp=src.sdp, buffer=buffer)
+                video = receive_rtp(src.rtp, sdp=src.sdp, buffer=buffer, rtx=src.rtx)
             except UnsupportedCodecError as exc:
                 yield _undecoded(src, str(exc))
                 continue
