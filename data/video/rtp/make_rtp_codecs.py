@@ -21,6 +21,10 @@ into ``<name>.pcap``; ffmpeg's ``-sdp_file`` (or for AV1 the SDP written here) b
 Truth: ``<sent file>.framemd5``, FFmpeg's decoding of the sent file (``ffmpeg -threads 1 -i
 <file> -f framemd5``): a lossless capture must decode to these frames, bit for bit.
 
+SRTP: ``vp8-srtp.pcap`` is ``vp8.webm`` sent again as SRTP (``srtp://``, suite
+AES_CM_128_HMAC_SHA1_80, the made-up key ``SRTP_KEY`` below, which ffmpeg also writes in the
+SDP's ``a=crypto`` line): ``python3 make_rtp_codecs.py srtp``.
+
 Losses: ``<name>-lossy.pcap`` is a copy of the capture without the RTP packets whose sequence
 numbers are listed in ``<name>-lossy.drops.txt`` (every 11th RTP packet from the 21st on): an
 edited copy, not a network, so that the truth of what was lost is exact.
@@ -55,6 +59,11 @@ CLIPS = {
                                 "-b:v", "150k"], "mkv", PORT0 + 6),
     "av1": ("176x144", 15, 2, ["-c:v", "libsvtav1", "-g", "10", "-preset", "10", "-b:v", "150k"], "mkv", PORT0 + 8),
 }
+# vp8-srtp: vp8.webm again, as SRTP (RFC 3711) with this key (SDES inline form, RFC 4568: the
+# 16-byte master key then the 14-byte salt, base64): made up for the sample, in its SDP too.
+SRTP_SUITE = "AES_CM_128_HMAC_SHA1_80"
+SRTP_KEY = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwd"  # bytes 0..29
+SRTP_PORT = PORT0 + 10
 DROP_FIRST, DROP_EVERY = 20, 11  # after the first key frame: something decodes
 
 
@@ -100,7 +109,7 @@ def send_pyav(src: Path, port: int, sdp: Path) -> None:
                    f"m=video {port} RTP/AVP 96\r\na=rtpmap:96 AV1/90000\r\n")
 
 
-def capture(name: str, src: Path, port: int) -> Path:
+def capture(name: str, src: Path, port: int, srtp: bool = False) -> Path:
     pcap = HERE / f"{name}.pcap"
     sdp = HERE / f"{name}.sdp"
     dump = subprocess.Popen(["tcpdump", "--immediate-mode", "-q", "-i", "lo", "-w", str(pcap), "udp", "dst", "port",
@@ -110,8 +119,10 @@ def capture(name: str, src: Path, port: int) -> Path:
         if name == "av1":
             send_pyav(src, port, sdp)
         else:
+            out = ["-srtp_out_suite", SRTP_SUITE, "-srtp_out_params", SRTP_KEY, f"srtp://127.0.0.1:{port}"] if srtp \
+                else [f"rtp://127.0.0.1:{port}"]
             subprocess.run(["ffmpeg", "-nostdin", "-y", "-loglevel", "error", "-re", "-i", str(src), "-an", "-c",
-                            "copy", "-strict", "experimental", "-f", "rtp", "-sdp_file", str(sdp), f"rtp://127.0.0.1:{port}"], check=True,
+                            "copy", "-strict", "experimental", "-f", "rtp", "-sdp_file", str(sdp), *out], check=True,
                            timeout=30)
         time.sleep(0.5)
     finally:
@@ -147,6 +158,9 @@ def truth(src: Path) -> None:
 
 def main() -> None:
     args = sys.argv[1:]
+    if args[:1] == ["srtp"]:  # vp8.webm as SRTP: vp8-srtp.pcap and its SDP (a=crypto)
+        capture("vp8-srtp", HERE / "vp8.webm", SRTP_PORT, srtp=True)
+        return
     if args[:1] == ["lossy"]:  # only remake the lossy copies of the captures there are
         for name in args[1:] or list(CLIPS):
             lossy_copy(HERE / f"{name}.pcap")
