@@ -20,6 +20,8 @@ import dpkt
 import pytest
 
 import qoe.rtp
+from qoe.video.flows import rtx_partner
+from qoe.video.headers import stream_header_facts
 from video import webrtc_truth as truth
 
 # Chromium reports jitter in whole milliseconds (RTCReceivedRtpStreamStats.jitter is a multiple
@@ -200,3 +202,30 @@ def test_every_stream_is_said_to_be_srtp_from_the_dtls_handshake(call, side):
         s = found[d.ssrc]
         assert s.srtp is not None and s.srtp.found_by == "dtls" and not s.srtp.decrypted
         assert any("cannot be decoded" in n for n in s.notes)
+
+
+# The browser counts freezes on rendered frames, after a jitter buffer; the header facts on the
+# times frames completed in the capture: within 1 freeze, and 1.2 s (vp8-bulk under the 775 ms
+# uplink queue: 5.40 s from the headers, 4.285 s the browser's; as tests/video/test_headers.py)
+FREEZE_TOL, FREEZE_S_TOL = 1, 1.2
+VIDEO_AT_RECEIVER = [p for p in _cases("receiver") if p.values[2].kind == "video"]
+
+
+@pytest.mark.parametrize(("call", "side", "d"), VIDEO_AT_RECEIVER)
+def test_header_frames_and_freezes_against_getstats(call, side, d):
+    """Header-only video facts (qoe.video.headers) of every video stream at its receiver, both
+    directions (A's captures too): frames = framesDecoded, the RTX partner = rtxSsrc, frames
+    repaired by RTX on the loss calls, freezes within the stated tolerance, no pause."""
+    found = streams(call.capture(side))
+    s = found[d.ssrc]
+    rtx = rtx_partner(s, list(found.values()))
+    h = stream_header_facts(s, rtx=rtx)
+    assert h.frames_received == d.inbound["framesDecoded"]
+    assert abs(h.frames_complete - d.inbound["framesDecoded"]) <= 1
+    if rtx is not None:
+        assert rtx.key.ssrc == d.rtx_ssrc
+    if "forwarder" in call.meta and call.dropped(d.ssrc):
+        assert rtx is not None and h.frames_repaired > 0
+    assert abs(h.freeze_count - d.inbound["freezeCount"]) <= FREEZE_TOL
+    assert h.total_freezes_duration_s == pytest.approx(d.inbound["totalFreezesDuration"], abs=FREEZE_S_TOL)
+    assert h.pause_count == d.inbound["pauseCount"] == 0
