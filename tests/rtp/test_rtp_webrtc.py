@@ -78,3 +78,17 @@ def test_stun_and_dtls_counts_equal_tsharks():
     assert f"{dtls12 + dtls13} DTLS record(s)" in note
     assert f"{dtls13} with DTLS 1.3's unified header" in note
     assert f"{stun} STUN message(s)" in note
+
+
+@pytest.mark.parametrize("call", CALLS, ids=lambda c: c.name)
+def test_nack_pli_fir_sent_back_equal_the_receivers_counters(call):
+    # B sends its feedback as reduced-size SRTCP (RFC 5506), whose first 8 bytes are clear
+    # (RFC 3711 §3.4): the NACKs counted on the reverse direction of A's video equal B's
+    # inbound-rtp nackCount (and PLI/FIR its pliCount/firCount) in every call.
+    scan = scan_capture(call.capture("b"), keep_packets=False)
+    streams = {s.key.ssrc: s for s in scan.streams}
+    d = call.direction("a", "video")
+    fb = streams[d.ssrc].feedback
+    assert (fb["nack"], fb["pli"], fb["fir"]) == (d.inbound["nackCount"], d.inbound["pliCount"], d.inbound["firCount"])
+    assert fb["transport_cc"] > 100 and fb["rr"] > 0  # transport-wide feedback about every 60 ms, RRs every ~1 s
+    assert streams[d.ssrc].to_dict()["feedback_nack"] == fb["nack"]

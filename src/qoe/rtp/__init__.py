@@ -11,7 +11,10 @@ This layer sits between :mod:`qoe.capture` (packets) and the media scorers
 * loss-run statistics for G.107's Ppl and BurstR (:mod:`qoe.rtp.lossmodel`);
 * receiver jitter buffers (:mod:`qoe.rtp.jitterbuffer`) and one-way delay from two
   captures (:mod:`qoe.rtp.delay`);
-* which payloads are audio and which video (:func:`media_kind`).
+* which payloads are audio and which video (:func:`media_kind`);
+* RFC 8285 header extensions of every packet (:mod:`qoe.rtp.extensions`,
+  :func:`read_header_extensions`): abs-send-time and transport-wide-cc for one-way delay
+  variation from one capture, the MID that names a stream under BUNDLE.
 
 A stream is one synchronisation source (SSRC) on one UDP direction (source address and
 port, destination address and port). For each stream this module gives
@@ -170,6 +173,7 @@ from qoe.rtp._packet import (
 from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtcpSummary, RtpScan, RtpStream, StreamKey
 from qoe.rtp._scan import MAX_FLOWS, MAX_STREAMS, find_streams, scan_capture
 from qoe.rtp._stats import RtpStats, rtp_stats
+from qoe.rtp.extensions import HeaderExtensions, read_header_extensions
 from qoe.rtp.delay import OneWayDelay, delays_between, one_way_delay, stream_delay
 from qoe.rtp.jitterbuffer import (
     AdaptiveBuffer,
@@ -212,6 +216,9 @@ __all__ = [
     "extend_sequence",
     "find_streams",
     "scan_capture",
+    # RFC 8285 header extensions (abs-send-time, transport-wide-cc, MID)
+    "HeaderExtensions",
+    "read_header_extensions",
     # SIP / SDP
     "SdpMedia",
     "SipCall",

@@ -1,17 +1,57 @@
-"""The scan's RTCP book: sender reports, report blocks and round-trip times by SSRC.
+"""The scan's RTCP book: sender reports, report blocks and round-trip times by SSRC; feedback.
+
+Feedback messages (NACK, PLI, FIR, transport-wide feedback) and reports are also counted
+per UDP direction from the clear bytes alone: SRTCP leaves the first 8 bytes of a compound
+packet in clear (RFC 3711 §3.4: the header and the sender's SSRC of its first packet), so
+for an encrypted compound packet only its first packet's type and format are counted
+(a NACK behind a receiver report is not seen); plain RTCP is walked whole.
 
 References
 ----------
 .. [1] RFC 3550, "RTP: A Transport Protocol for Real-Time Applications", §6.4.1 (SR, RR,
-   round-trip time from LSR/DLSR), §6.6 (BYE).
+   round-trip time from LSR/DLSR), §6.6 (BYE), §6.1 and A.2 (compound packets).
+.. [2] RFC 4585, "Extended RTP Profile for RTCP-Based Feedback (RTP/AVPF)", §6.1 (RTPFB 205,
+   PSFB 206, FMT in the count field), §6.2.1 (Generic NACK, FMT 1), §6.3.1 (PLI, FMT 1).
+.. [3] RFC 5104 §4.3.1 (FIR, PSFB FMT 4); draft-holmer-rmcat-transport-wide-cc-extensions-01
+   §3.1 (transport-wide feedback, RTPFB FMT 15); RFC 5506 (reduced-size RTCP: a feedback
+   packet alone in a datagram).
+.. [4] RFC 3711 §3.4 (SRTCP: what is encrypted).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from qoe.rtp._packet import RTCP_BYE, RTCP_SR
-from qoe.rtp._results import RtcpSummary
+from qoe.rtp._packet import RTCP_BYE, RTCP_PSFB, RTCP_RR, RTCP_RTPFB, RTCP_SR, RTP_VERSION
+from qoe.rtp._results import FEEDBACK_KINDS, RtcpSummary
+
+# (packet type, FMT) -> the feedback counter it adds to (module docstring's references).
+_FEEDBACK = {(RTCP_RTPFB, 1): "nack", (RTCP_RTPFB, 15): "transport_cc", (RTCP_PSFB, 1): "pli",
+             (RTCP_PSFB, 4): "fir"}
+
+
+def feedback_kinds(data: bytes, *, encrypted: bool) -> list[str]:
+    """The counters an RTCP datagram adds to (:data:`qoe.rtp._results.FEEDBACK_KINDS`).
+
+    Walks the compound packet by its length fields (RFC 3550 A.2); for SRTCP
+    (``encrypted``) only the first packet's header is clear (RFC 3711 §3.4).
+    """
+    out = []
+    n, pos = len(data), 0
+    while pos + 4 <= n and data[pos] >> 6 == RTP_VERSION:
+        ptype, fmt = data[pos + 1], data[pos] & 0x1F
+        if ptype == RTCP_SR:
+            out.append("sr")
+        elif ptype == RTCP_RR:
+            out.append("rr")
+        else:
+            kind = _FEEDBACK.get((ptype, fmt))
+            if kind is not None:
+                out.append(kind)
+        if encrypted:
+            break
+        pos += (int.from_bytes(data[pos + 2:pos + 4], "big") + 1) * 4
+    return out
 
 
 class RtcpBook:
@@ -24,6 +64,16 @@ class RtcpBook:
         self.rtt: dict[int, list[float]] = {}
         self.bye: set[int] = set()  # SSRCs that sent an RTCP BYE (RFC 3550 §6.6)
         self.packets = 0
+        # (src code, sport, dst code, dport) -> counts of FEEDBACK_KINDS sent that way
+        self.feedback: dict[tuple[int, int, int, int], dict[str, int]] = {}
+
+    def add_feedback(self, direction: tuple[int, int, int, int], kinds: list[str]) -> None:
+        """Count the reports and feedback messages of one datagram sent in ``direction``."""
+        if not kinds:
+            return
+        c = self.feedback.setdefault(direction, dict.fromkeys(FEEDBACK_KINDS, 0))
+        for k in kinds:
+            c[k] += 1
 
     def add(self, time_ns: int, items: list[dict[str, Any]]) -> None:
         self.packets += 1

@@ -32,8 +32,8 @@ import numpy as np
 
 from qoe.errors import InputError, QoEWarning
 from qoe.rtp._packet import (
-    RTCP_APP,
     RTCP_SR,
+    RTCP_XR,
     RTP_FIXED_HEADER,
     RTP_VERSION,
     SEQ_MOD,
@@ -47,7 +47,7 @@ from qoe.rtp._packet import (
 from qoe.rtp._demux import DemuxBook
 from qoe.rtp._flows import PROBE, REJECT, RTP, FlowTable, HeldPackets, group_by_key
 from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtpScan, RtpStream, StreamKey
-from qoe.rtp._rtcpbook import RtcpBook
+from qoe.rtp._rtcpbook import RtcpBook, feedback_kinds
 from qoe.rtp._sipbook import SipBook
 from qoe.rtp._spill import PacketStore
 from qoe.rtp._srtpsample import SrtpSampler
@@ -211,11 +211,15 @@ class _Scanner:
         if other.size:
             self.demux.add(b, other)
         v2 = (length >= 8) & ((b0 >> 6) == RTP_VERSION)
-        is_rtcp = v2 & (b1 >= RTCP_SR) & (b1 <= RTCP_APP)
+        # RFC 5761 §4: RTCP packet types 200-204 (RFC 3550), 205-206 (RFC 4585 feedback), 207 (XR)
+        is_rtcp = v2 & (b1 >= RTCP_SR) & (b1 <= RTCP_XR)
         for i in np.flatnonzero(is_rtcp).tolist():
             data = b.payload_of(i)
+            encrypted = looks_srtcp(data)
+            self.rtcp.add_feedback((int(b.src[i]), int(b.sport[i]), int(b.dst[i]), int(b.dport[i])),
+                                   feedback_kinds(data, encrypted=encrypted))
             items = parse_rtcp(data)
-            if items and looks_srtcp(data):  # encrypted reports: only the sender's SSRC is in clear
+            if items and encrypted:  # encrypted reports: only the sender's SSRC is in clear
                 items = [{"type": items[0]["type"], "ssrc": items[0]["ssrc"]}]
             if items:
                 self.rtcp.add(int(b.ts_ns[i]), items)
@@ -538,6 +542,7 @@ class _Scanner:
             )
         self.srtp.mark(streams, {int(f): i for i, f in enumerate(fids.tolist())})
         self._dtls(streams)
+        self._feedback(streams)
         return RtpScan(
             path=path,
             streams=tuple(streams),
@@ -548,6 +553,17 @@ class _Scanner:
             rtcp_packets=self.rtcp.packets,
             last_ns=self.last_ns,
         )
+
+    def _feedback(self, streams: list[RtpStream]) -> None:
+        """Attach the RTCP sent back on each stream's reverse direction (:attr:`RtpStream.feedback`)."""
+        if not self.rtcp.feedback:
+            return
+        code = {a: i for i, a in enumerate(self.addresses)}
+        for i, s in enumerate(streams):
+            k = s.key
+            c = self.rtcp.feedback.get((code[k.dst], k.dport, code[k.src], k.sport))
+            if c is not None:
+                streams[i] = dataclasses.replace(s, feedback=dict(c))
 
     def _dtls(self, streams: list[RtpStream]) -> None:
         """Mark the streams whose 5-tuple carried DTLS as DTLS-SRTP, with a note (RFC 5764, RFC 7983)."""
