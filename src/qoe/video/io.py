@@ -118,7 +118,14 @@ def probe(path: str | os.PathLike[str], *, input_format: str | None = None,
         container.close()
 
 
-def _plane(frame: Any, k: int) -> np.ndarray:
+def plane_array(frame: Any, k: int) -> np.ndarray:
+    """Plane ``k`` of a decoded 8-bit PyAV frame as a C-contiguous ``(height, width)`` array.
+
+    FFmpeg pads each line of a plane to its ``line_size`` (a multiple of 32 or 64 bytes), and
+    a chroma plane of an odd size is ``ceil(H/2) × ceil(W/2)``: the plane's own height, width
+    and line size are used, never the frame's size (a 494×370 picture has 247×185 chroma
+    planes in lines of 256 bytes).
+    """
     p = frame.planes[k]
     rows = np.frombuffer(p, np.uint8).reshape(p.height, p.line_size)
     return np.ascontiguousarray(rows[:, : p.width])
@@ -183,7 +190,7 @@ def _demux(container: Any, stream: Any, name: str) -> Iterator[Any]:
 
 
 def _decode(container: Any, stream: Any, name: str) -> Iterator[Frame]:
-    import av  # noqa: PLC0415
+    import av  # noqa: PLC0415 - PyAV loads FFmpeg's libraries (75 ms): only when a file is decoded
 
     bad_packets = 0
     first_error = ""
@@ -203,7 +210,7 @@ def _decode(container: Any, stream: Any, name: str) -> Iterator[Frame]:
                     frame = frame.reformat(format=_TARGET_FORMAT)
                 time_base = frame.time_base if frame.time_base is not None else stream.time_base
                 pts_s = None if frame.pts is None or time_base is None else float(frame.pts * time_base)
-                yield Frame(pts_s, _plane(frame, 0), _plane(frame, 1), _plane(frame, 2))
+                yield Frame(pts_s, plane_array(frame, 0), plane_array(frame, 1), plane_array(frame, 2))
     except av.error.FFmpegError as exc:
         raise InputError(f"{name}: cannot demux the video stream ({exc})") from None
     finally:
