@@ -83,7 +83,8 @@ def score(capture, refs, sender_capture, network_delay_ms, user, jitter_buffer, 
     JSON output holds the whole report."""
     call = CallOptions(jitter_buffer=jitter_buffer, conceal=conceal, delay_basis=delay_basis, window_s=window_s,
                        codec=codec, user=user, network_delay_ms=network_delay_ms, clocks=clocks, srtp_keys=srtp_keys)
-    video = VideoOptions(sdp=sdp, jitter_buffer=video_jitter_buffer, variant=ssim_variant, psnr_table=psnr_table)
+    video = VideoOptions(sdp=sdp, jitter_buffer=video_jitter_buffer, variant=ssim_variant, psnr_table=psnr_table,
+                         srtp_keys=srtp_keys)
     options = {"voice": call, "video": video, "web": WebOptions(idle_gap_s=idle_gap, preset=web_preset)}
     inputs = [capture, sender_capture, sdp, *refs]
     stream = iter_score(capture, reference=list(refs) or None, kind=kind, options=options,

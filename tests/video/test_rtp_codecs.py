@@ -150,3 +150,35 @@ def test_scored_against_the_reference_as_h264_is(name):
     assert isinstance(clean, VideoScore) and clean.facts.codec == codec
     rec = clean.to_record()
     assert rec["psnr_db"] == float("inf") and rec["ssim"] == 1.0 and rec["frames_frozen"] == 0
+
+
+SRTP_KEY = "AES_CM_128_HMAC_SHA1_80:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwd"  # make_rtp_codecs.py's SRTP_KEY
+
+
+def _quiet(*args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return score_capture(*args, **kwargs)
+
+
+def test_srtp_video_decrypts_with_the_sdp_key_then_decodes_to_the_sent_frames():
+    # vp8-srtp.pcap: vp8.webm sent as SRTP by ffmpeg; its SDP carries the key (a=crypto)
+    (res,) = _quiet(DATA / "vp8-srtp.pcap", DATA / "vp8.webm", options=VideoOptions(sdp=DATA / "vp8-srtp.sdp"))
+    assert isinstance(res, VideoScore) and res.to_record()["psnr_db"] == float("inf")
+    assert res.facts.frames_decoded == len(_framemd5(DATA / "vp8.webm.framemd5"))
+    assert any(n.startswith("SRTP decrypted") for n in res.facts.notes)
+
+
+def test_srtp_video_with_a_given_key_and_without_one():
+    sdp = "".join(ln for ln in (DATA / "vp8-srtp.sdp").read_text().splitlines(keepends=True)
+                  if not ln.startswith("a=crypto"))
+    (plain,) = _quiet(DATA / "vp8-srtp.pcap", options=VideoOptions(sdp=sdp, srtp_keys=(SRTP_KEY,)))
+    assert plain.frames_decoded == 30 and plain.headers.frames_received == 30
+    (noise,) = _quiet(DATA / "vp8-srtp.pcap", options=VideoOptions(sdp=sdp))
+    # without the key: nothing decodes, the header facts stay, and the note says why
+    assert noise.frames_decoded == 0 and noise.headers.frames_received == 30
+    assert any("encrypted (SRTP)" in n for n in noise.notes)
+
+
+def test_srtp_keys_never_leave_in_the_options_record():
+    assert VideoOptions(srtp_keys=(SRTP_KEY,)).to_dict()["srtp_keys"] == ["AES_CM_128_HMAC_SHA1_80:***"]

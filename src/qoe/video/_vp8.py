@@ -15,6 +15,7 @@ receiver does without temporal layers (every frame refers to the one before).
 References
 ----------
 .. [1] RFC 7741, "RTP Payload Format for VP8 Video", §4.1-4.3, §4.5.
+.. [2] RFC 6386, "VP8 Data Format and Decoding Guide", §9.1 (key frame start code).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ __all__ = ["vp8_frames", "vp8_descriptor_size"]
 _X, _S, _PID = 0x80, 0x10, 0x07
 _I, _L, _T, _K = 0x80, 0x40, 0x20, 0x10
 _M = 0x80  # PictureID: 15 bits when set
+_START_CODE = b"\x9d\x01\x2a"
 
 
 def vp8_descriptor_size(payload: bytes) -> int:
@@ -74,7 +76,8 @@ def vp8_frames(seq_ext: np.ndarray, timestamp: np.ndarray, marker: np.ndarray,
             parts.append(p[n:])
         data = b"".join(parts)
         complete = not bad and started and bool(data)
-        key = started and bool(data) and not (data[0] & 0x01)  # §4.3: P = 0 is a key frame
+        # §4.3: P = 0 is a key frame; RFC 6386 §9.1: a key frame's start code 9d 01 2a after 3 bytes
+        key = started and len(data) >= 6 and not (data[0] & 0x01) and data[3:6] == _START_CODE
         units.append(AccessUnit(timestamp=f.timestamp, data=data, complete=complete, first_seq=f.seqs[0],
                                 last_seq=f.seqs[-1], packets=len(f.seqs), dropped_nals=0, nal_types=(), key=key))
     return units

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from qoe.errors import InputError, QoEWarning
+from qoe.video._planes import plane_array
 
 __all__ = ["Frame", "VideoInfo", "read_frames", "probe"]
 
@@ -116,19 +117,6 @@ def probe(path: str | os.PathLike[str], *, input_format: str | None = None,
         )
     finally:
         container.close()
-
-
-def plane_array(frame: Any, k: int) -> np.ndarray:
-    """Plane ``k`` of a decoded 8-bit PyAV frame as a C-contiguous ``(height, width)`` array.
-
-    FFmpeg pads each line of a plane to its ``line_size`` (a multiple of 32 or 64 bytes), and
-    a chroma plane of an odd size is ``ceil(H/2) × ceil(W/2)``: the plane's own height, width
-    and line size are used, never the frame's size (a 494×370 picture has 247×185 chroma
-    planes in lines of 256 bytes).
-    """
-    p = frame.planes[k]
-    rows = np.frombuffer(p, np.uint8).reshape(p.height, p.line_size)
-    return np.ascontiguousarray(rows[:, : p.width])
 
 
 def read_frames(

@@ -46,11 +46,11 @@ from qoe.video.depacketize import (
 )
 from qoe.video._av1 import av1_temporal_units
 from qoe.video._h265 import h265_access_units
+from qoe.video._planes import plane_array
 from qoe.video._rtpframes import drop_until_key
 from qoe.video._vp8 import vp8_frames
 from qoe.video._vp9 import vp9_frames
 from qoe.video.headers import HeaderFacts, stream_header_facts
-from qoe.video.io import plane_array
 
 __all__ = ["DecodedFrame", "ReceivedVideo", "receive_rtp", "receive_ts", "decode"]
 
@@ -264,6 +264,9 @@ def receive_rtp(
         units, dropped, kd = drop_until_key(every, [u.idr for u in every])
         common["headers"] = _with_keys(stream, rtx, every)
         notes = []
+        if every and not any(u.complete and u.idr for u in every):
+            notes.append(f"no complete {name} key frame in the stream: are its payloads encrypted (SRTP)? give "
+                         "srtp_keys (--srtp-key SUITE:BASE64) or the SDP with its a=crypto line")
         if dropped:
             notes.append(f"{dropped} frame(s) not decoded: incomplete, or after an incomplete one before the next "
                          "key frame (a receiver waits for a key frame)")

@@ -35,6 +35,8 @@ from qoe.report import as_dict, brief
 from qoe.video.align import THUMB_SIZE, Offset, find_offset, thumbnail
 from qoe.video._ssim import SSIM_VARIANTS
 from qoe.video.comparison import VideoComparison, compare_frames
+from qoe.rtp.srtp import parse_srtp_key
+from qoe.video._decrypt import decrypt_source
 from qoe.video.flows import find_video
 from qoe.video.headers import HeaderFacts, stream_header_facts
 from qoe.video.io import Frame, read_frames
@@ -72,6 +74,10 @@ class VideoOptions(OptionsBase):
         :data:`MAX_FRAMES`; None: no limit). A longer stream is scored on its first
         ``max_frames`` frames shown, with a :class:`~qoe.errors.QoEWarning` and a note
         starting ``partial:`` in its result.
+    srtp_keys : tuple of str
+        SRTP master keys (``SUITE:BASE64``, :func:`qoe.rtp.srtp.parse_srtp_key`) to decrypt
+        SRTP video streams with, besides the ``a=crypto`` keys of their SDP (the same
+        option as :class:`qoe.voice.CallOptions`'s).
     """
 
     sdp: str | None = None
@@ -79,6 +85,7 @@ class VideoOptions(OptionsBase):
     variant: str = "wang"
     psnr_table: str = "zinner2010"
     max_frames: int | None = MAX_FRAMES
+    srtp_keys: tuple[str, ...] = ()
 
     KIND: ClassVar[str] = "video"
 
@@ -90,6 +97,16 @@ class VideoOptions(OptionsBase):
         if self.sdp is not None:
             object.__setattr__(self, "sdp", os.fspath(self.sdp))
         _check_max_frames(self.max_frames)
+        keys = (self.srtp_keys,) if isinstance(self.srtp_keys, str) else tuple(self.srtp_keys)
+        for k in keys:
+            parse_srtp_key(k)  # raises InputError / UnsupportedCodecError naming the suite
+        object.__setattr__(self, "srtp_keys", keys)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The options as plain Python (keys as their suite only: a key never leaves in a report)."""
+        out = as_dict(self)
+        out["srtp_keys"] = [f"{parse_srtp_key(k).suite}:***" for k in self.srtp_keys]
+        return out
 
 
 def _check_max_frames(max_frames: int | None) -> None:
@@ -642,7 +659,12 @@ def iter_score_capture(
     opts = _resolve("iter_score_capture", options, sdp=sdp, buffer=buffer, variant=variant, psnr_table=psnr_table,
                     max_frames=max_frames)
     sdp, buffer = opts.sdp, opts.jitter_buffer
+    name = os.fspath(capture)
     for src in find_video(capture, sdp=sdp, scan=scan):
+        src, encrypted = decrypt_source(name, src, opts.srtp_keys)
+        if encrypted is not None:
+            yield _undecoded(src, encrypted)
+            continue
         if src.rtp is not None:
             try:
                 video = receive_rtp(src.rtp, sdp=src.sdp, buffer=buffer, rtx=src.rtx)
