@@ -293,7 +293,7 @@ def test_wide_band_call_gets_p862_2_and_the_g107_1_score(name):
     assert any("P.862.2 wide-band at 16000 Hz" in n for n in d.notes)
     # G.107.1 Annex A: R_WB = 1.29 R(MOS); MOS from R_WB / 1.29; Id,WB from the wide-band E-model
     assert fr.z1 == pytest.approx(1.29 * float(mos_to_r(min(fr.mos_lqo, 4.5))), rel=1e-12)
-    assert fr.z2 == pytest.approx(float(r_factor(one_way_ms=fr.ta_ms, band="wb").id_), rel=1e-12)
+    assert fr.z2 == pytest.approx(float(r_factor(mouth_to_ear_ms=fr.ta_ms, band="wb").id_), rel=1e-12)
     assert fr.mos == pytest.approx(float(r_to_mos(max(0.0, fr.z1 - fr.z2) / 1.29)), rel=1e-12)
 
 

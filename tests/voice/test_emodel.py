@@ -213,17 +213,32 @@ def test_wideband_loss_keeps_95_and_delay_scales_by_1_29():
 
 @pytest.mark.filterwarnings("ignore:.*permitted range:qoe.errors.QoEWarning")  # delays past Table 3's 500 ms on purpose
 def test_one_way_delay_sets_ta_t_and_tr():
-    # one_way_ms=D is Ta = T = D, Tr = 2D (r_factor Notes); the DESIGN.md facts case D = 300 ms.
+    # mouth_to_ear_ms=D is Ta = T = D, Tr = 2D (r_factor Notes); the DESIGN.md facts case D = 300 ms.
     d = np.array([0.0, 0.5, 150.0, 300.0, 1583.0])
-    by_d = em.r_factor(one_way_ms=d, ppl=1.0, codec="G.711-plc", delay_sensitivity="low")
+    by_d = em.r_factor(mouth_to_ear_ms=d, ppl=1.0, codec="G.711-plc", delay_sensitivity="low")
     by_hand = em.r_factor(ta=d, t=d, tr=2 * d, ppl=1.0, codec="G.711-plc", delay_sensitivity="low")
     assert np.array_equal(by_d.r, by_hand.r) and np.array_equal(by_d.id_, by_hand.id_)
-    assert float(em.r_factor(one_way_ms=300.0, delay_sensitivity="low").r) == pytest.approx(77.3328, abs=PUBLISHED)
-    # explicit delays override what one_way_ms sets
-    echo = em.r_factor(one_way_ms=300.0, t=20.0, tr=40.0)
+    assert float(em.r_factor(mouth_to_ear_ms=300.0, delay_sensitivity="low").r) == pytest.approx(77.3328, abs=PUBLISHED)
+    # explicit delays override what mouth_to_ear_ms sets
+    echo = em.r_factor(mouth_to_ear_ms=300.0, t=20.0, tr=40.0)
     assert np.array_equal(echo.id_, em.r_factor(ta=300.0, t=20.0, tr=40.0).id_)
-    with pytest.raises(InputError, match="one_way_ms must be >= 0; given one_way_ms=-1"):
-        em.r_factor(one_way_ms=-1.0)
+    with pytest.raises(InputError, match="mouth_to_ear_ms must be >= 0; given mouth_to_ear_ms=-1"):
+        em.r_factor(mouth_to_ear_ms=-1.0)
+
+
+def test_one_way_ms_is_deprecated_for_mouth_to_ear_ms():
+    # issue 21: one_way_ms named the mouth-to-ear delay here and the network delay in qoe.score;
+    # the old spelling still works for one release and its warning names the new one.
+    new = em.r_factor(mouth_to_ear_ms=150.0, ppl=1.0, codec="G.711-plc")
+    with pytest.deprecated_call(match="'one_way_ms' is now 'mouth_to_ear_ms'"):
+        old = em.r_factor(one_way_ms=150.0, ppl=1.0, codec="G.711-plc")
+    assert float(old.r) == float(new.r) and float(new.r) < 93.0
+    with pytest.deprecated_call(match="'one_way_ms' is now 'mouth_to_ear_ms'"):
+        assert float(em.delay_impairment(one_way_ms=150.0)) == float(em.delay_impairment(150.0))
+    with pytest.deprecated_call(match="'one_way_ms' is now 'mouth_to_ear_ms'"):
+        assert float(em.simplified_r(one_way_ms=150.0).r) == float(em.simplified_r(150.0).r)
+    with pytest.raises(InputError, match="ambiguous"):
+        em.r_factor(mouth_to_ear_ms=150.0, one_way_ms=150.0)
 
 
 @pytest.mark.filterwarnings("ignore:.*permitted range:qoe.errors.QoEWarning")  # delays past Table 3's 500 ms on purpose

@@ -13,7 +13,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from qoe.errors import InputError, QoEWarning
-from qoe.rtp.delay import OneWayDelay
+from qoe.rtp.delay import OneWayDelay, delays_between
+from qoe.rtp.jitterbuffer import parse_jitter_buffer
 from qoe.rtp.lossmodel import loss_pattern
 from qoe.voice.call._delay import Prep, delay_terms, prepare, rtt_ms, set_ta
 from qoe.voice.call._inputs import Call, Reference, find_calls, is_audio, pair_id
@@ -171,9 +172,9 @@ def _prepare_call(
     with an assumed delay, whether the delays are relative), for :func:`_warn_delays`.
     """
     rtt = rtt_ms(streams)
-    buffer = options.buffer
+    jitter_buffer = parse_jitter_buffer(options.jitter_buffer)
     base = options.network_delay_ms
-    preps = [prepare(s, buffer=buffer, owd=delays.get(s.ssrc), base_ms=base, rtt=rtt, capture=captures.get(s.ssrc))
+    preps = [prepare(s, jitter_buffer=jitter_buffer, owd=delays.get(s.ssrc), base_ms=base, rtt=rtt, capture=captures.get(s.ssrc))
              for s in streams]
     if delay_guesses is not None:
         assumed = sum(pr.net_source == "assumed" for pr in preps)
@@ -427,7 +428,6 @@ def _iter_score_calls(
     options: CallOptions,
 ) -> Iterator[CallScore]:
     """:func:`iter_score_calls` with the options checked."""
-    from qoe.rtp.delay import delays_between  # noqa: PLC0415 - delay imports playout lazily
 
     streams = [s for s in streams if is_audio(s)]
     here, there = capture or "capture", sender_capture or "sender capture"
