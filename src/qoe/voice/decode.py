@@ -68,6 +68,8 @@ _G726_RATES = (16, 24, 32, 40)
 _GSM_FRAME = 33
 # RFC 5574 §3 / §6: Speex at 8000 (narrow-band), 16000 (wide-band), 32000 Hz (ultra-wide-band).
 _SPEEX_RATES = (8000, 16000, 32000)
+# RFC 3551 §6 Table 4: the static L16 payload types, 44100 Hz, 10 with two channels, 11 with one.
+_L16_STATIC_CHANNELS = {10: 2, 11: 1}
 # RFC 7587 §4.1: the Opus RTP clock is 48000 Hz whatever the audio bandwidth; the decoder
 # outputs at that rate.
 _OPUS_RATE = 48000
@@ -204,9 +206,17 @@ def audio_format(
 
 
 def stream_format(stream: RtpStream) -> AudioFormat:
-    """:func:`audio_format` of an :class:`~qoe.rtp.RtpStream` (its codec, clock rate, channels, fmtp)."""
+    """:func:`audio_format` of an :class:`~qoe.rtp.RtpStream` (its codec, clock rate, channels, fmtp).
+
+    The static L16 payload types carry their channel count in RFC 3551 Table 4 (10: two, 11:
+    one), which no SDP restates (FFmpeg's RTP muxer announces ``m=audio ... 10`` without
+    ``a=rtpmap``): for them the table's count is used.
+    """
+    channels = getattr(stream, "channels", 1) or 1
+    if (stream.codec or "").upper() == "L16" and stream.payload_type in _L16_STATIC_CHANNELS:
+        channels = _L16_STATIC_CHANNELS[stream.payload_type]
     return audio_format(stream.codec, stream.clock_rate, payload_type=stream.payload_type,
-                        channels=getattr(stream, "channels", 1) or 1, fmtp=getattr(stream, "fmtp", None))
+                        channels=channels, fmtp=getattr(stream, "fmtp", None))
 
 
 def stream_band(stream: RtpStream) -> Band:
