@@ -49,6 +49,7 @@ import numpy as np
 
 from qoe.errors import InputError, QoEError, UnsupportedCodecError
 from qoe.voice import g711, payload as pf
+from qoe.voice.identify import identify_stream, with_codec
 from qoe.voice.timeline import Conceal, ReceivedAudio, rebuild_audio, repeat_conceal
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -210,8 +211,13 @@ def stream_format(stream: RtpStream) -> AudioFormat:
 
     The static L16 payload types carry their channel count in RFC 3551 Table 4 (10: two, 11:
     one), which no SDP restates (FFmpeg's RTP muxer announces ``m=audio ... 10`` without
-    ``a=rtpmap``): for them the table's count is used.
+    ``a=rtpmap``): for them the table's count is used. A dynamic payload type that no SDP
+    names is recognised from its payloads (:func:`qoe.voice.identify.identify_stream`: AMR,
+    AMR-WB, Opus), or the :class:`~qoe.errors.UnsupportedCodecError` says what to pass.
     """
+    found = identify_stream(stream)  # a dynamic payload type without SDP: from its payloads, or an error
+    if found is not None:
+        stream = with_codec(stream, found)
     channels = getattr(stream, "channels", 1) or 1
     if (stream.codec or "").upper() == "L16" and stream.payload_type in _L16_STATIC_CHANNELS:
         channels = _L16_STATIC_CHANNELS[stream.payload_type]

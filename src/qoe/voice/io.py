@@ -89,6 +89,7 @@ def extract_wav(
     jitter_buffer: JitterBuffer | str | None = "adaptive",
     conceal: Conceal = "silence",
     srtp_keys: Sequence[str] | str = (),
+    codec: str | None = None,
 ) -> dict[str, Any]:
     """Rebuild the audio of one voice stream of a capture (any codec of :mod:`qoe.voice.decode`) and write it as WAV.
 
@@ -112,6 +113,10 @@ def extract_wav(
     srtp_keys : str or sequence of str, keyword-only
         SRTP keys as ``SUITE:BASE64`` (:func:`qoe.rtp.srtp.parse_srtp_key`), tried after the
         key of the capture's SDP; also tried on a stream not recognised as SRTP.
+    codec : str, optional, keyword-only
+        The codec of a dynamic payload type the capture has no SDP for, as an SDP names it
+        (``"AMR/8000 octet-align=1"``); default: recognised from the payloads
+        (:mod:`qoe.voice.identify`).
 
     Returns
     -------
@@ -130,7 +135,7 @@ def extract_wav(
     keys = [srtp_keys] if isinstance(srtp_keys, str) else list(srtp_keys)
     stream = select_stream(find_streams(name), parse_ssrc(ssrc), source=name)
     (stream,) = decrypt_streams(name, [stream], keys=keys)
-    audio = extract_audio(stream, jitter_buffer=jitter_buffer, conceal=conceal)
+    audio = extract_audio(stream, jitter_buffer=jitter_buffer, conceal=conceal, codec=codec)
     write_wav(audio, output, inputs=[name])
     k = stream.key
     srtp = SrtpInfo.record(stream.srtp)

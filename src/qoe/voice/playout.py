@@ -15,6 +15,7 @@ References
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from typing import TYPE_CHECKING
 
@@ -24,6 +25,7 @@ from qoe.errors import EncryptedStreamError, InputError, UnsupportedCodecError
 from qoe.rtp.jitterbuffer import JitterBuffer, PlayoutResult, simulate
 from qoe.voice import g711
 from qoe.voice.decode import decode_stream, stream_format
+from qoe.voice.identify import identify_stream, parse_codec_spec, with_codec
 from qoe.voice.timeline import FADE_MS as _FADE_MS
 from qoe.voice.timeline import Conceal, ReceivedAudio, payload_arrays, rebuild_audio
 
@@ -153,6 +155,7 @@ def extract_audio(
     jitter_buffer: JitterBuffer | str | None = "adaptive",
     conceal: Conceal = "silence",
     fade_ms: float = _FADE_MS,
+    codec: str | None = None,
 ) -> ReceivedAudio:
     """The audio a receiver with the given jitter buffer would have played.
 
@@ -166,6 +169,14 @@ def extract_audio(
         :func:`qoe.rtp.jitterbuffer.parse_jitter_buffer`).
     conceal : {"silence", "repeat"}, keyword-only
         Concealment of lost and late packets the decoder does not conceal itself.
+    fade_ms : float, keyword-only
+        Fade of repetition concealment.
+    codec : str, optional, keyword-only
+        The stream's codec as an SDP names it (``"AMR/8000 octet-align=1"``,
+        :func:`qoe.voice.identify.parse_codec_spec`), for a dynamic payload type the
+        capture holds no SDP for and whose payloads do not say it. Default: the SDP's, else
+        recognised from the payloads (:mod:`qoe.voice.identify`; the evidence is a note of
+        the result).
 
     Raises
     ------
@@ -182,9 +193,15 @@ def extract_audio(
             f"stream {stream.key} is SRTP-encrypted (found by {stream.srtp.found_by}) and not decrypted: "  # type: ignore[union-attr]
             f"decrypt it first (qoe.rtp.srtp.decrypt_streams, with the capture's SDES key or srtp_keys=)"
         )
+    found = parse_codec_spec(codec) if codec is not None else identify_stream(stream)
+    if found is not None:
+        stream = with_codec(stream, found)
     stream_format(stream)  # refuse an undecodable codec before playing out
     p = stream.packets
     if p is None or len(p) == 0 or not p.payloads:
         raise InputError(f"stream {stream.key}: no packet payloads kept, cannot rebuild its audio")
     playout = playout_stream(stream, jitter_buffer=jitter_buffer)
-    return decode_stream(stream, played=playout.played, conceal=conceal, fade_ms=fade_ms, playout=playout)
+    audio = decode_stream(stream, played=playout.played, conceal=conceal, fade_ms=fade_ms, playout=playout)
+    if found is not None:
+        audio = dataclasses.replace(audio, notes=(found.evidence, *audio.notes))
+    return audio
