@@ -81,3 +81,17 @@ def test_a_codec_given_as_an_sdp_names_it_overrides():
     assert parse_codec_spec("opus/48000/2").channels == 2
     with pytest.raises(InputError, match="NAME/RATE"):
         parse_codec_spec("AMR")
+
+
+def test_qoe_score_scores_a_recognised_stream_as_its_sdp_twin():
+    import qoe
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QoEWarning)
+        bare = qoe.score(CODECS / "amrwb_be_nosdp.pcap", kind="voice").to_records()
+        with_sdp = qoe.score(CODECS / "amrwb_be.pcap", kind="voice").to_records()
+    assert len(bare) == len(with_sdp) == 1
+    for key in ("codec", "expected", "network_lost", "late_lost", "effective_loss", "burst_r", "emodel_band",
+                "buffer_ms", "mouth_to_ear_ms"):
+        assert bare[0][key] == with_sdp[0][key], key
+    assert "AMR-WB (bandwidth-efficient" in bare[0]["notes"]

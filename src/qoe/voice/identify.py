@@ -52,7 +52,7 @@ from qoe.voice.payload import AMR_FRAME_BITS, AMR_WB_FRAME_BITS
 if TYPE_CHECKING:  # pragma: no cover
     from qoe.rtp import RtpStream
 
-__all__ = ["Identified", "identify_payloads", "identify_stream", "parse_codec_spec", "with_codec"]
+__all__ = ["Identified", "identify_payloads", "identify_stream", "recognised_audio", "parse_codec_spec", "with_codec"]
 
 # RFC 3551 §3: payload types 96-127 are dynamic (bound by signalling only).
 _DYNAMIC = range(96, 128)
@@ -362,6 +362,16 @@ def identify_stream(stream: RtpStream) -> Identified | None:
     main = np.flatnonzero(p.payload_type == stream.payload_type)
     return identify_payloads([p.payloads[i] for i in main[:_SAMPLE]], p.ts_ext[main], p.seq_ext[main],
                              p.arrival_ns[main], payload_type=stream.payload_type)
+
+
+def recognised_audio(stream: RtpStream) -> Identified | None:
+    """The audio codec :func:`identify_stream` recognises for ``stream``, or None (named by SDP,
+    static, not recognised, or telephone-event, which carries no audio): never raises."""
+    try:
+        found = identify_stream(stream)
+    except UnsupportedCodecError:
+        return None
+    return None if found is None or found.codec == "telephone-event" else found
 
 
 def parse_codec_spec(spec: str) -> Identified:
