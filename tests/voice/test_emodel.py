@@ -23,6 +23,7 @@ issue's own K (18 above 100 ms).
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -435,7 +436,7 @@ _OUTSIDE = [
     ("slr", -1.0), ("slr", 19.0), ("rlr", -6.0), ("rlr", 15.0), ("ds", -4.0), ("ds", 4.0),
     ("dr", -4.0), ("dr", 4.0), ("telr", 4.0), ("telr", 66.0), ("wepl", 4.0), ("wepl", 111.0),
     ("t", 501.0), ("tr", 1001.0), ("ta", 501.0), ("qdu", 0.5), ("qdu", 15.0), ("ie", 41.0),
-    ("bpl", 0.5), ("bpl", 41.0), ("ppl", 21.0), ("burst_r", 9.0), ("nc", -81.0), ("nc", -39.0),
+    ("bpl", 0.5), ("bpl", 41.0), ("ppl", 21.0), ("burst_r", 9.0), ("burst_r", 0.5), ("nc", -81.0), ("nc", -39.0),
     ("ps", 34.0), ("ps", 86.0), ("pr", 34.0), ("pr", 86.0), ("a", 21.0),
 ]
 
@@ -447,23 +448,32 @@ def test_outside_permitted_range_warns(name, value):
     low, high = em.PERMITTED_RANGES[name]
     assert not low <= value <= high
     kwargs = {name: value}
-    if name == "ppl":
+    if name in ("ppl", "burst_r"):
         kwargs["bpl"] = 10.0
     with pytest.warns(QoEWarning, match=rf"{name}={value:g} is outside G.107 Table 3's permitted range {low:g}\.\.{high:g}"):
         res = em.r_factor(**kwargs)
     assert np.isfinite(res.r)
 
 
-@pytest.mark.parametrize(("name", "value"), [("stmr", 5.0), ("stmr", 25.0), ("lstr", 30.0), ("nfor", -40.0),
-                                             ("burst_r", 0.5)])
+@pytest.mark.parametrize(("name", "value"), [("stmr", 5.0), ("stmr", 25.0), ("lstr", 30.0), ("nfor", -40.0)])
 def test_outside_range_but_modelled_is_silent(name, value):
     # STMR and LSTR: clause 7.4 extends the model past 10..20 (TERVs, Idtes) on purpose; Nfor has
-    # no range in Table 3; BurstR < 1 is what short windows measure (r_factor Notes).
+    # no range in Table 3 (BurstR below 1 warns like every other input since issue 25).
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        em.r_factor(**{name: value}, **({"ppl": 2.0} if name == "burst_r" else {}))
+        em.r_factor(**{name: value})
+
+
+def test_burst_r_below_1_is_reported_the_same_way_everywhere():
+    # issue 25: r_factor warns, outside_ranges lists it, and the windowed scores name it, with one text
+    text = "burst_r=0.9 is outside G.107 Table 3's permitted range 1..8; the E-model is not validated there"
+    with pytest.warns(QoEWarning, match=re.escape(text)):
+        em.r_factor(ppl=2.0, burst_r=0.9, bpl=10.0)
+    assert text in em.outside_ranges(ppl=2.0, burst_r=0.9, bpl=10.0)
+    with pytest.warns(QoEWarning, match=re.escape(text)):
+        em.delay_impairment(100.0, burst_r=0.9)
 
 
 def test_every_table3_parameter_with_a_range_is_tested():
@@ -487,7 +497,8 @@ def test_inside_permitted_range_is_silent():
         em.r_factor(**lows)
         em.r_factor(**highs)
         em.r_factor(burst_r=np.array([1.0, 8.0]), a=np.array([[0.0], [20.0]]), ppl=2.0, bpl=10.0)
-        # BurstR < 1, as measured on short windows, is used as given without a warning (Notes)
+    # BurstR < 1, as measured on short windows, is used as given by (7-29), with the warning (Notes)
+    with pytest.warns(QoEWarning, match="burst_r=0.5"):
         low = em.r_factor(burst_r=0.5, ppl=2.0, bpl=10.0)
     assert float(low.ie_eff) == pytest.approx(95 * 2 / (2 / 0.5 + 10), abs=1e-12)
 

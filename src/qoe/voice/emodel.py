@@ -344,10 +344,10 @@ def _resolve(
         if name in _NOT_WARNED or (band == "wb" and name not in _WB_CHECKED):
             continue
         value = out[name]
-        # BurstR < 1 (loss spread more evenly than random) is below Table 3's range but is
-        # what loss measured on short windows routinely gives (0.92-0.99 on the sample
-        # captures); eq. (7-29) is applied as written there without a warning (Notes).
-        bad = (value > high) if name == "burst_r" else (value < low) | (value > high)
+        # Every range the same way, BurstR's lower bound included (issue 25): BurstR < 1 (loss
+        # spread more evenly than random, 0.92-0.99 on short windows of the sample captures)
+        # is computed by eq. (7-29) as written, and said, like any input Table 3 does not cover.
+        bad = (value < low) | (value > high)
         if bad.any():
             messages.append(f"{name}={value[bad].flat[0]:g} is outside G.107 Table 3's permitted range "
                             f"{low:g}..{high:g}; the E-model is not validated there")
@@ -517,13 +517,14 @@ def r_factor(
       RLR −5..14, Ds and Dr −3..3, TELR 5..65, WEPL 5..110 dB; T 0..500, Tr 0..1000,
       Ta 0..500 ms (past them Idd and the echo terms are extrapolated, as the seed paper's
       multi-second bufferbloat delays require); qdu 1..14; Ie 0..40; Bpl 1..40; Ppl
-      0..20 %; BurstR up to 8; Nc −80..−40 dBm0p; Ps, Pr 35..85 dB(A); A 0..20
-      (:data:`PERMITTED_RANGES`).
+      0..20 %; BurstR 1..8 (below 1, loss spread more evenly than random, is what a loss
+      pattern measured over a short window routinely gives, 0.92-0.99 on the project's
+      sample captures: (7-29) is applied as written, and the warning says the model is not
+      validated there, as for every other input); Nc −80..−40 dBm0p; Ps, Pr 35..85 dB(A);
+      A 0..20 (:data:`PERMITTED_RANGES`).
     * Silent: STMR outside 10..20 and LSTR outside 13..23 (clause 7.4 extends the model
-      there itself, with TERVs below STMR 9 dB and Idtes above 20 dB), Nfor (no range in
-      Table 3), and BurstR in (0, 1): loss spread more evenly than random is below the range
-      but is what a loss pattern measured over a short window routinely gives (0.92-0.99 on
-      the project's sample captures), so (7-29) is applied as written.
+      there itself, with TERVs below STMR 9 dB and Idtes above 20 dB), and Nfor (no range
+      in Table 3).
     * ``band="wb"``: only the ranges of the terms G.107.1 uses are checked (delays, TELR,
       WEPL, RLR, Bpl, Ppl, A); Is,WB = 0 leaves the loudness, noise and qdu inputs unused,
       and Ie,WB lives on the 0..129 scale (G.113 Appendix IV goes to 56). G.107.1's own
