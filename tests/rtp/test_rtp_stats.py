@@ -186,9 +186,43 @@ TSHARK_LOST = [
 
 @pytest.mark.parametrize("seqs, lost", TSHARK_LOST)
 def test_lost_follows_tshark_cycle_counting(seqs, lost):
+    st = rtp_stats(_table(len(seqs), seqs=seqs), 8000, loss_rule="tshark")
+    assert st.lost == lost
+    assert st.expected == lost + len(seqs)
+
+
+# The same arrivals under RFC 3550 A.3 (the default): expected = highest extended number
+# - first + 1, every packet received counts; worked by hand from the RFC's text. Where
+# tshark differs: a number below the first is an old packet, not a wrap (rows 2-5, 13);
+# a late last packet does not shorten "expected" (row 1).
+RFC3550_LOST = [
+    ([100, 101, 102, 103, 104, 105, 106, 107, 108, 100], -1),  # 9 expected, 10 received (a copy)
+    ([100, 99, 101, 102], -1),  # 99 is older than the first: received, not expected
+    ([100, 101, 99, 102], -1),
+    ([100, 101, 100, 102], -1),
+    ([100, 1, 100, 1], -3),  # 1 is 99 behind the first: never a wrap
+    ([65534, 65535, 1, 0, 2], 0),  # a true wrap: 65534..65538, all received
+    ([65533, 65534, 0, 65535, 1, 2, 3, 4, 5, 6], 0),
+    ([65534, 65535, 0, 65535, 0], -2),
+    ([0, 1, 2, 65535, 0, 1], -3),  # 65535 is one before the first: old, not a wrap
+    ([30000, 30001, 30002, 20000, 30003], -1),  # 10000 behind: a stray old packet
+    ([65530 + i for i in range(16)], 0),
+    ([100, 102, 103, 101], 0),  # reordered, nothing lost
+    ([100, 103, 104], 2),
+]
+
+
+@pytest.mark.parametrize("seqs, lost", RFC3550_LOST)
+def test_lost_follows_rfc3550_a3_by_default(seqs, lost):
     st = rtp_stats(_table(len(seqs), seqs=seqs), 8000)
     assert st.lost == lost
     assert st.expected == lost + len(seqs)
+    assert st.lost <= st.expected
+
+
+def test_loss_rule_is_checked():
+    with pytest.raises(InputError, match="loss_rule"):
+        rtp_stats(_table(3), 8000, loss_rule="wireshark")
 
 
 def test_unknown_clock_rate_gives_nan_jitter_but_deltas():

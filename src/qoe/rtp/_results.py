@@ -142,7 +142,7 @@ class RtpStream:
         it is derived from ``codec`` and ``clock_rate``.
     srtp : SrtpInfo or None
         Set when the stream is SRTP (RFC 3711: payload encrypted): how that was found, the
-        sender's SDES key if the SDP had one, and, after :func:`qoe.rtp.srtp.decrypt_streams`,
+        sender's SDES key if the SDP had one, and, after :func:`qoe.rtp.decrypt.decrypt_streams`,
         what decryption did. None: plain RTP as far as the capture tells.
     channels : int
         Audio channels of ``payload_type`` (SDP ``a=rtpmap``'s encoding parameters, RFC

@@ -48,6 +48,8 @@ _WS_WRAP_GAP = 0xFF00
 # A.1 takes a packet up to MAX_MISORDER = 100 numbers behind as reordered and a jump of up
 # to MAX_DROPOUT = 3000 ahead as a dropout: 4096 covers both.
 REORDER_WINDOW = 4096
+#: The two rules for ``expected`` (and so ``lost``) that :class:`StreamStats` knows.
+LOSS_RULES = ("rfc3550", "tshark")
 # Packets processed at once: bounds the temporaries of an update (some 60 arrays of this
 # many elements) whatever the batch; larger chunks only save array passes.
 _CHUNK = 1 << 16
@@ -69,7 +71,10 @@ class RtpStats:
         Packets received, duplicates included (RFC 3550 A.1 counts every packet in
         ``received``; tshark's "Pkts").
     expected : int
-        Packets expected from the first and last sequence numbers and the cycles.
+        Packets expected: RFC 3550 A.3, from the first packet's sequence number to the
+        highest one received (``loss_rule="rfc3550"``, the default), or as tshark counts
+        them, from the first to the last packet received with its cycle rule
+        (``loss_rule="tshark"``).
     lost : int
         ``expected - packets`` (RFC 3550 A.3); negative with duplicates, as RFC 3550
         §6.4.1 says of the cumulative number lost ("the loss may be negative if there
@@ -294,6 +299,15 @@ class StreamStats:
         one received before it counts as out of order only: it is not checked for being
         a duplicate and its number stays lost in the loss runs. Closer ones are told
         apart exactly as duplicates or late arrivals.
+    loss_rule : {"rfc3550", "tshark"}, optional
+        How ``expected`` is counted (``lost = expected - packets`` either way).
+        ``"rfc3550"`` (default): RFC 3550 A.3, the highest extended sequence number
+        received minus the first packet's plus one; a packet older than the first one is
+        received but not expected (it is no sequence wrap), and a late last packet does
+        not shorten the count, so ``lost`` never exceeds ``expected``. ``"tshark"``:
+        Wireshark's count to the *last* packet received with its cycle rule (a number
+        below the first counts a wrap: 65,536 "lost" for one packet reordered across
+        the start), as ``tshark -z rtp,streams`` prints it.
     """
 
     _I64 = ("n", "first_arr", "start", "first_ts", "last_seq", "last_seq_ext", "last_ts", "last_ts_ext", "ref_arr",
@@ -303,9 +317,12 @@ class StreamStats:
     _F64_NEG_INF = ("max_d", "max_j")
     _BOOL = ("any_clock", "under", "prev_cn")
 
-    def __init__(self, *, reorder_window: int = REORDER_WINDOW) -> None:
+    def __init__(self, *, reorder_window: int = REORDER_WINDOW, loss_rule: str = "rfc3550") -> None:
         if isinstance(reorder_window, bool) or not isinstance(reorder_window, (int, np.integer)) or reorder_window < 1:
             raise InputError(f"reorder_window must be a positive integer, given {reorder_window!r}")
+        if loss_rule not in LOSS_RULES:
+            raise InputError(f"loss_rule must be one of {LOSS_RULES}, given {loss_rule!r}")
+        self.loss_rule = loss_rule
         self.window = int(reorder_window)
         self._nbytes = (self.window + 7) // 8
         self.size = 0
@@ -716,7 +733,15 @@ class StreamStats:
             self._settle(runs, sids[part], a[part], top[part], top[part], none, none)
         pat = runs.patterns(sids)
         n = self.n[sids]
-        expected = self.cycles[sids] * SEQ_MOD + self.last_seq[sids] - self.start[sids] + 1
+        if self.loss_rule == "rfc3550":
+            # RFC 3550 A.3: expected = extended highest sequence number received - base + 1,
+            # the base being the first packet's number (extended numbers place every packet
+            # at the shortest distance from the one before it, so a packet older than the
+            # first one lies below the base and is not a wrap, and a late packet is not "the
+            # last")
+            expected = self.max_e[sids] - self.start[sids] + 1
+        else:  # Wireshark: to the last packet received, with its cycle count (qoe.rtp's docstring)
+            expected = self.cycles[sids] * SEQ_MOD + self.last_seq[sids] - self.start[sids] + 1
         lost = expected - n
         with np.errstate(divide="ignore", invalid="ignore"):
             fraction = np.where(expected > 0, lost / np.where(expected > 0, expected, 1), 0.0)
@@ -764,6 +789,7 @@ def rtp_stats(
     comfort_noise: Iterable[int] = (),
     telephone_events: Iterable[int] = (),
     reorder_window: int = REORDER_WINDOW,
+    loss_rule: str = "rfc3550",
 ) -> RtpStats:
     """Receiver statistics of one stream, computed from its packet table.
 
@@ -793,6 +819,9 @@ def rtp_stats(
         later counts in ``out_of_order`` only, and its number stays lost in the loss
         runs (``loss_bursts`` ... ``burst_ratio``); ``lost`` and the rest do not depend
         on it.
+    loss_rule : {"rfc3550", "tshark"}, optional
+        How ``expected`` and ``lost`` are counted (:class:`StreamStats`): RFC 3550 A.3
+        (default; a packet older than the first is not a wrap) or as tshark prints them.
 
     Returns
     -------
@@ -805,9 +834,10 @@ def rtp_stats(
 
     Notes
     -----
-    The conventions (which packets count for delta and jitter, how ``lost`` and the
-    means are computed) are Wireshark's, listed in the docstring of :mod:`qoe.rtp`,
-    so the result equals ``tshark -q -z rtp,streams`` for the same packets.
+    The conventions (which packets count for delta and jitter, how the means are
+    computed, and with ``loss_rule="tshark"`` how ``lost`` is) are Wireshark's, listed in
+    the docstring of :mod:`qoe.rtp`, so the result equals ``tshark -q -z rtp,streams``
+    for the same packets.
 
     References
     ----------
@@ -824,7 +854,7 @@ def rtp_stats(
     for p in telephone_events:
         if 0 <= p < 128:
             clocks[p] = np.nan  # no clock: no jitter (RFC 4733 §2.3)
-    st = StreamStats(reorder_window=reorder_window)
+    st = StreamStats(reorder_window=reorder_window, loss_rule=loss_rule)
     (sid,) = st.add(clocks=clocks, cn=cn_table(comfort_noise))
     st.update(np.full(len(packets), sid), packets.arrival_ns, packets.seq, packets.timestamp, packets.payload_type,
               packets.marker)

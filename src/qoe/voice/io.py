@@ -20,7 +20,8 @@ from qoe.outputs import atomic_output
 from qoe.rtp import find_streams
 from qoe.rtp.delay import Clocks, OneWayDelay, delays_between
 from qoe.rtp.jitterbuffer import JitterBuffer, PlayoutResult
-from qoe.rtp.srtp import SrtpInfo, decrypt_streams
+from qoe.rtp.decrypt import decrypt_streams
+from qoe.rtp.srtp import SrtpInfo
 from qoe.voice.playout import Conceal, ReceivedAudio, extract_audio, playout_stream
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -94,7 +95,7 @@ def extract_wav(
     """Rebuild the audio of one voice stream of a capture (any codec of :mod:`qoe.voice.decode`) and write it as WAV.
 
     An SRTP stream (:attr:`qoe.rtp.RtpStream.srtp`) is decrypted first
-    (:func:`qoe.rtp.srtp.decrypt_streams`) with its sender's SDES key from the capture's SDP,
+    (:func:`qoe.rtp.decrypt.decrypt_streams`) with its sender's SDES key from the capture's SDP,
     else with ``srtp_keys``; without a key that authenticates it, nothing is written.
 
     Parameters

@@ -182,7 +182,7 @@ def extract_audio(
     ------
     EncryptedStreamError
         The stream is SRTP and its payloads were not decrypted
-        (:func:`qoe.rtp.srtp.decrypt_streams`).
+        (:func:`qoe.rtp.decrypt.decrypt_streams`).
     UnsupportedCodecError
         The codec is not decodable (the message names the payload type).
     InputError
@@ -191,7 +191,7 @@ def extract_audio(
     if _encrypted(stream):
         raise EncryptedStreamError(
             f"stream {stream.key} is SRTP-encrypted (found by {stream.srtp.found_by}) and not decrypted: "  # type: ignore[union-attr]
-            f"decrypt it first (qoe.rtp.srtp.decrypt_streams, with the capture's SDES key or srtp_keys=)"
+            f"decrypt it first (qoe.rtp.decrypt.decrypt_streams, with the capture's SDES key or srtp_keys=)"
         )
     found = parse_codec_spec(codec) if codec is not None else identify_stream(stream)
     if found is not None:
