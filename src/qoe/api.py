@@ -43,11 +43,11 @@ ReferenceLike = Union[PathLike, Any]
 
 def _load_references(reference: Any) -> tuple[list[Any], list[str]]:
     """Reference paths, arrays or Reference objects → Reference objects at 8 kHz, and notes."""
+    if reference is None:  # before the imports: P.862's SciPy signal module is ~90 MiB of resident memory
+        return [], []
     from qoe.voice.call import Reference  # noqa: PLC0415
     from qoe.voice.p862 import load_speech  # noqa: PLC0415
 
-    if reference is None:
-        return [], []
     items = list(reference) if isinstance(reference, (list, tuple)) else [reference]
     out, notes = [], []
     for i, item in enumerate(items):
