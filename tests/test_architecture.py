@@ -119,4 +119,3 @@ def test_no_import_cycle_between_modules():
     tool = _module_graph_tool()
     found = tool.cycles(tool.module_graph(SRC))
     assert not found, "import cycles: " + "; ".join(" <-> ".join(c) for c in found)
-

@@ -43,11 +43,11 @@ ReferenceLike = Union[PathLike, Any]
 
 def _load_references(reference: Any) -> tuple[list[Any], list[str]]:
     """Reference paths, arrays or Reference objects → Reference objects at 8 kHz, and notes."""
+    if reference is None:  # before the imports: P.862's SciPy signal module is ~90 MiB of resident memory
+        return [], []
     from qoe.voice.call import Reference  # noqa: PLC0415
     from qoe.voice.p862 import load_speech  # noqa: PLC0415
 
-    if reference is None:
-        return [], []
     items = list(reference) if isinstance(reference, (list, tuple)) else [reference]
     out, notes = [], []
     for i, item in enumerate(items):
@@ -469,13 +469,15 @@ def _iter_voice(capture: str, reference: Any, *, sender: str | None, ssrc: Any, 
                 scan_of: Any = None) -> _Part:
     from qoe.rtp import scan_capture  # noqa: PLC0415 - keeps `import qoe` light
     from qoe.voice.call import iter_score_calls  # noqa: PLC0415
+    from qoe.voice.identify import recognised_audio  # noqa: PLC0415
     from qoe.voice.io import parse_ssrc  # noqa: PLC0415
 
     refs, notes = _load_references(reference or None)
     want = parse_ssrc(ssrc)
     scan = scan_capture(capture) if scan_of is None else scan_of()
     far = scan_capture(sender) if sender is not None else None
-    audio = [s for s in scan.streams if s.media == "audio" and s.clock_rate]
+    # audio with a known clock, or a dynamic payload type without SDP whose payloads show an audio codec
+    audio = [s for s in scan.streams if (s.media == "audio" and s.clock_rate) or recognised_audio(s) is not None]
     audio = _decrypt(capture, audio, want, options.srtp_keys, notes, strict=strict)
     left_out = len(scan.streams) - len(audio)
     if left_out and strict:
