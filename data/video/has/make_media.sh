@@ -56,5 +56,20 @@ mkdir -p "$OUT/hls-byterange"
 enc -f hls -hls_time 2 -hls_playlist_type vod -hls_segment_type mpegts -hls_flags single_file \
   -var_stream_map "v:0,agroup:aud v:1,agroup:aud v:2,agroup:aud v:3,agroup:aud a:0,agroup:aud,default:yes" \
   -master_pl_name master.m3u8 "$OUT/hls-byterange/p%v.m3u8"
+# DASH 5: SegmentTemplate with $Time$ and a SegmentTimeline (8 s, two rungs: a parser sample only)
+mkdir -p "$OUT/dash-time"
+ffmpeg -hide_banner -loglevel error -i "$SRC" -t 8 -map 0:v -map 0:v -map 0:a \
+  -s:v:0 256x144 -b:v:0 150k -s:v:1 426x240 -b:v:1 300k -c:a aac -b:a 64k -ac 2 $X264 \
+  -f dash -seg_duration 2 -use_template 1 -use_timeline 1 -media_seg_name 'chunk-$RepresentationID$-$Time$.$ext$' \
+  -adaptation_sets "id=0,streams=v id=1,streams=a" "$OUT/dash-time/manifest.mpd"
 rm -f "$SRC"
 du -sh "$OUT"/*
+# What is committed: every manifest, and the name and size of every file ffmpeg wrote beside it
+# (files.tsv: the parser tests check the segment URLs and byte ranges against it)
+MAN="$(dirname "$0")/manifests"
+rm -rf "$MAN"; mkdir -p "$MAN"
+for d in "$OUT"/*/; do
+  v=$(basename "$d"); mkdir -p "$MAN/$v"
+  cp "$d"/*.mpd "$d"/*.m3u8 "$MAN/$v/" 2>/dev/null || true
+  (cd "$d" && for f in *; do printf '%s\t%s\n' "$f" "$(stat -c %s "$f")"; done) > "$MAN/$v/files.tsv"
+done

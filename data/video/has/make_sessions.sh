@@ -34,7 +34,7 @@ daemon off; worker_processes 1; pid $WWW/nginx.pid; error_log $WWW/logs/error.lo
 events { worker_connections 64; }
 http {
   include /etc/nginx/mime.types;
-  types { application/dash+xml mpd; application/vnd.apple.mpegurl m3u8; video/mp4 m4s; video/mp2t ts; }
+  types { application/dash+xml mpd; video/mp4 m4s; }
   access_log $WWW/logs/access.log combined; client_body_temp_path $WWW/tmp; proxy_temp_path $WWW/tmp;
   fastcgi_temp_path $WWW/tmp; uwsgi_temp_path $WWW/tmp; scgi_temp_path $WWW/tmp;
   log_format timing '\$msec \$request_time \$status \$body_bytes_sent "\$request" \$connection \$connection_requests';
@@ -51,13 +51,16 @@ run() {  # $1 scenario, $2 player (dash|hls)
   case $sc in constrained) rate=800kbit;; step) rate=4mbit;; bulk) rate=4mbit n=256;; esac
   DOWN_RATE=$rate testbed_up $n
   : > "$WWW/logs/timing.log"
-  in_s nginx -c "$WWW/nginx.conf" -e "$WWW/logs/error.log" & local ngx=$!
-  in_c tcpdump -i c0 -s 0 -B 16384 --immediate-mode -w "/tmp/hs_$name.pcap" tcp port 80 2> "$OUT/$name.tcpdump.log" & local tcpd=$!
+  # `ip netns exec` execs the program: $! is the server's / tcpdump's own pid (a shell function
+  # run with & would be a subshell, and killing it would leave the program running)
+  ip netns exec "$NSS" nginx -c "$WWW/nginx.conf" -e "$WWW/logs/error.log" & local ngx=$!
+  ip netns exec "$NSC" tcpdump -i c0 -s 0 -B 16384 --immediate-mode -w "/tmp/hs_$name.pcap" tcp port 80 \
+    2> "$OUT/$name.tcpdump.log" & local tcpd=$!
   sleep 1
   if [ "$sc" = bulk ]; then
-    in_s iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
+    ip netns exec "$NSS" iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
     sleep 0.5
-    in_c iperf3 -c $SERVER_IP -p 5201 -R -t 55 -C cubic >/dev/null 2>&1 &
+    ip netns exec "$NSC" iperf3 -c $SERVER_IP -p 5201 -R -t 55 -C cubic >/dev/null 2>&1 & local bulk=$!
     sleep 3
   fi
   if [ "$sc" = step ]; then
@@ -72,6 +75,7 @@ run() {  # $1 scenario, $2 player (dash|hls)
   sleep 1
   kill $tcpd; wait $tcpd 2>/dev/null || true
   kill $ngx; wait $ngx 2>/dev/null || true
+  [ "$sc" = bulk ] && { kill $bulk 2>/dev/null; wait $bulk 2>/dev/null || true; }
   [ "$sc" = step ] && { wait $stepper 2>/dev/null || true; }
   cp "$WWW/logs/timing.log" "$OUT/$name.nginx-timing.log"
   testbed_down
