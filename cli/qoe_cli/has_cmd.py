@@ -18,6 +18,8 @@ def streaming_options(f):  # noqa: ANN001, ANN201 - a Click decorator
                      show_default=True, help="Streaming: media (s) buffered when playback starts (the player model)."),
         click.option("--rebuffer-threshold", "rebuffer_threshold_s", type=click.FloatRange(min=0), default=1.9,
                      show_default=True, help="Streaming: media (s) buffered when playback resumes after a stall."),
+        click.option("--append-delay", "append_delay_s", type=click.FloatRange(min=0), default=0.0,
+                     show_default=True, help="Streaming: time (s) from a segment's last byte until it is playable."),
         click.option("--qoe-preset", type=click.Choice(list(PRESETS)), default="pensieve-lin", show_default=True,
                      help="Streaming: parameters of the headline linear QoE (Yin et al. 2015; Mao et al. 2017)."),
         click.option("--rebuffer-penalty", type=click.FloatRange(min=0), default=None,
@@ -31,11 +33,11 @@ def streaming_options(f):  # noqa: ANN001, ANN201 - a Click decorator
     return f
 
 
-def make_options(startup_threshold_s, rebuffer_threshold_s, qoe_preset, rebuffer_penalty, smooth_penalty,
-                 startup_penalty, **extra) -> StreamingOptions:
+def make_options(startup_threshold_s, rebuffer_threshold_s, append_delay_s, qoe_preset, rebuffer_penalty,
+                 smooth_penalty, startup_penalty, **extra) -> StreamingOptions:
     """StreamingOptions from the flags of :func:`streaming_options`."""
     return StreamingOptions(startup_threshold_s=startup_threshold_s, rebuffer_threshold_s=rebuffer_threshold_s,
-                            qoe_preset=qoe_preset, rebuffer_penalty=rebuffer_penalty, smooth_penalty=smooth_penalty,
+                            append_delay_s=append_delay_s, qoe_preset=qoe_preset, rebuffer_penalty=rebuffer_penalty, smooth_penalty=smooth_penalty,
                             startup_penalty=startup_penalty, **extra)
 
 

@@ -10,6 +10,7 @@
 #   constrained  800 kbit/s down (below the top rung), 64-packet buffer
 #   step         4 Mbit/s, `tc qdisc change` to 250 kbit/s at 10 s, back to 4 Mbit/s at 24 s
 #   bulk         4 Mbit/s with a 256-packet buffer shared with an iperf3 bulk download (cubic)
+#   outage       4 Mbit/s, `tc qdisc change` to 100 kbit/s at 3 s, back to 4 Mbit/s at 23 s (stalls)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 MEDIA=${MEDIA:-/tmp/hs_media}
@@ -48,7 +49,7 @@ trap 'kill $(jobs -p) 2>/dev/null || true; testbed_down' EXIT
 
 run() {  # $1 scenario, $2 player (dash|hls)
   local sc=$1 pl=$2 name="$2-$1" n=64 rate=16mbit url
-  case $sc in constrained) rate=800kbit;; step) rate=4mbit;; bulk) rate=4mbit n=256;; esac
+  case $sc in constrained) rate=800kbit;; step|outage) rate=4mbit;; bulk) rate=4mbit n=256;; esac
   DOWN_RATE=$rate testbed_up $n
   : > "$WWW/logs/timing.log"
   # `ip netns exec` execs the program: $! is the server's / tcpdump's own pid (a shell function
@@ -69,14 +70,20 @@ run() {  # $1 scenario, $2 player (dash|hls)
       sleep 14; in_r tc qdisc change dev rc0 root handle 1: tbf rate 4mbit burst 3028 limit $((n * FRAME))
       date +%s.%N > "$OUT/$name.step-up" ) & local stepper=$!
   fi
+  if [ "$sc" = outage ]; then
+    ( sleep 3; in_r tc qdisc change dev rc0 root handle 1: tbf rate 100kbit burst 3028 limit $((n * FRAME))
+      date +%s.%N > "$OUT/$name.step-down"
+      sleep 20; in_r tc qdisc change dev rc0 root handle 1: tbf rate 4mbit burst 3028 limit $((n * FRAME))
+      date +%s.%N > "$OUT/$name.step-up" ) & local stepper=$!
+  fi
   if [ "$pl" = dash ]; then url="http://hs.test/player/dash.html?mpd=/dash/manifest.mpd"
   else url="http://hs.test/player/hls.html?src=/hls/master.m3u8"; fi
-  in_c timeout 90 "$PY" "$HERE/play.py" "$url" "$OUT/$name.player.json" 60
+  in_c timeout 110 "$PY" "$HERE/play.py" "$url" "$OUT/$name.player.json" 80
   sleep 1
   kill $tcpd; wait $tcpd 2>/dev/null || true
   kill $ngx; wait $ngx 2>/dev/null || true
   [ "$sc" = bulk ] && { kill $bulk 2>/dev/null; wait $bulk 2>/dev/null || true; }
-  [ "$sc" = step ] && { wait $stepper 2>/dev/null || true; }
+  case $sc in step|outage) wait $stepper 2>/dev/null || true;; esac
   cp "$WWW/logs/timing.log" "$OUT/$name.nginx-timing.log"
   testbed_down
   "$PY" "$HERE/slim.py" "/tmp/hs_$name.pcap" "$OUT/$name.pcap.gz"
@@ -84,6 +91,6 @@ run() {  # $1 scenario, $2 player (dash|hls)
   echo "$name: $(ls -la "$OUT/$name.pcap.gz" | awk '{print $5}') bytes"
 }
 
-for s in ${@:-ample constrained step bulk}; do
+for s in ${@:-ample constrained step bulk outage}; do
   for p in dash hls; do run "$s" "$p"; done
 done

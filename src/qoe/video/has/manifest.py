@@ -76,6 +76,10 @@ class Segment:
     url: str
     byte_range: tuple[int, int] | None = None
 
+    def to_dict(self) -> dict[str, Any]:
+        """Every field as plain Python."""
+        return as_dict(self)
+
 
 @dataclass(frozen=True)
 class Representation:

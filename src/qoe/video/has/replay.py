@@ -3,8 +3,8 @@
 The assumed player (a model of what dash.js and hls.js do; the differences measured on real
 sessions are in docs/guide/streaming.md):
 
-* A media segment is in the buffer from the moment its last byte arrived (no decode or
-  append delay); aborted downloads add nothing. Audio and video (or the muxed stream) are
+* A media segment is in the buffer ``append_delay_s`` (default 0) after its last byte
+  arrived; aborted downloads add nothing. Audio and video (or the muxed stream) are
   buffered apart; playback needs every media type the session fetched, so the playable
   buffer is the shortest one (MSE plays only where every source buffer has data).
 * Startup: playback begins when the playable buffer ahead of the start position holds
@@ -129,7 +129,8 @@ class _Buffers:
 
 
 def replay(requests: Sequence[SegmentRequest], *, origin_ns: int, media_end_s: float, startup_threshold_s: float,
-           rebuffer_threshold_s: float, capture_end_ns: int | None = None) -> PlaybackReplay:
+           rebuffer_threshold_s: float, append_delay_s: float = 0.0,
+           capture_end_ns: int | None = None) -> PlaybackReplay:
     """Replay the player's buffer from the completions of ``requests``.
 
     Parameters
@@ -143,6 +144,8 @@ def replay(requests: Sequence[SegmentRequest], *, origin_ns: int, media_end_s: f
         End of the presentation (media time); NaN: the end of the last segment fetched.
     startup_threshold_s, rebuffer_threshold_s : float, keyword-only
         Media the playable buffer must hold to start, and to resume after a stall.
+    append_delay_s : float, keyword-only
+        Delay from a segment's last byte to its being playable.
     capture_end_ns : int, keyword-only, optional
         The capture's last moment (a stall still going on is cut there).
 
@@ -168,7 +171,7 @@ def replay(requests: Sequence[SegmentRequest], *, origin_ns: int, media_end_s: f
     stall_start: float | None = None
     play_start = math.nan
     ended = False
-    events = [((r.response_end_ns - origin_ns) / _NS, r) for r in media]
+    events = [((r.response_end_ns - origin_ns) / _NS + append_delay_s, r) for r in media]
     last_t = events[-1][0]
     if capture_end_ns is not None:
         last_t = max(last_t, (capture_end_ns - origin_ns) / _NS)

@@ -200,7 +200,7 @@ def _video_kind(reqs: Sequence[SegmentRequest]) -> str:
     return "video" if any(r.media_type == "video" for r in reqs) else "muxed"
 
 
-def _per_second(reqs: Sequence[SegmentRequest], rep: PlaybackReplay, tick: float) -> list[dict[str, Any]]:
+def _per_second(reqs: Sequence[SegmentRequest], rep: PlaybackReplay, tick: float, delay_s: float) -> list[dict[str, Any]]:
     vk = _video_kind(reqs)
     kinds = sorted({r.media_type for r in reqs if r.media_type in ("video", "audio", "muxed")})
     done = sorted((r for r in reqs if not r.init and not r.aborted and r.response_end_ns is not None
@@ -213,7 +213,7 @@ def _per_second(reqs: Sequence[SegmentRequest], rep: PlaybackReplay, tick: float
     stall_spans = [(x.start_s, x.start_s + x.duration_s) for x in rep.stalls]
     for i in range(n):
         t = i * tick
-        at_ns = rep.origin_ns + int(round(t * _NS))
+        at_ns = rep.origin_ns + int(round((t - delay_s) * _NS))
         while k_done < len(done) and done[k_done].response_end_ns <= at_ns:
             r = done[k_done]
             buf.add(r.media_type, r.start_s, r.start_s + r.duration_s)
@@ -243,7 +243,7 @@ def _session(index: int, client: str, manifest: Manifest, reqs: list[SegmentRequ
     kinds = sorted({r.media_type for r in reqs if r.media_type in ("video", "audio", "muxed") and not r.init})
     rep = replay(reqs, origin_ns=start_ns, media_end_s=manifest.media_end_s(kinds) if kinds else manifest.duration_s,
                  startup_threshold_s=options.startup_threshold_s, rebuffer_threshold_s=options.rebuffer_threshold_s,
-                 capture_end_ns=capture_end_ns)
+                 append_delay_s=options.append_delay_s, capture_end_ns=capture_end_ns)
     vk = _video_kind(reqs)
     chunks = played_chunks(reqs, rep, vk)
     rates = [c.bandwidth for c, _ in chunks]
@@ -294,7 +294,7 @@ def _session(index: int, client: str, manifest: Manifest, reqs: list[SegmentRequ
         qoe_hd=score(PRESETS["pensieve-hd"]), startup_threshold_s=options.startup_threshold_s,
         rebuffer_threshold_s=options.rebuffer_threshold_s, inferred=inferred,
         complete=all(r.complete for r in reqs), notes=tuple(notes), segments=tuple(reqs), manifest=manifest,
-        replay=rep, seconds=tuple(_per_second(reqs, rep, options.tick_s)), played=tuple(played_rows),
+        replay=rep, seconds=tuple(_per_second(reqs, rep, options.tick_s, options.append_delay_s)), played=tuple(played_rows),
     )
 
 
