@@ -10,7 +10,7 @@ from typing import ClassVar
 from qoe.errors import InputError
 from qoe.options import OptionsBase
 
-__all__ = ["StreamingOptions", "DEFAULT_STARTUP_THRESHOLD_S", "DEFAULT_REBUFFER_THRESHOLD_S"]
+__all__ = ["StreamingOptions", "DEFAULT_STARTUP_THRESHOLD_S", "DEFAULT_REBUFFER_THRESHOLD_S", "DEFAULT_VIDEO_UNDERFLOW_S"]
 
 #: Media (s) the playable buffer must hold before playback starts. One 2 s segment of each
 #: media type: what dash.js 5.2 and hls.js 1.7 needed on the sessions of data/video/has
@@ -18,6 +18,12 @@ __all__ = ["StreamingOptions", "DEFAULT_STARTUP_THRESHOLD_S", "DEFAULT_REBUFFER_
 DEFAULT_STARTUP_THRESHOLD_S = 1.9
 #: Media (s) the playable buffer must hold to resume after a stall (the same rule).
 DEFAULT_REBUFFER_THRESHOLD_S = 1.9
+
+#: Chromium's media pipeline keeps playing while the audio buffer has data and the video
+#: buffer is empty (the picture freezes) for up to 3 s, then waits: every stall in the
+#: dash.js and hls.js logs of data/video/has (Chromium 156) began when the audio buffer ran
+#: dry or 3.0 s after the video buffer did.
+DEFAULT_VIDEO_UNDERFLOW_S = 3.0
 
 _RES = re.compile(r"^\d+x\d+$")
 
@@ -33,6 +39,10 @@ class StreamingOptions(OptionsBase):
         2 s segment; see :data:`DEFAULT_STARTUP_THRESHOLD_S`).
     rebuffer_threshold_s : float
         Media (s) the buffer holds when playback resumes after a stall.
+    video_underflow_s : float
+        With separate audio and video: how long the video buffer may run dry while audio
+        plays on before playback stops (default 3 s, :data:`DEFAULT_VIDEO_UNDERFLOW_S`; 0:
+        playback needs every buffer, the strict MSE model).
     append_delay_s : float
         Time (s) from a segment's last byte until the player can play it (demux, transmux,
         append). Default 0; measured on data/video/has: dash.js (fMP4) 0.01-0.04 s, hls.js
@@ -54,6 +64,7 @@ class StreamingOptions(OptionsBase):
     startup_threshold_s: float = DEFAULT_STARTUP_THRESHOLD_S
     rebuffer_threshold_s: float = DEFAULT_REBUFFER_THRESHOLD_S
     append_delay_s: float = 0.0
+    video_underflow_s: float = DEFAULT_VIDEO_UNDERFLOW_S
     qoe_preset: str = "pensieve-lin"
     smooth_penalty: float | None = None
     rebuffer_penalty: float | None = None
@@ -67,7 +78,7 @@ class StreamingOptions(OptionsBase):
     def __post_init__(self) -> None:
         from qoe.video.has.yin import PRESETS  # noqa: PLC0415
 
-        for name in ("startup_threshold_s", "rebuffer_threshold_s", "append_delay_s"):
+        for name in ("startup_threshold_s", "rebuffer_threshold_s", "append_delay_s", "video_underflow_s"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
                 raise InputError(f"{name} must be a number of seconds ≥ 0; given {v!r}")

@@ -11,6 +11,11 @@ sessions are in docs/guide/streaming.md):
   ``startup_threshold_s`` of media (or the whole rest of the presentation).
 * A stall begins when the playhead reaches the end of the playable buffer before the end
   of the presentation; it ends when the buffer ahead holds ``rebuffer_threshold_s`` again.
+* With separate audio and video and ``video_underflow_s > 0`` (Chromium's behaviour, seen
+  in every dash.js and hls.js log of data/video/has): playback runs on while the audio
+  buffer has data; an empty video buffer freezes the picture and stops playback only after
+  ``video_underflow_s`` (3 s in Chromium 156); playback resumes when the audio buffer
+  holds ``rebuffer_threshold_s`` and the video buffer holds any media at the playhead.
 * The playhead moves at 1× while playing; no seeking, no pause by the user.
 * The representation shown at media time x is the one of the last segment covering x that
   completed before x was played (a re-downloaded segment replaces the earlier one).
@@ -75,6 +80,9 @@ class PlaybackReplay:
         Presentation end (media time).
     ended : bool
         The playhead reached the end of the presentation.
+    freezes : tuple of (float, float)
+        (start, duration) of the times the playhead ran with an empty video buffer (audio
+        playing, the picture frozen: ``video_underflow_s``).
     """
 
     origin_ns: int
@@ -85,6 +93,7 @@ class PlaybackReplay:
     pieces: tuple[tuple[float, float, bool], ...]
     media_end_s: float
     ended: bool
+    freezes: tuple[tuple[float, float], ...] = ()
 
     def position(self, t: float) -> tuple[float, bool]:
         """(media time, playing) of the playhead at session time ``t``."""
@@ -116,20 +125,22 @@ class _Buffers:
                 merged.append(list(x))
         self.iv[kind] = merged
 
-    def ahead_end(self, pos: float) -> float:
-        """End of the playable buffer from ``pos`` (``pos`` itself when nothing is buffered there)."""
-        ends = []
-        for ivs in self.iv.values():
-            e = pos
-            for a, b in ivs:
-                if a <= pos + 1e-3 and b > e:
-                    e = b
-            ends.append(e)
+    def end_of(self, kind: str, pos: float) -> float:
+        """End of the contiguous buffer of one media type from ``pos`` (``pos`` when none)."""
+        e = pos
+        for a, b in self.iv[kind]:
+            if a <= pos + 1e-3 and b > e:
+                e = b
+        return e
+
+    def ahead_end(self, pos: float, kinds: Sequence[str] | None = None) -> float:
+        """End of the playable buffer from ``pos``: the earliest end over ``kinds`` (default all)."""
+        ends = [self.end_of(k, pos) for k in (self.iv if kinds is None else kinds)]
         return min(ends) if ends else pos
 
 
 def replay(requests: Sequence[SegmentRequest], *, origin_ns: int, media_end_s: float, startup_threshold_s: float,
-           rebuffer_threshold_s: float, append_delay_s: float = 0.0,
+           rebuffer_threshold_s: float, append_delay_s: float = 0.0, video_underflow_s: float = 0.0,
            capture_end_ns: int | None = None) -> PlaybackReplay:
     """Replay the player's buffer from the completions of ``requests``.
 
@@ -146,6 +157,9 @@ def replay(requests: Sequence[SegmentRequest], *, origin_ns: int, media_end_s: f
         Media the playable buffer must hold to start, and to resume after a stall.
     append_delay_s : float, keyword-only
         Delay from a segment's last byte to its being playable.
+    video_underflow_s : float, keyword-only
+        With audio and video: how long the video buffer may be empty while audio plays on
+        before playback stops (0: every buffer stops it at once).
     capture_end_ns : int, keyword-only, optional
         The capture's last moment (a stall still going on is cut there).
 
@@ -175,24 +189,49 @@ def replay(requests: Sequence[SegmentRequest], *, origin_ns: int, media_end_s: f
     last_t = events[-1][0]
     if capture_end_ns is not None:
         last_t = max(last_t, (capture_end_ns - origin_ns) / _NS)
+    # Which buffers stop playback at once (lead), and which may run dry for up to
+    # video_underflow_s while the others play on (lag: the picture freezes, the clock runs)
+    lag = ["video"] if video_underflow_s > 0 and "video" in kinds and "audio" in kinds else []
+    lead = [x for x in kinds if x not in lag]
+    starved_since: float | None = None  # session time the lagging video buffer ran dry
+    freezes: list[tuple[float, float]] = []  # (start, duration): picture frozen, audio playing
     k = 0
     while k <= len(events):
         te = events[k][0] if k < len(events) else math.inf
         if playing:
-            e = buf.ahead_end(pos)
-            reach = t + (e - pos)
-            if reach <= te:
-                t, pos = reach, e
-                if pos >= media_end_s - 1e-3:
+            t_lead = t + (buf.ahead_end(pos, lead) - pos)
+            t_end = t + (media_end_s - pos)
+            t_vdry = t_vstall = math.inf
+            if lag:
+                v = buf.end_of("video", pos)
+                if v > pos + 1e-3:
+                    t_vdry = t + (v - pos)
+                    t_vstall = t_vdry + video_underflow_s
+                else:
+                    t_vstall = (starved_since if starved_since is not None else t) + video_underflow_s
+            stop = min(t_lead, t_vstall, t_end)
+            if stop <= te:
+                pos += stop - t
+                t = stop
+                if stop == t_end or pos >= media_end_s - 1e-3:
                     ended, playing = True, False
                     pieces.append((t, pos, False))
                     break
                 playing = False
                 stall_start = t
+                if starved_since is not None and t > starved_since:
+                    freezes.append((starved_since, t - starved_since))
+                elif lag and t_vdry < t:
+                    freezes.append((t_vdry, t - t_vdry))
+                starved_since = None
                 pieces.append((t, pos, False))
                 if k == len(events):
                     break
             else:
+                if lag and starved_since is None and t_vdry <= te:
+                    starved_since = t_vdry
+                elif lag and starved_since is None and t_vdry == math.inf:
+                    starved_since = t
                 pos += te - t
                 t = te
         if k == len(events):
@@ -205,10 +244,18 @@ def replay(requests: Sequence[SegmentRequest], *, origin_ns: int, media_end_s: f
             r = events[k][1]
             buf.add(r.media_type, r.start_s, r.start_s + r.duration_s)
             k += 1
+        if lag and buf.end_of("video", pos) > pos + 1e-3:
+            if starved_since is not None and playing and t > starved_since:
+                freezes.append((starved_since, t - starved_since))
+            starved_since = None
         if not playing:
-            need = rebuffer_threshold_s if started else startup_threshold_s
-            ahead = buf.ahead_end(pos) - pos
-            if ahead >= need - _EPS or buf.ahead_end(pos) >= media_end_s - 1e-3:
+            at_end = buf.ahead_end(pos) >= media_end_s - 1e-3
+            if not started:
+                ready = buf.ahead_end(pos) - pos >= startup_threshold_s - _EPS
+            else:
+                ready = buf.ahead_end(pos, lead) - pos >= rebuffer_threshold_s - _EPS and all(
+                    buf.end_of(x, pos) > pos + 1e-3 for x in lag)
+            if ready or at_end:
                 playing = True
                 pieces.append((t, pos, True))
                 if not started:
@@ -220,7 +267,10 @@ def replay(requests: Sequence[SegmentRequest], *, origin_ns: int, media_end_s: f
     if stall_start is not None:
         stalls.append(Stall(stall_start, max(0.0, last_t - stall_start), pos, ended=False))
     end = t if ended else last_t
-    return PlaybackReplay(origin_ns, first_req, play_start, end, tuple(stalls), tuple(pieces), media_end_s, ended)
+    if starved_since is not None and playing and end > starved_since:
+        freezes.append((starved_since, end - starved_since))
+    return PlaybackReplay(origin_ns, first_req, play_start, end, tuple(stalls), tuple(pieces), media_end_s, ended,
+                          tuple(freezes))
 
 
 def shown(requests: Sequence[SegmentRequest], media_type: str, media_s: float, at_ns: int) -> SegmentRequest | None:
@@ -228,7 +278,7 @@ def shown(requests: Sequence[SegmentRequest], media_type: str, media_s: float, a
     best = None
     for r in requests:
         if (r.media_type != media_type or r.init or r.aborted or r.response_end_ns is None
-                or r.response_end_ns > at_ns + 1):
+                or r.response_end_ns > at_ns + 1000):  # 1 µs: session times are floats
             continue
         if r.start_s - 1e-3 <= media_s < r.start_s + r.duration_s - 1e-9:
             if best is None or r.response_end_ns > best.response_end_ns:
@@ -237,14 +287,26 @@ def shown(requests: Sequence[SegmentRequest], media_type: str, media_s: float, a
 
 
 def played_chunks(requests: Sequence[SegmentRequest], rep: PlaybackReplay, media_type: str) -> list[tuple[SegmentRequest, float]]:
-    """The segments of ``media_type`` in the order played, each with the session time its play began."""
+    """The segments of ``media_type`` in the order played, each with the session time its play began.
+
+    A segment that arrived after the playhead entered it (the picture frozen meanwhile,
+    ``video_underflow_s``) but before the playhead left it counts as played; one the
+    playhead passed entirely without it does not.
+    """
     out: list[tuple[SegmentRequest, float]] = []
-    starts = sorted({round(r.start_s, 6) for r in requests if r.media_type == media_type and not r.init})
-    for s in starts:
+    segs = {}
+    for r in requests:
+        if r.media_type == media_type and not r.init:
+            segs.setdefault(round(r.start_s, 6), r.duration_s)
+    for s, dur in sorted(segs.items()):
         t = _time_at(rep, s)
         if t is None:
             continue
-        seg = shown(requests, media_type, s, rep.origin_ns + int(t * _NS))
+        seg = shown(requests, media_type, s, rep.origin_ns + int(round(t * _NS)))
+        if seg is None:  # arrived while the playhead was inside it?
+            t_out = _time_at(rep, s + dur - 1e-3)
+            if t_out is not None:
+                seg = shown(requests, media_type, s, rep.origin_ns + int(round(t_out * _NS)))
         if seg is not None:
             out.append((seg, t))
     return out
@@ -257,7 +319,7 @@ def _time_at(rep: PlaybackReplay, media_s: float) -> float | None:
             continue
         end_t = nxt[0] if nxt is not None else math.inf
         end_p = p0 + (end_t - t0)
-        if p0 - 1e-3 <= media_s < end_p:
+        if p0 - 1e-3 <= media_s < end_p - 1e-6:  # a piece ending at media_s does not play it
             return t0 + max(0.0, media_s - p0)
     return None
 

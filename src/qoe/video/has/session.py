@@ -78,7 +78,10 @@ class StreamingSession:
     height : float
         Mean height of the played video (weighted by media time).
     played_s : float
-        Media time played.
+        Media time of video played with its picture (segments shown).
+    frozen_s : float
+        Time playback ran on audio with an empty video buffer (the picture frozen, no stall:
+        ``StreamingOptions.video_underflow_s``).
     ended : bool
         The playhead reached the presentation's end within the capture.
     qoe : float
@@ -121,6 +124,7 @@ class StreamingSession:
     bitrate_kbps: float
     height: float
     played_s: float
+    frozen_s: float
     ended: bool
     qoe: float
     qoe_preset: str
@@ -243,7 +247,8 @@ def _session(index: int, client: str, manifest: Manifest, reqs: list[SegmentRequ
     kinds = sorted({r.media_type for r in reqs if r.media_type in ("video", "audio", "muxed") and not r.init})
     rep = replay(reqs, origin_ns=start_ns, media_end_s=manifest.media_end_s(kinds) if kinds else manifest.duration_s,
                  startup_threshold_s=options.startup_threshold_s, rebuffer_threshold_s=options.rebuffer_threshold_s,
-                 append_delay_s=options.append_delay_s, capture_end_ns=capture_end_ns)
+                 append_delay_s=options.append_delay_s,
+                 video_underflow_s=options.video_underflow_s, capture_end_ns=capture_end_ns)
     vk = _video_kind(reqs)
     chunks = played_chunks(reqs, rep, vk)
     rates = [c.bandwidth for c, _ in chunks]
@@ -289,7 +294,7 @@ def _session(index: int, client: str, manifest: Manifest, reqs: list[SegmentRequ
         bytes=sum(r.bytes for r in reqs), startup_delay_s=startup, join_time_s=join, stalls=len(rep.stalls),
         stall_s=stall_s, stall_ratio=stall_s / (played + stall_s) if played + stall_s > 0 else math.nan,
         switches=sw_up + sw_down, switches_up=sw_up, switches_down=sw_down, bitrate_kbps=bitrate, height=height,
-        played_s=played, ended=rep.ended, qoe=score(params), qoe_preset=params.name,
+        played_s=played, frozen_s=sum(d for _, d in rep.freezes), ended=rep.ended, qoe=score(params), qoe_preset=params.name,
         qoe_lin=score(PRESETS["pensieve-lin"]), qoe_log=score(PRESETS["pensieve-log"]),
         qoe_hd=score(PRESETS["pensieve-hd"]), startup_threshold_s=options.startup_threshold_s,
         rebuffer_threshold_s=options.rebuffer_threshold_s, inferred=inferred,
