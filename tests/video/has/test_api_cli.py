@@ -73,3 +73,14 @@ def test_cli_plot(tmp_path):
     r = CliRunner().invoke(cli, ["has", "plot", str(CAP), "-o", str(out)])
     assert r.exit_code == 0, r.output
     assert out.stat().st_size > 1000
+
+
+def test_batch_runs_streaming_rows():
+    from qoe.batch import run
+
+    rows = [{"capture": str(CAP), "kind": "streaming", "label": "c", "streaming.startup_threshold_s": 4.0},
+            {"capture": str(SESSIONS / "hls-ample.pcap.gz"), "kind": "streaming", "label": "a"}]
+    frame = run(rows, workers=1)
+    assert list(frame["label"]) == ["c", "a"]
+    assert list(frame["protocol"]) == ["dash", "hls"]
+    assert frame["startup_threshold_s"].tolist() == [4.0, 1.9]
