@@ -28,6 +28,7 @@ def test_score_kind_streaming():
     json.loads(rep.to_json())
 
 
+@pytest.mark.slow
 def test_score_auto_finds_the_session_beside_the_page_loads():
     rep = qoe.score(CAP)
     kinds = {r.kind for r in rep.results}
@@ -75,6 +76,7 @@ def test_cli_plot(tmp_path):
     assert out.stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_batch_runs_streaming_rows():
     from qoe.batch import run
 
