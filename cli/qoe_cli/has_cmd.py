@@ -28,16 +28,22 @@ def streaming_options(f):  # noqa: ANN001, ANN201 - a Click decorator
                      help="Streaming: override λ (per unit of quality change) of the preset."),
         click.option("--startup-penalty", type=click.FloatRange(min=0), default=None,
                      help="Streaming: override μ_s (per second of startup) of the preset."),
+        click.option("--manifest", "manifests", multiple=True, type=click.Path(exists=True, dir_okay=False),
+                     help="Streaming, encrypted sessions: the presentation's MPD, or its HLS master and media "
+                          "playlists (repeat): segments are inferred from TLS sizes and timing, labelled inferred."),
+        click.option("--opaque-port", "opaque_ports", multiple=True, type=click.IntRange(1, 65535),
+                     help="Streaming: server port read as encrypted for the inference (default 443; repeat)."),
     ]):
         f = opt(f)
     return f
 
 
 def make_options(startup_threshold_s, rebuffer_threshold_s, append_delay_s, qoe_preset, rebuffer_penalty,
-                 smooth_penalty, startup_penalty, **extra) -> StreamingOptions:
+                 smooth_penalty, startup_penalty, manifests=(), opaque_ports=(), **extra) -> StreamingOptions:
     """StreamingOptions from the flags of :func:`streaming_options`."""
     return StreamingOptions(startup_threshold_s=startup_threshold_s, rebuffer_threshold_s=rebuffer_threshold_s,
-                            append_delay_s=append_delay_s, qoe_preset=qoe_preset, rebuffer_penalty=rebuffer_penalty, smooth_penalty=smooth_penalty,
+                            append_delay_s=append_delay_s, qoe_preset=qoe_preset, manifests=tuple(manifests),
+                            opaque_ports=tuple(opaque_ports) or (443,), rebuffer_penalty=rebuffer_penalty, smooth_penalty=smooth_penalty,
                             startup_penalty=startup_penalty, **extra)
 
 

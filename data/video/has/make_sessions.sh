@@ -11,6 +11,9 @@
 #   step         4 Mbit/s, `tc qdisc change` to 250 kbit/s at 10 s, back to 4 Mbit/s at 24 s
 #   bulk         4 Mbit/s with a 256-packet buffer shared with an iperf3 bulk download (cubic)
 #   outage       4 Mbit/s, `tc qdisc change` to 100 kbit/s at 3 s, back to 4 Mbit/s at 23 s (stalls)
+#   tls          2 Mbit/s, 64-packet buffer, HTTPS (HTTP/1.1 over TLS, self-signed certificate); the
+#                browser's TLS key log is kept beside the capture (SSLKEYLOGFILE) and the capture
+#                is read without it (segments inferred from sizes)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 MEDIA=${MEDIA:-/tmp/hs_media}
@@ -42,20 +45,27 @@ http {
   sendfile off; tcp_nopush off; keepalive_timeout 65;
   server { listen 198.51.100.2:80; server_name hs.test; root $WWW; access_log $WWW/logs/timing.log timing;
            location / { add_header Cache-Control no-store; } }
+  server { listen 198.51.100.2:443 ssl; server_name hs.test; root $WWW; access_log $WWW/logs/timing.log timing;
+           ssl_certificate $WWW/cert.pem; ssl_certificate_key $WWW/key.pem; ssl_protocols TLSv1.3;
+           location / { add_header Cache-Control no-store; } }
 }
 NGX
 mkdir -p "$WWW/tmp"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$WWW/key.pem" \
+  -out "$WWW/cert.pem" -days 30 -subj /CN=hs.test -addext subjectAltName=DNS:hs.test 2>/dev/null
 trap 'kill $(jobs -p) 2>/dev/null || true; testbed_down' EXIT
 
 run() {  # $1 scenario, $2 player (dash|hls)
   local sc=$1 pl=$2 name="$2-$1" n=64 rate=16mbit url
-  case $sc in constrained) rate=800kbit;; step|outage) rate=4mbit;; bulk) rate=4mbit n=256;; esac
+  local scheme=http port=80
+  case $sc in constrained) rate=800kbit;; step|outage) rate=4mbit;; bulk) rate=4mbit n=256;;
+              tls) rate=2mbit scheme=https port=443;; esac
   DOWN_RATE=$rate testbed_up $n
   : > "$WWW/logs/timing.log"
   # `ip netns exec` execs the program: $! is the server's / tcpdump's own pid (a shell function
   # run with & would be a subshell, and killing it would leave the program running)
   ip netns exec "$NSS" nginx -c "$WWW/nginx.conf" -e "$WWW/logs/error.log" & local ngx=$!
-  ip netns exec "$NSC" tcpdump -i c0 -s 0 -B 16384 --immediate-mode -w "/tmp/hs_$name.pcap" tcp port 80 \
+  ip netns exec "$NSC" tcpdump -i c0 -s 0 -B 16384 --immediate-mode -w "/tmp/hs_$name.pcap" tcp port $port \
     2> "$OUT/$name.tcpdump.log" & local tcpd=$!
   sleep 1
   if [ "$sc" = bulk ]; then
@@ -76,9 +86,14 @@ run() {  # $1 scenario, $2 player (dash|hls)
       sleep 20; in_r tc qdisc change dev rc0 root handle 1: tbf rate 4mbit burst 3028 limit $((n * FRAME))
       date +%s.%N > "$OUT/$name.step-up" ) & local stepper=$!
   fi
-  if [ "$pl" = dash ]; then url="http://hs.test/player/dash.html?mpd=/dash/manifest.mpd"
-  else url="http://hs.test/player/hls.html?src=/hls/master.m3u8"; fi
-  in_c timeout 110 "$PY" "$HERE/play.py" "$url" "$OUT/$name.player.json" 80
+  if [ "$pl" = dash ]; then url="$scheme://hs.test/player/dash.html?mpd=/dash/manifest.mpd"
+  else url="$scheme://hs.test/player/hls.html?src=/hls/master.m3u8"; fi
+  rm -f "$OUT/$name.keylog"
+  if [ "$sc" = tls ]; then
+    in_c env SSLKEYLOGFILE="$OUT/$name.keylog" timeout 110 "$PY" "$HERE/play.py" "$url" "$OUT/$name.player.json" 80
+  else
+    in_c timeout 110 "$PY" "$HERE/play.py" "$url" "$OUT/$name.player.json" 80
+  fi
   sleep 1
   kill $tcpd; wait $tcpd 2>/dev/null || true
   kill $ngx; wait $ngx 2>/dev/null || true

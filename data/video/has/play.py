@@ -23,7 +23,8 @@ def main(url: str, out: str, max_s: float = 60.0) -> None:
             executable_path=shutil.which("chromium"),
             args=["--no-sandbox", "--headless=new", "--autoplay-policy=no-user-gesture-required",
                   "--host-resolver-rules=MAP hs.test 198.51.100.2", "--disable-background-networking",
-                  "--disable-component-update", "--disable-features=MediaRouter,OptimizationHints"],
+                  "--disable-component-update", "--disable-features=MediaRouter,OptimizationHints",
+                  "--ignore-certificate-errors"],  # the tls scenario's self-signed certificate
         )
         page = browser.new_page()
         page.goto(url)

@@ -33,7 +33,10 @@ def _packets(src: str):
         for ts, buf in r:
             eth = dpkt.ethernet.Ethernet(buf)
             ip, tcp = eth.data, getattr(eth.data, "data", None)
-            if isinstance(ip, dpkt.ip.IP) and isinstance(tcp, dpkt.tcp.TCP) and tcp.sport == 80 and tcp.data:
+            if isinstance(ip, dpkt.ip.IP) and isinstance(tcp, dpkt.tcp.TCP) and tcp.sport == 443 and tcp.data:
+                # TLS: handshake records (content type 22, RFC 8446 §5.1) kept, application data cut
+                yield ts, buf, ("tls", tcp.data[:1] == b"\x16"), 0, bytes(tcp.data)
+            elif isinstance(ip, dpkt.ip.IP) and isinstance(tcp, dpkt.tcp.TCP) and tcp.sport == 80 and tcp.data:
                 yield ts, buf, (ip.src, tcp.sport, ip.dst, tcp.dport), tcp.seq, bytes(tcp.data)
             else:
                 yield ts, buf, None, 0, b""
@@ -43,7 +46,7 @@ def _body_ends(src: str) -> dict[tuple, set[int]]:
     """Per server flow: the sequence number just past each response body (head + Content-Length)."""
     ends: dict[tuple, set[int]] = {}
     for _ts, _buf, flow, seq, data in _packets(src):
-        if flow is None or not data.startswith(b"HTTP/1."):
+        if flow is None or flow[0] == "tls" or not data.startswith(b"HTTP/1."):
             continue
         head, sep, _ = data.partition(b"\r\n\r\n")
         if not sep:
@@ -67,7 +70,13 @@ def main(src: str, dst: str) -> None:
         g.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, snaplen, linktype))
         for ts, buf, flow, seq, data in _packets(src):
             frame = buf
-            if flow is not None:
+            if flow is not None and flow[0] == "tls":
+                if flow[1]:
+                    kept += 1
+                else:
+                    frame = buf[: len(buf) - len(data)]
+                    cut += 1
+            elif flow is not None:
                 last = any(0 < (e - seq) % MOD <= len(data) for e in ends.get(flow, ()))
                 if data.startswith(b"HTTP/1."):
                     head = data.split(b"\r\n\r\n", 1)[0].lower()

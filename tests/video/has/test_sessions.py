@@ -19,7 +19,8 @@ from qoe.video.has import StreamingOptions, p1203_input, sessions
 from qoe.video.has.p1203 import AUDIO_SEGMENT_FIELDS, P1203_KEYS, VIDEO_SEGMENT_FIELDS
 
 SESSIONS = Path(__file__).resolve().parents[3] / "data" / "video" / "has" / "sessions"
-NAMES = sorted(p.name.removesuffix(".pcap.gz") for p in SESSIONS.glob("*.pcap.gz"))
+# the cleartext sessions (the -tls ones are HTTPS: tests/video/has/test_infer.py)
+NAMES = sorted(p.name.removesuffix(".pcap.gz") for p in SESSIONS.glob("*.pcap.gz") if "-tls" not in p.name)
 
 # Startup: the replay starts playback when a segment of every media type has arrived; the
 # players need a little longer to demux and append it: dash.js (fMP4) 10-40 ms on these

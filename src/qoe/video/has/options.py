@@ -59,6 +59,12 @@ class StreamingOptions(OptionsBase):
         P.1203 I.GEN device type (written into the P.1203 input).
     p1203_display : str
         P.1203 I.GEN display resolution, ``WxH`` (default 1920x1080).
+    manifests : tuple of str
+        Manifest files of the presentation (an MPD; or an HLS master playlist and its media
+        playlists) for sessions whose HTTP is encrypted: segments are then inferred from the
+        sizes and timing of the TLS connections (:mod:`qoe.video.has.infer`), labelled inferred.
+    opaque_ports : tuple of int
+        Server ports whose connections are read as encrypted for that inference (default 443).
     """
 
     startup_threshold_s: float = DEFAULT_STARTUP_THRESHOLD_S
@@ -72,6 +78,8 @@ class StreamingOptions(OptionsBase):
     tick_s: float = 1.0
     p1203_device: str = "pc"
     p1203_display: str = "1920x1080"
+    manifests: tuple[str, ...] = ()
+    opaque_ports: tuple[int, ...] = (443,)
 
     KIND: ClassVar[str] = "streaming"
 
@@ -92,6 +100,12 @@ class StreamingOptions(OptionsBase):
                 raise InputError(f"{name} must be a number ≥ 0 or None; given {v!r}")
         if self.p1203_device not in ("pc", "mobile"):
             raise InputError(f"p1203_device must be pc or mobile; given {self.p1203_device!r}")
+        if isinstance(self.manifests, (str, bytes)) or not all(isinstance(m, str) for m in self.manifests):
+            raise InputError(f"manifests must be a tuple of file paths; given {self.manifests!r}")
+        object.__setattr__(self, "manifests", tuple(self.manifests))
+        if not all(isinstance(p, int) and 0 < p < 65536 for p in self.opaque_ports):
+            raise InputError(f"opaque_ports must be TCP port numbers; given {self.opaque_ports!r}")
+        object.__setattr__(self, "opaque_ports", tuple(self.opaque_ports))
         if not isinstance(self.p1203_display, str) or not _RES.match(self.p1203_display):
             raise InputError(f"p1203_display must be WIDTHxHEIGHT (e.g. 1920x1080); given {self.p1203_display!r}")
 

@@ -27,7 +27,8 @@ from qoe.video.has.replay import PlaybackReplay, _Buffers, played_chunks, replay
 from qoe.video.has.segments import SegmentIndex, SegmentRequest, map_requests
 from qoe.video.has.yin import PRESETS, linear_qoe
 
-__all__ = ["StreamingSession", "build_sessions", "sessions", "capture_bodies", "may_be_streaming"]
+__all__ = ["StreamingSession", "build_sessions", "sessions", "capture_bodies", "may_be_streaming", "inferred_sessions",
+           "read_manifest_files"]
 
 _NS = 1e9
 
@@ -443,5 +444,65 @@ def sessions(capture: str | os.PathLike[str], *, options: StreamingOptions | Non
     from qoe.web import page_loads  # noqa: PLC0415
 
     options = options if options is not None else StreamingOptions()
-    txs = [t for p in page_loads(capture) for t in p.transactions if may_be_streaming(t)]
-    return build_sessions(txs, capture_bodies(capture), options=options)
+    pages = page_loads(capture)
+    txs = [t for p in pages for t in p.transactions if may_be_streaming(t)]
+    found = build_sessions(txs, capture_bodies(capture), options=options)
+    if not found and options.manifests:
+        found = inferred_sessions(capture, options=options)
+    elif not found and any(p.scheme == "https" for p in pages):
+        warnings.warn(f"{capture}: {sum(p.scheme == 'https' for p in pages)} HTTPS page load(s) whose requests are "
+                      "encrypted: a streaming session among them cannot be mapped; give the presentation's manifest "
+                      "(StreamingOptions.manifests, --manifest) to infer its segments from sizes and timing",
+                      QoEWarning, stacklevel=2)
+    return found
+
+
+def read_manifest_files(paths: Sequence[str]) -> Manifest:
+    """A :class:`Manifest` from files: one MPD, or an HLS master playlist and its media playlists.
+
+    Raises
+    ------
+    InputError
+        A file that does not exist or is not a manifest.
+    """
+    from pathlib import Path  # noqa: PLC0415
+
+    from qoe.errors import InputError  # noqa: PLC0415
+
+    files = [Path(p) for p in paths]
+    for f in files:
+        if not f.is_file():
+            raise InputError(f"manifest {f}: no such file")
+    mpds = [f for f in files if is_manifest(f.name, None) == "dash"]
+    if mpds:
+        return parse_mpd(mpds[0].read_bytes(), mpds[0].resolve().as_uri())
+    texts = {f.resolve().as_uri(): f.read_bytes() for f in files}
+    masters = [u for u, t in texts.items() if b"#EXT-X-STREAM-INF" in t]
+    if not masters:
+        if len(texts) == 1:
+            (u, t), = texts.items()
+            return parse_hls(t, u)
+        raise InputError(f"manifests {', '.join(map(str, paths))}: no MPD and no HLS master playlist among them")
+    return parse_hls(texts[masters[0]], masters[0], {u: t for u, t in texts.items() if u != masters[0]})
+
+
+def inferred_sessions(capture: str | os.PathLike[str], *, options: StreamingOptions) -> list[StreamingSession]:
+    """Sessions whose segments are inferred from encrypted sizes and timing (:mod:`qoe.video.has.infer`),
+    one per client, with the manifest of ``options.manifests``."""
+    from qoe.video.has.infer import infer_requests, opaque_downloads  # noqa: PLC0415
+
+    man = read_manifest_files(options.manifests)
+    downloads = opaque_downloads(capture, ports=options.opaque_ports)
+    by_client: dict[str, list[Any]] = {}
+    for d in downloads:
+        by_client.setdefault(d.client, []).append(d)
+    out = []
+    end = max((d.last_byte_ns or d.request_ns for d in downloads), default=0)
+    for client, dls in sorted(by_client.items(), key=lambda kv: kv[1][0].request_ns):
+        reqs, notes = infer_requests(dls, man)
+        if not reqs:
+            continue
+        server = reqs[0].url.split(" ", 1)[1].rsplit(":", 1)[0]
+        out.append(_session(len(out), client, man, reqs, dls[0].request_ns, server, end, options, list(notes),
+                            inferred=True))
+    return out

@@ -1,7 +1,7 @@
 """The linear QoE of Yin et al. (SIGCOMM 2015) and the parameter sets of Yin et al. and Mao et al. (Pensieve).
 
 For the chunks (segments) n = 1..N of a session played at bitrates R_n, with stall times T
-(s) and a startup delay T_s (s) (Yin et al. 2015, §3, the QoE objective):
+(s) and a startup delay T_s (s) (Yin et al. 2015, §3, the QoE objective)::
 
     QoE = Σ_n q(R_n) − λ Σ_n |q(R_{n+1}) − q(R_n)| − μ Σ T − μ_s T_s
 
@@ -156,7 +156,7 @@ def linear_qoe(bitrates_bps: Sequence[float], stall_s: float, startup_s: float, 
     Examples
     --------
     Three 4 s chunks at 1, 2 and 1 Mbit/s, a 0.5 s stall, 1 s startup, QoE_lin:
-    (1 + 2 + 1) − 1·(|2 − 1| + |1 − 2|) − 4.3·0.5 − 4.3·1 = −4.45
+    (1 + 2 + 1) − 1·(abs(2 − 1) + abs(1 − 2)) − 4.3·0.5 − 4.3·1 = −4.45
 
     >>> round(linear_qoe([1e6, 2e6, 1e6], 0.5, 1.0, params=PRESETS["pensieve-lin"]), 6)
     -4.45
