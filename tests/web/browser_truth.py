@@ -11,6 +11,10 @@ Resolution Time: ms since the Unix epoch, the same host clock as the capture);
 means "did not happen" for the optional phases (W3C Resource Timing Level 2 §4.3: e.g.
 ``secureConnectionStart`` of a cleartext fetch).
 
+The comparisons with qoe (public API only) live here too, so that the tests and the report
+(``python tests/web/browser_truth.py`` prints data/web/browser/measured.md) measure the same way:
+:func:`syn_matches`, :func:`tls_matches`, :func:`object_deltas`, :func:`plt_facts`.
+
 Import from a test as ``from web.browser_truth import load, scenarios`` (tests/ is on the path).
 """
 
@@ -21,6 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+TCP_PROTOCOLS = ("h1", "tls12", "tls13", "h2")
+TLS_PROTOCOLS = ("tls12", "tls13", "h2")
 
 BROWSER_DATA = Path(__file__).resolve().parents[2] / "data" / "web" / "browser"
 CAPTURES = BROWSER_DATA / "captures"
@@ -156,3 +163,245 @@ def load(name: str) -> BrowserTruth:
         drops=drops,
         drop_summary=summary,
     )
+
+
+# -- comparisons with qoe (public API) ---------------------------------------------------------
+
+
+def _ms(t: BrowserTruth, ns: int | None) -> float | None:
+    return None if ns is None else ns / 1e6 - t.time_origin_ms
+
+
+def tcp_view(t: BrowserTruth) -> tuple[list[Any], list[Any]]:
+    """qoe's TCP connections and TLS sessions of the capture (``qoe.web.tcp.connections`` with a
+    ``qoe.web.http.Collector``)."""
+    import warnings  # noqa: PLC0415
+
+    from qoe.web.http import Collector  # noqa: PLC0415
+    from qoe.web.tcp import connections  # noqa: PLC0415
+
+    col = Collector()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        conns = connections(t.pcap, sinks=col)
+    return conns, col.tls_sessions()
+
+
+def syn_matches(t: BrowserTruth, conns: list[Any], sessions: list[Any] = (), *,  # type: ignore[assignment]
+                tolerance_ms: float = 5.0) -> list[dict[str, Any]]:
+    """Each resource entry that timed a connection (``connectEnd > connectStart``) against the SYNs.
+
+    ``kind``: ``own`` when a SYN to the entry's server address lies within ``tolerance_ms`` of its
+    ``connectStart``; ``late-bound`` when none does but a connection to that address had sent its
+    SYN before ``connectStart`` and was not yet ready then (TCP established and, with a TLS
+    session in ``sessions``, the client's Finished sent): Chromium's socket pool gives a request
+    the first connection that completes, not necessarily the one started for it, and times the
+    request's wait from when it joined; otherwise ``unmatched``. The navigation entry is left
+    out (see :func:`navigation_connection`).
+    """
+    fin = {x.connection: x.client_finished_ns for x in sessions}
+    ready: dict[int, float | None] = {}
+    for c in conns:
+        times = [c.established_ts_ns, fin.get(c.id.index)] if c.id.index in fin else [c.established_ts_ns]
+        ready[c.id.index] = None if None in times else _ms(t, max(times))
+    out = []
+    for e in t.resources:
+        if not e["connectEnd"] > e["connectStart"]:
+            continue
+        ip = t.server_address(e["name"])
+        syns = [(_ms(t, c.syn_ts_ns), c) for c in conns if c.id.server[0] == ip and c.syn_ts_ns is not None]
+        syn_ms, conn = min(syns, key=lambda sc: abs(sc[0] - e["connectStart"]))
+        delta = syn_ms - e["connectStart"]
+        if abs(delta) <= tolerance_ms:
+            kind = "own"
+        elif any(s < e["connectStart"] and (ready.get(c.id.index) is None or ready[c.id.index] >= e["connectStart"] - tolerance_ms)
+                 for s, c in syns):
+            kind = "late-bound"
+        else:
+            kind = "unmatched"
+        out.append({"url": e["name"], "connectStart": e["connectStart"], "syn_ms": syn_ms, "delta_ms": delta,
+                    "kind": kind, "client_port": conn.id.client[1]})
+    return out
+
+
+def tls_matches(t: BrowserTruth, sessions: list[Any]) -> list[dict[str, Any]]:
+    """Each entry that timed a TLS handshake (``secureConnectionStart > connectStart``) against
+    qoe's TLS session on the same server address whose ClientHello and client Finished are
+    nearest its ``secureConnectionStart`` and ``connectEnd`` (sum of both distances).
+
+    Deltas (ms, qoe − browser): ``client_hello`` − secureConnectionStart, ``client_finished`` −
+    connectEnd, ``handshake_end`` (qoe's ``handshake_end_ns``) − connectEnd. Entries whose best
+    session lacks a time have None there.
+    """
+    out = []
+    for e in t.entries:
+        if not e["secureConnectionStart"] > e["connectStart"]:
+            continue
+        ip = t.server_address(e["name"])
+        cands = [s for s in sessions if s.server[0] == ip and s.client_hello_ns is not None]
+
+        def cost(s: Any) -> float:
+            ch = abs(_ms(t, s.client_hello_ns) - e["secureConnectionStart"])
+            fin = abs(_ms(t, s.client_finished_ns) - e["connectEnd"]) if s.client_finished_ns else 1e6
+            return ch + fin
+
+        s = min(cands, key=cost)
+        d = lambda ns, ref: None if ns is None else _ms(t, ns) - ref  # noqa: E731
+        out.append({"url": e["name"], "version": s.version_name, "resumed": s.resumed,
+                    "client_hello": d(s.client_hello_ns, e["secureConnectionStart"]),
+                    "client_finished": d(s.client_finished_ns, e["connectEnd"]),
+                    "handshake_end": d(s.handshake_end_ns, e["connectEnd"]),
+                    "handshake_visible": s.handshake_visible})
+    return out
+
+
+def navigation_connection(t: BrowserTruth, conns: list[Any], sessions: list[Any]) -> dict[str, Any] | None:
+    """The main document's own connection when the navigation opened one over TLS
+    (``connectEnd > connectStart``): the session whose client Finished is nearest ``connectEnd``,
+    its SYN and ClientHello (ms after timeOrigin) and ``connectStart``/``connectEnd``."""
+    nav = t.navigation
+    if not (nav["connectEnd"] > nav["connectStart"] and t.protocol in TLS_PROTOCOLS):
+        return None
+    ip = t.server_address(nav["name"])
+    cands = [s for s in sessions if s.server[0] == ip and s.client_finished_ns is not None]
+    s = min(cands, key=lambda s: abs(_ms(t, s.client_finished_ns) - nav["connectEnd"]))
+    conn = next(c for c in conns if c.id.index == s.connection)
+    return {"connectStart": nav["connectStart"], "connectEnd": nav["connectEnd"], "syn_ms": _ms(t, conn.syn_ts_ns),
+            "client_hello_ms": _ms(t, s.client_hello_ns), "client_finished_ms": _ms(t, s.client_finished_ns),
+            "first_syn_ms": min(_ms(t, c.syn_ts_ns) for c in conns if c.syn_ts_ns is not None)}
+
+
+def page_view(t: BrowserTruth) -> list[Any]:
+    """``qoe.web.page_loads`` of the capture (warnings silenced)."""
+    import warnings  # noqa: PLC0415
+
+    from qoe.web import page_loads  # noqa: PLC0415
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return page_loads(t.pcap)
+
+
+def object_deltas(t: BrowserTruth, pages: list[Any]) -> list[dict[str, Any]]:
+    """Per object (timing entry matched to qoe's transaction by URL): qoe − browser, ms, for
+    ``requestStart`` (qoe: first request byte), ``responseStart`` (first response byte) and
+    ``responseEnd`` (last response byte). ``matched`` False when qoe has no single transaction."""
+    txs: dict[str, list[Any]] = {}
+    for p in pages:
+        for x in p.transactions:
+            txs.setdefault(x.url, []).append(x)
+    out = []
+    for e in t.entries:
+        m = txs.get(e["name"], [])
+        row: dict[str, Any] = {"url": e["name"], "matched": len(m) == 1}
+        if len(m) == 1:
+            x = m[0]
+            for key, ns in (("requestStart", x.request_start_ns), ("responseStart", x.response_start_ns),
+                            ("responseEnd", x.response_end_ns)):
+                row[key] = None if ns is None else _ms(t, ns) - e[key]
+        out.append(row)
+    return out
+
+
+def plt_facts(t: BrowserTruth, pages: list[Any]) -> dict[str, Any]:
+    """qoe's page(s) against the browser: the PLT definitions side by side (ms).
+
+    ``qoe_plt`` = qoe's ``plt_s`` (fully loaded: first SYN/DNS → last byte of the last object);
+    ``browser_fully_loaded`` = the last ``responseEnd`` − qoe's start (same start, the browser's end);
+    ``load_event_end`` = ``loadEventEnd`` (from timeOrigin); ``start_vs_time_origin`` = qoe's start
+    − timeOrigin.
+    """
+    p = pages[0]
+    start = _ms(t, p.start_ns)
+    return {"pages": len(pages), "objects": p.objects, "start_event": p.start_event,
+            "qoe_plt": p.plt_s * 1000, "qoe_end": _ms(t, p.end_ns), "start_vs_time_origin": start,
+            "browser_last_response_end": t.last_response_end_ms,
+            "browser_fully_loaded": t.last_response_end_ms - start,
+            "load_event_end": t.load_event_end_ms, "complete": p.complete, "notes": list(p.notes)}
+
+
+def har_facts(t: BrowserTruth) -> dict[str, Any]:
+    """qoe's HAR reader (``qoe.web.har.read_har``) on Playwright's HAR, against the timing JSON:
+    the page's onLoad on the epoch clock − (timeOrigin + loadEventEnd), ms; the HAR page's start −
+    timeOrigin; per entry, the HAR-derived response end − Resource Timing ``responseEnd``."""
+    from qoe.web.har import read_har  # noqa: PLC0415
+
+    log = read_har(t.har_path)
+    page = log.pages[0]
+    on_load_epoch_ms = page.started_ns / 1e6 + (page.on_load_ms or 0.0)
+    ends = []
+    for x in log.transactions:
+        try:
+            e = t.entry(x.url)
+        except KeyError:
+            continue
+        if x.response_end_ns is not None:
+            ends.append(_ms(t, x.response_end_ns) - e["responseEnd"])
+    return {"pages": len(log.pages), "entries": len(log.transactions), "on_load_ms": page.on_load_ms,
+            "har_on_load_ms": t.har_on_load_ms, "page_start_vs_time_origin": page.started_ns / 1e6 - t.time_origin_ms,
+            "on_load_vs_load_event_end": on_load_epoch_ms - (t.time_origin_ms + t.load_event_end_ms),
+            "response_end_deltas": ends, "statuses": sorted({x.status for x in log.transactions}, key=str),
+            "versions": sorted({str(x.response_version) for x in log.transactions})}
+
+
+def _summary(values: list[float | None]) -> str:
+    v = sorted(abs(x) for x in values if x is not None)
+    if not v:
+        return "-"
+    med = v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+    return f"{med:.2f} / {v[-1]:.2f} (n={len(v)})"
+
+
+def report() -> str:
+    """The Markdown report of every comparison on every capture (data/web/browser/measured.md)."""
+    lines = ["# qoe against the browser's own timing (data/web/browser)", "",
+             "Made by `python tests/web/browser_truth.py` (the functions the tests use). Times in ms;",
+             "'a / b (n)' = median / maximum of |qoe − browser| over n objects or connections.", ""]
+    lines += ["## Connections: the capture's SYN against Resource Timing's connectStart", "",
+              "| capture | own SYN within 5 ms | late-bound | unmatched | own: median / max abs(SYN − connectStart) "
+              "| navigation: connectStart − its SYN | first SYN − timeOrigin |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    tls_rows, obj_rows, har_rows = [], [], []
+    for name in scenarios():
+        t = load(name)
+        h = har_facts(t)
+        har_rows.append(f"| `{name}` | {h['entries']} | {h['har_on_load_ms']:.0f} | {h['page_start_vs_time_origin']:.1f} | "
+                        f"{h['on_load_vs_load_event_end']:.1f} | {_summary(h['response_end_deltas'])} | {', '.join(h['versions'])} |")
+        if t.protocol not in TCP_PROTOCOLS:
+            continue
+        conns, sessions = tcp_view(t)
+        m = syn_matches(t, conns, sessions)
+        own = [r["delta_ms"] for r in m if r["kind"] == "own"]
+        nav = navigation_connection(t, conns, sessions)
+        first = min(_ms(t, c.syn_ts_ns) for c in conns if c.syn_ts_ns is not None)
+        navtxt = f"{nav['connectStart'] - nav['syn_ms']:.2f}" if nav else "(reused a connection)"
+        lines.append(f"| `{name}` | {len(own)} | {sum(r['kind'] == 'late-bound' for r in m)} | "
+                     f"{sum(r['kind'] == 'unmatched' for r in m)} | {_summary(own)} | {navtxt} | {first:.2f} |")
+        if t.protocol in TLS_PROTOCOLS:
+            tm = tls_matches(t, sessions)
+            full = [r for r in tm if not r["resumed"]]
+            tls_rows.append(f"| `{name}` | {tm[0]['version'] if tm else '-'} | {len(tm)} ({len(tm) - len(full)} resumed) | "
+                            f"{_summary([r['client_hello'] for r in tm])} | {_summary([r['client_finished'] for r in tm])} | "
+                            f"{_summary([r['handshake_end'] for r in full])} | {_summary([r['handshake_end'] for r in tm if r['resumed']])} |")
+        if t.protocol == "h1":
+            pages = page_view(t)
+            d = object_deltas(t, pages)
+            f = plt_facts(t, pages)
+            obj_rows.append(f"| `{name}` | {sum(r['matched'] for r in d)}/{len(d)} | {_summary([r.get('requestStart') for r in d])} | "
+                            f"{_summary([r.get('responseStart') for r in d])} | {_summary([r.get('responseEnd') for r in d])} | "
+                            f"{f['pages']} | {f['qoe_plt']:.1f} | {f['browser_fully_loaded']:.1f} | {f['load_event_end']:.1f} | "
+                            f"{f['start_vs_time_origin']:.2f} |")
+    lines += ["", "## TLS handshakes: qoe.web.tls against secureConnectionStart / connectEnd", "",
+              "| capture | version | entries with a handshake | ClientHello − secureConnectionStart | client Finished − connectEnd "
+              "| handshake_end − connectEnd, full handshakes | the same, resumed |", "| --- | --- | --- | --- | --- | --- | --- |", *tls_rows]
+    lines += ["", "## HTTP/1.1 cleartext: qoe.web.page_loads against Resource Timing", "",
+              "| capture | objects matched | requestStart | responseStart | responseEnd | qoe pages | qoe plt_s (ms) "
+              "| browser fully loaded (last responseEnd − qoe start) | loadEventEnd | qoe start − timeOrigin |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |", *obj_rows]
+    lines += ["", "## Playwright's HAR read by qoe.web.har.read_har", "",
+              "| capture | entries | pageTimings.onLoad | HAR page start − timeOrigin | HAR onLoad − loadEventEnd (epoch) "
+              "| HAR entry end − responseEnd | httpVersion read |", "| --- | --- | --- | --- | --- | --- | --- |", *har_rows]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(report(), end="")

@@ -163,7 +163,7 @@ run_scenario() {
     for i in $(seq 50); do [ -s "$WORK/nginx.pid" ] && break; sleep 0.1; done
   fi
 
-  local ccmd="tcpdump -i c0 --immediate-mode -s 0 -w $name.pcap '$CAPTURE_FILTER'"
+  local ccmd="tcpdump -i c0 --immediate-mode -s 1600 -B 16384 -w $name.pcap '$CAPTURE_FILTER'"
   ip netns exec "$NSC" sh -c "cd '$WORK' && exec $ccmd" 2>"$WORK/cap.log" &
   local cpid=$!
   wait_for "$WORK/cap.log" "listening on"
@@ -213,7 +213,8 @@ d = {"scenario": "$name", "protocol": "$proto", "condition": "$cond", "delay_ms_
      "server_command": "$scmd", "capture_command": "$ccmd",
      "forwarder_command": "$fcmd" or None, "load_command": "$lcmd" or None,
      "browser_command": "$bcmd".replace("SPKI", "<base64 SHA-256 of the certificate's SPKI>"),
-     "qdisc_stats_at_end": open("$WORK/qdisc-stats.txt").read().splitlines()}
+     "qdisc_stats_at_end": open("$WORK/qdisc-stats.txt").read().splitlines(),
+     "capture_stats": [l for l in open("$WORK/cap.log").read().splitlines() if "packets" in l]}
 json.dump(d, open(sys.argv[1], "w"), indent=1)
 EOF
   chmod 644 "$CAPS/$name".*
