@@ -360,9 +360,14 @@ def report() -> str:
     lines += ["## Connections: the capture's SYN against Resource Timing's connectStart", "",
               "| capture | own SYN within 5 ms | late-bound | unmatched | own: median / max abs(SYN − connectStart) "
               "| navigation: connectStart − its SYN | first SYN − timeOrigin |", "| --- | --- | --- | --- | --- | --- | --- |"]
-    tls_rows, obj_rows, har_rows = [], [], []
+    tls_rows, obj_rows, har_rows, today_rows = [], [], [], []
     for name in scenarios():
         t = load(name)
+        found = page_view(t)
+        per = "; ".join(f"{p.plt_s:.3f}, {p.objects}, {p.connections}, {p.diagnosis}, {p.loss_share:.2f}, "
+                        f"{(p.notes[0][:40] if p.notes else '-')!r}" for p in found) or "(none)"
+        today_rows.append(f"| `{name}` | {t.load_event_end_ms / 1000:.3f} / {t.last_response_end_ms / 1000:.3f} | "
+                          f"{len(found)} | {per} |")
         h = har_facts(t)
         har_rows.append(f"| `{name}` | {h['entries']} | {h['har_on_load_ms']:.0f} | {h['page_start_vs_time_origin']:.1f} | "
                         f"{h['on_load_vs_load_event_end']:.1f} | {_summary(h['response_end_deltas'])} | {', '.join(h['versions'])} |")
@@ -383,7 +388,7 @@ def report() -> str:
                             f"{_summary([r['client_hello'] for r in tm])} | {_summary([r['client_finished'] for r in tm])} | "
                             f"{_summary([r['handshake_end'] for r in full])} | {_summary([r['handshake_end'] for r in tm if r['resumed']])} |")
         if t.protocol == "h1":
-            pages = page_view(t)
+            pages = found
             d = object_deltas(t, pages)
             f = plt_facts(t, pages)
             obj_rows.append(f"| `{name}` | {sum(r['matched'] for r in d)}/{len(d)} | {_summary([r.get('requestStart') for r in d])} | "
@@ -397,6 +402,11 @@ def report() -> str:
               "| capture | objects matched | requestStart | responseStart | responseEnd | qoe pages | qoe plt_s (ms) "
               "| browser fully loaded (last responseEnd − qoe start) | loadEventEnd | qoe start − timeOrigin |",
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |", *obj_rows]
+    lines += ["", "## qoe.web.page_loads today on every capture (before issue 22's browser page model)", "",
+              "What qoe says now, for comparison with the browser (one page each, 40 objects): pages found, "
+              "and per page PLT (s), objects, connections, diagnosis, loss_share and the first note.", "",
+              "| capture | browser loadEventEnd / last responseEnd (s) | qoe pages | qoe per page: plt_s, objects, connections, "
+              "diagnosis, loss_share, note |", "| --- | --- | --- | --- |", *today_rows]
     lines += ["", "## Playwright's HAR read by qoe.web.har.read_har", "",
               "| capture | entries | pageTimings.onLoad | HAR page start − timeOrigin | HAR onLoad − loadEventEnd (epoch) "
               "| HAR entry end − responseEnd | httpVersion read |", "| --- | --- | --- | --- | --- | --- | --- |", *har_rows]

@@ -55,6 +55,11 @@ SCENARIOS=(
   "h2-down      h2    down  0  0"
   "h1-up        h1    up    0  0"
   "h2-up-b256   h2    up    0  0   256"
+  "h3-up        h3    up    0  0"
+  "h3-down      h3    down  0  0"
+  "h1-delay     h1    delay 25 0"
+  "tls13-loss   tls13 loss  10 0.03"
+  "h1-up-b256   h1    up    0  0   256"
 )
 
 cleanup() {
