@@ -146,6 +146,15 @@ class BrowserTruth:
         return max(float(e["responseEnd"]) for e in self.entries)
 
 
+def tshark_rows(name: str) -> list[dict[str, str]]:
+    """tshark's decrypted view of capture ``name`` (``<name>.tshark-http.tsv``, made by
+    data/web/browser/make_tshark.py: one row per HTTP message; HTTP/3: per QUIC STREAM frame of a
+    request stream, tshark 4.0 having no QPACK)."""
+    lines = Path(f"{CAPTURES / name}.tshark-http.tsv").read_text().splitlines()
+    header = lines[1].split("\t")
+    return [dict(zip(header, line.split("\t"))) for line in lines[2:]]
+
+
 def load(name: str) -> BrowserTruth:
     """Read the truth files of capture ``name`` (see the module docstring)."""
     base = CAPTURES / name

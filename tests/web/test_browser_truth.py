@@ -32,6 +32,7 @@ from web.browser_truth import (
     syn_matches,
     tcp_view,
     tls_matches,
+    tshark_rows,
 )
 
 from qoe.web import pages_from_har
@@ -105,6 +106,21 @@ def test_loss_truth_matches_condition(truth):
     ips = set(truth.hosts.values()) | {truth.scenario["client_ip"]}
     for d in truth.drops:
         assert {d["src"], d["dst"]} <= ips
+
+
+def test_tshark_decrypts_every_request(truth):
+    """The key log is complete: tshark's decrypted view (make_tshark.py) holds exactly the
+    requests the servers logged (HTTP/3: one request stream per logged request)."""
+    rows = tshark_rows(truth.name)
+    if truth.protocol == "h3":
+        streams = {(r["stream"], r["stream_id"]) for r in rows if r["message"].startswith("request")}
+        assert len(streams) == len(truth.server_log)
+        return
+    seen = sorted((r["method"], r["authority"].split(":")[0], r["path"]) for r in rows if r["message"] == "request")
+    logged = sorted(tuple([r["request"].split()[0], r["host"], r["request"].split()[1]]) for r in truth.server_log)
+    assert seen == logged
+    statuses = sorted(int(r["status"]) for r in rows if r["message"] == "response")
+    assert statuses == sorted(r["status"] for r in truth.server_log)
 
 
 # -- connections: SYN against connectStart -----------------------------------------------------
