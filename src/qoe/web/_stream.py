@@ -38,10 +38,10 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from qoe.web._dispatch import ProtocolSink
+from qoe.web._dispatch import PARSERS, Parser, ProtocolSink
 from qoe.web._dns import DnsQuery, iter_dns_queries
 from qoe.web._pagemodel import PENDING_HANDSHAKE_NS, Page, _http_items, _Item, _page, _tls_items
 from qoe.web._records import replaced
@@ -82,7 +82,7 @@ class _Client:
 
 def stream_pages(
     capture: Any, *, gap: int, preset: str, bounds: tuple[float, float] | None, share: float, limits: Any,
-    base_rtt: float | None = None,
+    base_rtt: float | None = None, parsers: Sequence[Parser] = PARSERS,
 ) -> Iterator[Page]:
     """The pages of ``capture`` in order of start, each as soon as it is final (see module notes).
 
@@ -91,7 +91,8 @@ def stream_pages(
     young records to walk. ``page_loads``, where no consumer code runs, pauses it for the
     whole pass (the pass creates no reference cycles).
     """
-    run = _PageStream(capture, gap=gap, preset=preset, bounds=bounds, share=share, base_rtt=base_rtt)
+    run = _PageStream(capture, gap=gap, preset=preset, bounds=bounds, share=share, base_rtt=base_rtt,
+                      parsers=parsers)
     conns = iter_connections(capture, sinks=run.sink_for, limits=limits)
     finished = 0
     while True:
@@ -119,8 +120,9 @@ class _PageStream:
     """
 
     def __init__(self, capture: Any, *, gap: int, preset: str, bounds: tuple[float, float] | None,
-                 share: float, base_rtt: float | None) -> None:
+                 share: float, base_rtt: float | None, parsers: Sequence[Parser] = PARSERS) -> None:
         self.gap, self.preset, self.bounds, self.share, self.base_rtt = gap, preset, bounds, share, base_rtt
+        self.parsers = parsers  # the protocols a connection may speak (qoe.web._dispatch.PARSERS)
         self.sinks: dict[int, Any] = {}  # connection index -> its sink, until the connection is final
         self.first_ts: dict[int, int] = {}  # connections not final yet -> first packet time
         self.waiting: list[tuple[int, int]] = []  # heap of (first bytes ts, index) (lazy deletion)
@@ -150,7 +152,7 @@ class _PageStream:
         Until its first bytes, a connection can only produce items that start after them: it
         holds nothing back (an unanswered SYN would otherwise hold every later page).
         """
-        sink = ProtocolSink(cid, on_started=self._started)
+        sink = ProtocolSink(cid, on_started=self._started, parsers=self.parsers)
         i, t = cid.index, cid.first_ts_ns
         self.sinks[i] = sink
         self.first_ts[i] = t
