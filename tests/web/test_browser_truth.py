@@ -36,7 +36,7 @@ from web.browser_truth import (
 )
 
 from qoe.web import pages_from_har
-from qoe.web.har import read_har
+from qoe.web.har import read_har, write_har
 
 NAMES = scenarios()
 pytestmark = pytest.mark.skipif(not NAMES, reason="data/web/browser/captures not present")
@@ -232,13 +232,27 @@ def test_har_reader_reads_playwright(truth):
     assert abs(f["on_load_vs_load_event_end"]) <= 5.0
     # HTTP/1.1 navigations start with Chromium's HTTPS upgrade attempt: two internal 307s
     assert f["entries"] == (42 if truth.protocol == "h1" else 40)
-    version = {"h1": "1.1", "tls12": "1.1", "tls13": "1.1", "h2": "2.0", "h3": "h3"}[truth.protocol]
+    # Playwright writes "HTTP/1.1", "HTTP/2.0" and, for HTTP/3, the ALPN id "h3" (read as "3")
+    version = {"h1": "1.1", "tls12": "1.1", "tls13": "1.1", "h2": "2.0", "h3": "3"}[truth.protocol]
     assert version in f["versions"]
     log = read_har(truth.har_path)
     assert {x.status for x in log.transactions} <= {200, 307}
     urls = {x.url for x in log.transactions}
     assert {e["name"] for e in truth.resources} - urls <= {u for u in urls if u.endswith("favicon.ico")} | {
         e["name"] for e in truth.resources if e["name"].endswith("favicon.ico")}
+
+
+def test_har_round_trip_keeps_http3(truth, tmp_path):
+    """A Playwright HAR read and written back by qoe names each entry's protocol as HTTP/<n>
+    (HTTP/3's ALPN id "h3" becomes "HTTP/3", not "HTTP/h3") and keeps onLoad."""
+    log = read_har(truth.har_path)
+    out = tmp_path / "out.har"
+    write_har(out, log.transactions, pages=log.pages)
+    har = json.loads(out.read_text())
+    versions = {e["response"]["httpVersion"] for e in har["log"]["entries"] if e["response"]["status"] == 200}
+    expected = {"h1": "HTTP/1.1", "tls12": "HTTP/1.1", "tls13": "HTTP/1.1", "h2": "HTTP/2.0", "h3": "HTTP/3"}
+    assert versions == {expected[truth.protocol]}
+    assert har["log"]["pages"][0]["pageTimings"]["onLoad"] == truth.har_on_load_ms
 
 
 def test_pages_from_playwright_har(truth):
