@@ -19,7 +19,7 @@ export LC_ALL=C TZ=UTC
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../../.." && pwd)
 PYTHON=${PYTHON:-$REPO/.venv/bin/python}
-CAPS=$HERE/captures
+CAPS=${CAPS:-$HERE/captures}   # (overridable: trial runs elsewhere)
 WORK=$(mktemp -d /tmp/br_web.XXXXXX)
 chmod 755 "$WORK"
 SITE=$WORK/site
@@ -35,7 +35,7 @@ BUFFER=64         # packets at each bottleneck queue (tbf limit = 64 x 1514 B: 7
 WARMUP_S=5        # bulk load runs this long before the page load
 DRAIN_S=2         # capture after the browser closed
 SEED=22
-CAPTURE_FILTER="(host $WWW_IP or host $STATIC_IP or host $API_IP) and (tcp port 80 or tcp port 443 or udp port 443)"
+CAPTURE_FILTER=${CAPTURE_FILTER:-"(host $WWW_IP or host $STATIC_IP or host $API_IP) and (tcp port 80 or tcp port 443 or udp port 443)"}
 
 # name  protocol  condition  delay_ms  loss  [buffer packets, default BUFFER]  [cipher: default | chacha | aes256]
 #   cipher: chacha = TLS 1.2 ECDHE-ECDSA-CHACHA20-POLY1305 (RFC 7905); aes256 = TLS 1.3
