@@ -20,6 +20,7 @@ Import from a test as ``from web.browser_truth import load, scenarios`` (tests/ 
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -155,8 +156,10 @@ def tshark_rows(name: str) -> list[dict[str, str]]:
     return [dict(zip(header, line.split("\t"))) for line in lines[2:]]
 
 
+@functools.lru_cache(maxsize=None)
 def load(name: str) -> BrowserTruth:
-    """Read the truth files of capture ``name`` (see the module docstring)."""
+    """Read the truth files of capture ``name`` (see the module docstring); read once per process
+    (the records are shared: do not modify them)."""
     base = CAPTURES / name
     timing = json.loads(Path(f"{base}.timing.json").read_text())
     drops = _json_lines(Path(f"{base}.drops.jsonl"))

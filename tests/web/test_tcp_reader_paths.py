@@ -22,7 +22,9 @@ from qoe.web.http import connection_results
 from qoe.web.tcp import connections
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CAPTURES = sorted(glob.glob(os.path.join(ROOT, "data", "web", "**", "*.pcap"), recursive=True))
+# (data/web/browser/captures/h3-*.pcap: HTTP/3 over QUIC, no TCP at all)
+CAPTURES = sorted(p for p in glob.glob(os.path.join(ROOT, "data", "web", "**", "*.pcap"), recursive=True)
+                  if not (os.path.basename(p).startswith("h3-") and os.sep + "browser" + os.sep in p))
 
 
 def _plain(x):  # type: ignore[no-untyped-def]

@@ -100,7 +100,7 @@ def main() -> None:
         shutil.rmtree(profile, ignore_errors=True)
     timing["status"] = resp.status if resp else None
     with open(a.out + ".timing.json", "w") as f:
-        json.dump(timing, f, indent=1)
+        json.dump(timing, f, separators=(",", ":"))
         f.write("\n")
     with open(a.out + ".command.json", "w") as f:
         json.dump({"chromium": exe, "chromium_version": version, "chromium_args": args, "url": a.url,

@@ -8,7 +8,7 @@
 # TCP load (iperf3 -C cubic) up or down. Captured by tcpdump in the client namespace (the
 # browser's side), web traffic to the three server addresses only.
 #
-# Usage (as root): data/web/browser/make_browser.sh [SCENARIO...]   (default: all, ~3 min)
+# Usage (as root): data/web/browser/make_browser.sh [SCENARIO...]   (default: all, ~10 min)
 # Needs: chromium nginx tcpdump iperf3 openssl iproute2 (Debian 12) and a Python with the
 # project's 'data' extra (playwright, aioquic): PYTHON=/path/to/venv/bin/python (default:
 # the worktree's .venv). Traffic stays inside the namespaces made here (br<pid>c/r/s), deleted
@@ -19,7 +19,7 @@ export LC_ALL=C TZ=UTC
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../../.." && pwd)
 PYTHON=${PYTHON:-$REPO/.venv/bin/python}
-CAPS=$HERE/captures
+CAPS=${CAPS:-$HERE/captures}   # (overridable: trial runs elsewhere)
 WORK=$(mktemp -d /tmp/br_web.XXXXXX)
 chmod 755 "$WORK"
 SITE=$WORK/site
@@ -35,9 +35,12 @@ BUFFER=64         # packets at each bottleneck queue (tbf limit = 64 x 1514 B: 7
 WARMUP_S=5        # bulk load runs this long before the page load
 DRAIN_S=2         # capture after the browser closed
 SEED=22
-CAPTURE_FILTER="(host $WWW_IP or host $STATIC_IP or host $API_IP) and (tcp port 80 or tcp port 443 or udp port 443)"
+CAPTURE_FILTER=${CAPTURE_FILTER:-"(host $WWW_IP or host $STATIC_IP or host $API_IP) and (tcp port 80 or tcp port 443 or udp port 443)"}
 
-# name  protocol  condition  delay_ms  loss  [buffer packets, default BUFFER]
+# name  protocol  condition  delay_ms  loss  [buffer packets, default BUFFER]  [cipher: default | chacha | aes256]
+#   cipher: chacha = TLS 1.2 ECDHE-ECDSA-CHACHA20-POLY1305 (RFC 7905); aes256 = TLS 1.3
+#   TLS_AES_256_GCM_SHA384 (RFC 8446 B.4: SHA-384 key schedule); default: what Chromium and
+#   nginx agree on (TLS 1.3 TLS_AES_128_GCM_SHA256, TLS 1.2 ECDHE-ECDSA-AES128-GCM-SHA256)
 #   protocol: h1 (HTTP/1.1 cleartext) | tls12 / tls13 (HTTPS HTTP/1.1) | h2 (HTTP/2, TLS 1.3) | h3 (aioquic)
 #   condition: idle | delay | loss (tun_forwarder.py, both directions) | up / down (iperf3 bulk TCP)
 SCENARIOS=(
@@ -60,6 +63,8 @@ SCENARIOS=(
   "h1-delay     h1    delay 25 0"
   "tls13-loss   tls13 loss  10 0.03"
   "h1-up-b256   h1    up    0  0   256"
+  "tls12-chacha-idle tls12 idle 0 0 64 chacha"
+  "h2-aes256-idle    h2    idle 0 0 64 aes256"
 )
 
 cleanup() {
@@ -80,13 +85,17 @@ make_cert() {  # one self-signed P-256 certificate for the three names; Chromium
     openssl dgst -sha256 -binary | base64)
 }
 
-nginx_conf() {  # $1 protocol -> nginx.conf on stdout
-  local proto=$1 listen tls=
+nginx_conf() {  # $1 protocol $2 cipher -> nginx.conf on stdout
+  local proto=$1 cipher=${2:-default} listen tls=
   case $proto in
     h1) listen="80" ;;
     tls12) listen="443 ssl"; tls="ssl_protocols TLSv1.2;" ;;
     tls13) listen="443 ssl"; tls="ssl_protocols TLSv1.3;" ;;
     h2) listen="443 ssl http2"; tls="ssl_protocols TLSv1.3;" ;;
+  esac
+  case $cipher in
+    chacha) tls+=" ssl_ciphers ECDHE-ECDSA-CHACHA20-POLY1305;" ;;
+    aes256) tls+=" ssl_conf_command Ciphersuites TLS_AES_256_GCM_SHA384;" ;;
   esac
   cat <<EOF
 user root;
@@ -118,7 +127,7 @@ EOF
 }
 
 run_scenario() {
-  local name=$1 proto=$2 cond=$3 delay=$4 loss=$5 buffer=${6:-$BUFFER}
+  local name=$1 proto=$2 cond=$3 delay=$4 loss=$5 buffer=${6:-$BUFFER} cipher=${7:-default}
   echo "== $name: $proto, $cond (delay $delay ms, loss $loss, buffer $buffer packets)"
   testbed_up "$buffer"
   ip -n "$NSS" addr add $STATIC_IP/24 dev s0
@@ -159,7 +168,7 @@ run_scenario() {
     srvpid=$!
     wait_for "$WORK/server.log" "serving HTTP/3"
   else
-    nginx_conf "$proto" >"$WORK/nginx.conf"
+    nginx_conf "$proto" "$cipher" >"$WORK/nginx.conf"
     mkdir -p "$WORK/tmp"
     rm -f "$WORK/access.jsonl"
     scmd="nginx -c nginx.conf"
@@ -212,7 +221,7 @@ run_scenario() {
 import json, sys
 d = {"scenario": "$name", "protocol": "$proto", "condition": "$cond", "delay_ms_each_way": $delay,
      "loss_each_way": $loss, "loss_seed": $SEED if "$cond" == "loss" else None,
-     "buffer_packets": $buffer, "uplink_rate": "$UP_RATE", "downlink_rate": "$DOWN_RATE",
+     "buffer_packets": $buffer, "cipher": "$cipher", "uplink_rate": "$UP_RATE", "downlink_rate": "$DOWN_RATE",
      "hosts": {"$WWW": "$WWW_IP", "$STATIC": "$STATIC_IP", "$API": "$API_IP"},
      "client_ip": "$CLIENT_IP", "page": "$scheme://$WWW/index.html",
      "server_command": "$scmd", "capture_command": "$ccmd",

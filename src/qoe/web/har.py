@@ -396,9 +396,17 @@ def _hv(headers: Sequence[tuple[str, str]], name: str) -> str | None:
     return None
 
 
+#: ALPN protocol ids (RFC 7301 §6 registry) that browsers write as ``httpVersion``: Chromium's
+#: DevTools HAR writes "h2"/"h3", Playwright "h3" (and "HTTP/2.0" for HTTP/2). RFC 9113 §1 and
+#: RFC 9114 §1 name the versions "HTTP/2" and "HTTP/3" (no minor version).
+_ALPN_VERSIONS = {"h2": "2", "h3": "3"}
+
+
 def _strip_version(v: Any) -> str | None:
     if not isinstance(v, str) or not v:
         return None
+    if v.lower() in _ALPN_VERSIONS:
+        return _ALPN_VERSIONS[v.lower()]
     return v[5:] if v.upper().startswith("HTTP/") else v
 
 
