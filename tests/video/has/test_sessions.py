@@ -188,3 +188,16 @@ def test_options_change_the_replay():
     fast = sessions(SESSIONS / f"{name}.pcap.gz")[0]
     assert slow.startup_delay_s > fast.startup_delay_s
     assert slow.startup_threshold_s == 8.0
+
+
+def test_switches_match_the_video_element(session):
+    """Switches counted between played segments against the changes of the video element's
+    videoHeight (polled every 250 ms). Within one: the element also reports the resolution of
+    an initialisation segment whose media was abandoned before a frame was shown
+    (dash-constrained, dash-bulk)."""
+    name, s = session
+    states = [e for e in _log(name)["events"] if e["type"] == "state" and e["height"]]
+    changes = sum(1 for a, b in zip(states, states[1:]) if abs(a["height"] - b["height"]) > 1)
+    assert abs(s.switches - changes) <= 1, f"{name}: replay {s.switches}, element {changes}"
+    if name.endswith(("ample", "step", "outage")):
+        assert s.switches == changes

@@ -37,7 +37,7 @@ from typing import Any
 
 from qoe.video.has.segments import SegmentRequest
 
-__all__ = ["Stall", "PlaybackReplay", "replay"]
+__all__ = ["Stall", "PlaybackReplay", "replay", "shown", "played_chunks"]
 
 _EPS = 1e-6
 _NS = 1e9
@@ -322,9 +322,3 @@ def _time_at(rep: PlaybackReplay, media_s: float) -> float | None:
         if p0 - 1e-3 <= media_s < end_p - 1e-6:  # a piece ending at media_s does not play it
             return t0 + max(0.0, media_s - p0)
     return None
-
-
-def describe(rep: PlaybackReplay) -> dict[str, Any]:
-    """The replay's events as plain Python (for notes and tests)."""
-    return {"play_start_s": rep.play_start_s, "stalls": [(s.start_s, s.duration_s) for s in rep.stalls],
-            "ended": rep.ended, "end_s": rep.end_s}

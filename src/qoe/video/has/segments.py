@@ -224,9 +224,3 @@ def map_requests(transactions: Iterable[Any], index: SegmentIndex) -> list[Segme
             done_time.setdefault(tkey, t.response_end_ns)
         out.append(req)
     return out
-
-
-def bitrate_of(reqs: Sequence[SegmentRequest]) -> float:
-    """Bits per second of the media the requests carried (their bytes over their media time)."""
-    dur = sum(r.duration_s for r in reqs if not r.init)
-    return sum(r.bytes for r in reqs if not r.init) * 8 / dur if dur > 0 else math.nan
