@@ -81,6 +81,7 @@ _IDB = dpkt_pcapng.PCAPNG_BT_IDB  # 1, §4.2
 _PB = dpkt_pcapng.PCAPNG_BT_PB  # 2, Appendix A (obsolete Packet Block)
 _SPB = dpkt_pcapng.PCAPNG_BT_SPB  # 3, §4.4
 _EPB = dpkt_pcapng.PCAPNG_BT_EPB  # 6, §4.3
+_DSB = 0x0000000A  # §4.7 Decryption Secrets Block
 # Blocks that Wireshark shows as frames although they hold no packet: the Systemd Journal
 # Export Block (pcapng §4.7, type 9) and Custom Blocks (§4.8, 0x00000BAD / 0x40000BAD).
 # They take a frame number (checked with tshark 4.0), so that ours stay equal to Wireshark's.
@@ -164,6 +165,10 @@ class CaptureInfo:
         pcapng Simple Packet Block), as :attr:`Packet.ts_ns`; None when the file holds
         no whole frame. :func:`probe` reads it from the first record only (pcapng: the
         blocks up to the first packet), whatever the file's size.
+    decryption_secrets : list of (int, bytes)
+        pcapng Decryption Secrets Blocks (draft-ietf-opsawg-pcapng §4.7: secrets type,
+        e.g. 0x544c534b "TLSK" for an NSS key log, and the secrets data) found before the
+        first packet (where ``editcap --inject-secrets`` writes them), as :func:`probe` saw them.
     """
 
     name: str
@@ -173,6 +178,7 @@ class CaptureInfo:
     modified: bool = False
     interfaces: list[Interface] = field(default_factory=list)
     first_frame_ns: int | None = None
+    decryption_secrets: list[tuple[int, bytes]] = field(default_factory=list)
 
 
 def _open(source: PathOrFile, name: str) -> tuple[BinaryIO, bool]:
@@ -799,6 +805,11 @@ class _PcapngWalk:
             problem = self._take_spb(blen)
         elif btype == _PB:
             problem = self._take_pb(blen)
+        elif btype == _DSB and blen >= 20:
+            # §4.7 Decryption Secrets Block: type, total length, secrets type, secrets length, data
+            stype, slen = struct.unpack_from(self.info.byte_order + "II", self.buf, self.pos + 8)
+            self.info.decryption_secrets.append((stype, bytes(self.buf[self.pos + 16:self.pos + 16 + min(slen, blen - 20)])))
+            problem = None
         elif btype in _FRAME_WITHOUT_PACKET:
             if self.probe_only:
                 self._first_frame(0)  # no time of its own, as in its row
