@@ -30,7 +30,7 @@ cleanup() {
 }
 trap cleanup EXIT
 ip netns add $NS
-ip -n $NS link set lo up
+ip -n $NS link set lo up mtu 1500  # Ethernet-size packets: 64 KiB loopback packets made tcpdump drop some
 
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$WORK/key.pem" -out "$WORK/cert.pem" -days 30 \
   -subj /CN=www.example.com -addext subjectAltName=DNS:www.example.com 2>/dev/null
