@@ -172,19 +172,6 @@ class Transaction:
         Why the exchange is incomplete (a gap, the capture ending, a reset...).
     error : str or None
         Protocol error that stopped the connection while parsing this exchange.
-    protocol : {"http/1.0", "http/1.1", "h2", "h3"}
-        The protocol that carried the exchange (ALPN identifiers, RFC 7301 §6).
-    stream_id : int or None
-        HTTP/2 and HTTP/3: the stream (RFC 9113 §5.1.1, RFC 9000 §2.1).
-    priority : str or None
-        HTTP/2: the priority sent, as the HEADERS/PRIORITY frame had it
-        (``"weight=W depends_on=S exclusive=E"``, RFC 7540 §5.3) and/or the ``priority``
-        header field (RFC 9218 §4, e.g. ``"u=0, i"``); HTTP/3: the field.
-    pushed : bool
-        A server push (HTTP/2 PUSH_PROMISE, RFC 9113 §8.4; HTTP/3 §4.6).
-    reset : str or None
-        The stream was reset (``"RST_STREAM CANCEL"``, ``"RESET_STREAM 0x10c"``) or refused
-        by a GOAWAY (``"GOAWAY NO_ERROR"``: above its last stream id).
     """
 
     connection: int
@@ -227,11 +214,6 @@ class Transaction:
     complete: bool = False
     partial: str | None = None
     error: str | None = None
-    protocol: str = "http/1.1"
-    stream_id: int | None = None
-    priority: str | None = None
-    pushed: bool = False
-    reset: str | None = None
 
     @property
     def ttfb_ns(self) -> int | None:
@@ -943,7 +925,6 @@ class HttpSink:
             complete=partial is None and tx.error is None,
             partial=partial,
             error=tx.error,
-            protocol="http/1.0" if (tx.response_version or tx.request_version) == "1.0" else "http/1.1",
         )
 
 
