@@ -23,10 +23,12 @@ name=quic-h3
 rm -f "$HERE/$name.keylog"
 ip netns exec $NS timeout 30 "$PY" "$HERE/quic_pair.py" server "$SITE" "$WORK/cert.pem" "$WORK/key.pem" 4433 &
 ip netns exec $NS tcpdump -i lo -s 0 --immediate-mode -w "$WORK/$name.pcap" udp port 4433 2>/dev/null &
+TPID=$!
 sleep 2
 ip netns exec $NS timeout 20 "$PY" "$HERE/quic_pair.py" client 4433 "$HERE/$name.keylog" \
   /index.html /style.css /img1.jpg /img2.jpg /missing.png "HEAD /index.html" >"$HERE/$name.client.tsv"
 sleep 1
+kill $TPID; wait $TPID 2>/dev/null || true  # tcpdump writes its last buffer on exit
 editcap -F pcapng "$WORK/$name.pcap" "$HERE/$name.pcapng"
 T=(tshark -n -o "tls.keylog_file:$HERE/$name.keylog" -r "$HERE/$name.pcapng")
 "${T[@]}" -Y http3 -T fields -e frame.time_epoch -e quic.stream.stream_id -e http3.frame_type -E occurrence=a >"$HERE/$name.tshark-http3.tsv"
