@@ -40,7 +40,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from qoe.report import as_dict
-from qoe.web._sink import CLIENT, SERVER, ByteSink, ConnectionId
+from qoe.web._h2 import H2Sink
+from qoe.web._sink import CLIENT, SERVER, ConnectionId
 from qoe.web._tlsdecrypt import RecordCipher, Suite, suite_for, tls12_ciphers, tls13_cipher
 from qoe.web.keylog import KeyLog
 from qoe.web.tls import TlsSession, TlsSink
@@ -189,17 +190,17 @@ class DecryptingTlsSink:
     keylog : KeyLog
     http1 : callable
         ``http1(conn)`` makes the HTTP/1.x sink the plaintext goes to (when it is not HTTP/2).
-    h2 : callable
-        ``h2(conn)`` makes the HTTP/2 sink.
+    h2 : callable, optional
+        ``h2(conn)`` makes the HTTP/2 sink (default :mod:`qoe.web._h2`'s).
     """
 
     def __init__(self, conn: ConnectionId, keylog: KeyLog, *, http1: Callable[[ConnectionId], Any],
-                 h2: Callable[[ConnectionId], Any]) -> None:
+                 h2: Callable[[ConnectionId], Any] | None = None) -> None:
         self.conn = conn
         self.timing = TlsSink(conn)
         self._keylog = keylog
         self._make_http1 = http1
-        self._make_h2 = h2
+        self._make_h2 = h2 if h2 is not None else H2Sink
         self._d = (_Dir(), _Dir())
         self._client_random: bytes | None = None
         self._server_random: bytes | None = None
