@@ -9,6 +9,9 @@
 #                      HEAD over HTTP/2 on a second connection
 #   tls13-h2-aes128    TLS 1.3, TLS_AES_128_GCM_SHA256, HTTP/2 parallel streams (and a 404)
 #   tls13-h2-chacha    TLS 1.3, TLS_CHACHA20_POLY1305_SHA256, HTTP/2
+#   tls13-h2-goaway    TLS 1.3, HTTP/2 to a server that ends a connection after 2 requests (GOAWAY):
+#                      curl retries the rest on a second connection
+#   h2c-prior          HTTP/2 in clear with prior knowledge (no TLS; the preface, RFC 9113 §3.3)
 #   tls13-keyupdate    TLS 1.3 via `openssl s_client` (HTTP/1.1 by hand), a KeyUpdate ("K" command:
 #                      update_requested, so both sides change keys) between two requests (commands need
 #                      s_client without -quiet/-ign_eof; it quits at the end of its input)
@@ -47,6 +50,14 @@ http {
     ssl_ciphers ECDHE-RSA-AES128-GCM-SHA256:ECDHE-RSA-CHACHA20-POLY1305:ECDHE-RSA-AES256-GCM-SHA384;
     ssl_session_tickets off;
   }
+  server {  # the same, but a connection ends after 2 requests: HTTP/2 GOAWAY (nginx keepalive_requests)
+    listen 127.0.0.1:8443 ssl http2; server_name www.example.com; root $SITE;
+    ssl_certificate $WORK/cert.pem; ssl_certificate_key $WORK/key.pem; ssl_session_tickets off;
+    ssl_protocols TLSv1.2 TLSv1.3; keepalive_requests 2;
+  }
+  server {  # HTTP/2 in clear with prior knowledge (h2c, RFC 9113 §3.3)
+    listen 127.0.0.1:80 http2; server_name www.example.com; root $SITE;
+  }
 }
 CONF
 ip netns exec $NS nginx -c "$WORK/nginx.conf"
@@ -60,7 +71,7 @@ CURL=(curl -sS -k --resolve www.example.com:443:127.0.0.1 -o /dev/null -o /dev/n
 capture() {  # name, command...
   local name=$1; shift
   rm -f "$HERE/$name.keylog"
-  ip netns exec $NS tcpdump -i lo -s 0 --immediate-mode -w "$WORK/$name.pcap" tcp port 443 2>/dev/null &
+  ip netns exec $NS tcpdump -i lo -s 0 --immediate-mode -w "$WORK/$name.pcap" tcp port 443 or tcp port 8443 or tcp port 80 2>/dev/null &
   local tpid=$!
   sleep 1
   SSLKEYLOGFILE=$HERE/$name.keylog ip netns exec $NS "$@" >"$HERE/$name.curl-w.tsv" || true
@@ -76,6 +87,11 @@ capture tls13-h1-aes256 "${CURL[@]}" --http1.1 --tlsv1.3 --tls13-ciphers TLS_AES
   --next -sS -k --resolve www.example.com:443:127.0.0.1 -I -o /dev/null -w '%{url_effective}\t%{http_code}\t%{http_version}\t%{size_download}\t%{time_appconnect}\t%{time_starttransfer}\t%{time_total}\n' "${URLS[0]}"
 capture tls13-h2-aes128 "${CURL[@]}" --http2 --parallel --tlsv1.3 --tls13-ciphers TLS_AES_128_GCM_SHA256 "${URLS[@]}"
 capture tls13-h2-chacha "${CURL[@]}" --http2 --tlsv1.3 --tls13-ciphers TLS_CHACHA20_POLY1305_SHA256 "${URLS[@]:0:2}"
+# GOAWAY after 2 requests: curl opens a second connection for the rest
+URLS8=("${URLS[@]/www.example.com/www.example.com:8443}")
+capture tls13-h2-goaway "${CURL[@]/443:127.0.0.1/8443:127.0.0.1}" --http2 --parallel --tlsv1.3 "${URLS8[@]}"
+# h2c with prior knowledge: no TLS at all (the dispatcher recognises the preface)
+capture h2c-prior "${CURL[@]/443:127.0.0.1/80:127.0.0.1}" --http2-prior-knowledge --parallel "${URLS[@]/https:/http:}"
 # KeyUpdate: s_client reads "K" on a line of its own as "send a KeyUpdate requesting one back"
 capture tls13-keyupdate bash -c 'req="GET /style.css HTTP/1.1\r\nHost: www.example.com\r\n\r\n";
   { printf "$req"; sleep 0.5; printf "K\n"; sleep 0.5; printf "GET /index.html HTTP/1.1\r\nHost: www.example.com\r\nConnection: close\r\n\r\n"; sleep 1; } |
@@ -86,7 +102,7 @@ editcap --inject-secrets "tls,$HERE/tls13-h2-aes128.keylog" "$HERE/tls13-h2-aes1
 # the oracle: tshark 4.0's decrypted view (out-of-order reassembly on: DESIGN.md's trap)
 for f in "$HERE"/*.pcapng; do
   name=$(basename "$f" .pcapng); kl=$HERE/${name%-dsb}.keylog; [ "$name" = tls13-h2-dsb ] && kl=/dev/null
-  T=(tshark -n -o tcp.reassemble_out_of_order:TRUE -o "tls.keylog_file:$kl" -r "$f")
+  T=(tshark -n -d tcp.port==80,http2 -o tcp.reassemble_out_of_order:TRUE -o "tls.keylog_file:$kl" -r "$f")
   "${T[@]}" -Y http2.type==1 -T fields -e frame.time_epoch -e tcp.stream -e http2.streamid -e http2.header.name -e http2.header.value -E occurrence=a >"$HERE/$name.tshark-http2-headers.tsv"
   "${T[@]}" -Y http -T fields -e frame.time_epoch -e tcp.stream -e http.request.method -e http.request.uri -e http.response.code >"$HERE/$name.tshark-http1.tsv"
   "${T[@]}" -q -z http2,tree >"$HERE/$name.tshark-http2-tree.txt"
