@@ -71,12 +71,13 @@ CURL=(curl -sS -k --resolve www.example.com:443:127.0.0.1 -o /dev/null -o /dev/n
 capture() {  # name, command...
   local name=$1; shift
   rm -f "$HERE/$name.keylog"
-  ip netns exec $NS tcpdump -i lo -s 0 --immediate-mode -w "$WORK/$name.pcap" tcp port 443 or tcp port 8443 or tcp port 80 2>/dev/null &
+  ip netns exec $NS tcpdump -i lo -s 0 -B 32768 --immediate-mode -w "$WORK/$name.pcap" tcp port 443 or tcp port 8443 or tcp port 80 2>"$WORK/$name.tcpdump.log" &
   local tpid=$!
   sleep 1
   SSLKEYLOGFILE=$HERE/$name.keylog ip netns exec $NS "$@" >"$HERE/$name.curl-w.tsv" || true
   sleep 1
   kill $tpid; wait $tpid 2>/dev/null || true
+  grep -h "dropped by kernel" "$WORK/$name.tcpdump.log" | sed "s/^/$name: /" >&2
   # pcapng (the format that can carry a Decryption Secrets Block)
   editcap -F pcapng "$WORK/$name.pcap" "$HERE/$name.pcapng"
 }
