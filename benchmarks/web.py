@@ -127,7 +127,7 @@ import gc, json, sys, time, warnings
 warnings.simplefilter("ignore")
 from qoe.capture import tcp_segment_rows
 from qoe.web import iter_page_loads
-from qoe.web.http import ProtocolSink
+from qoe.web._dispatch import ProtocolSink  # the per-connection sink itself: its cost is what this part measures
 from qoe.web.tcp import iter_connections
 path = sys.argv[1]
 def rows():

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 import qoe
 from qoe.errors import InputError, QoEWarning, StreamNotFoundError
 from qoe.voice import CallOptions, Reference
+from qoe.web import WebOptions
 
 VOICE = Path(__file__).resolve().parents[1] / "data" / "voice"
 CAPS = VOICE / "captures"
@@ -83,7 +84,7 @@ def test_frames_records_dict_and_json(report):
 @needs_data
 def test_options_reach_the_scorer():
     with pytest.warns(QoEWarning, match="assumed"):
-        base = qoe.score(CLIENT, jitter_buffer="fixed:80", user="192.0.2.2", ssrc="0x15e00005")
+        base = qoe.score(CLIENT, kind="voice", jitter_buffer="fixed:80", user="192.0.2.2", ssrc="0x15e00005")
     talk, listen = base.results  # the call holding that stream: both its directions
     assert listen.ssrc == 0x15E00005 and listen.direction == "user listens" and talk.direction == "user talks"
     assert listen.jitter_buffer == talk.jitter_buffer == "fixed:80"
@@ -96,10 +97,24 @@ def test_options_reach_the_scorer():
     assert d.delay.network_source == "given" and d.network.codec == "G.711" and d.delay.basis == "direction"
     assert len(d.network.windows.start_s) == 4  # 8 s call in 2 s windows
     assert given.inputs["network_delay_ms"] == 40.0 and given.inputs["delay_basis"] == "direction"
-    # keywords apply over the options object; the option's old name still works, with a DeprecationWarning
+    # the option's old name still works, with a DeprecationWarning
     with pytest.deprecated_call(match="'one_way_ms' is now 'network_delay_ms'"):
-        old = qoe.score(CLIENT, options=options, one_way_ms=40.0, window_s=4.0)
+        old = qoe.score(CLIENT, kind="voice", one_way_ms=40.0, conceal="silence", delay_basis="direction",
+                        window_s=4.0)
     assert old.inputs["window_s"] == 4.0 and old.results[1].delay == d.delay
+
+
+def test_an_option_is_given_one_way(dns_only):
+    """A keyword never silently overrides the options object, and a name two kinds share needs a kind."""
+    with pytest.raises(InputError, match=r"option 'jitter_buffer' is ambiguous: it is an option of voice and video; "
+                                         r"pass kind= or options=\{voice: CallOptions\(jitter_buffer=...\), "
+                                         r"video: VideoOptions\(jitter_buffer=...\)\}"):
+        qoe.score(dns_only, jitter_buffer="fixed:60")
+    with pytest.raises(InputError, match=r"option 'window_s' given both as a keyword and in "
+                                         r"options=CallOptions\(...\): give it once, as CallOptions\(window_s=...\)"):
+        qoe.score(dns_only, options=CallOptions(window_s=2.0), window_s=4.0)
+    with pytest.raises(InputError, match="option 'idle_gap_s' given both"):
+        qoe.score(dns_only, options={"web": WebOptions(idle_gap_s=2.0)}, idle_gap_s=3.0)
 
 
 @needs_data

@@ -8,6 +8,7 @@ table in docs/architecture.md does not allow.
 from __future__ import annotations
 
 import ast
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,26 @@ def test_the_cli_uses_public_modules_only(path):
             names = [a.name for a in node.names if a.name.startswith("qoe.")]
         private += [f"line {node.lineno}: {n}" for n in names if any(part.startswith("_") for part in n.split("."))]
     assert not private, f"{path.name} imports private modules: {private}"
+
+
+
+def _module_graph_tool():
+    """tools/module_graph.py, loaded from its file (it is a script, not part of the package)."""
+    spec = importlib.util.spec_from_file_location("module_graph", ROOT / "tools" / "module_graph.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_no_import_cycle_between_modules():
+    """No module imports (directly or through others) a module that imports it back.
+
+    Lazy imports count: a function-level import that closes a loop is a cycle still. A
+    package's ``__init__`` imports its modules, so a module that imports its own package
+    (``from qoe.rtp import RtpStream`` inside ``qoe.rtp.delay``) closes a cycle too: import a
+    name from the module that defines it.
+    """
+    tool = _module_graph_tool()
+    found = tool.cycles(tool.module_graph(SRC))
+    assert not found, "import cycles: " + "; ".join(" <-> ".join(c) for c in found)
+

@@ -31,14 +31,14 @@ def g1030_cmd(plt_seconds, preset, t_min, t_max, fmt, output):
 
 def _load_pages(source, idle_gap, preset, t_min, t_max):
     from qoe.web.har import read_har
-    from qoe.web.pages import page_loads, pages_from_har
+    from qoe.web.pages import WebOptions, page_loads, pages_from_har
 
-    bounds = (t_min, t_max) if t_min is not None or t_max is not None else None
-    if bounds is not None and None in bounds:
+    if (t_min is None) != (t_max is None):
         raise click.UsageError("--t-min and --t-max go together")
+    options = WebOptions(idle_gap_s=idle_gap, preset=preset, t_min=t_min, t_max=t_max)
     if source.lower().endswith(".har"):
-        return pages_from_har(read_har(source), idle_gap_s=idle_gap, preset=preset, bounds=bounds)
-    return page_loads(source, idle_gap_s=idle_gap, preset=preset, bounds=bounds)
+        return pages_from_har(read_har(source), options=options)
+    return page_loads(source, options=options)
 
 
 @web.command("pages")
@@ -47,8 +47,9 @@ def _load_pages(source, idle_gap, preset, t_min, t_max):
               help="G.1030 bounds of the seed paper §9.1: access (0.56 s → 5) or backbone (0.85 s → 5); 6 s → 1.")
 @click.option("--t-min", type=float, default=None, help="Load time scored 5 (s); with --t-max, overrides the preset.")
 @click.option("--t-max", type=float, default=None, help="Load time scored 1 (s).")
-@click.option("--idle-gap", type=click.FloatRange(min=0, min_open=True), default=2.0, show_default=True,
-              help="Quiet time (s) that ends a page load.")
+@click.option("--idle-gap-s", "--idle-gap", "idle_gap", type=click.FloatRange(min=0, min_open=True), default=2.0,
+              show_default=True, help="Quiet time (s) that ends a page load (WebOptions.idle_gap_s; --idle-gap: "
+              "the old spelling).")
 @click.option("--objects", is_flag=True, help="One row per object (transaction) instead of one per page.")
 @format_option
 @output_option
@@ -73,16 +74,17 @@ def pages_cmd(source, preset, t_min, t_max, idle_gap, objects, fmt, output):
 @click.argument("capture", type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False, writable=True), required=True,
               help="The HAR file to write.")
-@click.option("--idle-gap", type=click.FloatRange(min=0, min_open=True), default=2.0, show_default=True,
-              help="Quiet time (s) that ends a page load.")
+@click.option("--idle-gap-s", "--idle-gap", "idle_gap", type=click.FloatRange(min=0, min_open=True), default=2.0,
+              show_default=True, help="Quiet time (s) that ends a page load (WebOptions.idle_gap_s; --idle-gap: "
+              "the old spelling).")
 def har_cmd(capture, out, idle_gap):
     """Write the HTTP transactions of CAPTURE as a HAR 1.2 file, grouped into pages (`_plt` holds
     each page's fully-loaded time; onLoad is -1: a capture cannot see it). HTTPS is encrypted:
     its connections are pages without entries."""
     from qoe.web.har import write_har
-    from qoe.web.pages import page_loads, to_har_pages
+    from qoe.web.pages import WebOptions, page_loads, to_har_pages
 
-    found = page_loads(capture, idle_gap_s=idle_gap)
+    found = page_loads(capture, options=WebOptions(idle_gap_s=idle_gap))
     write_har(out, [t for p in found for t in p.transactions], pages=to_har_pages(found),
               comment=f"written by qoe web har from {click.format_filename(capture)}", inputs=[capture])
     click.echo(f"{out}: {len(found)} page(s), {sum(len(p.transactions) for p in found)} entries")

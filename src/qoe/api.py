@@ -112,37 +112,55 @@ def _option_classes() -> dict[str, type]:
     return {"voice": CallOptions, "video": VideoOptions, "web": WebOptions}
 
 
-def _options_for(options: Any, fields: dict[str, Any]) -> dict[str, Any]:
+def _options_for(options: Any, fields: dict[str, Any], kind: str = "auto") -> dict[str, Any]:
     """The options of each kind from ``options`` and the option ``fields`` given as keywords.
 
     ``options`` is a CallOptions, a VideoOptions, a WebOptions, a ``{"voice": ..., "video":
-    ..., "web": ...}`` mapping of them, or None (defaults); each keyword goes to the first
-    kind (voice, video, web) that has an option of that name.
+    ..., "web": ...}`` mapping of them, or None (defaults). A keyword goes to the kind that has
+    an option of that name; with ``kind="auto"`` a name two kinds share (``jitter_buffer``) is
+    ambiguous and an error, as is a keyword for a kind whose options object is given too (one
+    way to pass an option: nothing silently overrides the object).
     """
     classes = _option_classes()
     given = options if isinstance(options, dict) else {} if options is None else {"_": options}
-    out = {kind: cls() for kind, cls in classes.items()}
+    out = {k: cls() for k, cls in classes.items()}
+    explicit: set[str] = set()
     for key, opt in given.items():
-        kind = next((k for k, cls in classes.items() if isinstance(opt, cls)), None)
-        if kind is None or key not in ("_", kind):
+        k = next((k for k, cls in classes.items() if isinstance(opt, cls)), None)
+        if k is None or key not in ("_", k):
             raise InputError(
                 "options must be a qoe.voice.CallOptions, a qoe.video.VideoOptions, a qoe.web.WebOptions, or a "
                 f"mapping {{'voice': CallOptions, 'video': VideoOptions, 'web': WebOptions}}; given "
                 f"{type(opt).__name__}" + (f" for {key!r}" if key != "_" else "")
             )
-        out[kind] = opt
+        out[k] = opt
+        explicit.add(k)
     for old, new in _RENAMED.items():
         if old in fields:
             warnings.warn(f"qoe.score: option {old!r} is now {new!r}", DeprecationWarning, stacklevel=4)
             fields[new] = fields.pop(old)
-    taken: dict[str, dict[str, Any]] = {kind: {} for kind in classes}
+    taken: dict[str, dict[str, Any]] = {k: {} for k in classes}
     for name, value in fields.items():
-        kind = next((k for k, cls in classes.items() if name in cls.names()), None)
-        if kind is None:
+        owners = [k for k, cls in classes.items() if name in cls.names()]
+        if kind in owners:
+            owners = [kind]
+        if not owners:
             lists = "; ".join(f"{k} options: {', '.join(cls.names())}" for k, cls in classes.items())
             raise InputError(f"unknown option(s) {name}; {lists}")
-        taken[kind][name] = value
-    return {kind: out[kind].replace(**taken[kind]) if taken[kind] else out[kind] for kind in classes}
+        if len(owners) > 1:
+            spelled = ", ".join(f"{k}: {classes[k].__name__}({name}=...)" for k in owners)
+            raise InputError(
+                f"option {name!r} is ambiguous: it is an option of {' and '.join(owners)}; pass kind= or "
+                f"options={{{spelled}}}"
+            )
+        if owners[0] in explicit:
+            cls = classes[owners[0]].__name__
+            raise InputError(
+                f"option {name!r} given both as a keyword and in options={cls}(...): give it once, "
+                f"as {cls}({name}=...)"
+            )
+        taken[owners[0]][name] = value
+    return {k: out[k].replace(**taken[k]) if taken[k] else out[k] for k in classes}
 
 
 def score(
@@ -185,9 +203,10 @@ def score(
     ssrc : int or str ("0x..."), optional, keyword-only
         Score only the call holding this stream.
     **option_fields
-        Fields of :class:`~qoe.voice.CallOptions` or :class:`~qoe.video.VideoOptions`
-        given as keywords, applied over ``options`` (``qoe.score(cap,
-        jitter_buffer="fixed:60")``; a name both have goes to the call options).
+        Fields of :class:`~qoe.voice.CallOptions`, :class:`~qoe.video.VideoOptions` or
+        :class:`~qoe.web.WebOptions` given as keywords (``qoe.score(cap, kind="voice",
+        jitter_buffer="fixed:60")``), for a kind whose options object is not given. A name
+        two kinds share (``jitter_buffer``) needs ``kind=`` or the options objects.
 
     Returns
     -------
@@ -198,7 +217,8 @@ def score(
     Raises
     ------
     InputError
-        An unknown kind or option, a kind not implemented yet, a bad reference.
+        An unknown kind or option, an ambiguous option (a name two kinds share without
+        ``kind=``, or a keyword for a kind whose options object is given), a bad reference.
     CaptureError
         A file that is not a readable capture.
     StreamNotFoundError
@@ -322,7 +342,7 @@ def _stream(capture: PathLike, reference: Any, kind: str, options: Any, sender_c
     their caller: ``stacklevel=4`` of :func:`_options_for`)."""
     if kind not in KINDS:
         raise InputError(f"kind must be one of {', '.join(map(repr, KINDS))}; given kind={kind!r}")
-    opts = _options_for(options, dict(option_fields))
+    opts = _options_for(options, dict(option_fields), kind)
     refs = _split_references(reference)
     cap = os.fspath(capture)
     sender = os.fspath(sender_capture) if sender_capture is not None else None
@@ -356,8 +376,7 @@ def _iter_web(capture: str, *, options: Any, strict: bool) -> _Part:
     from qoe.web.pages import iter_page_loads  # noqa: PLC0415 - keeps `import qoe` light
 
     found = 0
-    for page in iter_page_loads(capture, idle_gap_s=options.idle_gap_s, preset=options.preset,
-                                bounds=options.bounds, share=options.share):
+    for page in iter_page_loads(capture, options=options):
         found += 1
         yield page
     if not found and strict:

@@ -7,8 +7,8 @@ thing to score. Its columns are
   ``sender_capture``, ``kind`` and ``ssrc``;
 * options: a column named after a field of :class:`qoe.voice.CallOptions`,
   :class:`qoe.video.VideoOptions` or :class:`qoe.web.WebOptions` (given to
-  :func:`qoe.score` as a keyword: a name two kinds share goes to the first of voice,
-  video, web), or ``<kind>.<field>`` for one kind's option (``video.jitter_buffer``);
+  :func:`qoe.score` as a keyword; a name two kinds share, ``jitter_buffer``, is an
+  error naming the two spellings), or ``<kind>.<field>`` for one kind's option (``video.jitter_buffer``);
 * labels: any other column (buffer, workload, direction, run, ...), carried through to
   the results untouched.
 
@@ -93,7 +93,7 @@ class Manifest:
     columns: tuple[str, ...]
     rows: tuple[dict[str, Any], ...]
     root: Path
-    options: dict[str, tuple[str | None, str]]
+    options: dict[str, tuple[str, str]]
     labels: tuple[str, ...]
     source: str
 
@@ -158,9 +158,9 @@ def read_manifest(manifest: Any, *, root: str | os.PathLike[str] | None = None) 
     return Manifest(tuple(columns), tuple(rows), base, options, labels, source)
 
 
-def _classify(columns: Sequence[str], source: str) -> tuple[dict[str, tuple[str | None, str]], tuple[str, ...]]:
+def _classify(columns: Sequence[str], source: str) -> tuple[dict[str, tuple[str, str]], tuple[str, ...]]:
     names = _option_names()
-    options: dict[str, tuple[str | None, str]] = {}
+    options: dict[str, tuple[str, str]] = {}
     labels = []
     for c in columns:
         if c in INPUTS:
@@ -174,9 +174,20 @@ def _classify(columns: Sequence[str], source: str) -> tuple[dict[str, tuple[str 
                 )
             options[c] = (prefix, field)
         elif any(c in n for n in names.values()):
-            options[c] = (None, c)
+            owners = [k for k, n in names.items() if c in n]
+            if len(owners) > 1:
+                raise InputError(
+                    f"manifest {source}: column {c!r} is an option of {' and '.join(owners)}: name it "
+                    + " or ".join(f"{k}.{c}" for k in owners)
+                )
+            options[c] = (owners[0], c)
         else:
             labels.append(c)
+    spelled: dict[tuple[str, str], str] = {}
+    for c, key in options.items():
+        if key in spelled:
+            raise InputError(f"manifest {source}: columns {spelled[key]!r} and {c!r} are the same option: keep one")
+        spelled[key] = c
     return options, tuple(labels)
 
 
@@ -211,7 +222,6 @@ def make_task(manifest: Manifest, index: int, *, table: str) -> dict[str, Any]:
         "sender_capture": _resolve(row["sender_capture"], manifest.root) if "sender_capture" in row else None,
         "kind": str(row.get("kind", "auto")),
         "ssrc": row.get("ssrc"),
-        "fields": {},
         "options": {},
         "table": table,
     }
@@ -219,10 +229,7 @@ def make_task(manifest: Manifest, index: int, *, table: str) -> dict[str, Any]:
         if column not in row:
             continue
         value = _resolve(row[column], manifest.root) if field in PATH_OPTIONS else row[column]
-        if kind is None:
-            task["fields"][field] = value
-        else:
-            task["options"].setdefault(kind, {})[field] = value
+        task["options"].setdefault(kind, {})[field] = value
     return task
 
 
