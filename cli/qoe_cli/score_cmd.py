@@ -57,6 +57,8 @@ from qoe_cli._output import emit_chunks, format_option, iter_table, output_optio
               help="Web: quiet time (s) that ends a page load.")
 @click.option("--web-preset", type=click.Choice(["access", "backbone"]), default="access", show_default=True,
               help="Web: G.1030 bounds of the seed paper §9.1 (access: 0.56 s → 5; backbone: 0.85 s → 5; 6 s → 1).")
+@click.option("--keylog", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Web: NSS key log (SSLKEYLOGFILE) to decrypt TLS/QUIC with; repeat for several.")
 @click.option("--kind", type=click.Choice(list(KINDS)), default="auto", show_default=True,
               help="What to score (auto: every kind the capture holds).")
 @click.option("--details", default="results", show_default=True,
@@ -65,8 +67,8 @@ from qoe_cli._output import emit_chunks, format_option, iter_table, output_optio
 @format_option
 @output_option
 def score(capture, refs, sender_capture, network_delay_ms, user, jitter_buffer, conceal, delay_basis, window_s,
-          codec, clocks, ssrc, srtp_keys, sdp, video_jitter_buffer, ssim_variant, psnr_table, idle_gap, web_preset, kind, details,
-          fmt, output):
+          codec, clocks, ssrc, srtp_keys, sdp, video_jitter_buffer, ssim_variant, psnr_table, idle_gap, web_preset, keylog, kind,
+          details, fmt, output):
     """Score the voice calls (per direction), video streams and page loads in CAPTURE.
 
     Voice, network-side: G.107 R and MOS from effective loss (after the jitter buffer),
@@ -83,8 +85,9 @@ def score(capture, refs, sender_capture, network_delay_ms, user, jitter_buffer, 
     call = CallOptions(jitter_buffer=jitter_buffer, conceal=conceal, delay_basis=delay_basis, window_s=window_s,
                        codec=codec, user=user, network_delay_ms=network_delay_ms, clocks=clocks, srtp_keys=srtp_keys)
     video = VideoOptions(sdp=sdp, jitter_buffer=video_jitter_buffer, variant=ssim_variant, psnr_table=psnr_table)
-    options = {"voice": call, "video": video, "web": WebOptions(idle_gap_s=idle_gap, preset=web_preset)}
-    inputs = [capture, sender_capture, sdp, *refs]
+    options = {"voice": call, "video": video, "web": WebOptions(idle_gap_s=idle_gap, preset=web_preset,
+                                                                        keylog=tuple(keylog) or None)}
+    inputs = [capture, sender_capture, sdp, *refs, *keylog]
     stream = iter_score(capture, reference=list(refs) or None, kind=kind, options=options,
                         sender_capture=sender_capture, ssrc=ssrc)
     with ReportWriter() as writer:  # results go to a temporary file as they come: memory stays flat

@@ -29,10 +29,8 @@ import pytest
 
 from qoe.capture import probe
 from qoe.errors import InputError, QoEWarning
-from qoe.web.decrypt import DecryptingTlsSink
-from qoe.web.http import HttpSink
+from qoe.web.http import connection_results
 from qoe.web.keylog import KeyLog, keylog_from_capture, parse_keylog, read_keylog
-from qoe.web.tcp import connections
 
 TLS = Path(__file__).resolve().parents[2] / "data" / "web" / "tls"
 TSHARK = shutil.which("tshark")
@@ -50,16 +48,9 @@ def tshark(name: str, *args: str, keys: bool = False) -> list[list[str]]:
 
 
 def decrypted(name: str, log: KeyLog | None = None):
+    """Every connection's result, TLS decrypted with the sample's key log (or ``log``)."""
     log = read_keylog(TLS / f"{name}.keylog") if log is None else log
-    sinks: list[DecryptingTlsSink] = []
-
-    def make(conn):
-        sink = DecryptingTlsSink(conn, log, http1=HttpSink)
-        sinks.append(sink)
-        return sink
-
-    connections(TLS / f"{name}.pcapng", sinks=make)
-    return sinks
+    return connection_results(TLS / f"{name}.pcapng", keylog=log)
 
 
 # -- key logs ------------------------------------------------------------------------------
@@ -128,32 +119,33 @@ def test_key_log_file_errors_name_the_file(tmp_path):
 @needs_tshark
 @pytest.mark.parametrize("name", ALL)
 def test_every_record_opens_with_the_suite_and_alpn_tshark_sees(name):
-    sinks = decrypted(name)
+    results = decrypted(name)
     suites = [int(r[0], 16) for r in tshark(name, "-Y", "tls.handshake.type==2", "-T", "fields",
                                             "-e", "tls.handshake.ciphersuite")]
     alpns = [r[0] for r in tshark(name, "-Y", "tls.handshake.extensions_alpn_str and tls.handshake.type!=1",
                                   "-T", "fields", "-e", "tls.handshake.extensions_alpn_str", keys=True)]
-    assert len(sinks) == len(suites)
-    for sink, suite in zip(sinks, suites):
-        d = sink.decryption()
+    assert len(results) == len(suites)
+    for r, suite in zip(results, suites):
+        d = r.decryption
         assert d.keys_found and d.decrypted and d.failed_records == 0 and d.note is None
-        assert sink.session().cipher_suite == suite
+        assert r.tls.cipher_suite == suite
         assert d.cipher_suite is not None
     # the ALPN tshark decrypts from EncryptedExtensions (TLS 1.3) or reads in the ServerHello (1.2)
-    assert [s.decryption().alpn for s in sinks if s.decryption().alpn is not None] == alpns
+    assert [r.decryption.alpn for r in results if r.decryption.alpn is not None] == alpns
 
 
 @needs_tshark
 def test_key_update_moves_both_directions_to_the_next_secret():
-    (sink,) = decrypted("tls13-keyupdate")
+    (r,) = decrypted("tls13-keyupdate")
     ports = tshark("tls13-keyupdate", "-Y", "tls.handshake.type==24", "-T", "fields", "-e", "tcp.srcport", keys=True)
-    d = sink.decryption()
-    client_port = sink.conn.client[1]
+    d = r.decryption
+    client_port = r.connection.client[1]
     assert d.client_key_updates == sum(int(p[0]) == client_port for p in ports) == 1
     assert d.server_key_updates == sum(int(p[0]) != client_port for p in ports) == 1
     assert d.failed_records == 0
     # the request after the KeyUpdate was read with the new keys
-    assert [t.target for t in sink.app.result().transactions] == ["/style.css", "/index.html"]
+    assert [t.target for t in r.transactions] == ["/style.css", "/index.html"]
+    assert {t.protocol for t in r.transactions} == {"http/1.1"} and r.decryption.application == "http/1.x"
 
 
 @needs_tshark
@@ -164,10 +156,11 @@ def test_http1_inside_tls_equals_tshark(name):
     requests = [(int(r[0]), r[1], r[2]) for r in ref if r[1]]
     statuses = [(int(r[0]), int(r[3])) for r in ref if len(r) > 3 and r[3]]
     ours_req, ours_status = [], []
-    for k, sink in enumerate(decrypted(name)):
-        if sink.decryption().application != "http/1.x":
+    for k, r in enumerate(decrypted(name)):
+        if r.decryption.application != "http/1.x":
             continue
-        for t in sink.app.result().transactions:
+        for t in r.transactions:
+            assert t.url.startswith("https://")
             ours_req.append((k, t.method, t.target))
             ours_status.append((k, t.status))
             assert t.complete
@@ -179,18 +172,21 @@ def test_wrong_keys_fail_authentication_and_are_counted():
     good = read_keylog(TLS / "tls13-h1-aes256.keylog")
     flipped = KeyLog({k: bytes(b ^ 1 for b in v) if k[0] == "SERVER_TRAFFIC_SECRET_0" else v
                       for k, v in good.secrets.items()})
-    sinks = decrypted("tls13-h1-aes256", flipped)
-    d = sinks[0].decryption()
+    results = decrypted("tls13-h1-aes256", flipped)
+    d = results[0].decryption
     assert d.keys_found and d.server_failed_records > 0 and d.client_failed_records == 0
     assert "failed authentication" in d.note
-    (t, *_) = sinks[0].app.result().transactions
+    (t, *_) = results[0].transactions
     assert t.method == "GET" and t.status is None  # requests seen, responses not
 
 
 @needs_tshark
 @pytest.mark.parametrize("name", ["tls12-h2-chacha", "tls13-h2-chacha"])
 def test_without_keys_bursts_hold_every_application_data_record(name):
-    sinks = decrypted(name, KeyLog())
+    log = read_keylog(TLS / f"{name}.keylog")
+    other = KeyLog({("CLIENT_RANDOM", bytes(32)): bytes(48)})  # a key log without this connection
+    assert len(other) and not log.has_client(bytes(32))
+    results = decrypted(name, other)
     rows = tshark(name, "-Y", "tls", "-T", "fields", "-e", "tls.record.content_type", "-e", "tls.record.opaque_type",
                   "-e", "tls.record.length", "-E", "occurrence=a")
     total = 0
@@ -200,9 +196,9 @@ def test_without_keys_bursts_hold_every_application_data_record(name):
         types = (ctype.split(",") if ctype else []) + (otype.split(",") if otype else [])
         for c, n in zip(types, length.split(",")):
             total += int(n) if c == "23" else 0
-    (sink,) = sinks
-    d = sink.decryption()
-    assert not d.keys_found and not d.decrypted and "key log" in d.note
+    (r,) = results
+    d = r.decryption
+    assert r.transactions == () and not d.keys_found and not d.decrypted and "key log" in d.note
     assert sum(b.bytes for b in d.bursts) == total
     assert {b.direction for b in d.bursts} == {"client", "server"}
     assert all(a.direction != b.direction for a, b in zip(d.bursts, d.bursts[1:]))  # alternating by definition

@@ -37,13 +37,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from qoe.errors import InputError
+from qoe.web._decrypted import DecryptedTlsParser, H2cParser, looks_like_h2_preface
 from qoe.web._http1 import DEFAULT_MAX_HEAD_BYTES, DEFAULT_MAX_HELD_BYTES, HttpLimits, HttpSink
 from qoe.web._results import ConnectionResult, Transaction
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
 from qoe.web.tls import TlsSession, TlsSink, looks_like_tls
 
 __all__ = [
-    "ConnectionParser", "Parser", "PARSERS", "sniff", "UnknownSink", "ProtocolSink", "connection_sink", "Collector",
+    "ConnectionParser", "Parser", "PARSERS", "parsers", "sniff", "UnknownSink", "ProtocolSink", "connection_sink", "Collector",
 ]
 
 
@@ -141,12 +142,31 @@ def _tls(conn: ConnectionId, limits: HttpLimits) -> _TlsParser:
     return _TlsParser(conn)
 
 
+def _h2c(conn: ConnectionId, limits: HttpLimits) -> H2cParser:
+    return H2cParser(conn, limits)
+
+
 #: The parsers asked, in this order: a TLS handshake record header (``0x16 0x03 0x00..0x04``,
-#: RFC 8446 §5.1), then an HTTP/1.x request line.
+#: RFC 8446 §5.1), the HTTP/2 connection preface in clear (RFC 9113 §3.4: it would otherwise
+#: pass for an HTTP/1.x request line, ``PRI * HTTP/2.0``), then an HTTP/1.x request line.
 PARSERS: tuple[Parser, ...] = (
     Parser("tls", looks_like_tls, _tls),
+    Parser("h2", looks_like_h2_preface, _h2c),
     Parser("http", _looks_like_http1, _http1),
 )
+
+
+def parsers(keylog: Any = None) -> tuple[Parser, ...]:
+    """:data:`PARSERS`, with TLS decrypted when ``keylog`` (a :class:`~qoe.web.keylog.KeyLog`)
+    holds secrets: the ``"tls"`` entry then gives :class:`~qoe.web._decrypted.DecryptedTlsParser`
+    (timing as before, plus the transactions inside)."""
+    if keylog is None or not len(keylog):
+        return PARSERS
+
+    def tls(conn: ConnectionId, limits: HttpLimits) -> DecryptedTlsParser:
+        return DecryptedTlsParser(conn, keylog, limits)
+
+    return tuple(Parser("tls", looks_like_tls, tls) if p.name == "tls" else p for p in PARSERS)
 
 
 def sniff(prefix: bytes, parsers: Sequence[Parser] = PARSERS) -> str | None:

@@ -47,9 +47,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from qoe.errors import InputError, QoEWarning
+from qoe.errors import InputError, QoEError, QoEWarning
 
-__all__ = ["KeyLog", "read_keylog", "parse_keylog", "keylog_from_capture", "LABELS", "DSB_TLS_KEY_LOG"]
+__all__ = ["KeyLog", "read_keylog", "parse_keylog", "keylog_from_capture", "load_keylog", "LABELS", "DSB_TLS_KEY_LOG"]
 
 #: The labels kept (draft-ietf-tls-keylogfile-02 §3), with the secret length they may have
 #: (None: a hash length, 32 or 48 bytes).
@@ -221,4 +221,33 @@ def keylog_from_capture(secrets: Iterable[tuple[int, bytes]], *, source: str = "
     for stype, data in secrets:
         if stype == DSB_TLS_KEY_LOG:
             out = out.merged(parse_keylog(data, source=f"{source}:DSB"))
+    return out
+
+
+def load_keylog(capture: Any, keylog: Any = None) -> KeyLog | None:
+    """The secrets for a capture: the key log file(s) given, merged with the capture's own
+    Decryption Secrets Blocks (pcapng); None when there are none.
+
+    Parameters
+    ----------
+    capture : path or None
+        The capture (its DSBs are read with ``qoe.capture.probe``); None: files only.
+    keylog : path, sequence of paths, KeyLog, or None
+    """
+    out: KeyLog | None = None
+    if isinstance(keylog, KeyLog):
+        out = keylog
+    elif keylog is not None and not (isinstance(keylog, (list, tuple)) and not keylog):
+        out = read_keylog(keylog)
+    if capture is not None:
+        from qoe.capture import probe  # noqa: PLC0415 - only when a capture is given
+
+        try:
+            secrets = probe(capture).decryption_secrets
+        except (OSError, ValueError, QoEError):
+            secrets = []  # the capture's own errors are reported where it is read
+        if secrets:
+            dsb = keylog_from_capture(secrets, source=os.fspath(capture))
+            if dsb.lines:
+                out = dsb if out is None else out.merged(dsb)
     return out

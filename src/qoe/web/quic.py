@@ -62,6 +62,7 @@ from aioquic.tls import CipherSuite
 
 from qoe.capture import read_packets
 from qoe.report import as_dict
+from qoe.web._results import Transaction
 from qoe.web._sink import CLIENT, SERVER
 from qoe.web.decrypt import MAX_BURSTS, EncryptedBurst, _alpn, _extensions
 from qoe.web.keylog import KeyLog
@@ -572,12 +573,6 @@ class _Conn:
         )
 
 
-def _make_transaction(**fields: Any) -> Any:
-    from qoe.web.http import Transaction  # noqa: PLC0415
-
-    return Transaction(**fields)
-
-
 def iter_quic_connections(capture: Any, *, keylog: KeyLog | None = None) -> Iterator[QuicConnection]:
     """:func:`quic_connections` as a stream: each connection when it has been idle 30 s or the capture ended."""
     conns: dict[tuple[Any, ...], _Conn] = {}
@@ -593,7 +588,7 @@ def iter_quic_connections(capture: Any, *, keylog: KeyLog | None = None) -> Iter
         key = (a, b) if a <= b else (b, a)
         c = conns.get(key)
         if c is not None and p.ts_ns - c.last > _IDLE_NS:
-            yield conns.pop(key).result(_make_transaction)
+            yield conns.pop(key).result(Transaction)
             c = None
         if c is None:
             payload = bytes(p.payload)
@@ -605,7 +600,7 @@ def iter_quic_connections(capture: Any, *, keylog: KeyLog | None = None) -> Iter
             conns[key] = c
         c.datagram(CLIENT if (p.src, p.sport) == c.client else SERVER, p.ts_ns, bytes(p.payload))
     for c in sorted(conns.values(), key=lambda x: x.index):
-        yield c.result(_make_transaction)
+        yield c.result(Transaction)
 
 
 def quic_connections(capture: Any, *, keylog: KeyLog | None = None) -> list[QuicConnection]:
