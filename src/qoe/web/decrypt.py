@@ -569,6 +569,12 @@ class DecryptingTlsSink:
             else:
                 dropped += 1
         note = self._note
+        if not self._keys_found and self._suite is not None and c.records + s.records == 0:
+            if not self.timing.session().complete:
+                # Chromium logs a connection's secrets once its handshake is done; a connection
+                # it opened and abandoned (a preconnect, a backup) never gets there
+                note = ("handshake not completed (a connection the client opened and abandoned): no secrets "
+                        "for it in the key log, nothing to decrypt")
         if note is None and self._version is None:
             note = "no ServerHello: the handshake was not captured whole"
         if note is None and c.failed + s.failed:

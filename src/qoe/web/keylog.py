@@ -177,11 +177,12 @@ def read_keylog(path: KeyLogSource | Iterable[KeyLogSource]) -> KeyLog:
     Raises
     ------
     InputError
-        A file is missing or unreadable (its name is quoted), or holds no key line at all.
+        A file is missing or unreadable (its name is quoted), or holds text but no key line.
 
     Warns
     -----
     QoEWarning
+        A file is empty (browsers create it before their first TLS connection).
         Some lines were malformed and skipped.
     """
     if isinstance(path, (str, os.PathLike)):
@@ -197,7 +198,11 @@ def read_keylog(path: KeyLogSource | Iterable[KeyLogSource]) -> KeyLog:
         except OSError as e:
             raise InputError(f"{name}: cannot read the key log ({e.strerror or e})") from None
         log = parse_keylog(data, source=name)
-        if not log.lines:
+        if not data.strip():
+            # a browser creates the file before its first TLS connection: empty is not wrong
+            warnings.warn(f"{name}: the key log is empty (no TLS or QUIC connection wrote to it)", QoEWarning,
+                          stacklevel=2)
+        elif not log.lines:
             raise InputError(f"{name}: not an NSS key log (no CLIENT_RANDOM or *_TRAFFIC_SECRET line); "
                              "give the file SSLKEYLOGFILE named")
         if log.skipped_lines:
