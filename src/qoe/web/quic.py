@@ -65,7 +65,7 @@ from qoe.report import as_dict
 from qoe.web._results import Transaction
 from qoe.web._sink import CLIENT, SERVER
 from qoe.web.decrypt import MAX_BURSTS, EncryptedBurst, _alpn, _extensions
-from qoe.web.keylog import KeyLog
+from qoe.web.keylog import KeyLog, load_keylog
 
 __all__ = ["QuicConnection", "quic_connections", "iter_quic_connections", "looks_like_quic_initial", "QUIC_V1"]
 
@@ -573,8 +573,9 @@ class _Conn:
         )
 
 
-def iter_quic_connections(capture: Any, *, keylog: KeyLog | None = None) -> Iterator[QuicConnection]:
+def iter_quic_connections(capture: Any, *, keylog: Any = None) -> Iterator[QuicConnection]:
     """:func:`quic_connections` as a stream: each connection when it has been idle 30 s or the capture ended."""
+    keylog = load_keylog(capture if isinstance(capture, (str, os.PathLike)) else None, keylog)
     conns: dict[tuple[Any, ...], _Conn] = {}
     count = 0
     if isinstance(capture, (str, os.PathLike)) or hasattr(capture, "read"):
@@ -603,14 +604,15 @@ def iter_quic_connections(capture: Any, *, keylog: KeyLog | None = None) -> Iter
         yield c.result(Transaction)
 
 
-def quic_connections(capture: Any, *, keylog: KeyLog | None = None) -> list[QuicConnection]:
+def quic_connections(capture: Any, *, keylog: Any = None) -> list[QuicConnection]:
     """Every QUIC v1 connection of a capture, in order of first packet.
 
     Parameters
     ----------
     capture : path, binary file object, or iterable of qoe.capture.Packet
-    keylog : KeyLog, optional, keyword-only
-        Secrets (``qoe.web.keylog.read_keylog``); without, timing and bursts only.
+    keylog : path, sequence of paths or KeyLog, optional, keyword-only
+        NSS key log(s) (``qoe.web.keylog.read_keylog``); a pcapng capture's Decryption Secrets
+        Blocks are used as well. Without any, timing and bursts only.
 
     Returns
     -------
