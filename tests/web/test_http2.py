@@ -173,3 +173,62 @@ def test_cli_pages_har_and_score_take_the_key_log(tmp_path):
     assert report["inputs"]["keylog"] == [kl] and report["results"][0]["objects"] == 5
     res = run.invoke(cli, ["web", "pages", cap, "--keylog", str(TLS / "make_tls.sh")])
     assert res.exit_code == 2 and "not an NSS key log" in res.output
+
+
+def test_push_priority_reset_and_goaway_frames():
+    """Frames none of the captures carry (curl refuses pushes; Chromium no longer asks for them),
+    written with hyperframe and hpack's encoder (the other side of the libraries qoe decodes
+    with): RFC 9113 §6.3/RFC 7540 §5.3 priority (weight = field + 1), §6.6 PUSH_PROMISE, §6.4
+    RST_STREAM (CANCEL = 0x8, §7), §6.8 GOAWAY."""
+    from hpack import Encoder
+    from hyperframe.frame import (DataFrame, GoAwayFrame, HeadersFrame, PushPromiseFrame, RstStreamFrame,
+                                  SettingsFrame)
+
+    from qoe.web.http import parse
+    from qoe.web.tcp import CLIENT, SERVER, ConnectionId
+
+    ce, se = Encoder(), Encoder()
+
+    def headers(sid, enc, fields, end=False, **prio):
+        f = HeadersFrame(sid)
+        f.data = enc.encode(fields)
+        f.flags.add("END_HEADERS")
+        if end:
+            f.flags.add("END_STREAM")
+        if prio:
+            f.flags.add("PRIORITY")
+            f.depends_on, f.stream_weight, f.exclusive = prio["depends_on"], prio["weight"] - 1, prio["exclusive"]
+        return f.serialize()
+
+    def data(sid, body):
+        f = DataFrame(sid)
+        f.data = body
+        f.flags.add("END_STREAM")
+        return f.serialize()
+
+    req = [(":method", "GET"), (":scheme", "https"), (":authority", "example.org"), (":path", "/")]
+    client = (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + SettingsFrame(0).serialize()
+              + headers(1, ce, req, end=True, depends_on=0, weight=256, exclusive=True)
+              + headers(3, ce, [*req[:3], (":path", "/slow"), ("priority", "u=5")], end=True))
+    push = PushPromiseFrame(1)
+    push.promised_stream_id = 2
+    push.data = se.encode([*req[:3], (":path", "/pushed.css")])
+    push.flags.add("END_HEADERS")
+    rst = RstStreamFrame(3)
+    rst.error_code = 0x8
+    goaway = GoAwayFrame(0)
+    goaway.last_stream_id = 3
+    server = (SettingsFrame(0).serialize() + push.serialize()
+              + headers(1, se, [(":status", "200"), ("content-type", "text/html")]) + data(1, b"<html>")
+              + headers(2, se, [(":status", "200")]) + data(2, b"css") + rst.serialize() + goaway.serialize())
+    conn = ConnectionId(("192.0.2.1", 50000), ("198.51.100.2", 80), 0, 0, True)
+    res = parse(conn, [("data", CLIENT, 1_000, 0, client), ("data", SERVER, 2_000, 0, server),
+                       ("close", CLIENT, 3_000, 0, "fin"), ("close", SERVER, 3_000, 0, "fin")])
+    assert res.protocol == "h2" and res.http2.pushes == 1 and res.http2.resets == 1
+    assert res.http2.goaways == (("server", 3, "NO_ERROR", 2_000),)
+    by_stream = {t.stream_id: t for t in res.transactions}
+    main, slow, pushed = by_stream[1], by_stream[3], by_stream[2]
+    assert (main.status, main.response_body_bytes, main.complete) == (200, 6, True)
+    assert main.priority == "weight=256 depends_on=0 exclusive=True"
+    assert slow.priority == "u=5" and slow.reset == "RST_STREAM CANCEL" and not slow.complete
+    assert pushed.pushed and pushed.target == "/pushed.css" and pushed.status == 200 and pushed.complete
