@@ -380,7 +380,7 @@ def _iter_web(capture: str, *, options: Any, strict: bool) -> _Part:
         found += 1
         yield page
     if not found and strict:
-        raise StreamNotFoundError(f"{capture}: no page load found (no HTTP transaction or TLS connection over TCP)")
+        raise StreamNotFoundError(f"{capture}: no page load found (no HTTP transaction, no TLS connection over TCP, no QUIC connection)")
     return Report(kind="web", source=capture, results=(), inputs={"capture": capture, **options.to_dict()}), found
 
 

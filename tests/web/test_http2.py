@@ -115,8 +115,13 @@ def test_clear_text_preface_is_recognised():
 
 def test_without_the_key_log_tls_is_timing_only():
     results = connection_results(TLS / "tls13-h2-aes128.pcapng")
-    assert [r.transactions for r in results] == [()] and results[0].decryption is None
-    assert results[0].tls.handshake_ns > 0
+    assert [r.transactions for r in results] == [()]
+    (r,) = results
+    assert r.tls.handshake_ns > 0
+    d = r.decryption  # without keys: the encrypted bursts, and why nothing more
+    assert not d.keys_found and not d.decrypted and "no key log" in d.note and "not visible" in d.note
+    assert d.bursts and sum(b.bytes for b in d.bursts) == r.tls.client_records.application_data_bytes + \
+        r.tls.server_records.application_data_bytes
 
 
 @needs_tshark

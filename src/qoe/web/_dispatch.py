@@ -38,10 +38,11 @@ from typing import Any, Protocol
 
 from qoe.errors import InputError
 from qoe.web._decrypted import DecryptedTlsParser, H2cParser, looks_like_h2_preface
+from qoe.web.keylog import KeyLog
 from qoe.web._http1 import DEFAULT_MAX_HEAD_BYTES, DEFAULT_MAX_HELD_BYTES, HttpLimits, HttpSink
 from qoe.web._results import ConnectionResult, Transaction
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
-from qoe.web.tls import TlsSession, TlsSink, looks_like_tls
+from qoe.web.tls import TlsSession, looks_like_tls
 
 __all__ = [
     "ConnectionParser", "Parser", "PARSERS", "parsers", "sniff", "UnknownSink", "ProtocolSink", "connection_sink", "Collector",
@@ -118,28 +119,15 @@ def _http1(conn: ConnectionId, limits: HttpLimits) -> HttpSink:
 
 
 # ---------------------------------------------------------------------------------------
-# TLS (record timing, no decryption)
+# TLS: record timing and bursts; decrypted with a key log (parsers(keylog))
 
 
-class _TlsParser(TlsSink):
-    """:class:`~qoe.web.tls.TlsSink` giving its session as a connection result."""
-
-    def result(self) -> ConnectionResult:
-        s = self.session()
-        return ConnectionResult(
-            connection=self.conn,
-            protocol="tls",
-            tls=s,
-            client_bytes=s.client_bytes,
-            server_bytes=s.server_bytes,
-            client_missing_bytes=s.client_missing_bytes,
-            server_missing_bytes=s.server_missing_bytes,
-            error=s.error,
-        )
+def _tls(conn: ConnectionId, limits: HttpLimits) -> DecryptedTlsParser:
+    # without a key log: the timing of TlsSink plus the encrypted bursts (qoe.web.decrypt)
+    return DecryptedTlsParser(conn, _NO_KEYS, limits)
 
 
-def _tls(conn: ConnectionId, limits: HttpLimits) -> _TlsParser:
-    return _TlsParser(conn)
+_NO_KEYS = KeyLog()
 
 
 def _h2c(conn: ConnectionId, limits: HttpLimits) -> H2cParser:
@@ -158,8 +146,8 @@ PARSERS: tuple[Parser, ...] = (
 
 def parsers(keylog: Any = None) -> tuple[Parser, ...]:
     """:data:`PARSERS`, with TLS decrypted when ``keylog`` (a :class:`~qoe.web.keylog.KeyLog`)
-    holds secrets: the ``"tls"`` entry then gives :class:`~qoe.web._decrypted.DecryptedTlsParser`
-    (timing as before, plus the transactions inside)."""
+    holds secrets: the ``"tls"`` entry's :class:`~qoe.web._decrypted.DecryptedTlsParser` then
+    has them (timing and bursts as without, plus the transactions inside)."""
     if keylog is None or not len(keylog):
         return PARSERS
 

@@ -432,6 +432,10 @@ class DecryptingTlsSink:
             return
         log = self._keylog
         suite = suite_for(version, code)
+        if not len(log):
+            self._suite = suite
+            self._note = "no key log: the objects are not visible (handshake timing and encrypted bursts only)"
+            return
         if version < 0x0303:
             self._note = f"TLS version 0x{version:04x} is not decrypted (TLS 1.2 and 1.3 are)"
             return
@@ -569,7 +573,7 @@ class DecryptingTlsSink:
             else:
                 dropped += 1
         note = self._note
-        if not self._keys_found and self._suite is not None and c.records + s.records == 0:
+        if not self._keys_found and self._suite is not None and c.records + s.records == 0 and len(self._keylog):
             if not self.timing.session().complete:
                 # Chromium logs a connection's secrets once its handshake is done; a connection
                 # it opened and abandoned (a preconnect, a backup) never gets there
