@@ -17,7 +17,7 @@ core. This script makes everything it needs in a temporary directory (nothing is
 3. for each capture, in a fresh Python process pinned to one core (``taskset -c 0``; OpenCV
    ``cv2.setNumThreads(1)``, ``OMP/OPENBLAS/MKL_NUM_THREADS=1``; FFmpeg's decoders, left at
    their automatic thread count, see one CPU), the time of
-   ``qoe.video.score_capture(capture, reference, sdp=...)``: wall and CPU seconds, and the
+   ``qoe.video.score_capture(capture, reference, options=VideoOptions(sdp=...))``: wall and CPU seconds, and the
    time to import the library (a ``qoe score`` command pays it too); then the same call
    again under ``cProfile``, whose cumulative times per function give the breakdown:
 
@@ -192,7 +192,7 @@ def worker(cap: str, ref: str, sdp: str | None, out: str, mode: str) -> None:
         cv2.setNumThreads(1)
     import av  # noqa: F401
 
-    from qoe.video import score_capture
+    from qoe.video import VideoOptions, score_capture
 
     t_import = time.perf_counter() - t0
     import cProfile
@@ -202,13 +202,13 @@ def worker(cap: str, ref: str, sdp: str | None, out: str, mode: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # decoder complaints about the lost packets
         w, c = time.perf_counter(), time.process_time()
-        (score,) = score_capture(cap, ref, sdp=sdp)
+        (score,) = score_capture(cap, ref, options=VideoOptions(sdp=sdp))
         wall, cpu = time.perf_counter() - w, time.process_time() - c
         prof = cProfile.Profile()
         w = time.perf_counter()
         if mode == "one":
             prof.enable()
-            score_capture(cap, ref, sdp=sdp)
+            score_capture(cap, ref, options=VideoOptions(sdp=sdp))
             prof.disable()
         prof_wall = time.perf_counter() - w
     stats = pstats.Stats(prof).stats if mode == "one" else {}  # {(file, line, func): (cc, nc, tt, ct, callers)}

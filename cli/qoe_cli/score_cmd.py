@@ -53,8 +53,9 @@ from qoe_cli._output import emit_chunks, format_option, iter_table, output_optio
               help="Video: SSIM definition (wang = Wang et al. 2004 / scikit-image; ssim.m; ffmpeg 8x8 blocks).")
 @click.option("--psnr-table", type=click.Choice(list(PSNR_TABLES)), default="zinner2010", show_default=True,
               help="Video: PSNR -> MOS table (Zinner et al. 2010, the seed paper's; or EvalVid's).")
-@click.option("--idle-gap", type=click.FloatRange(min=0, min_open=True), default=2.0, show_default=True,
-              help="Web: quiet time (s) that ends a page load.")
+@click.option("--idle-gap-s", "--idle-gap", "idle_gap", type=click.FloatRange(min=0, min_open=True), default=2.0,
+              show_default=True, help="Web: quiet time (s) that ends a page load (WebOptions.idle_gap_s; "
+              "--idle-gap is its old spelling).")
 @click.option("--web-preset", type=click.Choice(["access", "backbone"]), default="access", show_default=True,
               help="Web: G.1030 bounds of the seed paper §9.1 (access: 0.56 s → 5; backbone: 0.85 s → 5; 6 s → 1).")
 @click.option("--keylog", multiple=True, type=click.Path(exists=True, dir_okay=False),
@@ -84,7 +85,8 @@ def score(capture, refs, sender_capture, network_delay_ms, user, jitter_buffer, 
     JSON output holds the whole report."""
     call = CallOptions(jitter_buffer=jitter_buffer, conceal=conceal, delay_basis=delay_basis, window_s=window_s,
                        codec=codec, user=user, network_delay_ms=network_delay_ms, clocks=clocks, srtp_keys=srtp_keys)
-    video = VideoOptions(sdp=sdp, jitter_buffer=video_jitter_buffer, variant=ssim_variant, psnr_table=psnr_table)
+    video = VideoOptions(sdp=sdp, jitter_buffer=video_jitter_buffer, variant=ssim_variant, psnr_table=psnr_table,
+                         srtp_keys=srtp_keys)
     options = {"voice": call, "video": video, "web": WebOptions(idle_gap_s=idle_gap, preset=web_preset,
                                                                         keylog=tuple(keylog) or None)}
     inputs = [capture, sender_capture, sdp, *refs, *keylog]

@@ -33,13 +33,14 @@ _KEYLOG_HELP = ("NSS key log (SSLKEYLOGFILE of the browser, curl...) to decrypt 
                 "repeat for several. A pcapng capture's own Decryption Secrets Blocks are used as well.")
 
 
-def _load_pages(source, idle_gap, preset, t_min, t_max, keylog=()):
+def _load_pages(source, idle_gap, preset, t_min, t_max, base_rtt_s=None, keylog=()):
     from qoe.web.har import read_har
     from qoe.web.pages import WebOptions, page_loads, pages_from_har
 
     if (t_min is None) != (t_max is None):
         raise click.UsageError("--t-min and --t-max go together")
-    options = WebOptions(idle_gap_s=idle_gap, preset=preset, t_min=t_min, t_max=t_max, keylog=tuple(keylog) or None)
+    options = WebOptions(idle_gap_s=idle_gap, preset=preset, t_min=t_min, t_max=t_max, base_rtt_s=base_rtt_s,
+                         keylog=tuple(keylog) or None)
     if source.lower().endswith(".har"):
         return pages_from_har(read_har(source), options=options)
     return page_loads(source, options=options)
@@ -54,17 +55,19 @@ def _load_pages(source, idle_gap, preset, t_min, t_max, keylog=()):
 @click.option("--idle-gap-s", "--idle-gap", "idle_gap", type=click.FloatRange(min=0, min_open=True), default=2.0,
               show_default=True, help="Quiet time (s) that ends a page load (WebOptions.idle_gap_s; --idle-gap: "
               "the old spelling).")
+@click.option("--base-rtt-s", type=click.FloatRange(min=0), default=None,
+              help="The path's RTT without queueing (s), the diagnosis' baseline (default: the page's lowest RTT).")
 @click.option("--objects", is_flag=True, help="One row per object (transaction) instead of one per page.")
 @click.option("--keylog", multiple=True, type=click.Path(exists=True, dir_okay=False), help=_KEYLOG_HELP)
 @format_option
 @output_option
-def pages_cmd(source, preset, t_min, t_max, idle_gap, objects, keylog, fmt, output):
+def pages_cmd(source, preset, t_min, t_max, idle_gap, base_rtt_s, objects, keylog, fmt, output):
     """Page loads in SOURCE (a pcap/pcapng capture, or a .har file): PLT, round trips, RTT,
     retransmissions, the seed paper's diagnosis (RTT- or loss-dominated) and the G.1030 MOS.
 
     PLT is "fully loaded": the page's first DNS query, SYN or request to the last byte of its
     last object (a capture cannot see the browser's onLoad; a HAR's onLoad is used when it has one)."""
-    found = _load_pages(source, idle_gap, preset, t_min, t_max, keylog)
+    found = _load_pages(source, idle_gap, preset, t_min, t_max, base_rtt_s, keylog)
     if fmt == "json":
         emit(to_json([p.to_dict() for p in found]) + "\n", output, inputs=[source, *keylog])
         return

@@ -45,7 +45,7 @@ def _emodel_sweep() -> Section:
     d = np.asarray(DEMO_DELAYS_MS, dtype=float)[:, None]
     loss = np.asarray(DEMO_LOSS_PCT)
     # the sweep goes past G.107 Table 3's 500 ms on purpose (bufferbloat): said in the section's note
-    res = emodel.r_factor(one_way_ms=d, ppl=loss, codec="G.711-plc", out_of_range="ignore")
+    res = emodel.r_factor(mouth_to_ear_ms=d, ppl=loss, codec="G.711-plc", out_of_range="ignore")
     simple = emodel.simplified_r(d, loss / 100.0, codec="G.711")
     rows = []
     for i, delay in enumerate(DEMO_DELAYS_MS):

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qoe.video import VideoScore, find_video, receive_rtp, receive_ts, score_capture
+from qoe.video import VideoOptions, VideoScore, find_video, receive_rtp, receive_ts, score_capture
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "video"
 CAPS = DATA / "captures"
@@ -62,7 +62,7 @@ def scored():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # decoder messages on the damaged streams
         for name in SCENARIOS:
-            (res,) = score_capture(CAPS / f"{name}_client.pcap", REF, sdp=_sdp(name))
+            (res,) = score_capture(CAPS / f"{name}_client.pcap", REF, options=VideoOptions(sdp=_sdp(name)))
             out[name] = res
     return out
 

@@ -175,5 +175,14 @@ def test_summary_statistics(rng):
     to_json(s.to_dict())
 
 
-def test_plane_weights_doc():
-    assert metrics.plane_weights([(2, 2), (1, 1), (1, 1)]).tolist() == [4 / 6, 1 / 6, 1 / 6]
+def test_yuv_mse_weights_planes_by_pixel_count():
+    # FFmpeg psnr_avg: (4·MSE_Y + MSE_U + MSE_V) / 6 for 4:2:0; Y identical, U off by sqrt(6) everywhere
+    y = np.zeros((2, 2), np.float64)
+    u_ref, u_dist = np.zeros((1, 1)), np.full((1, 1), math.sqrt(6))
+    s = psnr((y, u_ref, u_ref), (y, u_dist, u_ref), data_range=255, planes="yuv")
+    assert s.mse.tolist() == pytest.approx([1.0])
+
+
+def test_moved_plumbing_warns():
+    with pytest.warns(DeprecationWarning, match="private"):
+        assert callable(metrics.SsimEngine)

@@ -501,3 +501,27 @@ def test_repeated_and_mixed_case_fields_take_the_first_value_and_keep_the_names_
     assert (tx.content_type, tx.content_length, tx.response_body_bytes, tx.complete) == ("text/html", 2, 2, True)
     assert tx.request_headers[1:3] == (("Referer", "http://r1/"), ("REFERER", "http://r2/"))
     assert tx.response_headers[-1] == ("CONTENT-LENGTH", "2")
+
+
+def test_whole_heads_and_heads_split_byte_by_byte_give_the_same_transactions():
+    # a whole head in one delivery is read by httptools, one split into single bytes by h11:
+    # the records must not depend on which (RFC 9112 §6.3: HEAD, 204 and 304 without a body)
+    client = (b"HEAD /x HTTP/1.1\r\nHost: h\r\n\r\nGET /a HTTP/1.1\r\nHost: h\r\nUser-Agent:  ua \r\n\r\n"
+              b"GET /b HTTP/1.1\r\nHost: h\r\n\r\nGET /c HTTP/1.1\r\nHost: h\r\n\r\n")
+    server = (b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n"
+              b"HTTP/1.1 204 No Content\r\nContent-Length: 7\r\n\r\n"
+              b"HTTP/1.1 304 Not Modified\r\nETag: \"x\"\r\n\r\n"
+              b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello")
+    whole = HttpSink(CONN)
+    feed(whole, client, server)
+    split = HttpSink(CONN)
+    for d, data in ((CLIENT, client), (SERVER, server)):
+        for i in range(len(data)):
+            split.data(d, 10 + 10 * d, i, data[i:i + 1])
+    split.close(CLIENT, 30, "fin")
+    split.close(SERVER, 30, "fin")
+    a, b = whole.result().transactions, split.result().transactions
+    assert a == b
+    assert [(t.method, t.status, t.response_body_bytes, t.complete) for t in a] == [
+        ("HEAD", 200, 0, True), ("GET", 204, 0, True), ("GET", 304, 0, True), ("GET", 200, 5, True)]
+    assert a[1].user_agent == "ua" and a[3].content_type == "text/plain"

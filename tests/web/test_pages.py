@@ -116,3 +116,19 @@ def test_cli_pages_table_json_and_objects():
     assert len(res.output.splitlines()) == 5
     res = run(cli, ["web", "pages", str(SAMPLES / "mitmproxy.har")])
     assert res.exit_code == 0 and "index.html" in res.output
+
+
+def test_har_of_an_https_capture_keeps_each_page_s_plt(tmp_path):
+    """An HTTPS page has no entries (its objects are encrypted): its _plt is still written, and
+    read back as the page's PLT (issue 22: `qoe web har` on HTTPS dropped it)."""
+    jsonschema = pytest.importorskip("jsonschema")
+    cap = SAMPLES / "tls13.pcap"
+    out = tmp_path / "s.har"
+    res = CliRunner().invoke(cli, ["web", "har", str(cap), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    har = json.loads(out.read_text(encoding="utf-8"))
+    jsonschema.validate(har, json.loads((Path(__file__).parent / "har12.schema.json").read_text()))
+    (page,) = page_loads(cap)
+    assert har["log"]["entries"] == [] and har["log"]["pages"][0]["_plt"] == pytest.approx(page.plt_s * 1e3)
+    (again,) = pages_from_har(read_har(out))
+    assert again.plt_s == pytest.approx(page.plt_s, abs=1e-6) and any("_plt" in n for n in again.notes)

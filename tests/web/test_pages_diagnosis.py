@@ -17,7 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from qoe.web import WebOptions, page_loads
+from qoe.web import WebOptions, build_pages, page_loads
+from qoe.web.http import connection_results
+from qoe.web.pages import dns_queries
+from qoe.web.tcp import connections
 
 ROOT = Path(__file__).resolve().parents[2]
 CAPTURES = sorted(glob.glob(str(ROOT / "data" / "web" / "**" / "*.pcap"), recursive=True))
@@ -111,3 +114,53 @@ def test_an_https_page_names_its_tls_version_and_the_alpn_offered():
     (p,) = pages(path)
     assert p.protocol == f"TLS 1.3 (ALPN offered: {offered})"
     assert any("ALPN) is encrypted" in n for n in p.notes)
+
+
+def _with_late_handshake(src: Path, dst: Path, *, conn_port: int, delay_s: float) -> None:
+    """``src`` with the connection from client port ``conn_port`` answered ``delay_s`` late: its
+    SYN is sent at its original time and again 1 s later (both lost in a full buffer, RFC 6298
+    §5.5 doubling), then the original SYN and everything after it ``delay_s`` later."""
+    import dpkt
+
+    with open(src, "rb") as f:
+        r = dpkt.pcap.Reader(f)
+        link, snap, packets = r.datalink(), r.snaplen, list(r)
+    out, shift, syn = [], 0.0, None
+    for ts, buf in packets:
+        ip = dpkt.ethernet.Ethernet(buf).data if link == dpkt.pcap.DLT_EN10MB else None
+        tcp = ip.data if isinstance(ip, dpkt.ip.IP) and isinstance(ip.data, dpkt.tcp.TCP) else None
+        if syn is None and tcp is not None and tcp.sport == conn_port and tcp.flags & dpkt.tcp.TH_SYN:
+            syn = ts
+            out += [(ts, buf), (ts + 1.0, buf)]  # the two lost attempts
+            shift = delay_s
+        out.append((ts + shift, buf))
+    assert syn is not None, f"no SYN from port {conn_port} in {src}"
+    with open(dst, "wb") as f:
+        w = dpkt.pcap.Writer(f, snaplen=snap, linktype=link)
+        for ts, buf in sorted(out, key=lambda p: p[0]):
+            w.writepkt(buf, ts=ts)
+
+
+@needs_tshark
+def test_retransmitted_syns_of_the_next_connection_keep_one_page(tmp_path):
+    # a page of four HTTP/1.0 objects (one connection each); the third connection's handshake
+    # waits 3 s (SYNs lost): its request starts more than idle_gap_s (2 s) after the second
+    # object's last byte, yet the handshake was under way: one page, not two
+    src = ROOT / "data/web/captures/http10-idle-b64-wget_client.pcap"
+    path = tmp_path / "late_syn.pcap"
+    _with_late_handshake(src, path, conn_port=41928, delay_s=3.0)
+    out = subprocess.run(["tshark", "-r", str(path), "-Y", "tcp.flags.syn==1 && tcp.flags.ack==0 && "
+                          "tcp.analysis.retransmission", "-T", "fields", "-e", "tcp.srcport"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["41928", "41928"]  # tshark: two SYN retransmissions on that connection
+    (before,) = pages(src)
+    found = pages(path)
+    assert len(found) == 1, [(p.url, p.plt_s) for p in found]
+    (p,) = found
+    assert p.objects == before.objects == 4 and p.plt_s == pytest.approx(before.plt_s + 3.0, abs=1e-3)
+    assert p.retransmissions == before.retransmissions + 2
+    # the batch path (build_pages on the same parts) groups it the same way
+    results = connection_results(path)
+    batch = build_pages([t for r in results for t in r.transactions], connections=connections(path),
+                        tls=[r.tls for r in results if r.tls is not None], dns=dns_queries(path))
+    assert [(b.objects, b.plt_s) for b in batch] == [(p.objects, p.plt_s)]

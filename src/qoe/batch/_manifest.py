@@ -6,9 +6,10 @@ thing to score. Its columns are
 * the inputs of :func:`qoe.score`: ``capture`` (required), ``reference``,
   ``sender_capture``, ``kind`` and ``ssrc``;
 * options: a column named after a field of :class:`qoe.voice.CallOptions`,
-  :class:`qoe.video.VideoOptions` or :class:`qoe.web.WebOptions` (given to
-  :func:`qoe.score` as a keyword; a name two kinds share, ``jitter_buffer``, is an
-  error naming the two spellings), or ``<kind>.<field>`` for one kind's option (``video.jitter_buffer``);
+  :class:`qoe.video.VideoOptions`, :class:`qoe.web.WebOptions` or
+  :class:`qoe.video.has.StreamingOptions` (given to :func:`qoe.score` as a keyword; a
+  name two kinds share, ``jitter_buffer``, is an error naming the two spellings), or
+  ``<kind>.<field>`` for one kind's option (``video.jitter_buffer``);
 * labels: any other column (buffer, workload, direction, run, ...), carried through to
   the results untouched.
 
@@ -67,7 +68,10 @@ def _option_names() -> dict[str, tuple[str, ...]]:
     from qoe.voice import CallOptions  # noqa: PLC0415
     from qoe.web import WebOptions  # noqa: PLC0415
 
-    return {"voice": CallOptions.names(), "video": VideoOptions.names(), "web": WebOptions.names()}
+    from qoe.video.has import StreamingOptions  # noqa: PLC0415
+
+    return {"voice": CallOptions.names(), "video": VideoOptions.names(), "web": WebOptions.names(),
+            "streaming": StreamingOptions.names()}
 
 
 @dataclass(frozen=True)
@@ -239,7 +243,9 @@ def option_objects(options: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     from qoe.voice import CallOptions  # noqa: PLC0415
     from qoe.web import WebOptions  # noqa: PLC0415
 
-    classes = {"voice": CallOptions, "video": VideoOptions, "web": WebOptions}
+    from qoe.video.has import StreamingOptions  # noqa: PLC0415
+
+    classes = {"voice": CallOptions, "video": VideoOptions, "web": WebOptions, "streaming": StreamingOptions}
     return {kind: classes[kind]().replace(**parse_fields(classes[kind], values)) for kind, values in options.items()}
 
 

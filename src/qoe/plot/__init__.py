@@ -8,6 +8,7 @@ itself in a notebook and is saved with :func:`save`).
   category, as the paper's Figures 7–11.
 * :func:`call_series` — delay, loss and MOS per window of a call direction.
 * :func:`video_frames` — PSNR and SSIM per frame of a video stream, freezes shaded.
+* :func:`streaming_series` — bitrate, buffer and stalls of a streaming session.
 * :func:`figures` — every figure a :class:`qoe.Report` has: one per call direction
   and per scored video stream.
 """
@@ -18,7 +19,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from qoe.plot.heatmap import CATEGORY_COLOURS, Cells, cell_table, heatmap, read_results
-from qoe.plot.series import call_series, frozen_mask, video_frames
+from qoe.plot.series import call_series, frozen_mask, streaming_series, video_frames
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -32,6 +33,7 @@ __all__ = [
     "call_series",
     "video_frames",
     "frozen_mask",
+    "streaming_series",
     "figures",
     "save",
 ]
@@ -50,8 +52,8 @@ def figures(report: Any) -> list[tuple[str, Figure]]:
     list of (str, Figure)
         One :func:`call_series` per voice direction with network-side scores and one
         :func:`video_frames` per video stream scored against a reference, in report
-        order. Items with nothing over time to draw (web pages, streams without a
-        reference) have none.
+        order, and one :func:`streaming_series` per streaming session. Items with nothing
+        over time to draw (web pages, streams without a reference) have none.
     """
     out = []
     for item in report.results:
@@ -60,6 +62,8 @@ def figures(report: Any) -> list[tuple[str, Figure]]:
             out.append((f"voice-{item.stream}", call_series(item)))
         elif kind == "video" and getattr(item, "comparison", None) is not None:
             out.append((f"video-{item.label}", video_frames(item)))
+        elif kind == "streaming" and item.tables()["seconds"]:
+            out.append((f"streaming-{item.index}", streaming_series(item)))
     return out
 
 

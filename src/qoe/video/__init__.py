@@ -5,7 +5,9 @@
 * :mod:`qoe.video.io` — :func:`read_frames`: decoded Y, U, V planes with their true PTS (PyAV).
 * :mod:`qoe.video.align` — which distorted frame was on screen at each reference time.
 * :mod:`qoe.video.comparison` — :func:`compare` two files frame by frame.
-* :mod:`qoe.video.depacketize` — H.264 access units from RTP (RFC 6184), MPEG-TS checks.
+* :mod:`qoe.video.depacketize` — H.264 access units from RTP (RFC 6184), MPEG-TS checks (H.265,
+  VP8, VP9 and AV1 depacketisers are private modules the receiver uses).
+* :mod:`qoe.video.headers` — frames, frame rate, key frames, W3C freezes from RTP headers alone.
 * :mod:`qoe.video.flows` — the video streams of a capture (RTP video, MPEG-TS in UDP).
 * :mod:`qoe.video.receiver` — the receiver model: jitter-buffer deadlines, PyAV decoding.
 * :mod:`qoe.video.stream` — :func:`score_capture`: stream facts and per-frame scores.
@@ -15,7 +17,8 @@ from __future__ import annotations
 
 from qoe.video.align import Offset, find_offset, pair_frames, shown_index
 from qoe.video.comparison import VideoComparison, compare, compare_frames
-from qoe.video.flows import VideoSource, find_video
+from qoe.video.flows import VideoSource, find_video, rtx_partner
+from qoe.video.headers import FrameFacts, HeaderFacts, header_facts, stream_header_facts
 from qoe.video.receiver import DecodedFrame, ReceivedVideo, receive_rtp, receive_ts
 from qoe.video.stream import (
     MAX_FRAMES,
@@ -54,6 +57,11 @@ __all__ = [
     "find_offset",
     "VideoSource",
     "find_video",
+    "rtx_partner",
+    "FrameFacts",
+    "HeaderFacts",
+    "header_facts",
+    "stream_header_facts",
     "DecodedFrame",
     "ReceivedVideo",
     "receive_rtp",

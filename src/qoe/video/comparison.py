@@ -28,16 +28,9 @@ from numpy.typing import NDArray
 from qoe.errors import InputError, QoEWarning
 from qoe.video.align import DEFAULT_TOLERANCE_S, Pairing, pair_frames
 from qoe.video.io import Frame, read_frames
-from qoe.video.metrics import (
-    SSIM_VARIANTS,
-    FrameScores,
-    Planes,
-    SsimEngine,
-    SsimVariant,
-    _check_choice,
-    _psnr_frame,
-    make_scores,
-)
+from qoe.video._psnr import psnr_frame, psnr_scores
+from qoe.video._scores import FrameScores, Planes, SsimVariant, check_choice
+from qoe.video._ssim import SSIM_VARIANTS, SsimEngine, ssim_scores
 from qoe.video.mos import PSNR_TABLES, SSIM_TABLES, psnr_to_mos, ssim_to_mos
 
 __all__ = ["VideoComparison", "compare", "compare_frames"]
@@ -278,10 +271,10 @@ def compare_frames(
     ``ref_name`` and ``dist_name`` name the two in results and messages; the other
     parameters are :func:`compare`'s.
     """
-    _check_choice(variant, SSIM_VARIANTS, "variant")
-    _check_choice(planes, ("y", "yuv"), "planes")
-    _check_choice(psnr_table, tuple(PSNR_TABLES), "psnr_table")
-    _check_choice(ssim_table, tuple(SSIM_TABLES), "ssim_table")
+    check_choice(variant, SSIM_VARIANTS, "variant")
+    check_choice(planes, ("y", "yuv"), "planes")
+    check_choice(psnr_table, tuple(PSNR_TABLES), "psnr_table")
+    check_choice(ssim_table, tuple(SSIM_TABLES), "ssim_table")
     how, pairs = pair_frames(iter(ref_frames), iter(dist_frames), by=pairing, tolerance_s=tolerance_s)
 
     ref_pts: list[float] = []
@@ -324,7 +317,7 @@ def compare_frames(
             dist_pts.append(math.nan if d.pts_s is None else d.pts_s)
             rp = (r.y, r.u, r.v)[:n_planes]
             dp = (d.y, d.u, d.v)[:n_planes]
-            p, m, pp = _psnr_frame(rp, dp, DATA_RANGE_8BIT)
+            p, m, pp = psnr_frame(rp, dp, DATA_RANGE_8BIT)
             psnr_v.append(p)
             mse_v.append(m)
             psnr_planes.append(pp)
@@ -355,10 +348,8 @@ def compare_frames(
         warnings.warn(f"{dist_name}: {unpaired} of {len(dist_idx)} reference frame(s) have no distorted frame "
                       "to compare with; they are left out", QoEWarning, stacklevel=2)
 
-    psnr_scores = make_scores("psnr", psnr_v, np.array(psnr_planes).T, mse_v, planes=planes, variant="psnr",
-                              data_range=DATA_RANGE_8BIT)
-    ssim_scores = make_scores("ssim", ssim_v, np.array(ssim_planes).T, None, planes=planes, variant=variant,
-                              data_range=DATA_RANGE_8BIT)
+    psnr_s = psnr_scores(psnr_v, np.array(psnr_planes).T, mse_v, planes=planes, data_range=DATA_RANGE_8BIT)
+    ssim_s = ssim_scores(ssim_v, np.array(ssim_planes).T, planes=planes, variant=variant, data_range=DATA_RANGE_8BIT)
     assert shape is not None
     return VideoComparison(
         reference=ref_name,
@@ -369,10 +360,10 @@ def compare_frames(
         ref_pts_s=np.array(ref_pts, dtype=np.float64),
         dist_index=np.array(dist_idx, dtype=np.int64),
         dist_pts_s=np.array(dist_pts, dtype=np.float64),
-        psnr=psnr_scores,
-        ssim=ssim_scores,
-        mos_psnr=psnr_to_mos(psnr_scores.values, table=psnr_table),
-        mos_ssim=ssim_to_mos(ssim_scores.values, table=ssim_table),
+        psnr=psnr_s,
+        ssim=ssim_s,
+        mos_psnr=psnr_to_mos(psnr_s.values, table=psnr_table),
+        mos_ssim=ssim_to_mos(ssim_s.values, table=ssim_table),
         psnr_table=psnr_table,
         ssim_table=ssim_table,
         notes=tuple(notes),

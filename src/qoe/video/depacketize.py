@@ -87,7 +87,9 @@ class AccessUnit:
         NAL units left out: FU-A fragments with a gap, or payload structures this reader
         does not take (the interleaved mode's STAP-B, MTAP and FU-B).
     nal_types : tuple of int
-        Types of the NAL units in ``data``, in order.
+        Types of the NAL units in ``data``, in order (H.264, H.265; empty for VP8, VP9, AV1).
+    key : bool or None
+        VP8, VP9, H.265, AV1: the payload says it is a key frame (None for H.264: see ``idr``).
     """
 
     timestamp: int
@@ -98,11 +100,12 @@ class AccessUnit:
     packets: int
     dropped_nals: int
     nal_types: tuple[int, ...]
+    key: bool | None = None
 
     @property
     def idr(self) -> bool:
-        """An IDR picture (H.264 nal_unit_type 5) is in it."""
-        return _IDR in self.nal_types
+        """A key picture: an IDR (H.264 nal_unit_type 5), or ``key`` for the other codecs."""
+        return _IDR in self.nal_types if self.key is None else self.key
 
 
 def sprop_parameter_sets(value: str | None) -> list[bytes]:

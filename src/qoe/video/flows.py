@@ -30,11 +30,12 @@ from typing import IO, overload
 
 import numpy as np
 
+from qoe.capture import read_udp_batches
 from qoe.errors import InputError
 from qoe.rtp import ACTIVE_AT_END_INTERVALS, RtpScan, RtpStream, SdpMedia, parse_sdp, scan_capture
 from qoe.video.depacketize import looks_like_h264
 
-__all__ = ["VideoSource", "find_video", "load_sdp"]
+__all__ = ["VideoSource", "find_video", "load_sdp", "rtx_partner"]
 
 _TS = 188
 _SYNC = 0x47
@@ -61,6 +62,8 @@ class VideoSource:
         Plain UDP: their capture times.
     notes : tuple of str
         How the stream was recognised, when no signalling said so.
+    rtx : RtpStream or None
+        Its RTX stream (RFC 4588), when one is found (:func:`rtx_partner`).
     """
 
     name: str
@@ -69,6 +72,47 @@ class VideoSource:
     payloads: Sequence[bytes] = ()
     arrival_ns: np.ndarray | None = None
     notes: tuple[str, ...] = ()
+    rtx: RtpStream | None = None
+
+
+#: An RTX stream is taken for a media stream's when at least this share of its packets that
+#: carry a payload have a timestamp of the media stream (RFC 4588 §4: a retransmission keeps
+#: the original's timestamp) and it shares the media stream's addresses and ports (BUNDLE).
+#: Low, because libwebrtc sends bandwidth probes on the RTX SSRC with other timestamps
+#: (padding-only, but a capture cut at a snap length keeps their padding): 17-96 % of the RTX
+#: packets of the calls in data/video/webrtc repeat a media packet; other streams on the
+#: 5-tuple (audio, the other direction's reports) share none.
+_RTX_SHARE = 0.1
+
+
+def rtx_partner(stream: RtpStream, streams: Sequence[RtpStream]) -> RtpStream | None:
+    """The RTX stream (RFC 4588 §4, SSRC multiplexing) of ``stream`` among ``streams``, or None.
+
+    Without an SDP's ``a=ssrc-group:FID``: another SSRC on the same addresses and ports, of
+    another payload type (simulcast layers share timestamps too, under the media's payload
+    type), whose packets with a payload carry the media stream's RTP timestamps (at
+    least 10 % of them: a retransmission keeps the original's timestamp; bandwidth probes do
+    not); the one with most such packets."""
+    if stream.packets is None or not len(stream.packets):
+        return None
+    k = stream.key
+    media_ts = stream.packets.timestamp
+    best, best_n = None, 0
+    for s in streams:
+        if s is stream or s.packets is None or not len(s.packets) or s.payload_type == stream.payload_type:
+            continue
+        sk = s.key
+        if (sk.src, sk.sport, sk.dst, sk.dport) != (k.src, k.sport, k.dst, k.dport) or s.ssrc == stream.ssrc:
+            continue
+        p = s.packets
+        has = np.array([len(x) > 0 for x in p.payloads], dtype=bool) if p.payloads else np.ones(len(p), dtype=bool)
+        n = int(has.sum())
+        if n == 0:
+            continue
+        hits = int(np.isin(p.timestamp[has], media_ts).sum())
+        if hits and hits >= _RTX_SHARE * n and hits > best_n:
+            best, best_n = s, hits
+    return best
 
 
 class _SpillFile:
@@ -217,8 +261,6 @@ def find_video(capture: str | os.PathLike[str], *, sdp: str | os.PathLike[str] |
     its payloads are RFC 6184 packets carrying parameter sets
     (:func:`qoe.video.depacketize.looks_like_h264`); the source's ``notes`` say so.
     """
-    from qoe.capture import read_udp_batches  # noqa: PLC0415
-
     name = os.fspath(capture)
     media = load_sdp(sdp)
     out: list[tuple[int, VideoSource]] = []
@@ -231,7 +273,8 @@ def find_video(capture: str | os.PathLike[str], *, sdp: str | os.PathLike[str] |
         kind = m.media if m is not None else s.media
         rtp_keys.add((s.key.src, s.key.sport, s.key.dst, s.key.dport, s.key.encapsulation))
         notes: tuple[str, ...] = ()
-        if kind is None and s.codec is None and looks_like_h264(s.packets.payloads):
+        # no SDP names the payload (the media kind may be inferred from the clock rate: qoe.rtp)
+        if m is None and s.codec is None and kind in (None, "video") and looks_like_h264(s.packets.payloads):
             kind, m = "video", _h264_sdp(s)
             notes = (f"payload type {s.payload_type} taken for H.264 (RFC 6184) by its NAL units: no SDP names it",)
         if kind == "video":
@@ -243,7 +286,8 @@ def find_video(capture: str | os.PathLike[str], *, sdp: str | os.PathLike[str] |
             elif s.active_at_end:
                 notes += (_cut_note(),)
             k = s.key
-            out.append((int(s.packets.frame[0]), VideoSource(name=str(k), rtp=s, sdp=m, notes=notes)))
+            out.append((int(s.packets.frame[0]), VideoSource(name=str(k), rtp=s, sdp=m, notes=notes,
+                                                             rtx=rtx_partner(s, scan.streams))))
     # flows by (src, sport, dst, dport, encapsulation): subscribers of two tunnels stay apart
     first_frame: dict[tuple[str, int, str, int, str], int] = {}
     spill = _Spill()  # the flows' datagrams, on disk

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from qoe.errors import InputError, QoEWarning
+from qoe.video._planes import plane_array
 
 __all__ = ["Frame", "VideoInfo", "read_frames", "probe"]
 
@@ -118,12 +119,6 @@ def probe(path: str | os.PathLike[str], *, input_format: str | None = None,
         container.close()
 
 
-def _plane(frame: Any, k: int) -> np.ndarray:
-    p = frame.planes[k]
-    rows = np.frombuffer(p, np.uint8).reshape(p.height, p.line_size)
-    return np.ascontiguousarray(rows[:, : p.width])
-
-
 def read_frames(
     path: str | os.PathLike[str],
     *,
@@ -183,7 +178,7 @@ def _demux(container: Any, stream: Any, name: str) -> Iterator[Any]:
 
 
 def _decode(container: Any, stream: Any, name: str) -> Iterator[Frame]:
-    import av  # noqa: PLC0415
+    import av  # noqa: PLC0415 - PyAV loads FFmpeg's libraries (75 ms): only when a file is decoded
 
     bad_packets = 0
     first_error = ""
@@ -203,7 +198,7 @@ def _decode(container: Any, stream: Any, name: str) -> Iterator[Frame]:
                     frame = frame.reformat(format=_TARGET_FORMAT)
                 time_base = frame.time_base if frame.time_base is not None else stream.time_base
                 pts_s = None if frame.pts is None or time_base is None else float(frame.pts * time_base)
-                yield Frame(pts_s, _plane(frame, 0), _plane(frame, 1), _plane(frame, 2))
+                yield Frame(pts_s, plane_array(frame, 0), plane_array(frame, 1), plane_array(frame, 2))
     except av.error.FFmpegError as exc:
         raise InputError(f"{name}: cannot demux the video stream ({exc})") from None
     finally:

@@ -44,10 +44,19 @@ from qoe.video.depacketize import (
     slice_types,
     sprop_parameter_sets,
 )
+from qoe.video._av1 import av1_temporal_units
+from qoe.video._h265 import h265_access_units
+from qoe.video._planes import plane_array
+from qoe.video._rtpframes import drop_until_key
+from qoe.video._vp8 import vp8_frames
+from qoe.video._vp9 import vp9_frames
+from qoe.video.headers import HeaderFacts, stream_header_facts
 
 __all__ = ["DecodedFrame", "ReceivedVideo", "receive_rtp", "receive_ts", "decode"]
 
-Transport = Literal["rtp-h264", "rtp-mpegts", "udp-mpegts"]
+Transport = Literal["rtp-h264", "rtp-h265", "rtp-vp8", "rtp-vp9", "rtp-av1", "rtp-mpegts", "udp-mpegts"]
+# FFmpeg decoder per RTP payload format (AV1: dav1d, FFmpeg's own av1 decoder needs a hardware accelerator).
+_DECODERS = {"rtp-h264": "h264", "rtp-h265": "hevc", "rtp-vp8": "vp8", "rtp-vp9": "vp9", "rtp-av1": "libdav1d"}
 # RFC 3551 §5: video RTP clocks run at 90 kHz; ISO/IEC 13818-1 §2.4.3.7: so does the PTS.
 CLOCK_HZ = 90_000
 # ISO/IEC 13818-1 §2.4.3.7: PTS is a 33-bit count.
@@ -93,7 +102,7 @@ class ReceivedVideo:
     ----------
     name : str
         The stream, as ``"src:port -> dst:port"`` (with the SSRC for RTP).
-    transport : {"rtp-h264", "rtp-mpegts", "udp-mpegts"}
+    transport : {"rtp-h264", "rtp-h265", "rtp-vp8", "rtp-vp9", "rtp-av1", "rtp-mpegts", "udp-mpegts"}
     codec : str
         FFmpeg's decoder name (``"h264"``, ``"hevc"``, ``"mpeg2video"``, ...).
     packets_received, packets_lost, packets_late : int
@@ -106,7 +115,9 @@ class ReceivedVideo:
     buffer : str
         The jitter buffer that set the deadlines (``"none"`` for plain UDP).
     units : list of AccessUnit
-        H.264 over RTP: the access units rebuilt from the packets kept.
+        H.264, H.265, VP8, VP9, AV1 over RTP: the access units (frames, temporal units)
+        rebuilt from the packets kept, in the codec's byte-stream form, those the
+        receiver's loss rule lets through (see :func:`receive_rtp`).
     ts : bytes
         MPEG-TS: the transport stream rebuilt from the packets kept.
     ts_cc_errors : int
@@ -115,6 +126,9 @@ class ReceivedVideo:
         MPEG-TS: PTS of the PES packets of the video PID that lost transport packets.
     keyframes_damaged : int
         Access units (or PES packets) holding an IDR or I slice that arrived incomplete.
+    headers : HeaderFacts or None
+        RTP (not MPEG-TS): the stream's facts from its headers (:mod:`qoe.video.headers`),
+        from every packet received (before the jitter buffer).
     start_pts : int or None
         RTP: the extended timestamp of the stream's first packet in the capture (90 kHz):
         when the capture holds the stream from its start, the time of its first frame.
@@ -136,6 +150,7 @@ class ReceivedVideo:
     keyframes_damaged: int = 0
     start_pts: int | None = None
     notes: tuple[str, ...] = ()
+    headers: HeaderFacts | None = None
 
     def frames(self) -> Iterator[DecodedFrame]:
         """Decode the stream: frames in presentation order (see :func:`decode`)."""
@@ -159,6 +174,7 @@ def receive_rtp(
     *,
     sdp: SdpMedia | None = None,
     buffer: Any = None,
+    rtx: RtpStream | None = None,
 ) -> ReceivedVideo:
     """Rebuild what a receiver decodes from an RTP video stream.
 
@@ -174,6 +190,17 @@ def receive_rtp(
         The receiver's jitter buffer (``"fixed:200"``: packets later than 200 ms after
         the first packet's arrival plus their timestamp distance are dropped). Default:
         none, every packet that arrived is used.
+    rtx : RtpStream, optional, keyword-only
+        The stream's RTX stream (RFC 4588), for the header facts' repaired frames
+        (:mod:`qoe.video.headers`); not decoded (its payloads may be encrypted).
+
+    Notes
+    -----
+    Loss rules: H.264 and H.265 units go to the decoder damaged (a fragmented NAL unit that
+    lost a piece left out, RFC 6184 §5.8, RFC 7798 §4.4.3), the decoder conceals; VP8, VP9
+    and AV1 frames that are incomplete, and those after them until the next key frame, are
+    not decoded (their decoders cannot conceal a missing reference; a WebRTC receiver
+    waits for a key frame).
 
     Raises
     ------
@@ -200,7 +227,7 @@ def receive_rtp(
         name=_stream_name(stream), packets_received=int(np.unique(p.seq_ext).size), packets_lost=lost, packets_late=late, buffer=buf,
         start_pts=int(p.ts_ext[0]) if len(p) else None,
     )
-    if name == "MP2T" or pt == 33:
+    if name == "MP2T" or pt == 33:  # RFC 2250: timestamps are per packet, not per frame: no header facts
         order = idx[np.argsort(p.seq_ext[idx], kind="stable")]
         data = b"".join(p.payloads[i] for i in order.tolist())
         common["start_pts"] = None  # RFC 2250 §2: the RTP timestamp is not the PES PTS
@@ -215,13 +242,47 @@ def receive_rtp(
             parameter_sets=sprop_parameter_sets(fmtp.get("sprop-parameter-sets")),
         )
         kd = sum(1 for u in units if not u.complete and (u.idr or any(t in _I_SLICES for t in slice_types(u.data))))
+        common["headers"] = _with_keys(stream, rtx, units)
         return ReceivedVideo(transport="rtp-h264", codec="h264", units=units, keyframes_damaged=kd,
                              notes=tuple(notes), **common)
+    args = (p.seq_ext[idx], p.ts_ext[idx], p.marker[idx], [p.payloads[i] for i in idx.tolist()])
+    if name in ("H265", "HEVC"):
+        sets = [x for k in ("sprop-vps", "sprop-sps", "sprop-pps") for x in sprop_parameter_sets(fmtp.get(k))]
+        notes = []
+        if fmtp.get("sprop-max-don-diff", "0") not in ("", "0"):
+            notes.append("sprop-max-don-diff > 0: DONL fields (RFC 7798 §4.4) are not read, units may be damaged")
+        units = h265_access_units(*args, parameter_sets=sets)
+        common["headers"] = _with_keys(stream, rtx, units)
+        kd = sum(1 for u in units if not u.complete and u.idr)
+        return ReceivedVideo(transport="rtp-h265", codec="hevc", units=units, keyframes_damaged=kd,
+                             notes=tuple(notes), **common)
+    framers = {"VP8": ("rtp-vp8", "vp8", vp8_frames), "VP9": ("rtp-vp9", "vp9", vp9_frames),
+               "AV1": ("rtp-av1", "av1", av1_temporal_units)}
+    if name in framers:
+        transport, dec, framer = framers[name]
+        every = framer(*args)
+        units, dropped, kd = drop_until_key(every, [u.idr for u in every])
+        common["headers"] = _with_keys(stream, rtx, every)
+        notes = []
+        if every and not any(u.complete and u.idr for u in every):
+            notes.append(f"no complete {name} key frame in the stream: are its payloads encrypted (SRTP)? give "
+                         "srtp_keys (--srtp-key SUITE:BASE64) or the SDP with its a=crypto line")
+        if dropped:
+            notes.append(f"{dropped} frame(s) not decoded: incomplete, or after an incomplete one before the next "
+                         "key frame (a receiver waits for a key frame)")
+        return ReceivedVideo(transport=transport, codec=dec, units=units, keyframes_damaged=kd, notes=tuple(notes),
+                             **common)
     raise UnsupportedCodecError(
         f"stream {_stream_name(stream)}: payload type {pt} ({codec or 'not named by any SDP'}) is not decoded; "
-        "H.264 (RFC 6184, with its SDP) and MPEG-TS (RFC 2250) are"
+        "H.264 (RFC 6184), H.265 (RFC 7798), VP8 (RFC 7741), VP9 (RFC 9628), AV1 (AOMedia) with their SDP, "
+        "and MPEG-TS (RFC 2250) are"
         + ("" if codec else ": give the SDP file the sender wrote")
     )
+
+
+def _with_keys(stream: RtpStream, rtx: RtpStream | None, units: list[AccessUnit]) -> HeaderFacts:
+    """Header facts with the key frames the payload says (IDR, IRAP, VP8/VP9 key, AV1 sequence header)."""
+    return stream_header_facts(stream, rtx=rtx, key_frames={u.timestamp: u.idr for u in units})
 
 
 def receive_ts(name: str, payloads: list[bytes]) -> ReceivedVideo:
@@ -304,14 +365,8 @@ def _planes(frame: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Y, U, V of a decoded frame in 4:2:0 (converted when the stream is not)."""
     if frame.format.name != "yuv420p":
         frame = frame.reformat(format="yuv420p")
-    arr = frame.to_ndarray()  # (H * 3 / 2, W): Y, then U and V each (H/2, W/2)
-    h, w = frame.height, frame.width
-    y = arr[:h]
-    u = arr[h : h + h // 4].reshape(h // 2, w // 2) if h % 2 == 0 and w % 2 == 0 else None
-    v = arr[h + h // 4 :].reshape(h // 2, w // 2) if u is not None else None
-    if u is None:  # odd sizes: let the planes speak for themselves
-        u, v = (np.asarray(frame.planes[i]) for i in (1, 2))
-    return y, u, v
+    # each plane by its own size and line size: any picture size (odd, or H/2 odd) decodes
+    return plane_array(frame, 0), plane_array(frame, 1), plane_array(frame, 2)
 
 
 def decode(video: ReceivedVideo) -> Iterator[DecodedFrame]:
@@ -329,14 +384,14 @@ def decode(video: ReceivedVideo) -> Iterator[DecodedFrame]:
         A transport stream FFmpeg's demuxer cannot open or finds no video stream in (a
         damaged one can probe differently from :func:`receive_ts`'s first look).
     """
-    import av  # noqa: PLC0415
+    import av  # noqa: PLC0415 - PyAV loads FFmpeg's libraries (75 ms): only when video is decoded
 
     errors = [0]
-    if video.transport == "rtp-h264":
-        ctx = av.CodecContext.create(video.codec, "r")
+    if video.transport in _DECODERS:
+        ctx = av.CodecContext.create(_DECODERS[video.transport], "r")
         _one_thread(ctx)
         damaged = {u.timestamp for u in video.units if not u.complete}
-        yield from _decoded(ctx, (_packet(av, u) for u in video.units), damaged, None, errors)
+        yield from _decoded(ctx, (_packet(av, u) for u in video.units if u.data), damaged, None, errors)
     else:
         try:
             container = av.open(io.BytesIO(video.ts), format="mpegts")
@@ -356,7 +411,10 @@ def decode(video: ReceivedVideo) -> Iterator[DecodedFrame]:
 
 
 def _packet(av: Any, unit: Any) -> Any:
-    """An access unit rebuilt from RTP as a PyAV packet with its RTP timestamp as PTS."""
+    """An access unit rebuilt from RTP as a PyAV packet with its RTP timestamp as PTS.
+
+    Never called for a unit with no data (every NAL unit lost): an empty packet is the
+    decoder's end-of-stream signal, after which it takes nothing more."""
     pkt = av.Packet(unit.data)
     pkt.pts = unit.timestamp
     return pkt

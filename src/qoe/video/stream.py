@@ -33,8 +33,15 @@ from qoe.errors import AlignmentError, InputError, QoEWarning, UnsupportedCodecE
 from qoe.options import OptionsBase
 from qoe.report import as_dict, brief
 from qoe.video.align import THUMB_SIZE, Offset, find_offset, thumbnail
-from qoe.video.comparison import VideoComparison
-from qoe.video.receiver import CLOCK_HZ, ReceivedVideo
+from qoe.video._ssim import SSIM_VARIANTS
+from qoe.video.comparison import VideoComparison, compare_frames
+from qoe.rtp.srtp import parse_srtp_key
+from qoe.video._decrypt import decrypt_source
+from qoe.video.flows import find_video
+from qoe.video.headers import HeaderFacts, stream_header_facts
+from qoe.video.io import Frame, read_frames
+from qoe.video.mos import PSNR_TABLES
+from qoe.video.receiver import CLOCK_HZ, ReceivedVideo, receive_rtp, receive_ts
 
 __all__ = ["MAX_FRAMES", "VideoOptions", "StreamFacts", "VideoScore", "stream_facts", "score_stream", "score_capture", "iter_score_capture", "sorted_frames"]
 
@@ -67,6 +74,10 @@ class VideoOptions(OptionsBase):
         :data:`MAX_FRAMES`; None: no limit). A longer stream is scored on its first
         ``max_frames`` frames shown, with a :class:`~qoe.errors.QoEWarning` and a note
         starting ``partial:`` in its result.
+    srtp_keys : tuple of str
+        SRTP master keys (``SUITE:BASE64``, :func:`qoe.rtp.srtp.parse_srtp_key`) to decrypt
+        SRTP video streams with, besides the ``a=crypto`` keys of their SDP (the same
+        option as :class:`qoe.voice.CallOptions`'s).
     """
 
     sdp: str | None = None
@@ -74,13 +85,11 @@ class VideoOptions(OptionsBase):
     variant: str = "wang"
     psnr_table: str = "zinner2010"
     max_frames: int | None = MAX_FRAMES
+    srtp_keys: tuple[str, ...] = ()
 
     KIND: ClassVar[str] = "video"
 
     def __post_init__(self) -> None:
-        from qoe.video.metrics import SSIM_VARIANTS  # noqa: PLC0415
-        from qoe.video.mos import PSNR_TABLES  # noqa: PLC0415
-
         if self.variant not in SSIM_VARIANTS:
             raise InputError(f"variant must be one of {', '.join(SSIM_VARIANTS)}; given {self.variant!r}")
         if self.psnr_table not in PSNR_TABLES:
@@ -88,11 +97,59 @@ class VideoOptions(OptionsBase):
         if self.sdp is not None:
             object.__setattr__(self, "sdp", os.fspath(self.sdp))
         _check_max_frames(self.max_frames)
+        keys = (self.srtp_keys,) if isinstance(self.srtp_keys, str) else tuple(self.srtp_keys)
+        for k in keys:
+            parse_srtp_key(k)  # raises InputError / UnsupportedCodecError naming the suite
+        object.__setattr__(self, "srtp_keys", keys)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The options as plain Python (keys as their suite only: a key never leaves in a report)."""
+        out = as_dict(self)
+        out["srtp_keys"] = [f"{parse_srtp_key(k).suite}:***" for k in self.srtp_keys]
+        return out
 
 
 def _check_max_frames(max_frames: int | None) -> None:
     if max_frames is not None and (isinstance(max_frames, bool) or not isinstance(max_frames, int) or max_frames < 1):
         raise InputError(f"max_frames must be a whole number of at least 1 (or None: no limit); given {max_frames!r}")
+
+
+class _Unset:
+    """The default of a deprecated per-field keyword: tells "not given" from any value."""
+
+    def __repr__(self) -> str:
+        return "<not given>"
+
+
+_UNSET: Any = _Unset()
+# Old keyword -> VideoOptions field (issue 21: the CLI flag and the option field share one name).
+_FIELD = {"sdp": "sdp", "buffer": "jitter_buffer", "variant": "variant", "psnr_table": "psnr_table",
+          "max_frames": "max_frames"}
+
+
+def _resolve(func: str, options: VideoOptions | None, **given: Any) -> VideoOptions:
+    """The options of a call: ``options``, or the deprecated keywords made into one (issue 21).
+
+    A keyword given beside ``options`` is ambiguous: an InputError rather than one of them
+    silently winning. Keywords alone still work for one release, with a DeprecationWarning
+    that names the new spelling.
+    """
+    kw = {_FIELD[k]: v for k, v in given.items() if v is not _UNSET}
+    if options is not None:
+        if not isinstance(options, VideoOptions):
+            raise InputError(f"{func}: options must be a qoe.video.VideoOptions; given {type(options).__name__}")
+        if kw:
+            raise InputError(
+                f"{func}: ambiguous options: {', '.join(sorted(kw))} given both as keyword(s) and in options=; "
+                "give them in VideoOptions only"
+            )
+        return options
+    if not kw:
+        return VideoOptions()
+    spelled = ", ".join(f"{k}={v!r}" for k, v in kw.items())
+    warnings.warn(f"{func}({', '.join(f'{k}=' for k in given if given[k] is not _UNSET)}...) is deprecated and goes "
+                  f"in the next release: pass options=VideoOptions({spelled})", DeprecationWarning, stacklevel=3)
+    return VideoOptions(**kw)
 
 
 # A gap between frames longer than this many frame intervals is a freeze (a frame missing).
@@ -136,6 +193,11 @@ class StreamFacts:
     first_pts, last_pts : int
         Presentation times (90 kHz) of the first and last decoded frame.
     notes : tuple of str
+    headers : HeaderFacts or None
+        RTP streams (encrypted or not): frames, frame rate, bitrate, key frames, W3C freezes
+        and pauses from the RTP headers (:mod:`qoe.video.headers`), named after getStats()
+        (``HeaderFacts.GETSTATS``); their fields are columns of :meth:`to_record`, and
+        their frames the ``frames`` detail table. None for MPEG-TS.
     """
 
     name: str
@@ -160,6 +222,7 @@ class StreamFacts:
     first_pts: int
     last_pts: int
     notes: tuple[str, ...] = ()
+    headers: HeaderFacts | None = None
 
     kind: ClassVar[str] = "video"
     #: The headline columns of :meth:`to_record` with ``brief=True``.
@@ -178,17 +241,24 @@ class StreamFacts:
         return {"stream": self.name}
 
     def to_record(self, *, brief: bool = False) -> dict[str, Any]:
-        """One flat record (the stream's row in a table); ``brief``: the headline columns."""
-        rec = {"stream": self.name, **as_dict(self, skip=("name", "notes"))}
+        """One flat record (the stream's row in a table); ``brief``: the headline columns.
+
+        The header facts (:attr:`headers`) are columns too, after the decoded ones."""
+        rec = {"stream": self.name, **as_dict(self, skip=("name", "notes", "headers"))}
+        if self.headers is not None:
+            rec.update(self.headers.to_record())
         return _brief(rec, self.BRIEF_COLUMNS) if brief else rec
 
     def to_dict(self) -> dict[str, Any]:
         """Everything as plain Python (NaN kept: the serialiser decides)."""
-        return as_dict(self)
+        d = as_dict(self, skip=("headers",))
+        if self.headers is not None:
+            d["headers"] = self.headers.to_dict()
+        return d
 
     def tables(self) -> dict[str, list[dict[str, Any]]]:
-        """No detail tables without a reference."""
-        return {}
+        """``frames``: per RTP frame, its header facts (RTP streams; none for MPEG-TS)."""
+        return {"frames": self.headers.frame_records()} if self.headers is not None else {}
 
 
 _brief = brief
@@ -291,17 +361,20 @@ def _facts(video: ReceivedVideo, p: _Pass, max_frames: int | None = None) -> Str
         freeze_events=events, freeze_s=freeze, keyframes_damaged=video.keyframes_damaged,
         first_pts=int(p.pts[0]) if n else 0, last_pts=int(p.pts[-1]) if n else 0,
         notes=video.notes + ((_cut_note("the stream", max_frames),) if p.cut else ()),
+        headers=video.headers,
     )
 
 
-def stream_facts(video: ReceivedVideo, *, max_frames: int | None = MAX_FRAMES) -> StreamFacts:
+def stream_facts(video: ReceivedVideo, *, options: VideoOptions | None = None,
+                 max_frames: int | None = _UNSET) -> StreamFacts:
     """The no-reference facts of a received stream (one decoding pass).
 
-    ``max_frames`` (see :class:`VideoOptions`): a stream with more frames shown is
+    ``options.max_frames`` (see :class:`VideoOptions`): a stream with more frames shown is
     described by its first ``max_frames``, with a :class:`~qoe.errors.QoEWarning` and a
-    ``partial:`` note.
+    ``partial:`` note. The ``max_frames`` keyword is deprecated (one release): use
+    ``options=VideoOptions(max_frames=...)``; both given is an InputError.
     """
-    _check_max_frames(max_frames)
+    max_frames = _resolve("stream_facts", options, max_frames=max_frames).max_frames
     p = _first_pass(video.frames(), max_frames)
     if p.cut:
         warnings.warn(f"{video.name}: {_cut_note('the stream', max_frames)}", QoEWarning, stacklevel=2)
@@ -389,17 +462,22 @@ class VideoScore:
         }
 
     def tables(self) -> dict[str, list[dict[str, Any]]]:
-        """Detail tables: ``frames`` (per reference frame: the frame shown, PSNR, SSIM, MOS)."""
-        return {"frames": self.comparison.frame_records()}
+        """Detail tables: ``frames`` (per reference frame: the frame shown, PSNR, SSIM, MOS) and,
+        for RTP, ``rtp_frames`` (per RTP frame, its header facts: :mod:`qoe.video.headers`)."""
+        out = {"frames": self.comparison.frame_records()}
+        if self.facts.headers is not None:
+            out["rtp_frames"] = self.facts.headers.frame_records()
+        return out
 
 
 def score_stream(
     video: ReceivedVideo,
     reference: str | os.PathLike[str],
     *,
-    variant: str = "wang",
-    psnr_table: str = "zinner2010",
-    max_frames: int | None = MAX_FRAMES,
+    options: VideoOptions | None = None,
+    variant: str = _UNSET,
+    psnr_table: str = _UNSET,
+    max_frames: int | None = _UNSET,
 ) -> VideoScore:
     """Score a received stream against its reference file, frame by frame.
 
@@ -409,11 +487,13 @@ def score_stream(
         From :func:`qoe.video.receiver.receive_rtp` or :func:`~qoe.video.receiver.receive_ts`.
     reference : path
         The video that was sent (any file FFmpeg reads).
-    variant, psnr_table : str, keyword-only
-        SSIM definition and PSNR → MOS table (see :func:`qoe.video.compare`).
-    max_frames : int or None, keyword-only
-        Most frames of the stream, and of the reference, taken (:class:`VideoOptions`);
-        past it, a :class:`~qoe.errors.QoEWarning` and a ``partial:`` note.
+    options : VideoOptions, optional, keyword-only
+        ``variant`` and ``psnr_table``: SSIM definition and PSNR → MOS table (see
+        :func:`qoe.video.compare`); ``max_frames``: most frames of the stream, and of the
+        reference, taken; past it, a :class:`~qoe.errors.QoEWarning` and a ``partial:`` note.
+    variant, psnr_table, max_frames : keyword-only, deprecated
+        The same one at a time: they work for one release with a DeprecationWarning;
+        given with ``options`` they are an InputError (ambiguous).
 
     Notes
     -----
@@ -427,10 +507,8 @@ def score_stream(
     AlignmentError
         The stream decodes to nothing, or its frames do not overlap the reference.
     """
-    from qoe.video.comparison import compare_frames  # noqa: PLC0415
-    from qoe.video.io import Frame, read_frames  # noqa: PLC0415
-
-    _check_max_frames(max_frames)
+    opts = _resolve("score_stream", options, variant=variant, psnr_table=psnr_table, max_frames=max_frames)
+    variant, psnr_table, max_frames = opts.variant, opts.psnr_table, opts.max_frames
     ref_name = os.fspath(reference)
     dist = _first_pass(video.frames(), max_frames)
     if dist.pts.size == 0:
@@ -506,6 +584,7 @@ def _undecoded(src: Any, reason: str) -> StreamFacts:
         packets_lost=max(0, rtp.stats.lost), packets_late=0, ts_cc_errors=0, frames_expected=0, frames_decoded=0,
         frames_damaged=0, frames_untimed=0, frames_missing=0, freeze_events=0, freeze_s=0.0, keyframes_damaged=0,
         first_pts=0, last_pts=0, notes=(*src.notes, f"not decoded: {reason}"),
+        headers=stream_header_facts(rtp, rtx=src.rtx),
     )
 
 
@@ -513,13 +592,13 @@ def score_capture(
     capture: str | os.PathLike[str],
     reference: str | os.PathLike[str] | None = None,
     *,
-    sdp: str | os.PathLike[str] | None = None,
-    buffer: Any = None,
-    variant: str = "wang",
-    psnr_table: str = "zinner2010",
     options: VideoOptions | None = None,
-    max_frames: int | None = MAX_FRAMES,
     scan: Any = None,
+    sdp: str | os.PathLike[str] | None = _UNSET,
+    buffer: Any = _UNSET,
+    variant: str = _UNSET,
+    psnr_table: str = _UNSET,
+    max_frames: int | None = _UNSET,
 ) -> list[VideoScore | StreamFacts]:
     """Every video stream of a capture: scored against ``reference``, else its facts.
 
@@ -530,21 +609,22 @@ def score_capture(
     list of VideoScore or StreamFacts
         ``list(iter_score_capture(...))``.
     """
-    return list(iter_score_capture(capture, reference, sdp=sdp, buffer=buffer, variant=variant,
-                                   psnr_table=psnr_table, options=options, max_frames=max_frames, scan=scan))
+    opts = _resolve("score_capture", options, sdp=sdp, buffer=buffer, variant=variant, psnr_table=psnr_table,
+                    max_frames=max_frames)
+    return list(iter_score_capture(capture, reference, options=opts, scan=scan))
 
 
 def iter_score_capture(
     capture: str | os.PathLike[str],
     reference: str | os.PathLike[str] | None = None,
     *,
-    sdp: str | os.PathLike[str] | None = None,
-    buffer: Any = None,
-    variant: str = "wang",
-    psnr_table: str = "zinner2010",
     options: VideoOptions | None = None,
-    max_frames: int | None = MAX_FRAMES,
     scan: Any = None,
+    sdp: str | os.PathLike[str] | None = _UNSET,
+    buffer: Any = _UNSET,
+    variant: str = _UNSET,
+    psnr_table: str = _UNSET,
+    max_frames: int | None = _UNSET,
 ) -> Iterator[VideoScore | StreamFacts]:
     """Every video stream of a capture, one at a time: scored against ``reference``, else its facts.
 
@@ -555,18 +635,18 @@ def iter_score_capture(
     reference : path, optional
         The video that was sent; without it each stream's no-reference
         :class:`StreamFacts` is the result.
-    sdp : path or str, optional, keyword-only
-        An SDP describing RTP streams the capture's signalling does not (what
-        ``ffmpeg -sdp_file`` wrote), see :func:`qoe.video.flows.find_video`.
-    buffer : JitterBuffer or str, optional, keyword-only
-        The receiver's jitter buffer for RTP streams (:func:`qoe.video.receiver.receive_rtp`).
-    variant, psnr_table, max_frames : keyword-only
-        See :func:`score_stream`.
     options : VideoOptions, optional, keyword-only
-        All of the above in one object; when given, it replaces them.
+        How to score: ``sdp`` (an SDP describing RTP streams the capture's signalling does
+        not, what ``ffmpeg -sdp_file`` wrote, see :func:`qoe.video.flows.find_video`),
+        ``jitter_buffer`` (the receiver's, for RTP streams), ``variant``, ``psnr_table``,
+        ``max_frames`` (see :func:`score_stream`). Default: ``VideoOptions()``.
     scan : RtpScan, optional, keyword-only
         The capture's :func:`qoe.rtp.scan_capture`, when the caller has it already (see
         :func:`qoe.video.flows.find_video`).
+    sdp, buffer, variant, psnr_table, max_frames : keyword-only, deprecated
+        The options one at a time (``buffer`` is ``jitter_buffer``): they work for one
+        release with a DeprecationWarning; given with ``options`` they are an InputError
+        (ambiguous).
 
     Yields
     ------
@@ -576,16 +656,18 @@ def iter_score_capture(
         decode (VP8, VP9, H.265, AV1, H.263 over RTP) gets its packet facts, no frames, and
         a note saying so, with or without a reference.
     """
-    from qoe.video.flows import find_video  # noqa: PLC0415
-    from qoe.video.receiver import receive_rtp, receive_ts  # noqa: PLC0415
-
-    if options is not None:
-        sdp, buffer, variant, psnr_table = options.sdp, options.jitter_buffer, options.variant, options.psnr_table
-        max_frames = options.max_frames
+    opts = _resolve("iter_score_capture", options, sdp=sdp, buffer=buffer, variant=variant, psnr_table=psnr_table,
+                    max_frames=max_frames)
+    sdp, buffer = opts.sdp, opts.jitter_buffer
+    name = os.fspath(capture)
     for src in find_video(capture, sdp=sdp, scan=scan):
+        src, encrypted = decrypt_source(name, src, opts.srtp_keys)
+        if encrypted is not None:
+            yield _undecoded(src, encrypted)
+            continue
         if src.rtp is not None:
             try:
-                video = receive_rtp(src.rtp, sdp=src.sdp, buffer=buffer)
+                video = receive_rtp(src.rtp, sdp=src.sdp, buffer=buffer, rtx=src.rtx)
             except UnsupportedCodecError as exc:
                 yield _undecoded(src, str(exc))
                 continue
@@ -594,6 +676,6 @@ def iter_score_capture(
         if src.notes:
             video = dataclasses.replace(video, notes=src.notes + video.notes)
         if reference is None:
-            yield stream_facts(video, max_frames=max_frames)
+            yield stream_facts(video, options=opts)
         else:
-            yield score_stream(video, reference, variant=variant, psnr_table=psnr_table, max_frames=max_frames)
+            yield score_stream(video, reference, options=opts)

@@ -31,6 +31,7 @@ References
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -233,6 +234,46 @@ class UnknownSink:
         )
 
 
+class _Rebased:
+    """A parser fed from the middle of a connection (a capture that began without its handshake).
+
+    Each direction's offsets count from the first byte given to the parser (the client's:
+    the start of the first request found; the server's: its first byte after it), as if the
+    connection began there; the bytes skipped before are said in the result's note. A gap
+    before a direction's first byte is skipped too.
+    """
+
+    def __init__(self, inner: ConnectionParser, base: list[int | None], skipped: list[int]) -> None:
+        self.conn = inner.conn
+        self._inner = inner
+        self._base = base
+        self._skipped = skipped
+
+    def data(self, direction: int, ts_ns: int, offset: int, payload: bytes) -> None:
+        base = self._base[direction]
+        if base is None:
+            base = self._base[direction] = offset
+        self._inner.data(direction, ts_ns, offset - base, payload)
+
+    def gap(self, direction: int, ts_ns: int, offset: int, length: int) -> None:
+        base = self._base[direction]
+        if base is None:  # nothing of this direction given yet: start after the gap
+            self._base[direction] = offset + length
+            self._skipped[direction] += length
+            return
+        self._inner.gap(direction, ts_ns, offset - base, length)
+
+    def close(self, direction: int, ts_ns: int, how: str) -> None:
+        self._inner.close(direction, ts_ns, how)
+
+    def result(self) -> ConnectionResult:
+        r = self._inner.result()
+        c, s = self._skipped
+        why = (f"capture began mid-connection (no handshake): {c} client and {s} server bytes before the first "
+               "request were skipped")
+        return dataclasses.replace(r, note=why if r.note is None else f"{why}; {r.note}")
+
+
 def _checked(protocols: Sequence[str], parsers: Sequence[Parser]) -> frozenset[str]:
     names = {p.name for p in parsers}
     bad = set(protocols) - names
@@ -291,6 +332,11 @@ class ProtocolSink:
         self._pending_bytes = 0
         self._prefix = b""
         self._closed: list[str | None] = [None, None]
+        # a capture that began mid-connection (no handshake seen): deliveries are skipped until
+        # a client delivery starts a protocol; offsets then count from there (see _Rebased)
+        self._midstream = not conn.initiator_known
+        self._base: list[int | None] = [None, None]
+        self._skipped = [0, 0]
         if max_held_bytes < 0:
             raise InputError(f"max_held_bytes must be >= 0; given {max_held_bytes!r}")
 
@@ -307,12 +353,17 @@ class ProtocolSink:
         if self._on_started is not None:
             started, self._on_started = self._on_started, None
             started(self, ts_ns)
+        if self._midstream and not self._prefix and not self._starts(direction, offset, payload):
+            return
         self._pending.append((0, direction, ts_ns, offset, bytes(payload)))
         self._pending_bytes += len(payload)
         if direction == CLIENT:
             if len(self._prefix) < _MAX_SNIFF:
                 self._prefix += bytes(payload[: _MAX_SNIFF - len(self._prefix)])
             found = sniff(self._prefix, self._parsers)
+            if found == "unknown" and self._midstream:
+                self._restart()
+                return
             if found is not None:
                 self._decide(found, "the client's first bytes are neither an HTTP/1.x request line "
                              "nor a TLS handshake record")
@@ -324,6 +375,11 @@ class ProtocolSink:
     def gap(self, direction: int, ts_ns: int, offset: int, length: int) -> None:
         """Missing bytes of ``direction``."""
         if self._inner is None:
+            if self._midstream:  # before a request was found: nothing to lose; inside one: look again
+                self._skipped[direction] += length
+                if self._prefix:
+                    self._restart()
+                return
             self._pending.append((1, direction, ts_ns, offset, length))
             self._decide("unknown", "bytes missing from the capture before the protocol was recognised")
             return
@@ -344,6 +400,35 @@ class ProtocolSink:
         if None not in self._closed and self._on_finished is not None:
             self._on_finished(self)
 
+    #: Client bytes skipped, in a capture that began mid-connection, while looking for the
+    #: start of a request (a delivery that begins one): beyond it, the connection is unknown.
+    MAX_SKIPPED = 1 << 20
+
+    def _starts(self, direction: int, offset: int, payload: bytes) -> bool:
+        """Mid-connection, nothing chosen yet: may this delivery start the parse (else skip it)?
+
+        Server bytes before the client's first request are the tail of an answer the capture
+        did not see the start of; a client delivery may start a request (its first bytes
+        are recognised, or could be).
+        """
+        if direction == CLIENT and sniff(bytes(payload[:_MAX_SNIFF]), self._parsers) != "unknown":
+            self._base[CLIENT] = offset
+            return True
+        self._skipped[direction] += len(payload)
+        if self._skipped[CLIENT] > self.MAX_SKIPPED:
+            self._decide("unknown", f"no request found in the first {self._skipped[CLIENT]} client bytes")
+        return False
+
+    def _restart(self) -> None:
+        """Mid-connection: what looked like a start was not one; skip it and look on."""
+        for kind, d, _ts, _off, item in self._pending:
+            if kind == 0:
+                self._skipped[d] += len(item)
+        self._pending, self._pending_bytes, self._prefix = [], 0, b""
+        self._base[CLIENT] = None
+        if self._skipped[CLIENT] > self.MAX_SKIPPED:
+            self._decide("unknown", f"no request found in the first {self._skipped[CLIENT]} client bytes")
+
     def _decide(self, protocol: str, why: str) -> None:
         if protocol != "unknown" and protocol not in self._protocols:
             protocol, why = "unknown", f"{protocol} connection; its parser was not asked for"
@@ -351,7 +436,11 @@ class ProtocolSink:
         entry = next((p for p in self._parsers if p.name == protocol), None) if protocol != "unknown" else None
         if entry is not None:
             inner = entry.make(self.conn, HttpLimits(self._max_head, self._max_held))
+            if self._midstream:
+                inner = _Rebased(inner, self._base, self._skipped)
         else:
+            if self._midstream:
+                why = f"capture began mid-connection (no handshake); {why}"
             inner = UnknownSink(self.conn, why)
         self._inner = inner
         self._chosen = protocol

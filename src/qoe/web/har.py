@@ -88,6 +88,9 @@ class HarPage:
         ``pageTimings`` (ms after ``startedDateTime``); None when absent or -1.
     transactions : tuple of Transaction
         The entries whose ``pageref`` is this page, in ``startedDateTime`` order.
+    plt_ms : float or None
+        The page's fully-loaded time as qoe measured it (``_plt``), when its entries cannot
+        give it: an HTTPS page, whose objects are encrypted, has connections but no entries.
     """
 
     id: str
@@ -96,6 +99,7 @@ class HarPage:
     on_content_load_ms: float | None
     on_load_ms: float | None
     transactions: tuple[Transaction, ...] = ()
+    plt_ms: float | None = None
 
     @property
     def fully_loaded_ms(self) -> float | None:
@@ -325,8 +329,9 @@ def to_har(
         }
         page: dict[str, Any] = {"startedDateTime": _iso(p.started_ns), "id": p.id, "title": p.title,
                                 "pageTimings": timings}
-        if p.fully_loaded_ms is not None:
-            page["_plt"] = p.fully_loaded_ms
+        plt = p.fully_loaded_ms if p.fully_loaded_ms is not None else p.plt_ms
+        if plt is not None:
+            page["_plt"] = plt
         har_pages.append(page)
         for t in p.transactions:
             refs.setdefault(t, p.id)
@@ -574,6 +579,7 @@ def parse_har(har: Mapping[str, Any], *, source: str = "HAR") -> HarLog:
             on_content_load_ms=_num(pt.get("onContentLoad")),
             on_load_ms=_num(pt.get("onLoad")),
             transactions=tuple(t for t, ref in txs if ref == str(p["id"])),
+            plt_ms=_num(p.get("_plt")) if own else None,
         ))
     browser = log.get("browser") if isinstance(log.get("browser"), Mapping) else None
     return HarLog(
@@ -640,6 +646,8 @@ def pages_from_har(
             plt, source = hp.on_load_ms / 1e3, "PLT is the HAR's pageTimings.onLoad"
         elif hp.fully_loaded_ms is not None:
             plt, source = hp.fully_loaded_ms / 1e3, "PLT is fully loaded from the HAR's entries (no onLoad)"
+        elif hp.plt_ms is not None:
+            plt, source = hp.plt_ms / 1e3, "PLT is qoe's _plt (fully loaded; the page's objects are not entries)"
         else:
             continue
         txns = hp.transactions
@@ -673,4 +681,5 @@ def to_har_pages(found: Sequence[Page]) -> list[Any]:
     custom field ``_plt`` (HAR 1.2: custom fields start with an underscore).
     """
     return [HarPage(id=f"page_{p.index}", title=p.url or f"page {p.index}", started_ns=p.start_ns,
-                    on_content_load_ms=None, on_load_ms=None, transactions=p.transactions) for p in found]
+                    on_content_load_ms=None, on_load_ms=None, transactions=p.transactions, plt_ms=p.plt_s * 1e3)
+            for p in found]

@@ -10,8 +10,11 @@ parser in ``qoe.web._dispatch``, the records in ``qoe.web._results``.
 
 Framing
 -------
-Message framing is h11's (RFC 9112 §6): Content-Length, chunked (chunk extensions and
-trailer fields are accepted and skipped) and close-delimited bodies; responses to HEAD
+Message framing follows RFC 9112 §6: Content-Length, chunked (chunk extensions and
+trailer fields are accepted and skipped) and close-delimited bodies. A plain message head
+that arrives whole (a request other than CONNECT/Upgrade, a final response to one, no
+Transfer-Encoding) is read with httptools (llhttp, C), the rest with h11, which also reads
+every chunked body and says what is wrong with a head llhttp rejects; responses to HEAD
 and 1xx, 204 and 304 responses carry no body (RFC 9112 §6.3 items 1-2). Requests and
 responses are paired in order (RFC 9112 §9.3.2, pipelining): each response is parsed
 knowing the method of the request it answers (that is how a HEAD response is known to
@@ -60,6 +63,8 @@ References
    §10.1.1 (Expect: 100-continue), §15.2 (1xx).
 .. [3] RFC 1945, "HTTP/1.0" (1996): §7.2.2 (close-delimited entity bodies).
 .. [4] h11, https://h11.readthedocs.io/ (the HTTP/1.1 state machine used for framing).
+.. [5] httptools, https://github.com/MagicStack/httptools (bindings to llhttp, Node.js's
+   HTTP/1.x parser), for whole plain heads.
 """
 
 from __future__ import annotations

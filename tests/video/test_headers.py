@@ -1,0 +1,115 @@
+"""Video facts from RTP headers (qoe.video.headers) against the browsers' own getStats().
+
+Data: the real Chromium calls of data/video/webrtc/calls (DTLS-SRTP: the payloads are
+encrypted, the headers are not), their getStats() series and the forwarder's drop log
+(``tests/video/webrtc_truth.py``). Each test reads B's capture and A's video sent to B.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import qoe.rtp
+from qoe.video.flows import rtx_partner
+from qoe.video.headers import HeaderFacts, header_facts, stream_header_facts
+from video import webrtc_truth as wt
+
+CALLS = [c.name for c in wt.calls()]
+# Freezes: the browser counts them on rendered frames, after a jitter buffer that absorbs some
+# gaps; qoe on the times frames completed in the capture (README of data/video/webrtc):
+FREEZE_TOL = 1  # freezes
+FREEZE_S_TOL = 1.2  # s (vp8-bulk, under a 775 ms uplink queue: 5.40 s here, 4.29 s the browser's)
+# SRTP's authentication tag (AES_CM_128_HMAC_SHA1_80, what Chromium negotiates): 10 bytes a packet.
+SRTP_TAG = 10
+
+
+def _facts(name: str) -> tuple[wt.Call, wt.Direction, HeaderFacts, object]:
+    c = wt.call(name)
+    d = c.direction("a", "video")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        scan = qoe.rtp.scan_capture(str(c.capture("b")), keep_packets=True)
+    s = next(x for x in scan.streams if x.ssrc == d.ssrc)
+    rtx = rtx_partner(s, scan.streams)
+    return c, d, stream_header_facts(s, rtx=rtx), rtx
+
+
+@pytest.fixture(scope="module", params=CALLS)
+def call(request):
+    return _facts(request.param)
+
+
+def test_frames_received_are_the_browsers_frames_decoded(call):
+    # README: every frame reached the decoder (RTX repaired each loss); a frame = an RTP timestamp
+    c, d, h, _ = call
+    assert h.frames_received == d.inbound["framesDecoded"]
+
+
+def test_complete_or_repaired_frames_within_one_of_frames_decoded(call):
+    c, d, h, _ = call
+    assert abs(h.frames_complete - d.inbound["framesDecoded"]) <= 1
+    assert h.frames_complete == h.frames_received - h.frames_incomplete
+
+
+def test_rtx_stream_is_the_one_getstats_names(call):
+    c, d, h, rtx = call
+    if rtx is not None:
+        assert rtx.ssrc == d.rtx_ssrc
+    if c.condition == "loss":  # the forwarder dropped media packets: RTX repaired them
+        assert rtx is not None and h.frames_repaired > 0
+
+
+def test_freezes_by_the_w3c_rule_close_to_the_browsers(call):
+    c, d, h, _ = call
+    assert abs(h.freeze_count - d.inbound["freezeCount"]) <= FREEZE_TOL
+    assert abs(h.total_freezes_duration_s - d.inbound["totalFreezesDuration"]) <= FREEZE_S_TOL
+    assert h.pause_count == d.inbound.get("pauseCount", 0) == 0
+
+
+def test_frame_rate_close_to_the_browsers_frames_per_second(call):
+    # framesPerSecond is the decoded frames of the last second, sampled once a second: its
+    # median over the call against frames per second over the call (15 fps sent, 5 in vp8-bulk)
+    c, d, h, _ = call
+    fps = [s["framesPerSecond"] for _, s in wt.samples(c, "b", d.ssrc) if "framesPerSecond" in s]
+    assert h.frames_per_second == pytest.approx(float(np.median(fps)), abs=2.0)
+
+
+def test_payload_bytes_equal_bytes_received_on_a_whole_packet_capture():
+    # vp8-clean's b.pcap holds whole packets (the others are cut at a snap length)
+    c, d, h, _ = _facts("vp8-clean")
+    packets = d.media_packets_received
+    assert h.bytes_received - SRTP_TAG * packets == d.inbound["bytesReceived"] - d.inbound["retransmittedBytesReceived"]
+
+
+def test_w3c_freeze_rule_on_a_made_up_stream():
+    # 30 frames at 40 ms, then a 200 ms gap (>= max(3 x 40, 40 + 150) = 190 ms: a freeze),
+    # then 6 s (> 5 s: a pause, not a freeze), then 5 frames at 40 ms
+    gaps_ms = [40] * 30 + [200] + [40] * 5 + [6000] + [40] * 5
+    t_ms = np.concatenate([[0], np.cumsum(gaps_ms)])
+    n = t_ms.size
+    h = header_facts(np.arange(n), np.arange(n) * 3600, np.ones(n, bool), (t_ms * 1e6).astype(np.int64),
+                     np.full(n, 1000))
+    assert (h.freeze_count, h.pause_count) == (1, 1)
+    assert h.total_freezes_duration_s == pytest.approx(0.2) and h.total_pauses_duration_s == pytest.approx(6.0)
+    assert h.frames_received == h.frames_complete == n and h.key_frames == 0 and h.key_rule == "size"
+
+
+def test_loss_marks_the_frame_that_lost_it_and_size_guesses_key_frames():
+    # frames of 3 packets; packet 4 (frame 1's second) lost; frame 0 is 5x larger (a key frame)
+    seq = np.array([0, 1, 2, 3, 5, 6, 7, 8])
+    ts = np.array([0, 0, 0, 3000, 3000, 6000, 6000, 6000])
+    mk = np.array([0, 0, 1, 0, 1, 0, 0, 1], bool)
+    sizes = np.array([5000, 5000, 5000, 1000, 1000, 1000, 1000, 1000])
+    arr = np.arange(8) * 1_000_000
+    h = header_facts(seq, ts, mk, arr, sizes)
+    assert [f.complete for f in h.frames] == [True, False, True]
+    assert [f.key for f in h.frames] == [True, False, False] and h.key_frames == 1
+    # its RTX arrived (original timestamp 3000): repaired
+    r = header_facts(seq, ts, mk, arr, sizes, rtx_timestamps=[3000], rtx_arrival_ns=[20_000_000])
+    assert [f.repaired for f in r.frames] == [False, True, False] and r.frames_complete == 3
+    assert r.frames[1].spread_ms == pytest.approx(17.0)
+    assert math.isnan(header_facts([], [], [], [], []).frames_per_second)
