@@ -8,15 +8,13 @@ QUIC connection they make to the file named by ``SSLKEYLOGFILE``, one line each:
 keyed by the 32-byte ``random`` of the connection's ClientHello (RFC 8446 §4.1.2), which
 travels in clear. The labels read here:
 
-================================== ==========================================================
-``CLIENT_RANDOM``                   TLS 1.2 and older: the 48-byte master secret (RFC 5246 §8.1)
-``CLIENT_EARLY_TRAFFIC_SECRET``     TLS 1.3 client_early_traffic_secret (RFC 8446 §7.1)
-``CLIENT_HANDSHAKE_TRAFFIC_SECRET`` TLS 1.3 / QUIC client_handshake_traffic_secret
-``SERVER_HANDSHAKE_TRAFFIC_SECRET`` TLS 1.3 / QUIC server_handshake_traffic_secret
-``CLIENT_TRAFFIC_SECRET_0``         TLS 1.3 / QUIC client_application_traffic_secret_0
-``SERVER_TRAFFIC_SECRET_0``         TLS 1.3 / QUIC server_application_traffic_secret_0
-``EXPORTER_SECRET``                 TLS 1.3 exporter_master_secret (kept, not needed)
-================================== ==========================================================
+* ``CLIENT_RANDOM``: TLS 1.2 and older, the 48-byte master secret (RFC 5246 §8.1);
+* ``CLIENT_EARLY_TRAFFIC_SECRET``: TLS 1.3 client_early_traffic_secret (RFC 8446 §7.1);
+* ``CLIENT_HANDSHAKE_TRAFFIC_SECRET``, ``SERVER_HANDSHAKE_TRAFFIC_SECRET``: TLS 1.3 / QUIC
+  client/server_handshake_traffic_secret;
+* ``CLIENT_TRAFFIC_SECRET_0``, ``SERVER_TRAFFIC_SECRET_0``: TLS 1.3 / QUIC
+  client/server_application_traffic_secret_0;
+* ``EXPORTER_SECRET``: TLS 1.3 exporter_master_secret (kept, not needed).
 
 QUIC (RFC 9001 §5.1) derives its packet keys from the same TLS 1.3 secrets, and the same
 labels are written for QUIC connections; some QUIC stacks prefix them with ``QUIC_``
