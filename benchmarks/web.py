@@ -30,6 +30,10 @@ compare the ratios of one invocation. Usage::
 
     python benchmarks/web.py [--short] [--pages N] [--repeat R] [--keep FILE] [--parts]
 
+Then the decrypted HTTP/2 part (``benchmarks/web_h2.py``: Chromium's h2 page load repeated,
+TLS 1.3 decrypted with its key log, against ``tshark -o tls.keylog_file:... -q -z http2,tree``;
+``--no-h2`` skips it).
+
 ``--parts`` prints instead where qoe's time goes: each stage alone (best of 3, the
 collector paused), with tshark's CPU time on the same capture.
 """
@@ -255,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", default=None, help="write the capture here and keep it")
     ap.add_argument("--repeat", type=int, default=2,
                     help="runs of each measurement, interleaved; the one with the least CPU is shown (default 2)")
+    ap.add_argument("--no-h2", action="store_true",
+                    help="skip the decrypted HTTP/2 part (benchmarks/web_h2.py: against tshark -z http2,tree)")
     ap.add_argument("--parts", action="store_true",
                     help="only where qoe's time goes: each stage alone, and tshark (CPU s)")
     args = ap.parse_args(argv)
@@ -338,6 +344,11 @@ def main(argv: list[str] | None = None) -> int:
                   f"comes back out of order)")
         if ours_half:
             print(f"peak RSS, half vs whole capture: {ours_half['rss_mb']:.0f} vs {ours['rss_mb']:.0f} MB")
+    if not args.no_h2:  # issue 22: the decrypted HTTP/2 time against tshark's, in the same run
+        print()
+        from web_h2 import main as h2_main  # benchmarks/web_h2.py
+
+        h2_main(["--short"] if args.short else [])
     return 0
 
 

@@ -59,6 +59,8 @@ from qoe_cli.has_cmd import make_options, streaming_options
               "--idle-gap is its old spelling).")
 @click.option("--web-preset", type=click.Choice(["access", "backbone"]), default="access", show_default=True,
               help="Web: G.1030 bounds of the seed paper §9.1 (access: 0.56 s → 5; backbone: 0.85 s → 5; 6 s → 1).")
+@click.option("--keylog", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Web: NSS key log (SSLKEYLOGFILE) to decrypt TLS/QUIC with; repeat for several.")
 @streaming_options
 @click.option("--kind", type=click.Choice(list(KINDS)), default="auto", show_default=True,
               help="What to score (auto: every kind the capture holds).")
@@ -69,8 +71,8 @@ from qoe_cli.has_cmd import make_options, streaming_options
 @format_option
 @output_option
 def score(capture, refs, sender_capture, network_delay_ms, user, jitter_buffer, conceal, delay_basis, window_s,
-          codec, clocks, ssrc, srtp_keys, sdp, video_jitter_buffer, ssim_variant, psnr_table, idle_gap, web_preset, kind, details,
-          fmt, output, **streaming):
+          codec, clocks, ssrc, srtp_keys, sdp, video_jitter_buffer, ssim_variant, psnr_table, idle_gap, web_preset, keylog,
+          kind, details, fmt, output, **streaming):
     """Score the voice calls (per direction), video streams and page loads in CAPTURE.
 
     Voice, network-side: G.107 R and MOS from effective loss (after the jitter buffer),
@@ -90,9 +92,10 @@ def score(capture, refs, sender_capture, network_delay_ms, user, jitter_buffer, 
                        codec=codec, user=user, network_delay_ms=network_delay_ms, clocks=clocks, srtp_keys=srtp_keys)
     video = VideoOptions(sdp=sdp, jitter_buffer=video_jitter_buffer, variant=ssim_variant, psnr_table=psnr_table,
                          srtp_keys=srtp_keys)
-    options = {"voice": call, "video": video, "web": WebOptions(idle_gap_s=idle_gap, preset=web_preset),
+    options = {"voice": call, "video": video, "web": WebOptions(idle_gap_s=idle_gap, preset=web_preset,
+                                                                        keylog=tuple(keylog) or None),
                "streaming": make_options(**streaming)}
-    inputs = [capture, sender_capture, sdp, *refs]
+    inputs = [capture, sender_capture, sdp, *refs, *keylog]
     stream = iter_score(capture, reference=list(refs) or None, kind=kind, options=options,
                         sender_capture=sender_capture, ssrc=ssrc)
     with ReportWriter() as writer:  # results go to a temporary file as they come: memory stays flat

@@ -390,7 +390,7 @@ def _iter_web(capture: str, *, options: Any, strict: bool, media: list[Any] | No
             media.extend(t for t in page.transactions if may_be_streaming(t))
         yield page
     if not found and strict:
-        raise StreamNotFoundError(f"{capture}: no page load found (no HTTP transaction or TLS connection over TCP)")
+        raise StreamNotFoundError(f"{capture}: no page load found (no HTTP transaction, no TLS connection over TCP, no QUIC connection)")
     return Report(kind="web", source=capture, results=(), inputs={"capture": capture, **options.to_dict()}), found
 
 

@@ -54,7 +54,8 @@ def test_shares_stay_in_0_1_and_notes_say_why(path):
             if note.startswith("partial:"):
                 assert note[len("partial:"):].strip(), p.notes
         # named as far as the capture shows it ("http"/"TLS": heads or hellos cut by the snap length)
-        assert p.protocol in {"http", "http/1.0", "http/1.1"} or p.protocol.startswith("TLS"), p.protocol
+        # (QUIC-only captures, data/web/browser/h3-*: "QUIC (ALPN offered: h3)" without keys, qoe.web.quic)
+        assert p.protocol in {"http", "http/1.0", "http/1.1"} or p.protocol.startswith(("TLS", "QUIC")), p.protocol
 
 
 @needs_tshark

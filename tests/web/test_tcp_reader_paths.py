@@ -50,6 +50,8 @@ def test_file_and_packets_give_the_same_results(path):  # type: ignore[no-untype
         b = connections(read_packets(path, protocols=("tcp",)))
         by_file = connection_results(path)
         by_packets = connection_results(read_packets(path, protocols=("tcp",)))
+    if not a and os.path.basename(path).startswith("h3-"):
+        pytest.skip("HTTP/3 only (QUIC over UDP): no TCP connection to compare")
     assert a, "a web capture with no TCP connection"
     assert _plain(a) == _plain(b)
     assert _plain(by_file) == _plain(by_packets)

@@ -85,7 +85,7 @@ def test_public_names_resolve_and_plumbing_is_private():
 
 def test_parse_names_the_parsers_it_knows():
     conn = ConnectionId(("192.0.2.1", 40000), ("192.0.2.2", 80), 0, 0, True)
-    with pytest.raises(InputError, match="protocol must be 'auto' or one of 'tls', 'http'"):
+    with pytest.raises(InputError, match="protocol must be 'auto' or one of 'tls', 'h2', 'http'"):
         parse(conn, [], protocol="h9")
     with pytest.raises(InputError, match="kind must be 'data', 'gap' or 'close'"):
         parse(conn, [("push", CLIENT, 0, 0, b"x")])

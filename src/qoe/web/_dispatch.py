@@ -38,13 +38,15 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from qoe.errors import InputError
+from qoe.web._decrypted import DecryptedTlsParser, H2cParser, looks_like_h2_preface
+from qoe.web.keylog import KeyLog
 from qoe.web._http1 import DEFAULT_MAX_HEAD_BYTES, DEFAULT_MAX_HELD_BYTES, HttpLimits, HttpSink
 from qoe.web._results import ConnectionResult, Transaction
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
-from qoe.web.tls import TlsSession, TlsSink, looks_like_tls
+from qoe.web.tls import TlsSession, looks_like_tls
 
 __all__ = [
-    "ConnectionParser", "Parser", "PARSERS", "sniff", "UnknownSink", "ProtocolSink", "connection_sink", "Collector",
+    "ConnectionParser", "Parser", "PARSERS", "parsers", "sniff", "UnknownSink", "ProtocolSink", "connection_sink", "Collector",
 ]
 
 
@@ -118,36 +120,42 @@ def _http1(conn: ConnectionId, limits: HttpLimits) -> HttpSink:
 
 
 # ---------------------------------------------------------------------------------------
-# TLS (record timing, no decryption)
+# TLS: record timing and bursts; decrypted with a key log (parsers(keylog))
 
 
-class _TlsParser(TlsSink):
-    """:class:`~qoe.web.tls.TlsSink` giving its session as a connection result."""
-
-    def result(self) -> ConnectionResult:
-        s = self.session()
-        return ConnectionResult(
-            connection=self.conn,
-            protocol="tls",
-            tls=s,
-            client_bytes=s.client_bytes,
-            server_bytes=s.server_bytes,
-            client_missing_bytes=s.client_missing_bytes,
-            server_missing_bytes=s.server_missing_bytes,
-            error=s.error,
-        )
+def _tls(conn: ConnectionId, limits: HttpLimits) -> DecryptedTlsParser:
+    # without a key log: the timing of TlsSink plus the encrypted bursts (qoe.web.decrypt)
+    return DecryptedTlsParser(conn, _NO_KEYS, limits)
 
 
-def _tls(conn: ConnectionId, limits: HttpLimits) -> _TlsParser:
-    return _TlsParser(conn)
+_NO_KEYS = KeyLog()
+
+
+def _h2c(conn: ConnectionId, limits: HttpLimits) -> H2cParser:
+    return H2cParser(conn, limits)
 
 
 #: The parsers asked, in this order: a TLS handshake record header (``0x16 0x03 0x00..0x04``,
-#: RFC 8446 §5.1), then an HTTP/1.x request line.
+#: RFC 8446 §5.1), the HTTP/2 connection preface in clear (RFC 9113 §3.4: it would otherwise
+#: pass for an HTTP/1.x request line, ``PRI * HTTP/2.0``), then an HTTP/1.x request line.
 PARSERS: tuple[Parser, ...] = (
     Parser("tls", looks_like_tls, _tls),
+    Parser("h2", looks_like_h2_preface, _h2c),
     Parser("http", _looks_like_http1, _http1),
 )
+
+
+def parsers(keylog: Any = None) -> tuple[Parser, ...]:
+    """:data:`PARSERS`, with TLS decrypted when ``keylog`` (a :class:`~qoe.web.keylog.KeyLog`)
+    holds secrets: the ``"tls"`` entry's :class:`~qoe.web._decrypted.DecryptedTlsParser` then
+    has them (timing and bursts as without, plus the transactions inside)."""
+    if keylog is None or not len(keylog):
+        return PARSERS
+
+    def tls(conn: ConnectionId, limits: HttpLimits) -> DecryptedTlsParser:
+        return DecryptedTlsParser(conn, keylog, limits)
+
+    return tuple(Parser("tls", looks_like_tls, tls) if p.name == "tls" else p for p in PARSERS)
 
 
 def sniff(prefix: bytes, parsers: Sequence[Parser] = PARSERS) -> str | None:

@@ -40,8 +40,13 @@ def dns_queries(capture: str | os.PathLike[str]) -> list[DnsQuery]:
     return list(iter_dns_queries(capture))
 
 
-def iter_dns_queries(capture: str | os.PathLike[str]) -> Iterator[DnsQuery]:
-    """:func:`dns_queries` one at a time, as the capture is read."""
+def iter_dns_queries(capture: str | os.PathLike[str], *, quic_seen: list[bool] | None = None) -> Iterator[DnsQuery]:
+    """:func:`dns_queries` one at a time, as the capture is read.
+
+    ``quic_seen``, when given, has its first item set True once a datagram starting a QUIC
+    v1 Initial packet is read (RFC 9000 §17.2.2: long header, type 0, version 1, in a
+    datagram of at least 1200 bytes, §14.1): the page reader then also reads QUIC.
+    """
     # dpkt and the capture readers load when a capture is read: qoe.web.pages (which the CLI
     # and qoe.score import for WebOptions) stays light
     import dpkt  # noqa: PLC0415
@@ -49,6 +54,11 @@ def iter_dns_queries(capture: str | os.PathLike[str]) -> Iterator[DnsQuery]:
     from qoe.capture import read_udp_batches  # noqa: PLC0415
 
     for b in read_udp_batches(capture, batch_size=_DNS_BATCH):
+        if quic_seen is not None and not quic_seen[0] and len(b.lengths):
+            h = b.head
+            initial = ((h[:, 0] & 0xF0) == 0xC0) & (h[:, 1] == 0) & (h[:, 2] == 0) & (h[:, 3] == 0) & (h[:, 4] == 1)
+            if bool(np.any(initial & (b.lengths >= 1200))):
+                quic_seen[0] = True
         for i in np.flatnonzero(b.dport == _DNS_PORT).tolist():
             try:
                 msg = dpkt.dns.DNS(b.payload_of(i))

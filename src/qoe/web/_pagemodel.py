@@ -15,6 +15,7 @@ References
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping
@@ -64,6 +65,10 @@ class WebOptions(OptionsBase):
         The path's RTT without queueing (the testbed's configured delay, a ping on the idle
         path), the baseline of the diagnosis; default: the lowest RTT on the page's
         connections, which holds any queue that stood before the page began.
+    keylog : str or tuple of str, optional
+        NSS key log file(s) (``SSLKEYLOGFILE``) to decrypt TLS and QUIC with
+        (:mod:`qoe.web.decrypt`, :mod:`qoe.web.quic`); a pcapng capture's Decryption Secrets
+        Blocks are used as well. Without, HTTPS objects are not visible.
     """
 
     idle_gap_s: float = DEFAULT_IDLE_GAP_S
@@ -72,6 +77,7 @@ class WebOptions(OptionsBase):
     t_max: float | None = None
     share: float = 0.5
     base_rtt_s: float | None = None
+    keylog: str | tuple[str, ...] | None = None
 
     KIND: ClassVar[str] = "web"
 
@@ -87,6 +93,13 @@ class WebOptions(OptionsBase):
         if self.base_rtt_s is not None and not (isinstance(self.base_rtt_s, (int, float))
                                                 and 0 <= self.base_rtt_s < math.inf):
             raise InputError(f"base_rtt_s must be a number of seconds >= 0; given {self.base_rtt_s!r}")
+        k = self.keylog
+        if k is not None and not (isinstance(k, (str, os.PathLike)) or
+                                  (isinstance(k, (tuple, list)) and all(isinstance(x, (str, os.PathLike)) for x in k))):
+            raise InputError(f"keylog must be a key log file's path or a tuple of them; given {k!r}")
+        if isinstance(k, (list, os.PathLike)) or (isinstance(k, tuple) and not all(isinstance(x, str) for x in k)):
+            object.__setattr__(self, "keylog", os.fspath(k) if isinstance(k, os.PathLike)
+                               else tuple(os.fspath(x) for x in k))  # plain strings: the options' JSON view
 
     @property
     def bounds(self) -> tuple[float, float] | None:
@@ -281,6 +294,7 @@ def _object_row(t: Any) -> dict[str, Any]:
         "request_start_s": s(t.request_start_ns), "response_start_s": s(t.response_start_ns),
         "response_end_s": s(t.response_end_ns), "ttfb_s": s(t.ttfb_ns), "content_type": t.content_type,
         "body_bytes": t.response_body_bytes, "reused": t.reused, "complete": t.complete,
+        "protocol": getattr(t, "protocol", None),
     }
 
 
@@ -585,6 +599,10 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
     notes = []
     if not page_conns:
         notes.append("no TCP facts for the page's connections: RTT and loss unknown")
+    hidden = sum(1 for it in group if it.tls is not None and it.txn is None)
+    if hidden:
+        notes.append(f"encrypted without keys: {hidden} connection(s) whose objects are not visible (their "
+                     "handshake and bytes count; give the browser's key log: --keylog, WebOptions(keylog=...))")
     if not complete:
         reasons = {t.partial or t.error or "incomplete" for t in txns if not t.complete}
         reasons |= {_tls_incomplete(it.tls) for it in group if it.tls is not None and not it.tls.complete}

@@ -10,16 +10,20 @@ naming the version), so pages, HAR and scores do not care which protocol carried
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from qoe.report import as_dict
 from qoe.web._sink import ConnectionId
-from qoe.web.tls import TlsSession
+
+if TYPE_CHECKING:  # only for the annotation: tls imports nothing of this module either
+    from qoe.web._h2 import Http2Summary
+    from qoe.web.decrypt import TlsDecryption
+    from qoe.web.tls import TlsSession
 
 __all__ = ["Transaction", "ConnectionResult", "ProtocolName"]
 
 #: What a connection's parser is: the name :func:`qoe.web._dispatch.sniff` gives it.
-ProtocolName = Literal["http", "tls", "unknown"]
+ProtocolName = Literal["http", "h2", "tls", "unknown"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +99,17 @@ class Transaction:
         ALPN registry): ``"http/1.0"``, ``"http/1.1"``; ``"h2"`` and ``"h3"`` for HTTP/2 and
         HTTP/3. HTTP/1.x: from the request line's version, else the status line's; None when
         neither was seen.
+    stream_id : int or None
+        HTTP/2 and HTTP/3: the stream (RFC 9113 §5.1.1, RFC 9000 §2.1).
+    priority : str or None
+        HTTP/2: the priority the HEADERS or PRIORITY frame sent (``"weight=W depends_on=S
+        exclusive=E"``, RFC 7540 §5.3) and/or the ``priority`` header field (RFC 9218 §4,
+        e.g. ``"u=0, i"``); HTTP/3: the field.
+    pushed : bool
+        A server push (HTTP/2 PUSH_PROMISE, RFC 9113 §8.4; HTTP/3 §4.6).
+    reset : str or None
+        The stream was reset (``"RST_STREAM CANCEL"``, ``"RESET_STREAM H3_REQUEST_CANCELLED"``)
+        or left unprocessed by a GOAWAY (``"GOAWAY NO_ERROR"``: above its last stream id).
     """
 
     connection: int
@@ -138,6 +153,10 @@ class Transaction:
     partial: str | None = None
     error: str | None = None
     protocol: str | None = None
+    stream_id: int | None = None
+    priority: str | None = None
+    pushed: bool = False
+    reset: str | None = None
 
     @property
     def ttfb_ns(self) -> int | None:
@@ -158,12 +177,19 @@ class ConnectionResult:
     Attributes
     ----------
     connection : ConnectionId
-    protocol : {"http", "tls", "unknown"}
-        The parser :func:`sniff` chose from the first client bytes.
+    protocol : {"http", "h2", "tls", "unknown"}
+        The parser :func:`sniff` chose from the first client bytes (``"h2"``: HTTP/2 in
+        clear with prior knowledge, RFC 9113 §3.3).
     transactions : tuple of Transaction
-        HTTP exchanges in request order (empty for TLS and unknown protocols).
+        HTTP exchanges in request order (HTTP/2: in stream order; TLS: those decrypted with
+        a key log; empty for unknown protocols).
     tls : TlsSession or None
         TLS handshake timing and counts (``protocol == "tls"``).
+    decryption : TlsDecryption or None
+        TLS with a key log: what decryption gave (records opened and failed, ALPN, the
+        application protocol, encrypted bursts), :mod:`qoe.web.decrypt`.
+    http2 : Http2Summary or None
+        HTTP/2 connections: frames, SETTINGS, GOAWAYs, resets, pushes.
     client_bytes, server_bytes : int
         Payload bytes delivered each way (missing bytes not included).
     client_missing_bytes, server_missing_bytes : int
@@ -185,6 +211,8 @@ class ConnectionResult:
     server_missing_bytes: int = 0
     error: str | None = None
     note: str | None = None
+    decryption: TlsDecryption | None = None
+    http2: Http2Summary | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Every field as plain Python, nested results included."""

@@ -82,7 +82,7 @@ class _Client:
 
 def stream_pages(
     capture: Any, *, gap: int, preset: str, bounds: tuple[float, float] | None, share: float, limits: Any,
-    base_rtt: float | None = None, parsers: Sequence[Parser] = PARSERS,
+    base_rtt: float | None = None, parsers: Sequence[Parser] = PARSERS, quic_seen: list[bool] | None = None,
 ) -> Iterator[Page]:
     """The pages of ``capture`` in order of start, each as soon as it is final (see module notes).
 
@@ -90,9 +90,14 @@ def stream_pages(
     consumer has the page) measured no faster, since the collections then find as many
     young records to walk. ``page_loads``, where no consumer code runs, pauses it for the
     whole pass (the pass creates no reference cycles).
+
+    ``parsers`` (``qoe.web._dispatch.parsers(keylog)``) decides how connections are parsed
+    (TLS decrypted with a key log); ``quic_seen``, when given, has its first item set when the
+    capture's UDP holds a QUIC Initial (the DNS reader sees every datagram, and reads them all
+    at the end).
     """
     run = _PageStream(capture, gap=gap, preset=preset, bounds=bounds, share=share, base_rtt=base_rtt,
-                      parsers=parsers)
+                      parsers=parsers, quic_seen=quic_seen)
     conns = iter_connections(capture, sinks=run.sink_for, limits=limits)
     finished = 0
     while True:
@@ -120,7 +125,8 @@ class _PageStream:
     """
 
     def __init__(self, capture: Any, *, gap: int, preset: str, bounds: tuple[float, float] | None,
-                 share: float, base_rtt: float | None, parsers: Sequence[Parser] = PARSERS) -> None:
+                 share: float, base_rtt: float | None, parsers: Sequence[Parser] = PARSERS,
+                 quic_seen: list[bool] | None = None) -> None:
         self.gap, self.preset, self.bounds, self.share, self.base_rtt = gap, preset, bounds, share, base_rtt
         self.parsers = parsers  # the protocols a connection may speak (qoe.web._dispatch.PARSERS)
         self.sinks: dict[int, Any] = {}  # connection index -> its sink, until the connection is final
@@ -140,7 +146,8 @@ class _PageStream:
         self.unscored: list[tuple[tuple[int, int, int], _OpenPage]] = []  # heap of open pages by key, lazy
         self.ready: list[tuple[tuple[int, int, int], Page]] = []  # finished pages by key
         self.serial = 0
-        self.dns = _DnsBuffer(capture)
+        self.dns = _DnsBuffer(capture, quic_seen)
+        self.quic_seen = quic_seen
         self.out: list[Page] = []  # pages given, not yet handed to the consumer
         self.index = 0
 
@@ -183,7 +190,7 @@ class _PageStream:
         found: list[_Item] = []
         if res is not None:
             found = _http_items(res.transactions)
-            if res.tls is not None:
+            if res.tls is not None and not res.transactions:  # (decrypted: its transactions are the items)
                 found += _tls_items((res.tls,), {i: conn})
         for it in found:
             it.tcp = conn
@@ -197,6 +204,8 @@ class _PageStream:
 
     def finish(self) -> None:
         """The capture ended: every connection is final, every page can be given."""
+        if self.quic_seen is not None:
+            self.dns.drain()  # every UDP datagram read: whether the capture holds QUIC is known
         self.first_ts.clear()
         self._settle(_INF)
         self._finish_pages(_INF)
@@ -355,8 +364,9 @@ class _PageStream:
 class _DnsBuffer:
     """The capture's DNS queries, read lazily in capture order, kept per client while usable."""
 
-    def __init__(self, capture: Any) -> None:
+    def __init__(self, capture: Any, quic_seen: list[bool] | None = None) -> None:
         self._capture = capture
+        self._quic_seen = quic_seen
         self._source: Iterator[DnsQuery] | None = None
         self._by_client: dict[str, list[DnsQuery]] = {}
         self._last = -1  # time of the latest query read
@@ -364,7 +374,7 @@ class _DnsBuffer:
 
     def _read_until(self, ts: int) -> None:
         if self._source is None:
-            self._source = iter_dns_queries(self._capture)
+            self._source = iter_dns_queries(self._capture, quic_seen=self._quic_seen)
         while not self._done and self._last <= ts:
             q = next(self._source, None)
             if q is None:
@@ -372,6 +382,10 @@ class _DnsBuffer:
                 return
             self._last = max(self._last, q.ts_ns)
             self._by_client.setdefault(q.client, []).append(q)
+
+    def drain(self) -> None:
+        """Read the rest of the capture's UDP datagrams (and keep their queries, as :meth:`upto`)."""
+        self._read_until(_INF)
 
     def upto(self, client: str, ts: int) -> list[DnsQuery]:
         """The queries of ``client`` so far, by time, once every query up to ``ts`` is read."""

@@ -78,6 +78,7 @@ from qoe.errors import InputError
 from qoe.web import _dispatch, _http1
 from qoe.web._http1 import DEFAULT_MAX_HEAD_BYTES, DEFAULT_MAX_HELD_BYTES, HttpLimits
 from qoe.web._results import ConnectionResult, Transaction
+from qoe.web.keylog import load_keylog
 from qoe.web.tcp import TcpLimits, connections
 
 __all__ = [
@@ -102,7 +103,7 @@ def parse(
     connection: Any,
     events: Iterable[Event],
     *,
-    protocol: Literal["auto", "http", "tls"] = "auto",
+    protocol: Literal["auto", "http", "h2", "tls"] = "auto",
     limits: HttpLimits | None = None,
 ) -> ConnectionResult:
     """Parse one connection's byte events.
@@ -114,7 +115,7 @@ def parse(
     events : iterable of Event
         Each direction's bytes in order, its gaps and its end (the ByteSink calls of
         :mod:`qoe.web.tcp`, as tuples; see :data:`Event`).
-    protocol : {"auto", "http", "tls"}, keyword-only
+    protocol : {"auto", "http", "h2", "tls"}, keyword-only
         ``"auto"`` (default): recognise the protocol from the client's first bytes, as for a
         capture; a name: parse with that parser whatever the bytes.
     limits : HttpLimits, optional, keyword-only
@@ -162,6 +163,7 @@ def connection_results(
     *,
     limits: HttpLimits | None = None,
     tcp_limits: TcpLimits | None = None,
+    keylog: Any = None,
 ) -> list[ConnectionResult]:
     """What each TCP connection of a capture carried: its protocol and transactions.
 
@@ -173,6 +175,10 @@ def connection_results(
         Memory bounds of the HTTP parser.
     tcp_limits : qoe.web.tcp.TcpLimits, optional, keyword-only
         Reassembly memory bounds.
+    keylog : path, sequence of paths or qoe.web.keylog.KeyLog, optional, keyword-only
+        NSS key log(s) (``SSLKEYLOGFILE``) to decrypt TLS connections with; a pcapng
+        capture's own Decryption Secrets Blocks are used as well (see :mod:`qoe.web.decrypt`).
+        Without, TLS connections give their handshake timing only.
 
     Returns
     -------
@@ -180,7 +186,9 @@ def connection_results(
         One per connection, in order of first packet.
     """
     lim = limits if limits is not None else HttpLimits()
-    col = _dispatch.Collector(max_head_bytes=lim.max_head_bytes, max_held_bytes=lim.max_held_bytes)
+    log = load_keylog(capture if isinstance(capture, (str, os.PathLike)) else None, keylog)
+    col = _dispatch.Collector(max_head_bytes=lim.max_head_bytes, max_held_bytes=lim.max_held_bytes,
+                              parsers=_dispatch.parsers(log))
     connections(capture, sinks=col, limits=tcp_limits if tcp_limits is not None else TcpLimits())
     return col.results()
 
@@ -190,9 +198,11 @@ def transactions(
     *,
     limits: HttpLimits | None = None,
     tcp_limits: TcpLimits | None = None,
+    keylog: Any = None,
 ) -> list[Transaction]:
     """Every HTTP transaction of a capture, by connection then sequence (see :func:`connection_results`)."""
-    return [t for r in connection_results(capture, limits=limits, tcp_limits=tcp_limits) for t in r.transactions]
+    return [t for r in connection_results(capture, limits=limits, tcp_limits=tcp_limits, keylog=keylog)
+            for t in r.transactions]
 
 
 # the plumbing that was public here before 0.x: kept one release, with a warning

@@ -50,6 +50,7 @@ References
 """
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 from collections.abc import Iterator
@@ -148,5 +149,85 @@ def _iter_page_loads(capture: str | os.PathLike[str], opts: WebOptions, limits: 
     _mos(1.0, opts.preset, b)  # the preset or bounds are checked where they are used, now
     limits = limits if limits is not None else TcpLimits()
     iter_connections(capture, limits=limits)  # checks the limits and the file now, reads nothing
-    return stream_pages(capture, gap=int(round(opts.idle_gap_s * 1e9)), preset=opts.preset, bounds=b,
-                        share=opts.share, limits=limits, base_rtt=opts.base_rtt_s)
+    from qoe.web._dispatch import parsers  # noqa: PLC0415
+    from qoe.web.keylog import load_keylog  # noqa: PLC0415
+
+    keys = load_keylog(capture, opts.keylog)  # a missing or empty key log file fails now
+    quic_seen = [False]
+    tcp = stream_pages(capture, gap=int(round(opts.idle_gap_s * 1e9)), preset=opts.preset, bounds=b,
+                       share=opts.share, limits=limits, base_rtt=opts.base_rtt_s, parsers=parsers(keys),
+                       quic_seen=quic_seen)
+    return _then_quic(tcp, capture, opts, keys, quic_seen)
+
+
+def _then_quic(tcp: Iterator[Page], capture: Any, opts: WebOptions, keys: Any, quic_seen: list[bool]) -> Iterator[Page]:
+    """The TCP pages, then (when the capture holds QUIC) the pages of its QUIC connections.
+
+    QUIC connections are grouped among themselves (:func:`_quic_pages`), after the TCP pages and
+    numbered after them: a page whose objects came over both TCP and QUIC is two pages.
+    """
+    n = 0
+    for page in tcp:
+        n += 1
+        yield page
+    if quic_seen[0]:
+        for page in _quic_pages(capture, opts, keys):
+            yield dataclasses.replace(page, index=page.index + n)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _QuicAsTls:
+    """A QUIC connection seen through the fields page grouping reads of a TLS session
+    (:mod:`qoe.web._pagemodel`): its start (the client's first Initial) and, as the end of its
+    item, the end of its last server burst (the page's "fully loaded" time from the
+    connection's activity, without keys); no first application byte (no TTFB)."""
+
+    connection: int
+    client: tuple[str, int]
+    server_name: str | None
+    client_hello_ns: int | None
+    connection_start_ns: int
+    handshake_end_ns: int | None
+    server_first_app_data_ns: int | None
+    server_bytes: int
+    complete: bool
+    alpn_offered: tuple[str, ...] = ()
+    alpn: str | None = None
+    server_hello_ns: int | None = None
+    error: str | None = None
+    version: int = 0x0304  # QUIC's handshake is TLS 1.3's (RFC 9001 §4): one round trip
+    version_name: str = "QUIC"
+
+
+def _quic_pages(capture: Any, opts: WebOptions, keys: Any) -> list[Page]:
+    """Pages of the capture's QUIC connections: their HTTP/3 transactions when decrypted,
+    else each connection as a TLS-like item (handshake timing, bytes; objects not visible)."""
+    from qoe.web.quic import quic_connections  # noqa: PLC0415
+
+    conns = quic_connections(capture, keylog=keys)
+    txs = [t for c in conns for t in c.transactions]
+    hidden = [_QuicAsTls(c.index, c.client, c.server_name, c.client_initial_ns, c.first_ns,
+                         max([b.end_ns for b in c.bursts if b.direction == "server"] or [c.last_ns]),
+                         None, c.server_bytes, c.handshake_end_ns is not None, c.alpn_offered, c.alpn,
+                         c.server_initial_ns)
+              for c in conns if not c.transactions]
+    pages = build_pages(txs, tls=hidden, dns=dns_queries(capture), options=opts)
+    first_of = {c.index: c.client_initial_ns for c in conns}
+    out = []
+    for p in pages:
+        # a decrypted page starts at its connection's first Initial (the SYN of QUIC), unless a
+        # DNS query came first (the same rule as a TCP page's SYN)
+        main = p.transactions[0] if p.transactions else None
+        initial = first_of.get(main.connection) if main is not None and main.sequence == 0 else None
+        if initial is not None and p.start_event == "request" and initial < p.start_ns:
+            plt = (p.end_ns - initial) / 1e9
+            ttfb = (main.response_start_ns - initial) / 1e9 if main.response_start_ns is not None else p.ttfb_s
+            p = dataclasses.replace(p, start_ns=initial, start_event="quic-initial", plt_s=plt, ttfb_s=ttfb,
+                                    mos=_mos(plt, opts.preset, _custom_bounds(opts)))
+        notes = list(p.notes)
+        notes = [n for n in notes if not n.startswith("no TCP facts")]
+        notes.append("QUIC (HTTP/3 over UDP): RTT and loss from TCP do not apply")
+        if any(c.note for c in conns):
+            notes.extend(sorted({c.note for c in conns if c.note}))
+        out.append(dataclasses.replace(p, notes=tuple(dict.fromkeys(notes))))
+    return out
