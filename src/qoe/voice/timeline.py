@@ -46,7 +46,7 @@ from qoe.voice import g711
 if TYPE_CHECKING:  # pragma: no cover
     from qoe.rtp.jitterbuffer import PlayoutResult
 
-__all__ = ["ReceivedAudio", "rebuild_audio", "repeat_conceal", "Conceal"]
+__all__ = ["ReceivedAudio", "rebuild_audio", "repeat_conceal", "Conceal", "payload_arrays"]
 
 Conceal = Literal["silence", "repeat"]
 
@@ -130,6 +130,7 @@ class ReceivedAudio:
 
 
 def payload_arrays(payloads: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The payloads as one uint8 array of their bytes and an int64 array of their lengths."""
     lengths = np.fromiter((len(p) for p in payloads), dtype=np.int64, count=len(payloads))
     codes = np.frombuffer(b"".join(payloads), dtype=np.uint8)
     return codes, lengths
