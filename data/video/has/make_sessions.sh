@@ -19,8 +19,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 MEDIA=${MEDIA:-/tmp/hs_media}
 NPM=${NPM:-/tmp/hs_npm/node_modules}
 PY=${PY:-$HERE/../../../.venv/bin/python}
-WWW=/tmp/hs_www
-NSC=hs-c NSR=hs-r NSS=hs-s
+WWW=${WWW:-/tmp/hs_www}
+NSC=${NSC:-hs-c} NSR=${NSR:-hs-r} NSS=${NSS:-hs-s}
 TESTBED_CONGCTL=cubic
 source "$HERE/../../_testbed/testbed.sh"
 UP_RATE=2mbit

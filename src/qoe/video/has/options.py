@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass
 from typing import ClassVar
@@ -65,6 +66,13 @@ class StreamingOptions(OptionsBase):
         sizes and timing of the TLS connections (:mod:`qoe.video.has.infer`), labelled inferred.
     opaque_ports : tuple of int
         Server ports whose connections are read as encrypted for that inference (default 443).
+    keylog : str or tuple of str, optional
+        NSS key log file(s) (``SSLKEYLOGFILE``) of the browser: HTTPS sessions (HTTP/1.1 over
+        TLS, HTTP/2) are then rebuilt from the decrypted transactions
+        (:func:`qoe.web.http.transactions`) and their manifests read from the decrypted
+        streams (:mod:`qoe.video.has.decrypted`), as cleartext sessions are: not inferred.
+        The same field as :attr:`qoe.web.WebOptions.keylog`; a pcapng capture's Decryption
+        Secrets Blocks are used as well.
     """
 
     startup_threshold_s: float = DEFAULT_STARTUP_THRESHOLD_S
@@ -80,6 +88,7 @@ class StreamingOptions(OptionsBase):
     p1203_display: str = "1920x1080"
     manifests: tuple[str, ...] = ()
     opaque_ports: tuple[int, ...] = (443,)
+    keylog: str | tuple[str, ...] | None = None
 
     KIND: ClassVar[str] = "streaming"
 
@@ -106,6 +115,13 @@ class StreamingOptions(OptionsBase):
         if not all(isinstance(p, int) and 0 < p < 65536 for p in self.opaque_ports):
             raise InputError(f"opaque_ports must be TCP port numbers; given {self.opaque_ports!r}")
         object.__setattr__(self, "opaque_ports", tuple(self.opaque_ports))
+        k = self.keylog
+        if k is not None and not (isinstance(k, (str, os.PathLike)) or
+                                  (isinstance(k, (tuple, list)) and all(isinstance(x, (str, os.PathLike)) for x in k))):
+            raise InputError(f"keylog must be a key log file's path or a tuple of them; given {k!r}")
+        if isinstance(k, (list, os.PathLike)) or (isinstance(k, tuple) and not all(isinstance(x, str) for x in k)):
+            object.__setattr__(self, "keylog", os.fspath(k) if isinstance(k, os.PathLike)
+                               else tuple(os.fspath(x) for x in k))  # plain strings: the options' JSON view
         if not isinstance(self.p1203_display, str) or not _RES.match(self.p1203_display):
             raise InputError(f"p1203_display must be WIDTHxHEIGHT (e.g. 1920x1080); given {self.p1203_display!r}")
 

@@ -444,6 +444,8 @@ def sessions(capture: str | os.PathLike[str], *, options: StreamingOptions | Non
     from qoe.web import page_loads  # noqa: PLC0415
 
     options = options if options is not None else StreamingOptions()
+    if options.keylog is not None:
+        return _keylog_sessions(capture, options)
     pages = page_loads(capture)
     txs = [t for p in pages for t in p.transactions if may_be_streaming(t)]
     found = build_sessions(txs, capture_bodies(capture), options=options)
@@ -454,6 +456,32 @@ def sessions(capture: str | os.PathLike[str], *, options: StreamingOptions | Non
                       "encrypted: a streaming session among them cannot be mapped; give the presentation's manifest "
                       "(StreamingOptions.manifests, --manifest) to infer its segments from sizes and timing",
                       QoEWarning, stacklevel=2)
+    return found
+
+
+def _keylog_sessions(capture: str | os.PathLike[str], options: StreamingOptions) -> list[StreamingSession]:
+    """Sessions of a capture whose TLS connections are opened with ``options.keylog``: the
+    transactions of :func:`qoe.web.http.transactions` (cleartext and decrypted), the manifests'
+    bodies read back from the capture (cleartext) or from the decrypted streams (HTTPS)."""
+    from qoe.video.has.decrypted import keylog_bodies  # noqa: PLC0415
+    from qoe.web.http import transactions  # noqa: PLC0415
+
+    txs = [t for t in transactions(capture, keylog=options.keylog) if may_be_streaming(t)]
+    clear, tls = capture_bodies(capture), keylog_bodies(capture, options.keylog)
+
+    def bodies(mtx: Sequence[Any]) -> Mapping[int, tuple[bytes, bool]]:
+        https = [k for k, t in enumerate(mtx) if (t.url or "").startswith("https:")]
+        plain = [k for k, t in enumerate(mtx) if not (t.url or "").startswith("https:")]
+        out: dict[int, tuple[bytes, bool]] = {}
+        for keys, read in ((https, tls), (plain, clear)):
+            if keys:
+                got = read([mtx[k] for k in keys])
+                out.update({keys[j]: v for j, v in got.items()})
+        return out
+
+    found = build_sessions(txs, bodies, options=options)
+    if not found and options.manifests:
+        found = inferred_sessions(capture, options=options)
     return found
 
 

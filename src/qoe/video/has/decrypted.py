@@ -1,0 +1,180 @@
+"""The manifests' bodies of HTTPS sessions, read from the TLS connections opened with the key log.
+
+:mod:`qoe.web` decrypts TLS with a key log (:mod:`qoe.web.decrypt`) and makes HTTP/1.x and
+HTTP/2 transactions of the plaintext, keeping no body. A streaming session needs the bodies
+of its manifests: :func:`keylog_bodies` reads the capture once more and opens again only the
+connections that carried a manifest, through the public :class:`qoe.web.decrypt.DecryptingTlsSink`
+with sinks of its own in place of the HTTP parsers. They keep only
+
+* HTTP/1.x: the server's plaintext delivered inside each manifest response's time window
+  (as :func:`qoe.video.has.bodies.read_bodies` does with cleartext), decoded by
+  :func:`qoe.video.has.bodies.decode_response`;
+* HTTP/2: the DATA frames (RFC 9113 §6.1, padding removed by ``hyperframe``) of the manifest
+  responses' stream identifiers; frames of other streams are skipped as they are read.
+
+A record that failed authentication (or was not captured whole) is a gap in the plaintext:
+a manifest with a gap is returned as not whole.
+
+References
+----------
+.. [1] RFC 9113, "HTTP/2" (2022): §4.1 (frame format), §6.1 (DATA, END_STREAM, PADDED).
+.. [2] RFC 9112, "HTTP/1.1" (2022): §2.1 (message format), §6.3 (body length).
+.. [3] RFC 8446, "TLS 1.3" (2018): §5.2 (record payload protection).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from qoe.video.has.bodies import MAX_BODY_BYTES, decode_response
+
+__all__ = ["keylog_bodies"]
+
+_SLACK_NS = 1_000_000  # plaintext delivered up to 1 ms before the response's first byte time
+_H2_HEADER = 9  # RFC 9113 §4.1: length (24), type (8), flags (8), R + stream identifier (32)
+_H2_DATA = 0x0  # RFC 9113 §6.1
+_END_STREAM = 0x1  # RFC 9113 §6.1
+
+
+class _Http1Plain:
+    """Keeps the server's plaintext delivered inside the windows of one connection's manifests."""
+
+    def __init__(self, windows: Sequence[tuple[int, int, int]]) -> None:
+        self.windows = windows  # (key, start_ns, end_ns)
+        self.got: dict[int, list[tuple[int, bytes]]] = {k: [] for k, _, _ in windows}
+
+    def data(self, direction: int, ts_ns: int, offset: int, payload: bytes) -> None:
+        from qoe.web.tcp import SERVER  # noqa: PLC0415
+
+        if direction != SERVER:
+            return
+        for k, start, end in self.windows:
+            if start - _SLACK_NS <= ts_ns <= end:
+                self.got[k].append((offset, bytes(payload)))
+
+    def gap(self, direction: int, ts_ns: int, offset: int, length: int) -> None:
+        pass  # seen as a hole between the offsets kept
+
+    def close(self, direction: int, ts_ns: int, how: str) -> None:
+        pass
+
+    def bodies(self) -> dict[int, tuple[bytes, bool]]:
+        out = {}
+        for k, chunks in self.got.items():
+            chunks.sort()
+            raw, whole, pos = bytearray(), True, None
+            for off, b in chunks:
+                if pos is not None and off > pos:
+                    whole = False
+                    break
+                if pos is not None and off < pos:
+                    b = b[pos - off:]
+                raw += b
+                pos = off + len(b) if pos is None or off >= pos else pos + len(b)
+            start = raw.find(b"HTTP/1.")
+            if start < 0:
+                continue
+            _, body, ok = decode_response(bytes(raw[start:]))
+            out[k] = (body, ok and whole)
+        return out
+
+
+class _H2Plain:
+    """Keeps the DATA of some HTTP/2 streams of one connection (the server's direction)."""
+
+    def __init__(self, streams: Mapping[int, int]) -> None:
+        self.streams = streams  # stream id -> key
+        self.buf = bytearray()
+        self.stopped = False
+        self.got: dict[int, bytearray] = {k: bytearray() for k in streams.values()}
+        self.ended: set[int] = set()
+        self.cut: set[int] = set()
+
+    def data(self, direction: int, ts_ns: int, offset: int, payload: bytes) -> None:
+        from hyperframe.frame import Frame  # noqa: PLC0415
+
+        from qoe.web.tcp import SERVER  # noqa: PLC0415
+
+        if direction != SERVER or self.stopped:
+            return
+        self.buf += payload
+        while len(self.buf) >= _H2_HEADER:
+            frame, length = Frame.parse_frame_header(memoryview(self.buf)[:_H2_HEADER])
+            if len(self.buf) < _H2_HEADER + length:
+                return
+            body = bytes(self.buf[_H2_HEADER:_H2_HEADER + length])
+            del self.buf[:_H2_HEADER + length]
+            key = self.streams.get(frame.stream_id)
+            if key is None or frame.type != _H2_DATA:
+                continue
+            frame.parse_body(memoryview(body))
+            if len(self.got[key]) + len(frame.data) > MAX_BODY_BYTES:
+                self.cut.add(key)
+            else:
+                self.got[key] += frame.data
+            if "END_STREAM" in frame.flags:
+                self.ended.add(key)
+
+    def gap(self, direction: int, ts_ns: int, offset: int, length: int) -> None:
+        from qoe.web.tcp import SERVER  # noqa: PLC0415
+
+        if direction == SERVER:
+            self.stopped = True  # the frame boundaries are lost
+
+    def close(self, direction: int, ts_ns: int, how: str) -> None:
+        pass
+
+    def bodies(self) -> dict[int, tuple[bytes, bool]]:
+        return {k: (bytes(b), k in self.ended and k not in self.cut) for k, b in self.got.items() if b}
+
+
+def keylog_bodies(capture: str | os.PathLike[str], keylog: Any
+                  ) -> Callable[[Sequence[Any]], Mapping[int, tuple[bytes, bool]]]:
+    """The ``bodies`` function of :func:`qoe.video.has.session.build_sessions` for HTTPS: the
+    manifests' bodies decrypted with ``keylog`` (HTTP/1.x over TLS and HTTP/2).
+
+    Parameters
+    ----------
+    capture : path
+    keylog : path, sequence of paths or qoe.web.keylog.KeyLog
+        As :func:`qoe.web.http.transactions` takes it.
+
+    Returns
+    -------
+    callable
+        ``bodies(manifest_transactions) -> {position: (body, whole)}``; a manifest whose
+        connection could not be opened (no keys) is absent.
+    """
+    from qoe.web.decrypt import DecryptingTlsSink  # noqa: PLC0415
+    from qoe.web.keylog import load_keylog  # noqa: PLC0415
+    from qoe.web.tcp import connections  # noqa: PLC0415
+
+    def bodies(mtx: Sequence[Any]) -> Mapping[int, tuple[bytes, bool]]:
+        log = load_keylog(capture, keylog)
+        if log is None:
+            return {}
+        wanted: dict[tuple[Any, Any], list[tuple[int, Any]]] = {}
+        for k, t in enumerate(mtx):
+            if t.client and t.server:
+                wanted.setdefault((tuple(t.client), tuple(t.server)), []).append((k, t))
+        sinks: list[Any] = []
+
+        def factory(conn: Any) -> Any:
+            mine = wanted.get((tuple(conn.client), tuple(conn.server)))
+            if not mine:
+                return None
+            h1 = _Http1Plain([(k, t.response_start_ns, t.response_end_ns) for k, t in mine
+                              if t.response_start_ns is not None and t.response_end_ns is not None])
+            h2 = _H2Plain({t.stream_id: k for k, t in mine if t.stream_id is not None})
+            sinks.extend((h1, h2))
+            return DecryptingTlsSink(conn, log, http1=lambda _c: h1, h2=lambda _c: h2)
+
+        connections(capture, sinks=factory)
+        out: dict[int, tuple[bytes, bool]] = {}
+        for s in sinks:
+            out.update(s.bodies())
+        return out
+
+    return bodies
