@@ -19,8 +19,14 @@ from qoe.video.has import StreamingOptions, p1203_input, sessions
 from qoe.video.has.p1203 import AUDIO_SEGMENT_FIELDS, P1203_KEYS, VIDEO_SEGMENT_FIELDS
 
 SESSIONS = Path(__file__).resolve().parents[3] / "data" / "video" / "has" / "sessions"
-# the cleartext sessions (the -tls ones are HTTPS: tests/video/has/test_infer.py)
-NAMES = sorted(p.name.removesuffix(".pcap.gz") for p in SESSIONS.glob("*.pcap.gz") if "-tls" not in p.name)
+# every session; the -tls ones are HTTPS (HTTP/1.1 over TLS 1.3), read with the browser's key log
+# (StreamingOptions.keylog; without it: tests/video/has/test_infer.py)
+NAMES = sorted(p.name.removesuffix(".pcap.gz") for p in SESSIONS.glob("*.pcap.gz"))
+
+
+def _options(name: str, **kw) -> StreamingOptions:
+    keylog = SESSIONS / f"{name}.keylog"
+    return StreamingOptions(keylog=str(keylog), **kw) if keylog.is_file() else StreamingOptions(**kw)
 
 # Startup: the replay starts playback when a segment of every media type has arrived; the
 # players need a little longer to demux and append it: dash.js (fMP4) 10-40 ms on these
@@ -54,13 +60,14 @@ def _player_view(log: dict) -> tuple[float, list[tuple[float, float]]]:
 
 @pytest.fixture(scope="module", params=NAMES)
 def session(request):
-    found = sessions(SESSIONS / f"{request.param}.pcap.gz")
+    found = sessions(SESSIONS / f"{request.param}.pcap.gz", options=_options(request.param))
     assert len(found) == 1
+    assert not found[0].inferred  # HTTPS too: mapped from the decrypted requests, not inferred
     return request.param, found[0]
 
 
 def test_the_sessions_are_there():
-    assert {"dash-ample", "hls-ample", "dash-constrained", "hls-constrained"} <= set(NAMES)
+    assert {"dash-ample", "hls-ample", "dash-constrained", "hls-constrained", "dash-tls", "hls-tls"} <= set(NAMES)
 
 
 def test_every_segment_the_player_loaded_is_found_and_mapped(session):
@@ -201,3 +208,25 @@ def test_switches_match_the_video_element(session):
     assert abs(s.switches - changes) <= 1, f"{name}: replay {s.switches}, element {changes}"
     if name.endswith(("ample", "step", "outage")):
         assert s.switches == changes
+
+
+def test_https_session_through_qoe_score_with_the_key_log():
+    """qoe.score(kind="streaming") with StreamingOptions(keylog=...): the HTTPS session is
+    rebuilt from the decrypted transactions, its MPD read from the decrypted stream (the
+    player's log has the same segments); without the key log nothing is mapped."""
+    import warnings
+
+    import qoe
+
+    cap = SESSIONS / "dash-tls.pcap.gz"
+    rep = qoe.score(str(cap), kind="streaming", options=_options("dash-tls"))
+    (s,) = rep.results
+    assert s.manifest_url == "https://hs.test/dash/manifest.mpd" and not s.inferred
+    assert not any("not in the capture" in n for n in s.notes)
+    loaded = {e["url"] for e in _log("dash-tls")["events"]
+              if e["type"] == "segment_loaded" and e["segment_type"] == "MediaSegment"}
+    assert {r.url for r in s.segments if not r.init} == loaded
+    assert rep.inputs["keylog"].endswith("dash-tls.keylog")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert sessions(cap) == []  # encrypted: no manifest seen, nothing mapped (test_infer.py infers)
