@@ -39,12 +39,19 @@ def streaming_options(f):  # noqa: ANN001, ANN201 - a Click decorator
 
 
 def make_options(startup_threshold_s, rebuffer_threshold_s, append_delay_s, qoe_preset, rebuffer_penalty,
-                 smooth_penalty, startup_penalty, manifests=(), opaque_ports=(), **extra) -> StreamingOptions:
-    """StreamingOptions from the flags of :func:`streaming_options`."""
+                 smooth_penalty, startup_penalty, manifests=(), opaque_ports=(), keylog=(), **extra) -> StreamingOptions:
+    """StreamingOptions from the flags of :func:`streaming_options` (and ``--keylog``)."""
     return StreamingOptions(startup_threshold_s=startup_threshold_s, rebuffer_threshold_s=rebuffer_threshold_s,
                             append_delay_s=append_delay_s, qoe_preset=qoe_preset, manifests=tuple(manifests),
                             opaque_ports=tuple(opaque_ports) or (443,), rebuffer_penalty=rebuffer_penalty, smooth_penalty=smooth_penalty,
-                            startup_penalty=startup_penalty, **extra)
+                            startup_penalty=startup_penalty, keylog=tuple(keylog) or None, **extra)
+
+
+#: ``--keylog`` of the has commands (``qoe score`` has its own, given to web and streaming alike).
+keylog_option = click.option(
+    "--keylog", multiple=True, type=click.Path(exists=True, dir_okay=False),
+    help="Streaming, HTTPS: the browser's NSS key log (SSLKEYLOGFILE; repeat): sessions are rebuilt from the "
+         "decrypted HTTP/1.1 and HTTP/2 transactions, manifests read from the decrypted streams.")
 
 
 @click.group("has")
@@ -55,6 +62,7 @@ def has() -> None:
 @has.command("sessions")
 @click.argument("capture", type=click.Path(exists=True, dir_okay=False))
 @streaming_options
+@keylog_option
 @click.option("--details", type=click.Choice(_TABLES), default="results", show_default=True,
               help="Table to print: one row per session, or a detail table (segments, per-second view, stalls, "
                    "played segments).")
@@ -79,6 +87,7 @@ def sessions_cmd(capture, details, fmt, output, **flags):
 @has.command("p1203-input")
 @click.argument("capture", type=click.Path(exists=True, dir_okay=False))
 @streaming_options
+@keylog_option
 @click.option("--device", type=click.Choice(["pc", "mobile"]), default="pc", show_default=True,
               help="P.1203 I.GEN device type.")
 @click.option("--display", default="1920x1080", show_default=True, help="P.1203 I.GEN display resolution (WxH).")
@@ -98,6 +107,7 @@ def p1203_cmd(capture, device, display, index, output, **flags):
 @has.command("plot")
 @click.argument("capture", type=click.Path(exists=True, dir_okay=False))
 @streaming_options
+@keylog_option
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="Figure path; with several sessions each gets its number before the suffix.")
 def plot_cmd(capture, output, **flags):

@@ -94,7 +94,7 @@ def score(capture, refs, sender_capture, network_delay_ms, user, jitter_buffer, 
                          srtp_keys=srtp_keys)
     options = {"voice": call, "video": video, "web": WebOptions(idle_gap_s=idle_gap, preset=web_preset,
                                                                         keylog=tuple(keylog) or None),
-               "streaming": make_options(**streaming)}
+               "streaming": make_options(**streaming, keylog=keylog)}
     inputs = [capture, sender_capture, sdp, *refs, *keylog]
     stream = iter_score(capture, reference=list(refs) or None, kind=kind, options=options,
                         sender_capture=sender_capture, ssrc=ssrc)

@@ -86,3 +86,17 @@ def test_batch_runs_streaming_rows():
     assert list(frame["label"]) == ["c", "a"]
     assert list(frame["protocol"]) == ["dash", "hls"]
     assert frame["startup_threshold_s"].tolist() == [4.0, 1.9]
+
+
+def test_cli_keylog_opens_an_https_session():
+    """``--keylog`` (StreamingOptions.keylog) on ``qoe has sessions`` and ``qoe score``: the
+    HTTPS session's manifest URL and segment count, as in the player's log (36 media segments)."""
+    tls = CAP.parent / "dash-tls.pcap.gz"
+    key = str(CAP.parent / "dash-tls.keylog")
+    r = CliRunner().invoke(cli, ["has", "sessions", str(tls), "--keylog", key, "--format", "json"])
+    assert r.exit_code == 0, r.output
+    (s,) = json.loads(r.output)
+    assert s["manifest_url"] == "https://hs.test/dash/manifest.mpd" and s["inferred"] is False
+    assert s["video_segments"] + s["audio_segments"] == 36
+    r = CliRunner().invoke(cli, ["score", str(tls), "--kind", "streaming", "--keylog", key])
+    assert r.exit_code == 0 and "https://hs.test/dash/manifest.mpd" in r.output, r.output
