@@ -20,11 +20,13 @@ References
 .. [1] RFC 9113, "HTTP/2" (2022): §4.1 (frame format), §6.1 (DATA, END_STREAM, PADDED).
 .. [2] RFC 9112, "HTTP/1.1" (2022): §2.1 (message format), §6.3 (body length).
 .. [3] RFC 8446, "TLS 1.3" (2018): §5.2 (record payload protection).
+.. [4] RFC 9110, "HTTP Semantics" (2022): §8.4.1 (content codings).
 """
 
 from __future__ import annotations
 
 import os
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -175,6 +177,14 @@ def keylog_bodies(capture: str | os.PathLike[str], keylog: Any
         out: dict[int, tuple[bytes, bool]] = {}
         for s in sinks:
             out.update(s.bodies())
+        for k, (body, whole) in list(out.items()):  # HTTP/2: the content coding is still on
+            t = mtx[k]
+            enc = next((v.lower() for n, v in t.response_headers if n.lower() == "content-encoding"), "")
+            if t.stream_id is not None and enc in ("gzip", "x-gzip", "deflate") and whole:
+                try:  # RFC 9110 §8.4.1
+                    out[k] = (zlib.decompress(body, 47 if enc != "deflate" else 15), True)
+                except zlib.error:
+                    out[k] = (body, False)
         return out
 
     return bodies
