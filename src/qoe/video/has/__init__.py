@@ -9,11 +9,14 @@
 * :mod:`qoe.video.has.yin` — the linear QoE of Yin et al. (2015) with its and Pensieve's
   parameter sets.
 * :mod:`qoe.video.has.p1203` — the ITU-T P.1203 input (I.GEN, I.11, I.13, I.23) as JSON.
+* :mod:`qoe.video.has.decrypted` — the manifests' bodies of HTTPS sessions, read from the
+  TLS connections opened with the key log (``StreamingOptions.keylog``).
 * :mod:`qoe.video.has.session` — :func:`sessions` (a capture) and :func:`build_sessions`
   (transactions): :class:`StreamingSession` results.
 
 This subpackage is the only part of :mod:`qoe.video` that uses :mod:`qoe.web` (its public
-functions only: :func:`qoe.web.page_loads` for the HTTP transactions).
+names only: :func:`qoe.web.page_loads` and :func:`qoe.web.http.transactions` for the HTTP
+transactions, :class:`qoe.web.decrypt.DecryptingTlsSink` for the decrypted manifests).
 """
 
 from __future__ import annotations

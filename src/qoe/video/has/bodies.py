@@ -9,8 +9,8 @@ blank line (RFC 9112 §2.1), body by ``Content-Length`` or the chunked coding (R
 §7.1), ``Content-Encoding`` gzip/deflate undone (RFC 9110 §8.4.1).
 
 Only cleartext HTTP/1.x responses can be read this way; manifests of HTTPS sessions
-(HTTP/2, HTTP/3, or HTTP/1.1 over TLS) need the decrypted bodies, which this module does
-not have: pass the manifests as files instead (``StreamingOptions.manifests``).
+(HTTP/1.1 over TLS, HTTP/2) are read from the decrypted streams with the key log
+(:mod:`qoe.video.has.decrypted`), or given as files (``StreamingOptions.manifests``).
 
 References
 ----------

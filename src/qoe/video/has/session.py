@@ -417,7 +417,7 @@ def capture_bodies(capture: str | os.PathLike[str]) -> Callable[[Sequence[Any]],
 
 
 def sessions(capture: str | os.PathLike[str], *, options: StreamingOptions | None = None) -> list[StreamingSession]:
-    """The adaptive streaming sessions of a capture (cleartext HTTP/1.x).
+    """The adaptive streaming sessions of a capture (HTTP/1.x; HTTPS with the key log).
 
     Parameters
     ----------
@@ -438,8 +438,10 @@ def sessions(capture: str | os.PathLike[str], *, options: StreamingOptions | Non
     -----
     The transactions come from :func:`qoe.web.page_loads` (TCP reassembly, HTTP/1.x; its
     public API); the manifests' bodies are read back from the capture
-    (:mod:`qoe.video.has.bodies`). HTTPS sessions are encrypted: without their manifests
-    nothing can be mapped, and none is reported.
+    (:mod:`qoe.video.has.bodies`). HTTPS sessions are encrypted: with the browser's key log
+    (``options.keylog``) the transactions are those of :func:`qoe.web.http.transactions`
+    and the manifests are read from the decrypted streams (:mod:`qoe.video.has.decrypted`);
+    without it nothing can be mapped, and none is reported (a warning says why).
     """
     from qoe.web import page_loads  # noqa: PLC0415
 
