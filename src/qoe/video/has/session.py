@@ -455,7 +455,8 @@ def sessions(capture: str | os.PathLike[str], *, options: StreamingOptions | Non
         found = inferred_sessions(capture, options=options)
     elif not found and any(p.scheme == "https" for p in pages):
         warnings.warn(f"{capture}: {sum(p.scheme == 'https' for p in pages)} HTTPS page load(s) whose requests are "
-                      "encrypted: a streaming session among them cannot be mapped; give the presentation's manifest "
+                      "encrypted: a streaming session among them cannot be mapped; give the browser's key log "
+                      "(StreamingOptions.keylog, --keylog) to decrypt it, or the presentation's manifest "
                       "(StreamingOptions.manifests, --manifest) to infer its segments from sizes and timing",
                       QoEWarning, stacklevel=2)
     return found
