@@ -12,8 +12,9 @@
 #   bulk         4 Mbit/s with a 256-packet buffer shared with an iperf3 bulk download (cubic)
 #   outage       4 Mbit/s, `tc qdisc change` to 100 kbit/s at 3 s, back to 4 Mbit/s at 23 s (stalls)
 #   tls          2 Mbit/s, 64-packet buffer, HTTPS (HTTP/1.1 over TLS, self-signed certificate); the
-#                browser's TLS key log is kept beside the capture (SSLKEYLOGFILE) and the capture
-#                is read without it (segments inferred from sizes)
+#                browser's TLS key log is kept beside the capture (SSLKEYLOGFILE): the capture is
+#                read with it (decrypted) and without it (segments inferred from sizes)
+# Namespace names and the web root can be given (NSC NSR NSS WWW) so that runs do not collide.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 MEDIA=${MEDIA:-/tmp/hs_media}
