@@ -120,10 +120,14 @@ def rtx_by_timestamps(streams: Sequence[Any], taken: set[int]) -> dict[int, int]
     RTX has its own), fewer distinct timestamps, and packets carrying timestamps of that
     video stream (a retransmission keeps its original's, RFC 4588 §4; :data:`_RTX_MIN_SHARED`)."""
     out: dict[int, int] = {}
-    stamps = {i: set(np.unique(s.packets.timestamp).tolist()) for i, s in enumerate(streams)
-              if s.packets is not None and s.media == "video"}
+    video = [i for i, s in enumerate(streams) if s.packets is not None and s.media == "video"]
+    if not video:  # a voice capture: no packet table is loaded
+        return out
+    directions = {(streams[i].key.src, streams[i].key.sport, streams[i].key.dst, streams[i].key.dport) for i in video}
+    stamps = {i: set(np.unique(streams[i].packets.timestamp).tolist()) for i in video}
     for i, s in enumerate(streams):
-        if s.packets is None or i in taken or len(s.packets) == 0:
+        k = s.key
+        if s.packets is None or i in taken or (k.src, k.sport, k.dst, k.dport) not in directions or len(s.packets) == 0:
             continue
         ts = s.packets.timestamp.tolist()
         mine = len(set(ts))
