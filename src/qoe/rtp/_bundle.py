@@ -18,6 +18,7 @@ count of RTX packets is known.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -144,3 +145,30 @@ def rtx_by_timestamps(streams: Sequence[Any], taken: set[int]) -> dict[int, int]
         if best is not None and share >= _RTX_TS_SHARE:
             out[i] = best
     return out
+
+
+def tie_rtx(streams: list[Any], sdp: Sequence[SdpMedia]) -> None:
+    """Tie RTX streams to the media streams they repair, in place (RFC 4588; module docstring):
+    the media stream gets :class:`RtxInfo` and a note, the RTX stream a note."""
+    at = {(s.key.src, s.key.sport, s.key.dst, s.key.dport, s.key.ssrc): i for i, s in enumerate(streams)}
+    pairs: dict[int, tuple[int, str]] = {}
+    for rtx_ssrc, media_ssrc in rtx_pairs_from_sdp(sdp).items():
+        for i, s in enumerate(streams):
+            if s.key.ssrc == rtx_ssrc:
+                j = at.get((s.key.src, s.key.sport, s.key.dst, s.key.dport, media_ssrc))
+                if j is not None:
+                    pairs[i] = (j, "sdp")
+    for i, j in rtx_by_timestamps(streams, set(pairs) | {j for j, _ in pairs.values()}).items():
+        pairs[i] = (j, "timestamps")
+    for i, (j, how) in pairs.items():
+        r, m = streams[i], streams[j]
+        info = RtxInfo(ssrc=r.key.ssrc, packets=r.stats.packets, repaired=repaired_numbers(m, r), found_by=how)
+        why = ("a=ssrc-group:FID in the given SDP" if how == "sdp" else
+               "its packets carry timestamps of that stream (RFC 4588 §4)")
+        streams[i] = dataclasses.replace(r, notes=(*r.notes, f"RTX (RFC 4588) of stream 0x{m.key.ssrc:08x}: {why}; "
+                                                              "its packets are repairs, not a stream of its own"))
+        note = (f"repaired by RTX stream 0x{r.key.ssrc:08x} ({r.stats.packets} packets"
+                + (f", {info.repaired} missing packet(s) repaired" if info.repaired is not None else
+                   "; which packets they repaired is encrypted (SRTP: the original sequence number is in the "
+                   "payload)") + "); lost counts RFC 3550's loss before repair, as the browser's packetsLost")
+        streams[j] = dataclasses.replace(m, rtx=info, notes=(*m.notes, note))

@@ -23,7 +23,6 @@ References
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import warnings
 from collections.abc import Sequence
@@ -45,11 +44,11 @@ from qoe.rtp._packet import (
     parse_rtcp,
     wrapped_distance,
 )
-from qoe.rtp._bundle import RtxInfo, repaired_numbers, rtx_by_timestamps, rtx_pairs_from_sdp, section_for
-from qoe.rtp._demux import DemuxBook
+from qoe.rtp._bundle import section_for, tie_rtx
+from qoe.rtp._demux import DemuxBook, mark_dtls
 from qoe.rtp._flows import PROBE, REJECT, RTP, FlowTable, HeldPackets, group_by_key
 from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtpScan, RtpStream, StreamKey
-from qoe.rtp._rtcpbook import RtcpBook, feedback_kinds
+from qoe.rtp._rtcpbook import RtcpBook, attach_feedback, feedback_kinds
 from qoe.rtp._sipbook import SipBook
 from qoe.rtp._spill import PacketStore
 from qoe.rtp._srtpsample import SrtpSampler
@@ -583,9 +582,9 @@ class _Scanner:
                 )
             )
         self.srtp.mark(streams, {int(f): i for i, f in enumerate(fids.tolist())})
-        self._dtls(streams)
-        self._feedback(streams)
-        self._rtx(streams)
+        mark_dtls(streams, self.demux, self.addresses)
+        attach_feedback(streams, self.rtcp, self.addresses)
+        tie_rtx(streams, self.user_sdp)
         return RtpScan(
             path=path,
             streams=tuple(streams),
@@ -596,61 +595,6 @@ class _Scanner:
             rtcp_packets=self.rtcp.packets,
             last_ns=self.last_ns,
         )
-
-    def _rtx(self, streams: list[RtpStream]) -> None:
-        """Tie RTX streams to the media streams they repair (RFC 4588; :mod:`qoe.rtp._bundle`)."""
-        at = {(s.key.src, s.key.sport, s.key.dst, s.key.dport, s.key.ssrc): i for i, s in enumerate(streams)}
-        pairs: dict[int, tuple[int, str]] = {}
-        for rtx_ssrc, media_ssrc in rtx_pairs_from_sdp(self.user_sdp).items():
-            for i, s in enumerate(streams):
-                if s.key.ssrc == rtx_ssrc:
-                    j = at.get((s.key.src, s.key.sport, s.key.dst, s.key.dport, media_ssrc))
-                    if j is not None:
-                        pairs[i] = (j, "sdp")
-        for i, j in rtx_by_timestamps(streams, set(pairs) | {j for j, _ in pairs.values()}).items():
-            pairs[i] = (j, "timestamps")
-        for i, (j, how) in pairs.items():
-            r, m = streams[i], streams[j]
-            info = RtxInfo(ssrc=r.key.ssrc, packets=r.stats.packets, repaired=repaired_numbers(m, r), found_by=how)
-            why = ("a=ssrc-group:FID in the given SDP" if how == "sdp" else
-                   "its packets carry timestamps of that stream (RFC 4588 §4)")
-            streams[i] = dataclasses.replace(r, notes=(*r.notes, f"RTX (RFC 4588) of stream 0x{m.key.ssrc:08x}: {why}; "
-                                                                  "its packets are repairs, not a stream of its own"))
-            note = (f"repaired by RTX stream 0x{r.key.ssrc:08x} ({r.stats.packets} packets"
-                    + (f", {info.repaired} missing packet(s) repaired" if info.repaired is not None else
-                       "; which packets they repaired is encrypted (SRTP: the original sequence number is in the "
-                       "payload)") + "); lost counts RFC 3550's loss before repair, as the browser's packetsLost")
-            streams[j] = dataclasses.replace(m, rtx=info, notes=(*m.notes, note))
-
-    def _feedback(self, streams: list[RtpStream]) -> None:
-        """Attach the RTCP sent back on each stream's reverse direction (:attr:`RtpStream.feedback`)."""
-        if not self.rtcp.feedback:
-            return
-        code = {a: i for i, a in enumerate(self.addresses)}
-        for i, s in enumerate(streams):
-            k = s.key
-            c = self.rtcp.feedback.get((code[k.dst], k.dport, code[k.src], k.sport))
-            if c is not None:
-                streams[i] = dataclasses.replace(s, feedback=dict(c))
-
-    def _dtls(self, streams: list[RtpStream]) -> None:
-        """Mark the streams whose 5-tuple carried DTLS as DTLS-SRTP, with a note (RFC 5764, RFC 7983)."""
-        if not self.demux.counts:
-            return
-        code = {a: i for i, a in enumerate(self.addresses)}
-        for i, s in enumerate(streams):
-            k = s.key
-            c = self.demux.of(code[k.src], k.sport, code[k.dst], k.dport)
-            if c is None or not c["dtls"]:
-                continue
-            dtls13 = f", {c['dtls13']} with DTLS 1.3's unified header" if c["dtls13"] else ""
-            note = (f"DTLS-SRTP (RFC 5764): {c['dtls']} DTLS record(s) ({c['dtls_handshake']} handshake"
-                    f"{dtls13}) and {c['stun']} STUN message(s) "
-                    "share this stream's 5-tuple (RFC 7983): the payloads are encrypted with keys that are never in "
-                    "the capture and cannot be decoded; measured instead from the clear RTP headers: packets, "
-                    "loss, reordering, arrival deltas, jitter, frames (timestamps, marker bit) and header extensions")
-            srtp = s.srtp if s.srtp is not None and s.srtp.found_by == "sdp" else SrtpInfo(found_by="dtls")
-            streams[i] = dataclasses.replace(s, srtp=srtp, notes=(*s.notes, note))
 
     def _active_at_end(self, st: Any, ssrc: int) -> bool:
         """Whether a stream (statistics ``st``) was still sending when the capture's UDP
