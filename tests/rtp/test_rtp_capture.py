@@ -361,3 +361,30 @@ def test_packets_live_in_unnamed_temporary_files_and_read_back_whole(tmp_path, m
     del scan, s, p
     gc.collect()
     assert _open_in(spill) == 0  # closed when the last stream that needs them is gone
+
+
+def test_plain_rtx_repairs_are_read_from_the_original_sequence_numbers(tmp_path):
+    # RFC 4588 §4: an RTX packet keeps its original's timestamp and starts its payload with
+    # the original sequence number. Video (90 kHz, 3 packets per frame, marker on the last)
+    # loses numbers 1005 and 1010; the RTX stream (its own SSRC and PT) resends both, and one
+    # that was not lost (1003). Built here, so the truth is what was written.
+    frames, t = [], T0
+    for n in range(60):
+        seq, ts = 1000 + n, 9000 + 3000 * (n // 3)
+        t += 0.011
+        if seq in (1005, 1010):
+            continue
+        frames.append((t, frame(A, 5004, B, 5006, rtp(seq, ts, 0xAAAA, 96, marker=n % 3 == 2, payload=bytes(900)))))
+    for k, osn in enumerate((1005, 1010, 1003)):
+        ts = 9000 + 3000 * ((osn - 1000) // 3)
+        frames.append((T0 + 0.5 + 0.05 * k, frame(A, 5004, B, 5006, rtp(200 + k, ts, 0xBBBB, 97,
+                                                                     payload=osn.to_bytes(2, "big") + bytes(900)))))
+    frames.sort(key=lambda f: f[0])
+    path = write(tmp_path / "rtx.pcap", frames)
+    streams = {s.key.ssrc: s for s in scan_capture(path, min_packets=2).streams}
+    media = streams[0xAAAA]
+    assert (media.clock_rate, media.media) == (90000, "video")  # inferred: no SDP
+    assert media.stats.lost == 2
+    assert media.rtx is not None
+    assert (media.rtx.ssrc, media.rtx.packets, media.rtx.repaired, media.rtx.found_by) == (0xBBBB, 3, 2, "timestamps")
+    assert any("RTX (RFC 4588) of stream 0x0000aaaa" in n for n in streams[0xBBBB].notes)

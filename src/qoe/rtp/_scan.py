@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,7 @@ from qoe.rtp._packet import (
     parse_rtcp,
     wrapped_distance,
 )
+from qoe.rtp._bundle import RtxInfo, repaired_numbers, rtx_by_timestamps, rtx_pairs_from_sdp, section_for
 from qoe.rtp._demux import DemuxBook
 from qoe.rtp._flows import PROBE, REJECT, RTP, FlowTable, HeldPackets, group_by_key
 from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtpScan, RtpStream, StreamKey
@@ -156,7 +158,7 @@ class _Scanner:
     def __init__(self, *, keep_packets: bool, heuristic: bool, min_packets: int, reorder_window: int,
                  first_ns: int | None = None, event_jitter: bool = False, max_streams: int | None = None,
                  max_flows: int | None = None, loss_rule: str = "rfc3550", jitter_rule: str = "every-packet",
-                 infer_clock: bool = True) -> None:
+                 infer_clock: bool = True, sdp: Sequence[SdpMedia] = ()) -> None:
         # what was asked
         self.keep = keep_packets
         self.max_streams = max_streams
@@ -169,6 +171,8 @@ class _Scanner:
         self.jitter_rule = jitter_rule
         self.infer_clock = infer_clock
         self.reorder_window = reorder_window
+        self.user_sdp = list(sdp)
+        self.user_ssrcs = {x for m in self.user_sdp for x in m.ssrcs}
         # the flows, their held packets, and the streams taken
         self.flows = FlowTable()
         self.held = HeldPackets.empty(keep_packets)  # packets of undecided flows
@@ -461,6 +465,8 @@ class _Scanner:
         looks = _looks_like_rtp(seg, self.held.seq[first], self.held.ts[first], self.held.pt[first])
         verdict = np.zeros(fids.size, dtype=bool)
         verdict[np.searchsorted(fids, seg.ids)] = looks & (seg.lens >= self.min_packets)
+        if self.user_ssrcs:  # the user's SDP lists these SSRCs (a=ssrc): RTP whatever the heuristic says
+            verdict |= np.isin(keys[:, 4], list(self.user_ssrcs)) & (fl.held_n[fids] >= 1)
         take = fids[verdict & ok]
         fl.state[fids[~(verdict & ok)]] = REJECT
         if self.max_streams is not None and self.n_streams + take.size > self.max_streams:
@@ -534,15 +540,24 @@ class _Scanner:
                     call_id, media = ann
             pts = ranked[i]
             main = pts[0]
-            codec, rate = _codec_of(main, media)
             src, dst, sport, dport, ssrc = fl.keys[fid]
             packets = self.store.packets(fid) if self.store is not None else None
-            kind = media_kind(codec, rate, media.media if media is not None else None)
             notes: tuple[str, ...] = ()
+            if media is None and self.user_sdp:  # the user's SDP, matched under BUNDLE (not by port)
+                match = section_for(ssrc, main, self.user_sdp)
+                if match is not None:
+                    media = match[0]
+                    notes = (f"described by the given SDP's {media.media} section"
+                             f"{f' (mid {media.mid})' if media.mid else ''}, matched by {match[1]}",)
+                    if packets is not None:  # the statistics again, with the section's clock rates
+                        st = rtp_stats(packets, None, clock_rates={p: r for p, (_, r, _) in media.rtpmap.items() if r},
+                                       reorder_window=self.reorder_window, loss_rule=self.loss_rule)
+            codec, rate = _codec_of(main, media)
+            kind = media_kind(codec, rate, media.media if media is not None else None)
             if rate is None and packets is not None and self.infer_clock:
                 guess = infer_clock(packets)
                 if guess is not None:  # the statistics again, now with a clock for the jitter
-                    rate, kind, notes = guess.clock_rate, guess.media, (guess.evidence,)
+                    rate, kind, notes = guess.clock_rate, guess.media, (*notes, guess.evidence)
                     st = rtp_stats(packets, rate, reorder_window=self.reorder_window, loss_rule=self.loss_rule)
             if packets is not None:
                 st = with_jitter(st, packets, rate, self.jitter_rule)
@@ -570,6 +585,7 @@ class _Scanner:
         self.srtp.mark(streams, {int(f): i for i, f in enumerate(fids.tolist())})
         self._dtls(streams)
         self._feedback(streams)
+        self._rtx(streams)
         return RtpScan(
             path=path,
             streams=tuple(streams),
@@ -580,6 +596,31 @@ class _Scanner:
             rtcp_packets=self.rtcp.packets,
             last_ns=self.last_ns,
         )
+
+    def _rtx(self, streams: list[RtpStream]) -> None:
+        """Tie RTX streams to the media streams they repair (RFC 4588; :mod:`qoe.rtp._bundle`)."""
+        at = {(s.key.src, s.key.sport, s.key.dst, s.key.dport, s.key.ssrc): i for i, s in enumerate(streams)}
+        pairs: dict[int, tuple[int, str]] = {}
+        for rtx_ssrc, media_ssrc in rtx_pairs_from_sdp(self.user_sdp).items():
+            for i, s in enumerate(streams):
+                if s.key.ssrc == rtx_ssrc:
+                    j = at.get((s.key.src, s.key.sport, s.key.dst, s.key.dport, media_ssrc))
+                    if j is not None:
+                        pairs[i] = (j, "sdp")
+        for i, j in rtx_by_timestamps(streams, set(pairs) | {j for j, _ in pairs.values()}).items():
+            pairs[i] = (j, "timestamps")
+        for i, (j, how) in pairs.items():
+            r, m = streams[i], streams[j]
+            info = RtxInfo(ssrc=r.key.ssrc, packets=r.stats.packets, repaired=repaired_numbers(m, r), found_by=how)
+            why = ("a=ssrc-group:FID in the given SDP" if how == "sdp" else
+                   "its packets carry timestamps of that stream (RFC 4588 §4)")
+            streams[i] = dataclasses.replace(r, notes=(*r.notes, f"RTX (RFC 4588) of stream 0x{m.key.ssrc:08x}: {why}; "
+                                                                  "its packets are repairs, not a stream of its own"))
+            note = (f"repaired by RTX stream 0x{r.key.ssrc:08x} ({r.stats.packets} packets"
+                    + (f", {info.repaired} missing packet(s) repaired" if info.repaired is not None else
+                       "; which packets they repaired is encrypted (SRTP: the original sequence number is in the "
+                       "payload)") + "); lost counts RFC 3550's loss before repair, as the browser's packetsLost")
+            streams[j] = dataclasses.replace(m, rtx=info, notes=(*m.notes, note))
 
     def _feedback(self, streams: list[RtpStream]) -> None:
         """Attach the RTCP sent back on each stream's reverse direction (:attr:`RtpStream.feedback`)."""
@@ -666,6 +707,7 @@ def scan_capture(
     loss_rule: str = "rfc3550",
     jitter_rule: str = "every-packet",
     infer_clock: bool = True,
+    sdp: Sequence[SdpMedia] = (),
 ) -> RtpScan:
     """Find every RTP stream, SIP call and RTCP report in a capture, in one pass.
 
@@ -736,6 +778,13 @@ def scan_capture(
         infer it and its media kind from the timestamps' rate against arrival time (8000,
         16000, 48000 or 90000 Hz; needs ``keep_packets``), compute its jitter with it,
         and say so with the evidence in :attr:`RtpStream.notes` (default True).
+    sdp : sequence of SdpMedia, optional
+        Media sections of an SDP the user gives (:func:`qoe.rtp.parse_sdp`: a browser's
+        offer or answer) for streams the capture's own signalling does not announce. Under
+        BUNDLE (RFC 8843) they share one port, so a section is matched by the stream's SSRC
+        (``a=ssrc``), else by a payload type only it maps, never by port; its
+        ``a=ssrc-group:FID`` ties RTX streams to their media streams (RFC 4588,
+        :attr:`RtpStream.rtx`; without it RTX is recognised by its timestamps).
 
     Returns
     -------
@@ -777,7 +826,7 @@ def scan_capture(
     sc = _Scanner(keep_packets=keep_packets, heuristic=heuristic, min_packets=min_packets,
                   reorder_window=reorder_window, first_ns=first_ns, event_jitter=event_jitter,
                   max_streams=max_streams, max_flows=max_flows, loss_rule=loss_rule, jitter_rule=jitter_rule,
-                  infer_clock=infer_clock)
+                  infer_clock=infer_clock, sdp=sdp)
     for b in read_udp_batches(name, batch_size=batch_size):
         sc.batch(b)
         del b  # not held while the next batch is read: one batch in memory at a time
