@@ -18,6 +18,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from qoe.errors import InputError
+from qoe.outputs import atomic_output
 from qoe.plot.heatmap import CATEGORY_COLOURS, Cells, cell_table, heatmap, read_results
 from qoe.plot.series import call_series, frozen_mask, streaming_series, video_frames
 
@@ -84,8 +86,6 @@ def save(fig: Figure, path: str | os.PathLike[str], *, inputs: Any = (), dpi: in
     InputError
         The path is an input, its folder is missing, or matplotlib cannot write the suffix.
     """
-    from qoe.errors import InputError  # noqa: PLC0415
-    from qoe.outputs import atomic_output  # noqa: PLC0415
 
     suffix = os.path.splitext(os.fspath(path))[1].lstrip(".").lower()
     supported = fig.canvas.get_supported_filetypes()
