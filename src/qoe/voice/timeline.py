@@ -129,7 +129,7 @@ class ReceivedAudio:
         return out
 
 
-def payload_arrays(payloads: Any) -> tuple[np.ndarray, np.ndarray]:
+def _payload_arrays(payloads: Any) -> tuple[np.ndarray, np.ndarray]:
     lengths = np.fromiter((len(p) for p in payloads), dtype=np.int64, count=len(payloads))
     codes = np.frombuffer(b"".join(payloads), dtype=np.uint8)
     return codes, lengths
@@ -208,7 +208,7 @@ def rebuild_audio(
     if use.shape != (n,):
         raise InputError(f"rebuild_audio: played has shape {use.shape}, expected ({n},)")
 
-    codes, lengths = payload_arrays(payloads)
+    codes, lengths = _payload_arrays(payloads)
     t0 = int(ts.min()) if ts_first is None else int(ts_first)
     total = int((ts + lengths).max()) - t0
     total = max(total, 0)
