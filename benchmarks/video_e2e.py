@@ -89,8 +89,8 @@ STAGES = [
     ("decode received", [("qoe/video/receiver.py", "decode")]),
     ("decode reference", [("qoe/video/io.py", "_decode")]),
     ("align", [("qoe/video/align.py", "thumbnail"), ("qoe/video/align.py", "find_offset")]),
-    ("PSNR", [("qoe/video/metrics.py", "_psnr_frame")]),
-    ("SSIM", [("qoe/video/metrics.py", "frame")]),
+    ("PSNR", [("qoe/video/_psnr.py", "psnr_frame")]),
+    ("SSIM", [("qoe/video/_ssim.py", "frame")]),
 ]
 
 
