@@ -8,6 +8,7 @@ itself in a notebook and is saved with :func:`save`).
   category, as the paper's Figures 7–11.
 * :func:`call_series` — delay, loss and MOS per window of a call direction.
 * :func:`video_frames` — PSNR and SSIM per frame of a video stream, freezes shaded.
+* :func:`video_rtp` — frames and kbit/s per second of an RTP video stream from its headers.
 * :func:`figures` — every figure a :class:`qoe.Report` has: one per call direction
   and per scored video stream.
 """
@@ -18,7 +19,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from qoe.plot.heatmap import CATEGORY_COLOURS, Cells, cell_table, heatmap, read_results
-from qoe.plot.series import call_series, frozen_mask, video_frames
+from qoe.plot.series import call_series, frozen_mask, video_frames, video_rtp
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -31,6 +32,7 @@ __all__ = [
     "CATEGORY_COLOURS",
     "call_series",
     "video_frames",
+    "video_rtp",
     "frozen_mask",
     "figures",
     "save",
@@ -48,18 +50,21 @@ def figures(report: Any) -> list[tuple[str, Figure]]:
     Returns
     -------
     list of (str, Figure)
-        One :func:`call_series` per voice direction with network-side scores and one
-        :func:`video_frames` per video stream scored against a reference, in report
-        order. Items with nothing over time to draw (web pages, streams without a
-        reference) have none.
+        One :func:`call_series` per voice direction with network-side scores, one
+        :func:`video_frames` per video stream scored against a reference and one
+        :func:`video_rtp` per RTP video stream, in report order. Items with nothing over
+        time to draw (web pages, MPEG-TS in UDP without a reference) have none.
     """
     out = []
     for item in report.results:
         kind = getattr(item, "kind", None)
         if kind == "voice" and getattr(getattr(item, "network", None), "windows", None) is not None:
             out.append((f"voice-{item.stream}", call_series(item)))
-        elif kind == "video" and getattr(item, "comparison", None) is not None:
-            out.append((f"video-{item.label}", video_frames(item)))
+        elif kind == "video":
+            if getattr(item, "comparison", None) is not None:
+                out.append((f"video-{item.label}", video_frames(item)))
+            if getattr(getattr(item, "facts", item), "headers", None) is not None:
+                out.append((f"video-rtp-{item.label}", video_rtp(item)))
     return out
 
 
