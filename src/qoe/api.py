@@ -442,13 +442,13 @@ def _iter_video(capture: str, reference: list[Any], *, options: Any, strict: boo
 
 def _decrypt(capture: str, audio: list[Any], want: int | None, keys: tuple[str, ...], notes: list[str],
              *, strict: bool = True) -> list[Any]:
-    """Audio streams with SRTP ones decrypted (:func:`qoe.rtp.srtp.decrypt_streams`).
+    """Audio streams with SRTP ones decrypted (:func:`qoe.rtp.decrypt.decrypt_streams`).
 
     An SRTP stream that no key decrypts raises :class:`EncryptedStreamError` when voice was
     asked for (``strict``), unless the user asked for another stream by SSRC; otherwise
     (``kind="auto"``: the capture's other contents must still be scored) it is kept,
     scored from its headers only, and a note says so."""
-    from qoe.rtp.srtp import decrypt_streams  # noqa: PLC0415 - pylibsrtp, only for SRTP
+    from qoe.rtp.decrypt import decrypt_streams  # noqa: PLC0415 - pylibsrtp, only for SRTP
 
     keep = want is not None or not strict
     out = decrypt_streams(capture, audio, keys=keys, missing="keep" if keep else "raise")

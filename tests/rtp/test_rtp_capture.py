@@ -186,6 +186,18 @@ def test_random_udp_and_dns_are_not_streams(tmp_path):
         assert find_streams(path) == []
 
 
+def test_a_dns_datagram_that_looks_like_rtp_before_a_stream(tmp_path):
+    # A datagram to port 53 that parses as RTP version 2 is not tracked (it goes to the
+    # scan's one "left out" flow); the streams after it are still found whole. The scan
+    # used to fail here with an IndexError (the flow table's key arrays were shifted by one).
+    frames = [(T0, frame(A, 40000, B, 53, rtp(1, 1, 7)))]
+    frames += voice(40, 0x1111, t0=T0 + 0.01) + voice(40, 0x2222, src=B, sport=5006, dst=A, dport=5004, t0=T0 + 0.011)
+    path = write(tmp_path / "a.pcap", frames)
+    for batch_size in (4, 65536):
+        streams = scan_capture(path, batch_size=batch_size).streams
+        assert [(s.key.ssrc, s.stats.packets, s.stats.lost) for s in streams] == [(0x1111, 40, 0), (0x2222, 40, 0)]
+
+
 def test_minimum_packet_count(tmp_path):
     path = write(tmp_path / "a.pcap", voice(3, 5))
     with warnings.catch_warnings():

@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 from qoe.errors import InputError
-from qoe.rtp import RtpPackets, extend_sequence, make_packets, rtp_stats, scan_capture
+from qoe.rtp import RtpPackets, extend_sequence, in_order_jitter_ms, make_packets, rtp_stats, scan_capture
 from qoe.rtp.lossmodel import loss_pattern
 
 # tshark prints milliseconds with 3 decimals: its values are exact to +-0.0005 ms.
@@ -186,9 +186,43 @@ TSHARK_LOST = [
 
 @pytest.mark.parametrize("seqs, lost", TSHARK_LOST)
 def test_lost_follows_tshark_cycle_counting(seqs, lost):
+    st = rtp_stats(_table(len(seqs), seqs=seqs), 8000, loss_rule="tshark")
+    assert st.lost == lost
+    assert st.expected == lost + len(seqs)
+
+
+# The same arrivals under RFC 3550 A.3 (the default): expected = highest extended number
+# - first + 1, every packet received counts; worked by hand from the RFC's text. Where
+# tshark differs: a number below the first is an old packet, not a wrap (rows 2-5, 13);
+# a late last packet does not shorten "expected" (row 1).
+RFC3550_LOST = [
+    ([100, 101, 102, 103, 104, 105, 106, 107, 108, 100], -1),  # 9 expected, 10 received (a copy)
+    ([100, 99, 101, 102], -1),  # 99 is older than the first: received, not expected
+    ([100, 101, 99, 102], -1),
+    ([100, 101, 100, 102], -1),
+    ([100, 1, 100, 1], -3),  # 1 is 99 behind the first: never a wrap
+    ([65534, 65535, 1, 0, 2], 0),  # a true wrap: 65534..65538, all received
+    ([65533, 65534, 0, 65535, 1, 2, 3, 4, 5, 6], 0),
+    ([65534, 65535, 0, 65535, 0], -2),
+    ([0, 1, 2, 65535, 0, 1], -3),  # 65535 is one before the first: old, not a wrap
+    ([30000, 30001, 30002, 20000, 30003], -1),  # 10000 behind: a stray old packet
+    ([65530 + i for i in range(16)], 0),
+    ([100, 102, 103, 101], 0),  # reordered, nothing lost
+    ([100, 103, 104], 2),
+]
+
+
+@pytest.mark.parametrize("seqs, lost", RFC3550_LOST)
+def test_lost_follows_rfc3550_a3_by_default(seqs, lost):
     st = rtp_stats(_table(len(seqs), seqs=seqs), 8000)
     assert st.lost == lost
     assert st.expected == lost + len(seqs)
+    assert st.lost <= st.expected
+
+
+def test_loss_rule_is_checked():
+    with pytest.raises(InputError, match="loss_rule"):
+        rtp_stats(_table(3), 8000, loss_rule="wireshark")
 
 
 def test_unknown_clock_rate_gives_nan_jitter_but_deltas():
@@ -417,3 +451,19 @@ def test_late_packets_read_in_batches(tmp_path, batch_size):
 def test_reorder_window_must_be_a_positive_integer(bad):
     with pytest.raises(InputError, match="reorder_window"):
         rtp_stats(_table(5), 8000, reorder_window=bad)
+
+
+def test_in_order_jitter_skips_late_packets_and_repeated_timestamps():
+    # Worked from the rule's text (qoe.rtp.in_order_jitter_ms): 8 kHz, 160 ticks (20 ms) per
+    # packet, sent 20 ms apart; packet 3 arrives 5 ms late, after packet 4 (reordered), and
+    # packet 5 arrives twice. In order: 0, 1, 2, 4, 5, 6 (3 and the copy are not above every
+    # earlier number): 5 updates, each with arrival spacing = timestamp spacing, so D = 0.
+    seq = np.array([0, 1, 2, 4, 3, 5, 5, 6])
+    arr_ms = np.array([0, 20, 40, 80, 85, 100, 100.5, 120])
+    p = make_packets(np.arange(1, 9), (1e9 + arr_ms * 1e6).astype(np.int64), seq, seq * 160,
+                     np.zeros(8, bool), np.zeros(8, dtype=np.int64))
+    j = in_order_jitter_ms(p, 8000)
+    assert j.size == 5 and np.all(j == 0.0)
+    # The every-packet rule counts the late packet: |D| = 25 ms for 3 after 4, then more.
+    assert rtp_stats(p, 8000).max_jitter_ms > 1.0
+    assert rtp_stats(p, 8000, jitter_rule="in-order").max_jitter_ms == 0.0

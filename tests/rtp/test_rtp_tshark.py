@@ -60,7 +60,7 @@ def parse_rtp_streams(text: str) -> dict[tuple, dict]:
 def assert_agree(tshark_text: str, capture: str | Path) -> int:
     """Every tshark stream has an equal qoe stream and vice versa; returns the count."""
     rows = parse_rtp_streams(tshark_text)
-    scan = scan_capture(capture, keep_packets=False, min_packets=2)
+    scan = scan_capture(capture, keep_packets=False, min_packets=2, loss_rule="tshark")
     ours = {(s.key.src, s.key.sport, s.key.dst, s.key.dport, s.key.ssrc): s for s in scan.streams}
     assert set(ours) == set(rows), f"{capture}: streams differ"
     for key, g in rows.items():

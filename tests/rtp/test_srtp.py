@@ -36,7 +36,8 @@ from qoe.capture import read_udp_batches
 from qoe.errors import EncryptedStreamError, InputError, QoEWarning, UnsupportedCodecError
 from qoe.rtp import scan_capture
 from qoe.rtp.sip import parse_crypto, parse_sdp, sender_crypto
-from qoe.rtp.srtp import SrtpKey, decrypt_packets, decrypt_streams, looks_encrypted, parse_srtp_key
+from qoe.rtp.decrypt import decrypt_streams
+from qoe.rtp.srtp import SrtpKey, decrypt_packets, looks_encrypted, parse_srtp_key
 from qoe.voice import extract_wav
 from qoe.voice.call import CallOptions
 from qoe_cli.main import cli
@@ -363,3 +364,13 @@ def test_asymmetric_rtp_takes_the_key_of_the_other_party_in_the_call(tmp_path):
     assert caller.srtp.sdes == call.offer[0].crypto[1]
     (dec,) = decrypt_streams(moved, [caller])
     assert (dec.srtp.auth_failures, len(dec.packets)) == (0, 150)
+
+
+def test_decrypt_streams_old_home_warns_and_names_the_new_one():
+    import qoe.rtp.srtp as srtp_module
+
+    with pytest.warns(DeprecationWarning, match="qoe.rtp.decrypt.decrypt_streams"):
+        old = srtp_module.decrypt_streams
+    assert old is decrypt_streams
+    with pytest.raises(AttributeError):
+        srtp_module.no_such_name  # noqa: B018

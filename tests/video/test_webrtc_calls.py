@@ -133,13 +133,7 @@ def test_bulk_loss_is_what_the_sender_sent_and_the_receiver_missed():
 
 # Known differences, each a strict xfail until the rtp slice of issue 23 fixes it (then they pass
 # and strict=True makes the run say so: remove the entry).
-KNOWN = {
-    "vp8-loss-a.pcap-btoa-video": "expected is taken from the last packet received, as tshark does, not "
-    "from the highest (RFC 3550 A.3); the highest arrived before its predecessor: one loss missed",
-    "av1-loss-b.pcap-atob-audio": "expected from the last packet received, not the highest (as above)",
-    "vp8-reorder-b.pcap-atob-video": "two packets older than the stream's first taken as sequence wraps "
-    "(lost 131074; RFC 3550 A.1 source validation: received, not a wrap)",
-}
+KNOWN: dict[str, str] = {}  # the three of issue 23's rtp slice (RFC 3550 A.1/A.3 loss) are fixed
 
 
 @pytest.mark.parametrize(

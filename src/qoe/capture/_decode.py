@@ -59,7 +59,6 @@ from qoe.capture._tunnels import (
     KIND_ETHER,
     KIND_IPV4,
     KIND_IPV6,
-    KIND_MPLS,
     MPLS_ETHERTYPES,
     UDP_TUNNEL_PORTS,
     gre,
@@ -69,6 +68,7 @@ from qoe.capture._tunnels import (
     udp_tunnel,
 )
 from qoe.capture._types import Packet, make_packet, make_tcpinfo
+from qoe.errors import InputError
 
 IPPROTO_TCP = 6  # RFC 9293 / IANA protocol numbers
 IPPROTO_UDP = 17  # RFC 768
@@ -137,6 +137,27 @@ def parse_tcp_options(
             tsval, tsecr = _SACK.unpack_from(opts, i + 2)
         i += ln
     return mss, wscale, sack_ok, sack, tsval, tsecr
+
+
+class _Frame:
+    """What every layer of one record's decoding needs of the record, passed down as one.
+
+    The frame number, capture time, interface and length on the wire (copied into the
+    packet made at the end), and the tunnels peeled so far: their names
+    (:attr:`Packet.encapsulation`) and how many (bounded by :data:`MAX_TUNNEL_DEPTH`).
+    Peeling is linear (a layer hands its payload to one inner layer), so a layer entering
+    a tunnel updates ``encap`` and ``depth`` in place.
+    """
+
+    __slots__ = ("index", "ts_ns", "iface", "wire_len", "encap", "depth")
+
+    def __init__(self, index: int, ts_ns: int, iface: int, wire_len: int, encap: str) -> None:
+        self.index = index
+        self.ts_ns = ts_ns
+        self.iface = iface
+        self.wire_len = wire_len
+        self.encap = encap
+        self.depth = 0
 
 
 class Decoder:
@@ -289,14 +310,13 @@ class Decoder:
                     src = self._addr.get(raw) or self.addr(raw)
                     raw = data[30:34]
                     dst = self._addr.get(raw) or self.addr(raw)
-                    return self._transport(
-                        index, ts_ns, iface, wire_len, proto, src, dst, data, 34, end, dend, "", 0, ident
-                    )
+                    return self._transport(_Frame(index, ts_ns, iface, wire_len, ""), proto, src, dst, data, 34, end,
+                                           dend, ident)
         version, off, encap = self.network_offset(linktype, data)
         if version == 4:
-            return self._ipv4(index, ts_ns, iface, wire_len, data, off, encap, 0)
+            return self._ipv4(_Frame(index, ts_ns, iface, wire_len, encap), data, off)
         if version == 6:
-            return self._ipv6(index, ts_ns, iface, wire_len, data, off, encap, 0)
+            return self._ipv6(_Frame(index, ts_ns, iface, wire_len, encap), data, off)
         return None
 
     def _wanted(self, proto: int) -> bool:
@@ -304,9 +324,7 @@ class Decoder:
         transport, a tunnel protocol, or UDP (which may carry a tunnel)."""
         return proto in self.want or proto in IP_TUNNEL_PROTOCOLS or proto == IPPROTO_UDP
 
-    def _ipv4(
-        self, index: int, ts_ns: int, iface: int, wire_len: int, data: bytes, off: int, encap: str, depth: int
-    ) -> Packet | None:
+    def _ipv4(self, f: _Frame, data: bytes, off: int) -> Packet | None:
         # RFC 791 §3.1.
         n = len(data)
         if n < off + 20:
@@ -328,7 +346,7 @@ class Decoder:
         l4 = off + ihl
         if frag & 0x3FFF:  # MF set or offset non-zero: a fragment (RFC 791 §3.1 Flags)
             done = self.frag4.add(
-                (src, dst, proto, ident), ts_ns, (frag & 0x1FFF) << 3, bool(frag & 0x2000), data[l4:end]
+                (src, dst, proto, ident), f.ts_ns, (frag & 0x1FFF) << 3, bool(frag & 0x2000), data[l4:end]
             )
             if done is None:
                 return None
@@ -336,15 +354,10 @@ class Decoder:
             l4 = 0
             dend = end = len(data)
         if proto in IP_TUNNEL_PROTOCOLS:
-            return self._ip_tunnel(index, ts_ns, iface, wire_len, proto, data, l4, end, encap, depth)
-        return self._transport(
-            index, ts_ns, iface, wire_len, proto, self.addr(src), self.addr(dst), data, l4, end, dend, encap, depth,
-            ident,
-        )
+            return self._ip_tunnel(f, proto, data, l4, end)
+        return self._transport(f, proto, self.addr(src), self.addr(dst), data, l4, end, dend, ident)
 
-    def _ipv6(
-        self, index: int, ts_ns: int, iface: int, wire_len: int, data: bytes, off: int, encap: str, depth: int
-    ) -> Packet | None:
+    def _ipv6(self, f: _Frame, data: bytes, off: int) -> Packet | None:
         # RFC 8200 §3: version/class/flow 4, payload length 2, next header 1, hop limit 1,
         # source 16, destination 16.
         n = len(data)
@@ -376,7 +389,7 @@ class Decoder:
                 if fo & 0xFFF9 == 0:  # offset 0 and M = 0: an atomic fragment (RFC 6946)
                     nh = nxt
                     continue
-                done = self.frag6.add((src, dst, ident), ts_ns, fo & 0xFFF8, bool(fo & 1), data[p:end], nxt)
+                done = self.frag6.add((src, dst, ident), f.ts_ns, fo & 0xFFF8, bool(fo & 1), data[p:end], nxt)
                 if done is None:
                     return None
                 data, nh = done  # type: ignore[assignment]
@@ -387,85 +400,47 @@ class Decoder:
             if p > end:
                 return None
         if nh in IP_TUNNEL_PROTOCOLS:
-            return self._ip_tunnel(index, ts_ns, iface, wire_len, nh, data, p, end, encap, depth)
+            return self._ip_tunnel(f, nh, data, p, end)
         if not self._wanted(nh):
             return None
-        return self._transport(
-            index, ts_ns, iface, wire_len, nh, self.addr(src), self.addr(dst), data, p, end, dend, encap, depth
-        )
+        return self._transport(f, nh, self.addr(src), self.addr(dst), data, p, end, dend)
 
-    def _ip_tunnel(
-        self,
-        index: int,
-        ts_ns: int,
-        iface: int,
-        wire_len: int,
-        proto: int,
-        data: bytes,
-        l4: int,
-        end: int,
-        encap: str,
-        depth: int,
-    ) -> Packet | None:
+    def _ip_tunnel(self, f: _Frame, proto: int, data: bytes, l4: int, end: int) -> Packet | None:
         """The packet inside IP protocol ``proto`` (4: IPv4, 41: IPv6, 47: GRE) at
         ``data[l4:end]``."""
         if proto == IPPROTO_GRE:
             kind, name, at = gre(data, l4, end)
         else:
             kind, name, at = (KIND_IPV4, "ip-in-ip", l4) if proto == IPPROTO_IPIP else (KIND_IPV6, "ipv6-in-ip", l4)
-        return self._inner(index, ts_ns, iface, wire_len, kind, name, data, at, end, encap, depth)
+        return self._inner(f, kind, name, data, at, end)
 
-    def _inner(
-        self,
-        index: int,
-        ts_ns: int,
-        iface: int,
-        wire_len: int,
-        kind: int,
-        name: str,
-        data: bytes,
-        at: int,
-        end: int,
-        encap: str,
-        depth: int,
-    ) -> Packet | None:
-        """Decode what a tunnel ``name`` carries: ``kind`` at ``data[at:end]``."""
-        if not kind or depth >= MAX_TUNNEL_DEPTH:
+    def _inner(self, f: _Frame, kind: int, name: str, data: bytes, at: int, end: int) -> Packet | None:
+        """Decode what a tunnel ``name`` carries: ``kind`` at ``data[at:end]`` (one tunnel
+        deeper: ``f.encap`` and ``f.depth`` are updated)."""
+        if not kind or f.depth >= MAX_TUNNEL_DEPTH:
             return None
-        encap = f"{encap}/{name}" if encap else name
+        f.depth += 1
+        f.encap = f"{f.encap}/{name}" if f.encap else name
         inner = data[at:end]  # the inner packet alone: its own lengths bound it
         if kind == KIND_IPV4:
-            return self._ipv4(index, ts_ns, iface, wire_len, inner, 0, encap, depth + 1)
+            return self._ipv4(f, inner, 0)
         if kind == KIND_IPV6:
-            return self._ipv6(index, ts_ns, iface, wire_len, inner, 0, encap, depth + 1)
+            return self._ipv6(f, inner, 0)
         if kind == KIND_ETHER:
             if len(inner) < 14:
                 return None
             et = inner[12] << 8 | inner[13]
-            version, off, encap = self._ethertype_chain(inner, et, 14, True, encap)
+            version, off, f.encap = self._ethertype_chain(inner, et, 14, True, f.encap)
         else:  # KIND_MPLS
-            version, off, encap = self._ethertype_chain(inner, MPLS_ETHERTYPE_FIRST, 0, False, encap)
+            version, off, f.encap = self._ethertype_chain(inner, MPLS_ETHERTYPE_FIRST, 0, False, f.encap)
         if version == 4:
-            return self._ipv4(index, ts_ns, iface, wire_len, inner, off, encap, depth + 1)
+            return self._ipv4(f, inner, off)
         if version == 6:
-            return self._ipv6(index, ts_ns, iface, wire_len, inner, off, encap, depth + 1)
+            return self._ipv6(f, inner, off)
         return None
 
     def _transport(
-        self,
-        index: int,
-        ts_ns: int,
-        iface: int,
-        wire_len: int,
-        proto: int,
-        src: str,
-        dst: str,
-        data: bytes,
-        l4: int,
-        end: int,
-        dend: int,
-        encap: str,
-        depth: int,
+        self, f: _Frame, proto: int, src: str, dst: str, data: bytes, l4: int, end: int, dend: int,
         ip_id: int | None = None,
     ) -> Packet | None:
         """UDP (RFC 768) or TCP (RFC 9293 §3.1) from ``data[l4:end]`` (captured bytes);
@@ -485,12 +460,12 @@ class Decoder:
             if sport in UDP_TUNNEL_PORTS or dport in UDP_TUNNEL_PORTS:
                 kind, name, at = udp_tunnel(sport, dport, data, l4 + 8, pend)
                 if kind:
-                    return self._inner(index, ts_ns, iface, wire_len, kind, name, data, at, pend, encap, depth)
+                    return self._inner(f, kind, name, data, at, pend)
             if IPPROTO_UDP not in self.want:
                 return None
             return make_packet(
-                index, ts_ns, src, dst, IPPROTO_UDP, sport, dport, data[l4 + 8 : pend], None, iface, wire_len, encap,
-                ip_id,
+                f.index, f.ts_ns, src, dst, IPPROTO_UDP, sport, dport, data[l4 + 8 : pend], None, f.iface, f.wire_len,
+                f.encap, ip_id,
             )
         if proto != IPPROTO_TCP or IPPROTO_TCP not in self.want or end < l4 + 20:
             return None
@@ -508,14 +483,13 @@ class Decoder:
         else:
             tcp = make_tcpinfo(seq, ack, flags, window, urg, hlen, dlen, None, None, False, (), None, None)
         return make_packet(
-            index, ts_ns, src, dst, IPPROTO_TCP, sport, dport, data[l4 + hlen : end], tcp, iface, wire_len, encap, ip_id
+            f.index, f.ts_ns, src, dst, IPPROTO_TCP, sport, dport, data[l4 + hlen : end], tcp, f.iface, f.wire_len,
+            f.encap, ip_id,
         )
 
 
 def protocol_numbers(protocols: object, name: str = "protocols") -> frozenset[int]:
     """Validate a ``protocols`` option (names from ``PROTOCOLS``) into IP protocol numbers."""
-    from qoe.errors import InputError
-
     if isinstance(protocols, str):
         protocols = (protocols,)
     try:

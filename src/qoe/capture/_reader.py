@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from qoe.capture._decode import Decoder, protocol_numbers
-from qoe.capture._files import CHUNK_SIZE, PathOrFile, probe, records
+from qoe.capture._files import probe, records
+from qoe.capture._records import CHUNK_SIZE, PathOrFile
 from qoe.capture._options import positive_int
 from qoe.capture._reassembly import ReassemblyLimits, reassembly_limits
 from qoe.capture._types import Packet

@@ -4,13 +4,17 @@ This layer sits between :mod:`qoe.capture` (packets) and the media scorers
 (:mod:`qoe.voice`, :mod:`qoe.video`); it imports neither of them. It holds:
 
 * SIP and SDP parsing (:mod:`qoe.rtp.sip`), which announce streams (and their SDES keys);
-* SRTP (:mod:`qoe.rtp.srtp`): which streams are encrypted, and their decryption;
+* SRTP (:mod:`qoe.rtp.srtp`): which streams are encrypted, and their packets' decryption;
+  :mod:`qoe.rtp.decrypt` decrypts the SRTP streams a scan found;
 * the one-pass scan (:func:`scan_capture`, :func:`find_streams`) and RFC 3550
   receiver statistics (:func:`rtp_stats`), below;
 * loss-run statistics for G.107's Ppl and BurstR (:mod:`qoe.rtp.lossmodel`);
 * receiver jitter buffers (:mod:`qoe.rtp.jitterbuffer`) and one-way delay from two
   captures (:mod:`qoe.rtp.delay`);
-* which payloads are audio and which video (:func:`media_kind`).
+* which payloads are audio and which video (:func:`media_kind`);
+* RFC 8285 header extensions of every packet (:mod:`qoe.rtp.extensions`,
+  :func:`read_header_extensions`): abs-send-time and transport-wide-cc for one-way delay
+  variation from one capture, the MID that names a stream under BUNDLE.
 
 A stream is one synchronisation source (SSRC) on one UDP direction (source address and
 port, destination address and port). For each stream this module gives
@@ -31,16 +35,28 @@ packets, also multiplexed on the RTP port) is recognised and never taken for RTP
 
 Wireshark compatibility
 -----------------------
-The loss, delta and jitter figures equal what ``tshark -q -z rtp,streams`` prints for
-the same capture. Its conventions, established by experiment against TShark 4.0 on
+The delta and jitter figures, and with ``loss_rule="tshark"`` the loss, equal what
+``tshark -q -z rtp,streams`` prints for the same capture. Its conventions, established by experiment against TShark 4.0 on
 crafted captures (``tests/voice/test_rtp_tshark.py``) and written here from RFC 3550
 and that observed behaviour:
 
-* ``lost = expected - received`` with ``expected = cycles * 65536 + last - first + 1``,
-  where *first* and *last* are the sequence numbers of the first and of the **last
-  received** packet (not the highest), and a sequence cycle is counted when a sequence
-  number falls below the first one (once, until one rises above it again) or when 0
-  follows 65535. ``lost`` is negative when duplicates outnumber losses.
+* ``lost = expected - received``. By default ``expected`` is RFC 3550 A.3's: the highest
+  extended sequence number received minus the first packet's, plus one (each packet's
+  number is extended at the shortest distance from the one before it). With
+  ``loss_rule="tshark"`` it is tshark's: ``cycles * 65536 + last - first + 1``, where
+  *first* and *last* are the sequence numbers of the first and of the **last received**
+  packet (not the highest), and a sequence cycle is counted when a sequence number falls
+  below the first one (once, until one rises above it again) or when 0 follows 65535.
+  ``lost`` is negative when duplicates outnumber losses.
+
+  **Where qoe differs from tshark by default, and why**: a packet older than the first one
+  received (reordered across the stream's start, as a WebRTC forwarder or a bonded link
+  does) is, for tshark, a sequence wrap: 65,536 packets "lost" each time
+  (``data/video/webrtc/calls/vp8-reorder/b.pcap``, video A→B: tshark 131,074 lost of 373
+  received; qoe 2, the browser's own ``inbound-rtp.packetsLost`` 2). RFC 3550 A.1 keeps
+  such a packet as received and not expected, and so do receivers (libwebrtc). And when
+  the last packet received is not the highest (a late packet at the end), tshark's count
+  stops short (``vp8-loss/a.pcap``: 14 where 15 were dropped, the browser says 15).
 * A packet whose RTP timestamp is earlier than the first packet's (signed 32-bit
   distance) is a "wrong timestamp": it is counted as received and nothing else.
 * Jitter is RFC 3550 §6.4.1's ``J += (|D| - J) / 16`` with ``D`` the difference of
@@ -90,7 +106,12 @@ The scan and the statistics live in private modules, one job each, and every pub
 is importable from here: ``_packet`` (RTP and RTCP headers, payload types, sequence
 numbers, the packet table), ``_stats`` (the statistics and their conventions above),
 ``_results`` (the result records) and ``_scan`` (the one-pass capture scan and stream
-discovery). :mod:`qoe.rtp.sip`, :mod:`qoe.rtp.srtp` (SRTP streams recognised, decrypted with libsrtp),
+discovery), which drives four small books: ``_flows`` (the flow table: flows by direction
+and SSRC, their state and held packets), ``_sipbook`` (SIP messages de-duplicated and the
+SDP announcements by address and port), ``_rtcpbook`` (sender reports, report blocks,
+round-trip times) and ``_srtpsample`` (what the SRTP payload heuristic needs of each
+flow's first packets). :mod:`qoe.rtp.sip`, :mod:`qoe.rtp.srtp` (SRTP streams recognised, packets decrypted with libsrtp),
+:mod:`qoe.rtp.decrypt` (a scan's SRTP streams decrypted),
 :mod:`qoe.rtp.lossmodel`, :mod:`qoe.rtp.jitterbuffer` and :mod:`qoe.rtp.delay` are public
 modules.
 
@@ -151,7 +172,8 @@ from qoe.rtp._packet import (
 )
 from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtcpSummary, RtpScan, RtpStream, StreamKey
 from qoe.rtp._scan import MAX_FLOWS, MAX_STREAMS, find_streams, scan_capture
-from qoe.rtp._stats import RtpStats, rtp_stats
+from qoe.rtp._stats import JITTER_RULES, LOSS_RULES, RtpStats, in_order_jitter_ms, rtp_stats
+from qoe.rtp.extensions import HeaderExtensions, read_header_extensions
 from qoe.rtp.delay import OneWayDelay, delays_between, one_way_delay, stream_delay
 from qoe.rtp.jitterbuffer import (
     AdaptiveBuffer,
@@ -190,10 +212,16 @@ __all__ = [
     "parse_rtp_header",
     "parse_rtcp",
     "rtp_stats",
+    "in_order_jitter_ms",
+    "JITTER_RULES",
+    "LOSS_RULES",
     "make_packets",
     "extend_sequence",
     "find_streams",
     "scan_capture",
+    # RFC 8285 header extensions (abs-send-time, transport-wide-cc, MID)
+    "HeaderExtensions",
+    "read_header_extensions",
     # SIP / SDP
     "SdpMedia",
     "SipCall",

@@ -36,6 +36,9 @@ RTP_VERSION = 2
 # reserves exactly these (as RTP payload types 72-76 with the marker bit) for RTCP.
 RTCP_SR, RTCP_RR, RTCP_SDES, RTCP_BYE, RTCP_APP = 200, 201, 202, 203, 204
 RTCP_TYPES = range(RTCP_SR, RTCP_APP + 1)
+# RFC 4585 §6.1: transport-layer (RTPFB, 205) and payload-specific (PSFB, 206) feedback;
+# RFC 3611 §2: extended reports (XR, 207). With RFC 5761 §4 these are RTCP, never RTP.
+RTCP_RTPFB, RTCP_PSFB, RTCP_XR = 205, 206, 207
 
 # RFC 3551 §6, Table 4 (audio) and Table 5 (video): static payload type -> (encoding, clock rate).
 # PT 9 (G722) is sampled at 16 kHz but its RTP clock runs at 8000 Hz (RFC 3551 §4.5.2).

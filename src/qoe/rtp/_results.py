@@ -24,6 +24,11 @@ from qoe.rtp._stats import RtpStats
 from qoe.rtp.sip import SipCall
 from qoe.rtp.srtp import SrtpInfo
 
+#: The RTCP counters of :attr:`RtpStream.feedback`: sender and receiver reports (RFC 3550
+#: §6.4), Generic NACK (RFC 4585 §6.2.1), PLI (§6.3.1), FIR (RFC 5104 §4.3.1) and
+#: transport-wide feedback (draft-holmer-rmcat-transport-wide-cc-extensions-01 §3.1).
+FEEDBACK_KINDS = ("sr", "rr", "nack", "pli", "fir", "transport_cc")
+
 #: How close to the capture's end (in the stream's own mean packet intervals) a stream's last
 #: packet must be for the stream to count as still sending when the capture ended
 #: (:attr:`RtpStream.active_at_end`): a live voice stream misses a packet or two to loss or
@@ -142,7 +147,7 @@ class RtpStream:
         it is derived from ``codec`` and ``clock_rate``.
     srtp : SrtpInfo or None
         Set when the stream is SRTP (RFC 3711: payload encrypted): how that was found, the
-        sender's SDES key if the SDP had one, and, after :func:`qoe.rtp.srtp.decrypt_streams`,
+        sender's SDES key if the SDP had one, and, after :func:`qoe.rtp.decrypt.decrypt_streams`,
         what decryption did. None: plain RTP as far as the capture tells.
     channels : int
         Audio channels of ``payload_type`` (SDP ``a=rtpmap``'s encoding parameters, RFC
@@ -156,6 +161,18 @@ class RtpStream:
         BYE from its SSRC was seen (RFC 3550 §6.6: a source leaving says so). A capture
         stopped right after a stream's last packet looks the same: this is a "may", and
         SIP's BYE (:class:`qoe.rtp.sip.SipCall`) is the firmer signal where there is one.
+    feedback : dict of str to int
+        RTCP the stream's receiver sent back on the reverse UDP direction (its destination
+        address and port to its source's), counted by kind (:data:`FEEDBACK_KINDS`: ``sr``,
+        ``rr``, ``nack``, ``pli``, ``fir``, ``transport_cc``). Under BUNDLE every stream of
+        the 5-tuple shares these counts (SRTCP hides which stream a message is about).
+        SRTCP leaves only a compound packet's first header in clear (RFC 3711 §3.4): a
+        feedback message behind a report in an encrypted compound packet is not counted.
+        Empty when no RTCP went back.
+    notes : tuple of str
+        What the user should know about how the stream was read: for DTLS-SRTP, that its
+        payloads cannot be decoded without keys and what is measured instead; an inferred
+        clock rate and media kind with their evidence. Empty for a plain announced stream.
     """
 
     key: StreamKey
@@ -174,6 +191,8 @@ class RtpStream:
     channels: int = 1
     fmtp: Mapping[str, str] = field(default_factory=dict)
     active_at_end: bool = False
+    notes: tuple[str, ...] = ()
+    feedback: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.media is None:  # not given: from the codec's name and clock rate
@@ -202,6 +221,8 @@ class RtpStream:
             "active_at_end": self.active_at_end,
         }
         out.update(SrtpInfo.record(self.srtp))
+        out["notes"] = "; ".join(self.notes) if self.notes else None
+        out.update({f"feedback_{k}": self.feedback.get(k, 0) for k in FEEDBACK_KINDS})
         out.update(self.stats.to_dict())
         if self.rtcp is not None:
             out.update(self.rtcp.to_dict())

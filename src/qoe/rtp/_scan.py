@@ -23,7 +23,6 @@ References
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import os
 import warnings
@@ -33,9 +32,8 @@ import numpy as np
 
 from qoe.errors import InputError, QoEWarning
 from qoe.rtp._packet import (
-    RTCP_APP,
-    RTCP_BYE,
     RTCP_SR,
+    RTCP_XR,
     RTP_FIXED_HEADER,
     RTP_VERSION,
     SEQ_MOD,
@@ -46,11 +44,28 @@ from qoe.rtp._packet import (
     parse_rtcp,
     wrapped_distance,
 )
-from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtcpSummary, RtpScan, RtpStream, StreamKey
+from qoe.rtp._demux import DemuxBook
+from qoe.rtp._flows import PROBE, REJECT, RTP, FlowTable, HeldPackets, group_by_key
+from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtpScan, RtpStream, StreamKey
+from qoe.rtp._rtcpbook import RtcpBook, feedback_kinds
+from qoe.rtp._sipbook import SipBook
 from qoe.rtp._spill import PacketStore
-from qoe.rtp._stats import REORDER_WINDOW, StreamStats, _Segments, clock_table, cn_table, is_telephone_event
-from qoe.rtp.sip import SIP_METHODS, SdpMedia, SipMessage, group_calls, parse_sip, sender_crypto
-from qoe.rtp.srtp import SrtpInfo, bytes_per_tick, encrypted_verdicts, looks_srtcp
+from qoe.rtp._srtpsample import SrtpSampler
+from qoe.rtp._infer import infer_clock
+from qoe.rtp._stats import (
+    JITTER_RULES,
+    LOSS_RULES,
+    REORDER_WINDOW,
+    StreamStats,
+    _Segments,
+    clock_table,
+    cn_table,
+    is_telephone_event,
+    rtp_stats,
+    with_jitter,
+)
+from qoe.rtp.sip import SIP_METHODS, SdpMedia, group_calls, sender_crypto
+from qoe.rtp.srtp import SrtpInfo, bytes_per_tick, looks_srtcp
 
 # UDP ports whose traffic is never taken for RTP by the heuristic (it can look like RTP
 # version 2 by chance): DNS 53, DHCP 67/68, NTP 123, NetBIOS 137/138, SNMP 161/162,
@@ -66,17 +81,6 @@ _SIP_PREFIXES = np.array(
 
 # Heuristic: packets looked at before a flow is accepted as RTP or rejected.
 _PROBE_PACKETS = 16
-# SRTP heuristic (qoe.rtp.srtp.looks_encrypted): what is kept of each flow's first packets
-# (sequence number, timestamp and payload length of each, and one histogram of the nibbles of
-# their payloads' first 32 bytes, up to 512 bytes: 320 bytes per flow).
-_SRTP_SAMPLE = 16
-_SRTP_BYTES = 32
-_SRTP_CHUNK = 4096  # rows whose bytes are counted at once
-# A SIP message whose bytes equal one seen less than this long before is a copy of it (the
-# capture saw the packet twice: Linux "any" device, span port), not a new message: a UA
-# retransmits over UDP no earlier than T1 (RFC 3261 §17.1.1.2 Timer A, §17.1.2.2 Timer E,
-# §13.3.1.4 for 2xx), whose default is 500 ms (§17.1.1.1).
-_SIP_COPY_NS = 500_000_000
 
 #: Default of ``scan_capture(max_streams=...)``: most RTP streams one scan takes.
 MAX_STREAMS = 100_000
@@ -86,53 +90,6 @@ MAX_STREAMS = 100_000
 #: heuristic reads; ``benchmarks/rtp_flow_limit.py`` measures it), so the default bounds
 #: them near 120 MB.
 MAX_FLOWS = 100_000
-
-
-
-class _RtcpBook:
-    """RTCP seen in a capture: sender reports by NTP time, report blocks by source."""
-
-    def __init__(self) -> None:
-        self.sr_time: dict[tuple[int, int], int] = {}  # (sender ssrc, NTP middle 32 bits) -> capture ns
-        self.sr_count: dict[int, int] = {}
-        self.blocks: dict[int, list[tuple[int, dict[str, Any]]]] = {}  # source ssrc -> (ns, block)
-        self.rtt: dict[int, list[float]] = {}
-        self.bye: set[int] = set()  # SSRCs that sent an RTCP BYE (RFC 3550 §6.6)
-        self.packets = 0
-
-    def add(self, time_ns: int, items: list[dict[str, Any]]) -> None:
-        self.packets += 1
-        for it in items:
-            if it["type"] == RTCP_BYE and it["ssrc"] is not None:
-                self.bye.add(it["ssrc"])
-            if it["type"] == RTCP_SR and "ntp" in it and it["ssrc"] is not None:
-                self.sr_count[it["ssrc"]] = self.sr_count.get(it["ssrc"], 0) + 1
-                # RFC 3550 §6.4.1: LSR is the middle 32 bits of the SR's NTP timestamp
-                self.sr_time[(it["ssrc"], (it["ntp"] >> 16) & 0xFFFFFFFF)] = time_ns
-            for b in it.get("blocks", ()):
-                self.blocks.setdefault(b["ssrc"], []).append((time_ns, b))
-                if b["lsr"]:
-                    t_sr = self.sr_time.get((b["ssrc"], b["lsr"]))
-                    if t_sr is not None:
-                        # RFC 3550 §6.4.1: RTT = A - LSR - DLSR, DLSR in units of 1/65536 s
-                        rtt = (time_ns - t_sr) / 1e6 - b["dlsr"] / 65.536
-                        self.rtt.setdefault(b["ssrc"], []).append(rtt)
-
-    def summaries(self) -> dict[int, RtcpSummary]:
-        out = {}
-        for ssrc in set(self.sr_count) | set(self.blocks):
-            blocks = self.blocks.get(ssrc, [])
-            last = blocks[-1][1] if blocks else None
-            out[ssrc] = RtcpSummary(
-                ssrc=ssrc,
-                sender_reports=self.sr_count.get(ssrc, 0),
-                reports=len(blocks),
-                fraction_lost=last["fraction_lost"] if last else None,
-                cumulative_lost=last["cumulative_lost"] if last else None,
-                jitter_ticks=last["jitter"] if last else None,
-                rtt_ms=tuple(self.rtt.get(ssrc, ())),
-            )
-        return out
 
 
 
@@ -184,139 +141,56 @@ def _looks_like_rtp(seg: _Segments, seq: np.ndarray, ts: np.ndarray, pt: np.ndar
     return (seg.lens >= 2) & seq_ok & ts_ok & pt_ok
 
 
-def _group(rows: np.ndarray, k1: np.ndarray, k2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``rows`` ordered by flow key (k1, k2), frame order kept within a key; and where
-    each key's run starts. One stable sort of the keys' hashes; a hash shared by two
-    keys (checked) falls back to sorting the keys themselves."""
-    o = rows[np.argsort(_flow_hash(k1[rows], k2[rows]), kind="stable")]
-    a1, a2 = k1[o], k2[o]
-    same1, same2 = a1[1:] == a1[:-1], a2[1:] == a2[:-1]
-    h = _flow_hash(a1, a2)
-    if bool(np.any((h[1:] == h[:-1]) & ~(same1 & same2))):  # a collision: sort by the keys
-        o = rows[np.lexsort((k2[rows], k1[rows]))]
-        a1, a2 = k1[o], k2[o]
-        same1, same2 = a1[1:] == a1[:-1], a2[1:] == a2[:-1]
-    brk = np.ones(o.size, dtype=bool)
-    brk[1:] = ~(same1 & same2)
-    return o, np.flatnonzero(brk)
-
-
-def _flow_hash(k1: np.ndarray, k2: np.ndarray) -> np.ndarray:
-    """A 64-bit hash of a flow's two key words (int64 arithmetic wraps around; the caller
-    checks every match against the key, so collisions cost a dict lookup, not an error)."""
-    return k1 * np.int64(-0x61C8864680B583EB) ^ k2  # 2**64 / golden ratio, as a signed word
-
-
-def _slot(h: np.ndarray, size: int) -> np.ndarray:
-    """Slots of hashes ``h`` in a table of ``size`` (a power of two) slots: the top bits
-    of ``h`` times 2**64 / golden ratio (Knuth's multiplicative hashing, TAOCP vol. 3
-    §6.4), so that every bit of the hash counts."""
-    bits = size.bit_length() - 1
-    return ((h.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits)).astype(np.int64)
-
-
-# The flow table of _Scanner: at least this many slots, and this many per known flow
-# (a flow shares its slot with another with probability about 1/16).
-_MIN_SLOTS = 1 << 12
-_SLOTS_PER_FLOW = 16
-
-_PROBE, _RTP, _REJECT = 0, 1, 2
-# The columns of a packet held for a flow: frame, arrival, seq, timestamp, payload type, marker.
-_COLUMNS = ("frame", "arr", "seq", "ts", "pt", "mk")
-
-
-class _Packets:
-    """Columns of RTP packets tagged with their flow, appended batch by batch."""
-
-    __slots__ = ("fid",) + _COLUMNS + ("pay",)
-
-    def __init__(self, fid: np.ndarray, cols: dict[str, np.ndarray], pay: np.ndarray | None) -> None:
-        self.fid = fid
-        for c in _COLUMNS:
-            setattr(self, c, cols[c])
-        self.pay = pay  # (keep_packets) each payload's offset and length in the PacketStore, else None
-
-    @classmethod
-    def empty(cls, keep: bool) -> _Packets:
-        z = np.zeros(0, dtype=np.int64)
-        return cls(z, {c: (np.zeros(0, dtype=bool) if c == "mk" else z) for c in _COLUMNS},
-                   np.zeros((0, 2), dtype=np.int64) if keep else None)
-
-    def take(self, rows: np.ndarray) -> _Packets:
-        return _Packets(self.fid[rows], {c: getattr(self, c)[rows] for c in _COLUMNS},
-                        None if self.pay is None else self.pay[rows])
-
-    def __len__(self) -> int:
-        return int(self.fid.size)
-
-    @staticmethod
-    def concat(parts: list[_Packets]) -> _Packets:
-        keep = parts[0].pay is not None
-        return _Packets(np.concatenate([p.fid for p in parts]),
-                        {c: np.concatenate([getattr(p, c) for p in parts]) for c in _COLUMNS},
-                        np.concatenate([p.pay for p in parts]) if keep else None)
-
-
 class _Scanner:
     """Reads UDP batches once: SIP, RTCP and RTP flows, with statistics as it goes.
 
-    RTP packets are grouped into flows (UDP direction and SSRC). A flow is held while
-    undecided (its packets in one shared buffer), then taken as RTP (announced by SDP, or
-    its first packets pass the heuristic) or rejected. The packets of every accepted
-    flow of a batch go to one :class:`StreamStats` update at once; per flow there is
-    Python work only when it is first seen, decided and reported.
+    RTP packets are grouped into flows (UDP direction and SSRC, :class:`FlowTable`). A
+    flow is held while undecided (its packets in one shared buffer), then taken as RTP
+    (announced by SDP, :class:`SipBook`, or its first packets pass the heuristic) or
+    rejected. The packets of every accepted flow of a batch go to one
+    :class:`StreamStats` update at once; per flow there is Python work only when it is
+    first seen, decided and reported. RTCP goes to an :class:`RtcpBook`, and the first
+    packets of each flow to the :class:`SrtpSampler`.
     """
 
     def __init__(self, *, keep_packets: bool, heuristic: bool, min_packets: int, reorder_window: int,
                  first_ns: int | None = None, event_jitter: bool = False, max_streams: int | None = None,
-                 max_flows: int | None = None) -> None:
+                 max_flows: int | None = None, loss_rule: str = "rfc3550", jitter_rule: str = "every-packet",
+                 infer_clock: bool = True) -> None:
+        # what was asked
         self.keep = keep_packets
         self.max_streams = max_streams
         self.max_flows = max_flows
-        self.sink = -1  # the one flow that stands for every flow left out for max_flows (rejected)
-        self.flows_left_out = 0  # datagrams of flows left out for max_flows
-        self.n_streams = 0  # flows taken as RTP streams
-        self.over_limit = 0  # flows left out for max_streams
         self.event_jitter = event_jitter
         self.heuristic = heuristic
         self.min_packets = min_packets
         self.probe_packets = max(_PROBE_PACKETS, min_packets)
-        self.index: dict[tuple[int, int], int] = {}  # (src<<32|dst, sport<<48|dport<<32|ssrc) -> flow id
-        self.fk1 = np.zeros(0, dtype=np.int64)  # flow id -> its two key words
-        self.fk2 = np.zeros(0, dtype=np.int64)
-        self.slot_fid = np.full(_MIN_SLOTS, -1, dtype=np.int32)  # a direct-mapped table: slot -> flow id
-        self.keys: list[tuple[int, int, int, int, int]] = []  # flow id -> (src, dst, sport, dport, ssrc)
-        self.state = np.zeros(0, dtype=np.int8)
-        self.first_frame = np.zeros(0, dtype=np.int64)
-        self.held_n = np.zeros(0, dtype=np.int64)
-        self.sid = np.zeros(0, dtype=np.int64)  # flow id -> stream id (-1: not a stream)
-        self.call_id: dict[int, str | None] = {}
-        self.media: dict[int, SdpMedia] = {}
-        self.held = _Packets.empty(keep_packets)  # packets of undecided flows
+        self.loss_rule = loss_rule
+        self.jitter_rule = jitter_rule
+        self.infer_clock = infer_clock
+        self.reorder_window = reorder_window
+        # the flows, their held packets, and the streams taken
+        self.flows = FlowTable()
+        self.held = HeldPackets.empty(keep_packets)  # packets of undecided flows
+        self.n_streams = 0  # flows taken as RTP streams
+        self.over_limit = 0  # flows left out for max_streams
+        self.flows_left_out = 0  # datagrams of flows left out for max_flows
+        self.call_id: dict[int, str | None] = {}  # flow id -> its call (announced streams)
+        self.media: dict[int, SdpMedia] = {}  # flow id -> its SDP media section (announced streams)
         # packets of accepted flows (keep_packets): in temporary files, not in memory
         self.store = PacketStore() if keep_packets else None
-        self.stats = StreamStats(reorder_window=reorder_window)
-        self.sip: list[SipMessage] = []
-        self.sip_seen: dict[bytes, int] = {}  # SIP messages of the last _SIP_COPY_NS: bytes -> when seen
-        self.sip_order: collections.deque[tuple[int, bytes]] = collections.deque()  # the same, in arrival order
-        self.sip_copies = 0
-        # (address, port) -> its announcements in capture order: (frame, Call-ID, media)
-        self.announced: dict[tuple[str, int], list[tuple[int, str | None, SdpMedia]]] = {}
-        self.new_announcements = False
-        self.rtcp_ports: set[tuple[str, int]] = set()
-        self.rtcp = _RtcpBook()
+        self.stats = StreamStats(reorder_window=reorder_window, loss_rule=loss_rule)
+        # the other books: SIP, RTCP, SRTP samples
+        self.sip = SipBook()
+        self.rtcp = RtcpBook()
+        self.srtp = SrtpSampler()
+        self.demux = DemuxBook()  # STUN, DTLS, TURN beside RTP (RFC 7983)
+        # the capture
         self.addresses: tuple[str, ...] = ()
         self.encaps: tuple[str, ...] = ()  # address code -> its encapsulation (() without tunnels)
         self.first_ns = first_ns  # the capture's frame 1; else the first UDP datagram's
         self.udp = 0
         self.last_ns: int | None = None  # the latest UDP datagram's time
-        # flow id -> packets sampled for the SRTP heuristic, their (seq, timestamp, length), nibble counts
-        self.sampled = np.zeros(0, dtype=np.int64)
-        self.sample_seq = np.zeros((0, _SRTP_SAMPLE), dtype=np.int32)
-        self.sample_ts = np.zeros((0, _SRTP_SAMPLE), dtype=np.int64)
-        self.sample_len = np.zeros((0, _SRTP_SAMPLE), dtype=np.int32)
-        self.nibbles = np.zeros((0, 32), dtype=np.int32)
-        self.srtp_pending: list[tuple[int, int, int, Any]] = []  # flows the payload heuristic judges at the end
 
     # -- per batch ---------------------------------------------------------------
     def batch(self, b: Any) -> None:
@@ -345,56 +219,37 @@ class _Scanner:
         if cand.size:
             first4 = head[cand, :4].view(">u4")[:, 0].astype(np.int64)
             sip_rows = cand[np.isin(first4, _SIP_PREFIXES)]
+        addrs = b.addresses
         for i in sip_rows.tolist():
-            self._sip(b, i)
+            self.sip.add(b.payload_of(i), time_ns=int(b.ts_ns[i]), frame=int(b.index[i]),
+                         src=addrs[b.src[i]], sport=int(b.sport[i]), dst=addrs[b.dst[i]], dport=int(b.dport[i]))
+        # RFC 7983 §7 / RFC 9443 §4: STUN, ZRTP, DTLS and TURN channels start below 80
+        other = np.flatnonzero((b0 < 80) & (length > 0))
+        if other.size:
+            self.demux.add(b, other)
         v2 = (length >= 8) & ((b0 >> 6) == RTP_VERSION)
-        is_rtcp = v2 & (b1 >= RTCP_SR) & (b1 <= RTCP_APP)
+        # RFC 5761 §4: RTCP packet types 200-204 (RFC 3550), 205-206 (RFC 4585 feedback), 207 (XR)
+        is_rtcp = v2 & (b1 >= RTCP_SR) & (b1 <= RTCP_XR)
         for i in np.flatnonzero(is_rtcp).tolist():
             data = b.payload_of(i)
+            encrypted = looks_srtcp(data)
+            self.rtcp.add_feedback((int(b.src[i]), int(b.sport[i]), int(b.dst[i]), int(b.dport[i])),
+                                   feedback_kinds(data, encrypted=encrypted))
             items = parse_rtcp(data)
-            if items and looks_srtcp(data):  # encrypted reports: only the sender's SSRC is in clear
+            if items and encrypted:  # encrypted reports: only the sender's SSRC is in clear
                 items = [{"type": items[0]["type"], "ssrc": items[0]["ssrc"]}]
             if items:
                 self.rtcp.add(int(b.ts_ns[i]), items)
         rows = np.flatnonzero(v2 & ~is_rtcp & (length >= RTP_FIXED_HEADER))
         if rows.size:
             self._rtp(b, u8, rows, start[rows], length[rows], head[rows])
-        elif self.new_announcements:
+        elif self.sip.new_announcements:
             self._feed(self._decide(final=False))
-
-    def _sip(self, b: Any, i: int) -> None:
-        addrs = b.addresses
-        data, t = b.payload_of(i), int(b.ts_ns[i])
-        seen = self.sip_seen.get(data)
-        if seen is not None and abs(t - seen) < _SIP_COPY_NS:  # a copy of a message already taken
-            self.sip_copies += 1
-            return
-        self.sip_seen[data] = t
-        self.sip_order.append((t, data))
-        while self.sip_order and t - self.sip_order[0][0] >= _SIP_COPY_NS:  # forget what is out of the window
-            t0, d0 = self.sip_order.popleft()
-            if self.sip_seen.get(d0) == t0:
-                del self.sip_seen[d0]
-        msg = parse_sip(
-            data, frame=int(b.index[i]), time_ns=t,
-            src=addrs[b.src[i]], sport=int(b.sport[i]), dst=addrs[b.dst[i]], dport=int(b.dport[i]),
-        )
-        if msg is None:
-            return
-        self.sip.append(msg)
-        if msg.sdp is not None:
-            for m in msg.sdp.media:
-                if m.port and m.address:
-                    # each announcement holds from its frame until the next one for the
-                    # same address and port (a later call or a re-INVITE, RFC 3264 §8)
-                    self.announced.setdefault((m.address, m.port), []).append((msg.frame, msg.call_id, m))
-                    self.rtcp_ports.add((m.address, m.rtcp_port or (m.port + 1)))
-                    self.new_announcements = True
 
     def _rtp(self, b: Any, u8: np.ndarray, rows: np.ndarray, s: np.ndarray, ln: np.ndarray, first: np.ndarray) -> None:
         h = header_columns(u8, s, ln, head=first)
         if h.rows.size == 0:
-            if self.new_announcements:
+            if self.sip.new_announcements:
                 self._feed(self._decide(final=False))
             return
         rows = rows[h.rows]
@@ -404,67 +259,65 @@ class _Scanner:
         dport = b.dport[rows].astype(np.int64)
         k1 = src << 32 | dst
         k2 = sport << 48 | dport << 32 | h.ssrc
-        fid = self._known_flows(k1, k2)
+        fl = self.flows
+        fid = fl.known(k1, k2)
         miss = np.flatnonzero(fid < 0)
         new = np.zeros(0, dtype=np.int64)
         rank = None  # of the packets of flows first seen here: their place in their flow
         if miss.size:  # packets of flows first seen here (or whose hash collided): by key
-            o, starts = _group(miss, k1, k2)
+            o, starts = group_by_key(miss, k1, k2)
             first = o[starts]  # each key's first packet
-            found = np.array([self.index.get(k, -1) for k in zip(k1[first].tolist(), k2[first].tolist())],
-                             dtype=np.int64)
+            found = fl.lookup(k1[first], k2[first])
             fresh = np.flatnonzero(found < 0)
             if fresh.size:
                 fresh = self._admit(fresh, first, found, src, dst, sport, dport, lens=np.diff(np.append(starts, o.size)))
             if fresh.size:
-                base = len(self.keys)
-                new = np.arange(base, base + fresh.size)
-                for j, r in enumerate(first[fresh].tolist()):
-                    self.keys.append((int(src[r]), int(dst[r]), int(sport[r]), int(dport[r]), int(h.ssrc[r])))
-                    self.index[(int(k1[r]), int(k2[r]))] = base + j
+                r = first[fresh]
+                keys = [(int(a), int(c), int(d), int(e), int(f))
+                        for a, c, d, e, f in zip(src[r].tolist(), dst[r].tolist(), sport[r].tolist(),
+                                                 dport[r].tolist(), h.ssrc[r].tolist())]
+                new = fl.add(keys, k1[r], k2[r], b.index[rows[r]])
+                self.srtp.grow(len(fl))
                 found[fresh] = new
-                self._grow(len(self.keys))
-                self.first_frame[new] = b.index[rows[first[fresh]]]
-                self._index_flows(k1[first[fresh]], k2[first[fresh]], new)
             lens = np.diff(np.append(starts, o.size))
             fid[o] = np.repeat(found, lens)
             rank = np.full(rows.size, -1, dtype=np.int64)
             rank[o] = np.arange(o.size) - np.repeat(starts, lens)
-        self._sample(fid, h, u8)
+        self.srtp.sample(fid, h, u8)
         cols = {
             "frame": b.index[rows].astype(np.int64, copy=False), "arr": b.ts_ns[rows].astype(np.int64, copy=False),
             "seq": h.seq, "ts": h.timestamp, "pt": h.payload_type, "mk": h.marker,
         }
-        st = self.state[fid]
+        st = fl.state[fid]
         pay = None
         if self.keep:  # payloads of flows taken or undecided go to the store, a flow's together
             pay = np.full((rows.size, 2), -1, dtype=np.int64)
-            put = np.flatnonzero(st != _REJECT)
+            put = np.flatnonzero(st != REJECT)
             put = put[np.argsort(fid[put], kind="stable")]
             pay[put, 0] = self.store.put_payloads(u8.data, h.payload_start[put], h.payload_end[put])  # type: ignore[union-attr]
             pay[put, 1] = h.payload_end[put] - h.payload_start[put]
-        pk = _Packets(fid, cols, pay)
-        is_rtp = st == _RTP
+        pk = HeldPackets(fid, cols, pay)
+        is_rtp = st == RTP
         if is_rtp.all():
             self._feed(pk)
-            if self.new_announcements:
+            if self.sip.new_announcements:
                 self._feed(self._decide(final=False))
             return
         to_stats = pk.take(np.flatnonzero(is_rtp))
-        probing = np.flatnonzero(st == _PROBE)
+        probing = np.flatnonzero(st == PROBE)
         # An undecided flow is judged on its first packets: those are held; its later
         # ones in this batch wait aside, and follow them if the flow is accepted.
         place = self._places(fid, probing, rank)
         early = probing[place < self.probe_packets]
         late = probing[place >= self.probe_packets]
         if early.size:
-            self.held = _Packets.concat([self.held, pk.take(early)])
-            self.held_n += np.bincount(fid[early], minlength=self.held_n.size)
+            self.held = HeldPackets.concat([self.held, pk.take(early)])
+            fl.held_n += np.bincount(fid[early], minlength=fl.held_n.size)
         released = self._decide(final=False, new_flows=new if new.size else None)
         parts = [to_stats, released]
         if late.size:
-            parts.append(pk.take(late[self.state[fid[late]] == _RTP]))
-        self._feed(_Packets.concat([p for p in parts if len(p)]) if any(len(p) for p in parts) else to_stats)
+            parts.append(pk.take(late[fl.state[fid[late]] == RTP]))
+        self._feed(HeldPackets.concat([p for p in parts if len(p)]) if any(len(p) for p in parts) else to_stats)
 
     def _admit(self, fresh: np.ndarray, first: np.ndarray, found: np.ndarray, src: np.ndarray, dst: np.ndarray,
                sport: np.ndarray, dport: np.ndarray, *, lens: np.ndarray) -> np.ndarray:
@@ -478,9 +331,9 @@ class _Scanner:
         r = first[fresh]
 
         def announced(rows: np.ndarray) -> np.ndarray:
-            if not self.announced:
+            if not self.sip.announced:
                 return np.zeros(rows.size, dtype=bool)
-            return np.array([(a[dst[i]], int(dport[i])) in self.announced or (a[src[i]], int(sport[i])) in self.announced
+            return np.array([self.sip.names(a[src[i]], int(sport[i]), a[dst[i]], int(dport[i]))
                              for i in rows.tolist()], dtype=bool)
 
         never = np.isin(sport[r], _NOT_RTP_PORTS) | np.isin(dport[r], _NOT_RTP_PORTS)
@@ -488,7 +341,7 @@ class _Scanner:
             never[never] = ~announced(r[never])
         out = fresh[never]
         fresh = fresh[~never]
-        room = None if self.max_flows is None else self.max_flows - (len(self.keys) - self.n_streams)
+        room = None if self.max_flows is None else self.max_flows - (len(self.flows) - self.n_streams)
         if room is not None and fresh.size > room:
             fresh = fresh[np.argsort(first[fresh], kind="stable")]  # the first seen are kept
             take, late = fresh[:max(room, 0)], fresh[max(room, 0):]
@@ -498,51 +351,16 @@ class _Scanner:
             self.flows_left_out += int(lens[late].sum())
             out = np.concatenate((out, late))
         if out.size:
-            if self.sink < 0:
-                self.sink = len(self.keys)
-                self.keys.append((-1, -1, -1, -1, -1))
-                self._grow(len(self.keys))
-                self.state[self.sink] = _REJECT
-            found[out] = self.sink
+            found[out] = self.flows.sink_id()
+            self.srtp.grow(len(self.flows))
         return fresh
-
-    def _sample(self, fid: np.ndarray, h: Any, u8: np.ndarray) -> None:
-        """Take what the SRTP heuristic needs from each flow's first :data:`_SRTP_SAMPLE` packets."""
-        r = np.flatnonzero(self.sampled[fid] < _SRTP_SAMPLE)
-        if r.size == 0:
-            return
-        o = r[np.argsort(fid[r], kind="stable")]  # by flow, arrival order kept
-        f = fid[o]
-        start = np.flatnonzero(np.concatenate(([True], f[1:] != f[:-1])))
-        place = np.arange(o.size) - np.repeat(start, np.diff(np.append(start, o.size))) + self.sampled[f]
-        keep = place < _SRTP_SAMPLE
-        o, f, place = o[keep], f[keep], place[keep]
-        self.sample_seq[f, place] = h.seq[o]
-        self.sample_ts[f, place] = h.timestamp[o]
-        n = (h.payload_end[o] - h.payload_start[o]).astype(np.int64)
-        self.sample_len[f, place] = n
-        flows, local = np.unique(f, return_inverse=True)
-        self.sampled[flows] += np.bincount(local, minlength=flows.size)
-        # the first _SRTP_BYTES bytes of each of those payloads: their nibbles, counted per flow
-        # (in chunks of rows, so that the temporaries stay small)
-        w = np.minimum(n, _SRTP_BYTES)
-        cols = np.arange(_SRTP_BYTES)
-        first = h.payload_start[o].astype(np.int64)
-        counts = np.zeros(flows.size * 32, dtype=np.int64)
-        for c in range(0, o.size, _SRTP_CHUNK):
-            wc = w[c:c + _SRTP_CHUNK]
-            inside = cols[None, :] < wc[:, None]
-            b = u8[(first[c:c + _SRTP_CHUNK, None] + cols[None, :])[inside]].astype(np.int64)
-            at = np.repeat(local[c:c + _SRTP_CHUNK] * 32, wc)
-            counts += np.bincount(np.concatenate((at + (b >> 4), at + 16 + (b & 15))), minlength=counts.size)
-        self.nibbles[flows] += counts.reshape(flows.size, 32).astype(np.int32)
 
     def _places(self, fid: np.ndarray, rows: np.ndarray, rank: np.ndarray | None) -> np.ndarray:
         """The place of packets ``rows`` among their undecided flow's packets (0 = its
         first): the flow's held packets come first, then its packets of this batch.
         ``rank`` (-1 where not known) ranks the packets already grouped by key."""
         f = fid[rows]
-        place = self.held_n[f].copy()
+        place = self.flows.held_n[f].copy()
         ranked = np.zeros(rows.size, dtype=bool) if rank is None else rank[rows] >= 0
         if ranked.any():
             place[ranked] += rank[rows[ranked]]  # type: ignore[index]
@@ -552,86 +370,27 @@ class _Scanner:
             place[rest[o]] += _Segments(f[rest][o]).pos
         return place
 
-    def _known_flows(self, k1: np.ndarray, k2: np.ndarray) -> np.ndarray:
-        """Flow id of each packet's key (k1, k2); -1 where the table does not know it.
-
-        A direct-mapped table (one flow per slot of a hash of the key, the last flow
-        indexed in a slot keeping it) answers with a few gathers per packet; the flow
-        found is checked against the key, so a flow that lost its slot only sends its
-        packets to the caller's dict lookup.
-        """
-        if self.fk1.size == 0:
-            return np.full(k1.size, -1, dtype=np.int64)
-        cand = self.slot_fid[_slot(_flow_hash(k1, k2), self.slot_fid.size)]
-        known = np.maximum(cand, 0)
-        hit = (cand >= 0) & (self.fk1[known] == k1) & (self.fk2[known] == k2)
-        return np.where(hit, cand, -1).astype(np.int64)
-
-    def _index_flows(self, k1: np.ndarray, k2: np.ndarray, fids: np.ndarray) -> None:
-        self.fk1 = np.append(self.fk1, k1)
-        self.fk2 = np.append(self.fk2, k2)
-        size = self.slot_fid.size
-        if self.fk1.size * _SLOTS_PER_FLOW > size:  # keep the table sparse: rebuild it larger
-            while self.fk1.size * _SLOTS_PER_FLOW > size:
-                size *= 2
-            self.slot_fid = np.full(size, -1, dtype=np.int32)
-            k1, k2, fids = self.fk1, self.fk2, np.arange(self.fk1.size)
-        self.slot_fid[_slot(_flow_hash(k1, k2), size)] = fids
-
-    def _grow(self, n: int) -> None:
-        extra = n - self.state.size
-        self.state = np.append(self.state, np.full(extra, _PROBE, dtype=np.int8))
-        self.first_frame = np.append(self.first_frame, np.zeros(extra, dtype=np.int64))
-        self.held_n = np.append(self.held_n, np.zeros(extra, dtype=np.int64))
-        self.sid = np.append(self.sid, np.full(extra, -1, dtype=np.int64))
-        self.sampled = np.append(self.sampled, np.zeros(extra, dtype=np.int64))
-        self.sample_seq = np.concatenate((self.sample_seq, np.zeros((extra, _SRTP_SAMPLE), dtype=np.int32)))
-        self.sample_ts = np.concatenate((self.sample_ts, np.zeros((extra, _SRTP_SAMPLE), dtype=np.int64)))
-        self.sample_len = np.concatenate((self.sample_len, np.zeros((extra, _SRTP_SAMPLE), dtype=np.int32)))
-        self.nibbles = np.concatenate((self.nibbles, np.zeros((extra, 32), dtype=np.int32)))
+    def _ends(self, fid: int) -> tuple[str, int, str, int]:
+        """(source address, source port, destination address, destination port) of flow ``fid``."""
+        src, dst, sport, dport, _ = self.flows.keys[fid]
+        a = self.addresses
+        return a[src], sport, a[dst], dport
 
     def _announcement(self, fid: int) -> tuple[str | None, SdpMedia] | None:
-        """(Call-ID, media) of the SDP announcement that flow ``fid`` follows.
-
-        The announcement of the flow's receiving address and port (else of its sending
-        one, for symmetric RTP) in force at the flow's first packet: the last one seen
-        before it. A flow that starts before any announcement of its port takes the
-        first one made after it.
-        """
-        src, dst, sport, dport, _ = self.keys[fid]
-        a = self.addresses
-        seen = self.announced.get((a[dst], dport)) or self.announced.get((a[src], sport))
-        if not seen:
+        """(Call-ID, media) of the SDP announcement that flow ``fid`` follows (:meth:`SipBook.announcement`)."""
+        if not self.sip.announced:
             return None
-        first = int(self.first_frame[fid])
-        pick = seen[0]
-        for ann in seen:  # in capture order; a port is rarely announced more than a few times
-            if ann[0] > first:
-                break
-            pick = ann
-        return pick[1], pick[2]
+        return self.sip.announcement(*self._ends(fid), int(self.flows.first_frame[fid]))
 
-    def _srtp(self, fid: int, call_id: str | None, pt: int, codec: str | None, media: SdpMedia | None) -> SrtpInfo | None:
+    def _srtp(self, fid: int, pt: int, codec: str | None, media: SdpMedia | None) -> SrtpInfo | None:
         """Whether flow ``fid`` is SRTP (:mod:`qoe.rtp.srtp`), and the sender's SDES key.
 
-        The receiving side's announcement is the one of the flow's destination address and
-        port; the sender's, of its source address and port (symmetric RTP, RFC 4961), else
-        the other party's media section of the same call (RFC 3264 §6). The key is the
-        sender's ``a=crypto`` (RFC 4568 §5.1, :func:`qoe.rtp.sip.sender_crypto`).
+        Announced as SRTP by either end's SDP (:meth:`SipBook.both_ends`); else, for a codec
+        with a fixed number of payload bytes per tick, left to the payload heuristic
+        (:class:`SrtpSampler`). The key is the sender's ``a=crypto`` (RFC 4568 §5.1,
+        :func:`qoe.rtp.sip.sender_crypto`).
         """
-        src, dst, sport, dport, _ = self.keys[fid]
-        a = self.addresses
-        first = int(self.first_frame[fid])
-        recv = _in_force(self.announced.get((a[dst], dport)), first)
-        send = _in_force(self.announced.get((a[src], sport)), first)
-        if send is not None and recv is not None and send[1] != recv[1]:
-            send = None  # the source port was announced by another call
-        if send is None and recv is not None and recv[1] is not None:
-            other = [ann for (addr, port), seen in self.announced.items() if (addr, port) != (a[dst], dport)
-                     for ann in seen if ann[1] == recv[1] and ann[2].media == recv[2].media]
-            send = _in_force(sorted(other, key=lambda x: x[0]), first) if other else None
-        r_media = recv[2] if recv is not None else None
-        s_media = send[2] if send is not None else None
+        s_media, r_media = self.sip.both_ends(*self._ends(fid), int(self.flows.first_frame[fid]))
         sdes = sender_crypto(s_media, r_media)
         if any(m is not None and m.secure for m in (r_media, s_media)):
             return SrtpInfo(found_by="sdp", sdes=sdes)
@@ -639,26 +398,11 @@ class _Scanner:
         if media is not None and pt in media.rtpmap:
             channels = media.rtpmap[pt][2]
         per_tick = bytes_per_tick(pt, codec, channels)
-        if per_tick is not None and self.sampled[fid]:
-            self.srtp_pending.append((len(self.srtp_pending), fid, per_tick, sdes))
+        if per_tick is not None:
+            self.srtp.judge_later(fid, per_tick, sdes)
         return None
 
-    def _srtp_heuristic(self, streams: list[RtpStream], at: dict[int, int]) -> None:
-        """Apply the payload heuristic (:func:`qoe.rtp.srtp.encrypted_verdicts`) to the
-        pending flows at once; mark the streams (``at``: flow id -> index in ``streams``)."""
-        if not self.srtp_pending:
-            return
-        fids = np.array([p[1] for p in self.srtp_pending], dtype=np.int64)
-        per_tick = np.array([p[2] for p in self.srtp_pending], dtype=np.int64)
-        hits = encrypted_verdicts(self.sample_seq[fids], self.sample_ts[fids], self.sample_len[fids],
-                                  self.sampled[fids], self.nibbles[fids], per_tick)
-        for i in np.flatnonzero(hits).tolist():
-            _, fid, _, sdes = self.srtp_pending[i]
-            j = at[fid]
-            streams[j] = dataclasses.replace(streams[j], srtp=SrtpInfo(found_by="heuristic", sdes=sdes))
-        self.srtp_pending = []
-
-    def _decide(self, *, final: bool, new_flows: np.ndarray | None = None) -> _Packets:
+    def _decide(self, *, final: bool, new_flows: np.ndarray | None = None) -> HeldPackets:
         """Accept or reject undecided flows; the held packets of the accepted ones.
 
         SDP-announced flows are accepted at once (new flows, or all undecided ones when
@@ -666,45 +410,48 @@ class _Scanner:
         ``max(16, min_packets)`` packets when it has them (at the end of the capture,
         whatever it has, if at least ``min_packets``).
         """
-        undecided = np.flatnonzero(self.state == _PROBE)
+        fl = self.flows
+        undecided = np.flatnonzero(fl.state == PROBE)
         if undecided.size == 0:
-            self.new_announcements = False
-            return _Packets.empty(self.keep)
-        if final or self.new_announcements:
+            self.sip.new_announcements = False
+            return HeldPackets.empty(self.keep)
+        if final or self.sip.new_announcements:
             check = undecided
         elif new_flows is not None:
-            check = new_flows[self.state[new_flows] == _PROBE]
+            check = new_flows[fl.state[new_flows] == PROBE]
         else:
             check = np.zeros(0, dtype=np.int64)
-        self.new_announcements = False
-        accept_sdp = [f for f in check.tolist() if self._announcement(f) is not None] if self.announced else []
+        self.sip.new_announcements = False
+        accept_sdp = [f for f in check.tolist() if self._announcement(f) is not None] if self.sip.announced else []
         for f in accept_sdp:
             self._accept(f)
         if final:
-            judge = undecided[(self.state[undecided] == _PROBE) & (self.held_n[undecided] >= self.min_packets)]
-            self.state[undecided[(self.state[undecided] == _PROBE) & (self.held_n[undecided] < self.min_packets)]] = _REJECT
+            judge = undecided[(fl.state[undecided] == PROBE) & (fl.held_n[undecided] >= self.min_packets)]
+            fl.state[undecided[(fl.state[undecided] == PROBE) & (fl.held_n[undecided] < self.min_packets)]] = REJECT
         else:
-            judge = undecided[(self.state[undecided] == _PROBE) & (self.held_n[undecided] >= self.probe_packets)]
+            judge = undecided[(fl.state[undecided] == PROBE) & (fl.held_n[undecided] >= self.probe_packets)]
         if judge.size:
             self._judge(judge)
-        decided = self.state[self.held.fid] != _PROBE
+        decided = fl.state[self.held.fid] != PROBE
         if not decided.any():
-            return _Packets.empty(self.keep)
-        out = self.held.take(np.flatnonzero(decided & (self.state[self.held.fid] == _RTP)))
+            return HeldPackets.empty(self.keep)
+        out = self.held.take(np.flatnonzero(decided & (fl.state[self.held.fid] == RTP)))
         self.held = self.held.take(np.flatnonzero(~decided))
         return out
 
     def _judge(self, fids: np.ndarray) -> None:
         """The heuristic verdict on flows ``fids`` (all undecided, none announced)."""
+        fl = self.flows
         if not self.heuristic:
-            self.state[fids] = _REJECT
+            fl.state[fids] = REJECT
             return
-        keys = np.asarray([self.keys[f] for f in fids.tolist()], dtype=np.int64).reshape(-1, 5)
+        keys = np.asarray([fl.keys[f] for f in fids.tolist()], dtype=np.int64).reshape(-1, 5)
         # well-known non-RTP ports, and announced RTCP ports (RFC 3550 §11, RFC 3605)
         ok = ~(np.isin(keys[:, 2], _NOT_RTP_PORTS) | np.isin(keys[:, 3], _NOT_RTP_PORTS))
-        if self.rtcp_ports:
+        if self.sip.rtcp_ports:
             a = self.addresses
-            ok &= np.array([(a[k[1]], k[3]) not in self.rtcp_ports and (a[k[0]], k[2]) not in self.rtcp_ports
+            rtcp_ports = self.sip.rtcp_ports
+            ok &= np.array([(a[k[1]], k[3]) not in rtcp_ports and (a[k[0]], k[2]) not in rtcp_ports
                             for k in keys.tolist()], dtype=bool)
         rows = np.flatnonzero(np.isin(self.held.fid, fids))
         rows = rows[np.argsort(self.held.fid[rows], kind="stable")]
@@ -715,21 +462,22 @@ class _Scanner:
         verdict = np.zeros(fids.size, dtype=bool)
         verdict[np.searchsorted(fids, seg.ids)] = looks & (seg.lens >= self.min_packets)
         take = fids[verdict & ok]
-        self.state[fids[~(verdict & ok)]] = _REJECT
+        fl.state[fids[~(verdict & ok)]] = REJECT
         if self.max_streams is not None and self.n_streams + take.size > self.max_streams:
             room = max(0, self.max_streams - self.n_streams)
             self.over_limit += int(take.size) - room
-            self.state[take[room:]] = _REJECT
+            fl.state[take[room:]] = REJECT
             take = take[:room]
         self.n_streams += int(take.size)
-        self.state[take] = _RTP
+        fl.state[take] = RTP
         if take.size:  # not announced: the static clock-rate and comfort-noise tables
-            self.sid[take] = self.stats.add(int(take.size))
+            fl.sid[take] = self.stats.add(int(take.size))
 
     def _accept(self, fid: int) -> None:
         """Take flow ``fid`` as an SDP-announced RTP stream."""
+        fl = self.flows
         if self.max_streams is not None and self.n_streams >= self.max_streams:
-            self.state[fid] = _REJECT
+            fl.state[fid] = REJECT
             self.over_limit += 1
             return
         self.n_streams += 1
@@ -745,13 +493,13 @@ class _Scanner:
                 # RFC 4733 §2.3: an event packet carries its event's start timestamp, not
                 # its own sampling instant, so it has no place in the jitter (as Wireshark)
                 rates[pt] = 0
-        self.state[fid] = _RTP
-        self.sid[fid] = self.stats.add(clocks=clock_table(rates), cn=cn_table(cn))[0]
+        fl.state[fid] = RTP
+        fl.sid[fid] = self.stats.add(clocks=clock_table(rates), cn=cn_table(cn))[0]
 
-    def _feed(self, pk: _Packets) -> None:
+    def _feed(self, pk: HeldPackets) -> None:
         if len(pk) == 0:
             return
-        self.stats.update(self.sid[pk.fid], pk.arr, pk.seq, pk.ts, pk.pt, pk.mk)
+        self.stats.update(self.flows.sid[pk.fid], pk.arr, pk.seq, pk.ts, pk.pt, pk.mk)
         if self.store is not None:
             self.store.put_packets(pk.fid, pk.frame, pk.arr, pk.seq, pk.ts, pk.pt, pk.mk, pk.pay[:, 0], pk.pay[:, 1])  # type: ignore[index]
 
@@ -767,11 +515,12 @@ class _Scanner:
                           f"{self.max_streams} streams (the first {self.max_streams} are reported)",
                           QoEWarning, stacklevel=3)
         rtcp = self.rtcp.summaries()
-        calls = tuple(group_calls(self.sip))
+        calls = tuple(group_calls(self.sip.messages))
         a = self.addresses
-        fids = np.flatnonzero(self.state == _RTP)
-        fids = fids[np.argsort(self.first_frame[fids], kind="stable")]
-        sids = self.sid[fids]
+        fl = self.flows
+        fids = np.flatnonzero(fl.state == RTP)
+        fids = fids[np.argsort(fl.first_frame[fids], kind="stable")]
+        sids = fl.sid[fids]
         stats = self.stats.results(sids)
         ranked = _payload_types_seen(self.stats.pt_counts[sids])
         streams = []
@@ -779,15 +528,24 @@ class _Scanner:
             media = self.media.get(fid)
             call_id = self.call_id.get(fid)
             found_by = "sdp" if media is not None else "heuristic"
-            if media is None and self.announced:  # SDP seen only after the flow was taken as RTP
+            if media is None and self.sip.announced:  # SDP seen only after the flow was taken as RTP
                 ann = self._announcement(fid)
                 if ann is not None:
                     call_id, media = ann
             pts = ranked[i]
             main = pts[0]
             codec, rate = _codec_of(main, media)
-            src, dst, sport, dport, ssrc = self.keys[fid]
+            src, dst, sport, dport, ssrc = fl.keys[fid]
             packets = self.store.packets(fid) if self.store is not None else None
+            kind = media_kind(codec, rate, media.media if media is not None else None)
+            notes: tuple[str, ...] = ()
+            if rate is None and packets is not None and self.infer_clock:
+                guess = infer_clock(packets)
+                if guess is not None:  # the statistics again, now with a clock for the jitter
+                    rate, kind, notes = guess.clock_rate, guess.media, (guess.evidence,)
+                    st = rtp_stats(packets, rate, reorder_window=self.reorder_window, loss_rule=self.loss_rule)
+            if packets is not None:
+                st = with_jitter(st, packets, rate, self.jitter_rule)
             streams.append(
                 RtpStream(
                     key=StreamKey(a[src], sport, a[dst], dport, ssrc, self.encaps[src] if self.encaps else ""),
@@ -801,14 +559,17 @@ class _Scanner:
                     found_by=found_by,
                     payload_types=pts,
                     rtcp=rtcp.get(ssrc),
-                    media=media_kind(codec, rate, media.media if media is not None else None),
-                    srtp=self._srtp(fid, call_id, main, codec, media),
+                    media=kind,
+                    srtp=self._srtp(fid, main, codec, media),
                     channels=_channels_of(main, media),
                     fmtp=dict(media.fmtp.get(main, {})) if media is not None else {},
                     active_at_end=self._active_at_end(st, ssrc),
+                    notes=notes,
                 )
             )
-        self._srtp_heuristic(streams, {int(f): i for i, f in enumerate(fids.tolist())})
+        self.srtp.mark(streams, {int(f): i for i, f in enumerate(fids.tolist())})
+        self._dtls(streams)
+        self._feedback(streams)
         return RtpScan(
             path=path,
             streams=tuple(streams),
@@ -820,6 +581,36 @@ class _Scanner:
             last_ns=self.last_ns,
         )
 
+    def _feedback(self, streams: list[RtpStream]) -> None:
+        """Attach the RTCP sent back on each stream's reverse direction (:attr:`RtpStream.feedback`)."""
+        if not self.rtcp.feedback:
+            return
+        code = {a: i for i, a in enumerate(self.addresses)}
+        for i, s in enumerate(streams):
+            k = s.key
+            c = self.rtcp.feedback.get((code[k.dst], k.dport, code[k.src], k.sport))
+            if c is not None:
+                streams[i] = dataclasses.replace(s, feedback=dict(c))
+
+    def _dtls(self, streams: list[RtpStream]) -> None:
+        """Mark the streams whose 5-tuple carried DTLS as DTLS-SRTP, with a note (RFC 5764, RFC 7983)."""
+        if not self.demux.counts:
+            return
+        code = {a: i for i, a in enumerate(self.addresses)}
+        for i, s in enumerate(streams):
+            k = s.key
+            c = self.demux.of(code[k.src], k.sport, code[k.dst], k.dport)
+            if c is None or not c["dtls"]:
+                continue
+            dtls13 = f", {c['dtls13']} with DTLS 1.3's unified header" if c["dtls13"] else ""
+            note = (f"DTLS-SRTP (RFC 5764): {c['dtls']} DTLS record(s) ({c['dtls_handshake']} handshake"
+                    f"{dtls13}) and {c['stun']} STUN message(s) "
+                    "share this stream's 5-tuple (RFC 7983): the payloads are encrypted with keys that are never in "
+                    "the capture and cannot be decoded; measured instead from the clear RTP headers: packets, "
+                    "loss, reordering, arrival deltas, jitter, frames (timestamps, marker bit) and header extensions")
+            srtp = s.srtp if s.srtp is not None and s.srtp.found_by == "sdp" else SrtpInfo(found_by="dtls")
+            streams[i] = dataclasses.replace(s, srtp=srtp, notes=(*s.notes, note))
+
     def _active_at_end(self, st: Any, ssrc: int) -> bool:
         """Whether a stream (statistics ``st``) was still sending when the capture's UDP
         traffic ended (:attr:`RtpStream.active_at_end`)."""
@@ -827,19 +618,6 @@ class _Scanner:
             return False
         interval = (st.last_ns - st.first_ns) / (st.packets - 1)
         return self.last_ns - st.last_ns <= ACTIVE_AT_END_INTERVALS * interval
-
-
-def _in_force(seen: list[tuple[int, str | None, SdpMedia]] | None, frame: int) -> tuple[int, str | None, SdpMedia] | None:
-    """The announcement (of one address and port, in capture order) in force at ``frame``:
-    the last one before it, else the first one after it."""
-    if not seen:
-        return None
-    pick = seen[0]
-    for ann in seen:
-        if ann[0] > frame:
-            break
-        pick = ann
-    return pick
 
 
 def _payload_types_seen(counts: np.ndarray) -> list[tuple[int, ...]]:
@@ -885,6 +663,9 @@ def scan_capture(
     event_jitter: bool = False,
     max_streams: int | None = MAX_STREAMS,
     max_flows: int | None = MAX_FLOWS,
+    loss_rule: str = "rfc3550",
+    jitter_rule: str = "every-packet",
+    infer_clock: bool = True,
 ) -> RtpScan:
     """Find every RTP stream, SIP call and RTCP report in a capture, in one pass.
 
@@ -940,6 +721,21 @@ def scan_capture(
         :class:`~qoe.errors.QoEWarning` says how many) unless SIP/SDP announced them: an RTP
         stream that starts after that without signalling is missed. Flows to or from ports
         that are never RTP (DNS, NTP, DHCP, ...) are not tracked and do not count.
+    loss_rule : {"rfc3550", "tshark"}, optional
+        How ``expected`` and ``lost`` are counted (:func:`rtp_stats`): RFC 3550 A.3
+        (default: from the first packet's sequence number to the highest received; a
+        packet older than the first one is not a wrap) or as tshark prints them.
+    jitter_rule : {"every-packet", "in-order"}, optional
+        ``"every-packet"`` (default): RFC 3550 A.8 on every packet, as tshark (see the
+        conventions in :mod:`qoe.rtp`); ``"in-order"``: the receiver's rule libwebrtc
+        reports as getStats' ``jitter`` (:func:`qoe.rtp.in_order_jitter_ms`: in-order
+        packets only, once per timestamp), computed from the packet table (needs
+        ``keep_packets``).
+    infer_clock : bool, optional
+        For a stream whose clock rate nothing names (no SDP, a dynamic payload type),
+        infer it and its media kind from the timestamps' rate against arrival time (8000,
+        16000, 48000 or 90000 Hz; needs ``keep_packets``), compute its jitter with it,
+        and say so with the evidence in :attr:`RtpStream.notes` (default True).
 
     Returns
     -------
@@ -959,10 +755,16 @@ def scan_capture(
     (an announcement holds until the next one for its address and port: a stream
     follows the one in force at its first packet); RFC 4733 §2.3.
     """
-    from qoe.capture import probe, read_udp_batches  # noqa: PLC0415 - the capture layer, imported when used
+    # the capture layer (dpkt and the readers, about half the time of `import qoe.rtp`) is
+    # loaded when a capture is scanned, not when qoe.rtp is imported for its numbers
+    from qoe.capture import probe, read_udp_batches  # noqa: PLC0415
 
     if min_packets < 2:
         raise InputError(f"min_packets must be at least 2, given {min_packets}")
+    if loss_rule not in LOSS_RULES:
+        raise InputError(f"loss_rule must be one of {LOSS_RULES}, given {loss_rule!r}")
+    if jitter_rule not in JITTER_RULES:
+        raise InputError(f"jitter_rule must be one of {JITTER_RULES}, given {jitter_rule!r}")
     if max_streams is not None and max_streams < 1:
         raise InputError(f"max_streams must be at least 1 (or None: no limit), given {max_streams}")
     if max_flows is not None and max_flows < 1:
@@ -974,7 +776,8 @@ def scan_capture(
         first_ns = probe(name).first_frame_ns
     sc = _Scanner(keep_packets=keep_packets, heuristic=heuristic, min_packets=min_packets,
                   reorder_window=reorder_window, first_ns=first_ns, event_jitter=event_jitter,
-                  max_streams=max_streams, max_flows=max_flows)
+                  max_streams=max_streams, max_flows=max_flows, loss_rule=loss_rule, jitter_rule=jitter_rule,
+                  infer_clock=infer_clock)
     for b in read_udp_batches(name, batch_size=batch_size):
         sc.batch(b)
         del b  # not held while the next batch is read: one batch in memory at a time
@@ -988,6 +791,7 @@ def find_streams(
     heuristic: bool = True,
     min_packets: int = 4,
     reorder_window: int = REORDER_WINDOW,
+    loss_rule: str = "rfc3550",
 ) -> list[RtpStream]:
     """The RTP streams of a capture, with their packets and statistics.
 
@@ -998,7 +802,7 @@ def find_streams(
     ----------
     path : str or os.PathLike
         A pcap or pcapng capture.
-    keep_packets, heuristic, min_packets, reorder_window
+    keep_packets, heuristic, min_packets, reorder_window, loss_rule
         As for :func:`scan_capture`.
 
     Returns
@@ -1007,7 +811,7 @@ def find_streams(
         In order of their first packet.
     """
     scan = scan_capture(path, keep_packets=keep_packets, heuristic=heuristic, min_packets=min_packets,
-                        reorder_window=reorder_window)
+                        reorder_window=reorder_window, loss_rule=loss_rule)
     if not scan.streams:
         warnings.warn(f"{scan.path}: no RTP stream found in {scan.udp_packets} UDP datagrams", QoEWarning, stacklevel=2)
     return list(scan.streams)

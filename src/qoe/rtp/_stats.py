@@ -26,6 +26,8 @@ References
 from __future__ import annotations
 
 from collections.abc import Iterable
+import dataclasses
+import math
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -48,6 +50,11 @@ _WS_WRAP_GAP = 0xFF00
 # A.1 takes a packet up to MAX_MISORDER = 100 numbers behind as reordered and a jump of up
 # to MAX_DROPOUT = 3000 ahead as a dropout: 4096 covers both.
 REORDER_WINDOW = 4096
+#: The two jitter rules: RFC 3550 A.8 on every packet as tshark applies it (the default),
+#: and the receiver's rule that libwebrtc reports in getStats (:func:`in_order_jitter_ms`).
+JITTER_RULES = ("every-packet", "in-order")
+#: The two rules for ``expected`` (and so ``lost``) that :class:`StreamStats` knows.
+LOSS_RULES = ("rfc3550", "tshark")
 # Packets processed at once: bounds the temporaries of an update (some 60 arrays of this
 # many elements) whatever the batch; larger chunks only save array passes.
 _CHUNK = 1 << 16
@@ -69,7 +76,10 @@ class RtpStats:
         Packets received, duplicates included (RFC 3550 A.1 counts every packet in
         ``received``; tshark's "Pkts").
     expected : int
-        Packets expected from the first and last sequence numbers and the cycles.
+        Packets expected: RFC 3550 A.3, from the first packet's sequence number to the
+        highest one received (``loss_rule="rfc3550"``, the default), or as tshark counts
+        them, from the first to the last packet received with its cycle rule
+        (``loss_rule="tshark"``).
     lost : int
         ``expected - packets`` (RFC 3550 A.3); negative with duplicates, as RFC 3550
         §6.4.1 says of the cumulative number lost ("the loss may be negative if there
@@ -294,6 +304,15 @@ class StreamStats:
         one received before it counts as out of order only: it is not checked for being
         a duplicate and its number stays lost in the loss runs. Closer ones are told
         apart exactly as duplicates or late arrivals.
+    loss_rule : {"rfc3550", "tshark"}, optional
+        How ``expected`` is counted (``lost = expected - packets`` either way).
+        ``"rfc3550"`` (default): RFC 3550 A.3, the highest extended sequence number
+        received minus the first packet's plus one; a packet older than the first one is
+        received but not expected (it is no sequence wrap), and a late last packet does
+        not shorten the count, so ``lost`` never exceeds ``expected``. ``"tshark"``:
+        Wireshark's count to the *last* packet received with its cycle rule (a number
+        below the first counts a wrap: 65,536 "lost" for one packet reordered across
+        the start), as ``tshark -z rtp,streams`` prints it.
     """
 
     _I64 = ("n", "first_arr", "start", "first_ts", "last_seq", "last_seq_ext", "last_ts", "last_ts_ext", "ref_arr",
@@ -303,9 +322,12 @@ class StreamStats:
     _F64_NEG_INF = ("max_d", "max_j")
     _BOOL = ("any_clock", "under", "prev_cn")
 
-    def __init__(self, *, reorder_window: int = REORDER_WINDOW) -> None:
+    def __init__(self, *, reorder_window: int = REORDER_WINDOW, loss_rule: str = "rfc3550") -> None:
         if isinstance(reorder_window, bool) or not isinstance(reorder_window, (int, np.integer)) or reorder_window < 1:
             raise InputError(f"reorder_window must be a positive integer, given {reorder_window!r}")
+        if loss_rule not in LOSS_RULES:
+            raise InputError(f"loss_rule must be one of {LOSS_RULES}, given {loss_rule!r}")
+        self.loss_rule = loss_rule
         self.window = int(reorder_window)
         self._nbytes = (self.window + 7) // 8
         self.size = 0
@@ -716,7 +738,15 @@ class StreamStats:
             self._settle(runs, sids[part], a[part], top[part], top[part], none, none)
         pat = runs.patterns(sids)
         n = self.n[sids]
-        expected = self.cycles[sids] * SEQ_MOD + self.last_seq[sids] - self.start[sids] + 1
+        if self.loss_rule == "rfc3550":
+            # RFC 3550 A.3: expected = extended highest sequence number received - base + 1,
+            # the base being the first packet's number (extended numbers place every packet
+            # at the shortest distance from the one before it, so a packet older than the
+            # first one lies below the base and is not a wrap, and a late packet is not "the
+            # last")
+            expected = self.max_e[sids] - self.start[sids] + 1
+        else:  # Wireshark: to the last packet received, with its cycle count (qoe.rtp's docstring)
+            expected = self.cycles[sids] * SEQ_MOD + self.last_seq[sids] - self.start[sids] + 1
         lost = expected - n
         with np.errstate(divide="ignore", invalid="ignore"):
             fraction = np.where(expected > 0, lost / np.where(expected > 0, expected, 1), 0.0)
@@ -764,6 +794,8 @@ def rtp_stats(
     comfort_noise: Iterable[int] = (),
     telephone_events: Iterable[int] = (),
     reorder_window: int = REORDER_WINDOW,
+    loss_rule: str = "rfc3550",
+    jitter_rule: str = "every-packet",
 ) -> RtpStats:
     """Receiver statistics of one stream, computed from its packet table.
 
@@ -793,6 +825,13 @@ def rtp_stats(
         later counts in ``out_of_order`` only, and its number stays lost in the loss
         runs (``loss_bursts`` ... ``burst_ratio``); ``lost`` and the rest do not depend
         on it.
+    loss_rule : {"rfc3550", "tshark"}, optional
+        How ``expected`` and ``lost`` are counted (:class:`StreamStats`): RFC 3550 A.3
+        (default; a packet older than the first is not a wrap) or as tshark prints them.
+    jitter_rule : {"every-packet", "in-order"}, optional
+        ``"every-packet"`` (default): RFC 3550 A.8 on every packet, as tshark; ``"in-order"``:
+        the receiver's rule libwebrtc reports (:func:`in_order_jitter_ms`), with
+        ``clock_rate`` for the stream's main payload type.
 
     Returns
     -------
@@ -805,9 +844,10 @@ def rtp_stats(
 
     Notes
     -----
-    The conventions (which packets count for delta and jitter, how ``lost`` and the
-    means are computed) are Wireshark's, listed in the docstring of :mod:`qoe.rtp`,
-    so the result equals ``tshark -q -z rtp,streams`` for the same packets.
+    The conventions (which packets count for delta and jitter, how the means are
+    computed, and with ``loss_rule="tshark"`` how ``lost`` is) are Wireshark's, listed in
+    the docstring of :mod:`qoe.rtp`, so the result equals ``tshark -q -z rtp,streams``
+    for the same packets.
 
     References
     ----------
@@ -824,8 +864,70 @@ def rtp_stats(
     for p in telephone_events:
         if 0 <= p < 128:
             clocks[p] = np.nan  # no clock: no jitter (RFC 4733 §2.3)
-    st = StreamStats(reorder_window=reorder_window)
+    st = StreamStats(reorder_window=reorder_window, loss_rule=loss_rule)
     (sid,) = st.add(clocks=clocks, cn=cn_table(comfort_noise))
+    if jitter_rule not in JITTER_RULES:
+        raise InputError(f"jitter_rule must be one of {JITTER_RULES}, given {jitter_rule!r}")
     st.update(np.full(len(packets), sid), packets.arrival_ns, packets.seq, packets.timestamp, packets.payload_type,
               packets.marker)
-    return st.results()[0]
+    return with_jitter(st.results()[0], packets, clock_rate, jitter_rule)
+
+
+def in_order_jitter_ms(packets: RtpPackets, clock_rate: float) -> np.ndarray:
+    """RFC 3550 §6.4.1 jitter (ms) as a WebRTC receiver computes it: the estimate after each update.
+
+    The receiver's rule (what libwebrtc reports as ``inbound-rtp.jitter``, checked against
+    Chromium's getStats in data/video/webrtc/README.md): only packets that arrive in order
+    (an extended sequence number above every earlier one) take part; the estimate
+    ``J += (|D| - J) / 16`` is updated on an in-order packet whose RTP timestamp differs
+    from the previous in-order packet's, with ``D`` the difference of their arrival spacing
+    and timestamp spacing (so once per video frame, once per audio packet; a late or
+    repeated packet changes nothing). The every-packet rule of :func:`rtp_stats` (RFC 3550
+    A.8 as tshark applies it) gives a lower jitter on video (every packet of a frame has the
+    same timestamp and arrives close to the one before) and a higher one under reordering.
+
+    Parameters
+    ----------
+    packets : RtpPackets
+        One stream's packets in arrival order.
+    clock_rate : float
+        Its RTP clock rate (Hz).
+
+    Returns
+    -------
+    numpy.ndarray
+        J in ms after each update (empty when there is none).
+
+    References
+    ----------
+    RFC 3550 §6.4.1 (interarrival jitter), A.1 (in-order packets), A.8.
+    """
+    e = packets.seq_ext
+    n = e.size
+    if n < 2:
+        return np.zeros(0)
+    in_order = np.ones(n, dtype=bool)
+    in_order[1:] = e[1:] > np.maximum.accumulate(e)[:-1]
+    io = np.flatnonzero(in_order)
+    arr = packets.arrival_ns[io].astype(np.float64) / 1e6
+    ts = packets.ts_ext[io].astype(np.float64) * (1000.0 / float(clock_rate))
+    upd = np.flatnonzero(packets.ts_ext[io][1:] != packets.ts_ext[io][:-1]) + 1
+    if upd.size == 0:
+        return np.zeros(0)
+    dd = np.abs((arr[upd] - arr[upd - 1]) - (ts[upd] - ts[upd - 1]))
+    seg = _Segments(np.zeros(upd.size, dtype=np.int64))
+    return seg.affine(np.full(upd.size, 1.0 - _JITTER_GAIN), dd * _JITTER_GAIN, np.zeros(1))
+
+
+def with_jitter(st: RtpStats, packets: RtpPackets, clock_rate: float | None, rule: str) -> RtpStats:
+    """``st`` with its jitter figures by ``rule`` (:data:`JITTER_RULES`); "in-order" takes
+    :func:`in_order_jitter_ms` (min, plain mean and max of J after each update, and J at the
+    end). Unchanged for "every-packet" or without a clock rate."""
+    if rule == "every-packet" or not clock_rate:
+        return st
+    j = in_order_jitter_ms(packets, clock_rate)
+    if j.size == 0:
+        return dataclasses.replace(st, min_jitter_ms=math.nan, mean_jitter_ms=math.nan, max_jitter_ms=math.nan,
+                                   jitter_ms=math.nan)
+    return dataclasses.replace(st, min_jitter_ms=float(j.min()), mean_jitter_ms=float(j.mean()),
+                               max_jitter_ms=float(j.max()), jitter_ms=float(j[-1]))

@@ -39,7 +39,7 @@ from qoe.errors import InputError, QoEWarning
 from qoe.rtp.jitterbuffer import JitterBuffer, PlayoutResult, simulate
 
 if TYPE_CHECKING:  # pragma: no cover
-    from qoe.rtp import RtpStream
+    from qoe.rtp._results import RtpStream
 
 __all__ = ["OneWayDelay", "one_way_delay", "stream_delay", "match_streams", "delays_between", "marker_playout"]
 

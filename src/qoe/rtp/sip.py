@@ -224,6 +224,17 @@ class SdpMedia:
         ``sprop-parameter-sets``, RFC 6184 §8.1); a parameter without ``=`` maps to "".
     crypto : tuple of SdesCrypto
         ``a=crypto`` lines (RFC 4568), in order: keys this SDP's author sends with.
+    mid : str or None
+        ``a=mid`` (RFC 5888 §4): the section's identification tag, which the MID header
+        extension carries under BUNDLE (RFC 8843 §15).
+    extmap : dict of int to str
+        ``a=extmap`` (RFC 8285 §5): header-extension ID -> its URI (e.g.
+        ``http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time``).
+    ssrcs : tuple of int
+        SSRCs of ``a=ssrc`` lines (RFC 5576 §4.1): the sources this SDP's author sends.
+    ssrc_groups : tuple of (str, tuple of int)
+        ``a=ssrc-group`` lines (RFC 5576 §4.2): semantics (``FID``: media SSRC then its
+        RTX SSRC, RFC 4588 §8; ``SIM``, ``FEC-FR``) and the SSRCs, in order.
     """
 
     media: str
@@ -238,6 +249,14 @@ class SdpMedia:
     direction: str = "sendrecv"
     fmtp: dict[int, dict[str, str]] = field(default_factory=dict)
     crypto: tuple[SdesCrypto, ...] = ()
+    mid: str | None = None
+    extmap: dict[int, str] = field(default_factory=dict)
+    ssrcs: tuple[int, ...] = ()
+    ssrc_groups: tuple[tuple[str, tuple[int, ...]], ...] = ()
+
+    def rtx_of(self) -> dict[int, int]:
+        """RTX SSRC -> its media SSRC, from ``a=ssrc-group:FID`` (RFC 5576 §4.2, RFC 4588 §8)."""
+        return {g[1]: g[0] for sem, g in self.ssrc_groups if sem.upper() == "FID" and len(g) >= 2}
 
     @property
     def secure(self) -> bool:
@@ -449,7 +468,8 @@ def parse_sdp(text: str) -> SessionDescription:
                 continue
             pts = tuple(int(p) for p in parts[3:] if p.isdigit())
             sections.append({"media": parts[0], "port": port, "protocol": parts[2], "pts": pts,
-                             "rtpmap": {}, "fmtp": {}, "attrs": {}, "crypto": []})
+                             "rtpmap": {}, "fmtp": {}, "attrs": {}, "crypto": [], "extmap": {}, "ssrcs": [],
+                             "groups": []})
         elif kind == "a" and cur is not None and not cur.get("skip"):
             name, _, val = value.partition(":")
             if name == "rtpmap":
@@ -469,6 +489,19 @@ def parse_sdp(text: str) -> SessionDescription:
                 c = parse_crypto(val)
                 if c is not None:
                     cur["crypto"].append(c)
+            elif name == "extmap":  # RFC 8285 §5: a=extmap:<id>[/<direction>] <URI> [<attributes>]
+                head, _, rest = val.partition(" ")
+                ident = head.split("/")[0]
+                if ident.isdigit() and rest.strip():
+                    cur["extmap"][int(ident)] = rest.split()[0]
+            elif name == "ssrc":  # RFC 5576 §4.1: a=ssrc:<ssrc-id> <attribute>[:<value>]
+                ident = val.split(" ")[0]
+                if ident.isdigit() and int(ident) not in cur["ssrcs"]:
+                    cur["ssrcs"].append(int(ident))
+            elif name == "ssrc-group":  # RFC 5576 §4.2: a=ssrc-group:<semantics> <ssrc-id> ...
+                parts = val.split()
+                if len(parts) >= 2 and all(p.isdigit() for p in parts[1:]):
+                    cur["groups"].append((parts[0], tuple(int(p) for p in parts[1:])))
             else:
                 cur["attrs"][name] = val
     media = []
@@ -501,6 +534,10 @@ def parse_sdp(text: str) -> SessionDescription:
                 direction=direction,
                 fmtp=s["fmtp"],
                 crypto=tuple(s["crypto"]),
+                mid=attrs.get("mid") or None,
+                extmap=s["extmap"],
+                ssrcs=tuple(s["ssrcs"]),
+                ssrc_groups=tuple(s["groups"]),
             )
         )
     return SessionDescription(origin=origin, address=session_addr, media=tuple(media))

@@ -17,7 +17,7 @@ Recognised (:class:`SrtpInfo`, :attr:`qoe.rtp.RtpStream.srtp`):
 
 Keys come from the SDP (RFC 4568 SDES ``a=crypto``: the *sender's* line,
 :func:`qoe.rtp.sip.sender_crypto`) or from the user (:func:`parse_srtp_key`, ``SUITE:BASE64``).
-:func:`decrypt_streams` re-reads each stream's datagrams from the capture and decrypts
+:func:`qoe.rtp.decrypt.decrypt_streams` re-reads each stream's datagrams from the capture and decrypts
 them with libsrtp (the reference implementation, through ``pylibsrtp``) in arrival order,
 as a receiver would: libsrtp estimates the rollover counter (RFC 3711 §3.3.1, Appendix A)
 from the sequence numbers, so a stream that wraps past 65535 inside the capture decrypts.
@@ -28,7 +28,7 @@ refuses, RFC 3711 §3.3.2) take the plaintext of their first copy.
 Not handled: decrypting SRTCP (the scan recognises it, :func:`looks_srtcp`, and reads only
 its sender's SSRC: no report blocks, no round-trip times); a capture that starts after the sender's first
 sequence-number rollover (the rollover counter is then not 0, and ``pylibsrtp`` cannot
-be told its value: every packet fails authentication and :class:`EncryptedStreamError`
+be told its value: every packet fails authentication and :class:`~qoe.errors.EncryptedStreamError`
 says so); key-params after the first on an ``a=crypto`` line; ``KDR``, ``UNENCRYPTED_*``
 and ``FEC_*`` session parameters; DTLS-SRTP keys (they are not in the capture).
 
@@ -49,21 +49,16 @@ from __future__ import annotations
 
 import base64
 import binascii
-import dataclasses
-import os
+import importlib
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 
-from qoe.errors import EncryptedStreamError, InputError, QoEWarning, UnsupportedCodecError
-from qoe.rtp._packet import RtpPackets, parse_rtp_header
+from qoe.errors import InputError, UnsupportedCodecError
 from qoe.rtp.sip import SdesCrypto
-
-if TYPE_CHECKING:  # pragma: no cover
-    from qoe.rtp._results import RtpStream
 
 __all__ = [
     "SUITES",
@@ -77,7 +72,6 @@ __all__ = [
     "nibble_histogram",
     "bytes_per_tick",
     "decrypt_packets",
-    "decrypt_streams",
 ]
 
 
@@ -125,8 +119,6 @@ _HEURISTIC_MIN_PAIRS = 3
 _CHI2_UNIFORM_MAX = 15.0 + 6.0 * np.sqrt(30.0)
 _CHI2_MIN_BYTES = 256  # fewer than 16 bytes per bin: no verdict on uniformity
 
-# How many packets are tried when choosing among candidate keys.
-_KEY_PROBE = 16
 # A large libsrtp replay window (srtp_policy_t.window_size: libsrtp 2 takes 64 <= w < 0x8000): packets up to
 # this many sequence numbers late still decrypt.
 _WINDOW = 0x4000
@@ -225,13 +217,15 @@ class SrtpInfo:
 
     Attributes
     ----------
-    found_by : {"sdp", "heuristic", "user"}
-        ``"sdp"``: an ``RTP/SAVP(F)`` profile; ``"heuristic"``: :func:`looks_encrypted`;
+    found_by : {"sdp", "dtls", "heuristic", "user"}
+        ``"sdp"``: an ``RTP/SAVP(F)`` profile; ``"dtls"``: a DTLS handshake on the
+        stream's 5-tuple (DTLS-SRTP, RFC 5764 §4.1: the keys never appear in the capture;
+        RFC 7983 §7 demultiplexing); ``"heuristic"``: :func:`looks_encrypted`;
         ``"user"``: not recognised, but a key given by the user authenticated it.
     sdes : SdesCrypto or None
         The sender's ``a=crypto`` line (its key), when the capture's SDP has one.
     decrypted : bool
-        Whether the stream's payloads are plaintext (after :func:`decrypt_streams`).
+        Whether the stream's payloads are plaintext (after :func:`qoe.rtp.decrypt.decrypt_streams`).
     suite : str or None
         The suite the payloads were decrypted with (None before).
     key_source : {"sdp", "user"} or None
@@ -243,7 +237,7 @@ class SrtpInfo:
         plaintext.
     """
 
-    found_by: Literal["sdp", "heuristic", "user"]
+    found_by: Literal["sdp", "dtls", "heuristic", "user"]
     sdes: SdesCrypto | None = None
     decrypted: bool = False
     suite: str | None = None
@@ -473,7 +467,7 @@ def decrypt_packets(
     ----------
     RFC 3711 §3.3 (receiver processing: index estimation, replay check, authentication).
     """
-    import pylibsrtp  # noqa: PLC0415
+    import pylibsrtp  # noqa: PLC0415 - libsrtp loaded only when something is decrypted
 
     k = parse_srtp_key(key)
     session = _session(k)
@@ -502,153 +496,15 @@ def decrypt_packets(
     return out, failed, replayed
 
 
-def _authenticates(packets: Sequence[bytes], key: SrtpKey) -> bool:
-    """Whether ``key`` authenticates any of a stream's first packets."""
-    try:
-        plain, _, _ = decrypt_packets(packets[:_KEY_PROBE], key)
-    except (InputError, UnsupportedCodecError):
-        return False
-    return any(p is not None for p in plain)
-
-
-def _datagrams(capture: str, frames: set[int]) -> dict[int, bytes]:
-    """The UDP payloads of these frames of a capture."""
-    from qoe.capture import read_udp_batches  # noqa: PLC0415 - the capture layer, imported when used
-
-    want = np.fromiter(frames, dtype=np.int64, count=len(frames))
-    want.sort()
-    out: dict[int, bytes] = {}
-    for b in read_udp_batches(capture):
-        if len(b) == 0:
-            continue
-        hit = np.flatnonzero(np.isin(b.index, want))
-        for i in hit.tolist():
-            out[int(b.index[i])] = bytes(b.payload_of(i))
-    return out
-
-
-def _stream_name(capture: str, s: RtpStream) -> str:
-    k = s.key
-    return f"{capture}: stream 0x{k.ssrc:08x} ({k.src}:{k.sport} -> {k.dst}:{k.dport})"
-
-
-def _plain_table(p: RtpPackets, plain: list[bytes | None]) -> RtpPackets:
-    """The packet table of the authenticated packets, with their plaintext payloads."""
-    ok = np.array([q is not None for q in plain], dtype=bool)
-    payloads = []
-    for q in plain:
-        if q is None:
-            continue
-        h = parse_rtp_header(q)  # after decryption, RFC 3550 §5.1 padding can be read
-        payloads.append(q[h.payload_start:h.payload_end] if h is not None else b"")
-    return RtpPackets(
-        frame=p.frame[ok], arrival_ns=p.arrival_ns[ok], seq=p.seq[ok], seq_ext=p.seq_ext[ok],
-        timestamp=p.timestamp[ok], ts_ext=p.ts_ext[ok], marker=p.marker[ok], payload_type=p.payload_type[ok],
-        payloads=tuple(payloads),
-    )
-
-
-def decrypt_streams(
-    capture: str | os.PathLike[str],
-    streams: Sequence[RtpStream],
-    *,
-    keys: Sequence[SrtpKey | str] = (),
-    missing: Literal["raise", "keep"] = "raise",
-) -> list[RtpStream]:
-    """Decrypt the SRTP streams among ``streams`` (found in ``capture``); the rest unchanged.
-
-    A stream is decrypted when it is SRTP (:attr:`~qoe.rtp.RtpStream.srtp`) and a key
-    authenticates its first packets: the sender's SDES key from the capture's SDP first,
-    then ``keys`` in order. A stream not recognised as SRTP is tried with ``keys`` (when
-    given) and decrypted if one authenticates it (``found_by="user"``). Each stream's
-    datagrams are read again from the capture (SRTP authenticates the whole packet, the
-    scan keeps payloads only) and decrypted in arrival order; the returned stream keeps
-    its header-based statistics, and its packet table holds the authenticated packets
-    with their plaintext payloads.
-
-    Parameters
-    ----------
-    capture : path
-        The capture the streams were found in (with ``keep_packets=True``).
-    streams : sequence of RtpStream
-        Streams of that capture.
-    keys : sequence of SrtpKey or str, keyword-only
-        Keys given by the user (``SUITE:BASE64``, :func:`parse_srtp_key`).
-    missing : {"raise", "keep"}, keyword-only
-        What to do with an SRTP stream no key decrypts: raise (default), or return it
-        as it is (still encrypted: :attr:`SrtpInfo.decrypted` False).
-
-    Returns
-    -------
-    list of RtpStream
-        In the order given.
-
-    Raises
-    ------
-    EncryptedStreamError
-        An SRTP stream without a key that authenticates it (``missing="raise"``); the
-        message names the capture and the stream and says what to pass.
-    InputError, UnsupportedCodecError
-        A bad key, or a suite that cannot be decrypted.
-
-    Warns
-    -----
-    QoEWarning
-        Some (not all) packets of a stream failed authentication: they count as lost.
-    """
-    name = os.fspath(capture)
-    user = [parse_srtp_key(k) for k in keys]
-    todo = [s for s in streams if (s.srtp is not None and not s.srtp.decrypted) or (user and s.srtp is None)]
-    if not todo:
-        return list(streams)
-    frames: set[int] = set()
-    for s in todo:
-        if s.packets is None or len(s.packets) == 0:
-            raise InputError(f"{_stream_name(name, s)}: no packet table kept, cannot decrypt it")
-        frames.update(s.packets.frame.tolist())
-    data = _datagrams(name, frames)
-    done: dict[int, RtpStream] = {}
-    for s in todo:
-        raw = [data.get(int(f), b"") for f in s.packets.frame.tolist()]  # type: ignore[union-attr]
-        candidates: list[SrtpKey] = []
-        sdp_problem = None
-        if s.srtp is not None and s.srtp.sdes is not None:
-            try:
-                candidates.append(SrtpKey.from_sdes(s.srtp.sdes))
-            except (InputError, UnsupportedCodecError) as e:
-                sdp_problem = str(e)
-        candidates += user
-        key = next((k for k in candidates if _authenticates(raw, k)), None)
-        if key is None:
-            if s.srtp is None or missing == "keep":
-                continue
-            raise EncryptedStreamError(_no_key_message(name, s, candidates, sdp_problem))
-        plain, failed, replayed = decrypt_packets(raw, key)
-        if failed:
-            warnings.warn(
-                f"{_stream_name(name, s)}: {failed} of {len(raw)} SRTP packets failed authentication "
-                f"(RFC 3711 §3.3); they count as lost", QoEWarning, stacklevel=2,
-            )
-        info = SrtpInfo(
-            found_by=s.srtp.found_by if s.srtp is not None else "user",
-            sdes=s.srtp.sdes if s.srtp is not None else None,
-            decrypted=True, suite=key.suite, key_source=key.source, auth_failures=failed, replayed=replayed,
-        )
-        done[id(s)] = dataclasses.replace(s, packets=_plain_table(s.packets, plain), srtp=info)  # type: ignore[arg-type]
-    return [done.get(id(s), s) for s in streams]
-
-
-def _no_key_message(name: str, s: RtpStream, tried: list[SrtpKey], sdp_problem: str | None) -> str:
-    how = "its SDP profile is RTP/SAVP" if s.srtp is not None and s.srtp.found_by == "sdp" else (
-        "its payloads carry an SRTP authentication tag and look random")
-    head = f"{_stream_name(name, s)} is SRTP-encrypted ({how})"
-    if sdp_problem:
-        return f"{head}, and its SDP key cannot be used: {sdp_problem}"
-    if not tried:
-        return (f"{head}, no key: pass srtp_keys=['SUITE:BASE64'] (CLI: --srtp-key "
-                f"AES_CM_128_HMAC_SHA1_80:<base64 master key||salt>), or a capture with the call's SIP/SDP "
-                f"(a=crypto)")
-    return (f"{head}: none of the {len(tried)} key(s) tried ({', '.join(f'{k.suite} from {k.source}' for k in tried)}) "
-            f"authenticates its packets: a wrong key, or a capture that starts after the sender's first "
-            f"sequence-number rollover (RFC 3711 §3.3.1: the rollover counter is then unknown)")
-
+def __getattr__(name: str) -> Any:
+    """``decrypt_streams`` moved to :mod:`qoe.rtp.decrypt` (issue 21: this module defines
+    :class:`SrtpInfo`, which the stream records import, so stream-level decryption, which
+    takes those records, lives apart to keep the package free of import cycles). The old
+    name works for one release, with a DeprecationWarning."""
+    if name == "decrypt_streams":
+        warnings.warn("qoe.rtp.srtp.decrypt_streams is deprecated: use qoe.rtp.decrypt.decrypt_streams",
+                      DeprecationWarning, stacklevel=2)
+        # resolved when the deprecated name is used, not when this module is imported:
+        # qoe.rtp.decrypt imports this module
+        return importlib.import_module("qoe.rtp.decrypt").decrypt_streams
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

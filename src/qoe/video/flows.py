@@ -273,7 +273,8 @@ def find_video(capture: str | os.PathLike[str], *, sdp: str | os.PathLike[str] |
         kind = m.media if m is not None else s.media
         rtp_keys.add((s.key.src, s.key.sport, s.key.dst, s.key.dport, s.key.encapsulation))
         notes: tuple[str, ...] = ()
-        if kind is None and s.codec is None and looks_like_h264(s.packets.payloads):
+        # (qoe.rtp may have inferred "video" from a 90 kHz clock: the payload still names the codec)
+        if kind in (None, "video") and m is None and s.codec is None and looks_like_h264(s.packets.payloads):
             kind, m = "video", _h264_sdp(s)
             notes = (f"payload type {s.payload_type} taken for H.264 (RFC 6184) by its NAL units: no SDP names it",)
         if kind == "video":

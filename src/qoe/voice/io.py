@@ -90,7 +90,7 @@ def extract_wav(
     """Rebuild the audio of one voice stream of a capture (any codec of :mod:`qoe.voice.decode`) and write it as WAV.
 
     An SRTP stream (:attr:`qoe.rtp.RtpStream.srtp`) is decrypted first
-    (:func:`qoe.rtp.srtp.decrypt_streams`) with its sender's SDES key from the capture's SDP,
+    (:func:`qoe.rtp.decrypt.decrypt_streams`) with its sender's SDES key from the capture's SDP,
     else with ``srtp_keys``; without a key that authenticates it, nothing is written.
 
     Parameters
@@ -124,7 +124,8 @@ def extract_wav(
     StreamNotFoundError, UnsupportedCodecError, CaptureError, InputError
     """
     from qoe.rtp import find_streams  # noqa: PLC0415 - keeps this module importable alone
-    from qoe.rtp.srtp import SrtpInfo, decrypt_streams  # noqa: PLC0415
+    from qoe.rtp.decrypt import decrypt_streams  # noqa: PLC0415
+    from qoe.rtp.srtp import SrtpInfo  # noqa: PLC0415
 
     name = os.fspath(capture)
     keys = [srtp_keys] if isinstance(srtp_keys, str) else list(srtp_keys)

@@ -378,7 +378,7 @@ def extract_audio(
     ------
     EncryptedStreamError
         The stream is SRTP and its payloads were not decrypted
-        (:func:`qoe.rtp.srtp.decrypt_streams`).
+        (:func:`qoe.rtp.decrypt.decrypt_streams`).
     UnsupportedCodecError
         The codec is not decodable (the message names the payload type).
     InputError
@@ -387,7 +387,7 @@ def extract_audio(
     if _encrypted(stream):
         raise EncryptedStreamError(
             f"stream {stream.key} is SRTP-encrypted (found by {stream.srtp.found_by}) and not decrypted: "  # type: ignore[union-attr]
-            f"decrypt it first (qoe.rtp.srtp.decrypt_streams, with the capture's SDES key or srtp_keys=)"
+            f"decrypt it first (qoe.rtp.decrypt.decrypt_streams, with the capture's SDES key or srtp_keys=)"
         )
     from qoe.voice.decode import decode_stream, stream_format  # noqa: PLC0415 - decode imports this module
 

@@ -27,9 +27,10 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from qoe.capture._batch import _IS_IPV6_EXTENSION, _link_layer, _padded, _u16
+from qoe.capture._udp_batches import _IS_IPV6_EXTENSION, _link_layer, _padded, _u16
 from qoe.capture._decode import IPPROTO_TCP, Decoder, parse_tcp_options
-from qoe.capture._files import CHUNK_SIZE, PathOrFile, RawChunk, probe, raw_chunks
+from qoe.capture._files import probe, raw_chunks
+from qoe.capture._records import CHUNK_SIZE, PathOrFile, RawChunk
 from qoe.capture._options import positive_int
 from qoe.capture._reassembly import ReassemblyLimits, reassembly_limits
 from qoe.capture._types import Packet, make_packet, make_tcpinfo

@@ -8,7 +8,8 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from qoe.capture._decode import IPPROTO_UDP, Decoder
-from qoe.capture._files import CHUNK_SIZE, PathOrFile, RawChunk, probe, raw_chunks
+from qoe.capture._files import probe, raw_chunks
+from qoe.capture._records import CHUNK_SIZE, PathOrFile, RawChunk
 from qoe.capture._linktypes import (
     AF_INET,
     AF_INET6_VALUES,

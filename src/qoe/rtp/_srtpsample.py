@@ -1,0 +1,102 @@
+"""The scan's SRTP sampler: what the payload heuristic needs of each flow's first packets.
+
+The SRTP payload heuristic (:func:`qoe.rtp.srtp.encrypted_verdicts`) judges a stream from
+its first :data:`SAMPLE` packets: their sequence numbers, timestamps and payload lengths,
+and one histogram of the nibbles of their payloads' first :data:`SAMPLE_BYTES` bytes. The
+scan cannot keep payloads (a trunk has thousands of flows), so :class:`SrtpSampler` keeps
+those facts per flow id as packets pass (about 320 bytes per flow), notes which streams
+the heuristic should judge, and judges them all at once at the end of the scan.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from qoe.rtp.sip import SdesCrypto
+from qoe.rtp.srtp import SrtpInfo, encrypted_verdicts
+
+# What is kept of each flow's first packets (sequence number, timestamp and payload length of
+# each, and one histogram of the nibbles of their payloads' first 32 bytes, up to 512 bytes:
+# 320 bytes per flow).
+SAMPLE = 16
+SAMPLE_BYTES = 32
+_CHUNK = 4096  # rows whose bytes are counted at once
+
+
+class SrtpSampler:
+    """Per flow id: the first packets' sequence numbers, timestamps, lengths and payload nibbles."""
+
+    def __init__(self) -> None:
+        self.sampled = np.zeros(0, dtype=np.int64)  # packets sampled per flow
+        self.seq = np.zeros((0, SAMPLE), dtype=np.int32)
+        self.ts = np.zeros((0, SAMPLE), dtype=np.int64)
+        self.length = np.zeros((0, SAMPLE), dtype=np.int32)
+        self.nibbles = np.zeros((0, 32), dtype=np.int32)
+        # flows the payload heuristic judges at the end: (order, flow id, bytes per tick, SDES key)
+        self.pending: list[tuple[int, int, int, SdesCrypto | None]] = []
+
+    def grow(self, n: int) -> None:
+        """Make room for flow ids below ``n``."""
+        extra = n - self.sampled.size
+        if extra <= 0:
+            return
+        self.sampled = np.append(self.sampled, np.zeros(extra, dtype=np.int64))
+        self.seq = np.concatenate((self.seq, np.zeros((extra, SAMPLE), dtype=np.int32)))
+        self.ts = np.concatenate((self.ts, np.zeros((extra, SAMPLE), dtype=np.int64)))
+        self.length = np.concatenate((self.length, np.zeros((extra, SAMPLE), dtype=np.int32)))
+        self.nibbles = np.concatenate((self.nibbles, np.zeros((extra, 32), dtype=np.int32)))
+
+    def sample(self, fid: np.ndarray, h: Any, u8: np.ndarray) -> None:
+        """Take what the SRTP heuristic needs from each flow's first :data:`SAMPLE` packets
+        (``fid``: each packet's flow; ``h``: their RTP header columns; ``u8``: the batch's bytes)."""
+        r = np.flatnonzero(self.sampled[fid] < SAMPLE)
+        if r.size == 0:
+            return
+        o = r[np.argsort(fid[r], kind="stable")]  # by flow, arrival order kept
+        f = fid[o]
+        start = np.flatnonzero(np.concatenate(([True], f[1:] != f[:-1])))
+        place = np.arange(o.size) - np.repeat(start, np.diff(np.append(start, o.size))) + self.sampled[f]
+        keep = place < SAMPLE
+        o, f, place = o[keep], f[keep], place[keep]
+        self.seq[f, place] = h.seq[o]
+        self.ts[f, place] = h.timestamp[o]
+        n = (h.payload_end[o] - h.payload_start[o]).astype(np.int64)
+        self.length[f, place] = n
+        flows, local = np.unique(f, return_inverse=True)
+        self.sampled[flows] += np.bincount(local, minlength=flows.size)
+        # the first SAMPLE_BYTES bytes of each of those payloads: their nibbles, counted per flow
+        # (in chunks of rows, so that the temporaries stay small)
+        w = np.minimum(n, SAMPLE_BYTES)
+        cols = np.arange(SAMPLE_BYTES)
+        first = h.payload_start[o].astype(np.int64)
+        counts = np.zeros(flows.size * 32, dtype=np.int64)
+        for c in range(0, o.size, _CHUNK):
+            wc = w[c:c + _CHUNK]
+            inside = cols[None, :] < wc[:, None]
+            b = u8[(first[c:c + _CHUNK, None] + cols[None, :])[inside]].astype(np.int64)
+            at = np.repeat(local[c:c + _CHUNK] * 32, wc)
+            counts += np.bincount(np.concatenate((at + (b >> 4), at + 16 + (b & 15))), minlength=counts.size)
+        self.nibbles[flows] += counts.reshape(flows.size, 32).astype(np.int32)
+
+    def judge_later(self, fid: int, per_tick: int, sdes: SdesCrypto | None) -> None:
+        """Have flow ``fid`` judged at the end (a codec of ``per_tick`` payload bytes per tick)."""
+        if self.sampled[fid]:
+            self.pending.append((len(self.pending), fid, per_tick, sdes))
+
+    def mark(self, streams: list[Any], at: dict[int, int]) -> None:
+        """Apply the payload heuristic to the pending flows at once; mark the streams found
+        encrypted (``at``: flow id -> index in ``streams``) with ``SrtpInfo("heuristic")``."""
+        if not self.pending:
+            return
+        fids = np.array([p[1] for p in self.pending], dtype=np.int64)
+        per_tick = np.array([p[2] for p in self.pending], dtype=np.int64)
+        hits = encrypted_verdicts(self.seq[fids], self.ts[fids], self.length[fids],
+                                  self.sampled[fids], self.nibbles[fids], per_tick)
+        for i in np.flatnonzero(hits).tolist():
+            _, fid, _, sdes = self.pending[i]
+            j = at[fid]
+            streams[j] = dataclasses.replace(streams[j], srtp=SrtpInfo(found_by="heuristic", sdes=sdes))
+        self.pending = []

@@ -1,0 +1,127 @@
+"""RTP facts of the real Chromium calls in data/video/webrtc/calls, against the browsers' getStats().
+
+The truth is each receiving browser's final ``inbound-rtp`` (``tests/video/webrtc_truth.py``
+reads it; data/video/webrtc/README.md says what Chromium 156 counts), and the forwarder's log
+of the packets it dropped or held. The captures are SRTP (DTLS-SRTP, BUNDLE): only the clear
+RTP headers are read.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from qoe.rtp import scan_capture
+from video import webrtc_truth
+
+CALLS = [c for c in webrtc_truth.calls() if c.has_capture("b")] if webrtc_truth.CALLS.is_dir() else []
+pytestmark = pytest.mark.skipif(not CALLS, reason="no WebRTC calls in data/video/webrtc/calls")
+
+
+def _received(call):
+    """(direction, the stream as its receiver's capture holds it), for each direction whose
+    receiver was captured."""
+    out = []
+    for side in ("a", "b"):
+        if call.has_capture(side):
+            scan = scan_capture(call.capture(side), keep_packets=False)
+            streams = {s.key.ssrc: s for s in scan.streams}
+            out += [(d, streams[d.ssrc]) for d in call.directions() if d.receiver == side]
+    return out
+
+
+@pytest.mark.parametrize("call", CALLS, ids=lambda c: c.name)
+def test_lost_is_rfc3550_as_the_browser_counts_it(call):
+    # inbound-rtp.packetsLost: RFC 3550 A.3 on the media SSRC (a packet older than the first
+    # one received is received, not expected; tshark counts it as a 65,536-packet wrap).
+    for d, s in _received(call):
+        assert s.stats.lost == d.inbound["packetsLost"], (call.name, d.sender, d.kind)
+        assert s.stats.packets == d.media_packets_received, (call.name, d.sender, d.kind)
+        assert s.stats.lost <= s.stats.expected
+
+
+@pytest.mark.parametrize("call", CALLS, ids=lambda c: c.name)
+def test_every_stream_of_a_dtls_srtp_call_is_marked_with_a_note(call):
+    # The calls are DTLS-SRTP (make_calls.py: Chromium, BUNDLE, rtcp-mux): one 5-tuple
+    # carries STUN, DTLS and SRTP (RFC 7983).
+    scan = scan_capture(call.capture("b"), keep_packets=False)
+    assert scan.streams
+    for s in scan.streams:
+        assert s.srtp is not None and s.srtp.found_by == "dtls", s.key
+        assert any("cannot be decoded" in n and "RFC 7983" in n for n in s.notes), s.notes
+        assert s.to_dict()["srtp"] == "dtls"
+
+
+TSHARK = shutil.which("tshark")
+
+
+@pytest.mark.skipif(TSHARK is None, reason="tshark not installed")
+def test_stun_and_dtls_counts_equal_tsharks():
+    # tshark 4.0 decodes STUN and DTLS 1.2 records; it leaves DTLS 1.3 unified-header
+    # records (first byte 0b001xxxxx, RFC 9147 §4) undecoded as data: those are counted
+    # from its data.data field. The note states the counts qoe found.
+    cap = webrtc_truth.call("vp8-clean").capture("b")
+
+    def frames(display_filter, field="frame.number"):
+        out = subprocess.run([TSHARK, "-r", str(cap), "-Y", display_filter, "-T", "fields", "-e", field],
+                             capture_output=True, text=True, check=True, timeout=120).stdout.split()
+        return out
+
+    stun = len(frames("stun"))
+    dtls12 = len(frames("dtls"))
+    undecoded = frames("udp && !stun && !rtp && !rtcp && !dtls", "data.data")
+    dtls13 = sum(1 for d in undecoded if int(d[:2], 16) >> 5 == 1)
+    (s, *_) = scan_capture(cap, keep_packets=False).streams
+    note = next(n for n in s.notes if n.startswith("DTLS-SRTP"))
+    assert f"{dtls12 + dtls13} DTLS record(s)" in note
+    assert f"{dtls13} with DTLS 1.3's unified header" in note
+    assert f"{stun} STUN message(s)" in note
+
+
+@pytest.mark.parametrize("call", CALLS, ids=lambda c: c.name)
+def test_nack_pli_fir_sent_back_equal_the_receivers_counters(call):
+    # B sends its feedback as reduced-size SRTCP (RFC 5506), whose first 8 bytes are clear
+    # (RFC 3711 §3.4): the NACKs counted on the reverse direction of A's video equal B's
+    # inbound-rtp nackCount (and PLI/FIR its pliCount/firCount) in every call.
+    scan = scan_capture(call.capture("b"), keep_packets=False)
+    streams = {s.key.ssrc: s for s in scan.streams}
+    d = call.direction("a", "video")
+    fb = streams[d.ssrc].feedback
+    assert (fb["nack"], fb["pli"], fb["fir"]) == (d.inbound["nackCount"], d.inbound["pliCount"], d.inbound["firCount"])
+    assert fb["transport_cc"] > 100 and fb["rr"] > 0  # transport-wide feedback about every 60 ms, RRs every ~1 s
+    assert streams[d.ssrc].to_dict()["feedback_nack"] == fb["nack"]
+
+
+# getStats' jitter is in whole ms (data/video/webrtc/README.md), and the browser's receive
+# times lag the capture's by scheduling delays on the loaded machine the calls were made on.
+JITTER_TOL_MS = 1.5
+
+
+def test_clock_rate_and_media_inferred_without_sdp_and_the_receivers_jitter():
+    for call in CALLS:
+        for side in ("a", "b"):
+            if not call.has_capture(side):
+                continue
+            streams = {s.key.ssrc: s for s in scan_capture(call.capture(side), jitter_rule="in-order").streams}
+            for d in call.directions():
+                if d.receiver != side:
+                    continue
+                s = streams[d.ssrc]
+                where = (call.name, side, d.kind)
+                assert (s.clock_rate, s.media) == (d.codec["clockRate"], d.kind), where  # the browser's codec stats
+                assert any(n.startswith(f"clock rate {s.clock_rate} Hz and media {d.kind} inferred") for n in s.notes)
+                assert abs(s.stats.jitter_ms - d.inbound["jitter"] * 1000) <= JITTER_TOL_MS, where
+
+
+def test_the_every_packet_rule_is_not_what_the_browser_reports_on_queued_video():
+    # vp8-bulk, A's video behind the 0.77 s uplink queue: the receiver's rule gives the
+    # browser's 157 ms; RFC 3550 A.8 on every packet (tshark's) gives far more.
+    call = webrtc_truth.call("vp8-bulk")
+    d = call.direction("a", "video")
+    every = {s.key.ssrc: s for s in scan_capture(call.capture("b")).streams}[d.ssrc]
+    in_order = {s.key.ssrc: s for s in scan_capture(call.capture("b"), jitter_rule="in-order").streams}[d.ssrc]
+    truth = d.inbound["jitter"] * 1000
+    assert abs(in_order.stats.jitter_ms - truth) <= JITTER_TOL_MS
+    assert every.stats.jitter_ms > truth + 30
