@@ -621,7 +621,7 @@ def _undecoded(src: Any, reason: str) -> StreamFacts:
         packets_lost=max(0, rtp.stats.lost), packets_late=0, ts_cc_errors=0, frames_expected=0, frames_decoded=0,
         frames_damaged=0, frames_untimed=0, frames_missing=0, freeze_events=0, freeze_s=0.0, keyframes_damaged=0,
         first_pts=0, last_pts=0, notes=(*src.notes, f"not decoded: {reason}"),
-        headers=stream_header_facts(rtp, rtx=src.rtx),
+        headers=stream_header_facts(rtp, rtx=src.rtx, extensions=src.extensions),
     )
 
 
@@ -704,7 +704,7 @@ def iter_score_capture(
             continue
         if src.rtp is not None:
             try:
-                video = receive_rtp(src.rtp, sdp=src.sdp, buffer=buffer, rtx=src.rtx)
+                video = receive_rtp(src.rtp, sdp=src.sdp, buffer=buffer, rtx=src.rtx, extensions=src.extensions)
             except UnsupportedCodecError as exc:
                 yield _undecoded(src, str(exc))
                 continue
