@@ -78,6 +78,15 @@ def test_frame_rate_close_to_the_browsers_frames_per_second(call):
     assert h.frames_per_second == pytest.approx(float(np.median(fps)), abs=2.0)
 
 
+# getStats' jitter is in seconds at millisecond resolution, sampled after the call ended
+JITTER_TOL_MS = 1.5  # h264-clean: 4.40 ms here, 0.003 s the browser's
+
+
+def test_jitter_by_the_receivers_rule_close_to_getstats(call):
+    c, d, h, _ = call
+    assert h.jitter_ms == pytest.approx(d.inbound["jitter"] * 1e3, abs=JITTER_TOL_MS)
+
+
 def test_payload_bytes_equal_bytes_received_on_a_whole_packet_capture():
     # vp8-clean's b.pcap holds whole packets (the others are cut at a snap length)
     c, d, h, _ = _facts("vp8-clean")

@@ -66,6 +66,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from qoe.report import as_dict
+from qoe.rtp import in_order_jitter_ms
 
 __all__ = ["FrameFacts", "HeaderFacts", "header_facts", "stream_header_facts", "queueing_delay", "KEY_SIZE_RATIO", "FREEZE_WINDOW", "PAUSE_S"]
 
@@ -171,6 +172,10 @@ class HeaderFacts:
         One-way delay in excess of the stream's smallest (see the module notes).
     queue_delay_series_ms : tuple of float
         Its median in each second from the stream's first packet (NaN: no packet).
+    jitter_ms : float
+        RFC 3550 §6.4.1 interarrival jitter at the stream's end by the receiver's rule
+        (libwebrtc's ``jitter``: in-order packets, once per frame;
+        :func:`qoe.rtp.in_order_jitter_ms`), NaN when not computed.
     frames : tuple of FrameFacts
         Per frame, in timestamp order (the ``frames`` detail table).
     """
@@ -196,6 +201,7 @@ class HeaderFacts:
     queue_delay_p95_ms: float = float("nan")
     queue_delay_max_ms: float = float("nan")
     queue_delay_series_ms: tuple[float, ...] = ()
+    jitter_ms: float = float("nan")
 
     #: webrtc-stats names of the fields that have one (for users comparing with getStats()).
     GETSTATS: ClassVar[Mapping[str, str]] = {
@@ -208,6 +214,7 @@ class HeaderFacts:
         "total_freezes_duration_s": "totalFreezesDuration",
         "pause_count": "pauseCount",
         "total_pauses_duration_s": "totalPausesDuration",
+        "jitter_ms": "jitter (s in getStats)",
     }
 
     def to_record(self) -> dict[str, Any]:
@@ -386,6 +393,9 @@ def stream_header_facts(stream: Any, *, rtx: Any = None, key_frames: Mapping[int
         kw = {"rtx_timestamps": ts, "rtx_arrival_ns": r.arrival_ns[keep]}
     facts = header_facts(p.seq_ext, p.ts_ext, p.marker, p.arrival_ns, sizes, clock_rate=clock_rate,
                          key_frames=key_frames, **kw)
+    jit = in_order_jitter_ms(p, clock_rate)
+    if jit.size:
+        facts = dataclasses.replace(facts, jitter_ms=float(jit[-1]))
     if extensions is None or len(extensions) != len(p):
         return facts
     send = extensions.abs_send_time_s()
