@@ -2,7 +2,8 @@
 
 A video stream in a capture is one of
 
-* H.264 over RTP (RFC 6184), described by an SDP (from SIP, or a file the user gives);
+* H.264 (RFC 6184), H.265 (RFC 7798), VP8 (RFC 7741), VP9 (RFC 9628) or AV1 (AOMedia RTP
+  payload format v1.0) over RTP, described by an SDP (from SIP, or a file the user gives);
 * an MPEG-2 transport stream over RTP (RFC 2250, payload type 33);
 * an MPEG-2 transport stream in plain UDP datagrams (IPTV multicast style).
 
@@ -15,7 +16,9 @@ is modelled (the seed paper's IPTV setting, §8).
 
 References
 ----------
-.. [1] RFC 6184, "RTP Payload Format for H.264 Video", §5.1, §8.1.
+.. [1] RFC 6184, "RTP Payload Format for H.264 Video", §5.1, §8.1; RFC 7798 (H.265), RFC 7741
+   (VP8), RFC 9628 (VP9), AOMedia "RTP Payload Format for AV1" v1.0.0: the private modules
+   ``_h265``, ``_vp8``, ``_vp9``, ``_av1``.
 .. [2] RFC 2250, "RTP Payload Format for MPEG1/MPEG2 Video", §2.
 .. [3] ISO/IEC 13818-1 (06/2021), §2.4.3.2-3 (transport packets, continuity counter),
    §2.4.3.6-7 (PES header: PTS, 33 bits at 90 kHz).

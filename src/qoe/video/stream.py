@@ -689,9 +689,10 @@ def iter_score_capture(
     ------
     VideoScore or StreamFacts
         One per stream, in order of its first packet, as soon as it is scored (one
-        stream's frames are held at a time). A stream of a codec qoe does not
-        decode (VP8, VP9, H.265, AV1, H.263 over RTP) gets its packet facts, no frames, and
-        a note saying so, with or without a reference.
+        stream's frames are held at a time). A stream of a codec qoe does not decode
+        (H.263 over RTP, a payload type no SDP names), or an SRTP stream no key decrypts,
+        gets its packet and header facts, no frames, and a note saying so, with or without
+        a reference.
     """
     opts = _resolve("iter_score_capture", options, sdp=sdp, buffer=buffer, variant=variant, psnr_table=psnr_table,
                     max_frames=max_frames)
