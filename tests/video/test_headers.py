@@ -154,3 +154,23 @@ def test_queueing_delay_from_abs_send_time_matches_both_captures(name):
     assert rec["queue_delay_p95_ms"] == h.queue_delay_p95_ms and rec["frames_received"] == h.frames_received
     if name == "vp8-bulk":  # the 775 ms uplink buffer (tbf limit), seen from the receiver alone
         assert 650 < h.queue_delay_max_ms < 800
+
+
+@pytest.mark.slow
+def test_header_facts_reach_the_batch_results_and_frames_tables(tmp_path):
+    # qoe.batch on the SRTP call under bulk load: its results rows carry the header facts,
+    # its 'frames' table one row per RTP frame (= framesDecoded of getStats)
+    import qoe.batch
+
+    c = wt.call("vp8-bulk")
+    d = c.direction("a", "video")
+    rows = [{"capture": str(c.capture("b")), "kind": "video"}]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        df = qoe.batch.run(rows, workers=0, progress=False)
+        frames = qoe.batch.run(rows, workers=0, progress=False, table="frames")
+    row = df[df["stream"].str.endswith(f"ssrc=0x{d.ssrc:08x}")].iloc[0]
+    assert row["frames_received"] == d.inbound["framesDecoded"]
+    assert abs(row["freeze_count"] - d.inbound["freezeCount"]) <= FREEZE_TOL
+    assert row["queue_delay_max_ms"] > 650
+    assert (frames["stream"] == row["stream"]).sum() == d.inbound["framesDecoded"]
