@@ -1,6 +1,7 @@
 # The whole set-up is two commands (see README.md):
 #   make demo   – create .venv, install qoe (with plots), score the bundled samples in data/, draw a heatmap
 #   make test   – create .venv, install qoe with its test extras (and tshark when possible), run pytest
+#   make check  – the quick tier: the same without the tests marked slow (under a minute on 2 cores)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -9,7 +10,7 @@ BIN    := $(VENV)/bin
 # `make test PYTEST_ARGS=` runs it in one process.
 PYTEST_ARGS ?= -n auto --maxprocesses=4 --dist loadscope
 
-.PHONY: demo test docs bench bench-short system-deps clean
+.PHONY: demo test check docs bench bench-short system-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +36,11 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed-test system-deps
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The quick tier: the suite less the tests marked slow (live tool runs over every capture, the
+# multi-gigabyte memory runs, the Sphinx build, the notebook, the demo; tests/conftest.py lists them).
+check: $(VENV)/.installed-test system-deps
+	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 # Speed and accuracy against the reference tools; each script prints its own table.
 bench: $(VENV)/.installed-test system-deps

@@ -30,6 +30,10 @@ compare the ratios of one invocation. Usage::
 
     python benchmarks/web.py [--short] [--pages N] [--repeat R] [--keep FILE] [--parts]
 
+Then the decrypted HTTP/2 part (``benchmarks/web_h2.py``: Chromium's h2 page load repeated,
+TLS 1.3 decrypted with its key log, against ``tshark -o tls.keylog_file:... -q -z http2,tree``;
+``--no-h2`` skips it).
+
 ``--parts`` prints instead where qoe's time goes: each stage alone (best of 3, the
 collector paused), with tshark's CPU time on the same capture.
 """
@@ -94,6 +98,40 @@ print(json.dumps({"s": time.perf_counter() - t, "cpu": time.process_time() - c})
 """
 
 
+FLOOR_HTTPTOOLS = r"""
+import json, sys, time
+import httptools
+reqs, resps = json.loads(sys.argv[1])
+reqs = [r.encode("latin-1") for r in reqs]
+resps = [r.encode("latin-1") for r in resps]
+pages = int(sys.argv[2])
+
+
+class Head:  # what qoe.web.http keeps of a head: its fields, as sent
+    __slots__ = ("headers",)
+
+    def __init__(self):
+        self.headers = []
+
+    def on_header(self, name, value):
+        self.headers.append((name, value))
+
+
+t, c = time.perf_counter(), time.process_time()
+for _ in range(pages):
+    for req, resp in zip(reqs, resps):
+        h = Head()  # the request
+        p = httptools.HttpRequestParser(h)
+        p.feed_data(req)
+        p.get_method(), p.get_http_version()
+        h = Head()  # the response head alone (RFC 9112 §6.3: its body is framed knowing the request)
+        p = httptools.HttpResponseParser(h)
+        p.feed_data(resp[: resp.index(b"\r\n\r\n") + 4])
+        p.get_status_code(), p.get_http_version()
+print(json.dumps({"s": time.perf_counter() - t, "cpu": time.process_time() - c}))
+"""
+
+
 READ = r"""
 import json, sys, time
 from qoe.capture import tcp_segment_rows
@@ -122,12 +160,26 @@ def _h11_floor(pages: int) -> dict:
     return json.loads(out.stdout)
 
 
+def _httptools_floor(pages: int) -> dict | None:
+    """httptools (llhttp) alone on the same heads as :func:`_h11_floor` (a response head fed
+    alone, as a parser that pairs a HEAD response with its request would); None without it."""
+    try:
+        import httptools  # noqa: F401, PLC0415 - only to know whether the floor can run
+    except ImportError:
+        return None
+    reqs = [request_bytes(k).decode("latin-1") for k in range(len(OBJECTS))]
+    resps = [response_bytes(size)[:MSS].decode("latin-1") for size in OBJECTS]
+    out = subprocess.run([sys.executable, "-c", FLOOR_HTTPTOOLS, json.dumps([reqs, resps]), str(pages)],
+                         check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
 PARTS = r"""
 import gc, json, sys, time, warnings
 warnings.simplefilter("ignore")
 from qoe.capture import tcp_segment_rows
 from qoe.web import iter_page_loads
-from qoe.web.http import ProtocolSink
+from qoe.web._dispatch import ProtocolSink  # the per-connection sink itself: its cost is what this part measures
 from qoe.web.tcp import iter_connections
 path = sys.argv[1]
 def rows():
@@ -207,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", default=None, help="write the capture here and keep it")
     ap.add_argument("--repeat", type=int, default=2,
                     help="runs of each measurement, interleaved; the one with the least CPU is shown (default 2)")
+    ap.add_argument("--no-h2", action="store_true",
+                    help="skip the decrypted HTTP/2 part (benchmarks/web_h2.py: against tshark -z http2,tree)")
     ap.add_argument("--parts", action="store_true",
                     help="only where qoe's time goes: each stage alone, and tshark (CPU s)")
     args = ap.parse_args(argv)
@@ -238,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
             _half(path, packets, half)
         # each measurement --repeat times, interleaved (a load change hits every tool alike),
         # the run with the least CPU kept
-        runs: dict[str, list] = {k: [] for k in ("ours", "half", "ts", "ts_ooo", "floor", "reading")}
+        runs: dict[str, list] = {k: [] for k in ("ours", "half", "ts", "ts_ooo", "floor", "reading", "httptools")}
         for _ in range(args.repeat):
             runs["ours"].append(_qoe(path))
             runs["half"].append(_qoe(half) if have_half else None)
@@ -246,7 +300,8 @@ def main(argv: list[str] | None = None) -> int:
             runs["ts_ooo"].append(_tshark(path, ("-o", "tcp.reassemble_out_of_order:TRUE")))
             runs["floor"].append(_h11_floor(n))
             runs["reading"].append(_read_floor(path))
-        ours, ours_half, ts, ts_ooo, floor, reading = (_best(runs[k]) for k in runs)
+            runs["httptools"].append(_httptools_floor(n))
+        ours, ours_half, ts, ts_ooo, floor, reading, ht = (_best(runs[k]) for k in runs)
         both = {"s": floor["s"] + reading["s"], "cpu": floor["cpu"] + reading["cpu"]}
         print()
         print(f"{'tool':34s} {'s':>7s} {'CPU s':>7s} {'tx/s':>8s} {'MB/s':>7s} {'vs tshark':>10s} "
@@ -258,11 +313,14 @@ def main(argv: list[str] | None = None) -> int:
         if ours_half:
             print(f"{'  same, first half of the capture':34s} {ours_half['s']:7.2f} {ours_half['cpu']:7.2f} {'':>8s} "
                   f"{'':>7s} {'':>10s} {'':>14s} {ours_half['rss_mb']:12.0f}")
-        for label, f in (("floor: reading alone", reading), ("floor: h11 alone, every msg head", floor),
-                         ("floor: reading + h11 (sum)", both)):
+        heads = [("floor: reading alone", reading), ("floor: h11 alone, every msg head", floor),
+                 ("floor: reading + h11 (sum)", both)]
+        if ht:
+            heads.append(("floor: httptools alone, same heads", ht))
+        for label, f in heads:
             f_ratio = f"{ts['s'] / f['s']:9.2f}x" if ts else f"{'':>10s}"
             f_cpu = f"{ts['cpu'] / f['cpu']:13.2f}x" if ts else f"{'':>14s}"
-            mb = f"{size_mb / f['s']:7.1f}" if f is not floor else f"{'':>7s}"
+            mb = f"{size_mb / f['s']:7.1f}" if f is not floor and f is not ht else f"{'':>7s}"
             print(f"{label:34s} {f['s']:7.2f} {f['cpu']:7.2f} {ours['tx'] / f['s']:8.0f} {mb} {f_ratio} {f_cpu} "
                   f"{'':>12s}")
         if ts:
@@ -272,6 +330,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{'  same, reassemble_out_of_order':34s} {ts_ooo['s']:7.2f} {ts_ooo['cpu']:7.2f} "
                   f"{ours['tx'] / ts_ooo['s']:8.0f} {size_mb / ts_ooo['s']:7.1f} {ts['s'] / ts_ooo['s']:9.2f}x "
                   f"{ts['cpu'] / ts_ooo['cpu']:13.2f}x {'':>12s}")
+        if ht:
+            print(f"heads: h11 / httptools CPU = {floor['cpu'] / ht['cpu']:.1f}x (same heads, same run)")
         print()
         print(f"qoe: {ours['pages']} pages, {ours['tx']} transactions, {ours['loss_dominated']} loss-dominated pages")
         if ts:
@@ -284,6 +344,11 @@ def main(argv: list[str] | None = None) -> int:
                   f"comes back out of order)")
         if ours_half:
             print(f"peak RSS, half vs whole capture: {ours_half['rss_mb']:.0f} vs {ours['rss_mb']:.0f} MB")
+    if not args.no_h2:  # issue 22: the decrypted HTTP/2 time against tshark's, in the same run
+        print()
+        from web_h2 import main as h2_main  # benchmarks/web_h2.py
+
+        h2_main(["--short"] if args.short else [])
     return 0
 
 

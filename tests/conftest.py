@@ -22,3 +22,59 @@ def rng() -> np.random.Generator:
 def data_dir() -> Path:
     """The bundled samples folder."""
     return DATA
+
+
+# The quick tier (`make check`, `pytest -m "not slow"`) leaves these out: live tool runs over every
+# capture (tshark, ffmpeg, ffprobe), multi-gigabyte memory runs, the Sphinx build, the notebook and
+# the demo. Chosen from `pytest -n 2 --durations=0` on 2026-11-27 (the 30 test functions that took
+# the most time, parametrised cases summed: 81% of the suite's time); a test may also carry
+# `@pytest.mark.slow` itself. Every entry must name a collected test (a rename fails the run).
+SLOW_TESTS = {
+    "capture/test_capture_tshark.py::test_real_captures_match_tshark",
+    "capture/test_capture_tunnels.py::test_http_requests_match_tshark",
+    "capture/test_capture_tunnels.py::test_rtp_streams_match_tshark",
+    "capture/test_capture_tunnels.py::test_tunnel_identifiers_match_tshark",
+    "rtp/test_delay.py::test_real_delays_equal_tshark_join",
+    "rtp/test_rtp_tshark.py::test_live_tshark_on_real_captures",
+    "rtp/test_rtp_stats.py::test_capture_read_in_batches_equals_the_whole_table",
+    "rtp/test_rtp_doubled.py::test_doubled_and_twin_captures_agree_with_live_tshark",
+    "test_memory_flat.py::test_web_scoring_of_a_multi_gigabyte_capture_peaks_under_500_mb_and_stays_flat",
+    "test_memory_flat.py::test_video_scoring_of_a_large_capture_peaks_under_500_mb",
+    "test_memory_flat.py::test_voice_scoring_peaks_under_500_mb_and_does_not_grow_with_the_capture",
+    "test_memory_flat.py::test_scoring_every_kind_of_a_large_capture_peaks_under_500_mb",
+    "web/test_pages_memory.py::test_streaming_page_loads_hold_memory_that_does_not_grow_with_the_capture",
+    "test_cli_core.py::test_demo_runs_on_bundled_data",
+    "test_examples.py::test_the_notebook_runs",
+    "test_docs.py::test_the_docs_build_without_warnings",
+    "test_report.py::test_csv_text_is_the_csv_modules",
+    "video/test_data_video.py::test_frames_decoded_equal_ffprobe",
+    "video/test_data_video.py::test_psnr_equals_ffmpeg",
+    "video/test_data_video.py::test_qoe_score_and_cli_score_video",
+    "video/test_data_video.py::test_decoded_frames_are_ffmpegs_bit_for_bit",
+    "video/test_stream_capture.py::test_a_lossless_stream_decodes_to_the_reference",
+    "voice/test_call_locate.py::test_the_sent_speech_and_only_it_is_found_in_each_real_stream",
+    "voice/test_pesq_oracle.py::test_narrow_band_agrees_with_itu",
+    "voice/test_pesq_oracle.py::test_wide_band_agrees_with_itu",
+    "voice/test_pesq_itu_pairs.py::test_agrees_with_itu_code",
+    "voice/test_codecs.py::test_capture_decodes_as_ffmpeg_decodes_the_sent_file",
+    "voice/test_call_samples.py::test_every_direction_is_scored_with_its_own_reference",
+    "web/test_tcp_captures.py::test_late_segments_are_the_frames_tshark_flags",
+    "web/test_http_tshark.py::test_first_and_last_byte_times_match_tshark_frames",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the :data:`SLOW_TESTS` ``slow``; an entry whose module was collected but that names
+    no test there is an error (the list would silently stop marking it)."""
+    tests = Path(__file__).resolve().parent
+    seen_modules, found = set(), set()
+    for item in items:
+        module = item.path.resolve().relative_to(tests).as_posix() if item.path.is_relative_to(tests) else ""
+        seen_modules.add(module)
+        key = f"{module}::{getattr(item, 'originalname', item.name)}"
+        if key in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
+            found.add(key)
+    stale = sorted(k for k in SLOW_TESTS - found if k.split("::")[0] in seen_modules)
+    if stale:
+        raise pytest.UsageError(f"tests/conftest.py SLOW_TESTS names tests that do not exist: {', '.join(stale)}")

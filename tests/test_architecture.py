@@ -24,7 +24,8 @@ ALLOWED: dict[str, set[str]] = {
     "capture": {"errors"},
     "rtp": {"errors", "capture", "report"},
     "voice": {"errors", "mos", "capture", "rtp", "report", "options", "outputs"},
-    "video": {"errors", "mos", "capture", "rtp", "report", "options", "outputs"},
+    # "web": only qoe.video.has (adaptive streaming over HTTP), public names only (test below)
+    "video": {"errors", "mos", "capture", "rtp", "report", "options", "outputs", "web"},
     "web": {"errors", "mos", "capture", "report", "options", "outputs"},
     "report": {"errors"},
     "options": {"errors", "report"},
@@ -79,6 +80,18 @@ def test_layers_import_only_what_they_may(path):
     assert not bad, f"qoe.{pkg} may import only {sorted(allowed)}: {bad}"
 
 
+@pytest.mark.parametrize("path", [p for p in MODULES if _package_of(p) == "video"], ids=lambda p: str(p.relative_to(SRC)))
+def test_only_video_has_uses_web_and_only_its_public_names(path):
+    """qoe.video may use qoe.web for HTTP adaptive streaming only (qoe.video.has), through
+    qoe.web's public modules (no ``qoe.web._x``), so that qoe.web's internals can change."""
+    in_has = path.relative_to(SRC).parts[:2] == ("video", "has")
+    web = [mod for _, mod in _qoe_imports(path) if mod.split(".")[1] == "web"]
+    if not in_has:
+        assert not web, f"{path.name}: only qoe.video.has may import qoe.web; found {web}"
+    private = [m for m in web if any(part.startswith("_") for part in m.split("."))]
+    assert not private, f"{path.name} imports private qoe.web modules: {private}"
+
+
 def test_every_package_has_a_rule():
     packages = {_package_of(p) for p in SRC.rglob("*.py")}
     unruled = packages - set(ALLOWED) - {"__init__", "api", "demo", "batch", "py"}
@@ -119,50 +132,3 @@ def test_no_import_cycle_between_modules():
     tool = _module_graph_tool()
     found = tool.cycles(tool.module_graph(SRC))
     assert not found, "import cycles: " + "; ".join(" <-> ".join(c) for c in found)
-
-
-def _module_name(path: Path) -> str:
-    parts = ["qoe", *path.relative_to(SRC).with_suffix("").parts]
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def _cycles_inside(package: str) -> list[list[str]]:
-    """Import cycles among the modules of ``qoe.<package>`` (every import, lazy and
-    TYPE_CHECKING ones included; the package's ``__init__`` left out: it re-exports)."""
-    mods = {_module_name(p): p for p in (SRC / package).rglob("*.py") if p.name != "__init__.py"}
-    graph: dict[str, set[str]] = {}
-    for name, path in mods.items():
-        deps = set()
-        for _, mod in _qoe_imports(path):
-            while mod and mod not in mods:  # `from qoe.rtp._flows import X` names a module; a name in it is not one
-                mod = mod.rpartition(".")[0]
-            if mod and mod != name:
-                deps.add(mod)
-        graph[name] = deps
-    cycles, state = [], {}
-
-    def visit(node: str, stack: list[str]) -> None:
-        state[node] = 1
-        stack.append(node)
-        for dep in sorted(graph[node]):
-            if state.get(dep) == 1:
-                cycles.append(stack[stack.index(dep):] + [dep])
-            elif dep not in state:
-                visit(dep, stack)
-        stack.pop()
-        state[node] = 2
-
-    for node in sorted(graph):
-        if node not in state:
-            visit(node, [])
-    return cycles
-
-
-# Packages whose modules import each other without a cycle (issue 21); the others join as
-# their cycles end.
-ACYCLIC = ["capture", "rtp"]
-
-
-@pytest.mark.parametrize("package", ACYCLIC)
-def test_no_import_cycle_inside_a_package(package):
-    assert not _cycles_inside(package), f"import cycles inside qoe.{package}: {_cycles_inside(package)}"

@@ -23,6 +23,7 @@ from click.testing import CliRunner
 import qoe
 import qoe.batch
 from qoe.errors import CaptureError, InputError, QoEWarning
+from qoe.voice import CallOptions
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 VOICE = DATA / "voice" / "captures" / "up-b64_client.pcap"
@@ -98,16 +99,20 @@ def test_a_dataframe_and_a_csv_file_with_relative_paths_give_the_same(tmp_path):
 
 
 def test_options_by_name_and_by_kind_reach_the_scorer():
-    row = {"capture": str(VOICE), "sender_capture": str(VOICE_SERVER), "jitter_buffer": "fixed:20"}
-    df = qoe.batch.run([row, {**row, "jitter_buffer": "none", "video.jitter_buffer": "fixed:50"}], workers=0,
+    row = {"capture": str(VOICE), "sender_capture": str(VOICE_SERVER), "window_s": 5.0,
+           "voice.jitter_buffer": "fixed:20"}
+    df = qoe.batch.run([row, {**row, "voice.jitter_buffer": "none", "video.jitter_buffer": "fixed:50"}], workers=0,
                        progress=False)
-    want = _direct(row)
+    want = _direct({**row, "kind": "voice", "jitter_buffer": "fixed:20"})
     got = df[df["row"] == 0]
     assert got["late_lost"].tolist() == want["late_lost"].tolist()
     assert got["mos_network"].tolist() == want["mos_network"].tolist()
-    # the option column clashes with the records' own jitter_buffer column, which is renamed
-    assert got["result_jitter_buffer"].tolist() == want["jitter_buffer"].tolist()
+    assert got["jitter_buffer"].tolist() == want["jitter_buffer"].tolist() == ["fixed:20", "fixed:20"]
     assert df[df["row"] == 1]["error"].isna().all()
+    # a bare column two kinds share is ambiguous: the manifest says which spellings to use
+    with pytest.raises(InputError, match="column 'jitter_buffer' is an option of voice and video: name it "
+                                         "voice.jitter_buffer or video.jitter_buffer"):
+        qoe.batch.run([{"capture": str(VOICE), "jitter_buffer": "none"}], workers=0, progress=False)
 
 
 def test_a_label_named_like_a_result_column_keeps_its_value():
@@ -124,7 +129,7 @@ def test_a_bad_row_gets_its_error_and_the_batch_goes_on(tmp_path):
         {"capture": str(missing), "run": 1},
         {"capture": str(VOICE), "run": 2},
         {"capture": str(junk), "run": 3},
-        {"capture": str(VOICE), "jitter_buffer": "sometimes", "run": 4},
+        {"capture": str(VOICE), "voice.jitter_buffer": "sometimes", "run": 4},
         {"capture": str(WEB), "kind": "voice", "run": 5},
     ]
     df = qoe.batch.run(manifest, workers=0, progress=False)
@@ -135,7 +140,8 @@ def test_a_bad_row_gets_its_error_and_the_batch_goes_on(tmp_path):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", QoEWarning)
                 qoe.score(row["capture"], kind=row.get("kind", "auto"),
-                          **({"jitter_buffer": row["jitter_buffer"]} if "jitter_buffer" in row else {}))
+                          **({"options": CallOptions(jitter_buffer=row["voice.jitter_buffer"])}
+                             if "voice.jitter_buffer" in row else {}))
         assert errors[i] == str(exc.value), i
     assert isinstance(errors[0], str) and "no such capture file" in errors[0]
     assert pd.isna(errors[1]) and len(df[df["row"] == 1]) == 2  # the good row is scored

@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 MODULES = ["qoe.mos", "qoe.voice.emodel", "qoe.rtp", "qoe.rtp.lossmodel", "qoe.voice.combined", "qoe.web.g1030", "qoe.web.http",
-           "qoe.report"]
+           "qoe.report", "qoe.video.has.yin"]
 #: Public names whose definitions live in private modules (found there by name, not by path).
 OBJECTS = ["qoe.voice.CallOptions"]
 

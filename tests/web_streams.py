@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from qoe.capture import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, read_packets
-from qoe.web._sink import CLIENT, SERVER, ConnectionId
+from qoe.web.http import parse
+from qoe.web.tcp import CLIENT, SERVER, ConnectionId
 
 SAMPLES = Path(__file__).resolve().parent / "web" / "http_samples"
 
@@ -76,11 +77,25 @@ def play(events, sink) -> None:
             sink.close(d, ts, item)
 
 
-def run(path, factory):
-    """Feed every connection of ``path`` to ``factory(conn)``'s sink; return the sinks."""
-    sinks = []
-    for conn, events in connection_events(path):
-        sink = factory(conn)
-        sinks.append(sink)
-        play(events, sink)
-    return sinks
+def results(path, **kw):
+    """Each connection of ``path`` parsed by :func:`qoe.web.http.parse` (``kw``: its options)."""
+    return [parse(conn, events, **kw) for conn, events in connection_events(path)]
+
+
+class Feed:
+    """Records ByteSink calls as events; :meth:`result` parses them with :func:`qoe.web.http.parse`."""
+
+    def __init__(self, conn, **kw):
+        self.conn, self.kw, self.events = conn, kw, []
+
+    def data(self, direction, ts, offset, payload):
+        self.events.append(("data", direction, ts, offset, payload))
+
+    def gap(self, direction, ts, offset, length):
+        self.events.append(("gap", direction, ts, offset, length))
+
+    def close(self, direction, ts, how):
+        self.events.append(("close", direction, ts, 0, how))
+
+    def result(self):
+        return parse(self.conn, self.events, **self.kw)

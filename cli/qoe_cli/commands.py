@@ -19,4 +19,5 @@ COMMANDS: dict[str, str] = {
     "batch": "qoe_cli.batch_cmd:batch",
     "report": "qoe_cli.plot_cmd:report",
     "plot": "qoe_cli.plot_cmd:plot",
+    "has": "qoe_cli.has_cmd:has",
 }

@@ -25,7 +25,7 @@ def delay(sender_capture, receiver_capture, ssrc, clocks, jitter_buffer, fmt, ou
     Packets are matched by SSRC and sequence number; prints min/mean/p50/p95/max delay
     (ms), packets matched and lost in the network (and late, with --jitter-buffer). With
     --ssrc, one record (a JSON object); without, a list."""
-    results = capture_delays(sender_capture, receiver_capture, clocks=clocks, buffer=jitter_buffer, ssrc=ssrc)
+    results = capture_delays(sender_capture, receiver_capture, clocks=clocks, jitter_buffer=jitter_buffer, ssrc=ssrc)
     records = [r.to_dict() for r in results]
     text = render(records, fmt, digits=3) if ssrc is None else render_pairs(records[0], fmt, digits=3)
     emit(text, output, inputs=[sender_capture, receiver_capture])

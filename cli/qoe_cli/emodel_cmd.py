@@ -47,5 +47,5 @@ def emodel(delay_ms, loss_pct, burst_ratio, codec, band, delay_sensitivity, para
     given = {"ppl": loss_pct, "burst_r": burst_ratio}
     kwargs = {k: v for k, v in given.items() if v is not None}
     kwargs.update(_parse_params(params))
-    res = em.r_factor(codec=codec, band=band, delay_sensitivity=delay_sensitivity, one_way_ms=delay_ms, **kwargs)
+    res = em.r_factor(codec=codec, band=band, delay_sensitivity=delay_sensitivity, mouth_to_ear_ms=delay_ms, **kwargs)
     emit(render_pairs(res.to_dict(), fmt), output)

@@ -12,6 +12,7 @@ from qoe.video import PSNR_TABLES, SSIM_VARIANTS, VideoOptions
 from qoe.voice.call import CallOptions
 from qoe.web.pages import WebOptions
 from qoe_cli._output import emit_chunks, format_option, iter_table, output_option
+from qoe_cli.has_cmd import make_options, streaming_options
 
 
 @click.command("score")
@@ -53,20 +54,25 @@ from qoe_cli._output import emit_chunks, format_option, iter_table, output_optio
               help="Video: SSIM definition (wang = Wang et al. 2004 / scikit-image; ssim.m; ffmpeg 8x8 blocks).")
 @click.option("--psnr-table", type=click.Choice(list(PSNR_TABLES)), default="zinner2010", show_default=True,
               help="Video: PSNR -> MOS table (Zinner et al. 2010, the seed paper's; or EvalVid's).")
-@click.option("--idle-gap", type=click.FloatRange(min=0, min_open=True), default=2.0, show_default=True,
-              help="Web: quiet time (s) that ends a page load.")
+@click.option("--idle-gap-s", "--idle-gap", "idle_gap", type=click.FloatRange(min=0, min_open=True), default=2.0,
+              show_default=True, help="Web: quiet time (s) that ends a page load (WebOptions.idle_gap_s; "
+              "--idle-gap is its old spelling).")
 @click.option("--web-preset", type=click.Choice(["access", "backbone"]), default="access", show_default=True,
               help="Web: G.1030 bounds of the seed paper §9.1 (access: 0.56 s → 5; backbone: 0.85 s → 5; 6 s → 1).")
+@click.option("--keylog", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Web: NSS key log (SSLKEYLOGFILE) to decrypt TLS/QUIC with; repeat for several.")
+@streaming_options
 @click.option("--kind", type=click.Choice(list(KINDS)), default="auto", show_default=True,
               help="What to score (auto: every kind the capture holds).")
 @click.option("--details", default="results", show_default=True,
               help="Table to print: results (one row per scored item) or a detail table of the report "
-                   "(voice: windows, plays; video: frames; web: objects).")
+                   "(voice: windows, plays; video: frames; web: objects; streaming: segments, seconds, stalls, "
+                   "played).")
 @format_option
 @output_option
 def score(capture, refs, sender_capture, network_delay_ms, user, jitter_buffer, conceal, delay_basis, window_s,
-          codec, clocks, ssrc, srtp_keys, sdp, video_jitter_buffer, ssim_variant, psnr_table, idle_gap, web_preset, kind, details,
-          fmt, output):
+          codec, clocks, ssrc, srtp_keys, sdp, video_jitter_buffer, ssim_variant, psnr_table, idle_gap, web_preset, keylog,
+          kind, details, fmt, output, **streaming):
     """Score the voice calls (per direction), video streams and page loads in CAPTURE.
 
     Voice, network-side: G.107 R and MOS from effective loss (after the jitter buffer),
@@ -79,13 +85,17 @@ def score(capture, refs, sender_capture, network_delay_ms, user, jitter_buffer, 
     the reference (PSNR, SSIM, Zinner et al. MOS; the median frame's SSIM MOS is `mos`).
     Web (HTTP and HTTPS over TCP): page loads, PLT (first DNS query / SYN / request to the
     last byte), round trips, RTT, retransmissions, the seed paper's diagnosis and G.1030 MOS.
+    Streaming (DASH, HLS over HTTP/1.x): sessions, startup delay, stalls, switches, bitrate
+    played per second, linear QoE (Yin et al. 2015; Pensieve's parameter sets).
     JSON output holds the whole report."""
     call = CallOptions(jitter_buffer=jitter_buffer, conceal=conceal, delay_basis=delay_basis, window_s=window_s,
                        codec=codec, user=user, network_delay_ms=network_delay_ms, clocks=clocks, srtp_keys=srtp_keys)
     video = VideoOptions(sdp=sdp, jitter_buffer=video_jitter_buffer, variant=ssim_variant, psnr_table=psnr_table,
                          srtp_keys=srtp_keys)
-    options = {"voice": call, "video": video, "web": WebOptions(idle_gap_s=idle_gap, preset=web_preset)}
-    inputs = [capture, sender_capture, sdp, *refs]
+    options = {"voice": call, "video": video, "web": WebOptions(idle_gap_s=idle_gap, preset=web_preset,
+                                                                        keylog=tuple(keylog) or None),
+               "streaming": make_options(**streaming)}
+    inputs = [capture, sender_capture, sdp, *refs, *keylog]
     stream = iter_score(capture, reference=list(refs) or None, kind=kind, options=options,
                         sender_capture=sender_capture, ssrc=ssrc)
     with ReportWriter() as writer:  # results go to a temporary file as they come: memory stays flat

@@ -5,9 +5,9 @@ This is the only module that reads files *and* scores: it scans the capture(s) w
 arrays and one :class:`~qoe.voice.CallOptions` to the pure scorers
 (:func:`qoe.voice.score_calls`).
 
-Kinds: ``"voice"`` (RTP audio calls), ``"video"`` (RTP and UDP video streams) and
-``"web"`` (HTTP and HTTPS page loads over TCP). ``"auto"`` scores every kind present in
-the capture.
+Kinds: ``"voice"`` (RTP audio calls), ``"video"`` (RTP and UDP video streams),
+``"web"`` (HTTP and HTTPS page loads over TCP) and ``"streaming"`` (DASH and HLS sessions:
+:func:`qoe.video.has.sessions`). ``"auto"`` scores every kind present in the capture.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from qoe.report import Report
 __all__ = ["score", "iter_score", "ScoreStream", "KINDS"]
 
 #: Every kind :func:`score` knows (all implemented; the flag is kept for callers that check it).
-KINDS = {"auto": True, "voice": True, "video": True, "web": True}
+KINDS = {"auto": True, "voice": True, "video": True, "web": True, "streaming": True}
 
 # Option names of earlier versions -> their CallOptions field (the old name meant something else
 # than the one-way delay of qoe.voice.emodel, hence the rename).
@@ -43,11 +43,11 @@ ReferenceLike = Union[PathLike, Any]
 
 def _load_references(reference: Any) -> tuple[list[Any], list[str]]:
     """Reference paths, arrays or Reference objects → Reference objects at 8 kHz, and notes."""
+    if reference is None:  # before the imports: P.862's SciPy signal module is ~90 MiB of resident memory
+        return [], []
     from qoe.voice.call import Reference  # noqa: PLC0415
     from qoe.voice.p862 import load_speech  # noqa: PLC0415
 
-    if reference is None:
-        return [], []
     items = list(reference) if isinstance(reference, (list, tuple)) else [reference]
     out, notes = [], []
     for i, item in enumerate(items):
@@ -107,9 +107,10 @@ def _split_references(reference: Any) -> dict[str, list[Any]]:
 def _option_classes() -> dict[str, type]:
     from qoe.video.stream import VideoOptions  # noqa: PLC0415
     from qoe.voice.call import CallOptions  # noqa: PLC0415 - keeps `import qoe` light
+    from qoe.video.has.options import StreamingOptions  # noqa: PLC0415
     from qoe.web.pages import WebOptions  # noqa: PLC0415
 
-    return {"voice": CallOptions, "video": VideoOptions, "web": WebOptions}
+    return {"voice": CallOptions, "video": VideoOptions, "web": WebOptions, "streaming": StreamingOptions}
 
 
 def _options_for(options: Any, fields: dict[str, Any], kind: str = "auto") -> dict[str, Any]:
@@ -129,8 +130,9 @@ def _options_for(options: Any, fields: dict[str, Any], kind: str = "auto") -> di
         k = next((k for k, cls in classes.items() if isinstance(opt, cls)), None)
         if k is None or key not in ("_", k):
             raise InputError(
-                "options must be a qoe.voice.CallOptions, a qoe.video.VideoOptions, a qoe.web.WebOptions, or a "
-                f"mapping {{'voice': CallOptions, 'video': VideoOptions, 'web': WebOptions}}; given "
+                "options must be a qoe.voice.CallOptions, a qoe.video.VideoOptions, a qoe.web.WebOptions, a "
+                "qoe.video.has.StreamingOptions, or a mapping {'voice': CallOptions, 'video': VideoOptions, "
+                f"'web': WebOptions, 'streaming': StreamingOptions}}; given "
                 f"{type(opt).__name__}" + (f" for {key!r}" if key != "_" else "")
             )
         out[k] = opt
@@ -167,7 +169,7 @@ def score(
     capture: PathLike,
     reference: ReferenceLike | Sequence[ReferenceLike] | None = None,
     *,
-    kind: Literal["auto", "voice", "video", "web"] = "auto",
+    kind: Literal["auto", "voice", "video", "web", "streaming"] = "auto",
     options: Any = None,
     sender_capture: PathLike | None = None,
     ssrc: int | str | None = None,
@@ -291,7 +293,7 @@ def iter_score(
     capture: PathLike,
     reference: ReferenceLike | Sequence[ReferenceLike] | None = None,
     *,
-    kind: Literal["auto", "voice", "video", "web"] = "auto",
+    kind: Literal["auto", "voice", "video", "web", "streaming"] = "auto",
     options: Any = None,
     sender_capture: PathLike | None = None,
     ssrc: int | str | None = None,
@@ -365,24 +367,47 @@ def _iter_kinds(cap: str, kind: str, refs: dict[str, list[Any]], opts: dict[str,
         parts.append((yield from _iter_video(cap, refs["video"], options=opts["video"], strict=(kind == "video"),
                                              scan=scan)))
         del scan  # its streams' packet files are closed when the last stream is gone
+    media: list[Any] | None = [] if kind == "auto" else None  # auto: streaming reuses web's transactions
     if kind in ("web", "auto"):
-        parts.append((yield from _iter_web(cap, options=opts["web"], strict=(kind == "web"))))
+        parts.append((yield from _iter_web(cap, options=opts["web"], strict=(kind == "web"), media=media)))
+    if kind in ("streaming", "auto"):
+        parts.append((yield from _iter_streaming(cap, options=opts["streaming"], strict=(kind == "streaming"),
+                                                 transactions=media)))
     if kind != "auto":
         return parts[0][0]
     return _merged(cap, parts, refs)
 
 
-def _iter_web(capture: str, *, options: Any, strict: bool) -> _Part:
+def _iter_web(capture: str, *, options: Any, strict: bool, media: list[Any] | None = None) -> _Part:
     from qoe.web.pages import iter_page_loads  # noqa: PLC0415 - keeps `import qoe` light
 
+    if media is not None:
+        from qoe.video.has.session import may_be_streaming  # noqa: PLC0415
     found = 0
-    for page in iter_page_loads(capture, idle_gap_s=options.idle_gap_s, preset=options.preset,
-                                bounds=options.bounds, share=options.share):
+    for page in iter_page_loads(capture, options=options):
         found += 1
+        if media is not None:  # only manifests and media responses are kept: memory stays flat otherwise
+            media.extend(t for t in page.transactions if may_be_streaming(t))
         yield page
     if not found and strict:
-        raise StreamNotFoundError(f"{capture}: no page load found (no HTTP transaction or TLS connection over TCP)")
+        raise StreamNotFoundError(f"{capture}: no page load found (no HTTP transaction, no TLS connection over TCP, no QUIC connection)")
     return Report(kind="web", source=capture, results=(), inputs={"capture": capture, **options.to_dict()}), found
+
+
+def _iter_streaming(capture: str, *, options: Any, strict: bool, transactions: list[Any] | None = None) -> _Part:
+    from qoe.video.has.session import build_sessions, capture_bodies, sessions  # noqa: PLC0415
+
+    if transactions is None:
+        found_sessions = sessions(capture, options=options)
+    else:
+        found_sessions = build_sessions(transactions, capture_bodies(capture), options=options)
+    for s in found_sessions:
+        yield s
+    if not found_sessions and strict:
+        raise StreamNotFoundError(f"{capture}: no adaptive streaming session found (no DASH MPD or HLS playlist in "
+                                  "the cleartext HTTP transactions)")
+    return Report(kind="streaming", source=capture, results=(), inputs={"capture": capture, **options.to_dict()}), \
+        len(found_sessions)
 
 
 def _merged(capture: str, parts: list[tuple[Report, int]], refs: dict[str, list[Any]]) -> Report:
@@ -397,7 +422,7 @@ def _merged(capture: str, parts: list[tuple[Report, int]], refs: dict[str, list[
     inputs = {p.kind: p.inputs for p, _ in parts}
     if not found:
         warnings.warn(f"{capture}: nothing scorable found (no RTP audio or video stream, no MPEG-TS in UDP, "
-                      "no page load)",
+                      "no page load, no streaming session)",
                       QoEWarning, stacklevel=3)
         return Report(kind="auto", source=capture, results=(), inputs=inputs, notes=notes)
     for k in ("voice", "video"):
@@ -470,13 +495,15 @@ def _iter_voice(capture: str, reference: Any, *, sender: str | None, ssrc: Any, 
                 scan_of: Any = None) -> _Part:
     from qoe.rtp import scan_capture  # noqa: PLC0415 - keeps `import qoe` light
     from qoe.voice.call import iter_score_calls  # noqa: PLC0415
+    from qoe.voice.identify import recognised_audio  # noqa: PLC0415
     from qoe.voice.io import parse_ssrc  # noqa: PLC0415
 
     refs, notes = _load_references(reference or None)
     want = parse_ssrc(ssrc)
     scan = scan_capture(capture) if scan_of is None else scan_of()
     far = scan_capture(sender) if sender is not None else None
-    audio = [s for s in scan.streams if s.media == "audio" and s.clock_rate]
+    # audio with a known clock, or a dynamic payload type without SDP whose payloads show an audio codec
+    audio = [s for s in scan.streams if (s.media == "audio" and s.clock_rate) or recognised_audio(s) is not None]
     audio = _decrypt(capture, audio, want, options.srtp_keys, notes, strict=strict)
     left_out = len(scan.streams) - len(audio)
     if left_out and strict:

@@ -45,7 +45,7 @@ def _emodel_sweep() -> Section:
     d = np.asarray(DEMO_DELAYS_MS, dtype=float)[:, None]
     loss = np.asarray(DEMO_LOSS_PCT)
     # the sweep goes past G.107 Table 3's 500 ms on purpose (bufferbloat): said in the section's note
-    res = emodel.r_factor(one_way_ms=d, ppl=loss, codec="G.711-plc", out_of_range="ignore")
+    res = emodel.r_factor(mouth_to_ear_ms=d, ppl=loss, codec="G.711-plc", out_of_range="ignore")
     simple = emodel.simplified_r(d, loss / 100.0, codec="G.711")
     rows = []
     for i, delay in enumerate(DEMO_DELAYS_MS):
@@ -157,7 +157,7 @@ _WEB_COLUMNS = ("scheme", "objects", "connections", "plt_s", "ttfb_s", "rtt_s", 
 
 def _web_scores(data: Path) -> Section:
     """The bundled page loads (data/web), from the client's capture alone."""
-    from qoe.web.pages import page_loads  # noqa: PLC0415
+    from qoe.web.pages import WebOptions, page_loads  # noqa: PLC0415
 
     title = "Web page loads (data/web): PLT from the client's capture, the seed paper's diagnosis, G.1030 MOS"
     manifest = data / "web" / "captures" / "scenarios.jsonl"
@@ -167,7 +167,7 @@ def _web_scores(data: Path) -> Section:
     for sc in _scenarios(manifest):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            pages = page_loads(manifest.parent / sc["client_capture"], preset="access")
+            pages = page_loads(manifest.parent / sc["client_capture"], options=WebOptions(preset="access"))
         for page in pages:
             unit = "pkt" if sc.get("queue_unit") == "packets" else "B"
             rows.append({"scenario": sc["scenario"], "buffer": f"{sc['buffer_packets']} {unit}", "load": sc["load"],

@@ -227,11 +227,11 @@ def test_real_unloaded_direction_loses_nothing_late(sc, st):
     # Without load on this link its queue stays (nearly) empty and the delay varies by
     # well under 20 ms, so neither buffer discards anything...
     for jb in ("adaptive", "fixed:60"):
-        assert playout_stream(stream, buffer=jb).late_lost == 0, jb
+        assert playout_stream(stream, jitter_buffer=jb).late_lost == 0, jb
     # ...and with no load at all the adaptive buffer sits at its 20 ms floor: d + 4v adds
     # almost nothing (later packets of a talkspurt may come a few µs earlier: >= 19).
     if sc["load"] == "none":
-        mean = playout_stream(stream, buffer="adaptive").to_dict()["buffer_delay_mean_ms"]
+        mean = playout_stream(stream, jitter_buffer="adaptive").to_dict()["buffer_delay_mean_ms"]
         assert 19.0 <= mean < 25.0
 
 
@@ -244,9 +244,9 @@ def test_real_bufferbloat_ramp_defeats_a_fixed_buffer(sc, st):
     from qoe.voice.playout import playout_stream  # noqa: PLC0415
 
     stream = _received(st)
-    fixed = playout_stream(stream, buffer="fixed:60")
-    adaptive = playout_stream(stream, buffer="adaptive")
-    none = playout_stream(stream, buffer="none")
+    fixed = playout_stream(stream, jitter_buffer="fixed:60")
+    adaptive = playout_stream(stream, jitter_buffer="adaptive")
+    none = playout_stream(stream, jitter_buffer="none")
     assert fixed.late_lost > 0.5 * fixed.received
     assert adaptive.late_lost < 0.5 * fixed.late_lost
     assert none.late_lost == 0

@@ -314,7 +314,7 @@ def test_amr_wb_preset_follows_the_sdp_mode(refs):
         (a,) = score_call([one], options=CallOptions(network_delay_ms=0.0)).directions
         (b,) = score_call([many], options=CallOptions(network_delay_ms=0.0)).directions
     assert a.network is not None and (a.network.codec, a.network.band) == ("G.722.2-12.65", "wb")
-    ref = emodel.r_factor(band="wb", codec="G.722.2-12.65", one_way_ms=a.network.delay_ms)
+    ref = emodel.r_factor(band="wb", codec="G.722.2-12.65", mouth_to_ear_ms=a.network.delay_ms)
     assert a.network.r == pytest.approx(float(ref.r), abs=1e-9)  # no loss: Ie,WB = 13 on the 0..129 scale
     assert a.to_record()["emodel_band"] == "wb"
     assert b.network is None and any("names no single mode-set" in n for n in b.notes)

@@ -23,6 +23,7 @@ issue's own K (18 above 100 ms).
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -213,17 +214,32 @@ def test_wideband_loss_keeps_95_and_delay_scales_by_1_29():
 
 @pytest.mark.filterwarnings("ignore:.*permitted range:qoe.errors.QoEWarning")  # delays past Table 3's 500 ms on purpose
 def test_one_way_delay_sets_ta_t_and_tr():
-    # one_way_ms=D is Ta = T = D, Tr = 2D (r_factor Notes); the DESIGN.md facts case D = 300 ms.
+    # mouth_to_ear_ms=D is Ta = T = D, Tr = 2D (r_factor Notes); the DESIGN.md facts case D = 300 ms.
     d = np.array([0.0, 0.5, 150.0, 300.0, 1583.0])
-    by_d = em.r_factor(one_way_ms=d, ppl=1.0, codec="G.711-plc", delay_sensitivity="low")
+    by_d = em.r_factor(mouth_to_ear_ms=d, ppl=1.0, codec="G.711-plc", delay_sensitivity="low")
     by_hand = em.r_factor(ta=d, t=d, tr=2 * d, ppl=1.0, codec="G.711-plc", delay_sensitivity="low")
     assert np.array_equal(by_d.r, by_hand.r) and np.array_equal(by_d.id_, by_hand.id_)
-    assert float(em.r_factor(one_way_ms=300.0, delay_sensitivity="low").r) == pytest.approx(77.3328, abs=PUBLISHED)
-    # explicit delays override what one_way_ms sets
-    echo = em.r_factor(one_way_ms=300.0, t=20.0, tr=40.0)
+    assert float(em.r_factor(mouth_to_ear_ms=300.0, delay_sensitivity="low").r) == pytest.approx(77.3328, abs=PUBLISHED)
+    # explicit delays override what mouth_to_ear_ms sets
+    echo = em.r_factor(mouth_to_ear_ms=300.0, t=20.0, tr=40.0)
     assert np.array_equal(echo.id_, em.r_factor(ta=300.0, t=20.0, tr=40.0).id_)
-    with pytest.raises(InputError, match="one_way_ms must be >= 0; given one_way_ms=-1"):
-        em.r_factor(one_way_ms=-1.0)
+    with pytest.raises(InputError, match="mouth_to_ear_ms must be >= 0; given mouth_to_ear_ms=-1"):
+        em.r_factor(mouth_to_ear_ms=-1.0)
+
+
+def test_one_way_ms_is_deprecated_for_mouth_to_ear_ms():
+    # issue 21: one_way_ms named the mouth-to-ear delay here and the network delay in qoe.score;
+    # the old spelling still works for one release and its warning names the new one.
+    new = em.r_factor(mouth_to_ear_ms=150.0, ppl=1.0, codec="G.711-plc")
+    with pytest.deprecated_call(match="'one_way_ms' is now 'mouth_to_ear_ms'"):
+        old = em.r_factor(one_way_ms=150.0, ppl=1.0, codec="G.711-plc")
+    assert float(old.r) == float(new.r) and float(new.r) < 93.0
+    with pytest.deprecated_call(match="'one_way_ms' is now 'mouth_to_ear_ms'"):
+        assert float(em.delay_impairment(one_way_ms=150.0)) == float(em.delay_impairment(150.0))
+    with pytest.deprecated_call(match="'one_way_ms' is now 'mouth_to_ear_ms'"):
+        assert float(em.simplified_r(one_way_ms=150.0).r) == float(em.simplified_r(150.0).r)
+    with pytest.raises(InputError, match="ambiguous"):
+        em.r_factor(mouth_to_ear_ms=150.0, one_way_ms=150.0)
 
 
 @pytest.mark.filterwarnings("ignore:.*permitted range:qoe.errors.QoEWarning")  # delays past Table 3's 500 ms on purpose
@@ -420,7 +436,7 @@ _OUTSIDE = [
     ("slr", -1.0), ("slr", 19.0), ("rlr", -6.0), ("rlr", 15.0), ("ds", -4.0), ("ds", 4.0),
     ("dr", -4.0), ("dr", 4.0), ("telr", 4.0), ("telr", 66.0), ("wepl", 4.0), ("wepl", 111.0),
     ("t", 501.0), ("tr", 1001.0), ("ta", 501.0), ("qdu", 0.5), ("qdu", 15.0), ("ie", 41.0),
-    ("bpl", 0.5), ("bpl", 41.0), ("ppl", 21.0), ("burst_r", 9.0), ("nc", -81.0), ("nc", -39.0),
+    ("bpl", 0.5), ("bpl", 41.0), ("ppl", 21.0), ("burst_r", 9.0), ("burst_r", 0.5), ("nc", -81.0), ("nc", -39.0),
     ("ps", 34.0), ("ps", 86.0), ("pr", 34.0), ("pr", 86.0), ("a", 21.0),
 ]
 
@@ -432,23 +448,32 @@ def test_outside_permitted_range_warns(name, value):
     low, high = em.PERMITTED_RANGES[name]
     assert not low <= value <= high
     kwargs = {name: value}
-    if name == "ppl":
+    if name in ("ppl", "burst_r"):
         kwargs["bpl"] = 10.0
     with pytest.warns(QoEWarning, match=rf"{name}={value:g} is outside G.107 Table 3's permitted range {low:g}\.\.{high:g}"):
         res = em.r_factor(**kwargs)
     assert np.isfinite(res.r)
 
 
-@pytest.mark.parametrize(("name", "value"), [("stmr", 5.0), ("stmr", 25.0), ("lstr", 30.0), ("nfor", -40.0),
-                                             ("burst_r", 0.5)])
+@pytest.mark.parametrize(("name", "value"), [("stmr", 5.0), ("stmr", 25.0), ("lstr", 30.0), ("nfor", -40.0)])
 def test_outside_range_but_modelled_is_silent(name, value):
     # STMR and LSTR: clause 7.4 extends the model past 10..20 (TERVs, Idtes) on purpose; Nfor has
-    # no range in Table 3; BurstR < 1 is what short windows measure (r_factor Notes).
+    # no range in Table 3 (BurstR below 1 warns like every other input since issue 25).
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        em.r_factor(**{name: value}, **({"ppl": 2.0} if name == "burst_r" else {}))
+        em.r_factor(**{name: value})
+
+
+def test_burst_r_below_1_is_reported_the_same_way_everywhere():
+    # issue 25: r_factor warns, outside_ranges lists it, and the windowed scores name it, with one text
+    text = "burst_r=0.9 is outside G.107 Table 3's permitted range 1..8; the E-model is not validated there"
+    with pytest.warns(QoEWarning, match=re.escape(text)):
+        em.r_factor(ppl=2.0, burst_r=0.9, bpl=10.0)
+    assert text in em.outside_ranges(ppl=2.0, burst_r=0.9, bpl=10.0)
+    with pytest.warns(QoEWarning, match=re.escape(text)):
+        em.delay_impairment(100.0, burst_r=0.9)
 
 
 def test_every_table3_parameter_with_a_range_is_tested():
@@ -472,7 +497,8 @@ def test_inside_permitted_range_is_silent():
         em.r_factor(**lows)
         em.r_factor(**highs)
         em.r_factor(burst_r=np.array([1.0, 8.0]), a=np.array([[0.0], [20.0]]), ppl=2.0, bpl=10.0)
-        # BurstR < 1, as measured on short windows, is used as given without a warning (Notes)
+    # BurstR < 1, as measured on short windows, is used as given by (7-29), with the warning (Notes)
+    with pytest.warns(QoEWarning, match="burst_r=0.5"):
         low = em.r_factor(burst_r=0.5, ppl=2.0, bpl=10.0)
     assert float(low.ie_eff) == pytest.approx(95 * 2 / (2 / 0.5 + 10), abs=1e-12)
 

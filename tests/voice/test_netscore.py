@@ -82,7 +82,7 @@ def test_wide_band_windows_use_g107_1():
         ws = windowed_scores(t, lost, d, codec="G.722.2-23.85-diotic", band="wb")
     assert ws.band == "wb" and ws.codec == "G.722.2-23.85-diotic"
     assert ws.overall["burst_r"] > 1
-    ref = emodel.r_factor(band="wb", codec="G.722.2-23.85-diotic", ppl=0.6, one_way_ms=150.0)
+    ref = emodel.r_factor(band="wb", codec="G.722.2-23.85-diotic", ppl=0.6, mouth_to_ear_ms=150.0)
     assert ws.overall["r"] == pytest.approx(float(ref.r), abs=1e-9)
     assert np.isnan(ws.mos_simplified).all()  # Cole & Rosenbluth is a narrow-band fit
 

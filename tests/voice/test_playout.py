@@ -129,7 +129,7 @@ def test_playout_stream_finds_talkspurts_from_silence():
     # Sound, 3 packets of digital silence, sound: the 4th packet of sound opens talkspurt 1.
     src = np.concatenate([np.full(160 * 3, 5000), np.zeros(160 * 3), np.full(160 * 4, 5000)]).astype(np.int16)
     st, _ = _stream(n=10, source=src)
-    r = playout_stream(st, buffer="adaptive")
+    r = playout_stream(st, jitter_buffer="adaptive")
     assert r.talkspurt.tolist() == [0] * 6 + [1] * 4
 
 

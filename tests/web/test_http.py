@@ -11,10 +11,25 @@ Methods, targets and status codes are compared with tshark in test_http_tshark.p
 from __future__ import annotations
 
 import pytest
-from web_streams import SAMPLES, connection_events, play
+from web_streams import SAMPLES, Feed, connection_events, results
 
-from qoe.web._sink import CLIENT, SERVER, ConnectionId
-from qoe.web.http import Collector, HttpSink, Transaction, connection_sink
+from qoe.web.http import HttpLimits, Transaction
+from qoe.web.http import parse as parse_events
+from qoe.web.tcp import CLIENT, SERVER, ConnectionId
+
+
+def HttpSink(conn, **limits):  # noqa: N802 - reads like the parser it feeds
+    """Events for the HTTP/1.x parser (no sniffing), parsed by qoe.web.http.parse."""
+    return Feed(conn, protocol="http", limits=HttpLimits(**limits))
+
+
+def connection_sink(conn):
+    """Events for the protocol-sniffing path, parsed by qoe.web.http.parse."""
+    return Feed(conn)
+
+
+def play(events, sink):
+    sink.events.extend(events)
 
 CONN = ConnectionId(("192.0.2.1", 40000), ("192.0.2.2", 80), 7, 1_000, True)
 
@@ -393,20 +408,13 @@ def test_times_are_those_of_the_deliveries_holding_first_and_last_bytes():
 # -- the factory -----------------------------------------------------------------------
 
 
-def test_collector_sorts_the_mix_and_drops_finished_parsers():
-    seen = []
-    col = Collector(on_result=seen.append)
-    for name in ("keepalive", "tls13"):
-        conn, evs = sample(name)
-        play(evs, col(conn))
-    assert [r.protocol for r in seen] == ["http", "tls"]
-    assert col.results() == []  # streamed out, not kept
-    keep = Collector()
-    for name in ("http10", "tls12"):
-        for conn, evs in connection_events(SAMPLES / f"{name}.pcap"):
-            play(evs, keep(conn))
-    assert [r.protocol for r in keep.results()] == ["http"] * 4 + ["tls"]
-    assert len(keep.transactions()) == 4 and len(keep.tls_sessions()) == 1
+def test_sniffing_sorts_the_mix():
+    found = [r for name in ("http10", "tls12") for r in results(SAMPLES / f"{name}.pcap")]
+    assert [r.protocol for r in found] == ["http"] * 4 + ["tls"]
+    assert sum(len(r.transactions) for r in found) == 4 and sum(r.tls is not None for r in found) == 1
+    # every HTTP/1.x transaction names its version as ALPN does (RFC 7301 §6)
+    assert {t.protocol for r in found for t in r.transactions} <= {"http/1.0", "http/1.1"}
+    assert all(t.protocol == "http/" + (t.request_version or t.response_version) for r in found for t in r.transactions)
 
 
 def test_unknown_protocols_say_why():
@@ -416,15 +424,12 @@ def test_unknown_protocols_say_why():
     s = connection_sink(CONN)
     s.data(CLIENT, 1, 0, b"SSH-2.0-OpenSSH_9.2\r\n")
     assert s.result().protocol == "unknown"
-    s = connection_sink(CONN, protocols=("http",))
-    s.data(CLIENT, 1, 0, b"\x16\x03\x01\x00\x10")
-    assert s.result().protocol == "unknown" and "not asked for" in s.result().note
     s = connection_sink(CONN)
     s.gap(CLIENT, 1, 0, 100)
     assert s.result().protocol == "unknown" and "missing" in s.result().note
     s = connection_sink(CONN)
     s.data(CLIENT, 1, 0, b"GE")
-    assert s.result().protocol == "unknown" and s.protocol is None
+    assert s.result().protocol == "unknown" and "too few client bytes" in s.result().note
 
 
 def test_request_line_split_across_deliveries_is_recognised():
@@ -456,22 +461,28 @@ def test_memory_stays_bounded_for_a_large_body(framing):
         block = b"%x\r\n" % len(block) + block + b"\r\n"
     head = b"HTTP/1.1 200 OK\r\n" + (b"Content-Length: %d\r\n\r\n" % size if framing == "content-length"
                                      else b"Transfer-Encoding: chunked\r\n\r\n")
-    sink = HttpSink(CONN)
-    sink.data(CLIENT, 1, 0, b"GET /big HTTP/1.1\r\nHost: h\r\n\r\n")
-    tracemalloc.start()
-    try:
-        sink.data(SERVER, 2, 0, head)
+    sent = [0]
+
+    def events():  # one delivery at a time, as TCP reassembly gives them
+        yield "data", CLIENT, 1, 0, b"GET /big HTTP/1.1\r\nHost: h\r\n\r\n"
+        yield "data", SERVER, 2, 0, head
         off = len(head)
         for i in range(size // 65536):
-            sink.data(SERVER, 3 + i, off, block)
+            yield "data", SERVER, 3 + i, off, block
             off += len(block)
         if framing == "chunked":
-            sink.data(SERVER, 10**9, off, b"0\r\n\r\n")
+            yield "data", SERVER, 10**9, off, b"0\r\n\r\n"
             off += 5
+        sent[0] = off
+
+    tracemalloc.start()
+    try:
+        res = parse_events(CONN, events(), protocol="http")
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    tx = sink.result().transactions[0]
+    off = sent[0]
+    tx = res.transactions[0]
     assert tx.response_body_bytes == size and tx.complete
     assert tx.response_header_bytes + tx.response_body_wire_bytes == off
     assert peak < 1 * 2**20, f"peak {peak} bytes while parsing a {size}-byte body"
@@ -490,3 +501,27 @@ def test_repeated_and_mixed_case_fields_take_the_first_value_and_keep_the_names_
     assert (tx.content_type, tx.content_length, tx.response_body_bytes, tx.complete) == ("text/html", 2, 2, True)
     assert tx.request_headers[1:3] == (("Referer", "http://r1/"), ("REFERER", "http://r2/"))
     assert tx.response_headers[-1] == ("CONTENT-LENGTH", "2")
+
+
+def test_whole_heads_and_heads_split_byte_by_byte_give_the_same_transactions():
+    # a whole head in one delivery is read by httptools, one split into single bytes by h11:
+    # the records must not depend on which (RFC 9112 §6.3: HEAD, 204 and 304 without a body)
+    client = (b"HEAD /x HTTP/1.1\r\nHost: h\r\n\r\nGET /a HTTP/1.1\r\nHost: h\r\nUser-Agent:  ua \r\n\r\n"
+              b"GET /b HTTP/1.1\r\nHost: h\r\n\r\nGET /c HTTP/1.1\r\nHost: h\r\n\r\n")
+    server = (b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n"
+              b"HTTP/1.1 204 No Content\r\nContent-Length: 7\r\n\r\n"
+              b"HTTP/1.1 304 Not Modified\r\nETag: \"x\"\r\n\r\n"
+              b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello")
+    whole = HttpSink(CONN)
+    feed(whole, client, server)
+    split = HttpSink(CONN)
+    for d, data in ((CLIENT, client), (SERVER, server)):
+        for i in range(len(data)):
+            split.data(d, 10 + 10 * d, i, data[i:i + 1])
+    split.close(CLIENT, 30, "fin")
+    split.close(SERVER, 30, "fin")
+    a, b = whole.result().transactions, split.result().transactions
+    assert a == b
+    assert [(t.method, t.status, t.response_body_bytes, t.complete) for t in a] == [
+        ("HEAD", 200, 0, True), ("GET", 204, 0, True), ("GET", 304, 0, True), ("GET", 200, 5, True)]
+    assert a[1].user_agent == "ua" and a[3].content_type == "text/plain"

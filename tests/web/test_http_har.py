@@ -16,11 +16,10 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from web_streams import SAMPLES, run
+from web_streams import SAMPLES, results
 
 from qoe.errors import InputError, QoEWarning
 from qoe.web.har import HarPage, parse_har, read_har, to_har, write_har
-from qoe.web.http import Collector
 
 SCHEMA = json.loads((Path(__file__).parent / "har12.schema.json").read_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
@@ -28,10 +27,8 @@ MITM = SAMPLES / "mitmproxy.har"
 
 
 def captured():
-    col = Collector()
-    for name in ("http10", "keepalive", "framing", "continue", "pipelined", "tls13"):
-        run(SAMPLES / f"{name}.pcap", col)
-    return col.transactions()
+    return [t for name in ("http10", "keepalive", "framing", "continue", "pipelined", "tls13")
+            for r in results(SAMPLES / f"{name}.pcap") for t in r.transactions]
 
 
 def errors(har) -> list[str]:

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from web_streams import SAMPLES, connection_events
 
-from qoe.web._sink import CLIENT, SERVER, ConnectionId
-from qoe.web.http import connection_sink
+from qoe.web.http import parse
+from qoe.web.tcp import CLIENT, SERVER, ConnectionId
 
 CONN = ConnectionId(("192.0.2.1", 40000), ("192.0.2.2", 80), 0, 0, True)
 
@@ -56,15 +56,7 @@ CASES.update({name: (CONN, evs) for name, evs in built().items()})
 
 
 def outcome(conn, events):
-    sink = connection_sink(conn)
-    for kind, d, ts, off, item in events:
-        if kind == "data":
-            sink.data(d, ts, off, item)
-        elif kind == "gap":
-            sink.gap(d, ts, off, item)
-        else:
-            sink.close(d, ts, item)
-    return sink.result()
+    return parse(conn, events)
 
 
 def split(events, cuts):

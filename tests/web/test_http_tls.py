@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import struct
 
-from web_streams import SAMPLES, connection_events, play
+from web_streams import SAMPLES, Feed, connection_events, play
 
-from qoe.web._sink import CLIENT, SERVER, ConnectionId
-from qoe.web.http import connection_sink
+from qoe.web.tcp import CLIENT, SERVER, ConnectionId
 from qoe.web.tls import TlsSink, looks_like_tls
 
 CONN = ConnectionId(("192.0.2.1", 40000), ("192.0.2.2", 443), 3, 500, True)
@@ -204,7 +203,7 @@ def test_tls12_abbreviated_handshake_is_resumed():
 
 def test_sniffing_sends_tls_to_the_tls_parser():
     assert looks_like_tls(b"\x16\x03\x01") and looks_like_tls(b"\x16") is None and looks_like_tls(b"\x17\x03") is False
-    s = connection_sink(CONN)
+    s = Feed(CONN)
     tls13_flow(s)
     r = s.result()
     assert r.protocol == "tls" and r.tls.server_name == "www.example.org" and r.transactions == ()

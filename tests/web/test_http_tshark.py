@@ -30,9 +30,8 @@ import subprocess
 from collections import Counter
 
 import pytest
-from web_streams import SAMPLES, run
+from web_streams import SAMPLES, results
 
-from qoe.web.http import Collector
 
 pytestmark = pytest.mark.tshark
 TSHARK = shutil.which("tshark")
@@ -58,9 +57,7 @@ def frames(name: str) -> dict[int, tuple[int, int]]:
 
 
 def ours(name: str):
-    col = Collector()
-    run(SAMPLES / f"{name}.pcap", col)
-    return col.results()
+    return results(SAMPLES / f"{name}.pcap")
 
 
 @needs_tshark

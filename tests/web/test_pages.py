@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from qoe.errors import InputError
 from qoe.report import to_json
+from qoe.web import WebOptions, iter_page_loads, page_loads, pages_from_har
 from qoe.web.har import read_har
-from qoe.web import page_loads, pages_from_har
 from qoe_cli.main import cli
 
 SAMPLES = Path(__file__).resolve().parent / "http_samples"
@@ -49,11 +50,31 @@ def test_plt_runs_from_the_first_syn_to_the_last_byte():
 def test_an_idle_gap_splits_pages():
     cap = SAMPLES / "keepalive.pcap"
     (one,) = page_loads(cap)
-    many = page_loads(cap, idle_gap_s=1e-4)
+    many = page_loads(cap, options=WebOptions(idle_gap_s=1e-4))
     assert len(many) > 1 and sum(p.objects for p in many) == one.objects
     assert [p.index for p in many] == list(range(len(many)))
-    with pytest.raises(Exception, match="idle_gap_s must be a positive"):
-        page_loads(cap, idle_gap_s=0)
+    with pytest.raises(InputError, match="idle_gap_s must be a positive"):
+        WebOptions(idle_gap_s=0)
+
+
+def test_options_convention_old_keywords_warn_and_both_is_ambiguous():
+    """Issue 21's convention: options=WebOptions(...); the old keywords keep working one release
+    with a DeprecationWarning naming the new spelling; both at once is an InputError."""
+    cap = SAMPLES / "keepalive.pcap"
+    new = page_loads(cap, options=WebOptions(idle_gap_s=1e-4, t_min=1.0, t_max=4.0))
+    with pytest.warns(DeprecationWarning, match=r"WebOptions\(idle_gap_s=, t_min=, t_max="):
+        old = page_loads(cap, idle_gap_s=1e-4, bounds=(1.0, 4.0))
+    assert old == new and len(new) > 1 and {p.preset for p in new} == {"custom"}
+    with pytest.warns(DeprecationWarning, match="iter_page_loads"):
+        assert list(iter_page_loads(cap, idle_gap_s=1e-4, bounds=(1.0, 4.0))) == new
+    with pytest.raises(InputError, match="ambiguous"):
+        page_loads(cap, options=WebOptions(), share=0.4)
+    with pytest.raises(InputError, match="ambiguous"):
+        pages_from_har(read_har(SAMPLES / "mitmproxy.har"), options=WebOptions(), preset="backbone")
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        page_loads(cap, idle_gap=1.0)
+    with pytest.warns(DeprecationWarning, match="t_min"):
+        assert WebOptions(t_min=1.0, t_max=4.0).bounds == (1.0, 4.0)
 
 
 @needs_tshark
@@ -91,7 +112,23 @@ def test_cli_pages_table_json_and_objects():
     doc = json.loads(res.output, parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))
     assert doc[0]["objects"] == 4
     res = run(cli, ["web", "pages", str(cap), "--objects", "--format", "csv"])
-    assert res.output.splitlines()[0].startswith("page,client,page_url,connection,method,url,status")
+    assert res.output.splitlines()[0].startswith("page,client,page_url,connection,protocol,method,url,status")
     assert len(res.output.splitlines()) == 5
     res = run(cli, ["web", "pages", str(SAMPLES / "mitmproxy.har")])
     assert res.exit_code == 0 and "index.html" in res.output
+
+
+def test_har_of_an_https_capture_keeps_each_page_s_plt(tmp_path):
+    """An HTTPS page has no entries (its objects are encrypted): its _plt is still written, and
+    read back as the page's PLT (issue 22: `qoe web har` on HTTPS dropped it)."""
+    jsonschema = pytest.importorskip("jsonschema")
+    cap = SAMPLES / "tls13.pcap"
+    out = tmp_path / "s.har"
+    res = CliRunner().invoke(cli, ["web", "har", str(cap), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    har = json.loads(out.read_text(encoding="utf-8"))
+    jsonschema.validate(har, json.loads((Path(__file__).parent / "har12.schema.json").read_text()))
+    (page,) = page_loads(cap)
+    assert har["log"]["entries"] == [] and har["log"]["pages"][0]["_plt"] == pytest.approx(page.plt_s * 1e3)
+    (again,) = pages_from_har(read_har(out))
+    assert again.plt_s == pytest.approx(page.plt_s, abs=1e-6) and any("_plt" in n for n in again.notes)

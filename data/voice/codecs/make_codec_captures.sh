@@ -3,7 +3,7 @@
 # on the loopback, each with three packets lost on the way (a burst of two and a single one).
 #
 # Usage (as root, from anywhere):  data/voice/codecs/make_codec_captures.sh [SECTION ...]
-#   SECTION: g722 g726 gsm g723 g729 l16 opus speex amr amrwb ilbc (default: all of them); only the
+#   SECTION: g722 g726 gsm g723 g729 l16 l16s44 opus speex amr amrwb ilbc (default: all of them); only the
 #   captures of the sections named are made again (and their tshark tables).
 # Needs: tcpdump, ffmpeg (5.1, with libgsm, libopus, libspeex), libbcg729 (Debian libbcg729-0),
 # python3 with PyAV (the qoe venv: AMR-NB encoder libopencore_amrnb, which ffmpeg 5.1 lacks).
@@ -16,7 +16,8 @@
 # About 45 s. Real timing: the captures differ from run to run in their arrival times.
 #
 # For each codec NAME:
-#   NAME.<ext>   the encoded speech the sender sent (first 2.5 s of en_us_male_*.wav; L16: 1.5 s): the oracle.
+#   NAME.<ext>   the encoded speech the sender sent (first 2.5 s of en_us_male_*.wav; L16: 1.5 s, resampled
+#                to 44.1 kHz stereo for l16_44k): the oracle.
 #                The tests decode it with the ffmpeg command line and compare with qoe's audio.
 #   NAME.pcap    the SIP INVITE announcing the stream (SDP as FFmpeg's RTP muxer writes it, or as
 #                below), then the RTP packets as they arrived at 127.0.0.1:PORT.
@@ -31,6 +32,8 @@
 #   g723            G723, static PT 4                        send.py frames g723 (30 ms)
 #   g729            G729, static PT 18, annexb=no            send.py frames g729 (bcg729, 20 ms)
 #   l16             L16/16000/2                              ffmpeg -c pcm_s16be -f rtp, 20 ms
+#   l16_44k         L16/44100/2, static PT 10 (no rtpmap)     ffmpeg -c pcm_s16be -f rtp, 1472-octet packets
+#   l16_44k_dyn     L16/44100/2, PT 96 (a=rtpmap)             ffmpeg -c pcm_s16be -payload_type 96 -f rtp
 #   opus_wb         opus/48000/2 (16 kHz input, wide-band)   ffmpeg -c copy -f rtp (libopus, 20 ms)
 #   opus_nb         opus/48000/2 (8 kHz input, narrow-band)  ffmpeg -c copy -f rtp (libopus, 20 ms)
 #   speex           speex/8000                               ffmpeg -c copy -f rtp (libspeex, 20 ms)
@@ -136,6 +139,20 @@ if want l16; then
   sdp_of "$WORK/l16.sdp" -i l16.wav -af "asetnsamples=n=320:p=0" -c:a pcm_s16be -pkt_size 2000
   capture l16 41200 "$WORK/l16.sdp" \
     $FF -re -i l16.wav -af "asetnsamples=n=320:p=0" -c:a pcm_s16be -pkt_size 2000 -f rtp rtp://127.0.0.1:47200
+fi
+
+# -- L16, 44.1 kHz stereo (issue 25: the whole stream decoded, delta and jitter as tshark's) -------
+# l16_44k: static payload type 10 (RFC 3551 Table 4), the SDP as FFmpeg writes it (no rtpmap);
+# l16_44k_dyn: dynamic type 96 announced "a=rtpmap:96 L16/44100/2" (FFmpeg's -payload_type).
+# FFmpeg's default packet size (1472 octets: 365 stereo samples, 8.28 ms a packet).
+if want l16s44; then
+  $FF -i "$S16" -t 1.5 -ar 44100 -af "pan=stereo|c0=c0|c1=0.5*c0" -c:a pcm_s16le l16_44k.wav
+  sdp_of "$WORK/l16_44k.sdp" -i l16_44k.wav -c:a pcm_s16be
+  capture l16_44k 41510 "$WORK/l16_44k.sdp" \
+    $FF -re -i l16_44k.wav -c:a pcm_s16be -f rtp rtp://127.0.0.1:47510
+  sdp_of "$WORK/l16_44k_dyn.sdp" -i l16_44k.wav -c:a pcm_s16be -payload_type 96
+  capture l16_44k_dyn 41520 "$WORK/l16_44k_dyn.sdp" \
+    $FF -re -i l16_44k.wav -c:a pcm_s16be -payload_type 96 -f rtp rtp://127.0.0.1:47520
 fi
 
 # -- Opus (wide-band and narrow-band input), Speex ------------------------------------------------

@@ -19,7 +19,7 @@ column             meaning
 *option name*      a field of :class:`qoe.voice.CallOptions`, :class:`qoe.video.VideoOptions`
                    or :class:`qoe.web.WebOptions` (``jitter_buffer``, ``window_s``,
                    ``idle_gap_s``, ...), as :func:`qoe.score` takes it as a keyword (a name
-                   two kinds share goes to the first of voice, video, web); or
+                   two kinds share, ``jitter_buffer``, is an error: name the kind); or
                    ``<kind>.<field>`` for one kind's option (``video.jitter_buffer``)
 *anything else*    a label (``buffer``, ``workload``, ``direction``, ``run``, ...), carried
                    through to each result row

@@ -6,9 +6,10 @@ thing to score. Its columns are
 * the inputs of :func:`qoe.score`: ``capture`` (required), ``reference``,
   ``sender_capture``, ``kind`` and ``ssrc``;
 * options: a column named after a field of :class:`qoe.voice.CallOptions`,
-  :class:`qoe.video.VideoOptions` or :class:`qoe.web.WebOptions` (given to
-  :func:`qoe.score` as a keyword: a name two kinds share goes to the first of voice,
-  video, web), or ``<kind>.<field>`` for one kind's option (``video.jitter_buffer``);
+  :class:`qoe.video.VideoOptions`, :class:`qoe.web.WebOptions` or
+  :class:`qoe.video.has.StreamingOptions` (given to :func:`qoe.score` as a keyword; a
+  name two kinds share, ``jitter_buffer``, is an error naming the two spellings), or
+  ``<kind>.<field>`` for one kind's option (``video.jitter_buffer``);
 * labels: any other column (buffer, workload, direction, run, ...), carried through to
   the results untouched.
 
@@ -67,7 +68,10 @@ def _option_names() -> dict[str, tuple[str, ...]]:
     from qoe.voice import CallOptions  # noqa: PLC0415
     from qoe.web import WebOptions  # noqa: PLC0415
 
-    return {"voice": CallOptions.names(), "video": VideoOptions.names(), "web": WebOptions.names()}
+    from qoe.video.has import StreamingOptions  # noqa: PLC0415
+
+    return {"voice": CallOptions.names(), "video": VideoOptions.names(), "web": WebOptions.names(),
+            "streaming": StreamingOptions.names()}
 
 
 @dataclass(frozen=True)
@@ -93,7 +97,7 @@ class Manifest:
     columns: tuple[str, ...]
     rows: tuple[dict[str, Any], ...]
     root: Path
-    options: dict[str, tuple[str | None, str]]
+    options: dict[str, tuple[str, str]]
     labels: tuple[str, ...]
     source: str
 
@@ -158,9 +162,9 @@ def read_manifest(manifest: Any, *, root: str | os.PathLike[str] | None = None) 
     return Manifest(tuple(columns), tuple(rows), base, options, labels, source)
 
 
-def _classify(columns: Sequence[str], source: str) -> tuple[dict[str, tuple[str | None, str]], tuple[str, ...]]:
+def _classify(columns: Sequence[str], source: str) -> tuple[dict[str, tuple[str, str]], tuple[str, ...]]:
     names = _option_names()
-    options: dict[str, tuple[str | None, str]] = {}
+    options: dict[str, tuple[str, str]] = {}
     labels = []
     for c in columns:
         if c in INPUTS:
@@ -174,9 +178,20 @@ def _classify(columns: Sequence[str], source: str) -> tuple[dict[str, tuple[str 
                 )
             options[c] = (prefix, field)
         elif any(c in n for n in names.values()):
-            options[c] = (None, c)
+            owners = [k for k, n in names.items() if c in n]
+            if len(owners) > 1:
+                raise InputError(
+                    f"manifest {source}: column {c!r} is an option of {' and '.join(owners)}: name it "
+                    + " or ".join(f"{k}.{c}" for k in owners)
+                )
+            options[c] = (owners[0], c)
         else:
             labels.append(c)
+    spelled: dict[tuple[str, str], str] = {}
+    for c, key in options.items():
+        if key in spelled:
+            raise InputError(f"manifest {source}: columns {spelled[key]!r} and {c!r} are the same option: keep one")
+        spelled[key] = c
     return options, tuple(labels)
 
 
@@ -211,7 +226,6 @@ def make_task(manifest: Manifest, index: int, *, table: str) -> dict[str, Any]:
         "sender_capture": _resolve(row["sender_capture"], manifest.root) if "sender_capture" in row else None,
         "kind": str(row.get("kind", "auto")),
         "ssrc": row.get("ssrc"),
-        "fields": {},
         "options": {},
         "table": table,
     }
@@ -219,10 +233,7 @@ def make_task(manifest: Manifest, index: int, *, table: str) -> dict[str, Any]:
         if column not in row:
             continue
         value = _resolve(row[column], manifest.root) if field in PATH_OPTIONS else row[column]
-        if kind is None:
-            task["fields"][field] = value
-        else:
-            task["options"].setdefault(kind, {})[field] = value
+        task["options"].setdefault(kind, {})[field] = value
     return task
 
 
@@ -232,7 +243,9 @@ def option_objects(options: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     from qoe.voice import CallOptions  # noqa: PLC0415
     from qoe.web import WebOptions  # noqa: PLC0415
 
-    classes = {"voice": CallOptions, "video": VideoOptions, "web": WebOptions}
+    from qoe.video.has import StreamingOptions  # noqa: PLC0415
+
+    classes = {"voice": CallOptions, "video": VideoOptions, "web": WebOptions, "streaming": StreamingOptions}
     return {kind: classes[kind]().replace(**parse_fields(classes[kind], values)) for kind, values in options.items()}
 
 

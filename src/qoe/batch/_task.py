@@ -59,8 +59,7 @@ def score_task(task: dict[str, Any]) -> dict[str, Any]:
         ``cpu_seconds`` (CPU time of the worker process meanwhile, all its threads).
     """
     from qoe.api import score  # noqa: PLC0415 - a worker loads the scorers on its first row
-    from qoe.batch._manifest import option_objects, parse_fields  # noqa: PLC0415
-    from qoe.voice import CallOptions  # noqa: PLC0415
+    from qoe.batch._manifest import option_objects  # noqa: PLC0415
 
     t0, cpu0 = time.perf_counter(), time.process_time()
     out: dict[str, Any] = {"row": task["row"], "row_key": task["row_key"], "records": [], "error": None,
@@ -70,8 +69,7 @@ def score_task(task: dict[str, Any]) -> dict[str, Any]:
         try:
             options = option_objects(task["options"]) or None
             report = score(task["capture"], reference=task["reference"], kind=task["kind"], options=options,
-                           sender_capture=task["sender_capture"], ssrc=task["ssrc"],
-                           **parse_fields(CallOptions, task["fields"]))
+                           sender_capture=task["sender_capture"], ssrc=task["ssrc"])
             out["records"] = [to_plain(r) for r in report.to_records(task["table"])]
             out["report_notes"] = list(report.notes)
         except QoEError as exc:

@@ -50,6 +50,7 @@ _IDB = dpkt_pcapng.PCAPNG_BT_IDB  # 1, §4.2
 _PB = dpkt_pcapng.PCAPNG_BT_PB  # 2, Appendix A (obsolete Packet Block)
 _SPB = dpkt_pcapng.PCAPNG_BT_SPB  # 3, §4.4
 _EPB = dpkt_pcapng.PCAPNG_BT_EPB  # 6, §4.3
+_DSB = 0x0000000A  # §4.7 Decryption Secrets Block
 # Blocks that Wireshark shows as frames although they hold no packet: the Systemd Journal
 # Export Block (pcapng §4.7, type 9) and Custom Blocks (§4.8, 0x00000BAD / 0x40000BAD).
 # They take a frame number (checked with tshark 4.0), so that ours stay equal to Wireshark's.
@@ -285,6 +286,11 @@ class _PcapngWalk:
             problem = self._take_spb(blen)
         elif btype == _PB:
             problem = self._take_pb(blen)
+        elif btype == _DSB and blen >= 20:
+            # §4.7 Decryption Secrets Block: type, total length, secrets type, secrets length, data
+            stype, slen = struct.unpack_from(self.info.byte_order + "II", self.buf, self.pos + 8)
+            self.info.decryption_secrets.append((stype, bytes(self.buf[self.pos + 16:self.pos + 16 + min(slen, blen - 20)])))
+            problem = None
         elif btype in _FRAME_WITHOUT_PACKET:
             if self.probe_only:
                 self._first_frame(0)  # no time of its own, as in its row

@@ -114,6 +114,10 @@ class CaptureInfo:
         pcapng Simple Packet Block), as :attr:`Packet.ts_ns`; None when the file holds
         no whole frame. :func:`probe` reads it from the first record only (pcapng: the
         blocks up to the first packet), whatever the file's size.
+    decryption_secrets : list of (int, bytes)
+        pcapng Decryption Secrets Blocks (draft-ietf-opsawg-pcapng §4.7: secrets type,
+        e.g. 0x544c534b "TLSK" for an NSS key log, and the secrets data) found before the
+        first packet (where ``editcap --inject-secrets`` writes them), as :func:`probe` saw them.
     """
 
     name: str
@@ -123,6 +127,7 @@ class CaptureInfo:
     modified: bool = False
     interfaces: list[Interface] = field(default_factory=list)
     first_frame_ns: int | None = None
+    decryption_secrets: list[tuple[int, bytes]] = field(default_factory=list)
 
 
 def read_bytes(f: BinaryIO, n: int, name: str) -> bytes:

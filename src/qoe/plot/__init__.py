@@ -9,6 +9,7 @@ itself in a notebook and is saved with :func:`save`).
 * :func:`call_series` — delay, loss and MOS per window of a call direction.
 * :func:`video_frames` — PSNR and SSIM per frame of a video stream, freezes shaded.
 * :func:`video_rtp` — frames and kbit/s per second of an RTP video stream from its headers.
+* :func:`streaming_series` — bitrate, buffer and stalls of a streaming session.
 * :func:`figures` — every figure a :class:`qoe.Report` has: one per call direction
   and per scored video stream.
 """
@@ -19,7 +20,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from qoe.plot.heatmap import CATEGORY_COLOURS, Cells, cell_table, heatmap, read_results
-from qoe.plot.series import call_series, frozen_mask, video_frames, video_rtp
+from qoe.plot.series import call_series, frozen_mask, streaming_series, video_frames, video_rtp
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -34,6 +35,7 @@ __all__ = [
     "video_frames",
     "video_rtp",
     "frozen_mask",
+    "streaming_series",
     "figures",
     "save",
 ]
@@ -51,9 +53,10 @@ def figures(report: Any) -> list[tuple[str, Figure]]:
     -------
     list of (str, Figure)
         One :func:`call_series` per voice direction with network-side scores, one
-        :func:`video_frames` per video stream scored against a reference and one
-        :func:`video_rtp` per RTP video stream, in report order. Items with nothing over
-        time to draw (web pages, MPEG-TS in UDP without a reference) have none.
+        :func:`video_frames` per video stream scored against a reference, one
+        :func:`video_rtp` per RTP video stream, in report order, and one
+        :func:`streaming_series` per streaming session. Items with nothing over time to
+        draw (web pages, MPEG-TS in UDP without a reference) have none.
     """
     out = []
     for item in report.results:
@@ -65,6 +68,8 @@ def figures(report: Any) -> list[tuple[str, Figure]]:
                 out.append((f"video-{item.label}", video_frames(item)))
             if getattr(getattr(item, "facts", item), "headers", None) is not None:
                 out.append((f"video-rtp-{item.label}", video_rtp(item)))
+        elif kind == "streaming" and item.tables()["seconds"]:
+            out.append((f"streaming-{item.index}", streaming_series(item)))
     return out
 
 

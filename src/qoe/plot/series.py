@@ -8,6 +8,8 @@
   (still the previous frame) shaded, frames never shown marked.
 * :func:`video_rtp` — a video stream's facts from its RTP headers (encrypted or not): frames
   and payload kbit/s per second, W3C freezes (webrtc-stats ``freezeCount``) shaded.
+* :func:`streaming_series` — an adaptive streaming session: played bitrate, buffer,
+  startup and stalls over time.
 
 References
 ----------
@@ -29,7 +31,7 @@ from qoe.plot._mpl import new_figure
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["call_series", "video_frames", "video_rtp", "frozen_mask"]
+__all__ = ["call_series", "video_frames", "video_rtp", "frozen_mask", "streaming_series"]
 
 
 def call_series(direction: Any, *, title: str | None = None) -> Figure:
@@ -157,6 +159,54 @@ def video_frames(video: Any, *, title: str | None = None) -> Figure:
         ax.grid(alpha=0.3)
     n_frozen = int(frozen.sum())
     fig.suptitle(title or f"{getattr(video, 'label', 'video')}: {n_frozen} frozen frame(s) shaded")
+    return fig
+
+
+def streaming_series(session: Any, *, title: str | None = None) -> Figure:
+    """Played bitrate, buffer and stalls over time of one adaptive streaming session.
+
+    Parameters
+    ----------
+    session : qoe.video.has.StreamingSession
+        From :func:`qoe.score` (``kind="streaming"``) or :func:`qoe.video.has.sessions`.
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two panels over session time (s): the declared bitrate of the video being played
+        (kbit/s, one step per ``tick_s``) with the requested segments' bitrates as dots
+        at their completion; the playable buffer (s of media). Startup and stalls are
+        shaded red in both.
+    """
+    tables = session.tables()
+    sec = tables["seconds"]
+    if not sec:
+        raise InputError(f"{getattr(session, 'label', session)!r}: nothing to plot (no segment was played)")
+    t = np.array([r["t_s"] for r in sec], dtype=float)
+    rate = np.array([r["bitrate_kbps"] for r in sec], dtype=float)
+    buf = np.array([r["buffer_s"] for r in sec], dtype=float)
+    fig = new_figure(figsize=(8, 5))
+    ax_r, ax_b = fig.subplots(2, 1, sharex=True)
+    ax_r.step(t, rate, where="post", lw=1.5, label="played")
+    segs = [r for r in tables["segments"] if r["media_type"] in ("video", "muxed") and r["number"] >= 0]
+    if segs:
+        ax_r.plot([r["response_end_s"] for r in segs], [r["bandwidth"] / 1e3 for r in segs], ".", ms=4,
+                  color="grey", label="downloaded")
+    ax_r.set_ylabel("video bitrate (kbit/s)")
+    ax_r.legend(loc="lower right", fontsize=8)
+    ax_b.plot(t, buf, lw=1.2, color="#1a9641")
+    ax_b.set_ylabel("buffer (s of media)")
+    ax_b.set_xlabel("session time (s)")
+    start = getattr(session, "join_time_s", float("nan"))
+    spans = [(0.0, start)] if np.isfinite(start) else []
+    spans += [(s["start_s"], s["start_s"] + s["duration_s"]) for s in tables["stalls"]]
+    for ax in (ax_r, ax_b):
+        for a, b in spans:
+            ax.axvspan(a, b, color="#d7191c", alpha=0.2, lw=0)
+        ax.grid(alpha=0.3)
+    fig.suptitle(title or f"{getattr(session, 'label', 'session')}: {len(tables['stalls'])} stall(s); "
+                          "startup and stalls shaded")
     return fig
 
 

@@ -286,8 +286,8 @@ def find_video(capture: str | os.PathLike[str], *, sdp: str | os.PathLike[str] |
         kind = m.media if m is not None else s.media
         rtp_keys.add((s.key.src, s.key.sport, s.key.dst, s.key.dport, s.key.encapsulation))
         notes: tuple[str, ...] = ()
-        # (qoe.rtp may have inferred "video" from a 90 kHz clock: the payload still names the codec)
-        if kind in (None, "video") and m is None and s.codec is None and looks_like_h264(s.packets.payloads):
+        # no SDP names the payload (the media kind may be inferred from the clock rate: qoe.rtp)
+        if m is None and s.codec is None and kind in (None, "video") and looks_like_h264(s.packets.payloads):
             kind, m = "video", _h264_sdp(s)
             notes = (f"payload type {s.payload_type} taken for H.264 (RFC 6184) by its NAL units: no SDP names it",)
         if kind == "video":

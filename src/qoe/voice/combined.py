@@ -23,6 +23,8 @@ References
 
 from __future__ import annotations
 
+import warnings
+
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,8 +52,9 @@ class CombinedScore:
     ----------
     mos_lqo : ndarray
         The listening-quality input (P.862.1 MOS-LQO).
-    one_way_ms : ndarray
-        The mouth-to-ear delay the delay impairment was computed for.
+    mouth_to_ear_ms : ndarray
+        The mouth-to-ear delay the delay impairment was computed for (``one_way_ms``, its
+        old name, still reads it for one release, with a :class:`DeprecationWarning`).
     z1 : ndarray
         R of ``mos_lqo`` (G.107 Appendix I).
     z2 : ndarray
@@ -65,12 +68,19 @@ class CombinedScore:
     """
 
     mos_lqo: NDArray[np.float64]
-    one_way_ms: NDArray[np.float64]
+    mouth_to_ear_ms: NDArray[np.float64]
     z1: NDArray[np.float64]
     z2: NDArray[np.float64]
     z: NDArray[np.float64]
     mos: NDArray[np.float64]
     band: str = "nb"
+
+    @property
+    def one_way_ms(self) -> NDArray[np.float64]:
+        """Deprecated: :attr:`mouth_to_ear_ms` (issue 21: one name per concept)."""
+        warnings.warn("CombinedScore.one_way_ms is now CombinedScore.mouth_to_ear_ms; the old name goes in the "
+                      "next release", DeprecationWarning, stacklevel=2)
+        return self.mouth_to_ear_ms
 
     def to_dict(self) -> dict[str, Any]:
         """Fields as plain Python values (numbers, or nested lists for arrays)."""
@@ -78,7 +88,11 @@ class CombinedScore:
 
 
 def combined_score(
-    mos_lqo: ArrayLike, one_way_ms: ArrayLike, *, band: Literal["nb", "wb"] = "nb", **emodel_params: ArrayLike
+    mos_lqo: ArrayLike,
+    mouth_to_ear_ms: ArrayLike | None = None,
+    *,
+    band: Literal["nb", "wb"] = "nb",
+    **emodel_params: ArrayLike,
 ) -> CombinedScore:
     """Combined listening + delay score of Pujol et al. (IMC 2014) §7.1.
 
@@ -86,9 +100,10 @@ def combined_score(
     ----------
     mos_lqo : array_like
         Listening quality as P.862.1 MOS-LQO (e.g. ``qoe.voice.pesq(...).mos_lqo``).
-    one_way_ms : array_like
+    mouth_to_ear_ms : array_like
         Mouth-to-ear delay in ms: network one-way delay plus jitter-buffer and
-        packetisation delay.
+        packetisation delay (required; ``one_way_ms=``, its old spelling, works for one
+        release with a :class:`DeprecationWarning`).
     band : {"nb", "wb"}, keyword-only
         ``"nb"``: a P.862 MOS-LQO scored with G.107. ``"wb"``: a P.862.2 MOS-LQO scored on
         the G.107.1 wide-band scale (see the module docstring).
@@ -107,8 +122,16 @@ def combined_score(
     >>> round(float(s.z1), 1), round(float(s.z2), 1), round(float(s.mos), 2)
     (79.4, 54.3, 1.42)
     """
+    if "one_way_ms" in emodel_params:
+        if mouth_to_ear_ms is not None:
+            raise InputError("ambiguous delay: both mouth_to_ear_ms and its deprecated spelling one_way_ms given")
+        warnings.warn("'one_way_ms' is now 'mouth_to_ear_ms'; the old name goes in the next release",
+                      DeprecationWarning, stacklevel=2)
+        mouth_to_ear_ms = emodel_params.pop("one_way_ms")
+    if mouth_to_ear_ms is None:
+        raise InputError("combined_score needs mouth_to_ear_ms, the mouth-to-ear delay in ms")
     m = np.asarray(mos_lqo, dtype=np.float64)
-    d = np.asarray(one_way_ms, dtype=np.float64)
+    d = np.asarray(mouth_to_ear_ms, dtype=np.float64)
     if np.isnan(m).any() or ((m < 1.0) | (m > 5.0)).any():
         raise InputError(f"mos_lqo must lie in [1, 5]; given {mos_lqo!r}")
     if band not in ("nb", "wb"):
@@ -120,5 +143,5 @@ def combined_score(
     z = np.maximum(0.0, z1 - z2)  # Pujol et al. §7.1
     shape = np.broadcast_shapes(m.shape, d.shape, z.shape)
     b = lambda v: np.broadcast_to(v, shape)  # noqa: E731
-    return CombinedScore(mos_lqo=b(m), one_way_ms=b(d), z1=b(z1), z2=b(z2), z=b(z), mos=b(r_to_mos(z / scale)),
+    return CombinedScore(mos_lqo=b(m), mouth_to_ear_ms=b(d), z1=b(z1), z2=b(z2), z=b(z), mos=b(r_to_mos(z / scale)),
                          band=band)

@@ -20,7 +20,7 @@ fills the gap:
 
 For the other codecs (G.722, G.726, G.723.1, GSM, iLBC, Speex, L16) FFmpeg's decoders have
 no loss concealment: the gap is filled like G.711's, by the receiver's ``conceal`` choice
-(silence or repetition, :mod:`qoe.voice.playout`), and the result's notes say so.
+(silence or repetition, :mod:`qoe.voice.timeline`), and the result's notes say so.
 
 Timeline
 --------
@@ -42,17 +42,19 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from math import gcd
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from qoe.errors import InputError, QoEError, UnsupportedCodecError
 from qoe.voice import g711, payload as pf
+from qoe.voice.identify import identify_stream, with_codec
+from qoe.voice.timeline import Conceal, ReceivedAudio, rebuild_audio, repeat_conceal
 
 if TYPE_CHECKING:  # pragma: no cover
     from qoe.rtp import RtpStream
     from qoe.rtp.jitterbuffer import PlayoutResult
-    from qoe.voice.playout import ReceivedAudio
 
 __all__ = [
     "AudioFormat", "audio_format", "stream_format", "stream_band", "decode_packets", "decode_stream", "pesq_audio",
@@ -67,6 +69,8 @@ _G726_RATES = (16, 24, 32, 40)
 _GSM_FRAME = 33
 # RFC 5574 §3 / §6: Speex at 8000 (narrow-band), 16000 (wide-band), 32000 Hz (ultra-wide-band).
 _SPEEX_RATES = (8000, 16000, 32000)
+# RFC 3551 §6 Table 4: the static L16 payload types, 44100 Hz, 10 with two channels, 11 with one.
+_L16_STATIC_CHANNELS = {10: 2, 11: 1}
 # RFC 7587 §4.1: the Opus RTP clock is 48000 Hz whatever the audio bandwidth; the decoder
 # outputs at that rate.
 _OPUS_RATE = 48000
@@ -203,9 +207,22 @@ def audio_format(
 
 
 def stream_format(stream: RtpStream) -> AudioFormat:
-    """:func:`audio_format` of an :class:`~qoe.rtp.RtpStream` (its codec, clock rate, channels, fmtp)."""
+    """:func:`audio_format` of an :class:`~qoe.rtp.RtpStream` (its codec, clock rate, channels, fmtp).
+
+    The static L16 payload types carry their channel count in RFC 3551 Table 4 (10: two, 11:
+    one), which no SDP restates (FFmpeg's RTP muxer announces ``m=audio ... 10`` without
+    ``a=rtpmap``): for them the table's count is used. A dynamic payload type that no SDP
+    names is recognised from its payloads (:func:`qoe.voice.identify.identify_stream`: AMR,
+    AMR-WB, Opus), or the :class:`~qoe.errors.UnsupportedCodecError` says what to pass.
+    """
+    found = identify_stream(stream)  # a dynamic payload type without SDP: from its payloads, or an error
+    if found is not None:
+        stream = with_codec(stream, found)
+    channels = getattr(stream, "channels", 1) or 1
+    if (stream.codec or "").upper() == "L16" and stream.payload_type in _L16_STATIC_CHANNELS:
+        channels = _L16_STATIC_CHANNELS[stream.payload_type]
     return audio_format(stream.codec, stream.clock_rate, payload_type=stream.payload_type,
-                        channels=getattr(stream, "channels", 1) or 1, fmtp=getattr(stream, "fmtp", None))
+                        channels=channels, fmtp=getattr(stream, "fmtp", None))
 
 
 def stream_band(stream: RtpStream) -> Band:
@@ -325,7 +342,7 @@ def decode_packets(
     fmt: AudioFormat,
     *,
     played: np.ndarray | None = None,
-    conceal: Literal["silence", "repeat"] = "silence",
+    conceal: Conceal = "silence",
     fade_ms: float = 60.0,
     playout: PlayoutResult | None = None,
 ) -> ReceivedAudio:
@@ -344,7 +361,7 @@ def decode_packets(
         lost to the decoder.
     conceal : {"silence", "repeat"}, keyword-only
         How gaps the decoder does not conceal itself are filled (see
-        :mod:`qoe.voice.playout`).
+        :mod:`qoe.voice.timeline`).
     fade_ms : float, keyword-only
         Fade of repetition concealment.
     playout : PlayoutResult, optional, keyword-only
@@ -363,8 +380,41 @@ def decode_packets(
     InputError
         Mismatched lengths, no packet to play, an unknown concealment.
     """
-    from qoe.voice.playout import ReceivedAudio, _repeat_conceal, rebuild_audio  # noqa: PLC0415 - cycle
+    ts, seq, use = _checked_packets(ts_ext, seq_ext, payloads, played, conceal)
+    if fmt.codec in ("PCMA", "PCMU"):
+        return rebuild_audio(ts, list(payloads), law=fmt.codec, played=use, conceal=conceal, fade_ms=fade_ms,
+                             sample_rate=fmt.sample_rate, playout=playout)
+    t0 = int(ts.min())
+    order = _rtp_order(ts, seq, use)
+    fmt = _settled_format(fmt, payloads, order)
+    run = _DecodeRun(fmt, t0)
+    for i in order.tolist():
+        run.packet(int(ts[i]), int(seq[i]), bytes(payloads[i]))
+    if not run.pieces:
+        raise InputError("decode_packets: no played packet decoded to any audio")
+    out, covered, filled = _placed(run.pieces)
+    notes = run.notes(covered, conceal)
+    if conceal == "repeat":
+        _repeat_gaps(out, ~filled, run.pieces, round(fade_ms * fmt.sample_rate / 1000.0))
+    band = _opus_band(run.bands, fmt.band) if fmt.codec == "OPUS" else fmt.band
+    return ReceivedAudio(
+        samples=out[:, 0] if out.shape[1] == 1 else out,
+        sample_rate=fmt.sample_rate,
+        ts_first=t0,
+        concealed=~covered,
+        conceal=conceal,
+        codec=fmt.codec,
+        playout=playout,
+        clock_rate=fmt.clock_rate,
+        band=band,
+        notes=tuple(notes),
+    )
 
+
+def _checked_packets(
+    ts_ext: np.ndarray, seq_ext: np.ndarray, payloads: Sequence[bytes], played: np.ndarray | None, conceal: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Step 1: the timestamps, sequence numbers and played mask as arrays, checked (InputError)."""
     ts = np.asarray(ts_ext, dtype=np.int64)
     seq = np.asarray(seq_ext, dtype=np.int64)
     n = ts.shape[0]
@@ -376,63 +426,102 @@ def decode_packets(
     use = np.ones(n, dtype=bool) if played is None else np.asarray(played, dtype=bool)
     if use.shape != (n,):
         raise InputError(f"decode_packets: played has shape {use.shape}, expected ({n},)")
-    if fmt.codec in ("PCMA", "PCMU"):
-        a = rebuild_audio(ts, list(payloads), law=fmt.codec, played=use, conceal=conceal, fade_ms=fade_ms,
-                          sample_rate=fmt.sample_rate, playout=playout)
-        return a
-    t0 = int(ts.min())
+    return ts, seq, use
+
+
+def _rtp_order(ts: np.ndarray, seq: np.ndarray, use: np.ndarray) -> np.ndarray:
+    """Step 2: the played packets' indices in RTP order (timestamp, then sequence number)."""
     order = np.flatnonzero(use)
-    order = order[np.lexsort((seq[order], ts[order]))]
+    return order[np.lexsort((seq[order], ts[order]))]
+
+
+def _settled_format(fmt: AudioFormat, payloads: Sequence[bytes], order: np.ndarray) -> AudioFormat:
+    """Step 3: what the payloads settle that the SDP may not have (the iLBC mode)."""
     if fmt.codec == "ILBC" and order.size:
         # RFC 3952 §5: the SDP's mode, else the frame size the payloads show (30 ms when both fit)
         given = fmt.params.get("mode")
         size = pf.ilbc_frame_bytes(len(payloads[order[0]]), int(given) if given else None)
         fmt = dataclasses.replace(fmt, params={**fmt.params, "mode": "20" if size == 38 else "30"})
-    ratio = fmt.ratio
-    decoder = _Decoder(fmt) if fmt.decoder else None
-    pieces: list[tuple[int, np.ndarray, bool]] = []  # (first output sample, samples, decoded from a played packet)
-    notes: list[str] = []
-    bands: list[str] = []
-    prev_seq = prev_pay = None
-    expected = None  # RTP time right after the last decoded packet
-    sid = 0
-    concealed_by_decoder = 0
-    for i in order.tolist():
-        pay = bytes(payloads[i])
-        t = int(ts[i])
-        if prev_seq is not None and int(seq[i]) == prev_seq:
-            continue  # a duplicate
-        if decoder is not None and fmt.plc and prev_pay is not None and expected is not None:
-            missing = int(seq[i]) - prev_seq - 1
-            if missing > 0 and t > expected:
-                pos = expected
-                for fr in _lost_frames(fmt, prev_pay, missing):
-                    x = decoder.decode(fr)
-                    if x.shape[0] == 0 or pos >= t:
-                        continue
-                    pieces.append((round((pos - t0) * ratio), x, False))
-                    pos += round(x.shape[0] / ratio)
-                    concealed_by_decoder += x.shape[0]
-        if fmt.codec == "L16":
-            x = _l16(fmt, pay)
-        else:
-            if fmt.codec in ("G729", "G729A") and pf.g729_frames(pay)[1]:
-                sid += 1
-            if fmt.codec == "OPUS":
-                bands.append(pf.opus_bandwidth(pay) or "")
-            try:
-                frames = _frames(fmt, pay)
-            except InputError:
-                frames = []  # a malformed payload: lost to the decoder
-            chunks = [decoder.decode(fr) for fr in frames]  # type: ignore[union-attr]
-            chunks = [c for c in chunks if c.shape[0]]
-            x = np.concatenate(chunks) if chunks else np.zeros((0, fmt.channels), dtype=np.int16)
+    return fmt
+
+
+class _DecodeRun:
+    """Step 4: packets decoded one by one in RTP order, each piece at its place on the timeline.
+
+    ``pieces`` holds (first output sample, int16 samples (n, channels), decoded from a
+    played packet: True; the decoder's concealment of lost packets: False).
+    """
+
+    def __init__(self, fmt: AudioFormat, t0: int) -> None:
+        self.fmt = fmt
+        self.t0 = t0
+        self.ratio = fmt.ratio
+        self.decoder = _Decoder(fmt) if fmt.decoder else None
+        self.pieces: list[tuple[int, np.ndarray, bool]] = []
+        self.bands: list[str] = []
+        self.sid = 0  # G.729 Annex B SID frames
+        self.concealed_by_decoder = 0  # samples
+        self.prev_seq: int | None = None
+        self.prev_pay: bytes | None = None
+        self.expected: int | None = None  # RTP time right after the last decoded packet
+
+    def packet(self, t: int, seq: int, pay: bytes) -> None:
+        """Decode one played packet (RTP time ``t``), after concealing the packets lost before it."""
+        if self.prev_seq is not None and seq == self.prev_seq:
+            return  # a duplicate
+        if self.decoder is not None and self.fmt.plc and self.prev_pay is not None and self.expected is not None:
+            self._conceal_lost(t, seq - self.prev_seq - 1)  # type: ignore[operator]
+        x = self._decoded(pay)
         if x.shape[0]:
-            pieces.append((round((t - t0) * ratio), x, True))
-        expected = t + round(x.shape[0] / ratio)
-        prev_seq, prev_pay = int(seq[i]), pay
-    if not pieces:
-        raise InputError("decode_packets: no played packet decoded to any audio")
+            self.pieces.append((round((t - self.t0) * self.ratio), x, True))
+        self.expected = t + round(x.shape[0] / self.ratio)
+        self.prev_seq, self.prev_pay = seq, pay
+
+    def _conceal_lost(self, t: int, missing: int) -> None:
+        """The decoder's own concealment of ``missing`` lost packets, up to RTP time ``t``."""
+        if missing <= 0 or t <= self.expected:  # type: ignore[operator]
+            return
+        pos = self.expected
+        for fr in _lost_frames(self.fmt, self.prev_pay, missing):  # type: ignore[arg-type]
+            x = self.decoder.decode(fr)  # type: ignore[union-attr]
+            if x.shape[0] == 0 or pos >= t:  # type: ignore[operator]
+                continue
+            self.pieces.append((round((pos - self.t0) * self.ratio), x, False))  # type: ignore[operator]
+            pos += round(x.shape[0] / self.ratio)  # type: ignore[operator]
+            self.concealed_by_decoder += x.shape[0]
+
+    def _decoded(self, pay: bytes) -> np.ndarray:
+        """The samples of one payload, (n, channels) int16; a malformed payload decodes to none."""
+        fmt = self.fmt
+        if fmt.codec == "L16":
+            return _l16(fmt, pay)
+        if fmt.codec in ("G729", "G729A") and pf.g729_frames(pay)[1]:
+            self.sid += 1
+        if fmt.codec == "OPUS":
+            self.bands.append(pf.opus_bandwidth(pay) or "")
+        try:
+            frames = _frames(fmt, pay)
+        except InputError:
+            frames = []  # a malformed payload: lost to the decoder
+        chunks = [self.decoder.decode(fr) for fr in frames]  # type: ignore[union-attr]
+        chunks = [c for c in chunks if c.shape[0]]
+        return np.concatenate(chunks) if chunks else np.zeros((0, fmt.channels), dtype=np.int16)
+
+    def notes(self, covered: np.ndarray, conceal: str) -> list[str]:
+        """What was done about loss and silence, for the result's notes."""
+        fmt, notes = self.fmt, []
+        if fmt.plc and self.concealed_by_decoder:
+            notes.append(f"{fmt.codec}: lost packets concealed by the decoder ({self.concealed_by_decoder} samples)")
+        elif not fmt.plc and not covered.all():
+            notes.append(f"{fmt.codec}: the decoder has no loss concealment; gaps filled by {conceal}")
+        if self.sid:
+            notes.append(f"G.729: {self.sid} Annex B SID frame(s): no comfort noise generated (silence)")
+        return notes
+
+
+def _placed(pieces: Sequence[tuple[int, np.ndarray, bool]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Step 5: the pieces laid on one (n, channels) timeline; which samples a played packet
+    covered, and which any piece (played or concealed by the decoder) filled."""
     total = max(p0 + x.shape[0] for p0, x, _ in pieces)
     ch = pieces[0][1].shape[1]
     out = np.zeros((total, ch), dtype=np.int16)
@@ -448,40 +537,25 @@ def decode_packets(
             span = ~covered[p0:p0 + x.shape[0]]
             out[p0:p0 + x.shape[0]][span] = x[span]
         filled[p0:p0 + x.shape[0]] = True
-    if fmt.plc and concealed_by_decoder:
-        notes.append(f"{fmt.codec}: lost packets concealed by the decoder ({concealed_by_decoder} samples)")
-    elif not fmt.plc and not covered.all():
-        notes.append(f"{fmt.codec}: the decoder has no loss concealment; gaps filled by {conceal}")
-    if sid:
-        notes.append(f"G.729: {sid} Annex B SID frame(s): no comfort noise generated (silence)")
-    gaps = ~filled
-    if conceal == "repeat" and gaps.any():
-        frame = int(np.median([x.shape[0] for _, x, r in pieces if r]))
-        for c in range(ch):
-            col = out[:, c].copy()
-            _repeat_conceal(col, gaps, frame, int(round(fade_ms * fmt.sample_rate / 1000.0)))
-            out[:, c] = col
-    band = _opus_band(bands, fmt.band) if fmt.codec == "OPUS" else fmt.band
-    samples = out[:, 0] if ch == 1 else out
-    return ReceivedAudio(
-        samples=samples,
-        sample_rate=fmt.sample_rate,
-        ts_first=t0,
-        concealed=~covered,
-        conceal=conceal,
-        codec=fmt.codec,
-        playout=playout,
-        clock_rate=fmt.clock_rate,
-        band=band,
-        notes=tuple(notes),
-    )
+    return out, covered, filled
+
+
+def _repeat_gaps(out: np.ndarray, gaps: np.ndarray, pieces: Sequence[tuple[int, np.ndarray, bool]], fade: int) -> None:
+    """Step 6 (``conceal="repeat"``): each channel's unfilled gaps by repetition of the median packet."""
+    if not gaps.any():
+        return
+    frame = int(np.median([x.shape[0] for _, x, r in pieces if r]))
+    for c in range(out.shape[1]):
+        col = out[:, c].copy()
+        repeat_conceal(col, gaps, frame, fade)
+        out[:, c] = col
 
 
 def decode_stream(
     stream: RtpStream,
     *,
     played: np.ndarray | None = None,
-    conceal: Literal["silence", "repeat"] = "silence",
+    conceal: Conceal = "silence",
     fade_ms: float = 60.0,
     playout: PlayoutResult | None = None,
 ) -> ReceivedAudio:
@@ -523,15 +597,13 @@ def pesq_audio(audio: ReceivedAudio) -> ReceivedAudio:
     .. [1] ITU-T P.862 (02/2001) clause 1 and P.862.2 (11/2007) clause 1: narrow-band speech
        at 8 kHz; wide-band speech (50-7000 Hz) at 16 kHz.
     """
-    from math import gcd  # noqa: PLC0415
-
     fs = PESQ_RATES["wb" if audio.band == "wb" else "nb"]
     x = audio.samples
     if x.ndim == 2:
         x = np.rint(x.astype(np.float64).mean(axis=1)).astype(np.int16)
     concealed = audio.concealed
     if audio.sample_rate != fs:
-        import scipy.signal  # noqa: PLC0415
+        import scipy.signal  # noqa: PLC0415 - SciPy's signal module (~0.3 s to import), only to resample
 
         g = gcd(fs, audio.sample_rate)
         up, down = fs // g, audio.sample_rate // g

@@ -6,7 +6,7 @@ against each other, so a delay × loss heat map is one call (delays past Table 3
 are computed, not validated: ``out_of_range="ignore"`` leaves the warning out)::
 
     >>> import numpy as np
-    >>> res = r_factor(one_way_ms=np.arange(0, 1000, 50)[:, None], ppl=np.linspace(0, 5, 11), codec="G.711-plc",
+    >>> res = r_factor(mouth_to_ear_ms=np.arange(0, 1000, 50)[:, None], ppl=np.linspace(0, 5, 11), codec="G.711-plc",
     ...                out_of_range="ignore")
     >>> res.r.shape
     (20, 11)
@@ -52,6 +52,7 @@ from numpy.typing import ArrayLike, NDArray
 from qoe.errors import InputError, QoEWarning
 from qoe.mos import r_to_mos
 from qoe.report import as_dict
+from qoe.voice._g113 import CODECS, CODECS_WB, UNVERIFIED, Codec, codec
 
 __all__ = [
     "G107_DEFAULTS",
@@ -169,157 +170,6 @@ ADVANTAGE_FACTOR: Mapping[str, float] = MappingProxyType(
     }
 )
 
-
-#: What a preset's ``source`` says when nothing was checked: G.113's text could not be read
-#: (issue 11, point 9), and no other public source quoting the value was found.
-UNVERIFIED = "unverified: G.113 (11/2007) Appendix I could not be read and no other source was checked"
-
-# Secondary sources that quote G.113 Ie values, read through the project's search tool
-# (their text, not G.113's). Neither is the Recommendation: a preset they agree with is
-# "checked against" them, not verified against G.113.
-_MITEL = ("Mitel MiVoice MX-ONE 7.8 SP1 planning library, 'Speech Compression Impairment', "
-          "Table 1 (G.726 32 kbit/s: 7; G.729A(AB): 11; G.723.1 6.3 kbit/s: 15; its note: "
-          "G.729: 10)")
-_NORTEL = ("Nortel CS 1000 'IP Trunk Fundamentals' NN43001-563 01.01 (2007), Table 29 (G.711: "
-           "0; G.729A/AB 20-30 ms frames: 11; G.723.1 5.3 kbit/s: 19, 6.3 kbit/s: 15), which "
-           "says its factors are 'not identical to those shown in the ITU-T standards'")
-
-
-@dataclass(frozen=True, slots=True)
-class Codec:
-    """Equipment impairment of a codec: Ie, and Bpl where one is tabulated.
-
-    Attributes
-    ----------
-    name : str
-        Preset name as accepted by ``r_factor(codec=...)``.
-    ie : float
-        Equipment impairment factor Ie (after G.113 Appendix I, Table I.1), or Ie,WB for a
-        wide-band preset (:data:`CODECS_WB`, G.113 Appendix IV).
-    bpl : float or None
-        Packet-loss robustness factor Bpl (after G.113 Appendix I, Table I.3, or Appendix IV
-        for Bpl,WB); ``None`` when none is tabulated, in which case a loss probability needs
-        an explicit ``bpl``.
-    description : str
-        Codec, bit rate and (for Bpl) the packet size and concealment it was measured with.
-    source : str
-        Which source the values were checked against, value by value; :data:`UNVERIFIED`
-        (the default) when none was. G.113 itself could not be read (issue 11, point 9).
-    """
-
-    name: str
-    ie: float
-    bpl: float | None
-    description: str
-    source: str = UNVERIFIED
-
-
-def _codec_table(entries: list[Codec]) -> Mapping[str, Codec]:
-    return MappingProxyType({c.name.lower(): c for c in entries})
-
-
-def _checked(ie_by: str, bpl: bool) -> str:
-    tail = "; Bpl unverified (no source quoting G.113 Table I.3 was found)" if bpl else ""
-    return f"Ie checked against {ie_by} (G.113 itself not read){tail}"
-
-
-#: Narrow-band codec presets after ITU-T G.113 (11/2007) Appendix I: Ie from Table I.1,
-#: Bpl from Table I.3 (random packet loss). The values were transcribed when this table
-#: was written; G.113's text could not be read to re-check them (issue 11, point 9). Each
-#: preset's ``source`` says what its values were checked against: the Ie of G.711, G.726
-#: 32 kbit/s, G.729, G.729A and G.723.1 agree with two secondary sources quoting G.113
-#: (a Mitel and a Nortel planning guide); every other Ie and every Bpl is
-#: :data:`UNVERIFIED`. Pass ``ie=``/``bpl=`` explicitly where the exact value matters.
-CODECS: Mapping[str, Codec] = _codec_table(
-    [
-        Codec("G.711", 0.0, 4.3, "G.711 PCM 64 kbit/s, 10 ms packets, no PLC (Table I.1/I.3)",
-              _checked(_NORTEL, bpl=True)),
-        Codec("G.711-plc", 0.0, 25.1, "G.711 PCM 64 kbit/s, 10 ms packets, G.711 Appendix I PLC (Table I.1/I.3)",
-              _checked(_NORTEL, bpl=True)),
-        Codec("G.726-40", 2.0, None, "G.726 ADPCM 40 kbit/s (Table I.1)"),
-        Codec("G.726-32", 7.0, None, "G.726 ADPCM 32 kbit/s (Table I.1)", _checked(_MITEL, bpl=False)),
-        Codec("G.726-24", 25.0, None, "G.726 ADPCM 24 kbit/s (Table I.1)"),
-        Codec("G.726-16", 50.0, None, "G.726 ADPCM 16 kbit/s (Table I.1)"),
-        Codec("G.728-16", 7.0, None, "G.728 LD-CELP 16 kbit/s (Table I.1)"),
-        Codec("G.728-12.8", 20.0, None, "G.728 LD-CELP 12.8 kbit/s (Table I.1)"),
-        Codec("G.729", 10.0, None, "G.729 CS-ACELP 8 kbit/s (Table I.1)", _checked(_MITEL, bpl=False)),
-        Codec("G.729A+VAD", 11.0, 19.0, "G.729A CS-ACELP 8 kbit/s with VAD, 20 ms packets (Table I.1/I.3)",
-              _checked(f"{_MITEL} and {_NORTEL}", bpl=True)),
-        Codec("G.723.1-6.3", 15.0, None, "G.723.1 MP-MLQ 6.3 kbit/s (Table I.1)",
-              _checked(f"{_MITEL} and {_NORTEL}", bpl=False)),
-        Codec("G.723.1-5.3", 19.0, None, "G.723.1 ACELP 5.3 kbit/s (Table I.1)", _checked(_NORTEL, bpl=False)),
-        Codec("G.723.1+VAD", 15.0, 16.1, "G.723.1 MP-MLQ 6.3 kbit/s with VAD, 30 ms packets (Table I.1/I.3)",
-              _checked(f"{_MITEL} and {_NORTEL}", bpl=True)),
-        Codec("GSM-FR", 20.0, None, "GSM 06.10 RPE-LTP full rate 13 kbit/s (Table I.1)"),
-        Codec("GSM-HR", 23.0, None, "GSM 06.20 VSELP half rate 5.6 kbit/s (Table I.1)"),
-        Codec("GSM-EFR", 5.0, 10.0, "GSM 06.60 ACELP enhanced full rate 12.2 kbit/s, 20 ms packets (Table I.1/I.3)"),
-        Codec("IS-54", 20.0, None, "IS-54 VSELP 8 kbit/s (Table I.1)"),
-        Codec("IS-641", 10.0, None, "IS-641 ACELP 7.4 kbit/s (Table I.1)"),
-        Codec("IS-96a", 21.0, None, "IS-96a QCELP 8 kbit/s (Table I.1)"),
-        Codec("IS-127", 6.0, None, "IS-127 RCELP (EVRC) 8 kbit/s (Table I.1)"),
-        Codec("PDC-FR", 24.0, None, "Japanese PDC VSELP full rate 6.7 kbit/s (Table I.1)"),
-    ]
-)
-
-# Secondary sources of G.113 Appendix IV (wide-band Ie,WB / Bpl,WB), read through the
-# project's search tool. G.113 itself could not be read (its 11/2007, 2009 amendment and
-# later editions are not in the search corpora), so every wide-band preset is "checked
-# against" one of these, never verified against the Recommendation.
-_SIPNAB = ("NormB/sipnab src/rtp/emodel_wb.rs (MIT/Apache-2.0, commit 3141f383), which "
-           "transcribes G.113 (09/2024) Appendix IV: Table IV.1 (Ie,WB, monotic listening, all "
-           "nine AMR-WB modes), Table IV.3 (Ie,WB, diotic, six modes), Table IV.4 (Bpl,WB, "
-           "diotic, uniform loss, three modes)")
-_MITEL_WB = ("Mitel MiVoice MX-ONE 7.8 SP1 planning library, 'Speech Compression Impairment', "
-             "Table 2 'G.722 codec' (Ie,wb = 14 / 18 / 24 at 64 / 56 / 48 kbit/s); it does not "
-             "name G.113 or its table")
-
-
-def _wb(name: str, ie: float, bpl: float | None, description: str, source: str) -> Codec:
-    return Codec(name, ie, bpl, description, source)
-
-
-_AMRWB_MONOTIC = {  # kbit/s -> Ie,WB, G.113 (09/2024) Table IV.1 as transcribed by _SIPNAB
-    "6.6": 41.0, "8.85": 26.0, "12.65": 13.0, "14.25": 10.0, "15.85": 7.0,
-    "18.25": 5.0, "19.85": 3.0, "23.05": 1.0, "23.85": 8.0,
-}
-_AMRWB_DIOTIC = {  # kbit/s -> (Ie,WB Table IV.3, Bpl,WB Table IV.4 or None), as transcribed by _SIPNAB
-    "6.6": (56.0, None), "8.85": (41.0, None), "12.65": (20.0, 4.3),
-    "15.85": (17.0, None), "23.05": (8.0, 4.6), "23.85": (10.0, 4.9),
-}
-
-#: Wide-band codec presets (``r_factor(band="wb", codec=...)``), on the 0..129 scale of
-#: G.107.1. G.107.1 has no codec table of its own: it defers to G.113 Appendix IV
-#: ("provisional planning values"). G.113's text could not be read here, so each preset's
-#: ``source`` names the secondary source its values were checked against:
-#:
-#: * ``G.722.2-<kbit/s>`` (AMR-WB, all nine modes): Ie,WB of G.113 (09/2024) Table IV.1
-#:   (monotic listening: handset or one-ear headset), no Bpl (IV.4 has none for monotic
-#:   listening, and a diotic Bpl is not paired with a monotic Ie).
-#: * ``G.722.2-<kbit/s>-diotic`` (six modes): Ie,WB of Table IV.3 (diotic: two-ear headset
-#:   or loudspeaker), with the Bpl,WB of Table IV.4 where it has one (23.85, 23.05, 12.65).
-#: * ``G.722-64/56/48``: Ie,WB 14 / 18 / 24 as quoted by a Mitel planning guide (which does
-#:   not name its source); no Bpl.
-#: * ``G.711-wb``: G.711 heard in a wide-band context, Ie,WB = 30 as issue 11 quotes G.113
-#:   Appendix IV; :data:`UNVERIFIED` (no source quoting it was found).
-#:
-#: A preset without Bpl scores a loss-free stream only; give ``bpl=`` to model loss. No
-#: preset exists for wide-band Opus, Speex or L16: G.113 tabulates none (give ``ie``/``bpl``).
-CODECS_WB: Mapping[str, Codec] = _codec_table(
-    [
-        _wb("G.722-64", 14.0, None, "G.722 SB-ADPCM 64 kbit/s (mode 1), wide-band scale", f"Ie,WB checked against {_MITEL_WB}; Bpl: none found"),
-        _wb("G.722-56", 18.0, None, "G.722 SB-ADPCM 56 kbit/s (mode 2), wide-band scale", f"Ie,WB checked against {_MITEL_WB}; Bpl: none found"),
-        _wb("G.722-48", 24.0, None, "G.722 SB-ADPCM 48 kbit/s (mode 3), wide-band scale", f"Ie,WB checked against {_MITEL_WB}; Bpl: none found"),
-        _wb("G.711-wb", 30.0, None, "G.711 PCM 64 kbit/s heard in a wide-band context (G.113 Appendix IV, per issue 11)", UNVERIFIED),
-        *[_wb(f"G.722.2-{k}", ie, None, f"G.722.2 (AMR-WB) {k} kbit/s, monotic listening (G.113 Table IV.1)",
-              f"Ie,WB checked against {_SIPNAB} (Table IV.1); G.113 itself not read; no monotic Bpl,WB exists there")
-          for k, ie in _AMRWB_MONOTIC.items()],
-        *[_wb(f"G.722.2-{k}-diotic", ie, bpl, f"G.722.2 (AMR-WB) {k} kbit/s, diotic listening (G.113 Tables IV.3/IV.4)",
-              f"Ie,WB (Table IV.3){' and Bpl,WB (Table IV.4)' if bpl is not None else ''} checked against {_SIPNAB}; "
-              "G.113 itself not read")
-          for k, (ie, bpl) in _AMRWB_DIOTIC.items()],
-    ]
-)
-
 # G.107 (06/2015) eq. (7-29): Ie,eff saturates at 95. G.107.1 clause 7.5 keeps the 95 of the
 # narrow-band equation for Ie,eff,WB (it is not rescaled to 129).
 _IE_CEILING = 95.0
@@ -333,22 +183,6 @@ _IDD_WB_FACTOR = 1.29
 # G.107.1 (06/2019) clause 7.4 / 7.7: the receive-side noise floor of No,WB is -96 dBmp
 # (G.107's Nfor = -64 dBmp is a narrow-band figure).
 _NFOR_WB = -96.0
-
-
-def codec(name: str, *, band: Literal["nb", "wb"] = "nb") -> Codec:
-    """Look up a codec preset by name (case-insensitive).
-
-    Raises
-    ------
-    InputError
-        For an unknown name; the message lists the known ones.
-    """
-    table = CODECS if band == "nb" else CODECS_WB
-    try:
-        return table[name.lower()]
-    except KeyError:
-        known = ", ".join(c.name for c in table.values()) or "none"
-        raise InputError(f"unknown {band} codec {name!r}; known codecs: {known}") from None
 
 
 # --------------------------------------------------------------------------------------
@@ -510,10 +344,10 @@ def _resolve(
         if name in _NOT_WARNED or (band == "wb" and name not in _WB_CHECKED):
             continue
         value = out[name]
-        # BurstR < 1 (loss spread more evenly than random) is below Table 3's range but is
-        # what loss measured on short windows routinely gives (0.92-0.99 on the sample
-        # captures); eq. (7-29) is applied as written there without a warning (Notes).
-        bad = (value > high) if name == "burst_r" else (value < low) | (value > high)
+        # Every range the same way, BurstR's lower bound included (issue 25): BurstR < 1 (loss
+        # spread more evenly than random, 0.92-0.99 on short windows of the sample captures)
+        # is computed by eq. (7-29) as written, and said, like any input Table 3 does not cover.
+        bad = (value < low) | (value > high)
         if bad.any():
             messages.append(f"{name}={value[bad].flat[0]:g} is outside G.107 Table 3's permitted range "
                             f"{low:g}..{high:g}; the E-model is not validated there")
@@ -554,13 +388,32 @@ def _idte_wb(no_wb: FloatArray, t: FloatArray, telr: FloatArray, rlr: FloatArray
     return ((roe - re) / 2.0 + np.sqrt((roe - re) ** 2 / 4.0 + 100.0) - 1.0) * (1.0 - np.exp(-t))
 
 
-def _with_delays(one_way_ms: ArrayLike | None, params: Mapping[str, ArrayLike]) -> Mapping[str, ArrayLike]:
-    """``params`` with the three G.107 clause 7.4 delays of a one-way delay D (r_factor Notes)."""
-    if one_way_ms is None:
+def _with_delays(mouth_to_ear_ms: ArrayLike | None, params: Mapping[str, ArrayLike]) -> Mapping[str, ArrayLike]:
+    """``params`` with the three G.107 clause 7.4 delays of a mouth-to-ear delay D (r_factor Notes)."""
+    if mouth_to_ear_ms is None:
         return params
-    d = np.asarray(one_way_ms, dtype=np.float64)
-    _check("one_way_ms", d, min_value=0.0)
+    d = np.asarray(mouth_to_ear_ms, dtype=np.float64)
+    _check("mouth_to_ear_ms", d, min_value=0.0)
     return {"ta": d, "t": d, "tr": 2.0 * d, **params}  # explicit ta, t, tr win
+
+
+#: The deprecated spelling of ``mouth_to_ear_ms`` (issue 21: ``one_way_ms`` also named the
+#: network delay of :func:`qoe.score`, now ``network_delay_ms``). Accepted for one release.
+_OLD_DELAY = "one_way_ms"
+
+
+def _mouth_to_ear(value: ArrayLike | None, params: dict[str, Any], *, stacklevel: int = 3) -> ArrayLike | None:
+    """``mouth_to_ear_ms``, or the deprecated ``one_way_ms`` taken out of ``params`` with a warning."""
+    if _OLD_DELAY not in params:
+        return value
+    old = params.pop(_OLD_DELAY)
+    if value is not None:
+        raise InputError("ambiguous delay: both mouth_to_ear_ms and its deprecated spelling one_way_ms given; "
+                         "pass mouth_to_ear_ms only")
+    warnings.warn("'one_way_ms' is now 'mouth_to_ear_ms' (the mouth-to-ear delay of G.107 clause 7.4; the "
+                  "network delay of qoe.score is 'network_delay_ms'); the old name goes in the next release",
+                  DeprecationWarning, stacklevel=stacklevel + 1)
+    return old
 
 
 def r_factor(
@@ -568,7 +421,7 @@ def r_factor(
     codec: str | None = None,
     band: Literal["nb", "wb"] = "nb",
     delay_sensitivity: Literal["default", "low", "very_low"] | None = None,
-    one_way_ms: ArrayLike | None = None,
+    mouth_to_ear_ms: ArrayLike | None = None,
     out_of_range: Literal["warn", "ignore"] = "warn",
     **params: ArrayLike,
 ) -> EModelResult:
@@ -586,10 +439,12 @@ def r_factor(
     delay_sensitivity : {"default", "low", "very_low"}, optional
         Delay-sensitivity class of G.107 clause 7.4, setting (sT, mT) to (1, 100),
         (0.55, 120) or (0.4, 150). Explicit ``s_t=``/``m_t=`` override it.
-    one_way_ms : array_like, optional
+    mouth_to_ear_ms : array_like, optional
         The one-way mouth-to-ear delay D of a connection (ms), setting its three G.107
         delays: ``ta = t = D`` and ``tr = 2·D`` (see Notes). Explicit ``ta=``, ``t=`` or
-        ``tr=`` override what it sets.
+        ``tr=`` override what it sets. ``one_way_ms=``, its old spelling, works for one
+        release with a :class:`DeprecationWarning` (it is not :func:`qoe.score`'s
+        ``network_delay_ms``, the network part of this delay).
     out_of_range : {"warn", "ignore"}
         What an input outside its Table 3 permitted range does: a :class:`~qoe.errors.QoEWarning`
         (default) or nothing. A caller scoring many windows or calls uses ``"ignore"`` and
@@ -662,13 +517,14 @@ def r_factor(
       RLR −5..14, Ds and Dr −3..3, TELR 5..65, WEPL 5..110 dB; T 0..500, Tr 0..1000,
       Ta 0..500 ms (past them Idd and the echo terms are extrapolated, as the seed paper's
       multi-second bufferbloat delays require); qdu 1..14; Ie 0..40; Bpl 1..40; Ppl
-      0..20 %; BurstR up to 8; Nc −80..−40 dBm0p; Ps, Pr 35..85 dB(A); A 0..20
-      (:data:`PERMITTED_RANGES`).
+      0..20 %; BurstR 1..8 (below 1, loss spread more evenly than random, is what a loss
+      pattern measured over a short window routinely gives, 0.92-0.99 on the project's
+      sample captures: (7-29) is applied as written, and the warning says the model is not
+      validated there, as for every other input); Nc −80..−40 dBm0p; Ps, Pr 35..85 dB(A);
+      A 0..20 (:data:`PERMITTED_RANGES`).
     * Silent: STMR outside 10..20 and LSTR outside 13..23 (clause 7.4 extends the model
-      there itself, with TERVs below STMR 9 dB and Idtes above 20 dB), Nfor (no range in
-      Table 3), and BurstR in (0, 1): loss spread more evenly than random is below the range
-      but is what a loss pattern measured over a short window routinely gives (0.92-0.99 on
-      the project's sample captures), so (7-29) is applied as written.
+      there itself, with TERVs below STMR 9 dB and Idtes above 20 dB), and Nfor (no range
+      in Table 3).
     * ``band="wb"``: only the ranges of the terms G.107.1 uses are checked (delays, TELR,
       WEPL, RLR, Bpl, Ppl, A); Is,WB = 0 leaves the loudness, noise and qdu inputs unused,
       and Ie,WB lives on the 0..129 scale (G.113 Appendix IV goes to 56). G.107.1's own
@@ -681,7 +537,7 @@ def r_factor(
     One-way delay. G.107 clause 7.4 takes three delays: Ta, the absolute (mouth-to-ear)
     delay; T, the mean one-way delay of the talker-echo path; Tr, the round-trip delay of
     the 4-wire loop (listener echo). For a connection known only by its one-way delay D,
-    ``one_way_ms=D`` sets Ta = T = D and Tr = 2·D: the echo is reflected at the far end,
+    ``mouth_to_ear_ms=D`` sets Ta = T = D and Tr = 2·D: the echo is reflected at the far end,
     so talker echo travels D one way and listener echo makes a full round trip. This is
     the one place in :mod:`qoe` where that reading is written; every scorer that has a
     one-way delay (:func:`delay_impairment`, :mod:`qoe.voice.netscore`, the call scorer,
@@ -767,14 +623,25 @@ def r_factor(
     """
     if band not in _BANDS:
         raise InputError(f"band must be 'nb' (G.107) or 'wb' (G.107.1); given band={band!r}")
-    p = _resolve(_with_delays(one_way_ms, params), codec, delay_sensitivity, band, out_of_range)
+    mouth_to_ear_ms = _mouth_to_ear(mouth_to_ear_ms, params)
+    p = _resolve(_with_delays(mouth_to_ear_ms, params), codec, delay_sensitivity, band, out_of_range)
 
+    nb = _narrowband_terms(p)
+    fields = _wideband(p, nb, nfor_given="nfor" in params) if band == "wb" else _narrowband(p, nb)
+    shape = np.broadcast_shapes(*(v.shape for v in fields.values()))
+    return EModelResult(**{k: np.broadcast_to(v, shape) for k, v in fields.items()}, band=band)
+
+
+def _narrowband_terms(p: Mapping[str, FloatArray]) -> dict[str, FloatArray]:
+    """The G.107 (06/2015) terms both bands report: Ro, No, Is and its parts, Rle, Idd.
+
+    Clauses 7.2 and 7.3, and the listener-echo rating Rle and the absolute-delay
+    impairment Idd of clause 7.4 (the wide-band path scales or re-bases them).
+    """
     slr, rlr, stmr, lstr = p["slr"], p["rlr"], p["stmr"], p["lstr"]
-    ds, dr, telr, wepl = p["ds"], p["dr"], p["telr"], p["wepl"]
-    t, tr, ta = p["t"], p["tr"], p["ta"]
+    ds, telr, t = p["ds"], p["telr"], p["t"]
     nc, nfor, ps, pr = p["nc"], p["nfor"], p["ps"], p["pr"]
-    s_t, m_t = p["s_t"], p["m_t"]
-    del dr  # Dr enters only through LSTR = STMR + Dr (Table 3), set in _resolve unless LSTR is given
+    # Dr enters only through LSTR = STMR + Dr (Table 3), set in _resolve unless LSTR is given
 
     # --- 7.2 Basic signal-to-noise ratio, Ro -------------------------------------------
     olr = slr + rlr  # OLR = SLR + RLR
@@ -797,10 +664,24 @@ def r_factor(
     iq = 15.0 * _lg(1.0 + 10.0**y + 10.0**z)  # Iq
     is_ = iolr + ist + iq  # Is
 
-    # --- 7.4 Delay impairment factor, Id -----------------------------------------------
-    # Talker echo. Only Id (7-18), Idte (7-19), Idle (7-25), Idd (7-27) and Ie,eff (7-29) carry
-    # their 06/2015 numbers (issue 11, point 9); the text could not be read to number the
+    # --- 7.4 Listener echo (Rle of (7-25)) and absolute delay, (7-27) -------------------
+    # Only Id (7-18), Idte (7-19), Idle (7-25), Idd (7-27) and Ie,eff (7-29) carry their
+    # 06/2015 numbers (issue 11, point 9); the text could not be read to number the
     # equations between them, so those are named by their symbols, not numbered.
+    rle = 10.5 * (p["wepl"] + 7.0) * (p["tr"] + 1.0) ** -0.25  # Rle
+    # X = 0 for Ta <= mT makes (7-27) exactly 0, its first case.
+    s_t, m_t = p["s_t"], p["m_t"]
+    x = np.log2(np.maximum(p["ta"], m_t) / m_t)  # X = lg(Ta/mT) / lg 2
+    e = 6.0 * s_t
+    idd = 25.0 * ((1.0 + x**e) ** (1.0 / e) - 3.0 * (1.0 + (x / 3.0) ** e) ** (1.0 / e) + 2.0)  # (7-27)
+    return dict(olr=olr, no=no, ro=ro, iolr=iolr, ist=ist, iq=iq, is_=is_, rle=rle, idd=idd)
+
+
+def _narrowband(p: Mapping[str, FloatArray], nb: Mapping[str, FloatArray]) -> dict[str, FloatArray]:
+    """R of G.107 (06/2015): talker echo (7-19), Id (7-18), Ie,eff (7-29), R (7-1), MOS (Annex B)."""
+    t, telr, stmr, rlr = p["t"], p["telr"], p["stmr"], p["rlr"]
+    ro, no, ist, is_ = nb["ro"], nb["no"], nb["ist"], nb["is_"]
+    # --- 7.4 Delay impairment factor, Id: talker echo ------------------------------------
     roe = -1.5 * (no - rlr)  # Roe
     terv = telr - 40.0 * _lg((1.0 + t / 10.0) / (1.0 + t / 150.0)) + 6.0 * np.exp(-0.3 * t**2)  # TERV
     if np.any(stmr < 9.0):
@@ -813,45 +694,44 @@ def r_factor(
     idte = np.where(t < 1.0, 0.0, idte)
     if np.any(stmr > 20.0):
         idte = np.where(stmr > 20.0, np.sqrt(idte**2 + ist**2), idte)  # Idtes, STMR > 20 dB
-    if band == "wb":
-        # G.107.1 (06/2019) clause 7.4: its own talker echo, from No,WB with Nfor = -96 dBmp
-        # (unless nfor is given); No,WB is what the result reports as `no`.
-        nfor_wb = p["nfor"] if "nfor" in params else np.asarray(_NFOR_WB)
-        no = _noise_sum(slr, rlr, olr, ds, lstr, nc, nfor_wb, ps, pr)
-        idte = _idte_wb(no, t, telr, rlr)
-    # Listener echo, (7-25) with Rle.
-    rle = 10.5 * (wepl + 7.0) * (tr + 1.0) ** -0.25  # Rle
-    ro_idle = np.full_like(ro, _RO_WB) if band == "wb" else ro  # G.107.1: Idle from Ro,WB
-    idle = (ro_idle - rle) / 2.0 + np.sqrt((ro_idle - rle) ** 2 / 4.0 + 169.0)  # (7-25)
-    # Absolute delay, (7-27). X = 0 for Ta <= mT makes (7-27) exactly 0, its first case.
-    x = np.log2(np.maximum(ta, m_t) / m_t)  # X = lg(Ta/mT) / lg 2
-    e = 6.0 * s_t
-    idd = 25.0 * ((1.0 + x**e) ** (1.0 / e) - 3.0 * (1.0 + (x / 3.0) ** e) ** (1.0 / e) + 2.0)  # (7-27)
-    if band == "wb":
-        idd = _IDD_WB_FACTOR * idd  # G.107.1 clause 7.4
+    rle = nb["rle"]
+    idle = (ro - rle) / 2.0 + np.sqrt((ro - rle) ** 2 / 4.0 + 169.0)  # (7-25)
+    idd = nb["idd"]
     id_ = idte + idle + idd  # (7-18)
-
     # --- 7.5 Effective equipment impairment factor, Ie,eff -----------------------------
     ie, ppl = p["ie"], p["ppl"]
-    if band == "wb":
-        ie_eff = ie + (_IE_CEILING - ie) * ppl / (ppl + p["bpl"])  # G.107.1 (06/2019) 7.5: no BurstR
-    else:
-        ie_eff = ie + (_IE_CEILING - ie) * ppl / (ppl / p["burst_r"] + p["bpl"])  # (7-29)
-
+    ie_eff = ie + (_IE_CEILING - ie) * ppl / (ppl / p["burst_r"] + p["bpl"])  # (7-29)
     a = p["a"]
-    if band == "wb":
-        ro = np.full_like(ro, _RO_WB)  # G.107.1 clause 7.2
-        is_ = np.zeros_like(is_)
-        r = ro - id_ - ie_eff + a  # G.107.1 eq. (7-1) with Is,WB = 0 (see Notes)
-        mos = r_to_mos(r / _WB_TO_NB)  # G.107.1 Annex A
-    else:
-        r = ro - is_ - id_ - ie_eff + a  # (7-1)
-        mos = r_to_mos(r)  # Annex B
+    r = ro - is_ - id_ - ie_eff + a  # (7-1)
+    mos = r_to_mos(r)  # Annex B
+    return dict(r=r, mos=mos, ro=ro, is_=is_, iolr=nb["iolr"], ist=ist, iq=nb["iq"], id_=id_, idte=idte,
+                idle=idle, idd=idd, ie_eff=ie_eff, a=a, no=no)
 
-    fields = dict(r=r, mos=mos, ro=ro, is_=is_, iolr=iolr, ist=ist, iq=iq, id_=id_, idte=idte,
-                  idle=idle, idd=idd, ie_eff=ie_eff, a=a, no=no)
-    shape = np.broadcast_shapes(*(v.shape for v in fields.values()))
-    return EModelResult(**{k: np.broadcast_to(v, shape) for k, v in fields.items()}, band=band)
+
+def _wideband(p: Mapping[str, FloatArray], nb: Mapping[str, FloatArray], *, nfor_given: bool) -> dict[str, FloatArray]:
+    """R_WB of G.107.1 (06/2019) from the narrow-band terms (see :func:`r_factor` Notes).
+
+    Ro,WB = 129 and Is,WB = 0 (clause 7.2, 7.3); Idte,WB from No,WB with Nfor = -96 dBmp
+    unless ``nfor`` was given (clause 7.4); Idle from Ro,WB; Idd,WB = 1.29 Idd (clause
+    7.4); Ie,eff,WB without BurstR (clause 7.5); MOS from R_WB / 1.29 (Annex A). The
+    narrow-band Iolr, Ist and Iq are still reported.
+    """
+    nfor_wb = p["nfor"] if nfor_given else np.asarray(_NFOR_WB)
+    no = _noise_sum(p["slr"], p["rlr"], nb["olr"], p["ds"], p["lstr"], p["nc"], nfor_wb, p["ps"], p["pr"])  # No,WB
+    idte = _idte_wb(no, p["t"], p["telr"], p["rlr"])
+    ro = np.full_like(nb["ro"], _RO_WB)  # G.107.1 clause 7.2
+    rle = nb["rle"]
+    idle = (ro - rle) / 2.0 + np.sqrt((ro - rle) ** 2 / 4.0 + 169.0)  # (7-25) from Ro,WB
+    idd = _IDD_WB_FACTOR * nb["idd"]  # G.107.1 clause 7.4
+    id_ = idte + idle + idd  # (7-18)
+    ie, ppl = p["ie"], p["ppl"]
+    ie_eff = ie + (_IE_CEILING - ie) * ppl / (ppl + p["bpl"])  # G.107.1 (06/2019) 7.5: no BurstR
+    a = p["a"]
+    is_ = np.zeros_like(nb["is_"])
+    r = ro - id_ - ie_eff + a  # G.107.1 eq. (7-1) with Is,WB = 0 (see Notes)
+    mos = r_to_mos(r / _WB_TO_NB)  # G.107.1 Annex A
+    return dict(r=r, mos=mos, ro=ro, is_=is_, iolr=nb["iolr"], ist=nb["ist"], iq=nb["iq"], id_=id_, idte=idte,
+                idle=idle, idd=idd, ie_eff=ie_eff, a=a, no=no)
 
 
 def outside_ranges(
@@ -859,14 +739,14 @@ def outside_ranges(
     codec: str | None = None,
     band: Literal["nb", "wb"] = "nb",
     delay_sensitivity: Literal["default", "low", "very_low"] | None = None,
-    one_way_ms: ArrayLike | None = None,
+    mouth_to_ear_ms: ArrayLike | None = None,
     **params: ArrayLike,
 ) -> tuple[str, ...]:
     """What :func:`r_factor` would warn of for these inputs: those outside G.107 Table 3's ranges.
 
     Parameters
     ----------
-    codec, band, delay_sensitivity, one_way_ms, **params
+    codec, band, delay_sensitivity, mouth_to_ear_ms, **params
         As :func:`r_factor`; arrays give one message per parameter for all their values.
 
     Returns
@@ -886,7 +766,7 @@ def outside_ranges(
 
     Examples
     --------
-    >>> outside_ranges(one_way_ms=[150.0, 800.0])
+    >>> outside_ranges(mouth_to_ear_ms=[150.0, 800.0])
     ("t=800 is outside G.107 Table 3's permitted range 0..500; the E-model is not validated there", \
 "tr=1600 is outside G.107 Table 3's permitted range 0..1000; the E-model is not validated there", \
 "ta=800 is outside G.107 Table 3's permitted range 0..500; the E-model is not validated there")
@@ -894,12 +774,13 @@ def outside_ranges(
     if band not in _BANDS:
         raise InputError(f"band must be 'nb' (G.107) or 'wb' (G.107.1); given band={band!r}")
     found: list[str] = []
-    _resolve(_with_delays(one_way_ms, params), codec, delay_sensitivity, band, "ignore", found)
+    mouth_to_ear_ms = _mouth_to_ear(mouth_to_ear_ms, params)
+    _resolve(_with_delays(mouth_to_ear_ms, params), codec, delay_sensitivity, band, "ignore", found)
     return tuple(found)
 
 
 def delay_impairment(
-    one_way_ms: ArrayLike,
+    mouth_to_ear_ms: ArrayLike | None = None,
     *,
     t: ArrayLike | None = None,
     tr: ArrayLike | None = None,
@@ -910,13 +791,14 @@ def delay_impairment(
 
     Parameters
     ----------
-    one_way_ms : array_like
+    mouth_to_ear_ms : array_like
         Absolute one-way (mouth-to-ear) delay D in ms: Ta = T = D and Tr = 2·D, as
-        :func:`r_factor`'s ``one_way_ms``.
+        :func:`r_factor`'s ``mouth_to_ear_ms`` (required; ``one_way_ms``, its old
+        spelling, works for one release with a :class:`DeprecationWarning`).
     t : array_like, optional
-        Mean one-way delay of the echo path T, instead of ``one_way_ms``.
+        Mean one-way delay of the echo path T, instead of ``mouth_to_ear_ms``.
     tr : array_like, optional
-        Round-trip delay of the 4-wire loop Tr, instead of ``2 * one_way_ms``.
+        Round-trip delay of the 4-wire loop Tr, instead of ``2 * mouth_to_ear_ms``.
     out_of_range : {"warn", "ignore"}
         As :func:`r_factor`.
     **params : array_like
@@ -943,8 +825,11 @@ def delay_impairment(
     >>> round(float(delay_impairment(0.0)), 4)   # Idle of the default parameters only
     0.149
     """
+    mouth_to_ear_ms = _mouth_to_ear(mouth_to_ear_ms, params)
+    if mouth_to_ear_ms is None:
+        raise InputError("delay_impairment needs mouth_to_ear_ms, the mouth-to-ear delay in ms")
     given = {k: v for k, v in (("t", t), ("tr", tr)) if v is not None}
-    return r_factor(one_way_ms=one_way_ms, out_of_range=out_of_range, **given, **params).id_
+    return r_factor(mouth_to_ear_ms=mouth_to_ear_ms, out_of_range=out_of_range, **given, **params).id_
 
 
 # Cole & Rosenbluth (2001), §3: R = 94.2 - Id - Ie with a fixed default R of 94.2, the
@@ -957,17 +842,20 @@ _CR_IE = {
 
 
 def simplified_r(
-    one_way_ms: ArrayLike,
+    mouth_to_ear_ms: ArrayLike | None = None,
     loss: ArrayLike = 0.0,
     *,
     codec: Literal["G.711", "G.729A"] = "G.711",
+    **deprecated: ArrayLike,
 ) -> SimplifiedResult:
     """Simplified E-model of Cole & Rosenbluth (2001), as used by the CableLabs AQM study.
 
     Parameters
     ----------
-    one_way_ms : array_like
-        Mouth-to-ear delay d in ms (network + jitter buffer + packetisation).
+    mouth_to_ear_ms : array_like
+        Mouth-to-ear delay d in ms (network + jitter buffer + packetisation); required
+        (``one_way_ms``, its old spelling, works for one release with a
+        :class:`DeprecationWarning`).
     loss : array_like
         Total packet-loss *fraction* e in [0, 1] (network loss plus late loss in the jitter
         buffer), not a percentage.
@@ -997,13 +885,18 @@ def simplified_r(
     >>> round(float(simplified_r(150.0).r), 2)
     90.6
     """
+    mouth_to_ear_ms = _mouth_to_ear(mouth_to_ear_ms, deprecated)
+    if deprecated:
+        raise InputError(f"simplified_r got unknown keyword(s) {sorted(deprecated)}")
+    if mouth_to_ear_ms is None:
+        raise InputError("simplified_r needs mouth_to_ear_ms, the mouth-to-ear delay in ms")
     try:
         g1, g2, g3 = _CR_IE[codec]
     except KeyError:
         raise InputError(f"codec must be one of {list(_CR_IE)}; given codec={codec!r}") from None
-    d = np.asarray(one_way_ms, dtype=np.float64)
+    d = np.asarray(mouth_to_ear_ms, dtype=np.float64)
     e = np.asarray(loss, dtype=np.float64)
-    _check("one_way_ms", d, min_value=0.0)
+    _check("mouth_to_ear_ms", d, min_value=0.0)
     _check("loss", e, min_value=0.0, max_value=1.0)
     id_ = 0.024 * d + 0.11 * (d - 177.3) * np.heaviside(d - 177.3, 0.0)  # Cole & Rosenbluth eq. (3)
     ie = g1 + g2 * np.log1p(g3 * e)  # Cole & Rosenbluth Table 2

@@ -9,6 +9,7 @@ module is where files are read (through :func:`qoe.rtp.find_streams`) and writte
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -16,8 +17,11 @@ import soundfile
 
 from qoe.errors import InputError, StreamNotFoundError
 from qoe.outputs import atomic_output
+from qoe.rtp import find_streams
 from qoe.rtp.delay import Clocks, OneWayDelay, delays_between
 from qoe.rtp.jitterbuffer import JitterBuffer, PlayoutResult
+from qoe.rtp.decrypt import decrypt_streams
+from qoe.rtp.srtp import SrtpInfo
 from qoe.voice.playout import Conceal, ReceivedAudio, extract_audio, playout_stream
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -86,6 +90,7 @@ def extract_wav(
     jitter_buffer: JitterBuffer | str | None = "adaptive",
     conceal: Conceal = "silence",
     srtp_keys: Sequence[str] | str = (),
+    codec: str | None = None,
 ) -> dict[str, Any]:
     """Rebuild the audio of one voice stream of a capture (any codec of :mod:`qoe.voice.decode`) and write it as WAV.
 
@@ -109,6 +114,10 @@ def extract_wav(
     srtp_keys : str or sequence of str, keyword-only
         SRTP keys as ``SUITE:BASE64`` (:func:`qoe.rtp.srtp.parse_srtp_key`), tried after the
         key of the capture's SDP; also tried on a stream not recognised as SRTP.
+    codec : str, optional, keyword-only
+        The codec of a dynamic payload type the capture has no SDP for, as an SDP names it
+        (``"AMR/8000 octet-align=1"``); default: recognised from the payloads
+        (:mod:`qoe.voice.identify`).
 
     Returns
     -------
@@ -123,15 +132,11 @@ def extract_wav(
         The stream is SRTP and no key decrypts it (the message says what to pass).
     StreamNotFoundError, UnsupportedCodecError, CaptureError, InputError
     """
-    from qoe.rtp import find_streams  # noqa: PLC0415 - keeps this module importable alone
-    from qoe.rtp.decrypt import decrypt_streams  # noqa: PLC0415
-    from qoe.rtp.srtp import SrtpInfo  # noqa: PLC0415
-
     name = os.fspath(capture)
     keys = [srtp_keys] if isinstance(srtp_keys, str) else list(srtp_keys)
     stream = select_stream(find_streams(name), parse_ssrc(ssrc), source=name)
     (stream,) = decrypt_streams(name, [stream], keys=keys)
-    audio = extract_audio(stream, jitter_buffer=jitter_buffer, conceal=conceal)
+    audio = extract_audio(stream, jitter_buffer=jitter_buffer, conceal=conceal, codec=codec)
     write_wav(audio, output, inputs=[name])
     k = stream.key
     srtp = SrtpInfo.record(stream.srtp)
@@ -146,9 +151,12 @@ def extract_wav(
     }
 
 
-def _voice_playout(stream: RtpStream, buffer: JitterBuffer | str | None) -> PlayoutResult:
+def _voice_playout(stream: RtpStream, jitter_buffer: JitterBuffer | str | None) -> PlayoutResult:
     """The voice receiver: talkspurts also from silent G.711 payloads."""
-    return playout_stream(stream, buffer=buffer)
+    return playout_stream(stream, jitter_buffer=jitter_buffer)
+
+
+_UNSET: Any = object()
 
 
 def capture_delays(
@@ -156,8 +164,9 @@ def capture_delays(
     receiver_capture: str | os.PathLike[str],
     *,
     clocks: Clocks = "auto",
-    buffer: JitterBuffer | str | None = None,
+    jitter_buffer: JitterBuffer | str | None = None,
     ssrc: int | str | None = None,
+    buffer: JitterBuffer | str | None = _UNSET,
 ) -> list[OneWayDelay]:
     """One-way delay of every RTP stream present in both captures (matched by SSRC).
 
@@ -167,10 +176,13 @@ def capture_delays(
         Captures taken at the sending and at the receiving end.
     clocks : {"auto", "same", "different"}, keyword-only
         See :func:`qoe.rtp.delay.one_way_delay`.
-    buffer : str or buffer, optional, keyword-only
+    jitter_buffer : str or buffer, optional, keyword-only
         Receiver jitter buffer whose late packets count as late loss.
     ssrc : int or str, optional, keyword-only
         Only this stream.
+    buffer : deprecated
+        The old name of ``jitter_buffer`` (issue 21); works for one release with a
+        :class:`DeprecationWarning`.
 
     Raises
     ------
@@ -178,15 +190,19 @@ def capture_delays(
         No stream is in both captures (or not the one asked for); the message lists the
         SSRCs of each capture.
     """
-    from qoe.rtp import find_streams  # noqa: PLC0415
-
+    if buffer is not _UNSET:
+        if jitter_buffer is not None:
+            raise InputError("ambiguous jitter buffer: both jitter_buffer and its deprecated spelling buffer given")
+        warnings.warn("capture_delays(buffer=) is now capture_delays(jitter_buffer=); the old name goes in the "
+                      "next release", DeprecationWarning, stacklevel=2)
+        jitter_buffer = buffer
     s_name, r_name = os.fspath(sender_capture), os.fspath(receiver_capture)
     sent, recv = find_streams(s_name), find_streams(r_name)
     want = parse_ssrc(ssrc)
     if want is not None:
         sent = [select_stream(sent, want, source=s_name)]
         recv = [select_stream(recv, want, source=r_name)]
-    out = delays_between(sent, recv, clocks=clocks, buffer=buffer, playout=_voice_playout)
+    out = delays_between(sent, recv, clocks=clocks, buffer=jitter_buffer, playout=_voice_playout)
     if not out:
         raise StreamNotFoundError(
             f"no RTP stream (SSRC) is in both {s_name} [{_describe(sent) or 'none'}] and "

@@ -94,9 +94,9 @@ def _score(lost: np.ndarray, delay: np.ndarray, codec: str, params: dict[str, An
     d_e = 0.0 if np.isnan(d) else d
     burst_r = lp.burst_r if np.isfinite(lp.burst_r) and lp.burst_r > 0 else 1.0
     if band == "wb":  # G.107.1 (06/2019) 7.5: Ie,eff,WB has no BurstR; it is reported, not used
-        res = emodel.r_factor(codec=codec, band="wb", ppl=lp.ppl, one_way_ms=d_e, out_of_range="ignore", **params)
+        res = emodel.r_factor(codec=codec, band="wb", ppl=lp.ppl, mouth_to_ear_ms=d_e, out_of_range="ignore", **params)
     else:
-        res = emodel.r_factor(codec=codec, ppl=lp.ppl, burst_r=burst_r, one_way_ms=d_e, out_of_range="ignore",
+        res = emodel.r_factor(codec=codec, ppl=lp.ppl, burst_r=burst_r, mouth_to_ear_ms=d_e, out_of_range="ignore",
                               **params)
     simple_codec = _SIMPLIFIED_CODEC.get(codec.lower()) if band == "nb" else None
     simple = (
@@ -222,6 +222,6 @@ def window_ranges(scores: WindowScores, **emodel_params: Any) -> tuple[str, ...]
     """
     delay = np.nan_to_num(scores.delay_ms, nan=0.0)
     if scores.band == "wb":  # no BurstR in G.107.1
-        return emodel.outside_ranges(codec=scores.codec, band="wb", ppl=scores.ppl, one_way_ms=delay, **emodel_params)
-    return emodel.outside_ranges(codec=scores.codec, ppl=scores.ppl, burst_r=scores.burst_r, one_way_ms=delay,
+        return emodel.outside_ranges(codec=scores.codec, band="wb", ppl=scores.ppl, mouth_to_ear_ms=delay, **emodel_params)
+    return emodel.outside_ranges(codec=scores.codec, ppl=scores.ppl, burst_r=scores.burst_r, mouth_to_ear_ms=delay,
                                  **emodel_params)

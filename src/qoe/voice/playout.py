@@ -1,46 +1,33 @@
-"""Rebuild the audio a receiver played from the RTP packets it got.
+"""The audio a receiver played: a jitter buffer over an RTP stream, then its decoded audio.
 
-Each played G.711 packet is decoded and placed at its RTP timestamp: sample index
-``ts_ext - ts_first`` of the output, at the codec's clock rate (8000 Hz for PCMA/PCMU,
-RFC 3551 §4.5.14). Whatever no played packet covers -- packets lost in the network or
-discarded by the jitter buffer as late -- is filled by *concealment*:
-
-``"silence"``
-    zeros.
-
-``"repeat"``
-    packet repetition: the last ``L`` samples before the gap (``L`` = the stream's
-    packet length, i.e. the last good packet) are repeated for the length of the gap,
-    under a gain that falls linearly from 1 at the start of the gap to 0 after
-    ``fade_ms`` (60 ms by default), and silence after that, so that a long gap does
-    not buzz. This is the classic receiver-based repetition scheme surveyed by Perkins
-    et al. (1998), with a fade in the spirit of G.711 Appendix I (whose concealment is
-    attenuated to silence after 60 ms of loss); it is *not* the Appendix I algorithm
-    (no pitch search, no overlap-add).
+:func:`playout_stream` runs a jitter buffer (:mod:`qoe.rtp.jitterbuffer`) over a stream,
+with talkspurts from the marker bits, timestamp jumps and, for G.711, packets whose decoded
+level is silence (:func:`silent_packets`); :func:`extract_audio` decodes the packets it
+played (:mod:`qoe.voice.decode`) onto the RTP timeline (:mod:`qoe.voice.timeline`), with
+lost and late packets concealed. :class:`~qoe.voice.timeline.ReceivedAudio` and
+:func:`~qoe.voice.timeline.rebuild_audio` are importable from here too.
 
 References
 ----------
 .. [1] ITU-T G.711 (11/1988); see :mod:`qoe.voice.g711`.
-.. [2] RFC 3551, §4.5.14 (PCMA/PCMU: 8000 Hz, one octet per sample), §4.1 (the RTP
-   timestamp counts samples).
-.. [3] C. Perkins, O. Hodson, V. Hardman, "A survey of packet loss recovery techniques
-   for streaming audio", IEEE Network 12(5):40-48, 1998 (receiver-based repair by
-   repetition).
-.. [4] ITU-T G.711 Appendix I (09/1999), "A high quality low-complexity algorithm for
-   packet loss concealment with G.711" (attenuation reaching silence after 60 ms).
+.. [2] ITU-T G.100.1 (06/2015): the dBov level scale (0 dBov = a full-scale square wave).
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+import dataclasses
+import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from qoe.errors import EncryptedStreamError, InputError, UnsupportedCodecError
-from qoe.voice import g711
 from qoe.rtp.jitterbuffer import JitterBuffer, PlayoutResult, simulate
+from qoe.voice import g711
+from qoe.voice.decode import decode_stream, stream_format
+from qoe.voice.identify import identify_stream, parse_codec_spec, with_codec
+from qoe.voice.timeline import FADE_MS as _FADE_MS
+from qoe.voice.timeline import Conceal, ReceivedAudio, payload_arrays, rebuild_audio
 
 if TYPE_CHECKING:  # pragma: no cover
     from qoe.rtp import RtpStream
@@ -53,94 +40,9 @@ __all__ = [
     "extract_audio",
 ]
 
-Conceal = Literal["silence", "repeat"]
-
-# Repetition fades to silence over 60 ms, as G.711 Appendix I (09/1999) mutes its
-# concealment after 60 ms of consecutive loss.
-_FADE_MS = 60.0
 # A packet whose decoded level is below -60 dBov carries silence (G.711 idle codes decode
 # to |x| <= 8 = -72 dBov). 0 dBov = a full-scale square wave, RMS 32768 (ITU-T G.100.1).
 _SILENCE_DBOV = -60.0
-
-
-@dataclass(frozen=True, slots=True)
-class ReceivedAudio:
-    """The audio rebuilt from one stream.
-
-    Attributes
-    ----------
-    samples : numpy.ndarray of int16
-        The signal at ``sample_rate``; ``samples[k]`` is RTP timestamp ``ts_first + k``
-        (``ts_first + k * clock_rate / sample_rate`` when ``clock_rate`` is given). 1-D,
-        or ``(n, channels)`` for multi-channel L16.
-    sample_rate : int
-        Hz (the RTP clock rate of G.711: 8000; the decoder's rate for other codecs).
-    ts_first : int
-        Extended RTP timestamp of the first sample.
-    concealed : numpy.ndarray of bool
-        Per sample: not from a played packet (filled by concealment).
-    conceal : str
-        ``"silence"`` or ``"repeat"``.
-    codec : str
-        Encoding name (``"PCMA"``, ``"PCMU"``, ``"G722"``, ...).
-    playout : PlayoutResult or None
-        The jitter buffer that chose the played packets, if any.
-    clock_rate : int or None
-        RTP clock rate (G.722: 8000 for 16 kHz audio); None: the same as ``sample_rate``.
-    band : {"nb", "wb"}
-        Audio bandwidth of the codec (:mod:`qoe.voice.decode`): ``"nb"`` for G.711.
-    notes : tuple of str
-        What the decoder did about loss and silence.
-    """
-
-    samples: np.ndarray
-    sample_rate: int
-    ts_first: int
-    concealed: np.ndarray
-    conceal: str
-    codec: str
-    playout: PlayoutResult | None = None
-    clock_rate: int | None = None
-    band: str = "nb"
-    notes: tuple[str, ...] = ()
-
-    @property
-    def duration_s(self) -> float:
-        return self.samples.shape[0] / self.sample_rate
-
-    @property
-    def channels(self) -> int:
-        return 1 if self.samples.ndim == 1 else int(self.samples.shape[1])
-
-    def as_float(self, dtype: str = "float32") -> np.ndarray:
-        """The samples as floats, full scale 1.0 (= 32768)."""
-        return self.samples.astype(dtype) / 32768.0
-
-    def to_dict(self) -> dict[str, Any]:
-        """Summary figures as a flat dict (no sample arrays)."""
-        out: dict[str, Any] = {
-            "codec": self.codec,
-            "sample_rate": self.sample_rate,
-            "samples": int(self.samples.shape[0]),
-            "duration_s": self.duration_s,
-            "conceal": self.conceal,
-            "concealed_samples": int(self.concealed.sum()),
-            "concealed_fraction": float(self.concealed.mean()) if self.concealed.size else 0.0,
-            "band": self.band,
-        }
-        if self.channels != 1:
-            out["channels"] = self.channels
-        if self.notes:
-            out["decoder_notes"] = list(self.notes)
-        if self.playout is not None:
-            out.update(self.playout.to_dict())
-        return out
-
-
-def _payload_arrays(payloads) -> tuple[np.ndarray, np.ndarray]:
-    lengths = np.fromiter((len(p) for p in payloads), dtype=np.int64, count=len(payloads))
-    codes = np.frombuffer(b"".join(payloads), dtype=np.uint8)
-    return codes, lengths
 
 
 def silent_packets(
@@ -162,7 +64,7 @@ def silent_packets(
     numpy.ndarray of bool
         One flag per payload; empty payloads are silent.
     """
-    codes, lengths = _payload_arrays(payloads)
+    codes, lengths = payload_arrays(payloads)
     out = np.ones(lengths.shape[0], dtype=bool)
     if codes.size == 0:
         return out
@@ -178,137 +80,6 @@ def silent_packets(
     return out
 
 
-def rebuild_audio(
-    ts_ext: np.ndarray,
-    payloads: tuple[bytes, ...] | list[bytes],
-    *,
-    law: str,
-    played: np.ndarray | None = None,
-    conceal: Conceal = "silence",
-    fade_ms: float = _FADE_MS,
-    sample_rate: int = 8000,
-    ts_first: int | None = None,
-    playout: PlayoutResult | None = None,
-) -> ReceivedAudio:
-    """Decode G.711 payloads and place them by RTP timestamp; conceal what is missing.
-
-    Parameters
-    ----------
-    ts_ext : numpy.ndarray of int64
-        Unwrapped RTP timestamp of each received packet (the clock counts samples).
-    payloads : sequence of bytes
-        The G.711 payload of each packet.
-    law : {"PCMA", "PCMU"}, keyword-only
-        G.711 law (see :func:`qoe.voice.g711.g711_codec`).
-    played : numpy.ndarray of bool, optional, keyword-only
-        Packets to use (e.g. ``PlayoutResult.played``); default: all. The others are
-        concealed like lost packets.
-    conceal : {"silence", "repeat"}, keyword-only
-        How to fill samples no played packet covers (see the module docstring).
-    fade_ms : float, keyword-only
-        Length of the fade of repetition concealment.
-    sample_rate : int, keyword-only
-        Output rate = RTP clock rate (8000 for G.711).
-    ts_first : int, optional, keyword-only
-        Timestamp of the first output sample; default: the smallest received.
-    playout : PlayoutResult, optional, keyword-only
-        Kept in the result for reference.
-
-    Returns
-    -------
-    ReceivedAudio
-        Runs from ``ts_first`` to the end of the last received packet.
-
-    Raises
-    ------
-    InputError
-        Mismatched lengths, no packets, an unknown concealment.
-
-    Examples
-    --------
-    Two 4-sample A-law packets with a lost one between them, repetition concealment
-    with a fade over 8 samples (1 ms at 8 kHz):
-
-    >>> p = g711.encode_alaw(np.full(4, 1000, dtype=np.int16))
-    >>> a = rebuild_audio([0, 8], [p, p], law="PCMA", conceal="repeat", fade_ms=1.0)
-    >>> a.samples.tolist()
-    [1008, 1008, 1008, 1008, 1008, 882, 756, 630, 1008, 1008, 1008, 1008]
-    """
-    ts = np.asarray(ts_ext, dtype=np.int64)
-    n = ts.shape[0]
-    if n == 0 or len(payloads) != n:
-        raise InputError(
-            f"rebuild_audio: need one payload per timestamp and at least one packet; given "
-            f"{n} timestamps and {len(payloads)} payloads"
-        )
-    if conceal not in ("silence", "repeat"):
-        raise InputError(f"conceal must be 'silence' or 'repeat', given conceal={conceal!r}")
-    if not (math.isfinite(fade_ms) and fade_ms >= 0):
-        raise InputError(f"fade_ms must be a finite number >= 0, given {fade_ms!r}")
-    if law not in ("PCMA", "PCMU"):
-        raise InputError(f"law must be 'PCMA' or 'PCMU', given law={law!r}")
-    use = np.ones(n, dtype=bool) if played is None else np.asarray(played, dtype=bool)
-    if use.shape != (n,):
-        raise InputError(f"rebuild_audio: played has shape {use.shape}, expected ({n},)")
-
-    codes, lengths = _payload_arrays(payloads)
-    t0 = int(ts.min()) if ts_first is None else int(ts_first)
-    total = int((ts + lengths).max()) - t0
-    total = max(total, 0)
-    out = np.zeros(total, dtype=np.int16)
-    covered = np.zeros(total, dtype=bool)
-
-    decoded = g711.decode(codes, law)  # type: ignore[arg-type]
-    offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    # Vectorised placement: the k-th sample of packet i goes to ts_i - t0 + k.
-    sel = np.flatnonzero(use & (lengths > 0))
-    if sel.size:
-        ln = lengths[sel]
-        pkt_start_out = np.repeat(ts[sel] - t0, ln)
-        pkt_start_in = np.repeat(offsets[sel], ln)
-        within = np.arange(int(ln.sum())) - np.repeat(np.cumsum(ln) - ln, ln)
-        dst = pkt_start_out + within
-        src = pkt_start_in + within
-        ok = (dst >= 0) & (dst < total)
-        out[dst[ok]] = decoded[src[ok]]
-        covered[dst[ok]] = True
-
-    concealed = ~covered
-    if conceal == "repeat" and concealed.any():
-        positive = lengths[lengths > 0]
-        frame = int(np.median(positive)) if positive.size else 0
-        _repeat_conceal(out, concealed, frame, int(round(fade_ms * sample_rate / 1000.0)))
-    return ReceivedAudio(
-        samples=out,
-        sample_rate=int(sample_rate),
-        ts_first=t0,
-        concealed=concealed,
-        conceal=conceal,
-        codec=law,
-        playout=playout,
-    )
-
-
-def _repeat_conceal(out: np.ndarray, missing: np.ndarray, frame: int, fade: int) -> None:
-    """Fill each run of missing samples by repeating the last ``frame`` samples, fading."""
-    if frame <= 0:
-        return
-    m = missing.astype(np.int8)
-    edges = np.diff(np.concatenate(([0], m, [0])))
-    starts = np.flatnonzero(edges == 1)
-    ends = np.flatnonzero(edges == -1)
-    for g0, g1 in zip(starts.tolist(), ends.tolist()):
-        if g0 == 0:
-            continue  # nothing before the gap to repeat: silence
-        src = out[max(0, g0 - frame):g0].astype(np.float64)
-        length = g1 - g0
-        reps = -(-length // src.shape[0])
-        fill = np.tile(src, reps)[:length]
-        k = np.arange(length, dtype=np.float64)
-        gain = np.clip(1.0 - k / fade, 0.0, 1.0) if fade > 0 else np.zeros(length)
-        out[g0:g1] = np.rint(fill * gain).astype(np.int16)
-
-
 def _encrypted(stream: RtpStream) -> bool:
     """Whether the stream's payloads are still SRTP ciphertext (RFC 3711)."""
     return stream.srtp is not None and not stream.srtp.decrypted
@@ -318,17 +89,41 @@ def _main_payload_mask(stream: RtpStream) -> np.ndarray:
     return stream.packets.payload_type == stream.payload_type  # type: ignore[union-attr]
 
 
+_UNSET = object()
+
+
 def playout_stream(
     stream: RtpStream,
     *,
-    buffer: JitterBuffer | str | None = "adaptive",
+    jitter_buffer: JitterBuffer | str | None = "adaptive",
     silence_dbov: float = _SILENCE_DBOV,
+    buffer: JitterBuffer | str | None | object = _UNSET,
 ) -> PlayoutResult:
     """Run a jitter buffer over an :class:`~qoe.rtp.RtpStream`.
 
     Talkspurts for the adaptive buffer come from the marker bits, timestamp jumps and,
     for G.711 streams, packets whose decoded level is below ``silence_dbov``.
+
+    Parameters
+    ----------
+    stream : RtpStream
+        An audio stream with its packet table.
+    jitter_buffer : str or buffer, keyword-only
+        ``"adaptive"`` (default), ``"fixed:<ms>"``, ``"none"`` or a buffer object (see
+        :func:`qoe.rtp.jitterbuffer.parse_jitter_buffer`), as :func:`extract_audio` and
+        :class:`~qoe.voice.call.CallOptions` name it.
+    silence_dbov : float, keyword-only
+        Level under which a G.711 packet is silence.
+    buffer : deprecated
+        The old name of ``jitter_buffer`` (issue 21: one name per concept); works for one
+        release with a :class:`DeprecationWarning`.
     """
+    if buffer is not _UNSET:
+        if jitter_buffer != "adaptive":
+            raise InputError("ambiguous jitter buffer: both jitter_buffer and its deprecated spelling buffer given")
+        warnings.warn("playout_stream(buffer=) is now playout_stream(jitter_buffer=); the old name goes in the "
+                      "next release", DeprecationWarning, stacklevel=2)
+        jitter_buffer = buffer  # type: ignore[assignment]
     if stream.packets is None or len(stream.packets) == 0:
         raise InputError(f"stream {stream.key}: no packet table (scan the capture keeping packets)")
     if not stream.clock_rate:
@@ -348,7 +143,7 @@ def playout_stream(
         p.seq_ext,
         p.ts_ext,
         clock_rate=int(stream.clock_rate),
-        buffer=buffer,
+        buffer=jitter_buffer,
         marker=p.marker,
         silent=silent,
     )
@@ -360,6 +155,7 @@ def extract_audio(
     jitter_buffer: JitterBuffer | str | None = "adaptive",
     conceal: Conceal = "silence",
     fade_ms: float = _FADE_MS,
+    codec: str | None = None,
 ) -> ReceivedAudio:
     """The audio a receiver with the given jitter buffer would have played.
 
@@ -373,6 +169,14 @@ def extract_audio(
         :func:`qoe.rtp.jitterbuffer.parse_jitter_buffer`).
     conceal : {"silence", "repeat"}, keyword-only
         Concealment of lost and late packets the decoder does not conceal itself.
+    fade_ms : float, keyword-only
+        Fade of repetition concealment.
+    codec : str, optional, keyword-only
+        The stream's codec as an SDP names it (``"AMR/8000 octet-align=1"``,
+        :func:`qoe.voice.identify.parse_codec_spec`), for a dynamic payload type the
+        capture holds no SDP for and whose payloads do not say it. Default: the SDP's, else
+        recognised from the payloads (:mod:`qoe.voice.identify`; the evidence is a note of
+        the result).
 
     Raises
     ------
@@ -389,11 +193,15 @@ def extract_audio(
             f"stream {stream.key} is SRTP-encrypted (found by {stream.srtp.found_by}) and not decrypted: "  # type: ignore[union-attr]
             f"decrypt it first (qoe.rtp.decrypt.decrypt_streams, with the capture's SDES key or srtp_keys=)"
         )
-    from qoe.voice.decode import decode_stream, stream_format  # noqa: PLC0415 - decode imports this module
-
+    found = parse_codec_spec(codec) if codec is not None else identify_stream(stream)
+    if found is not None:
+        stream = with_codec(stream, found)
     stream_format(stream)  # refuse an undecodable codec before playing out
     p = stream.packets
     if p is None or len(p) == 0 or not p.payloads:
         raise InputError(f"stream {stream.key}: no packet payloads kept, cannot rebuild its audio")
-    playout = playout_stream(stream, buffer=jitter_buffer)
-    return decode_stream(stream, played=playout.played, conceal=conceal, fade_ms=fade_ms, playout=playout)
+    playout = playout_stream(stream, jitter_buffer=jitter_buffer)
+    audio = decode_stream(stream, played=playout.played, conceal=conceal, fade_ms=fade_ms, playout=playout)
+    if found is not None:
+        audio = dataclasses.replace(audio, notes=(found.evidence, *audio.notes))
+    return audio

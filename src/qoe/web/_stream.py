@@ -2,7 +2,7 @@
 
 :func:`qoe.web.pages.iter_page_loads` is this generator. It runs TCP reassembly
 (:func:`qoe.web.tcp.iter_connections`) with one protocol-sniffing sink per connection
-(:class:`qoe.web.http.ProtocolSink`), and reads the DNS queries (a second, lazy reader of the
+(``qoe.web._dispatch.ProtocolSink``), and reads the DNS queries (a second, lazy reader of the
 same file), and groups the items (HTTP transactions, TLS connections) into pages with the
 rules of :func:`qoe.web.pages.build_pages`, applied in the same order, so the pages are the
 same as the batch path's. What it holds at a time:
@@ -36,14 +36,16 @@ to a request that could not be parsed.
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left
 import math
-from collections.abc import Iterator
+from bisect import bisect_left
+from collections.abc import Iterator, Sequence
 from typing import Any
 
+from qoe.web._dispatch import PARSERS, Parser, ProtocolSink
+from qoe.web._dns import DnsQuery, iter_dns_queries
+from qoe.web._pagemodel import PENDING_HANDSHAKE_NS, Page, _http_items, _Item, _page, _tls_items
 from qoe.web._records import replaced
-
-from qoe.web.pages import DnsQuery, Page, _http_items, _Item, _page, _tls_items
+from qoe.web.tcp import iter_connections
 
 _INF = math.inf
 _PRUNE_EVERY = 32  # finished connections between looks at the DNS queries no page can use
@@ -80,6 +82,7 @@ class _Client:
 
 def stream_pages(
     capture: Any, *, gap: int, preset: str, bounds: tuple[float, float] | None, share: float, limits: Any,
+    base_rtt: float | None = None, parsers: Sequence[Parser] = PARSERS, quic_seen: list[bool] | None = None,
 ) -> Iterator[Page]:
     """The pages of ``capture`` in order of start, each as soon as it is final (see module notes).
 
@@ -87,86 +90,200 @@ def stream_pages(
     consumer has the page) measured no faster, since the collections then find as many
     young records to walk. ``page_loads``, where no consumer code runs, pauses it for the
     whole pass (the pass creates no reference cycles).
+
+    ``parsers`` (``qoe.web._dispatch.parsers(keylog)``) decides how connections are parsed
+    (TLS decrypted with a key log); ``quic_seen``, when given, has its first item set when the
+    capture's UDP holds a QUIC Initial (the DNS reader sees every datagram, and reads them all
+    at the end).
     """
-    from qoe.web.http import ProtocolSink  # noqa: PLC0415
-    from qoe.web.tcp import iter_connections  # noqa: PLC0415
+    run = _PageStream(capture, gap=gap, preset=preset, bounds=bounds, share=share, base_rtt=base_rtt,
+                      parsers=parsers, quic_seen=quic_seen)
+    conns = iter_connections(capture, sinks=run.sink_for, limits=limits)
+    finished = 0
+    while True:
+        conn = next(conns, None)
+        if conn is None:
+            run.finish()
+            yield from run.take()
+            return
+        run.connection_final(conn)
+        finished += 1
+        if finished % _PRUNE_EVERY == 0:
+            run.prune_dns()
+        if run.out:
+            yield from run.take()
 
-    sinks: dict[int, Any] = {}  # connection index -> its sink, until the connection is final
-    first_ts: dict[int, int] = {}  # connections not final yet -> first packet time
-    waiting: list[tuple[int, int]] = []  # heap of (first_ts, index) over first_ts (lazy deletion)
-    active: dict[int, int] = {}  # connections whose items are not all grouped -> first packet time
-    active_heap: list[tuple[int, int]] = []  # (first_ts, index) of the active ones that carried bytes
-    silent: dict[int, int] = {}  # connections without a byte yet -> first packet time
-    remaining: dict[int, int] = {}  # items of a final connection not grouped yet
-    clock = [-1]  # the latest first packet time seen: no future connection starts before it
 
-    def started(sink: Any, ts: int) -> None:
-        """A connection's first bytes: its items (if any) start no earlier."""
-        i = sink.conn.index
-        heapq.heappush(waiting, (ts, i))
-        t = silent.pop(i, None)
-        if t is not None:
-            heapq.heappush(active_heap, (t, i))  # a page of its items can start at its SYN
+class _PageStream:
+    """The state of one streaming pass, and its steps (see the module notes).
 
-    def factory(cid: Any) -> Any:
-        # until its first bytes, a connection can only produce items that start after them:
-        # it holds nothing back (an unanswered SYN would otherwise hold every later page)
-        sink = ProtocolSink(cid, on_started=started)
+    Connections: ``sink_for`` makes each one's sink as TCP reassembly meets it;
+    ``connection_final`` turns a final connection's results into items. Items are grouped
+    (``_group``, the rules of ``qoe.web._pagemodel._group`` on the open pages) once no
+    unfinished connection can give an earlier one (``_watermark``); pages no item can join
+    any more are scored (``_finish_pages``) and given in the batch path's order (``_emit``).
+    """
+
+    def __init__(self, capture: Any, *, gap: int, preset: str, bounds: tuple[float, float] | None,
+                 share: float, base_rtt: float | None, parsers: Sequence[Parser] = PARSERS,
+                 quic_seen: list[bool] | None = None) -> None:
+        self.gap, self.preset, self.bounds, self.share, self.base_rtt = gap, preset, bounds, share, base_rtt
+        self.parsers = parsers  # the protocols a connection may speak (qoe.web._dispatch.PARSERS)
+        self.sinks: dict[int, Any] = {}  # connection index -> its sink, until the connection is final
+        self.first_ts: dict[int, int] = {}  # connections not final yet -> first packet time
+        self.waiting: list[tuple[int, int]] = []  # heap of (first bytes ts, index) (lazy deletion)
+        self.active: dict[int, int] = {}  # connections whose items are not all grouped -> first packet time
+        self.active_heap: list[tuple[int, int]] = []  # (first_ts, index) of the active ones that carried bytes
+        self.silent: dict[int, int] = {}  # connections without a byte yet -> first packet time
+        self.silent_heap: list[tuple[int, int]] = []  # (first packet time, index) of the silent ones, lazy
+        self.remaining: dict[int, int] = {}  # items of a final connection not grouped yet
+        self.clock = -1  # the latest first packet time seen: no future connection starts before it
+        self.items: list[tuple[int, int, int, _Item]] = []  # heap of items of final connections, by (start, conn)
+        self.n_items = 0
+        self.clients: dict[str, _Client] = {}
+        self.n_clients = 0  # a client's rank (ties between pages): order of its first item since it was last idle
+        self.closing: list[tuple[float, int, _OpenPage]] = []  # heap of (close_at, serial, page), lazy
+        self.unscored: list[tuple[tuple[int, int, int], _OpenPage]] = []  # heap of open pages by key, lazy
+        self.ready: list[tuple[tuple[int, int, int], Page]] = []  # finished pages by key
+        self.serial = 0
+        self.dns = _DnsBuffer(capture, quic_seen)
+        self.quic_seen = quic_seen
+        self.out: list[Page] = []  # pages given, not yet handed to the consumer
+        self.index = 0
+
+    # -- connections ----------------------------------------------------------------------
+
+    def sink_for(self, cid: Any) -> Any:
+        """The sink of a new connection (a SinkFactory).
+
+        Until its first bytes, a connection can only produce items that start after them: it
+        holds nothing back (an unanswered SYN would otherwise hold every later page).
+        """
+        sink = ProtocolSink(cid, on_started=self._started, parsers=self.parsers)
         i, t = cid.index, cid.first_ts_ns
-        sinks[i] = sink
-        first_ts[i] = t
-        active[i] = t
-        silent[i] = t
-        if t > clock[0]:
-            clock[0] = t
+        self.sinks[i] = sink
+        self.first_ts[i] = t
+        self.active[i] = t
+        self.silent[i] = t
+        heapq.heappush(self.silent_heap, (t, i))
+        if t > self.clock:
+            self.clock = t
         return sink
 
-    items: list[tuple[int, int, int, _Item]] = []  # heap of items of final connections, by (start, conn)
-    n_items = [0]
-    clients: dict[str, _Client] = {}
-    n_clients = [0]  # a client's rank (ties between pages): order of its first item since it was last idle
-    closing: list[tuple[float, int, _OpenPage]] = []  # heap of (close_at, serial, page), lazy
-    unscored: list[tuple[tuple[int, int, int], _OpenPage]] = []  # heap of open pages by key, lazy
-    ready: list[tuple[tuple[int, int, int], Page]] = []  # finished pages by key
-    serial = [0]
-    dns = _DnsBuffer(capture)
-    out: list[Page] = []
-    index = [0]
+    def _started(self, sink: Any, ts: int) -> None:
+        """A connection's first bytes: its items (if any) start no earlier."""
+        i = sink.conn.index
+        syn = sink.conn.first_ts_ns
+        # an item of its may be active from its SYN (see _watermark)
+        heapq.heappush(self.waiting, (syn if 0 < ts - syn <= PENDING_HANDSHAKE_NS else ts, i))
+        t = self.silent.pop(i, None)
+        if t is not None:
+            heapq.heappush(self.active_heap, (t, i))  # a page of its items can start at its SYN
 
-    def watermark() -> float:
-        """No item still to come from an unfinished connection starts before this."""
+    def connection_final(self, conn: Any) -> None:
+        """A connection is final: its items join the heap, and what can be grouped is."""
+        i = conn.id.index
+        self.first_ts.pop(i, None)
+        self.silent.pop(i, None)
+        sink = self.sinks.pop(i, None)
+        res = sink.result() if sink is not None else None
+        found: list[_Item] = []
+        if res is not None:
+            found = _http_items(res.transactions)
+            if res.tls is not None and not res.transactions:  # (decrypted: its transactions are the items)
+                found += _tls_items((res.tls,), {i: conn})
+        for it in found:
+            it.tcp = conn
+            self.n_items += 1
+            heapq.heappush(self.items, (it.start_ns, i, self.n_items, it))
+        if found:
+            self.remaining[i] = len(found)
+        else:
+            self.active.pop(i, None)
+        self._settle(self._watermark())
+
+    def finish(self) -> None:
+        """The capture ended: every connection is final, every page can be given."""
+        if self.quic_seen is not None:
+            self.dns.drain()  # every UDP datagram read: whether the capture holds QUIC is known
+        self.first_ts.clear()
+        self._settle(_INF)
+        self._finish_pages(_INF)
+        self._emit(_INF)
+
+    def take(self) -> list[Page]:
+        """The pages given since the last call."""
+        out, self.out = self.out, []
+        return out
+
+    def prune_dns(self) -> None:
+        """Forget the DNS queries no page left to score can start with."""
+        self.dns.prune(self._lower_bound() - self.gap, sorted(self.silent.values()), self.gap)
+
+    # -- the steps --------------------------------------------------------------------------
+
+    def _watermark(self) -> float:
+        """No item still to come from an unfinished connection starts (or, with its pending
+        handshake, is active) before this."""
+        w = self.clock
+        waiting = self.waiting
         while waiting:
             t, i = waiting[0]
-            if i not in first_ts:
+            if i not in self.first_ts:
                 heapq.heappop(waiting)
                 continue
-            s = sinks.get(i)
-            if s is not None and s.protocol == "unknown":  # neither HTTP nor TLS: no items
+            s = self.sinks.get(i)
+            if s is not None and s.protocol == "unknown":  # no parser took it: no items
                 heapq.heappop(waiting)
                 continue
-            return min(t, clock[0])
-        return clock[0]
+            w = min(t, w)
+            break
+        # a connection without bytes yet, in its handshake: an item of its would be active from
+        # its SYN for PENDING_HANDSHAKE_NS (qoe.web._pagemodel), so it holds back that long at most
+        silent = self.silent_heap
+        while silent and (silent[0][1] not in self.silent or silent[0][0] + PENDING_HANDSHAKE_NS < self.clock):
+            heapq.heappop(silent)
+        if silent:
+            w = min(w, silent[0][0])
+        return w
 
-    def push_close(p: _OpenPage, at: float) -> None:
+    def _settle(self, w: float) -> None:
+        """Group the items that start before ``w``, then score and give what is final."""
+        items = self.items
+        while items and items[0][0] < w:
+            _, conn, _, it = heapq.heappop(items)
+            self._group(it)
+            left = self.remaining[conn] - 1
+            if left:
+                self.remaining[conn] = left
+            else:
+                del self.remaining[conn]
+                self.active.pop(conn, None)
+        self._finish_pages(w)
+        self._emit(w)
+
+    def _push_close(self, p: _OpenPage, at: float) -> None:
         p.close_at = at
-        serial[0] += 1
-        heapq.heappush(closing, (at, serial[0], p))
+        self.serial += 1
+        heapq.heappush(self.closing, (at, self.serial, p))
 
-    def group(it: _Item) -> None:
-        """One item into its page: ``qoe.web.pages._group``'s rules, on the open pages."""
-        c = clients.get(it.client)
+    def _group(self, it: _Item) -> None:
+        """One item into its page: ``qoe.web._pagemodel._group``'s rules, on the open pages."""
+        gap = self.gap
+        c = self.clients.get(it.client)
         if c is None:
-            c = clients[it.client] = _Client(n_clients[0])
-            n_clients[0] += 1
+            c = self.clients[it.client] = _Client(self.n_clients)
+            self.n_clients += 1
         ref = it.txn.referer if it.txn is not None else None
         pages = c.pages
         last = pages[-1] if pages else None
+        active = it.active_ns  # (a pending handshake is activity, as in _pagemodel._group)
         target = c.docs.get(ref) if ref is not None else None
-        if target is not None and it.start_ns > target.end + gap:
+        if target is not None and active > target.end + gap:
             target = None
-        if target is None and last is not None and it.start_ns <= c.busy_until + gap:
+        if target is None and last is not None and active <= c.busy_until + gap:
             other_server = it.tls is not None and it.server_name != last.items[0].server_name
-            if not (other_server and it.start_ns > c.busy_until):
+            if not (other_server and active > c.busy_until):
                 target = last
         if target is None:
             base = it.start_ns
@@ -176,9 +293,9 @@ def stream_pages(
             target = _OpenPage(it.client, (it.start_ns, c.rank, c.serial), base)
             c.serial += 1
             if last is not None:  # no longer the client's last page: it closes on its own end
-                push_close(last, last.end + gap)
+                self._push_close(last, last.end + gap)
             pages.append(target)
-            heapq.heappush(unscored, (target.key, target))
+            heapq.heappush(self.unscored, (target.key, target))
         target.items.append(it)
         if it.end_ns > target.end:
             target.end = it.end_ns
@@ -193,28 +310,31 @@ def stream_pages(
                 old.docs.remove(it.txn.url)
         at = (c.busy_until if target is pages[-1] else target.end) + gap
         if at != target.close_at:
-            push_close(target, at)
+            self._push_close(target, at)
 
-    def finish_pages(w: float) -> None:
+    def _finish_pages(self, w: float) -> None:
         """Score the open pages no item can join any more (``close_at < w``)."""
+        closing = self.closing
         while closing and closing[0][0] < w:
             at, _, p = heapq.heappop(closing)
             if p.done or at != p.close_at:
                 continue  # stale entry
             p.done = True
-            c = clients[p.client]
+            c = self.clients[p.client]
             c.pages.remove(p)
             for url in p.docs:
                 if c.docs.get(url) is p:
                     del c.docs[url]
             if not c.pages:
-                del clients[p.client]
+                del self.clients[p.client]
             conns = {it.conn: it.tcp for it in p.items if it.tcp is not None}
-            page = _page(-1, p.client, p.items, conns, dns.upto(p.client, p.base_start), gap, preset, bounds, share)
-            heapq.heappush(ready, (p.key, page))
+            page = _page(-1, p.client, p.items, conns, self.dns.upto(p.client, p.base_start), self.gap, self.preset,
+                         self.bounds, self.share, self.base_rtt)
+            heapq.heappush(self.ready, (p.key, page))
 
-    def emit(w: float) -> None:
+    def _emit(self, w: float) -> None:
         """Give the finished pages that no other page can precede, in the batch path's order."""
+        unscored, ready = self.unscored, self.ready
         while unscored and unscored[0][1].done:
             heapq.heappop(unscored)
         while ready:
@@ -222,16 +342,17 @@ def stream_pages(
             if key[0] >= w or (unscored and unscored[0][0] < key):
                 return
             _, page = heapq.heappop(ready)
-            out.append(replaced(page, index=index[0]))
-            index[0] += 1
+            self.out.append(replaced(page, index=self.index))
+            self.index += 1
             while unscored and unscored[0][1].done:
                 heapq.heappop(unscored)
 
-    def lower_bound() -> float:
+    def _lower_bound(self) -> float:
         """No page still to be scored starts (before a DNS query pulls it earlier) before this."""
-        while active_heap and active_heap[0][1] not in active:
+        active_heap, unscored = self.active_heap, self.unscored
+        while active_heap and active_heap[0][1] not in self.active:
             heapq.heappop(active_heap)
-        lb = active_heap[0][0] if active_heap else clock[0]
+        lb = active_heap[0][0] if active_heap else self.clock
         while unscored and unscored[0][1].done:
             heapq.heappop(unscored)
         for _, p in unscored:  # few: the pages open at once
@@ -239,68 +360,13 @@ def stream_pages(
                 lb = p.base_start
         return lb
 
-    def settle(w: float) -> None:
-        while items and items[0][0] < w:
-            _, conn, _, it = heapq.heappop(items)
-            group(it)
-            left = remaining[conn] - 1
-            if left:
-                remaining[conn] = left
-            else:
-                del remaining[conn]
-                active.pop(conn, None)
-        finish_pages(w)
-        emit(w)
-
-    def final(conn: Any) -> None:
-        """A connection is final: its items join the heap."""
-        i = conn.id.index
-        first_ts.pop(i, None)
-        silent.pop(i, None)
-        sink = sinks.pop(i, None)
-        res = sink.result() if sink is not None else None
-        found: list[_Item] = []
-        if res is not None:
-            found = _http_items(res.transactions)
-            if res.tls is not None:
-                found += _tls_items((res.tls,), {i: conn})
-        for it in found:
-            it.tcp = conn
-            n_items[0] += 1
-            heapq.heappush(items, (it.start_ns, i, n_items[0], it))
-        if found:
-            remaining[i] = len(found)
-        else:
-            active.pop(i, None)
-
-    conns = iter_connections(capture, sinks=factory, limits=limits)
-    finished = 0
-    exhausted = False
-    while not exhausted:
-        while not out:
-            conn = next(conns, None)
-            if conn is None:
-                exhausted = True
-                for i in list(first_ts):  # (every connection is final at the end)
-                    first_ts.pop(i)
-                settle(_INF)
-                finish_pages(_INF)
-                emit(_INF)
-                break
-            final(conn)
-            settle(watermark())
-            finished += 1
-            if finished % _PRUNE_EVERY == 0:
-                dns.prune(lower_bound() - gap, sorted(silent.values()), gap)
-        yield from out
-        out.clear()
-
 
 class _DnsBuffer:
     """The capture's DNS queries, read lazily in capture order, kept per client while usable."""
 
-    def __init__(self, capture: Any) -> None:
+    def __init__(self, capture: Any, quic_seen: list[bool] | None = None) -> None:
         self._capture = capture
+        self._quic_seen = quic_seen
         self._source: Iterator[DnsQuery] | None = None
         self._by_client: dict[str, list[DnsQuery]] = {}
         self._last = -1  # time of the latest query read
@@ -308,9 +374,7 @@ class _DnsBuffer:
 
     def _read_until(self, ts: int) -> None:
         if self._source is None:
-            from qoe.web.pages import iter_dns_queries  # noqa: PLC0415
-
-            self._source = iter_dns_queries(self._capture)
+            self._source = iter_dns_queries(self._capture, quic_seen=self._quic_seen)
         while not self._done and self._last <= ts:
             q = next(self._source, None)
             if q is None:
@@ -318,6 +382,10 @@ class _DnsBuffer:
                 return
             self._last = max(self._last, q.ts_ns)
             self._by_client.setdefault(q.client, []).append(q)
+
+    def drain(self) -> None:
+        """Read the rest of the capture's UDP datagrams (and keep their queries, as :meth:`upto`)."""
+        self._read_until(_INF)
 
     def upto(self, client: str, ts: int) -> list[DnsQuery]:
         """The queries of ``client`` so far, by time, once every query up to ``ts`` is read."""

@@ -63,9 +63,11 @@ from urllib.parse import parse_qsl, urlsplit
 from qoe.errors import InputError, QoEWarning
 from qoe.outputs import atomic_output
 from qoe.report import as_dict
-from qoe.web.http import Transaction
+from qoe.web._pagemodel import _NS, Page, WebOptions, _custom_bounds, _mos, _resolve, _response_bytes, build_pages
+from qoe.web._results import Transaction
 
-__all__ = ["HarPage", "HarLog", "to_har", "write_har", "parse_har", "read_har", "CREATOR"]
+__all__ = ["HarPage", "HarLog", "to_har", "write_har", "parse_har", "read_har", "CREATOR", "pages_from_har",
+           "to_har_pages"]
 
 #: ``log.creator.name`` of the files qoe writes (and whose ``_qoe`` fields it trusts).
 CREATOR = "qoe"
@@ -86,6 +88,9 @@ class HarPage:
         ``pageTimings`` (ms after ``startedDateTime``); None when absent or -1.
     transactions : tuple of Transaction
         The entries whose ``pageref`` is this page, in ``startedDateTime`` order.
+    plt_ms : float or None
+        The page's fully-loaded time as qoe measured it (``_plt``), when its entries cannot
+        give it: an HTTPS page, whose objects are encrypted, has connections but no entries.
     """
 
     id: str
@@ -94,6 +99,7 @@ class HarPage:
     on_content_load_ms: float | None
     on_load_ms: float | None
     transactions: tuple[Transaction, ...] = ()
+    plt_ms: float | None = None
 
     @property
     def fully_loaded_ms(self) -> float | None:
@@ -306,7 +312,8 @@ def to_har(
     .. [1] J. Odvarko, "HAR 1.2 Spec", http://www.softwareishard.com/blog/har-12-spec/.
     """
     if creator_version is None:
-        from importlib.metadata import PackageNotFoundError, version
+        # only when a HAR is written without a version: importlib.metadata costs ~10 ms to import
+        from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
 
         try:
             creator_version = version("qoe")
@@ -322,8 +329,9 @@ def to_har(
         }
         page: dict[str, Any] = {"startedDateTime": _iso(p.started_ns), "id": p.id, "title": p.title,
                                 "pageTimings": timings}
-        if p.fully_loaded_ms is not None:
-            page["_plt"] = p.fully_loaded_ms
+        plt = p.fully_loaded_ms if p.fully_loaded_ms is not None else p.plt_ms
+        if plt is not None:
+            page["_plt"] = plt
         har_pages.append(page)
         for t in p.transactions:
             refs.setdefault(t, p.id)
@@ -388,9 +396,17 @@ def _hv(headers: Sequence[tuple[str, str]], name: str) -> str | None:
     return None
 
 
+#: ALPN protocol ids (RFC 7301 §6 registry) that browsers write as ``httpVersion``: Chromium's
+#: DevTools HAR writes "h2"/"h3", Playwright "h3" (and "HTTP/2.0" for HTTP/2). RFC 9113 §1 and
+#: RFC 9114 §1 name the versions "HTTP/2" and "HTTP/3" (no minor version).
+_ALPN_VERSIONS = {"h2": "2", "h3": "3"}
+
+
 def _strip_version(v: Any) -> str | None:
     if not isinstance(v, str) or not v:
         return None
+    if v.lower() in _ALPN_VERSIONS:
+        return _ALPN_VERSIONS[v.lower()]
     return v[5:] if v.upper().startswith("HTTP/") else v
 
 
@@ -490,7 +506,23 @@ def _transaction(e: Mapping[str, Any], where: str, conn: int, seq: int, own: boo
         response_headers=resp_headers,
         complete=partial is None,
         partial=partial,
+        protocol=_alpn(resp.get("httpVersion") or req.get("httpVersion")),
     )
+
+
+def _alpn(v: Any) -> str | None:
+    """A HAR ``httpVersion`` as its ALPN protocol id (RFC 7301 §6): browsers write ``HTTP/1.1``,
+    ``http/2.0``, ``h2`` or ``h3`` (Chromium), ``HTTP/2``, ``HTTP/3``."""
+    if not isinstance(v, str) or not v:
+        return None
+    x = v.strip().lower()
+    if x in ("h2", "http/2", "http/2.0", "h2c"):
+        return "h2"
+    if x in ("h3", "http/3", "http/3.0") or x.startswith("h3-"):
+        return "h3"
+    if x in ("http/1.1", "http/1.0"):
+        return x
+    return None
 
 
 def parse_har(har: Mapping[str, Any], *, source: str = "HAR") -> HarLog:
@@ -555,6 +587,7 @@ def parse_har(har: Mapping[str, Any], *, source: str = "HAR") -> HarLog:
             on_content_load_ms=_num(pt.get("onContentLoad")),
             on_load_ms=_num(pt.get("onLoad")),
             transactions=tuple(t for t, ref in txs if ref == str(p["id"])),
+            plt_ms=_num(p.get("_plt")) if own else None,
         ))
     browser = log.get("browser") if isinstance(log.get("browser"), Mapping) else None
     return HarLog(
@@ -583,3 +616,78 @@ def read_har(path: str | os.PathLike[str]) -> HarLog:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"{name}: not a HAR file (not UTF-8 JSON: {exc})") from None
     return parse_har(har, source=name)
+
+
+def pages_from_har(
+    log: Any,
+    *,
+    options: WebOptions | None = None,
+    **deprecated: Any,
+) -> list[Page]:
+    """Score the pages of a HAR log (browsers, browsertime, other testbeds) like a capture's.
+
+    Parameters
+    ----------
+    log : qoe.web.har.HarLog
+        From :func:`qoe.web.har.read_har` / :func:`~qoe.web.har.parse_har`.
+    options : qoe.web.WebOptions, optional, keyword-only
+        ``idle_gap_s``: for a log without pages, how its entries are grouped (as
+        :func:`qoe.web.pages.build_pages`); ``preset`` or ``t_min``/``t_max``: the G.1030 mapping.
+    **deprecated
+        ``idle_gap_s``, ``preset``, ``bounds=(t_min, t_max)`` as keywords: still taken for one
+        release, with a DeprecationWarning; with ``options`` an InputError.
+
+    Notes
+    -----
+    Each HAR page keeps its own grouping. Its PLT is ``pageTimings.onLoad`` when the log
+    has it (what the browser measured), else fully loaded from the entries
+    (``startedDateTime`` → the last entry's end); a note says which. A HAR holds no TCP
+    facts: RTT and loss are unknown (NaN) and the diagnosis is ``neither``.
+    """
+    opts = _resolve("pages_from_har", options, deprecated, ("idle_gap_s", "preset", "bounds"))
+    preset, b = opts.preset, _custom_bounds(opts)
+    if not log.pages:
+        return build_pages(log.transactions, options=opts)
+    out = []
+    for index, hp in enumerate(sorted(log.pages, key=lambda p: p.started_ns)):
+        if hp.on_load_ms is not None:
+            plt, source = hp.on_load_ms / 1e3, "PLT is the HAR's pageTimings.onLoad"
+        elif hp.fully_loaded_ms is not None:
+            plt, source = hp.fully_loaded_ms / 1e3, "PLT is fully loaded from the HAR's entries (no onLoad)"
+        elif hp.plt_ms is not None:
+            plt, source = hp.plt_ms / 1e3, "PLT is qoe's _plt (fully loaded; the page's objects are not entries)"
+        else:
+            continue
+        txns = hp.transactions
+        main = txns[0] if txns else None
+        ttfb = math.nan
+        if main is not None and main.response_start_ns is not None:
+            ttfb = (main.response_start_ns - hp.started_ns) / _NS
+        mos = _mos(plt, preset, b)
+        out.append(Page(
+            client=(main.client[0] if main is not None and main.client else ""), index=index,
+            url=main.url if main is not None else hp.title, host=main.host if main is not None else None,
+            scheme=(main.url or "").split(":", 1)[0] if main is not None and main.url else "http",
+            protocol="; ".join(sorted({t.protocol or "http" for t in txns})),
+            start_ns=hp.started_ns, end_ns=hp.started_ns + int(round(plt * _NS)), start_event="har",
+            plt_s=plt, ttfb_s=ttfb, objects=len(txns), connections=len({t.connection for t in txns}),
+            new_connections=sum(1 for t in txns if not t.reused), bytes=sum(
+                _response_bytes(t) for t in txns),
+            rtt_s=math.nan, rtt_min_s=math.nan, rtt_baseline_s=math.nan, rtt_baseline="page minimum", round_trips=0, rtt_component_s=math.nan, retransmissions=0,
+            loss_wait_s=0.0, diagnosis="neither", rtt_share=math.nan, loss_share=math.nan, mos=mos,
+            preset="custom" if b is not None else preset, complete=all(t.complete for t in txns),
+            statuses=tuple(t.status for t in txns if t.status is not None),
+            notes=(source, "a HAR holds no TCP facts: RTT and loss unknown"), transactions=tuple(txns),
+        ))
+    return out
+
+
+def to_har_pages(found: Sequence[Page]) -> list[Any]:
+    """The pages as :class:`qoe.web.har.HarPage` records for :func:`qoe.web.har.to_har`.
+
+    ``pageTimings.onLoad`` stays unknown (-1: a capture cannot see it); the PLT goes in the
+    custom field ``_plt`` (HAR 1.2: custom fields start with an underscore).
+    """
+    return [HarPage(id=f"page_{p.index}", title=p.url or f"page {p.index}", started_ns=p.start_ns,
+                    on_content_load_ms=None, on_load_ms=None, transactions=p.transactions, plt_ms=p.plt_s * 1e3)
+            for p in found]

@@ -1,17 +1,20 @@
 """HTTP/1.x transactions from the in-order bytes of TCP connections, in bounded memory.
 
-An :class:`HttpSink` is a :class:`~qoe.web._sink.ByteSink`: TCP reassembly pushes each
-direction's bytes into it as they become deliverable and it turns them into
-:class:`Transaction` records (one per request/response exchange) without keeping any
-body in memory. :func:`connection_sink` looks at a connection's first client bytes and
-picks the parser (HTTP/1.x, TLS record timing from :mod:`qoe.web.tls`, or nothing), and a
-:class:`Collector` is the one :data:`~qoe.web._sink.SinkFactory` a capture reader needs
-for a mix of connections.
+:func:`transactions` and :func:`connection_results` read a capture (TCP reassembly,
+:mod:`qoe.web.tcp`), look at each connection's first client bytes to pick its parser
+(HTTP/1.x, TLS record timing from :mod:`qoe.web.tls`, or none) and give one
+:class:`Transaction` per request/response exchange, without keeping any body in memory.
+:func:`parse` does the same for one connection's byte events (bytes you reassembled
+yourself, or made up for a test). The parser lives in ``qoe.web._http1``, the choice of
+parser in ``qoe.web._dispatch``, the records in ``qoe.web._results``.
 
 Framing
 -------
-Message framing is h11's (RFC 9112 §6): Content-Length, chunked (chunk extensions and
-trailer fields are accepted and skipped) and close-delimited bodies; responses to HEAD
+Message framing follows RFC 9112 §6: Content-Length, chunked (chunk extensions and
+trailer fields are accepted and skipped) and close-delimited bodies. A plain message head
+that arrives whole (a request other than CONNECT/Upgrade, a final response to one, no
+Transfer-Encoding) is read with httptools (llhttp, C), the rest with h11, which also reads
+every chunked body and says what is wrong with a head llhttp rejects; responses to HEAD
 and 1xx, 204 and 304 responses carry no body (RFC 9112 §6.3 items 1-2). Requests and
 responses are paired in order (RFC 9112 §9.3.2, pipelining): each response is parsed
 knowing the method of the request it answers (that is how a HEAD response is known to
@@ -60,1223 +63,162 @@ References
    §10.1.1 (Expect: 100-continue), §15.2 (1xx).
 .. [3] RFC 1945, "HTTP/1.0" (1996): §7.2.2 (close-delimited entity bodies).
 .. [4] h11, https://h11.readthedocs.io/ (the HTTP/1.1 state machine used for framing).
+.. [5] httptools, https://github.com/MagicStack/httptools (bindings to llhttp, Node.js's
+   HTTP/1.x parser), for whole plain heads.
 """
 
 from __future__ import annotations
 
-import functools
-import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import os
+import warnings
+from collections.abc import Iterable
 from typing import Any, Literal
 
-import h11
-
-from qoe.web._records import builder
 from qoe.errors import InputError
-from qoe.report import as_dict
-from qoe.web._sink import CLIENT, SERVER, ConnectionId
-from qoe.web.tls import TlsSession, TlsSink, looks_like_tls
+from qoe.web import _dispatch, _http1
+from qoe.web._http1 import DEFAULT_MAX_HEAD_BYTES, DEFAULT_MAX_HELD_BYTES, HttpLimits
+from qoe.web._results import ConnectionResult, Transaction
+from qoe.web.keylog import load_keylog
+from qoe.web.tcp import TcpLimits, connections
 
 __all__ = [
     "Transaction",
     "ConnectionResult",
-    "HttpSink",
-    "UnknownSink",
-    "ProtocolSink",
-    "connection_sink",
-    "sniff",
-    "Collector",
+    "HttpLimits",
+    "parse",
+    "connection_results",
+    "transactions",
     "DEFAULT_MAX_HEAD_BYTES",
     "DEFAULT_MAX_HELD_BYTES",
 ]
 
-#: Longest incomplete message head (request/status line + header fields) the parser
-#: buffers before calling it an error. h11's own default is 16 KiB; real responses with
-#: large Set-Cookie / Content-Security-Policy fields exceed that, hence 64 KiB.
-DEFAULT_MAX_HEAD_BYTES = 65536
-
-#: Most bytes held back in one direction while waiting for the other (a response whose
-#: request head has not been parsed yet; client bytes after a CONNECT/Upgrade request until
-#: its response decides whether the protocol switches), and before sniffing decides.
-DEFAULT_MAX_HELD_BYTES = 65536
-
-ProtocolName = Literal["http", "tls", "unknown"]
+#: One event of a connection's byte stream, as :func:`parse` takes it:
+#: ``("data", direction, ts_ns, offset, payload)``, ``("gap", direction, ts_ns, offset, length)``
+#: or ``("close", direction, ts_ns, 0, how)`` (``how``: ``"fin"``, ``"rst"``, ``"end-of-capture"``);
+#: ``direction`` is :data:`qoe.web.tcp.CLIENT` or :data:`qoe.web.tcp.SERVER`.
+Event = tuple[str, int, int, int, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class Transaction:
-    """One HTTP/1.x request and its response, as seen on the wire.
-
-    Times are capture times in integer nanoseconds (the time of the delivery that held
-    the byte: see :mod:`qoe.web._sink`); sizes are bytes. ``None`` means not seen.
-
-    Attributes
-    ----------
-    connection : int
-        :attr:`ConnectionId.index` of the TCP connection (HAR import: the entry's
-        ``connection`` id numbered in order of appearance, or -1 when absent).
-    sequence : int
-        0-based number of this exchange on its connection, in request order.
-    reused : bool
-        The connection carried an earlier exchange (``sequence > 0``), i.e. no new TCP
-        (and TLS) handshake was paid for this one.
-    client, server : tuple of (str, int) or None
-        (address, port) of the two ends (HAR import: ``server`` from ``serverIPAddress``).
-    connection_start_ns : int or None
-        Capture time of the connection's first packet (the SYN when captured); from a HAR,
-        the start of its ``connect`` phase.
-    started_ns : int or None
-        Earliest time this fetch is known to have begun: ``connection_start_ns`` for the
-        first exchange of a connection, else ``request_start_ns``; from a HAR, its
-        ``startedDateTime``.
-    method, target, host, url : str or None
-        Request method and request-target as sent; ``Host`` field (or the authority of an
-        absolute-form target); the absolute URL rebuilt as ``http://host/target``.
-    request_version, response_version : str or None
-        ``"1.0"`` / ``"1.1"``.
-    status : int or None
-        Final status code (>= 200, or 101 for a switch); ``reason`` its reason phrase.
-    interim_statuses : tuple of int
-        1xx responses before the final one (e.g. ``(100,)`` for Expect: 100-continue).
-    request_start_ns, request_end_ns : int or None
-        First and last byte of the request message (head and body).
-    response_start_ns, response_end_ns : int or None
-        First byte of the response (of its first 1xx when there is one: the time to first
-        byte) and last byte of the final response.
-    request_header_bytes, response_header_bytes : int or None
-        Bytes from the message's first byte to the blank line ending its head (RFC 9112
-        §2.1), start line included; for a response, 1xx heads before it included.
-    request_body_wire_bytes, response_body_wire_bytes : int or None
-        Body bytes on the connection, chunk framing and trailers included, missing bytes
-        included.
-    request_body_bytes, response_body_bytes : int or None
-        Body bytes after de-chunking that the capture held (a Content-Encoding is not
-        undone).
-    request_missing_bytes, response_missing_bytes : int
-        Body bytes the capture did not hold (gaps skipped inside the body).
-    content_type, content_encoding, transfer_encoding : str or None
-        Response header fields.
-    content_length : int or None
-        Response ``Content-Length`` field.
-    referer, user_agent : str or None
-        Request header fields.
-    request_headers, response_headers : tuple of (str, str)
-        Header fields as sent (names in their original case; latin-1 decoded).
-    upgraded : str or None
-        ``"CONNECT <target>"`` or the ``Upgrade`` protocol when the connection switched
-        protocols after this exchange (parsing stopped there).
-    complete : bool
-        Request and final response both seen to their last byte, no byte missing, no error.
-    partial : str or None
-        Why the exchange is incomplete (a gap, the capture ending, a reset...).
-    error : str or None
-        Protocol error that stopped the connection while parsing this exchange.
-    """
-
-    connection: int
-    sequence: int
-    reused: bool
-    client: tuple[str, int] | None
-    server: tuple[str, int] | None
-    connection_start_ns: int | None
-    started_ns: int | None
-    method: str | None
-    target: str | None
-    host: str | None
-    url: str | None
-    request_version: str | None
-    status: int | None
-    reason: str | None
-    response_version: str | None
-    interim_statuses: tuple[int, ...]
-    request_start_ns: int | None
-    request_end_ns: int | None
-    response_start_ns: int | None
-    response_end_ns: int | None
-    request_header_bytes: int | None
-    request_body_wire_bytes: int | None
-    request_body_bytes: int | None
-    request_missing_bytes: int
-    response_header_bytes: int | None
-    response_body_wire_bytes: int | None
-    response_body_bytes: int | None
-    response_missing_bytes: int
-    content_type: str | None
-    content_length: int | None
-    content_encoding: str | None
-    transfer_encoding: str | None
-    referer: str | None
-    user_agent: str | None
-    request_headers: tuple[tuple[str, str], ...] = ()
-    response_headers: tuple[tuple[str, str], ...] = ()
-    upgraded: str | None = None
-    complete: bool = False
-    partial: str | None = None
-    error: str | None = None
-
-    @property
-    def ttfb_ns(self) -> int | None:
-        """Request start → first response byte (None when either is unknown)."""
-        if self.request_start_ns is None or self.response_start_ns is None:
-            return None
-        return self.response_start_ns - self.request_start_ns
-
-    def to_dict(self) -> dict[str, Any]:
-        """Every field as plain Python (headers as lists of [name, value])."""
-        return as_dict(self)
-
-
-@dataclass(frozen=True, slots=True)
-class ConnectionResult:
-    """What one connection's sink found.
-
-    Attributes
-    ----------
-    connection : ConnectionId
-    protocol : {"http", "tls", "unknown"}
-        The parser :func:`sniff` chose from the first client bytes.
-    transactions : tuple of Transaction
-        HTTP exchanges in request order (empty for TLS and unknown protocols).
-    tls : TlsSession or None
-        TLS handshake timing and counts (``protocol == "tls"``).
-    client_bytes, server_bytes : int
-        Payload bytes delivered each way (missing bytes not included).
-    client_missing_bytes, server_missing_bytes : int
-        Bytes each way the capture did not hold (gaps).
-    error : str or None
-        A protocol error that stopped parsing.
-    note : str or None
-        Why the connection was not parsed (unknown protocol) or where parsing stopped
-        (a protocol switch, a gap).
-    """
-
-    connection: ConnectionId
-    protocol: ProtocolName
-    transactions: tuple[Transaction, ...] = ()
-    tls: TlsSession | None = None
-    client_bytes: int = 0
-    server_bytes: int = 0
-    client_missing_bytes: int = 0
-    server_missing_bytes: int = 0
-    error: str | None = None
-    note: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """Every field as plain Python, nested results included."""
-        return as_dict(self)
-
-
-# ---------------------------------------------------------------------------------------
-# the parser
-
-_IDLE, _H11, _SKIP, _HOLD, _STOPPED, _TUNNEL, _CLOSED = range(7)
-_NO_BODY, _LENGTH, _CHUNKED, _CLOSE = range(4)
-
-
-def _text(value: bytes | bytearray | None) -> str | None:
-    # RFC 9110 §5.5: field values are octets; historically ISO-8859-1, which maps every octet.
-    return None if value is None else str(value, "latin-1")  # any bytes-like value, without a copy
-
-
-class _Tx:
-    """A transaction being built (mutable; frozen into :class:`Transaction` at the end)."""
-
-    __slots__ = (
-        "seq", "method", "target", "host", "request_version", "request_headers", "upgrade",
-        "req_start", "req_end", "req_head", "req_body_wire", "req_body", "req_missing", "req_done",
-        "status", "reason", "response_version", "response_headers", "interim",
-        "resp_start", "resp_end", "resp_head", "resp_body_wire", "resp_body", "resp_missing", "resp_done",
-        "upgraded", "partial", "error", "has_request", "req_first", "resp_first",
-    )
-
-    def __init__(self, seq: int) -> None:
-        self.seq = seq
-        self.method = self.target = self.host = self.request_version = self.upgrade = None
-        self.request_headers: tuple[tuple[str, str], ...] = ()
-        self.req_first: dict[bytes, bytes] = {}  # first value of each field name (see _fields)
-        self.resp_first: dict[bytes, bytes] = {}
-        self.req_start = self.req_end = self.req_head = self.req_body_wire = self.req_body = None
-        self.req_missing = 0
-        self.req_done = False
-        self.status = self.reason = self.response_version = None
-        self.response_headers: tuple[tuple[str, str], ...] = ()
-        self.interim: list[int] = []
-        self.resp_start = self.resp_end = self.resp_head = self.resp_body_wire = self.resp_body = None
-        self.resp_missing = 0
-        self.resp_done = False
-        self.upgraded = self.partial = self.error = None
-        self.has_request = False
-
-    def mark(self, why: str) -> None:
-        if self.partial is None:
-            self.partial = why
-
-
-class _Half:
-    """Parser state of one direction."""
-
-    __slots__ = (
-        "mode", "conn", "pos", "received", "missing", "last_ts", "closed",
-        "tx", "msg_start", "msg_start_ts", "head_end", "framing", "length", "body", "body_missing",
-        "skip_left", "held", "held_bytes",
-    )
-
-    def __init__(self) -> None:
-        self.mode = _IDLE
-        self.conn: h11.Connection | None = None
-        self.pos = 0  # stream offset up to which bytes were parsed, skipped or counted
-        self.received = 0
-        self.missing = 0
-        self.last_ts: int | None = None  # time of the last delivery with bytes
-        self.closed: str | None = None
-        self.tx: _Tx | None = None  # the transaction of the message in progress
-        self.msg_start = 0
-        self.msg_start_ts: int | None = None
-        self.head_end: int | None = None  # stream offset after the message head, once parsed
-        self.framing = _NO_BODY
-        self.length = 0  # Content-Length of the message in progress (framing _LENGTH)
-        self.body = 0
-        self.body_missing = 0
-        self.skip_left: int | None = None  # _SKIP: body bytes still to come (None: until close)
-        self.held: list[tuple[int, int, Any]] = []  # (0 data | 1 gap | 2 close, ts, item)
-        self.held_bytes = 0
-
-
-@functools.lru_cache(maxsize=64)
-def _asked(method: str, upgrade: str | None) -> tuple[h11.Request, h11.EndOfMessage]:
-    """The request h11 must have sent before it reads a response to ``method``.
-
-    h11's events are immutable, so the same ones serve every connection (building and
-    validating them is half the cost of starting a response).
-    """
-    headers = [("Host", "x"), ("Content-Length", "0")]
-    if upgrade is not None:
-        headers += [("Connection", "upgrade"), ("Upgrade", upgrade)]
-    return h11.Request(method=method, target="/", headers=headers), h11.EndOfMessage()
-
-
-def _fields(headers: Any) -> tuple[tuple[tuple[str, str], ...], dict[bytes, bytes]]:
-    """A message head's fields read once: as text pairs (names as sent), and the first value
-    of each name, lower-cased with ``bytes.lower`` (as h11 lower-cases names).
-
-    Through ``raw_items()`` (names as sent, values as h11 normalised them): iterating the
-    Headers sequence itself goes through ``collections.abc.Sequence.__iter__``, a Python
-    call per header.
-    """
-    raw = headers.raw_items()
-    first: dict[bytes, bytes] = {}
-    for k, v in raw:
-        first.setdefault(k.lower(), v)
-    return tuple((str(k, "latin-1"), str(v, "latin-1")) for k, v in raw), first
-
-
-_CLOSE_WHY = {
-    "fin": "connection closed (FIN) before the message ended",
-    "rst": "connection reset (RST) before the message ended",
-    "end-of-capture": "capture ended before the message ended",
-}
-
-
-class HttpSink:
-    """Parse one TCP connection as HTTP/1.x: a :class:`~qoe.web._sink.ByteSink`.
+def parse(
+    connection: Any,
+    events: Iterable[Event],
+    *,
+    protocol: Literal["auto", "http", "h2", "tls"] = "auto",
+    limits: HttpLimits | None = None,
+) -> ConnectionResult:
+    """Parse one connection's byte events.
 
     Parameters
     ----------
-    conn : ConnectionId
+    connection : qoe.web.tcp.ConnectionId
         The connection (its index, ends and first packet time go into each transaction).
-    max_head_bytes : int, keyword-only
-        Longest incomplete message head buffered (default :data:`DEFAULT_MAX_HEAD_BYTES`);
-        a longer one is a protocol error.
-    max_held_bytes : int, keyword-only
-        Most bytes held back in one direction while the other decides how to parse them
-        (default :data:`DEFAULT_MAX_HELD_BYTES`); beyond it, that direction stops.
-
-    Notes
-    -----
-    Feed with :meth:`data`, :meth:`gap` and :meth:`close` (the ByteSink protocol), then call
-    :meth:`result`. The result depends only on the bytes, their order and the time each
-    byte was delivered, not on how they were split into deliveries. See the module
-    docstring for framing and gap rules.
-
-    Examples
-    --------
-    >>> from qoe.web._sink import CLIENT, SERVER, ConnectionId
-    >>> sink = HttpSink(ConnectionId(("10.0.0.1", 40000), ("10.0.0.2", 80), 0, 0, True))
-    >>> sink.data(CLIENT, 1_000, 0, b"GET /a HTTP/1.1\\r\\nHost: example.org\\r\\n\\r\\n")
-    >>> sink.data(SERVER, 5_000, 0, b"HTTP/1.1 200 OK\\r\\nContent-Length: 2\\r\\n\\r\\nhi")
-    >>> tx = sink.result().transactions[0]
-    >>> tx.url, tx.status, tx.response_body_bytes, tx.complete
-    ('http://example.org/a', 200, 2, True)
-    """
-
-    def __init__(
-        self,
-        conn: ConnectionId,
-        *,
-        max_head_bytes: int = DEFAULT_MAX_HEAD_BYTES,
-        max_held_bytes: int = DEFAULT_MAX_HELD_BYTES,
-    ) -> None:
-        if not isinstance(max_head_bytes, int) or max_head_bytes < 64:
-            raise InputError(f"max_head_bytes must be an int >= 64; given {max_head_bytes!r}")
-        if not isinstance(max_held_bytes, int) or max_held_bytes < 0:
-            raise InputError(f"max_held_bytes must be an int >= 0; given {max_held_bytes!r}")
-        self.conn = conn
-        self._max_head = max_head_bytes
-        self._max_held = max_held_bytes
-        self._req = _Half()
-        self._resp = _Half()
-        self._txs: list[_Tx] = []
-        self._answered = 0  # transactions whose response has been started (or given up)
-        self._switched = False
-        self._error: str | None = None
-        self._note: str | None = None
-
-    # -- ByteSink -----------------------------------------------------------------------
-
-    def data(self, direction: int, ts_ns: int, offset: int, payload: bytes) -> None:
-        """Bytes ``[offset, offset + len(payload))`` of ``direction``, delivered at ``ts_ns``."""
-        h = self._req if direction == CLIENT else self._resp if direction == SERVER else self._half(direction)
-        expected = h.received + h.missing
-        n = len(payload)
-        if h.mode == _SKIP and offset == expected and n and (h.skip_left is None or n < h.skip_left):
-            # the common case, inside a body whose end lies beyond these bytes (or at the
-            # close): what _push would do, counting them, without copying them; no mode
-            # changes, so nothing held can be released (_settle has nothing to do)
-            h.received += n
-            h.last_ts = ts_ns
-            h.pos += n
-            h.body += n
-            if h.skip_left is not None:
-                h.skip_left -= n
-            return
-        if offset > expected:  # bytes skipped without a gap() call: the same thing
-            self.gap(direction, ts_ns, expected, offset - expected)
-        elif offset < expected:  # overlaps bytes already delivered: keep only the new ones
-            payload = payload[expected - offset:]
-        if not payload:
-            return
-        h.received += len(payload)
-        self._push(h, ts_ns, bytes(payload))
-        self._settle()
-
-    def gap(self, direction: int, ts_ns: int, offset: int, length: int) -> None:
-        """Bytes ``[offset, offset + length)`` of ``direction`` are missing from the capture."""
-        if length <= 0:
-            return
-        h = self._half(direction)
-        h.missing += length
-        self._gap(h, ts_ns, length)
-        self._settle()
-
-    def close(self, direction: int, ts_ns: int, how: str) -> None:
-        """``direction`` ended: ``how`` is ``"fin"``, ``"rst"`` or ``"end-of-capture"``."""
-        h = self._half(direction)
-        if h.closed is None and not (h.held and h.held[-1][0] == 2):
-            self._close(h, ts_ns, how)
-            self._settle()
-
-    # -- results ------------------------------------------------------------------------
-
-    @property
-    def finished(self) -> bool:
-        """Both directions closed (nothing more will change the result)."""
-        return self._req.closed is not None and self._resp.closed is not None
-
-    def result(self) -> ConnectionResult:
-        """The connection's transactions so far, in request order (unfinished ones partial)."""
-        note = self._note
-        held = [(name, h) for name, h in (("client", self._req), ("server", self._resp)) if h.held_bytes]
-        if held and note is None:
-            note = "; ".join(f"{n}: {h.held_bytes} bytes held, never parsed" for n, h in held)
-        return _make_result(
-            connection=self.conn,
-            protocol="http",
-            transactions=tuple(self._freeze(tx) for tx in self._txs),
-            client_bytes=self._req.received,
-            server_bytes=self._resp.received,
-            client_missing_bytes=self._req.missing,
-            server_missing_bytes=self._resp.missing,
-            error=self._error,
-            note=note,
-        )
-
-    # -- pushing bytes ------------------------------------------------------------------
-
-    def _half(self, direction: int) -> _Half:
-        if direction == CLIENT:
-            return self._req
-        if direction == SERVER:
-            return self._resp
-        raise InputError(f"direction must be CLIENT (0) or SERVER (1); given {direction!r}")
-
-    def _push(self, h: _Half, ts: int, data: bytes) -> None:
-        while data:
-            mode = h.mode
-            if mode == _HOLD:
-                h.held.append((0, ts, data))
-                h.held_bytes += len(data)
-                if h.held_bytes > self._max_held:
-                    self._drop_held(h)
-                    self._stop(h, f"more than {self._max_held} bytes held waiting for the other direction")
-                return
-            if mode in (_STOPPED, _TUNNEL, _CLOSED):
-                h.pos += len(data)
-                return
-            h.last_ts = ts
-            if mode == _SKIP:
-                n = len(data) if h.skip_left is None else min(len(data), h.skip_left)
-                h.pos += n
-                h.body += n
-                data = data[n:]
-                if h.skip_left is not None:
-                    h.skip_left -= n
-                    if h.skip_left == 0:
-                        self._end_message(h)
-                continue
-            if h.conn is None:
-                # RFC 9112 §2.2: empty lines before a start line are ignored
-                stripped = data.lstrip(b"\r\n")
-                h.pos += len(data) - len(stripped)
-                data = stripped
-                if not data or not self._begin(h, ts):
-                    continue
-            assert h.conn is not None
-            h.conn.receive_data(data)
-            h.pos += len(data)
-            data = self._drain(h, ts)
-
-    def _begin(self, h: _Half, ts: int) -> bool:
-        """Start a message at ``h.pos`` with bytes in hand at ``ts``; False if it must wait."""
-        if h is self._req:
-            conn = h11.Connection(h11.SERVER, max_incomplete_event_size=self._max_head)  # reads requests
-            h.tx = None
-        else:
-            tx = self._next_unanswered()
-            if tx is None:
-                h.mode = _HOLD
-                return False
-            conn = h11.Connection(h11.CLIENT, max_incomplete_event_size=self._max_head)  # reads responses
-            # tell h11 what was asked: no body in a HEAD response, a switch after CONNECT 2xx
-            # or Upgrade 101 (RFC 9110 §9.3.2, §9.3.6, §7.8)
-            for ev in _asked(tx.method or "GET", tx.upgrade):
-                conn.send(ev)
-            h.tx = tx
-            tx.resp_start = ts
-        h.conn = conn
-        h.mode = _H11
-        h.msg_start = h.pos
-        h.msg_start_ts = ts
-        h.head_end = None
-        h.framing = _NO_BODY
-        h.length = h.body = h.body_missing = 0
-        h.skip_left = None
-        return True
-
-    def _next_unanswered(self) -> _Tx | None:
-        if self._answered < len(self._txs):
-            tx = self._txs[self._answered]
-        elif self._req.mode in (_STOPPED, _CLOSED):
-            # no request will come to pair with: an answer to a request the capture lacks
-            tx = _Tx(len(self._txs))
-            tx.mark("request not seen")
-            self._txs.append(tx)
-        else:
-            return None
-        self._answered += 1
-        return tx
-
-    def _drain(self, h: _Half, ts: int) -> bytes:
-        """Take every event h11 can give; return the bytes after a message's end, if any."""
-        conn = h.conn
-        assert conn is not None
-        while True:
-            try:
-                ev = conn.next_event()
-            except h11.RemoteProtocolError as exc:
-                self._protocol_error(h, str(exc))
-                return b""
-            t = type(ev)
-            if t is h11.Data:
-                h.body += len(ev.data)
-            elif ev is h11.NEED_DATA:
-                return b""
-            elif t is h11.EndOfMessage:
-                rest = conn.trailing_data[0]
-                h.pos -= len(rest)  # not parsed yet: they start the next message
-                self._end_message(h)
-                return rest
-            elif t is h11.Request or t is h11.Response or (t is h11.InformationalResponse and ev.status_code == 101):
-                try:
-                    if t is h11.Request:
-                        self._on_request(h, conn, ev)
-                    else:
-                        self._on_response(h, conn, ev)
-                except h11.RemoteProtocolError as exc:
-                    self._protocol_error(h, str(exc))
-                    return b""
-                if h.mode == _TUNNEL:
-                    return b""
-                if h.framing == _CLOSE or (h.framing == _LENGTH and h.length > 0):
-                    # h11 has checked the head and chosen the framing; a body of known
-                    # length, or one that runs to the close, is only counted from here
-                    # (RFC 9112 §6.3 items 6 and 8): cheaper than h11's Data events, and
-                    # the same code skips gaps
-                    rest = conn.trailing_data[0]
-                    h.pos -= len(rest)
-                    h.conn = None
-                    h.mode = _SKIP
-                    h.skip_left = h.length if h.framing == _LENGTH else None
-                    return rest
-            elif t is h11.InformationalResponse:
-                assert h.tx is not None
-                h.tx.interim.append(ev.status_code)
-            else:  # PAUSED or ConnectionClosed: nothing more from this state machine
-                return b""
-
-    def _on_request(self, h: _Half, conn: h11.Connection, ev: h11.Request) -> None:
-        tx = _Tx(len(self._txs))
-        tx.has_request = True
-        tx.method = _text(ev.method)
-        tx.target = _text(ev.target)
-        tx.request_version = _text(ev.http_version)
-        tx.request_headers, first = _fields(ev.headers)
-        tx.req_first = first
-        tx.host = _text(first.get(b"host"))
-        tx.upgrade = _text(first.get(b"upgrade"))
-        tx.req_start = h.msg_start_ts
-        h.head_end = h.pos - len(conn.trailing_data[0])
-        tx.req_head = h.head_end - h.msg_start
-        h.framing, h.length = self._framing(ev, first, None)
-        h.tx = tx
-        self._txs.append(tx)
-        if tx.req_head > self._max_head:
-            raise h11.RemoteProtocolError("head too long")
-
-    def _on_response(self, h: _Half, conn: h11.Connection, ev: h11.Response | h11.InformationalResponse) -> None:
-        tx = h.tx
-        assert tx is not None
-        tx.status = ev.status_code
-        tx.reason = _text(ev.reason)
-        tx.response_version = _text(ev.http_version)
-        tx.response_headers, first = _fields(ev.headers)
-        tx.resp_first = first
-        h.head_end = h.pos - len(conn.trailing_data[0])
-        tx.resp_head = h.head_end - h.msg_start
-        if tx.resp_head > self._max_head:
-            raise h11.RemoteProtocolError("head too long")
-        if ev.status_code == 101 or (tx.method == "CONNECT" and 200 <= ev.status_code < 300):
-            # RFC 9110 §7.8 / §9.3.6: the bytes after this head are another protocol
-            tx.upgraded = f"CONNECT {tx.target}" if tx.method == "CONNECT" else (tx.upgrade or "unknown")
-            h.framing, h.length = _NO_BODY, 0
-            self._switched = True
-            self._note = f"switched protocols ({tx.upgraded}) after exchange {tx.seq}; not parsed further"
-            after = h.pos - h.head_end  # bytes after the head: the other protocol's
-            h.pos = h.head_end
-            self._end_message(h)  # sets the tunnel mode
-            h.pos += after
-            return
-        h.framing, h.length = self._framing(ev, first, tx.method)
-
-    @staticmethod
-    def _framing(ev: h11.Request | h11.Response, first: dict[bytes, bytes], method: str | None) -> tuple[int, int]:
-        # RFC 9112 §6.3: how the length of a message body is determined (h11 applies the
-        # same rules to frame the message; this copy tells what a gap can skip). ``first``:
-        # the head's fields as _fields gives them
-        if isinstance(ev, h11.Response) and (ev.status_code in (204, 304) or method == "HEAD"):
-            return _NO_BODY, 0  # §6.3 items 1-2
-        if first.get(b"transfer-encoding") is not None:
-            return _CHUNKED, 0  # §6.3 item 4 (h11 accepts only "chunked")
-        cl = first.get(b"content-length")
-        if cl is not None:
-            return _LENGTH, int(cl)  # §6.3 item 6
-        return (_NO_BODY, 0) if isinstance(ev, h11.Request) else (_CLOSE, 0)  # §6.3 items 7-8
-
-    def _end_message(self, h: _Half, *, partial: str | None = None) -> None:
-        """The message in progress ended at ``h.pos`` (or was cut short: ``partial``)."""
-        tx = h.tx
-        h.conn = None
-        h.mode = _TUNNEL if self._switched else _IDLE
-        h.tx = None
-        if tx is None:
-            return
-        head_end = h.head_end
-        h.head_end = None
-        seen = head_end is not None
-        end_ts = h.last_ts if seen else None
-        wire = h.pos - head_end if head_end is not None else None
-        body = h.body if seen else None
-        if h is self._req:
-            tx.req_end = end_ts
-            tx.req_body_wire, tx.req_body, tx.req_missing = wire, body, h.body_missing
-            tx.req_done = partial is None and seen
-            if tx.req_done and not self._switched and (tx.method == "CONNECT" or tx.upgrade is not None):
-                if tx.status is None:
-                    h.mode = _HOLD  # until the response says whether the protocol switches
-                    h.tx = tx
-        else:
-            tx.resp_end = end_ts
-            tx.resp_body_wire, tx.resp_body, tx.resp_missing = wire, body, h.body_missing
-            tx.resp_done = partial is None and seen
-        if partial is not None:
-            tx.mark(partial)
-        elif h.body_missing:
-            tx.mark(f"{h.body_missing} body bytes missing from the capture")
-
-    # -- gaps, closes, errors -----------------------------------------------------------
-
-    def _gap(self, h: _Half, ts: int, length: int) -> None:
-        mode = h.mode
-        if mode == _HOLD:
-            h.held.append((1, ts, length))
-            return
-        if mode in (_STOPPED, _TUNNEL, _CLOSED):
-            h.pos += length
-            return
-        if mode == _SKIP:
-            # inside a body whose end does not depend on the missing bytes: skip them
-            if h.skip_left is None or length <= h.skip_left:
-                h.pos += length
-                h.body_missing += length
-                if h.skip_left is not None:
-                    h.skip_left -= length
-                    if h.skip_left == 0:
-                        self._end_message(h)
-                return
-            # the gap runs past the body's end into the next message
-            left = h.skip_left
-            h.pos += left
-            h.body_missing += left
-            self._end_message(h)
-            self._stop(h, f"gap of {length} bytes across the end of a message")
-            h.pos += length - left
-            return
-        # in a head, in a chunked body or between messages: the next boundary is lost
-        if h.conn is None:
-            where = "between messages"
-        elif h.head_end is None:
-            where = "in a message head"
-        else:
-            where = "in a chunked body"
-        why = f"gap of {length} bytes {where}"
-        if h.conn is not None and h.tx is None:
-            if h is self._req:  # a request whose head was cut: keep its start time
-                h.tx = _Tx(len(self._txs))
-                h.tx.req_start = h.msg_start_ts
-                self._txs.append(h.tx)
-        elif h.conn is None and h is self._resp and self._answered < len(self._txs):
-            h.tx = self._next_unanswered()  # its response starts in the gap
-        if h.tx is not None:
-            self._end_message(h, partial=why)
-        h.pos += length
-        self._stop(h, why)
-
-    def _close(self, h: _Half, ts: int, how: str) -> None:
-        if h.mode == _HOLD:
-            h.held.append((2, ts, how))
-            return
-        why = _CLOSE_WHY.get(how, f"connection ended ({how}) before the message ended")
-        if h.mode == _SKIP:
-            # RFC 9112 §6.3 item 8: a close-delimited body ends when the server closes
-            self._end_message(h, partial=None if (h.skip_left is None and how == "fin") else why)
-        elif h.mode == _H11 and h.conn is not None:
-            if h.framing == _CLOSE and h.head_end is not None and how == "fin":
-                h.conn.receive_data(b"")
-                self._drain(h, ts)
-            if h.tx is not None:  # still in progress
-                self._end_message(h, partial=why)
-            elif h.conn is not None and h is self._req:
-                self._note = self._note or f"client {why}: request head never completed"
-        h.closed = how
-        if h.mode != _STOPPED:
-            h.mode = _CLOSED
-        h.conn = None
-
-    def _stop(self, h: _Half, why: str) -> None:
-        h.mode = _STOPPED
-        h.conn = None
-        h.tx = None
-        side = "client" if h is self._req else "server"
-        if self._note is None:
-            self._note = f"{side} bytes not parsed after a {why}" if why.startswith("gap") else (
-                f"{side} bytes not parsed: {why}"
-            )
-
-    def _drop_held(self, h: _Half) -> None:
-        for kind, _t, item in h.held:
-            if kind == 0:
-                h.pos += len(item)
-            elif kind == 1:
-                h.pos += item
-        h.held, h.held_bytes = [], 0
-
-    def _protocol_error(self, h: _Half, message: str) -> None:
-        side = "request" if h is self._req else "response"
-        if message.startswith("Receive buffer too long") or message == "head too long":
-            # h11's bound on an incomplete head, and ours on a complete one (so that the
-            # outcome does not depend on how the head was split into deliveries)
-            message = f"message head longer than max_head_bytes={self._max_head}"
-        self._error = f"{side} stream: {message}"
-        if h.tx is not None:
-            h.tx.error = self._error
-            self._end_message(h, partial="protocol error")
-        for half in (self._req, self._resp):
-            if half is not h and half.tx is not None and half.mode == _H11:
-                self._end_message(half, partial="connection not parsed after a protocol error")
-            if half.mode != _CLOSED:
-                self._drop_held(half)
-                half.mode = _STOPPED
-                half.conn = None
-                half.tx = None
-
-    def _settle(self) -> None:
-        """Release held bytes whose fate is now known (never from inside a parse)."""
-        while True:
-            rq, rs = self._req, self._resp
-            if self._switched and rq.mode == _IDLE:
-                rq.mode = _TUNNEL
-            if rs.mode == _HOLD and (self._answered < len(self._txs) or rq.mode in (_STOPPED, _CLOSED)):
-                self._release(rs)
-                continue
-            if rq.mode == _HOLD:
-                tx = rq.tx
-                decided = tx is None or tx.status is not None or rs.mode in (_STOPPED, _CLOSED)
-                if self._switched:
-                    held_close = [item for kind, _t, item in rq.held if kind == 2]
-                    self._drop_held(rq)
-                    rq.mode = _TUNNEL
-                    if held_close:
-                        rq.closed = held_close[0]
-                    continue
-                if decided:
-                    self._release(rq)
-                    continue
-            return
-
-    def _release(self, h: _Half) -> None:
-        """Replay what ``h`` held, now that it can be parsed."""
-        held = h.held
-        h.held, h.held_bytes = [], 0
-        h.mode = _IDLE
-        h.conn = None
-        h.tx = None
-        for kind, ts, item in held:
-            if kind == 0:
-                self._push(h, ts, item)
-            elif kind == 1:
-                self._gap(h, ts, item)
-            else:
-                self._close(h, ts, item)
-
-    # -- freezing -----------------------------------------------------------------------
-
-    def _freeze(self, tx: _Tx) -> Transaction:
-        c = self.conn
-        resp = tx.resp_first  # (header names are tokens, RFC 9110 §5.1: ASCII, as h11 checks)
-        req = tx.req_first
-        partial = tx.partial
-        if partial is None:
-            if not tx.req_done:
-                partial = "request not seen to its end"
-            elif tx.status is None:
-                partial = "no response seen"
-            elif not tx.resp_done:
-                partial = "response not seen to its end"
-        host, url = _host_url(tx.method, tx.target, tx.host, c.server)
-        cl = _text(resp.get(b"content-length", b"")).strip()  # type: ignore[union-attr]
-        return _make_transaction(
-            connection=c.index,
-            sequence=tx.seq,
-            reused=tx.seq > 0,
-            client=c.client,
-            server=c.server,
-            connection_start_ns=c.first_ts_ns,
-            started_ns=c.first_ts_ns if tx.seq == 0 else tx.req_start,
-            method=tx.method,
-            target=tx.target,
-            host=host,
-            url=url,
-            request_version=tx.request_version,
-            status=tx.status,
-            reason=tx.reason,
-            response_version=tx.response_version,
-            interim_statuses=tuple(tx.interim),
-            request_start_ns=tx.req_start,
-            request_end_ns=tx.req_end,
-            response_start_ns=tx.resp_start,
-            response_end_ns=tx.resp_end,
-            request_header_bytes=tx.req_head,
-            request_body_wire_bytes=tx.req_body_wire,
-            request_body_bytes=tx.req_body,
-            request_missing_bytes=tx.req_missing,
-            response_header_bytes=tx.resp_head,
-            response_body_wire_bytes=tx.resp_body_wire,
-            response_body_bytes=tx.resp_body,
-            response_missing_bytes=tx.resp_missing,
-            content_type=_text(resp.get(b"content-type")),
-            content_length=int(cl) if cl.isdigit() else None,
-            content_encoding=_text(resp.get(b"content-encoding")),
-            transfer_encoding=_text(resp.get(b"transfer-encoding")),
-            referer=_text(req.get(b"referer")),
-            user_agent=_text(req.get(b"user-agent")),
-            request_headers=tx.request_headers,
-            response_headers=tx.response_headers,
-            upgraded=tx.upgraded,
-            complete=partial is None and tx.error is None,
-            partial=partial,
-            error=tx.error,
-        )
-
-
-_make_transaction = builder(Transaction)  # one per transaction, see qoe.web._records
-_make_result = builder(ConnectionResult)  # one per HTTP connection
-
-_SCHEME = re.compile(r"(?i)^([a-z][a-z0-9+.-]*)://([^/?#]*)")
-
-
-def _host_url(
-    method: str | None, target: str | None, host: str | None, server: tuple[str, int]
-) -> tuple[str | None, str | None]:
-    """(host, absolute URL) of a request (RFC 9112 §3.2 request-target forms, §3.3 URI)."""
-    if target is None:
-        return host, None
-    m = _SCHEME.match(target)
-    if m:  # absolute-form (§3.2.2), sent to proxies
-        return host or m.group(2), target
-    if method == "CONNECT":  # authority-form (§3.2.3)
-        return host or target, None
-    if host is None:  # HTTP/1.0 without Host: the server's address stands in (§3.3)
-        addr, port = server
-        host = (f"[{addr}]" if ":" in addr else addr) + ("" if port == 80 else f":{port}")
-    if target == "*":  # asterisk-form (§3.2.4)
-        return host, f"http://{host}"
-    return host, f"http://{host}{target if target.startswith('/') else '/' + target}"
-
-
-# ---------------------------------------------------------------------------------------
-# choosing the parser per connection
-
-#: Client bytes looked at to recognise the protocol: RFC 9112 §3 recommends accepting
-#: request lines of at least 8000 octets.
-_MAX_SNIFF = 8192
-_METHOD = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 §9.1: method = token (§5.6.2 tchar)
-_MAX_METHOD = 32  # longer "methods" are not HTTP in practice (the registry's longest has 17)
-# RFC 9112 §3: request-line = method SP request-target SP HTTP-version (§2.3: HTTP/d.d)
-_REQUEST_LINE = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+ [^ \r\n]+ HTTP/[0-9]\.[0-9]\r?")
-
-
-def sniff(prefix: bytes) -> ProtocolName | None:
-    """The protocol a connection's first client bytes start, or None if they cannot tell yet.
-
-    Parameters
-    ----------
-    prefix : bytes
-        The first bytes the client sent (as many as are known).
+    events : iterable of Event
+        Each direction's bytes in order, its gaps and its end (the ByteSink calls of
+        :mod:`qoe.web.tcp`, as tuples; see :data:`Event`).
+    protocol : {"auto", "http", "h2", "tls"}, keyword-only
+        ``"auto"`` (default): recognise the protocol from the client's first bytes, as for a
+        capture; a name: parse with that parser whatever the bytes.
+    limits : HttpLimits, optional, keyword-only
+        Memory bounds of the parser.
 
     Returns
     -------
-    {"http", "tls", "unknown"} or None
-        ``"tls"``: a TLS handshake record header (``0x16 0x03 0x00..0x04``, RFC 8446 §5.1);
-        ``"http"``: an HTTP/1.x request line (RFC 9112 §3; empty lines before it are
-        allowed, §2.2); ``"unknown"``: neither; None: a prefix of either (send more).
+    ConnectionResult
+        Its transactions in request order (unfinished ones partial).
 
     Examples
     --------
-    >>> sniff(b"GET / HTTP/1.1\\r\\n"), sniff(b"\\x16\\x03\\x01\\x02\\x00"), sniff(b"GE"), sniff(b"SSH-2.0-x\\r\\n")
-    ('http', 'tls', None, 'unknown')
+    >>> from qoe.web.tcp import CLIENT, SERVER, ConnectionId
+    >>> conn = ConnectionId(("10.0.0.1", 40000), ("10.0.0.2", 80), 0, 0, True)
+    >>> res = parse(conn, [("data", CLIENT, 1_000, 0, b"GET /a HTTP/1.1\\r\\nHost: example.org\\r\\n\\r\\n"),
+    ...                    ("data", SERVER, 5_000, 0, b"HTTP/1.1 200 OK\\r\\nContent-Length: 2\\r\\n\\r\\nhi")])
+    >>> tx = res.transactions[0]
+    >>> tx.url, tx.status, tx.response_body_bytes, tx.complete, tx.protocol
+    ('http://example.org/a', 200, 2, True, 'http/1.1')
     """
-    prefix = bytes(prefix)
-    tls = looks_like_tls(prefix)
-    if tls is not False:
-        return "tls" if tls else None
-    p = prefix.lstrip(b"\r\n")
-    if not p:
-        return None if len(prefix) < _MAX_SNIFF else "unknown"
-    m = _METHOD.match(p)
-    if m is None or m.end() > _MAX_METHOD:
-        return "unknown"
-    if m.end() == len(p):
-        return None
-    if p[m.end()] != 0x20:
-        return "unknown"
-    nl = p.find(b"\n")
-    if nl < 0:
-        return None if len(p) < _MAX_SNIFF else "unknown"
-    return "http" if _REQUEST_LINE.fullmatch(p[:nl]) else "unknown"
-
-
-class UnknownSink:
-    """A ByteSink that only counts bytes: for connections that are neither HTTP/1.x nor TLS."""
-
-    def __init__(self, conn: ConnectionId, note: str) -> None:
-        self.conn = conn
-        self.note = note
-        self._bytes = [0, 0]
-        self._missing = [0, 0]
-        self._closed: list[str | None] = [None, None]
-
-    def data(self, direction: int, ts_ns: int, offset: int, payload: bytes) -> None:
-        """Count ``len(payload)`` bytes of ``direction``."""
-        self._bytes[direction] += len(payload)
-
-    def gap(self, direction: int, ts_ns: int, offset: int, length: int) -> None:
-        """Count ``length`` missing bytes of ``direction``."""
-        self._missing[direction] += length
-
-    def close(self, direction: int, ts_ns: int, how: str) -> None:
-        """Note that ``direction`` ended."""
-        self._closed[direction] = how
-
-    @property
-    def finished(self) -> bool:
-        """Both directions closed."""
-        return None not in self._closed
-
-    def result(self) -> ConnectionResult:
-        """A result with no transactions, saying why."""
-        return ConnectionResult(
-            connection=self.conn,
-            protocol="unknown",
-            client_bytes=self._bytes[CLIENT],
-            server_bytes=self._bytes[SERVER],
-            client_missing_bytes=self._missing[CLIENT],
-            server_missing_bytes=self._missing[SERVER],
-            note=self.note,
-        )
-
-
-def _tls_result(sink: TlsSink) -> ConnectionResult:
-    s = sink.session()
-    return ConnectionResult(
-        connection=sink.conn,
-        protocol="tls",
-        tls=s,
-        client_bytes=s.client_bytes,
-        server_bytes=s.server_bytes,
-        client_missing_bytes=s.client_missing_bytes,
-        server_missing_bytes=s.server_missing_bytes,
-        error=s.error,
-    )
-
-
-class ProtocolSink:
-    """A ByteSink that recognises the protocol from the first client bytes, then parses it.
-
-    Deliveries are held (at most ``max_held_bytes``) until :func:`sniff` decides, then
-    replayed into an :class:`HttpSink`, a :class:`~qoe.web.tls.TlsSink` or an
-    :class:`UnknownSink`. Server bytes before any client byte, a gap before the decision,
-    or a protocol not in ``protocols`` make the connection ``"unknown"`` with a note saying
-    why.
-
-    Parameters
-    ----------
-    conn : ConnectionId
-    protocols : collection of {"http", "tls"}, keyword-only
-        The parsers to use (default both).
-    max_head_bytes, max_held_bytes : int, keyword-only
-        Passed to :class:`HttpSink`; ``max_held_bytes`` also bounds the bytes held before
-        the decision.
-    on_finished : callable, optional, keyword-only
-        Called with this sink once both directions have closed.
-    on_started : callable, optional, keyword-only
-        Called once, as ``on_started(sink, ts_ns)``, with the capture time of the first
-        bytes delivered in either direction (nothing before it can become a transaction
-        that starts earlier: what a streaming reader needs to know).
-    """
-
-    def __init__(
-        self,
-        conn: ConnectionId,
-        *,
-        protocols: Sequence[str] = ("http", "tls"),
-        max_head_bytes: int = DEFAULT_MAX_HEAD_BYTES,
-        max_held_bytes: int = DEFAULT_MAX_HELD_BYTES,
-        on_finished: Callable[[ProtocolSink], None] | None = None,
-        on_started: Callable[[ProtocolSink, int], None] | None = None,
-    ) -> None:
-        bad = set(protocols) - {"http", "tls"}
-        if bad:
-            raise InputError(f"protocols must be among 'http' and 'tls'; given {sorted(bad)!r}")
-        self.conn = conn
-        self._protocols = frozenset(protocols)
-        self._max_head = max_head_bytes
-        self._max_held = max_held_bytes
-        self._on_finished = on_finished
-        self._on_started = on_started
-        self._inner: HttpSink | TlsSink | UnknownSink | None = None
-        self._pending: list[tuple[int, int, int, int, Any]] = []
-        self._pending_bytes = 0
-        self._prefix = b""
-        self._closed: list[str | None] = [None, None]
-        if max_held_bytes < 0:
-            raise InputError(f"max_held_bytes must be >= 0; given {max_held_bytes!r}")
-
-    @property
-    def protocol(self) -> ProtocolName | None:
-        """The protocol chosen, or None while undecided."""
-        inner = self._inner
-        if inner is None:
-            return None
-        return "http" if isinstance(inner, HttpSink) else "tls" if isinstance(inner, TlsSink) else "unknown"
-
-    def data(self, direction: int, ts_ns: int, offset: int, payload: bytes) -> None:
-        """Bytes of ``direction`` (see :class:`~qoe.web._sink.ByteSink`)."""
-        if self._inner is not None:
-            self._inner.data(direction, ts_ns, offset, payload)
-            return
-        if self._on_started is not None:
-            started, self._on_started = self._on_started, None
-            started(self, ts_ns)
-        self._pending.append((0, direction, ts_ns, offset, bytes(payload)))
-        self._pending_bytes += len(payload)
-        if direction == CLIENT:
-            if len(self._prefix) < _MAX_SNIFF:
-                self._prefix += bytes(payload[: _MAX_SNIFF - len(self._prefix)])
-            found = sniff(self._prefix)
-            if found is not None:
-                self._decide(found, "the client's first bytes are neither an HTTP/1.x request line "
-                             "nor a TLS handshake record")
-        elif not self._prefix:
-            self._decide("unknown", "the server sent bytes before the client (neither HTTP/1.x nor TLS)")
-        if self._inner is None and self._pending_bytes > self._max_held:
-            self._decide("unknown", f"protocol not recognised within {self._max_held} bytes")
-
-    def gap(self, direction: int, ts_ns: int, offset: int, length: int) -> None:
-        """Missing bytes of ``direction``."""
-        if self._inner is None:
-            self._pending.append((1, direction, ts_ns, offset, length))
-            self._decide("unknown", "bytes missing from the capture before the protocol was recognised")
-            return
-        self._inner.gap(direction, ts_ns, offset, length)
-
-    def close(self, direction: int, ts_ns: int, how: str) -> None:
-        """``direction`` ended."""
-        if self._closed[direction] is not None:
-            return
-        self._closed[direction] = how
-        if self._inner is None:
-            self._pending.append((2, direction, ts_ns, 0, how))
-            if direction == CLIENT:
-                self._decide("unknown", "the client closed before its bytes showed a protocol"
-                             if self._prefix else "the client sent no bytes")
+    lim = limits if limits is not None else HttpLimits()
+    if protocol == "auto":
+        sink: Any = _dispatch.ProtocolSink(connection, max_head_bytes=lim.max_head_bytes,
+                                           max_held_bytes=lim.max_held_bytes)
+    else:
+        entry = next((p for p in _dispatch.PARSERS if p.name == protocol), None)
+        if entry is None:
+            names = ", ".join(repr(p.name) for p in _dispatch.PARSERS)
+            raise InputError(f"protocol must be 'auto' or one of {names}; given {protocol!r}")
+        sink = entry.make(connection, lim)
+    for kind, direction, ts, offset, item in events:
+        if kind == "data":
+            sink.data(direction, ts, offset, item)
+        elif kind == "gap":
+            sink.gap(direction, ts, offset, item)
+        elif kind == "close":
+            sink.close(direction, ts, item)
         else:
-            self._inner.close(direction, ts_ns, how)
-        if None not in self._closed and self._on_finished is not None:
-            self._on_finished(self)
-
-    def _decide(self, protocol: str, why: str) -> None:
-        if protocol != "unknown" and protocol not in self._protocols:
-            protocol, why = "unknown", f"{protocol} connection; its parser was not asked for"
-        if protocol == "http":
-            inner: HttpSink | TlsSink | UnknownSink = HttpSink(
-                self.conn, max_head_bytes=self._max_head, max_held_bytes=self._max_held
-            )
-        elif protocol == "tls":
-            inner = TlsSink(self.conn)
-        else:
-            inner = UnknownSink(self.conn, why)
-        self._inner = inner
-        # from now on deliveries go straight to the parser (TCP calls data once per segment)
-        self.data = inner.data  # type: ignore[method-assign]
-        pending, self._pending, self._prefix = self._pending, [], b""
-        for kind, direction, ts, offset, item in pending:
-            if kind == 0:
-                inner.data(direction, ts, offset, item)
-            elif kind == 1:
-                inner.gap(direction, ts, offset, item)
-            else:
-                inner.close(direction, ts, item)
-
-    def result(self) -> ConnectionResult:
-        """What the chosen parser found (an ``"unknown"`` result while undecided)."""
-        inner = self._inner
-        if inner is None:
-            client = sum(len(p[4]) for p in self._pending if p[0] == 0 and p[1] == CLIENT)
-            server = sum(len(p[4]) for p in self._pending if p[0] == 0 and p[1] == SERVER)
-            why = "the client sent no bytes" if not client else "too few client bytes to recognise the protocol"
-            return ConnectionResult(self.conn, "unknown", client_bytes=client, server_bytes=server, note=why)
-        if isinstance(inner, TlsSink):
-            return _tls_result(inner)
-        return inner.result()
+            raise InputError(f"an event's kind must be 'data', 'gap' or 'close'; given {kind!r}")
+    return sink.result()
 
 
-def connection_sink(
-    conn: ConnectionId,
+def connection_results(
+    capture: str | os.PathLike[str] | Iterable[Any],
     *,
-    protocols: Sequence[str] = ("http", "tls"),
-    max_head_bytes: int = DEFAULT_MAX_HEAD_BYTES,
-    max_held_bytes: int = DEFAULT_MAX_HELD_BYTES,
-) -> ProtocolSink:
-    """A :data:`~qoe.web._sink.SinkFactory`: the protocol-sniffing sink for one connection.
-
-    Use ``functools.partial(connection_sink, protocols=...)`` to change options, or a
-    :class:`Collector` to also gather the results.
-    """
-    return ProtocolSink(conn, protocols=protocols, max_head_bytes=max_head_bytes, max_held_bytes=max_held_bytes)
-
-
-class Collector:
-    """A :data:`~qoe.web._sink.SinkFactory` that keeps every connection's result.
-
-    Give it to TCP reassembly as the sink factory; afterwards :meth:`results` has one
-    :class:`ConnectionResult` per connection, in connection order. A connection's parser
-    state is dropped as soon as both its directions close (only its result is kept; with
-    ``on_result`` not even that), so memory grows with the results, not with the bytes.
+    limits: HttpLimits | None = None,
+    tcp_limits: TcpLimits | None = None,
+    keylog: Any = None,
+) -> list[ConnectionResult]:
+    """What each TCP connection of a capture carried: its protocol and transactions.
 
     Parameters
     ----------
-    protocols, max_head_bytes, max_held_bytes
-        As in :class:`ProtocolSink`.
-    on_result : callable, optional, keyword-only
-        Called with each finished connection's result instead of keeping it (streaming).
+    capture : path or iterable of qoe.capture.Packet
+        As :func:`qoe.web.tcp.connections` takes it.
+    limits : HttpLimits, optional, keyword-only
+        Memory bounds of the HTTP parser.
+    tcp_limits : qoe.web.tcp.TcpLimits, optional, keyword-only
+        Reassembly memory bounds.
+    keylog : path, sequence of paths or qoe.web.keylog.KeyLog, optional, keyword-only
+        NSS key log(s) (``SSLKEYLOGFILE``) to decrypt TLS connections with; a pcapng
+        capture's own Decryption Secrets Blocks are used as well (see :mod:`qoe.web.decrypt`).
+        Without, TLS connections give their handshake timing only.
+
+    Returns
+    -------
+    list of ConnectionResult
+        One per connection, in order of first packet.
     """
+    lim = limits if limits is not None else HttpLimits()
+    log = load_keylog(capture if isinstance(capture, (str, os.PathLike)) else None, keylog)
+    col = _dispatch.Collector(max_head_bytes=lim.max_head_bytes, max_held_bytes=lim.max_held_bytes,
+                              parsers=_dispatch.parsers(log))
+    connections(capture, sinks=col, limits=tcp_limits if tcp_limits is not None else TcpLimits())
+    return col.results()
 
-    def __init__(
-        self,
-        *,
-        protocols: Sequence[str] = ("http", "tls"),
-        max_head_bytes: int = DEFAULT_MAX_HEAD_BYTES,
-        max_held_bytes: int = DEFAULT_MAX_HELD_BYTES,
-        on_result: Callable[[ConnectionResult], None] | None = None,
-    ) -> None:
-        bad = set(protocols) - {"http", "tls"}
-        if bad:
-            raise InputError(f"protocols must be among 'http' and 'tls'; given {sorted(bad)!r}")
-        self._options = {
-            "protocols": tuple(protocols), "max_head_bytes": max_head_bytes, "max_held_bytes": max_held_bytes,
-        }
-        self._on_result = on_result
-        self._count = 0
-        self._open: dict[int, ProtocolSink] = {}  # by order of creation
-        self._done: dict[int, ConnectionResult] = {}
 
-    def __call__(self, conn: ConnectionId) -> ProtocolSink:
-        """Make the sink for a new connection."""
-        key = self._count
-        self._count += 1
-        sink = ProtocolSink(
-            conn, on_finished=lambda s: self._finished(key, s), **self._options  # type: ignore[arg-type]
-        )
-        self._open[key] = sink
-        return sink
+def transactions(
+    capture: str | os.PathLike[str] | Iterable[Any],
+    *,
+    limits: HttpLimits | None = None,
+    tcp_limits: TcpLimits | None = None,
+    keylog: Any = None,
+) -> list[Transaction]:
+    """Every HTTP transaction of a capture, by connection then sequence (see :func:`connection_results`)."""
+    return [t for r in connection_results(capture, limits=limits, tcp_limits=tcp_limits, keylog=keylog)
+            for t in r.transactions]
 
-    def _finished(self, key: int, sink: ProtocolSink) -> None:
-        self._open.pop(key, None)
-        result = sink.result()
-        if self._on_result is not None:
-            self._on_result(result)
-        else:
-            self._done[key] = result
 
-    def results(self) -> list[ConnectionResult]:
-        """Every connection's result so far (open ones as they stand), in order of creation."""
-        merged = {**self._done, **{k: s.result() for k, s in self._open.items()}}
-        return [merged[k] for k in sorted(merged)]
+# the plumbing that was public here before 0.x: kept one release, with a warning
+_MOVED = {
+    "HttpSink": "qoe.web.http.parse(conn, events, protocol='http')",
+    "ProtocolSink": "qoe.web.http.parse(conn, events)",
+    "connection_sink": "qoe.web.http.parse(conn, events)",
+    "UnknownSink": "qoe.web.http.parse(conn, events)",
+    "Collector": "qoe.web.http.connection_results(capture)",
+    "sniff": "qoe.web.http.parse(conn, events) (its result's protocol)",
+}
 
-    def transactions(self) -> list[Transaction]:
-        """Every HTTP transaction, by connection (order of creation) then sequence."""
-        return [t for r in self.results() for t in r.transactions]
 
-    def tls_sessions(self) -> list[TlsSession]:
-        """Every TLS connection's session facts, by connection."""
-        return [r.tls for r in self.results() if r.tls is not None]
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        warnings.warn(f"qoe.web.http.{name} is internal and will be removed; use {_MOVED[name]}",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(_http1 if name == "HttpSink" else _dispatch, name)
+    raise AttributeError(f"module 'qoe.web.http' has no attribute {name!r}")

@@ -48,548 +48,28 @@ References
 .. [3] RFC 6928, "Increasing TCP's Initial Window", §2 (IW = min(10 MSS, max(2 MSS, 14600))).
 .. [4] RFC 1035, §4.1 (DNS message format; queries read with dpkt).
 """
-
 from __future__ import annotations
 
+import dataclasses
 import gc
-import math
 import os
-from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from collections.abc import Iterator
+from typing import Any
 
-import numpy as np
-
-from qoe.errors import InputError
-from qoe.options import OptionsBase
-from qoe.report import as_dict, brief
-from qoe.web._records import builder
+from qoe.web._dns import DnsQuery, dns_queries, iter_dns_queries
+from qoe.web._pagemodel import DEFAULT_IDLE_GAP_S, Page, WebOptions, _custom_bounds, _mos, _resolve, build_pages
+from qoe.web.har import pages_from_har, to_har_pages
 
 __all__ = ["Page", "WebOptions", "DnsQuery", "build_pages", "page_loads", "iter_page_loads", "pages_from_har",
            "to_har_pages", "dns_queries", "iter_dns_queries", "DEFAULT_IDLE_GAP_S"]
-
-#: An item starting more than this after the last byte of everything before it starts a page.
-DEFAULT_IDLE_GAP_S = 2.0
-# RFC 6928 §2: the initial window is 10 segments (for MSS <= 1460).
-_IW_SEGMENTS = 10
-# RFC 9293 §3.7.1: the default send MSS without the option is 536 bytes.
-_DEFAULT_MSS = 536
-# RFC 1035 §4.2.1: DNS over UDP on port 53.
-_DNS_PORT = 53
-# UDP datagrams read at a time for DNS: a batch holds its datagrams until it is full, so a
-# small one keeps the lazy DNS reader of iter_page_loads from holding a capture's UDP
-_DNS_BATCH = 256
-_NS = 1e9
-_TLS13 = 0x0304
-
-
-@dataclass(frozen=True)
-class WebOptions(OptionsBase):
-    """How :func:`qoe.score` groups and scores page loads (see :func:`build_pages`).
-
-    Attributes
-    ----------
-    idle_gap_s : float
-        Quiet time that ends a page (default 2 s).
-    preset : {"access", "backbone"}
-        G.1030 bounds of the seed paper §9.1.
-    t_min, t_max : float, optional
-        Custom G.1030 bounds (load time scored 5 and 1, s); both or neither.
-    share : float
-        The share of the PLT that makes it RTT- or loss-dominated (default 0.5).
-    """
-
-    idle_gap_s: float = DEFAULT_IDLE_GAP_S
-    preset: str = "access"
-    t_min: float | None = None
-    t_max: float | None = None
-    share: float = 0.5
-
-    KIND: ClassVar[str] = "web"
-
-    def __post_init__(self) -> None:
-        from qoe.web.g1030 import PRESETS  # noqa: PLC0415
-
-        if not (isinstance(self.idle_gap_s, (int, float)) and self.idle_gap_s > 0 and math.isfinite(self.idle_gap_s)):
-            raise InputError(f"idle_gap_s must be a positive number of seconds; given {self.idle_gap_s!r}")
-        if self.preset not in PRESETS:
-            raise InputError(f"preset must be one of {', '.join(PRESETS)}; given {self.preset!r}")
-        if (self.t_min is None) != (self.t_max is None):
-            raise InputError("t_min and t_max go together (the load times scored 5 and 1)")
-        if not 0 < self.share <= 1:
-            raise InputError(f"share must be in (0, 1]; given {self.share!r}")
-
-    @property
-    def bounds(self) -> tuple[float, float] | None:
-        """(t_min, t_max) when custom bounds are set."""
-        return None if self.t_min is None else (float(self.t_min), float(self.t_max))  # type: ignore[arg-type]
-
-
-@dataclass(frozen=True, slots=True)
-class DnsQuery:
-    """A DNS query a client sent (RFC 1035 §4.1.2)."""
-
-    ts_ns: int
-    client: str
-    name: str
-
-
-@dataclass(frozen=True)
-class Page:
-    """One page load of one client.
-
-    Attributes
-    ----------
-    client : str
-        The client's IP address.
-    index : int
-        0-based number of the page among the capture's pages, in start order.
-    url : str or None
-        The main document (its first transaction's URL; ``https://<server name>/`` for TLS).
-    host : str or None
-    scheme : {"http", "https"}
-    start_ns, end_ns : int
-        First event and last byte (ns since the Unix epoch).
-    start_event : {"dns", "syn", "request", "client-hello"}
-        What the page's first event was.
-    plt_s : float
-        Page load time, fully loaded (``end - start``).
-    ttfb_s : float or NaN
-        Start → first byte of the main document's response.
-    objects : int
-        Transactions (HTTP) or connections (HTTPS) of the page.
-    connections, new_connections : int
-        Connections the page used; those it opened.
-    bytes : int
-        Response bytes on the wire (HTTP: heads and bodies; HTTPS: the servers' TLS bytes).
-    rtt_s, rtt_min_s : float or NaN
-        Median and minimum RTT of the page's connections (:mod:`qoe.web.tcp`).
-    round_trips : int
-        Round trips the page needs without loss (see the module notes).
-    rtt_component_s : float
-        ``round_trips × rtt_s``.
-    retransmissions : int
-        Retransmitted segments on the page's connections.
-    loss_wait_s : float
-        Time the page's connections lost waiting for retransmissions.
-    diagnosis : {"rtt-dominated", "loss-dominated", "neither"}
-    rtt_share, loss_share : float
-        ``rtt_component_s / plt_s``; ``loss_wait_s`` over the PLT's increase above
-        ``round_trips × rtt_min_s`` (NaN when there is none).
-    mos : float
-        ITU-T G.1030 Annex A MOS of ``plt_s`` (:func:`qoe.web.g1030.mos`).
-    preset : str
-        The G.1030 bounds used (``access``, ``backbone`` or ``custom``).
-    complete : bool
-        Every transaction seen whole (no gap, no error, not cut by the capture's end).
-    statuses : tuple of int
-        The HTTP status codes of the page's responses, in order.
-    notes : tuple of str
-    transactions : tuple
-        The page's :class:`qoe.web.http.Transaction` records (for HAR export).
-    """
-
-    client: str
-    index: int
-    url: str | None
-    host: str | None
-    scheme: str
-    start_ns: int
-    end_ns: int
-    start_event: str
-    plt_s: float
-    ttfb_s: float
-    objects: int
-    connections: int
-    new_connections: int
-    bytes: int
-    rtt_s: float
-    rtt_min_s: float
-    round_trips: int
-    rtt_component_s: float
-    retransmissions: int
-    loss_wait_s: float
-    diagnosis: str
-    rtt_share: float
-    loss_share: float
-    mos: float
-    preset: str
-    complete: bool
-    statuses: tuple[int, ...] = ()
-    notes: tuple[str, ...] = ()
-    transactions: tuple[Any, ...] = field(default=(), repr=False)
-
-    kind: ClassVar[str] = "web"
-    #: The headline columns of :meth:`to_record` with ``brief=True``.
-    BRIEF_COLUMNS: ClassVar[tuple[str, ...]] = (
-        "client", "url", "plt_s", "objects", "connections", "rtt_s", "round_trips", "retransmissions",
-        "loss_wait_s", "diagnosis", "mos",
-    )
-
-    @property
-    def label(self) -> str:
-        """A short name of the page for notes."""
-        return f"page {self.index} ({self.url})"
-
-    def identity(self) -> dict[str, Any]:
-        """The columns that name this page in detail tables."""
-        return {"page": self.index, "client": self.client, "page_url": self.url}
-
-    def to_record(self, *, brief: bool = False) -> dict[str, Any]:
-        """One flat record (the page's row); ``brief``: the headline columns."""
-        rec = as_dict(self, skip=("transactions", "notes"))
-        rec["statuses"] = " ".join(map(str, self.statuses))
-        rec["notes"] = "; ".join(self.notes)
-        return _brief(rec, self.BRIEF_COLUMNS) if brief else rec
-
-    def to_dict(self) -> dict[str, Any]:
-        """Everything as plain Python, the transactions included."""
-        return as_dict(self)
-
-    def tables(self) -> dict[str, list[dict[str, Any]]]:
-        """Detail tables: ``objects`` (one row per transaction of the page)."""
-        return {"objects": [_object_row(t) for t in self.transactions]}
-
-
-_brief = brief
-
-
-def _object_row(t: Any) -> dict[str, Any]:
-    def s(ns: int | None) -> float:
-        return math.nan if ns is None else ns / _NS
-    return {
-        "connection": t.connection, "method": t.method, "url": t.url, "status": t.status,
-        "request_start_s": s(t.request_start_ns), "response_start_s": s(t.response_start_ns),
-        "response_end_s": s(t.response_end_ns), "ttfb_s": s(t.ttfb_ns), "content_type": t.content_type,
-        "body_bytes": t.response_body_bytes, "reused": t.reused, "complete": t.complete,
-    }
-
-
-# --------------------------------------------------------------------------------------
-# Items: what pages are made of
-
-@dataclass(slots=True)
-class _Item:
-    client: str
-    start_ns: int  # first request byte, or the ClientHello (TLS)
-    end_ns: int  # last byte
-    conn: int
-    txn: Any = None  # an HTTP Transaction
-    tls: Any = None  # a TLS session
-    server_name: str | None = None
-    tcp: Any = None  # its qoe.web.tcp.Connection (the streaming path)
-
-
-def _http_items(transactions: Iterable[Any]) -> list[_Item]:
-    out = []
-    for t in transactions:
-        start = t.request_start_ns if t.request_start_ns is not None else t.started_ns
-        end = t.response_end_ns or t.response_start_ns or t.request_end_ns or start
-        if start is None:
-            continue
-        out.append(_Item(client=t.client[0] if t.client else "", start_ns=start, end_ns=max(end, start), conn=t.connection, txn=t,
-                         server_name=t.host))
-    return out
-
-
-def _tls_items(sessions: Iterable[Any], conns: Mapping[int, Any]) -> list[_Item]:
-    out = []
-    for s in sessions:
-        start = s.client_hello_ns if s.client_hello_ns is not None else s.connection_start_ns
-        c = conns.get(s.connection)
-        end = None
-        if c is not None:
-            end = c.server.last_data_ts_ns or c.client.last_data_ts_ns
-        end = end or s.server_first_app_data_ns or s.handshake_end_ns or start
-        out.append(_Item(client=s.client[0], start_ns=start, end_ns=max(end, start), conn=s.connection, tls=s,
-                         server_name=s.server_name))
-    return out
-
-
-def _group(items: list[_Item], idle_gap_ns: int) -> list[list[_Item]]:
-    """Pages of one client's items (sorted by start), by Referer, idle gap and server name."""
-    pages: list[list[_Item]] = []
-    ends: list[int] = []  # per page: its last byte
-    docs: dict[str, int] = {}  # URL of a document -> its page
-    busy_until = -1
-    for it in items:
-        ref = it.txn.referer if it.txn is not None else None
-        other_server = it.tls is not None and bool(pages) and it.server_name != pages[-1][0].server_name
-        if ref is not None and ref in docs and it.start_ns <= ends[docs[ref]] + idle_gap_ns:
-            k = docs[ref]
-        elif pages and it.start_ns <= busy_until + idle_gap_ns and not (other_server and it.start_ns > busy_until):
-            k = len(pages) - 1
-        else:
-            pages.append([])
-            ends.append(-1)
-            k = len(pages) - 1
-        pages[k].append(it)
-        ends[k] = max(ends[k], it.end_ns)
-        busy_until = max(busy_until, it.end_ns)
-        ctype = (it.txn.content_type or "") if it.txn is not None else ""
-        if it.txn is not None and it.txn.url and ctype.startswith(("text/html", "application/xhtml")):
-            docs[it.txn.url] = k
-    return pages
-
-
-# --------------------------------------------------------------------------------------
-# Round trips
-
-def _response_bytes(t: Any) -> int:
-    """A transaction's response bytes on the wire: head and body (chunk framing included)."""
-    return (t.response_header_bytes or 0) + (t.response_body_wire_bytes or 0)
-
-
-def _mos(plt: float, preset: str, bounds: tuple[float, float] | None) -> float:
-    """G.1030 MOS of one PLT with a preset or custom (t_min, t_max) bounds."""
-    from qoe.web import g1030  # noqa: PLC0415
-
-    if bounds is None:
-        return float(g1030.mos(plt, preset=preset))
-    return float(g1030.mos(plt, preset=None, t_min=bounds[0], t_max=bounds[1]))
-
-
-def _slow_start_rounds(nbytes: int, mss: int) -> int:
-    """Extra rounds slow start needs beyond the first for ``nbytes`` (IW of RFC 6928 §2)."""
-    if nbytes <= 0:
-        return 0
-    segments = math.ceil(nbytes / mss)
-    return max(0, math.ceil(math.log2(segments / _IW_SEGMENTS + 1)) - 1)
-
-
-def _serial_chain(items: list[_Item]) -> list[_Item]:
-    """The longest chain of items each starting after the previous ended (by count, then time)."""
-    order = sorted(items, key=lambda i: i.end_ns)
-    best: list[tuple[int, int]] = []  # per item: (chain length, index of predecessor)
-    for k, it in enumerate(order):
-        cand = [(best[j][0] + 1, j) for j in range(k) if order[j].end_ns <= it.start_ns]
-        best.append(max(cand) if cand else (1, -1))
-    if not best:
-        return []
-    k = max(range(len(order)), key=lambda j: best[j][0])
-    chain = []
-    while k >= 0:
-        chain.append(order[k])
-        k = best[k][1]
-    return chain[::-1]
-
-
-def _round_trips(items: list[_Item], conns: Mapping[int, Any], opened: set[int]) -> int:
-    rounds = 0
-    counted: set[int] = set()
-    for it in _serial_chain(items):
-        c = conns.get(it.conn)
-        if it.conn in opened and it.conn not in counted:
-            rounds += 1  # SYN, SYN/ACK
-            counted.add(it.conn)
-        mss = (c.server.mss or c.client.mss or _DEFAULT_MSS) if c is not None else _DEFAULT_MSS
-        if it.tls is not None:
-            rounds += 1 if (it.tls.version or 0) >= _TLS13 else 2  # RFC 8446 §2 / RFC 5246 §7.3
-            rounds += 1 + _slow_start_rounds(it.tls.server_bytes, mss)
-        else:
-            t = it.txn
-            body = _response_bytes(t)
-            rounds += 1 + _slow_start_rounds(body, mss)
-    return rounds
-
-
-# --------------------------------------------------------------------------------------
-# Pages
-
-def _rtt_of(conn_list: list[Any]) -> tuple[float, float]:
-    """(median, minimum) path RTT of the page's connections, s.
-
-    A data/ACK sample measures only the leg from the capture point to the receiver of that
-    direction's data; the path RTT is the sum of both legs: the handshake's (SYN → SYN/ACK →
-    ACK) and, on connections with samples both ways, the sum of the two directions' medians
-    (minima). At a client-side capture the server direction's leg is short, the client's the
-    whole path.
-    """
-    paths, floors = [], []
-    for c in conn_list:
-        h = c.handshake_rtt_ns
-        if h is not None:
-            paths.append(h)
-            floors.append(h)
-        if c.client.rtt.count and c.server.rtt.count:
-            paths.append(c.client.rtt.median_ns + c.server.rtt.median_ns)
-            floors.append(c.client.rtt.min_ns + c.server.rtt.min_ns)
-    if not paths:
-        return math.nan, math.nan
-    o = sorted(paths)  # the median of a few values (as numpy's: the mean of the middle two)
-    n = len(o)
-    return (o[(n - 1) // 2] + o[n // 2]) / 2 / _NS, float(min(floors)) / _NS
-
-
-def _diagnose(plt: float, rounds: int, rtt: float, rtt_min: float, wait: float, share: float) -> tuple[str, float, float]:
-    """The seed paper's label (§9.1) and the two shares it rests on."""
-    rtt_comp = rounds * rtt
-    rtt_share = rtt_comp / plt if plt > 0 and math.isfinite(rtt_comp) else math.nan
-    excess = plt - rounds * rtt_min if math.isfinite(rtt_min) else math.nan
-    if wait <= 0:
-        loss_share = 0.0
-    else:
-        loss_share = wait / excess if math.isfinite(excess) and excess > 0 else math.nan
-    rtt_dom = math.isfinite(rtt_share) and rtt_share >= share
-    loss_dom = math.isfinite(loss_share) and loss_share >= share
-    if rtt_dom and loss_dom:  # both: the larger cause of the increase (queueing vs waiting for retransmissions)
-        label = "loss-dominated" if wait >= rounds * (rtt - rtt_min) else "rtt-dominated"
-    else:
-        label = "loss-dominated" if loss_dom else "rtt-dominated" if rtt_dom else "neither"
-    return label, rtt_share, loss_share
-
-
-def build_pages(
-    transactions: Iterable[Any] = (),
-    *,
-    connections: Iterable[Any] = (),
-    tls: Iterable[Any] = (),
-    dns: Iterable[DnsQuery] = (),
-    idle_gap_s: float = DEFAULT_IDLE_GAP_S,
-    preset: str = "access",
-    bounds: tuple[float, float] | None = None,
-    share: float = 0.5,
-) -> list[Page]:
-    """Group transactions and TLS connections into page loads and score each.
-
-    Parameters
-    ----------
-    transactions : iterable of qoe.web.http.Transaction
-    connections : iterable of qoe.web.tcp.Connection, keyword-only
-        The TCP connections (RTT, retransmissions, SYN times); without them RTT figures
-        are NaN and the diagnosis ``neither``.
-    tls : iterable of qoe.web.tls.TlsSession, keyword-only
-    dns : iterable of DnsQuery, keyword-only
-        DNS queries (:func:`dns_queries`): a page starts at its main host's first query.
-    idle_gap_s : float, keyword-only
-        Quiet time that ends a page (default 2 s).
-    preset, bounds : keyword-only
-        G.1030 mapping (:func:`qoe.web.g1030.mos`): ``"access"`` (0.56 s → 5, 6 s → 1),
-        ``"backbone"`` (0.85 s), or custom ``bounds=(best_s, worst_s)``.
-    share : float, keyword-only
-        The share that makes a PLT RTT- or loss-dominated (default 0.5).
-
-    Returns
-    -------
-    list of Page
-        In order of their start.
-    """
-    if not (idle_gap_s > 0 and math.isfinite(idle_gap_s)):
-        raise InputError(f"idle_gap_s must be a positive number of seconds; given {idle_gap_s!r}")
-    if not 0 < share <= 1:
-        raise InputError(f"share must be in (0, 1]; given {share!r}")
-    conns = {c.id.index: c for c in connections}
-    items = _http_items(transactions) + _tls_items(tls, conns)
-    by_client: dict[str, list[_Item]] = {}
-    for it in sorted(items, key=lambda i: (i.start_ns, i.conn)):
-        by_client.setdefault(it.client, []).append(it)
-    queries: dict[str, list[DnsQuery]] = {}
-    for q in dns:
-        queries.setdefault(q.client, []).append(q)
-    for qs in queries.values():
-        qs.sort(key=_query_ts)  # by time, so that a page looks only at its own window
-    gap = int(round(idle_gap_s * _NS))
-    groups = [(client, g) for client, its in by_client.items() for g in _group(its, gap)]
-    groups.sort(key=lambda cg: cg[1][0].start_ns)
-    out = []
-    for index, (client, group) in enumerate(groups):
-        out.append(_page(index, client, group, conns, queries.get(client, []), gap, preset, bounds, share))
-    return out
-
-
-def _query_ts(q: DnsQuery) -> int:
-    return q.ts_ns
-
-
-def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any], queries: list[DnsQuery],
-          gap: int, preset: str, bounds: Any, share: float) -> Page:
-    first = group[0]
-    main = first.txn
-    host = main.host if main is not None else first.server_name
-    url = main.url if main is not None else (f"https://{first.server_name}/" if first.server_name else None)
-    start, event = first.start_ns, ("request" if first.tls is None else "client-hello")
-    used = sorted({it.conn for it in group})
-    page_conns = [conns[i] for i in used if i in conns]
-    # the page opened a connection when its first exchange there is the connection's first (or it is TLS)
-    opened = {it.conn for it in group if it.tls is not None or (it.txn is not None and not it.txn.reused)}
-    first_conn = conns.get(first.conn)
-    if first_conn is not None and first.conn in opened and first_conn.syn_ts_ns is not None:
-        start, event = min(start, first_conn.syn_ts_ns), "syn"
-    window = queries[bisect_left(queries, start - gap, key=_query_ts) : bisect_right(queries, start, key=_query_ts)]
-    looked_up = [q.ts_ns for q in window if host and q.name.rstrip(".").lower() == host.split(":")[0].lower()]
-    if looked_up:
-        start, event = min(looked_up), "dns"
-    end = max(it.end_ns for it in group)
-    plt = (end - start) / _NS
-    ttfb = math.nan
-    if main is not None and main.response_start_ns is not None:
-        ttfb = (main.response_start_ns - start) / _NS
-    elif first.tls is not None and first.tls.server_first_app_data_ns is not None:
-        ttfb = (first.tls.server_first_app_data_ns - start) / _NS
-    rtt, rtt_min = _rtt_of(page_conns)
-    rounds = _round_trips(group, conns, opened)
-    wait = sum(c.client.time_lost_ns + c.server.time_lost_ns + c.client.stall_ns + c.server.stall_ns
-               for c in page_conns) / _NS
-    retrans = sum(c.client.retransmissions + c.server.retransmissions for c in page_conns)
-    label, rtt_share, loss_share = _diagnose(plt, rounds, rtt, rtt_min, wait, share)
-    txns = tuple(it.txn for it in group if it.txn is not None)
-    nbytes = sum(_response_bytes(t) for t in txns)
-    nbytes += sum(it.tls.server_bytes for it in group if it.tls is not None)
-    complete = all(t.complete for t in txns) and all(it.tls.complete for it in group if it.tls is not None)
-    notes = []
-    if not page_conns:
-        notes.append("no TCP facts for the page's connections: RTT and loss unknown")
-    if not complete:
-        notes.append("partial: " + "; ".join(sorted({t.partial or t.error or "incomplete" for t in txns if not t.complete})))
-    b = tuple(bounds) if bounds is not None else None
-    mos = _mos(plt, preset, b)
-    return _make_page(
-        client=client, index=index, url=url, host=host, scheme="https" if first.tls is not None else "http",
-        start_ns=start, end_ns=end, start_event=event, plt_s=plt, ttfb_s=ttfb,
-        objects=len(group), connections=len(used), new_connections=len(opened), bytes=int(nbytes),
-        rtt_s=rtt, rtt_min_s=rtt_min, round_trips=rounds, rtt_component_s=rounds * rtt, retransmissions=int(retrans),
-        loss_wait_s=wait, diagnosis=label, rtt_share=rtt_share, loss_share=loss_share, mos=mos,
-        preset="custom" if b is not None else preset, complete=complete,
-        statuses=tuple(t.status for t in txns if t.status is not None), notes=tuple(notes), transactions=txns,
-    )
-
-
-_make_page = builder(Page)  # one per page, see qoe.web._records
-
-
-# --------------------------------------------------------------------------------------
-# From a capture
-
-def dns_queries(capture: str | os.PathLike[str]) -> list[DnsQuery]:
-    """The DNS queries (UDP to port 53) of a capture, in capture order (RFC 1035 §4.1)."""
-    return list(iter_dns_queries(capture))
-
-
-def iter_dns_queries(capture: str | os.PathLike[str]) -> Iterator[DnsQuery]:
-    """:func:`dns_queries` one at a time, as the capture is read."""
-    import dpkt  # noqa: PLC0415
-
-    from qoe.capture import read_udp_batches  # noqa: PLC0415
-
-    for b in read_udp_batches(capture, batch_size=_DNS_BATCH):
-        for i in np.flatnonzero(b.dport == _DNS_PORT).tolist():
-            try:
-                msg = dpkt.dns.DNS(b.payload_of(i))
-            except (dpkt.UnpackError, IndexError, ValueError):
-                continue
-            if msg.qr == dpkt.dns.DNS_Q and msg.qd:
-                yield DnsQuery(ts_ns=int(b.ts_ns[i]), client=b.addresses[b.src[i]], name=msg.qd[0].name)
 
 
 def page_loads(
     capture: str | os.PathLike[str],
     *,
-    idle_gap_s: float = DEFAULT_IDLE_GAP_S,
-    preset: str = "access",
-    bounds: Sequence[float] | None = None,
-    share: float = 0.5,
+    options: WebOptions | None = None,
     limits: Any = None,
+    **deprecated: Any,
 ) -> list[Page]:
     """The page loads of a capture: TCP reassembly, HTTP and TLS, DNS, grouped and scored.
 
@@ -597,10 +77,14 @@ def page_loads(
     ----------
     capture : path
         A pcap or pcapng file taken at (or near) the clients.
-    idle_gap_s, preset, bounds, share : keyword-only
-        See :func:`build_pages`.
+    options : WebOptions, optional, keyword-only
+        Grouping and scoring (see :func:`build_pages`); default ``WebOptions()``.
     limits : qoe.web.tcp.TcpLimits, optional, keyword-only
         Reassembly memory bounds.
+    **deprecated
+        ``idle_gap_s``, ``preset``, ``bounds=(t_min, t_max)``, ``share`` as keywords: still
+        taken for one release, with a DeprecationWarning naming the WebOptions fields; given
+        with ``options``, an InputError (ambiguous).
 
     Returns
     -------
@@ -608,8 +92,14 @@ def page_loads(
         In order of their start: ``list(iter_page_loads(capture, ...))``, the same pages as
         :func:`build_pages` makes of the capture's transactions, connections, TLS sessions and
         DNS queries.
+
+    Examples
+    --------
+    >>> from qoe.web import WebOptions, page_loads
+    >>> pages = page_loads("data/web/captures/http10-idle-b64-wget_client.pcap",
+    ...                    options=WebOptions(preset="backbone"))  # doctest: +SKIP
     """
-    found = iter_page_loads(capture, idle_gap_s=idle_gap_s, preset=preset, bounds=bounds, share=share, limits=limits)
+    found = _iter_page_loads(capture, _resolve("page_loads", options, deprecated), limits)
     was = gc.isenabled()
     gc.disable()  # no consumer code runs in between: the collector stays paused the whole pass
     try:
@@ -622,11 +112,9 @@ def page_loads(
 def iter_page_loads(
     capture: str | os.PathLike[str],
     *,
-    idle_gap_s: float = DEFAULT_IDLE_GAP_S,
-    preset: str = "access",
-    bounds: Sequence[float] | None = None,
-    share: float = 0.5,
+    options: WebOptions | None = None,
     limits: Any = None,
+    **deprecated: Any,
 ) -> Iterator[Page]:
     """:func:`page_loads` as a stream: each page as soon as it is final, in memory flat in the capture's size.
 
@@ -648,88 +136,98 @@ def iter_page_loads(
     CaptureError
         The file cannot be read as a capture (at the call).
     """
+    return _iter_page_loads(capture, _resolve("iter_page_loads", options, deprecated), limits)
+
+
+def _iter_page_loads(capture: str | os.PathLike[str], opts: WebOptions, limits: Any) -> Iterator[Page]:
+    # TCP reassembly, the parsers (h11) and the capture readers load when a capture is read:
+    # qoe.web.pages (which the CLI and qoe.score import for WebOptions) stays light
     from qoe.web._stream import stream_pages  # noqa: PLC0415
-    from qoe.web.g1030 import PRESETS  # noqa: PLC0415
     from qoe.web.tcp import TcpLimits, iter_connections  # noqa: PLC0415
 
-    if not (isinstance(idle_gap_s, (int, float)) and idle_gap_s > 0 and math.isfinite(idle_gap_s)):
-        raise InputError(f"idle_gap_s must be a positive number of seconds; given {idle_gap_s!r}")
-    if not 0 < share <= 1:
-        raise InputError(f"share must be in (0, 1]; given {share!r}")
-    b = tuple(bounds) if bounds is not None else None
-    _mos(1.0, preset, b)  # the preset or bounds are checked where they are used, now
+    b = _custom_bounds(opts)
+    _mos(1.0, opts.preset, b)  # the preset or bounds are checked where they are used, now
     limits = limits if limits is not None else TcpLimits()
     iter_connections(capture, limits=limits)  # checks the limits and the file now, reads nothing
-    return stream_pages(capture, gap=int(round(idle_gap_s * _NS)), preset=preset, bounds=b, share=share,
-                        limits=limits)
+    from qoe.web._dispatch import parsers  # noqa: PLC0415
+    from qoe.web.keylog import load_keylog  # noqa: PLC0415
+
+    keys = load_keylog(capture, opts.keylog)  # a missing or empty key log file fails now
+    quic_seen = [False]
+    tcp = stream_pages(capture, gap=int(round(opts.idle_gap_s * 1e9)), preset=opts.preset, bounds=b,
+                       share=opts.share, limits=limits, base_rtt=opts.base_rtt_s, parsers=parsers(keys),
+                       quic_seen=quic_seen)
+    return _then_quic(tcp, capture, opts, keys, quic_seen)
 
 
-def pages_from_har(
-    log: Any,
-    *,
-    idle_gap_s: float = DEFAULT_IDLE_GAP_S,
-    preset: str = "access",
-    bounds: Sequence[float] | None = None,
-) -> list[Page]:
-    """Score the pages of a HAR log (browsers, browsertime, other testbeds) like a capture's.
+def _then_quic(tcp: Iterator[Page], capture: Any, opts: WebOptions, keys: Any, quic_seen: list[bool]) -> Iterator[Page]:
+    """The TCP pages, then (when the capture holds QUIC) the pages of its QUIC connections.
 
-    Parameters
-    ----------
-    log : qoe.web.har.HarLog
-        From :func:`qoe.web.har.read_har` / :func:`~qoe.web.har.parse_har`.
-    idle_gap_s : float, keyword-only
-        For a log without pages: how its entries are grouped (as :func:`build_pages`).
-    preset, bounds : keyword-only
-        G.1030 mapping.
-
-    Notes
-    -----
-    Each HAR page keeps its own grouping. Its PLT is ``pageTimings.onLoad`` when the log
-    has it (what the browser measured), else fully loaded from the entries
-    (``startedDateTime`` → the last entry's end); a note says which. A HAR holds no TCP
-    facts: RTT and loss are unknown (NaN) and the diagnosis is ``neither``.
+    QUIC connections are grouped among themselves (:func:`_quic_pages`), after the TCP pages and
+    numbered after them: a page whose objects came over both TCP and QUIC is two pages.
     """
-    b = tuple(bounds) if bounds is not None else None
-    if not log.pages:
-        return build_pages(log.transactions, idle_gap_s=idle_gap_s, preset=preset, bounds=b)
+    n = 0
+    for page in tcp:
+        n += 1
+        yield page
+    if quic_seen[0]:
+        for page in _quic_pages(capture, opts, keys):
+            yield dataclasses.replace(page, index=page.index + n)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _QuicAsTls:
+    """A QUIC connection seen through the fields page grouping reads of a TLS session
+    (:mod:`qoe.web._pagemodel`): its start (the client's first Initial) and, as the end of its
+    item, the end of its last server burst (the page's "fully loaded" time from the
+    connection's activity, without keys); no first application byte (no TTFB)."""
+
+    connection: int
+    client: tuple[str, int]
+    server_name: str | None
+    client_hello_ns: int | None
+    connection_start_ns: int
+    handshake_end_ns: int | None
+    server_first_app_data_ns: int | None
+    server_bytes: int
+    complete: bool
+    alpn_offered: tuple[str, ...] = ()
+    alpn: str | None = None
+    server_hello_ns: int | None = None
+    error: str | None = None
+    version: int = 0x0304  # QUIC's handshake is TLS 1.3's (RFC 9001 §4): one round trip
+    version_name: str = "QUIC"
+
+
+def _quic_pages(capture: Any, opts: WebOptions, keys: Any) -> list[Page]:
+    """Pages of the capture's QUIC connections: their HTTP/3 transactions when decrypted,
+    else each connection as a TLS-like item (handshake timing, bytes; objects not visible)."""
+    from qoe.web.quic import quic_connections  # noqa: PLC0415
+
+    conns = quic_connections(capture, keylog=keys)
+    txs = [t for c in conns for t in c.transactions]
+    hidden = [_QuicAsTls(c.index, c.client, c.server_name, c.client_initial_ns, c.first_ns,
+                         max([b.end_ns for b in c.bursts if b.direction == "server"] or [c.last_ns]),
+                         None, c.server_bytes, c.handshake_end_ns is not None, c.alpn_offered, c.alpn,
+                         c.server_initial_ns)
+              for c in conns if not c.transactions]
+    pages = build_pages(txs, tls=hidden, dns=dns_queries(capture), options=opts)
+    first_of = {c.index: c.client_initial_ns for c in conns}
     out = []
-    for index, hp in enumerate(sorted(log.pages, key=lambda p: p.started_ns)):
-        if hp.on_load_ms is not None:
-            plt, source = hp.on_load_ms / 1e3, "PLT is the HAR's pageTimings.onLoad"
-        elif hp.fully_loaded_ms is not None:
-            plt, source = hp.fully_loaded_ms / 1e3, "PLT is fully loaded from the HAR's entries (no onLoad)"
-        else:
-            continue
-        txns = hp.transactions
-        main = txns[0] if txns else None
-        ttfb = math.nan
-        if main is not None and main.response_start_ns is not None:
-            ttfb = (main.response_start_ns - hp.started_ns) / _NS
-        mos = _mos(plt, preset, b)
-        out.append(Page(
-            client=(main.client[0] if main is not None and main.client else ""), index=index,
-            url=main.url if main is not None else hp.title, host=main.host if main is not None else None,
-            scheme=(main.url or "").split(":", 1)[0] if main is not None and main.url else "http",
-            start_ns=hp.started_ns, end_ns=hp.started_ns + int(round(plt * _NS)), start_event="har",
-            plt_s=plt, ttfb_s=ttfb, objects=len(txns), connections=len({t.connection for t in txns}),
-            new_connections=sum(1 for t in txns if not t.reused), bytes=sum(
-                _response_bytes(t) for t in txns),
-            rtt_s=math.nan, rtt_min_s=math.nan, round_trips=0, rtt_component_s=math.nan, retransmissions=0,
-            loss_wait_s=0.0, diagnosis="neither", rtt_share=math.nan, loss_share=math.nan, mos=mos,
-            preset="custom" if b is not None else preset, complete=all(t.complete for t in txns),
-            statuses=tuple(t.status for t in txns if t.status is not None),
-            notes=(source, "a HAR holds no TCP facts: RTT and loss unknown"), transactions=tuple(txns),
-        ))
+    for p in pages:
+        # a decrypted page starts at its connection's first Initial (the SYN of QUIC), unless a
+        # DNS query came first (the same rule as a TCP page's SYN)
+        main = p.transactions[0] if p.transactions else None
+        initial = first_of.get(main.connection) if main is not None and main.sequence == 0 else None
+        if initial is not None and p.start_event == "request" and initial < p.start_ns:
+            plt = (p.end_ns - initial) / 1e9
+            ttfb = (main.response_start_ns - initial) / 1e9 if main.response_start_ns is not None else p.ttfb_s
+            p = dataclasses.replace(p, start_ns=initial, start_event="quic-initial", plt_s=plt, ttfb_s=ttfb,
+                                    mos=_mos(plt, opts.preset, _custom_bounds(opts)))
+        notes = list(p.notes)
+        notes = [n for n in notes if not n.startswith("no TCP facts")]
+        notes.append("QUIC (HTTP/3 over UDP): RTT and loss from TCP do not apply")
+        if any(c.note for c in conns):
+            notes.extend(sorted({c.note for c in conns if c.note}))
+        out.append(dataclasses.replace(p, notes=tuple(dict.fromkeys(notes))))
     return out
-
-
-def to_har_pages(found: Sequence[Page]) -> list[Any]:
-    """The pages as :class:`qoe.web.har.HarPage` records for :func:`qoe.web.har.to_har`.
-
-    ``pageTimings.onLoad`` stays unknown (-1: a capture cannot see it); the PLT goes in the
-    custom field ``_plt`` (HAR 1.2: custom fields start with an underscore).
-    """
-    from qoe.web.har import HarPage  # noqa: PLC0415
-
-    return [HarPage(id=f"page_{p.index}", title=p.url or f"page {p.index}", started_ns=p.start_ns,
-                    on_content_load_ms=None, on_load_ms=None, transactions=p.transactions) for p in found]

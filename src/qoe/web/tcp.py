@@ -128,8 +128,8 @@ from typing import Any
 from qoe.capture import TCP_ACK, TCP_SEGMENT_FIELDS, TCP_SYN, Packet, tcp_segment_row, tcp_segment_rows
 from qoe.errors import InputError, QoEWarning
 from qoe.web._sink import CLIENT, SERVER, ByteSink, ConnectionId, SinkFactory
-from qoe.web._tcpflow import _Conn
-from qoe.web._tcpresults import Connection, Direction, Retransmission, RttSamples, TcpLimits
+from qoe.web._conntrack import _Conn
+from qoe.web._connresults import Connection, Direction, Retransmission, RttSamples, TcpLimits
 
 __all__ = [
     "connections",

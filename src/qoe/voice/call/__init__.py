@@ -37,7 +37,7 @@ Mouth-to-ear delay
     two directions' mouth-to-ear delays (half the mouth-to-ear round trip; our reading
     of G.107's Ta for asymmetric paths); ``"direction"`` uses each direction's own delay.
     ``T = Ta`` and ``Tr = 2·Ta``, the one-way delay convention of
-    :func:`qoe.voice.emodel.r_factor` (``one_way_ms``).
+    :func:`qoe.voice.emodel.r_factor` (``mouth_to_ear_ms``).
 
 How to score — jitter buffer, concealment, delay basis, window, codec preset, the user's
 end, the network delay when it is not measured, whether two captures share a clock —

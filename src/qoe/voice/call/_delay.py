@@ -158,16 +158,16 @@ def _network_delay(
 def prepare(
     stream: RtpStream,
     *,
-    buffer: JitterBuffer,
+    jitter_buffer: JitterBuffer,
     owd: OneWayDelay | None,
     base_ms: float | None,
     rtt: tuple[float | None, int],
     capture: str | None,
 ) -> Prep:
-    """Play ``stream`` out through ``buffer`` and find each packet's mouth-to-ear delay."""
+    """Play ``stream`` out through ``jitter_buffer`` and find each packet's mouth-to-ear delay."""
     if stream.packets is None or len(stream.packets) == 0:
         raise InputError(f"stream {stream.key}: no packet table (scan the capture keeping packets)")
-    playout = playout_stream(stream, buffer=buffer)
+    playout = playout_stream(stream, jitter_buffer=jitter_buffer)
     ptime, ptime_how = _ptime_ms(stream)
     net, source, note = _network_delay(stream, playout, owd, base_ms=base_ms, rtt=rtt)
     m2e = np.where(playout.played, ptime + net + playout.buffer_delay_ms, np.nan)

@@ -129,10 +129,10 @@ def network_score(prep: Prep, preset: str, *, window_s: float, emodel_params: Ma
     o = ws.overall
     d = 0.0 if math.isnan(o["delay_ms"]) else o["delay_ms"]
     if band == "wb":  # G.107.1 7.5: no BurstR in Ie,eff,WB
-        full = emodel.r_factor(codec=preset, band="wb", ppl=o["ppl"], one_way_ms=d, out_of_range="ignore",
+        full = emodel.r_factor(codec=preset, band="wb", ppl=o["ppl"], mouth_to_ear_ms=d, out_of_range="ignore",
                                **emodel_params)
     else:
-        full = emodel.r_factor(codec=preset, ppl=o["ppl"], burst_r=o["burst_r"], one_way_ms=d, out_of_range="ignore",
+        full = emodel.r_factor(codec=preset, ppl=o["ppl"], burst_r=o["burst_r"], mouth_to_ear_ms=d, out_of_range="ignore",
                                **emodel_params)
     return NetworkScore(
         codec=ws.codec,

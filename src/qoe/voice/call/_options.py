@@ -9,6 +9,7 @@ import dataclasses
 import ipaddress
 import math
 import numbers
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
@@ -21,7 +22,7 @@ from qoe.rtp.delay import Clocks
 from qoe.rtp.jitterbuffer import JitterBuffer, parse_jitter_buffer
 from qoe.rtp.srtp import parse_srtp_key
 from qoe.voice import emodel
-from qoe.voice.playout import Conceal
+from qoe.voice.timeline import Conceal
 
 __all__ = ["CallOptions", "DelayBasis"]
 
@@ -160,12 +161,15 @@ class CallOptions(OptionsBase):
 
     @property
     def buffer(self) -> JitterBuffer:
-        """The jitter buffer described by :attr:`jitter_buffer`."""
+        """Deprecated: ``parse_jitter_buffer(options.jitter_buffer)`` (issue 21: one name, ``jitter_buffer``)."""
+        warnings.warn("CallOptions.buffer is deprecated: the option is CallOptions.jitter_buffer (parse it with "
+                      "qoe.rtp.jitterbuffer.parse_jitter_buffer); the old name goes in the next release",
+                      DeprecationWarning, stacklevel=2)
         return parse_jitter_buffer(self.jitter_buffer)
 
     def to_dict(self) -> dict[str, Any]:
         """The options as plain Python (the jitter buffer as its text form)."""
         out = as_dict(self)
-        out["jitter_buffer"] = str(self.buffer) if not isinstance(self.jitter_buffer, str) else self.jitter_buffer
+        out["jitter_buffer"] = str(parse_jitter_buffer(self.jitter_buffer)) if not isinstance(self.jitter_buffer, str) else self.jitter_buffer
         out["srtp_keys"] = [f"{parse_srtp_key(k).suite}:***" for k in self.srtp_keys]
         return out

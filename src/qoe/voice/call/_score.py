@@ -9,15 +9,18 @@ the network side (:mod:`._network`) and, with references, on the full reference
 from __future__ import annotations
 
 import warnings
+from types import MappingProxyType
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from qoe.errors import InputError, QoEWarning
-from qoe.rtp.delay import OneWayDelay
+from qoe.rtp.delay import OneWayDelay, delays_between
+from qoe.rtp.jitterbuffer import parse_jitter_buffer
 from qoe.rtp.lossmodel import loss_pattern
 from qoe.voice.call._delay import Prep, delay_terms, prepare, rtt_ms, set_ta
 from qoe.voice.call._inputs import Call, Reference, find_calls, is_audio, pair_id
 from qoe.voice.call._network import emodel_preset, network_score
+from qoe.voice.identify import recognised_audio, with_codec
 from qoe.voice.netscore import window_ranges
 from qoe.voice.call._options import CallOptions
 from qoe.voice.call._reference import full_reference
@@ -28,6 +31,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from qoe.rtp.sip import SipCall
 
 __all__ = ["score_call", "score_calls", "iter_score_calls"]
+
+_NONE: Mapping[int, str] = MappingProxyType({})
 
 
 # --------------------------------------------------------------------------- the user's end
@@ -85,11 +90,15 @@ def _direction_score(
     measured: bool,
     options: CallOptions,
     references: Sequence[Reference],
+    recognised: Mapping[int, str] = _NONE,
 ) -> DirectionScore:
-    """Every score of one stream, once its delays are known; ``measured``: seen by both captures."""
+    """Every score of one stream, once its delays are known; ``measured``: seen by both captures;
+    ``recognised``: the evidence of codecs recognised without SDP, by SSRC."""
     s = prep.stream
     pl = prep.playout
     notes = list(prep.notes)
+    if s.ssrc in recognised:
+        notes.insert(0, recognised[s.ssrc])
     inputs = {
         "network_delay": prep.net_source,
         "packetisation_delay": "SDP a=ptime" if s.ptime_ms else "RTP timestamps",
@@ -171,9 +180,9 @@ def _prepare_call(
     with an assumed delay, whether the delays are relative), for :func:`_warn_delays`.
     """
     rtt = rtt_ms(streams)
-    buffer = options.buffer
+    jitter_buffer = parse_jitter_buffer(options.jitter_buffer)
     base = options.network_delay_ms
-    preps = [prepare(s, buffer=buffer, owd=delays.get(s.ssrc), base_ms=base, rtt=rtt, capture=captures.get(s.ssrc))
+    preps = [prepare(s, jitter_buffer=jitter_buffer, owd=delays.get(s.ssrc), base_ms=base, rtt=rtt, capture=captures.get(s.ssrc))
              for s in streams]
     if delay_guesses is not None:
         assumed = sum(pr.net_source == "assumed" for pr in preps)
@@ -196,13 +205,14 @@ def _score_call(
     found_user: str | None = None,
     extra_notes: Sequence[str] = (),
     delay_guesses: list[tuple[str, int, bool]] | None = None,
+    recognised: Mapping[int, str] = _NONE,
 ) -> CallScore:
     user, user_note = _user_end(options.user, found_user, sip)
     preps = _prepare_call(streams, call_id=call_id, options=options, delays=delays, captures=captures,
                           delay_guesses=delay_guesses)
     out = [
         _direction_score(pr, call_id=call_id, user=user, measured=pr.stream.ssrc in delays, options=options,
-                         references=references)
+                         references=references, recognised=recognised)
         for pr in preps
     ]
     order = {USER_TALKS: 0, USER_LISTENS: 1, None: 2}
@@ -300,6 +310,17 @@ def _warn_delays(guesses: Sequence[tuple[str, int, bool]], *, stacklevel: int) -
             QoEWarning,
             stacklevel=stacklevel + 1,
         )
+
+
+def _recognised(stream: RtpStream, evidence: dict[int, str]) -> RtpStream:
+    """``stream`` with the codec its payloads show when no SDP named its dynamic payload type
+    (:mod:`qoe.voice.identify`; its evidence added to ``evidence``); unchanged otherwise, also
+    when nothing is recognised (it is not audio qoe can score, as before)."""
+    found = recognised_audio(stream)
+    if found is None:
+        return stream
+    evidence[stream.ssrc] = found.evidence
+    return with_codec(stream, found)
 
 
 def _options(options: CallOptions | None) -> CallOptions:
@@ -427,9 +448,8 @@ def _iter_score_calls(
     options: CallOptions,
 ) -> Iterator[CallScore]:
     """:func:`iter_score_calls` with the options checked."""
-    from qoe.rtp.delay import delays_between  # noqa: PLC0415 - delay imports playout lazily
-
-    streams = [s for s in streams if is_audio(s)]
+    recognised: dict[int, str] = {}
+    streams = [s for s in (_recognised(s, recognised) for s in streams) if is_audio(s)]
     here, there = capture or "capture", sender_capture or "sender capture"
     delays: dict[int, OneWayDelay] = {}
     caps = {s.ssrc: here for s in streams}
@@ -437,7 +457,7 @@ def _iter_score_calls(
     extra_notes: list[str] = []
     two = sender_streams is not None
     if two:
-        far = [s for s in sender_streams if is_audio(s)]  # type: ignore[union-attr]
+        far = [s for s in (_recognised(s, {}) for s in sender_streams) if is_audio(s)]  # type: ignore[union-attr]
         owds = delays_between(far, streams, clocks=options.clocks)
         chosen, delays, caps = _pick_receivers(streams, far, owds, here=here, there=there)
         main = {s.ssrc for s in streams}
@@ -451,7 +471,7 @@ def _iter_score_calls(
         found = _user_at(here, call, delays, caps) if two and options.user is None else None
         scored = _score_call(list(call.streams), call_id=call.call_id, sip=call.sip, options=options,
                              references=references, delays=delays, captures=caps, found_user=found,
-                             extra_notes=extra_notes, delay_guesses=guesses)
+                             extra_notes=extra_notes, delay_guesses=guesses, recognised=recognised)
         located.update(p.reference for d in scored.directions if d.full_reference for p in d.full_reference.plays)
         yield scored
     _warn_delays(guesses, stacklevel=2)

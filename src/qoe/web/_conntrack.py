@@ -1,9 +1,13 @@
-"""The per-connection state machine of TCP reassembly (definitions in :mod:`qoe.web.tcp`).
+"""The per-connection state machine of TCP reassembly: what each segment and ACK is, RTT, retransmissions.
 
-One :class:`_Conn` per connection, one :class:`_Half` per direction. Sequence numbers are
+Definitions are in :mod:`qoe.web.tcp`. One :class:`_Conn` per connection, one :class:`_Sender`
+per direction. Each segment is classified here (new bytes, a retransmission, reordering, an
+overlap, a keep-alive, a copy of a captured frame); each ACK gives RTT samples (Karn's rule)
+and loss signals (duplicate ACKs, SACK, RACK) for the fast/timeout decision. What happens to
+the bytes (held, delivered to the sink, forced as gaps) is ``qoe.web._delivery``'s job. Sequence numbers are
 turned into stream offsets at once (offset 0 = the first byte after the SYN, or the first
 byte seen) and unwrapped against the highest offset seen, so the 32-bit wrap-around
-(RFC 9293 §3.4) never shows past :meth:`_Half.offset`.
+(RFC 9293 §3.4) never shows past :meth:`_Sender.offset`.
 
 Per direction the state is: ``nxt`` (bytes before it went to the sink), ``high`` (bytes
 before it were seen or declared missing), ``holes`` (never-seen ranges in
@@ -28,10 +32,11 @@ from typing import Any
 
 import numpy as np
 
-from qoe.web._records import builder
 from qoe.capture import TCP_ACK, TCP_FIN, TCP_RST, TCP_SEGMENT_FIELDS, TCP_SYN
+from qoe.web._connresults import Connection, Direction, Retransmission, RttSamples, TcpLimits
+from qoe.web._delivery import _H_END, _H_START, _Delivery, _start
+from qoe.web._records import builder
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
-from qoe.web._tcpresults import Connection, Direction, Retransmission, RttSamples, TcpLimits
 
 M32 = 0xFFFFFFFF
 HALF32 = 0x80000000  # RFC 9293 §3.4: sequence comparisons are modulo 2**32 within 2**31
@@ -61,9 +66,13 @@ _H0 = _SEQ
 _HDR = slice(_SEQ, _IPID + 1)
 assert _IPID == _TSECR + 1, "the header fields a copy repeats are contiguous in a row"
 
+# The per-direction lists hold small mutable records (lists: cheaper to make than objects, and
+# made once per segment); their fields by name:
+# a sent record (``_Sender.sent``): a transmitted range until acknowledged
+_R_START, _R_END, _R_FIRST_TS, _R_RETX, _R_PAYLOAD, _R_LAST_TS, _R_HDR = range(7)
 
 
-class _Half:
+class _Sender:
     """One direction of a connection (the bytes one side sends)."""
 
     __slots__ = (
@@ -76,23 +85,24 @@ class _Half:
         "retx", "retx_bytes", "fast", "timeout", "spurious", "ooo_count", "overlaps",
         "conflicts", "dups", "keepalives", "first_data_ts", "last_data_ts",
         "lost_total", "lost_iv", "rtt_ts", "rtt_v", "rtt_count", "rtt_min", "rtt_stride",
-        "rtt_skip", "stalls", "stall_ns",
+        "rtt_skip", "stalls", "stall_ns", "stall_iv",
     )
 
     def __init__(self, d: int) -> None:
         self.d = d
         self.stalls = 0  # silences of this sender mid-transfer (see Direction.stall_ns)
         self.stall_ns = 0
+        self.stall_iv: list[tuple[int, int]] = []  # (start, end) of the first stalls' costs
         self.base: int | None = None  # raw sequence number of offset 0
         self.isn: int | None = None
         self.syn_ts: int | None = None
         self.nxt = 0
         self.high = 0
-        self.holes: list[list[Any]] = []  # [start, end, ts first seen missing, tsval then]
-        self.ooo: list[list[Any]] = []  # [start, end, payload (a prefix of the range), ts]
+        self.holes: list[list[Any]] = []  # hole records (_H_* fields)
+        self.ooo: list[list[Any]] = []  # held records (_O_* fields, qoe.web._delivery)
         self.ooo_bytes = 0
-        # [start, end, first transmission ts, times retransmitted, payload, last transmission ts,
-        #  TcpInfo of the last transmission]
+        # sent records (_R_* fields): start, end, first transmission ts, times retransmitted,
+        # payload, last transmission ts, header fields of the last transmission
         self.sent: list[list[Any]] = []
         self.sent_head = 0
         self.pl_head = 0  # records before it have let go of their payload
@@ -152,7 +162,7 @@ class _Half:
         return self.lost_total + sum(e - s for s, e in self.lost_iv)
 
 
-class _Conn:
+class _Conn(_Delivery):
     """One connection: both halves, the sink, and what the result needs."""
 
     __slots__ = (
@@ -168,7 +178,7 @@ class _Conn:
         self.closing = closing  # where the connection puts itself when it closes (a deque)
         self.ooo_frames: tuple[list[int], list[int]] = ([], [])
         self.sink = sink
-        self.halves = (_Half(CLIENT), _Half(SERVER))
+        self.halves = (_Sender(CLIENT), _Sender(SERVER))
         self.limits = limits
         self.keys = keys
         self.packets = 0
@@ -230,7 +240,7 @@ class _Conn:
             self._rst(ts)
         h.last_ts = ts
 
-    def _syn(self, h: _Half, d: int, index: int, tcp: Any, ts: int, flags: int) -> None:
+    def _syn(self, h: _Sender, d: int, index: int, tcp: Any, ts: int, flags: int) -> None:
         if h.isn is None:
             h.isn = tcp[_SEQ]
             h.base = (tcp[_SEQ] + 1) & M32
@@ -247,20 +257,16 @@ class _Conn:
             return
         if tcp[_SEQ] != h.isn:  # another ISN on a connection we keep: ignore the SYN
             return
-        rec = h.sent[h.sent_head] if h.sent_head < len(h.sent) and h.sent[h.sent_head][0] == -1 else None
-        if rec is not None:
-            if _copy(rec, tcp, ts):
-                h.dups += 1
-                return
-            rec[3] += 1
-            rec[5] = ts
-            rec[6] = tcp[_HDR]
+        rec = h.sent[h.sent_head] if h.sent_head < len(h.sent) and h.sent[h.sent_head][_R_START] == -1 else None
+        if not self._sent_again(h, rec, tcp, ts):
+            return
         if len(h.syn_tx) < 16:
             h.syn_tx.append((ts, tcp[_TSVAL]))
         spurious = h.acked is not None and h.acked >= 0
-        self._event(h, d, index, ts, -1, 1, "syn", "timeout", True, h.syn_ts, spurious)
+        self._event(h, index=index, ts=ts, offset=-1, length=1, segment="syn", kind="timeout", seen=True,
+                    original_ts=h.syn_ts, spurious=spurious)
 
-    def _ack(self, h: _Half, tcp: Any, ts: int, flags: int) -> None:
+    def _ack(self, h: _Sender, tcp: Any, ts: int, flags: int) -> None:
         """An ACK from the receiver of ``h``'s bytes."""
         if (tcp[_ACK] == h.ack_raw and tcp[_DLEN] and not tcp[_SACK]
                 and -HALF32 <= h.acked - h.high < HALF32):  # type: ignore[operator]
@@ -290,18 +296,18 @@ class _Conn:
             rack = h.rack_ts
             while i < n:
                 r = sent[i]
-                if r[1] > a:
-                    if r[0] < a and r[3]:
+                if r[_R_END] > a:
+                    if r[_R_START] < a and r[_R_RETX]:
                         karn = True
                     break
                 last = r
-                if r[5] > rack:
-                    rack = r[5]
-                if r[3]:
+                if r[_R_LAST_TS] > rack:
+                    rack = r[_R_LAST_TS]
+                if r[_R_RETX]:
                     karn = True
                 if i >= pl:
-                    h.pl_bytes -= len(r[4])
-                    r[4] = b""
+                    h.pl_bytes -= len(r[_R_PAYLOAD])
+                    r[_R_PAYLOAD] = b""
                 i += 1
             if i > head:
                 h.rack_ts = rack
@@ -310,10 +316,10 @@ class _Conn:
                 h.sent_head = i
                 if i > 256:
                     _compact(h)
-                if last[1] == a:
+                if last[_R_END] == a:
                     if not karn:
-                        self._rtt(h, ts, ts - last[2], last[0] == -1)
-                    elif last[0] == -1 and tcp[_TSECR] is not None:
+                        self._rtt(h, ts, ts - last[_R_FIRST_TS], last[_R_START] == -1)
+                    elif last[_R_START] == -1 and tcp[_TSECR] is not None:
                         # a repeated SYN: the TSecr of its ACK names the transmission it
                         # answers (RFC 7323 §4.1), unless two had the same TSval
                         sent_at = [t for t, v in h.syn_tx if v == tcp[_TSECR]]
@@ -337,7 +343,7 @@ class _Conn:
                 if r > a and (h.sack_hi is None or r > h.sack_hi):
                     h.sack_hi = r
 
-    def _rtt(self, h: _Half, ts: int, rtt: int, handshake: bool) -> None:
+    def _rtt(self, h: _Sender, ts: int, rtt: int, handshake: bool) -> None:
         if handshake:  # the ACK of a SYN: the handshake's legs
             if h.d == CLIENT:
                 self.rtt_syn = rtt
@@ -360,19 +366,19 @@ class _Conn:
             h.rtt_skip = h.rtt_stride - 1
             self.hit.add("max_rtt_samples")
 
-    def _copy_of_sent(self, h: _Half, s: int, e: int, tcp: Any, ts: int) -> bool:
+    def _copy_of_sent(self, h: _Sender, s: int, e: int, tcp: Any, ts: int) -> bool:
         """Is segment ``[s, e)`` a second capture of its latest transmission (see ``_copy``)?"""
         sent = h.sent
         i = bisect_right(sent, s, lo=h.sent_head, key=_start) - 1
         if i < h.sent_head:
             return False
         rec = sent[i]
-        return rec[0] == s and _copy(rec, tcp, ts)
+        return rec[_R_START] == s and _copy(rec, tcp, ts)
 
-    def _segment(self, h: _Half, d: int, index: int, payload: bytes, tcp: Any, ts: int, dl: int, flags: int) -> None:
+    def _segment(self, h: _Sender, d: int, index: int, payload: bytes, tcp: Any, ts: int, dl: int, flags: int) -> None:
         """A segment with payload and/or FIN from side ``d``."""
         high = h.high
-        s = (tcp[_SEQ] - h.base - high) & M32  # the offset nearest high (as _Half.offset)
+        s = (tcp[_SEQ] - h.base - high) & M32  # the offset nearest high (as _Sender.offset)
         s = high + s - 0x100000000 if s >= HALF32 else high + s
         if flags & TCP_SYN:
             s = max(s, 0)  # data on a SYN (TCP Fast Open) starts after the ISN
@@ -419,7 +425,7 @@ class _Conn:
             self._fin(h, d, index, tcp, ts, e, dl)
 
     def _old(
-        self, h: _Half, d: int, index: int, payload: bytes, tcp: Any, ts: int, s: int, e: int, high: int
+        self, h: _Sender, d: int, index: int, payload: bytes, tcp: Any, ts: int, s: int, e: int, high: int
     ) -> None:
         """A segment that starts below the highest byte seen: retransmission, reordering, overlap."""
         dl = e - s
@@ -453,10 +459,10 @@ class _Conn:
                 holes.insert(k + 1, [b, he, hts, htv])
                 k += 2
             elif hs < a:
-                holes[k][1] = a
+                holes[k][_H_END] = a
                 k += 1
             elif he > b:
-                holes[k][0] = b
+                holes[k][_H_START] = b
                 k += 1
             else:
                 del holes[k]
@@ -505,14 +511,15 @@ class _Conn:
             spurious = not new_below and not new_above and h.acked is not None and h.acked >= e
             kind = self._kind(h, ts, s, e, spurious, old, original_ts)
             again = old + (new_below if late else 0)  # an overlap's new bytes are not resent
-            self._event(h, d, index, ts, s, dl, "data", kind, old > 0, original_ts, spurious, again)
+            self._event(h, index=index, ts=ts, offset=s, length=dl, segment="data", kind=kind, seen=old > 0,
+                        original_ts=original_ts, spurious=spurious, again=again)
         if (new_below or new_above) and h.closed is None:
             self._drain(h, d, ts)
             if h.ooo_bytes > self.limits.max_buffered_bytes:
                 self.hit.add("max_buffered_bytes")
                 self._shed(h, ts)
 
-    def _fin(self, h: _Half, d: int, index: int, tcp: Any, ts: int, f: int, dl: int) -> None:
+    def _fin(self, h: _Sender, d: int, index: int, tcp: Any, ts: int, f: int, dl: int) -> None:
         if self.fin_ts is None:
             self.fin_ts = ts
         if h.fin is None:
@@ -525,21 +532,29 @@ class _Conn:
         if dl == 0 and f == h.fin:
             rec = None
             for r in h.sent[h.sent_head :]:
-                if r[0] == f:
+                if r[_R_START] == f:
                     rec = r
-            if rec is not None:
-                if _copy(rec, tcp, ts):
-                    h.dups += 1
-                    return
-                rec[3] += 1
-                rec[5] = ts
-                rec[6] = tcp[_HDR]
+            if not self._sent_again(h, rec, tcp, ts):
+                return
             spurious = h.acked is not None and h.acked > f
             kind = self._kind(h, ts, f, f + 1, spurious, 1, h.fin_ts)
-            self._event(h, d, index, ts, f, 1, "fin", kind, True, h.fin_ts, spurious)
+            self._event(h, index=index, ts=ts, offset=f, length=1, segment="fin", kind=kind, seen=True,
+                        original_ts=h.fin_ts, spurious=spurious)
+
+    @staticmethod
+    def _sent_again(h: _Sender, rec: list[Any] | None, tcp: Any, ts: int) -> bool:
+        """A SYN or FIN sent again: False if it is its record's latest transmission captured twice
+        (counted as a duplicate), else True with the record updated (when there is one)."""
+        if rec is None:
+            return True
+        if _copy(rec, tcp, ts):
+            h.dups += 1
+            return False
+        _again(rec, ts, tcp)
+        return True
 
     def _kind(
-        self, h: _Half, ts: int, s: int, e: int, spurious: bool, old: int, original_ts: int | None = None
+        self, h: _Sender, ts: int, s: int, e: int, spurious: bool, old: int, original_ts: int | None = None
     ) -> str:
         """Fast retransmit or timeout (definitions: qoe.web.tcp, Retransmission.kind)."""
         acked = h.acked
@@ -563,24 +578,22 @@ class _Conn:
             h.recover = h.high
         return kind
 
-    def _mark_retransmitted(self, h: _Half, s: int, e: int, ts: int, tcp: Any) -> None:
+    def _mark_retransmitted(self, h: _Sender, s: int, e: int, ts: int, tcp: Any) -> None:
         sent = h.sent
         i = max(h.sent_head, bisect_right(sent, s, lo=h.sent_head, key=_start) - 1)
-        while i < len(sent) and sent[i][0] < e:
-            if sent[i][1] > s:
-                sent[i][3] += 1
-                sent[i][5] = ts
-                sent[i][6] = tcp[_HDR]
+        while i < len(sent) and sent[i][_R_START] < e:
+            if sent[i][_R_END] > s:
+                _again(sent[i], ts, tcp)
             i += 1
 
-    def _seen_before(self, h: _Half, s: int, e: int, payload: bytes) -> tuple[int | None, bool]:
+    def _seen_before(self, h: _Sender, s: int, e: int, payload: bytes) -> tuple[int | None, bool]:
         """First transmission time of bytes ``[s, e)`` and whether the held copy differs."""
         sent = h.sent
         i = max(h.sent_head, bisect_right(sent, s, lo=h.sent_head, key=_start) - 1)
         first = None
         conflict = False
         while i < len(sent):
-            a, b, t, _, p, _, _ = sent[i]
+            a, b, t, _, p, _, _ = sent[i]  # (the _R_* fields)
             if a >= e:
                 break
             if b > s:
@@ -597,7 +610,7 @@ class _Conn:
             i += 1
         return first, conflict
 
-    def _stall(self, h: _Half, d: int, ts: int, prev: int) -> None:
+    def _stall(self, h: _Sender, d: int, ts: int, prev: int) -> None:
         """New bytes after a silence of their sender while its peer sent no data: a stall.
 
         A sender that goes quiet mid-transfer for longer than an RTO (path RTT + Linux's
@@ -614,6 +627,8 @@ class _Conn:
         if gap > rtt + MIN_RTO_NS:
             h.stalls += 1
             h.stall_ns += gap - rtt
+            if len(h.stall_iv) < self.limits.max_retransmission_events:
+                h.stall_iv.append((prev + rtt, ts))
 
     def _reorder_ns(self) -> int:
         """How late a hole may be filled and still be reordering: one RTT of the whole path."""
@@ -624,9 +639,10 @@ class _Conn:
         return a + b if a is not None and b is not None else DEFAULT_REORDER_NS
 
     def _event(
-        self, h: _Half, d: int, index: int, ts: int, off: int, length: int, segment: str, kind: str,
+        self, h: _Sender, *, index: int, ts: int, offset: int, length: int, segment: str, kind: str,
         seen: bool, original_ts: int | None, spurious: bool, again: int | None = None,
     ) -> None:
+        """Count a retransmission of ``h``'s bytes and keep its record (see ``Retransmission``)."""
         h.retx += 1
         h.retx_bytes += length if again is None else again
         if kind == "fast":
@@ -640,14 +656,14 @@ class _Conn:
             h.add_lost(original_ts, ts)
         if len(self.events) < self.limits.max_retransmission_events:
             self.events.append(
-                Retransmission(d, index, ts, off, length, segment, kind, seen, original_ts, delay, spurious)
+                Retransmission(h.d, index, ts, offset, length, segment, kind, seen, original_ts, delay, spurious)
             )
         else:
             self.hit.add("max_retransmission_events")
 
-    # -- holding, delivering, forcing --------------------------------------------------------
+    # -- sent records (holding, delivering and forcing bytes: qoe.web._delivery) ------------
 
-    def _remember(self, h: _Half, s: int, e: int, ts: int, retx: int, payload: bytes, tcp: Any) -> None:
+    def _remember(self, h: _Sender, s: int, e: int, ts: int, retx: int, payload: bytes, tcp: Any) -> None:
         """Keep a transmitted range until acknowledged (RTT, originals, copy comparison)."""
         sent = h.sent
         rec = [s, e, ts, retx, payload, ts, tcp[_HDR]]
@@ -665,7 +681,7 @@ class _Conn:
         if len(sent) - h.sent_head > limits.max_tracked_segments or h.pl_bytes > limits.max_buffered_bytes:
             self._trim_sent(h)
 
-    def _trim_sent(self, h: _Half) -> None:
+    def _trim_sent(self, h: _Sender) -> None:
         """Hold ``sent`` to its limits: forget the oldest records; let go of the oldest copies."""
         limits = self.limits
         sent = h.sent
@@ -685,110 +701,13 @@ class _Conn:
                 j += 1
             h.pl_head = j
 
-    def _hold(self, h: _Half, s: int, e: int, payload: bytes, ts: int) -> None:
-        """Put never-seen bytes ``[s, e)`` (s >= nxt) into the out-of-order list, sorted."""
-        if h.closed is not None:
-            return
-        ooo = h.ooo
-        item = [s, e, payload, ts]
-        if not ooo or ooo[-1][0] < s:
-            ooo.append(item)
-        else:
-            ooo.insert(bisect_right(ooo, s, key=_start), item)
-        h.ooo_bytes += e - s
-
-    def _deliver(self, h: _Half, d: int, s: int, e: int, payload: bytes, ts: int) -> None:
-        """Bytes ``[s, e)`` (s == nxt) to the sink; the part the snap length cut off as a gap."""
-        n = len(payload)
-        sink = self.sink
-        if n:
-            if h.gap_len:
-                self._flush_gap(h, d)
-            h.delivered += n
-            if sink is not None:
-                sink.data(d, ts, s, payload if n == e - s else payload[: e - s])
-        if n < e - s:
-            h.truncated += e - s - n
-            self._gap(h, s + n, e - s - n, ts)
-        h.nxt = e
-        if h.fin is not None and e >= h.fin:
-            self._maybe_close(h, d, ts)
-
-    def _gap(self, h: _Half, off: int, length: int, ts: int) -> None:
-        if h.gap_len and h.gap_off + h.gap_len == off:
-            h.gap_len += length
-            return
-        if h.gap_len:
-            self._flush_gap(h, h.d)
-        h.gap_off, h.gap_len, h.gap_ts = off, length, ts
-
-    def _flush_gap(self, h: _Half, d: int) -> None:
-        if self.sink is not None:
-            self.sink.gap(d, h.gap_ts, h.gap_off, h.gap_len)
-        h.gap_len = 0
-
-    def _drain(self, h: _Half, d: int, ts: int) -> None:
-        """Deliver the out-of-order items that now follow ``nxt``."""
-        ooo = h.ooo
-        k = 0
-        while k < len(ooo) and ooo[k][0] == h.nxt:
-            s, e, p, _ = ooo[k]
-            h.ooo_bytes -= e - s
-            self._deliver(h, d, s, e, p, ts)
-            k += 1
-        if k:
-            del ooo[:k]
-
-    def _force(self, h: _Half, upto: int, ts: int) -> None:
-        """Bring ``nxt`` to ``upto``: deliver what is held, declare the rest missing (gaps)."""
-        d = h.d
-        while h.nxt < upto and h.closed is None:
-            nxt = h.nxt
-            if h.ooo and h.ooo[0][0] == nxt:
-                self._drain(h, d, ts)
-                continue
-            end = upto
-            if h.holes and h.holes[0][0] == nxt:
-                hole = h.holes[0]
-                if hole[1] <= upto:
-                    end = hole[1]
-                    del h.holes[0]
-                else:
-                    hole[0] = upto
-            elif h.ooo and h.ooo[0][0] < upto:
-                end = h.ooo[0][0]
-            h.missing += end - nxt
-            self._gap(h, nxt, end - nxt, ts)
-            h.nxt = end
-            if end > h.high:
-                h.high = end
-            if h.fin is not None and end >= h.fin:
-                self._maybe_close(h, d, ts)
-        if h.closed is None:
-            self._drain(h, d, ts)
-
-    def _shed(self, h: _Half, ts: int) -> None:
-        """Out-of-order bytes over the limit: declare the oldest holes missing."""
-        while h.ooo_bytes > self.limits.max_buffered_bytes and h.holes and h.closed is None:
-            self._force(h, h.holes[0][1], ts)
-
-    def _maybe_close(self, h: _Half, d: int, ts: int) -> None:
+    def _maybe_close(self, h: _Sender, d: int, ts: int) -> None:
         if h.closed is None and h.fin is not None and h.nxt >= h.fin:
             self._close_half(h, d, ts, "fin")
             if self.state == "open" and all(x.closed is not None for x in self.halves):
                 self.state = "fin"
                 self.closing.append(self)
                 self._release()
-
-    def _close_half(self, h: _Half, d: int, ts: int, how: str) -> None:
-        if h.gap_len:
-            self._flush_gap(h, d)
-        h.closed = how
-        h.ooo = []
-        h.holes = []
-        h.ooo_bytes = 0
-        if self.sink is not None:
-            self.sink.close(d, ts, how)
 
     def _rst(self, ts: int) -> None:
         if self.rst_ts is None:
@@ -854,8 +773,6 @@ _EMPTY = np.zeros(0, np.int64)
 _EMPTY.setflags(write=False)
 
 
-def _start(rec: list[Any]) -> int:
-    return rec[0]
 
 
 def _same(hdr: tuple[Any, ...], tcp: tuple[Any, ...]) -> bool:
@@ -888,10 +805,17 @@ def _copy(rec: list[Any], tcp: tuple[Any, ...], ts: int) -> bool:
     ``DUPLICATE_NS``. Over IPv6 (no Identification), or from a stack that sends 0, a
     retransmission within the tick can still be taken for a copy.
     """
-    return _same(rec[6], tcp) and ts - rec[5] < (MIN_RTO_NS if tcp[_TSVAL] is not None else DUPLICATE_NS)
+    return _same(rec[_R_HDR], tcp) and ts - rec[_R_LAST_TS] < (MIN_RTO_NS if tcp[_TSVAL] is not None else DUPLICATE_NS)
 
 
-def _compact(h: _Half) -> None:
+def _again(rec: list[Any], ts: int, tcp: tuple[Any, ...]) -> None:
+    """Sent record ``rec`` was transmitted once more, at ``ts`` with header ``tcp``."""
+    rec[_R_RETX] += 1
+    rec[_R_LAST_TS] = ts
+    rec[_R_HDR] = tcp[_HDR]
+
+
+def _compact(h: _Sender) -> None:
     """Drop the acknowledged records at the head of ``sent`` once they are half the list."""
     i = h.sent_head
     if i > 256 and i * 2 > len(h.sent):
@@ -900,7 +824,7 @@ def _compact(h: _Half) -> None:
         h.pl_head = max(0, h.pl_head - i)
 
 
-def _direction(h: _Half, ooo_frames: list[int]) -> Direction:
+def _direction(h: _Sender, ooo_frames: list[int]) -> Direction:
     n = len(h.rtt_v)
     if n:
         ts = np.frombuffer(h.rtt_ts, dtype=np.int64).copy()
@@ -950,4 +874,5 @@ def _direction(h: _Half, ooo_frames: list[int]) -> Direction:
         fin_ts_ns=h.fin_ts,
         closed=h.closed or "end-of-capture",
         rtt=rtt,
+        stall_intervals=tuple(h.stall_iv),
     )

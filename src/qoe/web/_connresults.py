@@ -236,6 +236,9 @@ class Direction:
         after the tail of a flight was lost before the capture point, whose
         retransmission the capture cannot tell from new data (an application that pauses
         mid-response looks the same).
+    stall_intervals : tuple of (int, int)
+        ``(start, end)`` capture times of each stall's cost (from one path RTT after the
+        sender's last data to its next), the first ``TcpLimits.max_retransmission_events``.
     isn : int or None
         Initial sequence number (raw), when the SYN was captured.
     mss, wscale : int or None
@@ -284,6 +287,7 @@ class Direction:
     fin_ts_ns: int | None
     closed: str
     rtt: RttSamples
+    stall_intervals: tuple[tuple[int, int], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return as_dict(self)

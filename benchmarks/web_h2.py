@@ -1,0 +1,155 @@
+"""Decrypted HTTP/2 page loads, end to end, against tshark's decrypted HTTP/2 statistics.
+
+The capture: Chromium's HTTP/2 page load of data/web/browser/captures/h2-idle.pcap (TLS 1.3,
+10 connections to 3 hosts, 41 objects; its key log beside it) repeated N times one after the
+other, each copy from its own client address (10.x.y.z, checksums recomputed), so that every
+copy is a page of its own and the one key log opens all of them (the same ClientHello randoms).
+Default N = 200 (33 MB), ``--short``: 20. Each in a fresh subprocess (peak RSS per run):
+
+- ``qoe.web.iter_page_loads(path, options=WebOptions(keylog=K))``: TCP reassembly, TLS 1.3
+  decryption, HTTP/2 (hyperframe, hpack), DNS, pages, PLT, G.1030 per page;
+- ``qoe.web.http.connection_results(path, keylog=K)``: the same without the pages;
+- ``tshark -r F -o tls.keylog_file:K -o tcp.reassemble_out_of_order:TRUE -q -z http2,tree``
+  (TLS decryption and HTTP/2 dissection; the option as DESIGN.md's traps say).
+
+It prints wall-clock and CPU seconds, the ratio to tshark (target: parity) and compares the
+number of HTTP/2 HEADERS frames tshark counts with qoe's (a request and a response each).
+Usage::
+
+    python benchmarks/web_h2.py [--short] [--copies N] [--repeat R] [--keep FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SOURCE = os.path.join(ROOT, "data", "web", "browser", "captures", "h2-idle.pcap")
+KEYLOG = SOURCE[:-5] + ".keylog"
+SERVERS = {"198.51.100.2", "198.51.100.3", "198.51.100.4"}  # data/web/browser/README.md
+
+CHILD = r"""
+import json, resource, sys, time, warnings
+from qoe.web import WebOptions, iter_page_loads
+from qoe.web.http import connection_results
+path, keylog, what = sys.argv[1:4]
+t, c = time.perf_counter(), time.process_time()
+pages = tx = 0
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    if what == "pages":
+        for p in iter_page_loads(path, options=WebOptions(keylog=keylog)):
+            pages += 1
+            tx += p.objects
+    else:
+        for r in connection_results(path, keylog=keylog):
+            tx += len(r.transactions)
+dt, cpu = time.perf_counter() - t, time.process_time() - c
+print(json.dumps({"s": dt, "cpu": cpu, "pages": pages, "tx": tx,
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def write_capture(out: str, copies: int) -> int:
+    """``copies`` copies of :data:`SOURCE`, one after the other, each from its own client address."""
+    import socket
+
+    import dpkt
+
+    with open(SOURCE, "rb") as f:
+        packets = list(dpkt.pcap.Reader(f))
+    span = packets[-1][0] - packets[0][0] + 1.0
+    n = 0
+    with open(out, "wb") as f:
+        w = dpkt.pcap.Writer(f, linktype=dpkt.pcap.DLT_EN10MB, nano=False)
+        for i in range(copies):
+            client = socket.inet_aton(f"10.{i // 250}.{i % 250 + 1}.2")
+            for ts, raw in packets:
+                eth = dpkt.ethernet.Ethernet(raw)
+                ip = eth.data
+                if not isinstance(ip, dpkt.ip.IP):
+                    continue
+                if socket.inet_ntoa(ip.src) not in SERVERS:
+                    ip.src = client
+                if socket.inet_ntoa(ip.dst) not in SERVERS:
+                    ip.dst = client
+                ip.sum = 0
+                if isinstance(ip.data, (dpkt.tcp.TCP, dpkt.udp.UDP)):
+                    ip.data.sum = 0  # recomputed (RFC 9293 §3.1 pseudo-header) when packed
+                w.writepkt(bytes(eth), ts=ts + i * span)
+                n += 1
+    return n
+
+
+def _qoe(path: str, what: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "src"), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", CHILD, path, KEYLOG, what], check=True, capture_output=True,
+                         text=True, env=env)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _tshark(path: str) -> dict | None:
+    if shutil.which("tshark") is None:
+        return None
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    out = subprocess.run(["tshark", "-r", path, "-o", f"tls.keylog_file:{KEYLOG}", "-o",
+                          "tcp.reassemble_out_of_order:TRUE", "-q", "-z", "http2,tree"],
+                         check=True, capture_output=True, text=True)
+    dt = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    m = re.search(r"^\s+HEADERS\s+(\d+)", out.stdout, re.M)
+    return {"s": dt, "cpu": cpu, "headers": int(m.group(1)) if m else None}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--short", action="store_true", help="20 copies instead of 200")
+    ap.add_argument("--copies", type=int, default=None)
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each measurement; the least CPU is shown")
+    ap.add_argument("--keep", default=None, help="write the capture here and keep it")
+    args = ap.parse_args(argv)
+    if not os.path.exists(SOURCE):
+        print(f"{SOURCE} is missing: no HTTP/2 benchmark")
+        return 0
+    n = args.copies or (20 if args.short else 200)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.keep or os.path.join(tmp, "h2.pcap")
+        packets = write_capture(path, n)
+        size_mb = os.path.getsize(path) / 1e6
+        print(f"HTTP/2 capture: {n} copies of {os.path.basename(SOURCE)}, {packets} packets, {size_mb:.1f} MB")
+        runs: dict[str, list] = {"pages": [], "conns": [], "ts": []}
+        for _ in range(max(1, args.repeat)):
+            runs["pages"].append(_qoe(path, "pages"))
+            runs["conns"].append(_qoe(path, "conns"))
+            runs["ts"].append(_tshark(path))
+        best = {k: min((r for r in v if r is not None), key=lambda r: r["cpu"], default=None) for k, v in runs.items()}
+        ts = best["ts"]
+        print(f"{'tool':46s} {'s':>7s} {'CPU s':>7s} {'tx/s':>8s} {'MB/s':>7s} {'vs tshark':>10s} {'peak RSS MB':>12s}")
+        for label, r in (("qoe iter_page_loads(keylog=) [pages]", best["pages"]),
+                         ("qoe http.connection_results(keylog=)", best["conns"])):
+            ratio = f"{ts['s'] / r['s']:9.2f}x" if ts else f"{'':>10s}"
+            print(f"{label:46s} {r['s']:7.2f} {r['cpu']:7.2f} {r['tx'] / r['s']:8.0f} {size_mb / r['s']:7.1f} {ratio} "
+                  f"{r['rss_mb']:12.0f}")
+        if ts:
+            print(f"{'tshark -o tls.keylog_file -q -z http2,tree':46s} {ts['s']:7.2f} {ts['cpu']:7.2f} "
+                  f"{best['conns']['tx'] / ts['s']:8.0f} {size_mb / ts['s']:7.1f} {1.0:9.2f}x")
+            agree = "equal" if ts["headers"] == 2 * best["conns"]["tx"] else "DIFFERENT"
+            print(f"tshark http2,tree: {ts['headers']} HEADERS frames; qoe: {best['conns']['tx']} transactions "
+                  f"({agree}: a request and a response each), {best['pages']['pages']} pages")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

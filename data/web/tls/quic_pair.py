@@ -1,0 +1,109 @@
+"""A tiny HTTP/3 server and client on aioquic's API, for data/web/tls/make_quic.sh.
+
+``python quic_pair.py server SITE_DIR CERT KEY PORT`` serves the files of SITE_DIR over HTTP/3
+(RFC 9114) on 127.0.0.1:PORT until killed; ``python quic_pair.py client PORT KEYLOG PATH...``
+fetches each PATH over one QUIC connection, the requests all sent at once (one bidirectional
+stream each), writes the NSS key log (QUIC's secrets lines) to KEYLOG and prints one line per
+response: path, status, body bytes. A missing file is answered 404. Both ends are aioquic's
+(QuicConnectionProtocol + H3Connection); nothing here is from aioquic's example scripts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import ssl
+import sys
+
+from aioquic.asyncio import connect, serve
+from aioquic.asyncio.protocol import QuicConnectionProtocol
+from aioquic.h3.connection import H3_ALPN, H3Connection
+from aioquic.h3.events import DataReceived, HeadersReceived
+from aioquic.quic.configuration import QuicConfiguration
+from aioquic.quic.events import ProtocolNegotiated
+
+TYPES = {".html": b"text/html", ".css": b"text/css", ".jpg": b"image/jpeg"}
+
+
+class Server(QuicConnectionProtocol):
+    site = "."
+
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self.h3 = None
+
+    def quic_event_received(self, event):
+        if isinstance(event, ProtocolNegotiated) and event.alpn_protocol in H3_ALPN:
+            self.h3 = H3Connection(self._quic)
+        if self.h3 is None:
+            return
+        for ev in self.h3.handle_event(event):
+            if isinstance(ev, HeadersReceived):
+                head = dict(ev.headers)
+                path = os.path.join(self.site, head[b":path"].decode().lstrip("/"))
+                try:
+                    body = open(path, "rb").read()
+                    hdrs = [(b":status", b"200"), (b"content-type", TYPES.get(os.path.splitext(path)[1], b"application/octet-stream"))]
+                except OSError:
+                    body = b"not found\n"
+                    hdrs = [(b":status", b"404"), (b"content-type", b"text/plain")]
+                if head[b":method"] == b"HEAD":
+                    body = b""  # (no content-length: aioquic's client checks it against the DATA)
+                else:
+                    hdrs.append((b"content-length", str(len(body)).encode()))
+                self.h3.send_headers(ev.stream_id, hdrs, end_stream=not body)
+                if body:
+                    self.h3.send_data(ev.stream_id, body, end_stream=True)
+                self.transmit()
+
+
+class Client(QuicConnectionProtocol):
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self.h3 = H3Connection(self._quic)
+        self.waiting = {}
+
+    def get(self, path, method=b"GET"):
+        sid = self._quic.get_next_available_stream_id()
+        self.h3.send_headers(sid, [(b":method", method), (b":scheme", b"https"), (b":authority", b"www.example.com"),
+                                   (b":path", path.encode()), (b"user-agent", b"qoe-quic-pair")], end_stream=True)
+        fut = asyncio.get_running_loop().create_future()
+        self.waiting[sid] = [fut, path, None, 0]
+        self.transmit()
+        return fut
+
+    def quic_event_received(self, event):
+        for ev in self.h3.handle_event(event):
+            w = self.waiting.get(ev.stream_id)
+            if w is None:
+                continue
+            if isinstance(ev, HeadersReceived):
+                w[2] = dict(ev.headers)[b":status"].decode()
+            elif isinstance(ev, DataReceived):
+                w[3] += len(ev.data)
+            if ev.stream_ended and not w[0].done():
+                w[0].set_result(f"{w[1]}\t{w[2]}\t{w[3]}")
+
+
+async def client(port, keylog, paths):
+    cfg = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN, verify_mode=ssl.CERT_NONE,
+                            server_name="www.example.com", secrets_log_file=open(keylog, "a"))
+    async with connect("127.0.0.1", port, configuration=cfg, create_protocol=Client) as c:
+        asks = [c.get(p[5:], b"HEAD") if p.startswith("HEAD ") else c.get(p) for p in paths]
+        lines = await asyncio.wait_for(asyncio.gather(*asks), 10)
+        print("\n".join(lines))
+
+
+async def server(site, cert, key, port):
+    cfg = QuicConfiguration(is_client=False, alpn_protocols=H3_ALPN)
+    cfg.load_cert_chain(cert, key)
+    Server.site = site
+    await serve("127.0.0.1", port, configuration=cfg, create_protocol=Server)
+    await asyncio.sleep(60)  # bounded: the script kills it earlier
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "server":
+        asyncio.run(server(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])))
+    else:
+        asyncio.run(client(int(sys.argv[2]), sys.argv[3], sys.argv[4:]))

@@ -1,0 +1,69 @@
+"""DNS queries a capture's clients sent (UDP to port 53), read with dpkt (RFC 1035 §4.1).
+
+A page starts at its main host's first query (:mod:`qoe.web.pages`).
+
+References
+----------
+.. [1] RFC 1035, "Domain names - implementation and specification", §4.1 (message format),
+   §4.2.1 (UDP usage).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["DnsQuery", "dns_queries", "iter_dns_queries"]
+
+# RFC 1035 §4.2.1: DNS over UDP on port 53.
+_DNS_PORT = 53
+# UDP datagrams read at a time for DNS: a batch holds its datagrams until it is full, so a
+# small one keeps the lazy DNS reader of iter_page_loads from holding a capture's UDP
+_DNS_BATCH = 256
+
+
+@dataclass(frozen=True, slots=True)
+class DnsQuery:
+    """A DNS query a client sent (RFC 1035 §4.1.2)."""
+
+    ts_ns: int
+    client: str
+    name: str
+
+
+
+def dns_queries(capture: str | os.PathLike[str]) -> list[DnsQuery]:
+    """The DNS queries (UDP to port 53) of a capture, in capture order (RFC 1035 §4.1)."""
+    return list(iter_dns_queries(capture))
+
+
+def iter_dns_queries(capture: str | os.PathLike[str], *, quic_seen: list[bool] | None = None) -> Iterator[DnsQuery]:
+    """:func:`dns_queries` one at a time, as the capture is read.
+
+    ``quic_seen``, when given, has its first item set True once a datagram starting a QUIC
+    v1 Initial packet is read (RFC 9000 §17.2.2: long header, type 0, version 1, in a
+    datagram of at least 1200 bytes, §14.1): the page reader then also reads QUIC.
+    """
+    # dpkt and the capture readers load when a capture is read: qoe.web.pages (which the CLI
+    # and qoe.score import for WebOptions) stays light
+    import dpkt  # noqa: PLC0415
+
+    from qoe.capture import read_udp_batches  # noqa: PLC0415
+
+    for b in read_udp_batches(capture, batch_size=_DNS_BATCH):
+        if quic_seen is not None and not quic_seen[0] and len(b.lengths):
+            h = b.head
+            initial = ((h[:, 0] & 0xF0) == 0xC0) & (h[:, 1] == 0) & (h[:, 2] == 0) & (h[:, 3] == 0) & (h[:, 4] == 1)
+            if bool(np.any(initial & (b.lengths >= 1200))):
+                quic_seen[0] = True
+        for i in np.flatnonzero(b.dport == _DNS_PORT).tolist():
+            try:
+                msg = dpkt.dns.DNS(b.payload_of(i))
+            except (dpkt.UnpackError, IndexError, ValueError):
+                continue
+            if msg.qr == dpkt.dns.DNS_Q and msg.qd:
+                yield DnsQuery(ts_ns=int(b.ts_ns[i]), client=b.addresses[b.src[i]], name=msg.qd[0].name)
+

@@ -1,0 +1,689 @@
+"""The page model: a page load's items, their grouping into pages, PLT and the seed paper's diagnosis.
+
+The rules are those of :mod:`qoe.web.pages` (its module notes); this module holds them once
+for the two paths that apply them: :func:`build_pages` (everything in hand) and
+``qoe.web._stream`` (one streaming pass over a capture), which groups items itself in the
+same order and scores each page with :func:`_page`.
+
+References
+----------
+.. [1] Pujol et al., "A QoE Perspective on Sizing Network Buffers", IMC 2014, §9.1.
+.. [2] ITU-T G.1030 (11/2005), Annex A (PLT → MOS; Appendix II in the 02/2014 edition).
+.. [3] RFC 6928, "Increasing TCP's Initial Window", §2 (IW = min(10 MSS, max(2 MSS, 14600))).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from qoe.errors import InputError
+from qoe.options import OptionsBase
+from qoe.report import as_dict, brief
+from qoe.web import g1030
+from qoe.web.g1030 import PRESETS
+from qoe.web._dns import DnsQuery
+from qoe.web._records import builder
+
+__all__ = ["Page", "WebOptions", "build_pages", "DEFAULT_IDLE_GAP_S"]
+
+#: An item starting more than this after the last byte of everything before it starts a page.
+DEFAULT_IDLE_GAP_S = 2.0
+# RFC 6928 §2: the initial window is 10 segments (for MSS <= 1460).
+_IW_SEGMENTS = 10
+# RFC 9293 §3.7.1: the default send MSS without the option is 536 bytes.
+_DEFAULT_MSS = 536
+_NS = 1e9
+#: How long a connection's pending handshake counts as activity of the page (its items are active
+#: from its SYN): three SYN retransmissions, RFC 6298's initial RTO of 1 s (§2.1, §2.4: at least
+#: 1 s) doubled at each (§5.5): 1 + 2 + 4 s, plus a second for the answer. A page whose next
+#: connection's SYNs wait longer than that in a full buffer is split.
+PENDING_HANDSHAKE_NS = 8_000_000_000
+_TLS13 = 0x0304
+
+
+@dataclass(frozen=True)
+class WebOptions(OptionsBase):
+    """How :func:`qoe.score` groups and scores page loads (see :func:`build_pages`).
+
+    Attributes
+    ----------
+    idle_gap_s : float
+        Quiet time that ends a page (default 2 s).
+    preset : {"access", "backbone"}
+        G.1030 bounds of the seed paper §9.1.
+    t_min, t_max : float, optional
+        Custom G.1030 bounds (load time scored 5 and 1, s); both or neither.
+    share : float
+        The share of the PLT that makes it RTT- or loss-dominated (default 0.5).
+    base_rtt_s : float, optional
+        The path's RTT without queueing (the testbed's configured delay, a ping on the idle
+        path), the baseline of the diagnosis; default: the lowest RTT on the page's
+        connections, which holds any queue that stood before the page began.
+    keylog : str or tuple of str, optional
+        NSS key log file(s) (``SSLKEYLOGFILE``) to decrypt TLS and QUIC with
+        (:mod:`qoe.web.decrypt`, :mod:`qoe.web.quic`); a pcapng capture's Decryption Secrets
+        Blocks are used as well. Without, HTTPS objects are not visible.
+    """
+
+    idle_gap_s: float = DEFAULT_IDLE_GAP_S
+    preset: str = "access"
+    t_min: float | None = None
+    t_max: float | None = None
+    share: float = 0.5
+    base_rtt_s: float | None = None
+    keylog: str | tuple[str, ...] | None = None
+
+    KIND: ClassVar[str] = "web"
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.idle_gap_s, (int, float)) and self.idle_gap_s > 0 and math.isfinite(self.idle_gap_s)):
+            raise InputError(f"idle_gap_s must be a positive number of seconds; given {self.idle_gap_s!r}")
+        if self.preset not in PRESETS:
+            raise InputError(f"preset must be one of {', '.join(PRESETS)}; given {self.preset!r}")
+        if (self.t_min is None) != (self.t_max is None):
+            raise InputError("t_min and t_max go together (the load times scored 5 and 1)")
+        if not 0 < self.share <= 1:
+            raise InputError(f"share must be in (0, 1]; given {self.share!r}")
+        if self.base_rtt_s is not None and not (isinstance(self.base_rtt_s, (int, float))
+                                                and 0 <= self.base_rtt_s < math.inf):
+            raise InputError(f"base_rtt_s must be a number of seconds >= 0; given {self.base_rtt_s!r}")
+        k = self.keylog
+        if k is not None and not (isinstance(k, (str, os.PathLike)) or
+                                  (isinstance(k, (tuple, list)) and all(isinstance(x, (str, os.PathLike)) for x in k))):
+            raise InputError(f"keylog must be a key log file's path or a tuple of them; given {k!r}")
+        if isinstance(k, (list, os.PathLike)) or (isinstance(k, tuple) and not all(isinstance(x, str) for x in k)):
+            object.__setattr__(self, "keylog", os.fspath(k) if isinstance(k, os.PathLike)
+                               else tuple(os.fspath(x) for x in k))  # plain strings: the options' JSON view
+
+    @property
+    def bounds(self) -> tuple[float, float] | None:
+        """(t_min, t_max) when custom bounds are set. Deprecated: read ``t_min`` and ``t_max``."""
+        warnings.warn("WebOptions.bounds is deprecated; read WebOptions.t_min and WebOptions.t_max",
+                      DeprecationWarning, stacklevel=2)
+        return _custom_bounds(self)
+
+
+def _custom_bounds(options: WebOptions) -> tuple[float, float] | None:
+    """(t_min, t_max) of ``options`` when custom G.1030 bounds are set."""
+    return None if options.t_min is None else (float(options.t_min), float(options.t_max))  # type: ignore[arg-type]
+
+
+#: The per-field keywords the page functions took before ``options=`` (one release, deprecated).
+_LEGACY = ("idle_gap_s", "preset", "bounds", "share")
+
+
+def _resolve(func: str, options: WebOptions | None, legacy: dict[str, Any],
+             allowed: tuple[str, ...] = _LEGACY) -> WebOptions:
+    """The options of a call: ``options``, or the deprecated keywords (with a warning); both is an error.
+
+    ``bounds=(best, worst)`` becomes ``t_min``/``t_max`` (one name for the G.1030 bounds:
+    the option fields and the CLI flags, as :func:`qoe.web.g1030.mos` calls them).
+    """
+    unknown = sorted(set(legacy) - set(allowed))
+    if unknown:
+        raise TypeError(f"{func}() got an unexpected keyword argument {unknown[0]!r}")
+    if options is not None and not isinstance(options, WebOptions):
+        raise InputError(f"{func}: options must be a qoe.web.WebOptions; given {type(options).__name__}")
+    if not legacy:
+        return options if options is not None else WebOptions()
+    names = ", ".join(f"{k}=" for k in legacy)
+    if options is not None:
+        raise InputError(f"{func}: both options= and {names} given (ambiguous); put every option in WebOptions")
+    fields = dict(legacy)
+    bounds = fields.pop("bounds", None)
+    new = [k for k in fields]
+    if bounds is not None:
+        bounds = tuple(bounds)
+        if len(bounds) != 2:
+            raise InputError(f"bounds must be (t_min, t_max); given {bounds!r}")
+        fields["t_min"], fields["t_max"] = bounds
+        new += ["t_min", "t_max"]
+    warnings.warn(f"{func}({names}...) is deprecated; pass options=WebOptions({', '.join(k + '=' for k in new)}...)",
+                  DeprecationWarning, stacklevel=3)
+    return WebOptions(**fields)
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page load of one client.
+
+    Attributes
+    ----------
+    client : str
+        The client's IP address.
+    index : int
+        0-based number of the page among the capture's pages, in start order.
+    url : str or None
+        The main document (its first transaction's URL; ``https://<server name>/`` for TLS).
+    host : str or None
+    scheme : {"http", "https"}
+    protocol : str
+        What carried its objects, as far as the capture shows: the HTTP version as ALPN names
+        it (``http/1.0``, ``http/1.1``), for TLS its version and ALPN (TLS <= 1.2: the
+        server's choice; TLS 1.3: the client's offer, the choice being encrypted); several
+        joined by ``"; "``.
+    start_ns, end_ns : int
+        First event and last byte (ns since the Unix epoch).
+    start_event : {"dns", "syn", "request", "client-hello"}
+        What the page's first event was.
+    plt_s : float
+        Page load time, fully loaded (``end - start``).
+    ttfb_s : float or NaN
+        Start → first byte of the main document's response.
+    objects : int
+        Transactions (HTTP) or connections (HTTPS) of the page.
+    connections, new_connections : int
+        Connections the page used; those it opened.
+    bytes : int
+        Response bytes on the wire (HTTP: heads and bodies; HTTPS: the servers' TLS bytes).
+    rtt_s, rtt_min_s : float or NaN
+        Median and minimum RTT of the page's connections (:mod:`qoe.web.tcp`).
+    rtt_baseline_s : float or NaN
+        The RTT taken as the path's without queueing, for the diagnosis.
+    rtt_baseline : {"page minimum", "given"}
+        Where it comes from: ``rtt_min_s`` (which holds any queue that stood before the page
+        began: under a standing queue the page's queueing is underestimated), or
+        ``WebOptions.base_rtt_s``.
+    round_trips : int
+        Round trips the page needs without loss, counted on its critical path (see the
+        module notes).
+    rtt_component_s : float
+        ``round_trips × rtt_s``, at most the time the critical path did not spend waiting
+        for retransmissions (a note says when it was capped).
+    retransmissions : int
+        Retransmitted segments on the page's connections.
+    loss_wait_s : float
+        Time the page's critical path (the chain of objects that ended last) lost waiting
+        for retransmissions and in stalls: at most ``plt_s``.
+    diagnosis : {"rtt-dominated", "loss-dominated", "neither"}
+    rtt_share, loss_share : float
+        ``rtt_component_s / plt_s``; ``loss_wait_s`` over the PLT's increase above
+        ``round_trips × rtt_baseline_s`` (at least the wait): both in [0, 1] (NaN when unknown).
+    mos : float
+        ITU-T G.1030 Annex A MOS of ``plt_s`` (:func:`qoe.web.g1030.mos`).
+    preset : str
+        The G.1030 bounds used (``access``, ``backbone`` or ``custom``).
+    complete : bool
+        Every transaction seen whole (no gap, no error, not cut by the capture's end).
+    statuses : tuple of int
+        The HTTP status codes of the page's responses, in order.
+    notes : tuple of str
+    transactions : tuple
+        The page's :class:`qoe.web.http.Transaction` records (for HAR export).
+    """
+
+    client: str
+    index: int
+    url: str | None
+    host: str | None
+    scheme: str
+    protocol: str
+    start_ns: int
+    end_ns: int
+    start_event: str
+    plt_s: float
+    ttfb_s: float
+    objects: int
+    connections: int
+    new_connections: int
+    bytes: int
+    rtt_s: float
+    rtt_min_s: float
+    rtt_baseline_s: float
+    rtt_baseline: str
+    round_trips: int
+    rtt_component_s: float
+    retransmissions: int
+    loss_wait_s: float
+    diagnosis: str
+    rtt_share: float
+    loss_share: float
+    mos: float
+    preset: str
+    complete: bool
+    statuses: tuple[int, ...] = ()
+    notes: tuple[str, ...] = ()
+    transactions: tuple[Any, ...] = field(default=(), repr=False)
+
+    kind: ClassVar[str] = "web"
+    #: The headline columns of :meth:`to_record` with ``brief=True``.
+    BRIEF_COLUMNS: ClassVar[tuple[str, ...]] = (
+        "client", "url", "protocol", "plt_s", "objects", "connections", "rtt_s", "round_trips", "retransmissions",
+        "loss_wait_s", "diagnosis", "mos",
+    )
+
+    @property
+    def label(self) -> str:
+        """A short name of the page for notes."""
+        return f"page {self.index} ({self.url})"
+
+    def identity(self) -> dict[str, Any]:
+        """The columns that name this page in detail tables."""
+        return {"page": self.index, "client": self.client, "page_url": self.url}
+
+    def to_record(self, *, brief: bool = False) -> dict[str, Any]:
+        """One flat record (the page's row); ``brief``: the headline columns."""
+        rec = as_dict(self, skip=("transactions", "notes"))
+        rec["statuses"] = " ".join(map(str, self.statuses))
+        rec["notes"] = "; ".join(self.notes)
+        return _brief(rec, self.BRIEF_COLUMNS) if brief else rec
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything as plain Python, the transactions included."""
+        return as_dict(self)
+
+    def tables(self) -> dict[str, list[dict[str, Any]]]:
+        """Detail tables: ``objects`` (one row per transaction of the page)."""
+        return {"objects": [_object_row(t) for t in self.transactions]}
+
+
+_brief = brief
+
+
+def _object_row(t: Any) -> dict[str, Any]:
+    def s(ns: int | None) -> float:
+        return math.nan if ns is None else ns / _NS
+    return {
+        "connection": t.connection, "protocol": t.protocol, "method": t.method, "url": t.url, "status": t.status,
+        "request_start_s": s(t.request_start_ns), "response_start_s": s(t.response_start_ns),
+        "response_end_s": s(t.response_end_ns), "ttfb_s": s(t.ttfb_ns), "content_type": t.content_type,
+        "body_bytes": t.response_body_bytes, "reused": t.reused, "complete": t.complete,
+        "protocol": getattr(t, "protocol", None),
+    }
+
+
+# --------------------------------------------------------------------------------------
+# Items: what pages are made of
+
+@dataclass(slots=True)
+class _Item:
+    client: str
+    start_ns: int  # first request byte, or the ClientHello (TLS)
+    end_ns: int  # last byte
+    conn: int
+    txn: Any = None  # an HTTP Transaction
+    tls: Any = None  # a TLS session
+    server_name: str | None = None
+    tcp: Any = None  # its qoe.web.tcp.Connection (the streaming path)
+    active_ns: int = 0  # when its activity began: its connection's first packet (SYN) if it opened it
+
+    @property
+    def protocol(self) -> str:
+        """What carried it: the HTTP version as ALPN names it, or what TLS shows in clear."""
+        if self.txn is not None:
+            return self.txn.protocol or "http"
+        s = self.tls
+        name = s.version_name or "TLS"
+        if s.alpn:  # TLS <= 1.2: the ServerHello's choice (RFC 7301 §3.1)
+            return f"{name} {s.alpn}"
+        if s.alpn_offered:  # TLS 1.3: the choice is encrypted (EncryptedExtensions, RFC 8446 §4.3.1)
+            return f"{name} (ALPN offered: {','.join(s.alpn_offered)})"
+        return name
+
+
+def _http_items(transactions: Iterable[Any]) -> list[_Item]:
+    out = []
+    for t in transactions:
+        start = t.request_start_ns if t.request_start_ns is not None else t.started_ns
+        end = t.response_end_ns or t.response_start_ns or t.request_end_ns or start
+        if start is None:
+            continue
+        opened = (not t.reused and t.connection_start_ns is not None
+                  and 0 < start - t.connection_start_ns <= PENDING_HANDSHAKE_NS)
+        out.append(_Item(client=t.client[0] if t.client else "", start_ns=start, end_ns=max(end, start), conn=t.connection, txn=t,
+                         server_name=t.host, active_ns=t.connection_start_ns if opened else start))
+    return out
+
+
+def _tls_items(sessions: Iterable[Any], conns: Mapping[int, Any]) -> list[_Item]:
+    out = []
+    for s in sessions:
+        start = s.client_hello_ns if s.client_hello_ns is not None else s.connection_start_ns
+        c = conns.get(s.connection)
+        end = None
+        if c is not None:
+            end = c.server.last_data_ts_ns or c.client.last_data_ts_ns
+        end = end or s.server_first_app_data_ns or s.handshake_end_ns or start
+        out.append(_Item(client=s.client[0], start_ns=start, end_ns=max(end, start), conn=s.connection, tls=s,
+                         server_name=s.server_name,
+                         active_ns=s.connection_start_ns if 0 < start - s.connection_start_ns <= PENDING_HANDSHAKE_NS
+                         else start))
+    return out
+
+
+def _group(items: list[_Item], idle_gap_ns: int) -> list[list[_Item]]:
+    """Pages of one client's items (sorted by start), by Referer, idle gap and server name."""
+    pages: list[list[_Item]] = []
+    ends: list[int] = []  # per page: its last byte
+    docs: dict[str, int] = {}  # URL of a document -> its page
+    busy_until = -1
+    for it in items:
+        ref = it.txn.referer if it.txn is not None else None
+        other_server = it.tls is not None and bool(pages) and it.server_name != pages[-1][0].server_name
+        # a pending handshake is activity: an item whose connection it opened is active from
+        # its SYN (SYNs retransmitted for seconds in a full uplink buffer are still the page)
+        active = it.active_ns
+        if ref is not None and ref in docs and active <= ends[docs[ref]] + idle_gap_ns:
+            k = docs[ref]
+        elif pages and active <= busy_until + idle_gap_ns and not (other_server and active > busy_until):
+            k = len(pages) - 1
+        else:
+            pages.append([])
+            ends.append(-1)
+            k = len(pages) - 1
+        pages[k].append(it)
+        ends[k] = max(ends[k], it.end_ns)
+        busy_until = max(busy_until, it.end_ns)
+        ctype = (it.txn.content_type or "") if it.txn is not None else ""
+        if it.txn is not None and it.txn.url and ctype.startswith(("text/html", "application/xhtml")):
+            docs[it.txn.url] = k
+    return pages
+
+
+# --------------------------------------------------------------------------------------
+# Round trips
+
+def _response_bytes(t: Any) -> int:
+    """A transaction's response bytes on the wire: head and body (chunk framing included)."""
+    return (t.response_header_bytes or 0) + (t.response_body_wire_bytes or 0)
+
+
+def _mos(plt: float, preset: str, bounds: tuple[float, float] | None) -> float:
+    """G.1030 MOS of one PLT with a preset or custom (t_min, t_max) bounds."""
+    if bounds is None:
+        return float(g1030.mos(plt, preset=preset))
+    return float(g1030.mos(plt, preset=None, t_min=bounds[0], t_max=bounds[1]))
+
+
+def _slow_start_rounds(nbytes: int, mss: int) -> int:
+    """Extra rounds slow start needs beyond the first for ``nbytes`` (IW of RFC 6928 §2)."""
+    if nbytes <= 0:
+        return 0
+    segments = math.ceil(nbytes / mss)
+    return max(0, math.ceil(math.log2(segments / _IW_SEGMENTS + 1)) - 1)
+
+
+def _serial_chain(items: list[_Item]) -> list[_Item]:
+    """The longest chain of items each starting after the previous ended (by count, then time)."""
+    order = sorted(items, key=lambda i: i.end_ns)
+    best: list[tuple[int, int]] = []  # per item: (chain length, index of predecessor)
+    for k, it in enumerate(order):
+        cand = [(best[j][0] + 1, j) for j in range(k) if order[j].end_ns <= it.start_ns]
+        best.append(max(cand) if cand else (1, -1))
+    if not best:
+        return []
+    k = max(range(len(order)), key=lambda j: best[j][0])
+    chain = []
+    while k >= 0:
+        chain.append(order[k])
+        k = best[k][1]
+    return chain[::-1]
+
+
+def _round_trips(items: list[_Item], conns: Mapping[int, Any], opened: set[int]) -> int:
+    rounds = 0
+    counted: set[int] = set()
+    for it in _serial_chain(items):
+        c = conns.get(it.conn)
+        if it.conn in opened and it.conn not in counted:
+            rounds += 1  # SYN, SYN/ACK
+            counted.add(it.conn)
+        mss = (c.server.mss or c.client.mss or _DEFAULT_MSS) if c is not None else _DEFAULT_MSS
+        if it.tls is not None:
+            rounds += 1 if (it.tls.version or 0) >= _TLS13 else 2  # RFC 8446 §2 / RFC 5246 §7.3
+            rounds += 1 + _slow_start_rounds(it.tls.server_bytes, mss)
+        else:
+            t = it.txn
+            body = _response_bytes(t)
+            rounds += 1 + _slow_start_rounds(body, mss)
+    return rounds
+
+
+# --------------------------------------------------------------------------------------
+# Pages
+
+def _rtt_of(conn_list: list[Any]) -> tuple[float, float]:
+    """(median, minimum) path RTT of the page's connections, s.
+
+    A data/ACK sample measures only the leg from the capture point to the receiver of that
+    direction's data; the path RTT is the sum of both legs: the handshake's (SYN → SYN/ACK →
+    ACK) and, on connections with samples both ways, the sum of the two directions' medians
+    (minima). At a client-side capture the server direction's leg is short, the client's the
+    whole path.
+    """
+    paths, floors = [], []
+    for c in conn_list:
+        h = c.handshake_rtt_ns
+        if h is not None:
+            paths.append(h)
+            floors.append(h)
+        if c.client.rtt.count and c.server.rtt.count:
+            paths.append(c.client.rtt.median_ns + c.server.rtt.median_ns)
+            floors.append(c.client.rtt.min_ns + c.server.rtt.min_ns)
+    if not paths:
+        return math.nan, math.nan
+    o = sorted(paths)  # the median of a few values (as numpy's: the mean of the middle two)
+    n = len(o)
+    return (o[(n - 1) // 2] + o[n // 2]) / 2 / _NS, float(min(floors)) / _NS
+
+
+def _diagnose(plt: float, rounds: int, rtt: float, baseline: float, wait: float,
+              share: float) -> tuple[str, float, float, float]:
+    """The seed paper's label (§9.1), the RTT component and the two shares it rests on.
+
+    ``wait`` is the critical path's (at most the PLT). The RTT component ``rounds × rtt`` is
+    capped at the time the path did not spend waiting (``plt − wait``): round trips counted
+    on the path cannot take longer than the path. ``rtt_share`` is its share of the PLT;
+    ``loss_share`` the wait's share of the PLT's increase over its loss-free, queue-free time
+    ``rounds × baseline`` (an increase at least the wait itself). Both lie in [0, 1].
+    """
+    rtt_comp = min(rounds * rtt, max(plt - wait, 0.0)) if math.isfinite(rtt) else math.nan
+    rtt_share = rtt_comp / plt if plt > 0 and math.isfinite(rtt_comp) else math.nan
+    excess = plt - rounds * baseline if math.isfinite(baseline) else math.nan
+    if wait <= 0:
+        loss_share = 0.0
+    else:
+        loss_share = wait / max(excess, wait) if math.isfinite(excess) else math.nan
+    rtt_dom = math.isfinite(rtt_share) and rtt_share >= share
+    loss_dom = math.isfinite(loss_share) and loss_share >= share
+    if rtt_dom and loss_dom:  # both: the larger cause of the increase (queueing vs waiting for retransmissions)
+        label = "loss-dominated" if wait >= rounds * (rtt - baseline) else "rtt-dominated"
+    else:
+        label = "loss-dominated" if loss_dom else "rtt-dominated" if rtt_dom else "neither"
+    return label, rtt_comp, rtt_share, loss_share
+
+
+def build_pages(
+    transactions: Iterable[Any] = (),
+    *,
+    connections: Iterable[Any] = (),
+    tls: Iterable[Any] = (),
+    dns: Iterable[DnsQuery] = (),
+    options: WebOptions | None = None,
+    **deprecated: Any,
+) -> list[Page]:
+    """Group transactions and TLS connections into page loads and score each.
+
+    Parameters
+    ----------
+    transactions : iterable of qoe.web.http.Transaction
+    connections : iterable of qoe.web.tcp.Connection, keyword-only
+        The TCP connections (RTT, retransmissions, SYN times); without them RTT figures
+        are NaN and the diagnosis ``neither``.
+    tls : iterable of qoe.web.tls.TlsSession, keyword-only
+    dns : iterable of DnsQuery, keyword-only
+        DNS queries (:func:`qoe.web.pages.dns_queries`): a page starts at its main host's
+        first query.
+    options : WebOptions, optional, keyword-only
+        ``idle_gap_s`` (quiet time that ends a page, default 2 s); the G.1030 mapping
+        (:func:`qoe.web.g1030.mos`): ``preset`` ``"access"`` (0.56 s → 5, 6 s → 1) or
+        ``"backbone"`` (0.85 s), or custom ``t_min``/``t_max``; ``share`` (what makes a PLT
+        RTT- or loss-dominated, default 0.5).
+    **deprecated
+        ``idle_gap_s``, ``preset``, ``bounds=(t_min, t_max)``, ``share`` as keywords: still
+        taken for one release, with a DeprecationWarning; with ``options`` an InputError.
+
+    Returns
+    -------
+    list of Page
+        In order of their start.
+    """
+    opts = _resolve("build_pages", options, deprecated)
+    idle_gap_s, preset, bounds, share = opts.idle_gap_s, opts.preset, _custom_bounds(opts), opts.share
+    conns = {c.id.index: c for c in connections}
+    items = _http_items(transactions) + _tls_items(tls, conns)
+    by_client: dict[str, list[_Item]] = {}
+    for it in sorted(items, key=lambda i: (i.start_ns, i.conn)):
+        by_client.setdefault(it.client, []).append(it)
+    queries: dict[str, list[DnsQuery]] = {}
+    for q in dns:
+        queries.setdefault(q.client, []).append(q)
+    for qs in queries.values():
+        qs.sort(key=_query_ts)  # by time, so that a page looks only at its own window
+    gap = int(round(idle_gap_s * _NS))
+    groups = [(client, g) for client, its in by_client.items() for g in _group(its, gap)]
+    groups.sort(key=lambda cg: cg[1][0].start_ns)
+    out = []
+    for index, (client, group) in enumerate(groups):
+        out.append(_page(index, client, group, conns, queries.get(client, []), gap, preset, bounds, share,
+                         opts.base_rtt_s))
+    return out
+
+
+def _query_ts(q: DnsQuery) -> int:
+    return q.ts_ns
+
+
+def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any], queries: list[DnsQuery],
+          gap: int, preset: str, bounds: Any, share: float, base_rtt: float | None = None) -> Page:
+    first = group[0]
+    main = first.txn
+    host = main.host if main is not None else first.server_name
+    url = main.url if main is not None else (f"https://{first.server_name}/" if first.server_name else None)
+    start, event = first.start_ns, ("request" if first.tls is None else "client-hello")
+    used = sorted({it.conn for it in group})
+    page_conns = [conns[i] for i in used if i in conns]
+    # the page opened a connection when its first exchange there is the connection's first (or it is TLS)
+    opened = {it.conn for it in group if it.tls is not None or (it.txn is not None and not it.txn.reused)}
+    first_conn = conns.get(first.conn)
+    if first_conn is not None and first.conn in opened and first_conn.syn_ts_ns is not None:
+        start, event = min(start, first_conn.syn_ts_ns), "syn"
+    window = queries[bisect_left(queries, start - gap, key=_query_ts) : bisect_right(queries, start, key=_query_ts)]
+    looked_up = [q.ts_ns for q in window if host and q.name.rstrip(".").lower() == host.split(":")[0].lower()]
+    if looked_up:
+        start, event = min(looked_up), "dns"
+    end = max(it.end_ns for it in group)
+    plt = (end - start) / _NS
+    ttfb = math.nan
+    if main is not None and main.response_start_ns is not None:
+        ttfb = (main.response_start_ns - start) / _NS
+    elif first.tls is not None and first.tls.server_first_app_data_ns is not None:
+        ttfb = (first.tls.server_first_app_data_ns - start) / _NS
+    rtt, rtt_min = _rtt_of(page_conns)
+    path = _critical_path(group)
+    rounds = _round_trips([it for it, _, _ in path], conns, opened)
+    wait = _path_wait(path, conns) / _NS
+    retrans = sum(c.client.retransmissions + c.server.retransmissions for c in page_conns)
+    baseline, baseline_name = (base_rtt, "given") if base_rtt is not None else (rtt_min, "page minimum")
+    label, rtt_comp, rtt_share, loss_share = _diagnose(plt, rounds, rtt, baseline, wait, share)
+    txns = tuple(it.txn for it in group if it.txn is not None)
+    nbytes = sum(_response_bytes(t) for t in txns)
+    nbytes += sum(it.tls.server_bytes for it in group if it.tls is not None)
+    complete = all(t.complete for t in txns) and all(it.tls.complete for it in group if it.tls is not None)
+    notes = []
+    if not page_conns:
+        notes.append("no TCP facts for the page's connections: RTT and loss unknown")
+    hidden = sum(1 for it in group if it.tls is not None and it.txn is None)
+    if hidden:
+        notes.append(f"encrypted without keys: {hidden} connection(s) whose objects are not visible (their "
+                     "handshake and bytes count; give the browser's key log: --keylog, WebOptions(keylog=...))")
+    if not complete:
+        reasons = {t.partial or t.error or "incomplete" for t in txns if not t.complete}
+        reasons |= {_tls_incomplete(it.tls) for it in group if it.tls is not None and not it.tls.complete}
+        notes.append("partial: " + "; ".join(sorted(reasons)))
+    if math.isfinite(rtt) and rtt_comp < rounds * rtt:
+        notes.append(f"RTT component capped at the time not spent waiting for retransmissions "
+                     f"({rounds} round trips x {rtt:.3f} s = {rounds * rtt:.3f} s > {plt - wait:.3f} s)")
+    protocols = sorted({it.protocol for it in group})
+    if any(it.tls is not None and it.tls.version == _TLS13 and not it.tls.alpn for it in group):
+        notes.append("TLS 1.3: the protocol inside (ALPN) is encrypted; objects are not visible without a key log")
+    b = tuple(bounds) if bounds is not None else None
+    mos = _mos(plt, preset, b)
+    return _make_page(
+        client=client, index=index, url=url, host=host, scheme="https" if first.tls is not None else "http",
+        protocol="; ".join(protocols),
+        start_ns=start, end_ns=end, start_event=event, plt_s=plt, ttfb_s=ttfb,
+        objects=len(group), connections=len(used), new_connections=len(opened), bytes=int(nbytes),
+        rtt_s=rtt, rtt_min_s=rtt_min, rtt_baseline_s=baseline, rtt_baseline=baseline_name, round_trips=rounds,
+        rtt_component_s=rtt_comp, retransmissions=int(retrans),
+        loss_wait_s=wait, diagnosis=label, rtt_share=rtt_share, loss_share=loss_share, mos=mos,
+        preset="custom" if b is not None else preset, complete=complete,
+        statuses=tuple(t.status for t in txns if t.status is not None), notes=tuple(notes), transactions=txns,
+    )
+
+
+def _tls_incomplete(s: Any) -> str:
+    """Why a TLS connection's handshake is not whole (TlsSession.complete is False)."""
+    where = f"TLS connection {s.connection}"
+    if s.error:
+        return f"{where}: {s.error}"
+    if s.client_hello_ns is None:
+        return f"{where}: no ClientHello seen"
+    if s.server_hello_ns is None:
+        return f"{where}: ClientHello never answered (no ServerHello)"
+    return f"{where}: end of the handshake not seen"
+
+
+def _critical_path(group: list[_Item]) -> list[tuple[_Item, int, int]]:
+    """The page's critical path: the chain of items that ended last, as disjoint intervals.
+
+    From the item whose last byte ends the page, back through, at each step, the item that
+    ended last before this one became active (its SYN when it opened its connection, else
+    its first request byte). Each item's interval runs from its activity to its last byte,
+    cut at the next one's activity, so the intervals do not overlap and lie inside the PLT.
+    """
+    order = sorted(group, key=lambda i: (i.end_ns, i.start_ns, i.conn))
+    ends = [i.end_ns for i in order]
+    path: list[tuple[_Item, int, int]] = []
+    k = len(order) - 1
+    bound: int | None = None
+    while k >= 0:
+        it = order[k]
+        b = it.end_ns if bound is None else min(it.end_ns, bound)
+        a = min(it.active_ns, b)
+        path.append((it, a, b))
+        bound = a
+        k = bisect_right(ends, a, hi=k) - 1  # the latest-ending item that ended by then
+    return path[::-1]
+
+
+def _path_wait(path: list[tuple[_Item, int, int]], conns: Mapping[int, Any]) -> int:
+    """ns the critical path spent waiting for retransmissions and in stalls.
+
+    Per item of the path, the union of its connection's intervals ``[original, retransmission]``
+    (non-spurious retransmissions, ``qoe.web.tcp``) and stall intervals, cut to the item's
+    interval: time the page's last chain could not go on because bytes were lost.
+    """
+    total = 0
+    for it, a, b in path:
+        c = conns.get(it.conn)
+        if c is None or b <= a:
+            continue
+        ivs = [(max(e.original_ts_ns, a), min(e.ts_ns, b)) for e in c.retransmission_events
+               if not e.spurious and e.original_ts_ns is not None]
+        ivs += [(max(x, a), min(y, b)) for x, y in (*c.client.stall_intervals, *c.server.stall_intervals)]
+        end = a
+        for x, y in sorted(iv for iv in ivs if iv[0] < iv[1]):
+            if y > end:
+                total += y - max(x, end)
+                end = y
+    return total
+
+
+_make_page = builder(Page)  # one per page, see qoe.web._records

@@ -1,0 +1,604 @@
+"""TLS connections opened with the key log: decrypted byte streams for HTTP/1.x and HTTP/2.
+
+A :class:`DecryptingTlsSink` is a :class:`~qoe.web._sink.ByteSink` for a TLS connection. It
+reads the record layer of both directions, takes the ClientHello's ``random`` (the key
+log's index), the ServerHello's version, random and cipher suite, finds the connection's
+secrets in a :class:`~qoe.web.keylog.KeyLog`, and opens every protected record
+(:mod:`qoe.web._tlsdecrypt`: TLS 1.2 AES-GCM and ChaCha20-Poly1305, TLS 1.3 with key
+updates). The ``application_data`` plaintext of each direction goes, in order, to the
+application-protocol sink: HTTP/2 (:mod:`qoe.web._h2`) when ALPN chose ``h2`` or when the
+client's first plaintext bytes are the HTTP/2 connection preface (RFC 9113 §3.4), else the
+HTTP/1.x sink the caller gives. The clear-text timing of :class:`~qoe.web.tls.TlsSink` runs
+beside it, so a connection without keys still has its handshake timing.
+
+Times: a record's plaintext is delivered at the capture time of the delivery that
+completed the record (a record can only be authenticated whole), as Wireshark attributes
+a decrypted record to the frame that completed it.
+
+Failures never raise: a record that fails authentication is counted
+(:attr:`TlsDecryption.failed_records`) and its plaintext is a gap for the protocol above;
+a connection without keys, with a cipher suite not decrypted here (CBC, CCM), or whose
+handshake was not captured, says why in :attr:`TlsDecryption.note`.
+
+Without keys (or before the keys apply), each direction's ``application_data`` records
+are summed into *bursts*: a burst is a run of records sent one way with no record the
+other way in between (the start of its first record, the end of its last, records and
+bytes): what can be said of the objects' timing when they are not visible.
+
+References
+----------
+.. [1] RFC 8446 (TLS 1.3): §4.1.2-§4.1.3 (hellos), §4.3.1 (EncryptedExtensions), §4.4.4
+   (Finished), §4.6.3 (KeyUpdate), §5.1-§5.4 (record layer, protection, padding), §7.
+.. [2] RFC 5246 (TLS 1.2): §6.2 (record layer), §7.1 (ChangeCipherSpec), §7.4.9 (Finished).
+.. [3] RFC 7301 §3.1 (ALPN). RFC 9113 §3.4 (HTTP/2 connection preface).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from qoe.report import as_dict
+from qoe.web._h2 import H2Sink
+from qoe.web._sink import CLIENT, SERVER, ConnectionId
+from qoe.web._tlsdecrypt import RecordCipher, Suite, suite_for, tls12_ciphers, tls13_cipher
+from qoe.web.keylog import KeyLog
+from qoe.web.tls import TlsSession, TlsSink
+
+__all__ = ["DecryptingTlsSink", "TlsDecryption", "EncryptedBurst", "H2_PREFACE", "MAX_BURSTS"]
+
+# RFC 8446 §5.1 ContentType
+_CCS, _ALERT, _HANDSHAKE, _APPDATA = 20, 21, 22, 23
+# RFC 8446 §4 HandshakeType
+_CLIENT_HELLO, _SERVER_HELLO, _END_OF_EARLY_DATA, _ENCRYPTED_EXTENSIONS, _FINISHED, _KEY_UPDATE = 1, 2, 5, 8, 20, 24
+_EXT_ALPN, _EXT_EARLY_DATA, _EXT_SUPPORTED_VERSIONS = 16, 42, 43  # RFC 7301 §3.1, RFC 8446 §4.2
+# RFC 8446 §4.1.3: the random of a HelloRetryRequest
+_HRR_RANDOM = bytes.fromhex("CF21AD74E59A6111BE1D8C021E65B891C2A211167ABB8C5E079E09E2C8A8339C")
+_MAX_RECORD = 2**14 + 2048  # RFC 5246 §6.2.3 (TLSCiphertext.length)
+#: RFC 9113 §3.4: the client connection preface.
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+#: Bursts kept per connection (later ones are counted in :attr:`TlsDecryption.bursts_dropped`).
+MAX_BURSTS = 4096
+_HELD_MAX = 1 << 20  # server plaintext held until the client's first bytes choose the protocol
+
+_SIDE = ("client", "server")
+
+
+@dataclass(frozen=True, slots=True)
+class EncryptedBurst:
+    """A run of ``application_data`` records one way with nothing the other way in between."""
+
+    direction: str  # "client" (client → server) or "server"
+    start_ns: int  # the first record's first byte
+    end_ns: int  # the last record's last byte
+    records: int
+    bytes: int  # record payload bytes (ciphertext, without the 5-byte headers)
+
+    def to_dict(self) -> dict[str, Any]:
+        return as_dict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class TlsDecryption:
+    """What decrypting one TLS connection gave.
+
+    Attributes
+    ----------
+    keys_found : bool
+        The key log held this connection's secrets (by ClientHello.random).
+    decrypted : bool
+        Application data was opened with them.
+    alpn : str or None
+        The negotiated ALPN protocol: from the ServerHello (TLS <= 1.2) or the decrypted
+        EncryptedExtensions (TLS 1.3).
+    application : {"h2", "http/1.x"} or None
+        The parser the plaintext went to.
+    cipher_suite : str or None
+        Its IANA name, when decrypted here.
+    client_records, server_records : int
+        Protected records opened each way.
+    client_failed_records, server_failed_records : int
+        Records that failed authentication (or could not be read whole: bytes missing).
+    client_key_updates, server_key_updates : int
+        TLS 1.3 KeyUpdates applied.
+    bursts : tuple of EncryptedBurst
+        Every ``application_data`` burst, in order (see the module docstring).
+    bursts_dropped : int
+        Bursts beyond :data:`MAX_BURSTS` (counted, not kept).
+    note : str or None
+        Why the connection was not (fully) decrypted.
+    """
+
+    keys_found: bool
+    decrypted: bool
+    alpn: str | None
+    application: str | None
+    cipher_suite: str | None
+    client_records: int
+    server_records: int
+    client_failed_records: int
+    server_failed_records: int
+    client_key_updates: int
+    server_key_updates: int
+    bursts: tuple[EncryptedBurst, ...] = ()
+    bursts_dropped: int = 0
+    note: str | None = None
+
+    @property
+    def failed_records(self) -> int:
+        """Records that failed authentication, both ways."""
+        return self.client_failed_records + self.server_failed_records
+
+    def to_dict(self) -> dict[str, Any]:
+        return as_dict(self)
+
+
+class _Dir:
+    __slots__ = ("buf", "rec_ts", "received", "missing", "stopped", "cipher", "pending", "records", "failed",
+                 "updates", "hs", "out", "lost", "encrypted", "candidates")
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.rec_ts = 0  # time of the delivery holding the current record's first byte
+        self.received = 0
+        self.missing = 0
+        self.stopped = False
+        self.cipher: RecordCipher | None = None
+        self.pending: list[RecordCipher] = []  # ciphers to switch to, in order (TLS 1.3)
+        self.records = 0
+        self.failed = 0
+        self.updates = 0
+        self.hs = bytearray()  # decrypted handshake messages being reassembled
+        self.out = 0  # plaintext offset delivered above
+        self.lost = 0  # records whose bytes were missing (body gap): to skip whole
+        self.encrypted = False  # TLS 1.2: after this side's ChangeCipherSpec
+        self.candidates: list[RecordCipher] = []
+
+
+def _vec(b: bytes, i: int, size: int) -> tuple[bytes, int]:
+    n = int.from_bytes(b[i:i + size], "big")
+    if i + size + n > len(b):
+        raise IndexError("truncated")
+    return b[i + size:i + size + n], i + size + n
+
+
+def _extensions(body: bytes, i: int) -> list[tuple[int, bytes]]:
+    if i >= len(body):
+        return []
+    block, _ = _vec(body, i, 2)
+    out, j = [], 0
+    while j + 4 <= len(block):
+        t = int.from_bytes(block[j:j + 2], "big")
+        data, j = _vec(block, j + 2, 2)
+        out.append((t, data))
+    return out
+
+
+def _alpn(data: bytes) -> str | None:
+    names, _ = _vec(data, 0, 2)  # RFC 7301 §3.1: ProtocolNameList
+    name, _ = _vec(names, 0, 1)
+    return name.decode("ascii", "replace") if name else None
+
+
+class DecryptingTlsSink:
+    """A ByteSink for one TLS connection that decrypts it with the key log (see the module docstring).
+
+    Parameters
+    ----------
+    conn : ConnectionId
+    keylog : KeyLog
+    http1 : callable
+        ``http1(conn)`` makes the HTTP/1.x sink the plaintext goes to (when it is not HTTP/2).
+    h2 : callable, optional
+        ``h2(conn)`` makes the HTTP/2 sink (default :mod:`qoe.web._h2`'s).
+    """
+
+    def __init__(self, conn: ConnectionId, keylog: KeyLog, *, http1: Callable[[ConnectionId], Any],
+                 h2: Callable[[ConnectionId], Any] | None = None) -> None:
+        self.conn = conn
+        self.timing = TlsSink(conn)
+        self._keylog = keylog
+        self._make_http1 = http1
+        self._make_h2 = h2 if h2 is not None else H2Sink
+        self._d = (_Dir(), _Dir())
+        self._client_random: bytes | None = None
+        self._server_random: bytes | None = None
+        self._version: int | None = None
+        self._suite_code: int | None = None
+        self._suite: Suite | None = None
+        self._early_offered = False
+        self._keys_found = False
+        self._alpn: str | None = None
+        self._app: Any = None
+        self._app_name: str | None = None
+        self._held: list[tuple[int, int, int, Any]] = []  # (kind, direction, ts, item) before the choice
+        self._held_bytes = 0
+        self._note: str | None = None
+        self._bursts: list[EncryptedBurst] = []
+        self._bursts_dropped = 0
+        self._burst: list[int] | None = None  # [direction, start, end, records, bytes]
+        self._closed = [False, False]
+
+    # -- ByteSink --------------------------------------------------------------------------
+
+    def data(self, direction: int, ts_ns: int, offset: int, payload: bytes) -> None:
+        self.timing.data(direction, ts_ns, offset, payload)
+        d = self._d[direction]
+        expected = d.received + d.missing
+        if offset > expected:
+            self.gap(direction, ts_ns, expected, offset - expected)
+        elif offset < expected:
+            payload = payload[expected - offset:]
+        if not payload:
+            return
+        d.received += len(payload)
+        if d.stopped:
+            return
+        if not d.buf:
+            d.rec_ts = ts_ns
+        d.buf += payload
+        self._records(direction, d, ts_ns)
+
+    def gap(self, direction: int, ts_ns: int, offset: int, length: int) -> None:
+        self.timing.gap(direction, ts_ns, offset, length)
+        if length <= 0:
+            return
+        d = self._d[direction]
+        d.missing += length
+        if d.stopped:
+            return
+        # the gap falls in the record being read: if its header is whole the record can be
+        # skipped (its sequence number still counts), else record parsing stops
+        while length > 0:
+            if len(d.buf) < 5:
+                d.stopped = True
+                self._lose(direction, ts_ns, None)
+                return
+            rlen = int.from_bytes(d.buf[3:5], "big")
+            need = 5 + rlen - len(d.buf)
+            if need > length:
+                # the rest of the record arrives later: keep a placeholder of the right size
+                d.buf += bytes(length)
+                d.lost += 1
+                return
+            length -= need
+            ctype = d.buf[0]
+            del d.buf[:]
+            self._record_lost(direction, d, ts_ns, ctype, rlen)
+            if length == 0:
+                return
+
+    def close(self, direction: int, ts_ns: int, how: str) -> None:
+        self.timing.close(direction, ts_ns, how)
+        if self._closed[direction]:
+            return
+        self._closed[direction] = True
+        if self._app is None and self._held:
+            self._choose(None)
+        if self._app is not None:
+            self._app.close(direction, ts_ns, how)
+        else:
+            self._held.append((2, direction, ts_ns, how))
+
+    @property
+    def finished(self) -> bool:
+        return all(self._closed)
+
+    # -- records ----------------------------------------------------------------------------
+
+    def _records(self, direction: int, d: _Dir, ts: int) -> None:
+        buf = d.buf
+        i = 0
+        n = len(buf)
+        while n - i >= 5:
+            ctype, major = buf[i], buf[i + 1]
+            rlen = int.from_bytes(buf[i + 3:i + 5], "big")
+            if not (_CCS <= ctype <= 24) or major != 3 or rlen > _MAX_RECORD:
+                d.stopped = True
+                del buf[:]
+                self._note = self._note or f"{_SIDE[direction]}: bytes that are not TLS records; decryption stopped"
+                return
+            if n - i < 5 + rlen:
+                break
+            version = int.from_bytes(buf[i + 1:i + 3], "big")
+            body = bytes(buf[i + 5:i + 5 + rlen])
+            rec_ts = d.rec_ts
+            i += 5 + rlen
+            d.rec_ts = ts
+            if d.lost:
+                d.lost -= 1
+                self._record_lost(direction, d, ts, ctype, rlen)
+            else:
+                self._record(direction, d, rec_ts, ts, ctype, version, body)
+        del buf[:i]
+
+    def _burst_add(self, direction: int, start: int, end: int, nbytes: int) -> None:
+        b = self._burst
+        if b is not None and b[0] == direction:
+            b[2] = end
+            b[3] += 1
+            b[4] += nbytes
+            return
+        self._flush_burst()
+        self._burst = [direction, start, end, 1, nbytes]
+
+    def _flush_burst(self) -> None:
+        b = self._burst
+        if b is None:
+            return
+        self._burst = None
+        if len(self._bursts) < MAX_BURSTS:
+            self._bursts.append(EncryptedBurst(_SIDE[b[0]], b[1], b[2], b[3], b[4]))
+        else:
+            self._bursts_dropped += 1
+
+    def _record(self, direction: int, d: _Dir, start: int, ts: int, ctype: int, version: int, body: bytes) -> None:
+        if ctype == _APPDATA:
+            self._burst_add(direction, start, ts, len(body))
+        if ctype == _CCS:
+            if self._version is not None and self._version < 0x0304:
+                d.encrypted = True  # RFC 5246 §7.1: what follows is protected
+            return
+        protected = (ctype == _APPDATA and self._version is not None and self._version >= 0x0304) or d.encrypted
+        if not protected:
+            if ctype == _HANDSHAKE:
+                d.hs += body
+                self._clear_handshake(direction, d)
+            return
+        if d.cipher is None:
+            return  # no keys: counted in the bursts only
+        opened = d.cipher.open(ctype, version, body)
+        if opened is None and d.candidates:
+            # TLS 1.3 0-RTT rejected or finished: try the next secret in line
+            for k, c in enumerate(d.candidates):
+                opened = c.open(ctype, version, body)
+                if opened is not None:
+                    d.cipher = c
+                    del d.candidates[:k + 1]
+                    break
+        if opened is None:
+            d.failed += 1
+            self._lose(direction, ts, len(body) - 17)
+            return
+        d.records += 1
+        inner, plain = opened
+        if inner == _HANDSHAKE:
+            d.hs += plain
+            self._protected_handshake(direction, d)
+        elif inner == _APPDATA:
+            self._deliver(direction, ts, plain)
+
+    def _record_lost(self, direction: int, d: _Dir, ts: int, ctype: int, rlen: int) -> None:
+        if ctype == _APPDATA:
+            self._burst_add(direction, d.rec_ts, ts, rlen)
+        if d.cipher is not None and (ctype == _APPDATA or d.encrypted):
+            d.cipher.seq += 1
+            d.failed += 1
+            self._lose(direction, ts, max(rlen - 17, 0))
+
+    # -- handshake ---------------------------------------------------------------------------
+
+    def _clear_handshake(self, direction: int, d: _Dir) -> None:
+        while len(d.hs) >= 4:
+            mlen = int.from_bytes(d.hs[1:4], "big")
+            if len(d.hs) < 4 + mlen:
+                if mlen > 1 << 17:
+                    d.hs = bytearray()
+                return
+            mtype, body = d.hs[0], bytes(d.hs[4:4 + mlen])
+            del d.hs[:4 + mlen]
+            try:
+                if direction == CLIENT and mtype == _CLIENT_HELLO:
+                    self._client_hello(body)
+                elif direction == SERVER and mtype == _SERVER_HELLO:
+                    self._server_hello(body)
+            except IndexError:
+                self._note = self._note or f"truncated {'ClientHello' if direction == CLIENT else 'ServerHello'}"
+
+    def _client_hello(self, body: bytes) -> None:
+        if self._client_random is None:
+            self._client_random = body[2:34]  # RFC 8446 §4.1.2: legacy_version(2) random(32)
+            if len(self._client_random) != 32:
+                raise IndexError("truncated")
+        i = 34
+        _, i = _vec(body, i, 1)  # legacy_session_id
+        _, i = _vec(body, i, 2)  # cipher_suites
+        _, i = _vec(body, i, 1)  # legacy_compression_methods
+        self._early_offered = any(t == _EXT_EARLY_DATA for t, _ in _extensions(body, i))
+
+    def _server_hello(self, body: bytes) -> None:
+        legacy = int.from_bytes(body[0:2], "big")
+        random = body[2:34]
+        if random == _HRR_RANDOM:
+            return  # RFC 8446 §4.1.3: a HelloRetryRequest; the real ServerHello follows
+        i = 34
+        _, i = _vec(body, i, 1)  # legacy_session_id_echo
+        code = int.from_bytes(body[i:i + 2], "big")
+        i += 3  # cipher_suite, legacy_compression_method
+        version = legacy
+        for t, data in _extensions(body, i):
+            if t == _EXT_SUPPORTED_VERSIONS and len(data) >= 2:
+                version = int.from_bytes(data[:2], "big")  # RFC 8446 §4.2.1: selected_version
+            elif t == _EXT_ALPN:
+                self._alpn = _alpn(data)
+        self._server_random, self._version, self._suite_code = random, version, code
+        self._keys()
+
+    def _keys(self) -> None:
+        cr, version, code = self._client_random, self._version, self._suite_code
+        if cr is None or version is None or code is None:
+            self._note = "the ClientHello was not captured: the key log cannot be matched"
+            return
+        log = self._keylog
+        suite = suite_for(version, code)
+        if not len(log):
+            self._suite = suite
+            self._note = "no key log: the objects are not visible (handshake timing and encrypted bursts only)"
+            return
+        if version < 0x0303:
+            self._note = f"TLS version 0x{version:04x} is not decrypted (TLS 1.2 and 1.3 are)"
+            return
+        if suite is None:
+            self._note = (f"cipher suite 0x{code:04x} is not decrypted (TLS 1.3 AES-GCM/ChaCha20 and TLS 1.2 "
+                          "AEAD suites are; CBC suites are left out)")
+            return
+        self._suite = suite
+        c, s = self._d
+        if version >= 0x0304:
+            chs = log.get("CLIENT_HANDSHAKE_TRAFFIC_SECRET", cr)
+            shs = log.get("SERVER_HANDSHAKE_TRAFFIC_SECRET", cr)
+            cap = log.get("CLIENT_TRAFFIC_SECRET_0", cr)
+            sap = log.get("SERVER_TRAFFIC_SECRET_0", cr)
+            early = log.get("CLIENT_EARLY_TRAFFIC_SECRET", cr)
+            if shs is None or sap is None or chs is None or cap is None:
+                self._note = "no TLS 1.3 traffic secrets for this connection in the key log"
+                return
+            self._keys_found = True
+            s.cipher, s.pending = tls13_cipher(suite, shs), [tls13_cipher(suite, sap)]
+            if self._early_offered and early is not None:
+                c.cipher, c.pending = tls13_cipher(suite, early), [tls13_cipher(suite, chs), tls13_cipher(suite, cap)]
+                c.candidates = [c.pending[0]]
+            else:
+                c.cipher, c.pending = tls13_cipher(suite, chs), [tls13_cipher(suite, cap)]
+        else:
+            master = log.get("CLIENT_RANDOM", cr)
+            if master is None:
+                self._note = "no CLIENT_RANDOM (master secret) for this connection in the key log"
+                return
+            self._keys_found = True
+            c.cipher, s.cipher = tls12_ciphers(suite, master, cr, self._server_random or b"")
+
+    def _protected_handshake(self, direction: int, d: _Dir) -> None:
+        tls13 = self._version is not None and self._version >= 0x0304
+        while len(d.hs) >= 4:
+            mlen = int.from_bytes(d.hs[1:4], "big")
+            if len(d.hs) < 4 + mlen:
+                return
+            mtype, body = d.hs[0], bytes(d.hs[4:4 + mlen])
+            del d.hs[:4 + mlen]
+            if not tls13:
+                continue  # TLS 1.2: Finished (and renegotiation, not followed)
+            if mtype == _ENCRYPTED_EXTENSIONS and direction == SERVER:
+                try:
+                    for t, data in _extensions(body, 0):
+                        if t == _EXT_ALPN:
+                            self._alpn = _alpn(data)
+                except IndexError:
+                    pass
+            elif mtype in (_FINISHED, _END_OF_EARLY_DATA):
+                # RFC 8446 §4.4.4 / §4.5: the sender's next records use its next secret
+                if d.pending:
+                    d.cipher = d.pending.pop(0)
+                    d.candidates = []
+                    if mtype == _END_OF_EARLY_DATA:
+                        d.candidates = list(d.pending)
+            elif mtype == _KEY_UPDATE and d.cipher is not None and not d.pending:
+                d.cipher.update()  # RFC 8446 §4.6.3
+                d.updates += 1
+
+    # -- plaintext ------------------------------------------------------------------------
+
+    def _choose(self, first_client: bytes | None) -> None:
+        alpn = self._alpn
+        if alpn == "h2" or (first_client is not None and first_client[:len(H2_PREFACE)] == H2_PREFACE[:len(first_client)]
+                            and len(first_client) >= 4 and alpn is None):
+            app, name = self._make_h2(self.conn), "h2"
+        else:
+            app, name = self._make_http1(self.conn), "http/1.x"
+        self._app, self._app_name = app, name
+        held, self._held = self._held, []
+        for kind, direction, ts, item in held:
+            if kind == 0:
+                self._push(app, direction, ts, item)
+            elif kind == 1:
+                self._push_gap(app, direction, ts, item)
+            else:
+                app.close(direction, ts, item)
+
+    def _push(self, app: Any, direction: int, ts: int, plain: bytes) -> None:
+        d = self._d[direction]
+        app.data(direction, ts, d.out, plain)
+        d.out += len(plain)
+
+    def _push_gap(self, app: Any, direction: int, ts: int, length: int) -> None:
+        d = self._d[direction]
+        app.gap(direction, ts, d.out, length)
+        d.out += length
+
+    def _deliver(self, direction: int, ts: int, plain: bytes) -> None:
+        if not plain:
+            return
+        if self._app is None:
+            if direction == CLIENT or self._alpn is not None:
+                self._choose(plain if direction == CLIENT else None)
+            else:
+                self._held.append((0, direction, ts, plain))
+                self._held_bytes += len(plain)
+                if self._held_bytes > _HELD_MAX:
+                    self._choose(None)
+                return
+        self._push(self._app, direction, ts, plain)
+
+    def _lose(self, direction: int, ts: int, length: int | None) -> None:
+        if length is None or length <= 0:
+            return
+        if self._app is None:
+            if self._alpn is None and direction == SERVER:
+                self._held.append((1, direction, ts, length))
+                return
+            self._choose(None)
+        self._push_gap(self._app, direction, ts, length)
+
+    # -- results ----------------------------------------------------------------------------
+
+    def session(self) -> TlsSession:
+        """The clear-text timing (:class:`~qoe.web.tls.TlsSession`)."""
+        return self.timing.session()
+
+    @property
+    def app(self) -> Any:
+        """The application-protocol sink (None when nothing was decrypted)."""
+        return self._app
+
+    def decryption(self) -> TlsDecryption:
+        """What decryption gave (bursts include the one still open)."""
+        c, s = self._d
+        bursts = list(self._bursts)
+        dropped = self._bursts_dropped
+        b = self._burst
+        if b is not None:
+            if len(bursts) < MAX_BURSTS:
+                bursts.append(EncryptedBurst(_SIDE[b[0]], b[1], b[2], b[3], b[4]))
+            else:
+                dropped += 1
+        note = self._note
+        if not self._keys_found and self._suite is not None and c.records + s.records == 0 and len(self._keylog):
+            if not self.timing.session().complete:
+                # Chromium logs a connection's secrets once its handshake is done; a connection
+                # it opened and abandoned (a preconnect, a backup) never gets there
+                note = ("handshake not completed (a connection the client opened and abandoned): no secrets "
+                        "for it in the key log, nothing to decrypt")
+        if note is None and self._version is None:
+            note = "no ServerHello: the handshake was not captured whole"
+        if note is None and c.failed + s.failed:
+            note = f"{c.failed + s.failed} record(s) failed authentication or were not captured whole"
+        decrypted = c.records + s.records > 0
+        if note is None and not decrypted and self._keys_found:
+            note = "keys found, but no record was opened with them"
+        return TlsDecryption(
+            keys_found=self._keys_found,
+            decrypted=decrypted,
+            alpn=self._alpn,
+            application=self._app_name,
+            cipher_suite=self._suite.name if self._suite is not None else None,
+            client_records=c.records,
+            server_records=s.records,
+            client_failed_records=c.failed,
+            server_failed_records=s.failed,
+            client_key_updates=c.updates,
+            server_key_updates=s.updates,
+            bursts=tuple(bursts),
+            bursts_dropped=dropped,
+            note=note,
+        )

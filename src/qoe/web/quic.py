@@ -1,0 +1,621 @@
+"""QUIC v1 connections from captures: handshake timing, encrypted bursts, and HTTP/3 with the key log.
+
+:func:`quic_connections` reads a capture's UDP datagrams and follows every QUIC version 1
+connection (RFC 9000) that starts with a client Initial packet. It needs no key to give
+each connection's handshake timing (the first Initial, Handshake and 1-RTT packet each way:
+long headers and the first bits of short ones are in clear, RFC 9000 §17) and its
+*bursts*: runs of packets sent one way with none the other way in between, with their
+sizes and times (what can be said of the objects' timing when they are not visible).
+
+With a key log (:class:`~qoe.web.keylog.KeyLog`: the client's ``SSLKEYLOGFILE``, or a pcapng
+Decryption Secrets Block) it decrypts the packets and reassembles the streams:
+
+* Initial packets with keys derived from the client's first Destination Connection ID
+  (RFC 9001 §5.2; again after a Retry, §5.2/§17.2.5), whose CRYPTO frames carry the
+  ClientHello (its ``random`` finds the connection's secrets in the key log, its SNI and
+  ALPN offer) and the ServerHello (the cipher suite);
+* Handshake and 1-RTT packets with the keys of the key log's
+  ``CLIENT_/SERVER_HANDSHAKE_TRAFFIC_SECRET`` and ``CLIENT_/SERVER_TRAFFIC_SECRET_0``
+  (RFC 9001 §5.1), key updates followed by the Key Phase bit (§6); the server's
+  EncryptedExtensions gives the negotiated ALPN;
+* header protection removed and packet numbers recovered (RFC 9001 §5.4, RFC 9000 §17.1 and
+  Appendix A.3), frames read (RFC 9000 §19), STREAM data reassembled per stream in offset
+  order (§2.2), duplicates dropped, and handed to HTTP/3 (:mod:`qoe.web._h3`) when ALPN is
+  ``h3``: one :class:`~qoe.web._results.Transaction` per request stream, ``protocol="h3"``.
+
+What is taken from aioquic (BSD-3-Clause) and why: QUIC's packet protection
+(``aioquic.quic.crypto``: Initial key derivation from the DCID, the ``quic key/iv/hp``
+labels, header protection removal, packet number recovery and AEAD opening, and the next
+key phase on a key update) and its packet header parser (``aioquic.quic.packet``:
+``pull_quic_header``, ``pull_ack_frame``) and variable-length integer buffer
+(``aioquic.buffer.Buffer``): they are the protection steps of RFC 9001 §5 written once
+already, on ``cryptography``'s primitives, and reused rather than copied. aioquic has no
+frame reader usable outside its connection state machine, so the frame walk (RFC 9000 §19)
+and stream reassembly are written here; HTTP/3 framing is :mod:`qoe.web._h3` with
+``pylsqpack`` for QPACK.
+
+A packet that fails authentication is counted (``*_failed_packets``), never raised; 0-RTT
+packets are counted, decrypted only with a ``CLIENT_EARLY_TRAFFIC_SECRET``.
+
+References
+----------
+.. [1] RFC 9000, "QUIC: A UDP-Based Multiplexed and Secure Transport" (2021): §2 (streams),
+   §12.3 (packet number spaces), §16 (varints), §17 (packet formats), §19 (frames).
+.. [2] RFC 9001, "Using TLS to Secure QUIC" (2021): §4.1.3 (CRYPTO), §5 (packet protection),
+   §5.2 (Initial secrets), §5.4 (header protection), §6 (key update).
+.. [3] RFC 8446 §4.1.2-§4.1.3, §4.3.1 (the hellos, EncryptedExtensions).
+.. [4] RFC 9114 (HTTP/3); RFC 7301 (ALPN).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from aioquic._crypto import CryptoError
+from aioquic.buffer import Buffer, BufferReadError
+from aioquic.quic.crypto import CryptoContext, CryptoPair, apply_key_phase, next_key_phase
+from aioquic.quic.packet import QuicPacketType, pull_ack_frame, pull_quic_header
+from aioquic.tls import CipherSuite
+
+from qoe.capture import read_packets
+from qoe.report import as_dict
+from qoe.web._results import Transaction
+from qoe.web._sink import CLIENT, SERVER
+from qoe.web.decrypt import MAX_BURSTS, EncryptedBurst, _alpn, _extensions
+from qoe.web.keylog import KeyLog, load_keylog
+
+__all__ = ["QuicConnection", "quic_connections", "iter_quic_connections", "looks_like_quic_initial", "QUIC_V1"]
+
+#: RFC 9000 §15: version 1.
+QUIC_V1 = 0x00000001
+_INITIAL, _HANDSHAKE, _APP = 0, 1, 2  # RFC 9000 §12.3 packet number spaces
+_MAX_CRYPTO = 1 << 17  # CRYPTO bytes reassembled per space and direction (hellos, certificates)
+_MAX_STREAM_HELD = 1 << 20  # out-of-order STREAM bytes held per stream
+_IDLE_NS = 30_000_000_000  # a 4-tuple quiet this long starts over (RFC 9000 §10.1: idle timeout, 30 s is common)
+_SIDE = ("client", "server")
+
+
+def looks_like_quic_initial(payload: bytes) -> bool:
+    """A UDP payload that starts a QUIC v1 Initial packet (RFC 9000 §17.2.2: long header,
+    fixed bit, type 0, version 1) of at least 1200 bytes (§14.1: a client's Initial datagram)."""
+    return (len(payload) >= 1200 and payload[0] & 0xF0 == 0xC0 and payload[1:5] == b"\x00\x00\x00\x01")
+
+
+@dataclass(frozen=True, slots=True)
+class QuicConnection:
+    """One QUIC connection as the capture shows it.
+
+    Attributes
+    ----------
+    index : int
+        0-based, in order of first packet.
+    client, server : tuple of (str, int)
+    version : int
+    first_ns, last_ns : int
+        First and last packet.
+    server_name : str or None
+        The ClientHello's SNI (needs the Initial packets, which need no key log).
+    alpn_offered : tuple of str
+    alpn : str or None
+        Negotiated (EncryptedExtensions: needs the key log).
+    cipher_suite : str or None
+    client_initial_ns, server_initial_ns : int or None
+        First Initial packet each way.
+    client_handshake_ns, server_handshake_ns : int or None
+        First Handshake packet each way.
+    client_first_1rtt_ns, server_first_1rtt_ns : int or None
+        First short-header (1-RTT) packet each way.
+    handshake_done_ns : int or None
+        The server's HANDSHAKE_DONE (RFC 9001 §4.1.2; needs the keys).
+    handshake_end_ns, handshake_ns : int or None
+        The handshake's end as visible: HANDSHAKE_DONE when decrypted, else the client's
+        first 1-RTT packet; and its duration from the client's first Initial.
+    client_packets, server_packets : int
+    client_bytes, server_bytes : int
+        UDP payload bytes.
+    keys_found, decrypted : bool
+    client_failed_packets, server_failed_packets : int
+        Packets that failed authentication (with keys in hand).
+    key_updates : int
+    bursts : tuple of EncryptedBurst
+        1-RTT packet bursts (see the module docstring).
+    bursts_dropped : int
+    transactions : tuple
+        HTTP/3 transactions (empty without keys).
+    goaways : tuple
+        HTTP/3 GOAWAYs: (sender, id, time ns).
+    closed : str or None
+        CONNECTION_CLOSE seen: ``"client 0x0"``, ``"server 0x100 (application)"``...
+    note : str or None
+        What could not be seen and why.
+    """
+
+    index: int
+    client: tuple[str, int]
+    server: tuple[str, int]
+    version: int
+    first_ns: int
+    last_ns: int
+    server_name: str | None
+    alpn_offered: tuple[str, ...]
+    alpn: str | None
+    cipher_suite: str | None
+    client_initial_ns: int | None
+    server_initial_ns: int | None
+    client_handshake_ns: int | None
+    server_handshake_ns: int | None
+    client_first_1rtt_ns: int | None
+    server_first_1rtt_ns: int | None
+    handshake_done_ns: int | None
+    handshake_end_ns: int | None
+    handshake_ns: int | None
+    client_packets: int
+    server_packets: int
+    client_bytes: int
+    server_bytes: int
+    keys_found: bool
+    decrypted: bool
+    client_failed_packets: int
+    server_failed_packets: int
+    key_updates: int
+    bursts: tuple[EncryptedBurst, ...] = ()
+    bursts_dropped: int = 0
+    transactions: tuple[Any, ...] = ()
+    goaways: tuple[tuple[str, int, int], ...] = ()
+    closed: str | None = None
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return as_dict(self)
+
+
+class _Crypto:
+    """CRYPTO frame reassembly of one space and direction (RFC 9001 §4.1.3)."""
+
+    __slots__ = ("next", "held", "buf")
+
+    def __init__(self) -> None:
+        self.next = 0
+        self.held: dict[int, bytes] = {}
+        self.buf = bytearray()
+
+    def add(self, offset: int, data: bytes) -> bytes:
+        """Returns the bytes now contiguous."""
+        out = bytearray()
+        if offset + len(data) <= self.next:
+            return b""
+        if offset > self.next:
+            if sum(len(v) for v in self.held.values()) < _MAX_CRYPTO:
+                self.held[offset] = data
+            return b""
+        out += data[self.next - offset:]
+        self.next += len(out)
+        while True:
+            k = next((o for o in self.held if o <= self.next), None)
+            if k is None:
+                break
+            d = self.held.pop(k)
+            if k + len(d) > self.next:
+                piece = d[self.next - k:]
+                out += piece
+                self.next += len(piece)
+        return bytes(out)
+
+
+class _StreamIn:
+    """One direction of a QUIC stream: offset-ordered delivery (RFC 9000 §2.2)."""
+
+    __slots__ = ("next", "held", "held_bytes", "fin_at", "done")
+
+    def __init__(self) -> None:
+        self.next = 0
+        self.held: dict[int, bytes] = {}
+        self.held_bytes = 0
+        self.fin_at: int | None = None
+        self.done = False
+
+
+class _Conn:
+    def __init__(self, index: int, client: tuple[str, int], server: tuple[str, int], ts: int, version: int,
+                 dcid: bytes, keylog: KeyLog | None) -> None:
+        self.index, self.client, self.server, self.version = index, client, server, version
+        self.first = self.last = ts
+        self.keylog = keylog
+        self.ctx: list[list[Any]] = [[None, None, None], [None, None, None]]  # [direction][space]
+        self._initial_keys(dcid)
+        self.pn = [[-1, -1, -1], [-1, -1, -1]]
+        self.crypto = [[_Crypto() for _ in range(3)] for _ in range(2)]
+        self.hs_buf = [[bytearray() for _ in range(3)] for _ in range(2)]
+        self.cid_len = [None, None]  # short-header DCID length of packets *sent by* each direction
+        self.client_random: bytes | None = None
+        self.server_name: str | None = None
+        self.alpn_offered: tuple[str, ...] = ()
+        self.alpn: str | None = None
+        self.suite: int | None = None
+        self.first_of: dict[tuple[int, str], int] = {}
+        self.handshake_done: int | None = None
+        self.packets = [0, 0]
+        self.nbytes = [0, 0]
+        self.failed = [0, 0]
+        self.opened = 0
+        self.updates = 0
+        self.keys_found = False
+        self.retry = False
+        self.streams: dict[tuple[int, int], _StreamIn] = {}
+        self.h3: Any = None
+        self.bursts: list[EncryptedBurst] = []
+        self.bursts_dropped = 0
+        self.burst: list[int] | None = None
+        self.closed: str | None = None
+        self.notes: list[str] = []
+
+    def _initial_keys(self, dcid: bytes) -> None:
+        # RFC 9001 §5.2: initial_secret = HKDF-Extract(initial_salt, client_dst_connection_id)
+        pair = CryptoPair()
+        pair.setup_initial(dcid, is_client=True, version=self.version)
+        self.ctx[CLIENT][_INITIAL] = pair.send  # "client in"
+        self.ctx[SERVER][_INITIAL] = pair.recv  # "server in"
+
+    # -- datagrams -------------------------------------------------------------------------
+
+    def datagram(self, direction: int, ts: int, data: bytes) -> None:
+        self.last = ts
+        self.packets[direction] += 1
+        self.nbytes[direction] += len(data)
+        pos = 0
+        while pos < len(data):
+            first = data[pos]
+            if first & 0x40 == 0:
+                break  # not QUIC (fixed bit, RFC 9000 §17.2), or padding after the packets
+            buf = Buffer(data=data[pos:])
+            try:
+                hdr = pull_quic_header(buf, host_cid_length=self.cid_len[direction] or 0)
+            except (ValueError, BufferReadError, KeyError):
+                break
+            size = hdr.packet_length
+            packet = data[pos:pos + size]
+            enc_off = buf.tell()
+            pos += size
+            ptype = hdr.packet_type
+            if ptype == QuicPacketType.RETRY:
+                self.retry = True
+                self.pending_dcid = hdr.source_cid  # RFC 9000 §17.2.5.2: the client's next DCID
+                continue
+            if ptype == QuicPacketType.VERSION_NEGOTIATION:
+                self.notes.append("version negotiation")
+                continue
+            if ptype == QuicPacketType.INITIAL and direction == CLIENT and getattr(self, "pending_dcid", None):
+                self._initial_keys(hdr.destination_cid)
+                self.pending_dcid = None
+            if hdr.version is not None:  # long header: the sender's SCID is the peer's future DCID
+                self.cid_len[1 - direction] = len(hdr.source_cid)
+                if direction == CLIENT and self.cid_len[CLIENT] is None:
+                    pass
+            space = {QuicPacketType.INITIAL: _INITIAL, QuicPacketType.HANDSHAKE: _HANDSHAKE}.get(ptype, _APP)
+            name = {QuicPacketType.INITIAL: "initial", QuicPacketType.HANDSHAKE: "handshake",
+                    QuicPacketType.ZERO_RTT: "0rtt"}.get(ptype, "1rtt")
+            self.first_of.setdefault((direction, name), ts)
+            if ptype == QuicPacketType.ONE_RTT:
+                self._burst(direction, ts, size)
+            if ptype == QuicPacketType.ZERO_RTT:
+                continue  # 0-RTT: counted (no early secret handled)
+            ctx = self.ctx[direction][space]
+            if ctx is None:
+                continue
+            try:
+                plain_header, payload, pn, changed = ctx.decrypt_packet(packet, enc_off, self.pn[direction][space] + 1)
+            except (CryptoError, ValueError, IndexError):
+                self.failed[direction] += 1
+                continue
+            if changed:
+                apply_key_phase(ctx, next_key_phase(ctx), "remote_update")  # RFC 9001 §6
+                self.updates += 1
+            self.pn[direction][space] = max(self.pn[direction][space], pn)
+            if space == _APP:
+                self.opened += 1
+            self._frames(direction, space, ts, payload)
+
+    def _burst(self, direction: int, ts: int, size: int) -> None:
+        b = self.burst
+        if b is not None and b[0] == direction:
+            b[2] = ts
+            b[3] += 1
+            b[4] += size
+            return
+        self._flush()
+        self.burst = [direction, ts, ts, 1, size]
+
+    def _flush(self) -> None:
+        b, self.burst = self.burst, None
+        if b is None:
+            return
+        if len(self.bursts) < MAX_BURSTS:
+            self.bursts.append(EncryptedBurst(_SIDE[b[0]], b[1], b[2], b[3], b[4]))
+        else:
+            self.bursts_dropped += 1
+
+    # -- frames (RFC 9000 §19) ---------------------------------------------------------------
+
+    def _frames(self, direction: int, space: int, ts: int, payload: bytes) -> None:
+        buf = Buffer(data=payload)
+        try:
+            while not buf.eof():
+                ft = buf.pull_uint_var()
+                if ft == 0x00 or ft == 0x01:  # PADDING, PING
+                    continue
+                if ft in (0x02, 0x03):  # ACK, ACK_ECN
+                    pull_ack_frame(buf)
+                    if ft == 0x03:
+                        for _ in range(3):
+                            buf.pull_uint_var()
+                elif ft == 0x04:  # RESET_STREAM: id, code, final size
+                    sid, code = buf.pull_uint_var(), buf.pull_uint_var()
+                    buf.pull_uint_var()
+                    if self.h3 is not None:
+                        self.h3.reset(sid, direction, code, "RESET_STREAM")
+                elif ft == 0x05:  # STOP_SENDING: id, code
+                    sid, code = buf.pull_uint_var(), buf.pull_uint_var()
+                    if self.h3 is not None:
+                        self.h3.reset(sid, direction, code, "STOP_SENDING")
+                elif ft == 0x06:  # CRYPTO: offset, length, data
+                    off = buf.pull_uint_var()
+                    data = buf.pull_bytes(buf.pull_uint_var())
+                    self._crypto(direction, space, off, data)
+                elif ft == 0x07:  # NEW_TOKEN
+                    buf.pull_bytes(buf.pull_uint_var())
+                elif 0x08 <= ft <= 0x0F:  # STREAM: OFF 0x04, LEN 0x02, FIN 0x01
+                    sid = buf.pull_uint_var()
+                    off = buf.pull_uint_var() if ft & 0x04 else 0
+                    n = buf.pull_uint_var() if ft & 0x02 else buf.capacity - buf.tell()
+                    self._stream(direction, ts, sid, off, buf.pull_bytes(n), bool(ft & 0x01))
+                elif ft in (0x10, 0x12, 0x13, 0x14, 0x16, 0x17, 0x19):  # one varint
+                    buf.pull_uint_var()
+                elif ft in (0x11, 0x15):  # two varints
+                    buf.pull_uint_var()
+                    buf.pull_uint_var()
+                elif ft == 0x18:  # NEW_CONNECTION_ID
+                    buf.pull_uint_var()
+                    buf.pull_uint_var()
+                    n = buf.pull_uint8()
+                    buf.pull_bytes(n)
+                    buf.pull_bytes(16)
+                    self.cid_len[1 - direction] = n  # the peer may now send to it (same length in practice)
+                elif ft in (0x1A, 0x1B):  # PATH_CHALLENGE / PATH_RESPONSE
+                    buf.pull_bytes(8)
+                elif ft in (0x1C, 0x1D):  # CONNECTION_CLOSE
+                    code = buf.pull_uint_var()
+                    if ft == 0x1C:
+                        buf.pull_uint_var()
+                    buf.pull_bytes(buf.pull_uint_var())
+                    self.closed = self.closed or (f"{_SIDE[direction]} 0x{code:x}" + (" (application)" if ft == 0x1D else ""))
+                elif ft == 0x1E:  # HANDSHAKE_DONE
+                    if self.handshake_done is None:
+                        self.handshake_done = ts
+                elif ft == 0x30:  # DATAGRAM to the end
+                    break
+                elif ft == 0x31:
+                    buf.pull_bytes(buf.pull_uint_var())
+                else:
+                    self.notes.append(f"unknown frame type 0x{ft:x}: rest of a packet skipped")
+                    break
+        except (BufferReadError, ValueError) as e:
+            self.notes.append(f"{_SIDE[direction]}: a frame cut short ({e})")
+
+    def _crypto(self, direction: int, space: int, off: int, data: bytes) -> None:
+        new = self.crypto[direction][space].add(off, data)
+        if not new:
+            return
+        hs = self.hs_buf[direction][space]
+        hs += new
+        while len(hs) >= 4:
+            mlen = int.from_bytes(hs[1:4], "big")
+            if len(hs) < 4 + mlen:
+                if mlen > _MAX_CRYPTO:
+                    hs.clear()
+                return
+            mtype, body = hs[0], bytes(hs[4:4 + mlen])
+            del hs[:4 + mlen]
+            try:
+                if mtype == 1 and direction == CLIENT:
+                    self._client_hello(body)
+                elif mtype == 2 and direction == SERVER:
+                    self._server_hello(body)
+                elif mtype == 8 and direction == SERVER:
+                    for t, d in _extensions(body, 0):
+                        if t == 16:
+                            self.alpn = _alpn(d)
+                            self._start_h3()
+            except IndexError:
+                self.notes.append("a TLS handshake message cut short")
+
+    def _client_hello(self, body: bytes) -> None:
+        if self.client_random is not None:
+            return
+        self.client_random = body[2:34]
+        i = 34
+        i += 1 + body[i]  # legacy_session_id
+        i += 2 + int.from_bytes(body[i:i + 2], "big")  # cipher_suites
+        i += 1 + body[i]  # legacy_compression_methods
+        for t, d in _extensions(body, i):
+            if t == 0 and len(d) > 5:  # RFC 6066 §3 server_name: list(2) type(1) name<2>
+                n = int.from_bytes(d[3:5], "big")
+                self.server_name = d[5:5 + n].decode("ascii", "replace")
+            elif t == 16:  # RFC 7301 §3.1
+                names, j, out = d[2:], 0, []
+                while j < len(names):
+                    out.append(names[j + 1:j + 1 + names[j]].decode("ascii", "replace"))
+                    j += 1 + names[j]
+                self.alpn_offered = tuple(out)
+
+    def _server_hello(self, body: bytes) -> None:
+        i = 34
+        i += 1 + body[i]
+        self.suite = int.from_bytes(body[i:i + 2], "big")
+        self._keys()
+
+    def _keys(self) -> None:
+        log, cr = self.keylog, self.client_random
+        if log is None or cr is None or self.suite is None:
+            return
+        try:
+            suite = CipherSuite(self.suite)
+        except ValueError:
+            self.notes.append(f"cipher suite 0x{self.suite:04x} not decrypted")
+            return
+        names = (("CLIENT_HANDSHAKE_TRAFFIC_SECRET", CLIENT, _HANDSHAKE), ("SERVER_HANDSHAKE_TRAFFIC_SECRET", SERVER, _HANDSHAKE),
+                 ("CLIENT_TRAFFIC_SECRET_0", CLIENT, _APP), ("SERVER_TRAFFIC_SECRET_0", SERVER, _APP))
+        for label, direction, space in names:
+            secret = log.get(label, cr)
+            if secret is None:
+                continue
+            ctx = CryptoContext()
+            ctx.setup(cipher_suite=suite, secret=secret, version=self.version)  # RFC 9001 §5.1
+            self.ctx[direction][space] = ctx
+            self.keys_found = True
+
+    # -- streams -------------------------------------------------------------------------------
+
+    def _start_h3(self) -> None:
+        if self.h3 is None and self.alpn is not None and self.alpn.startswith("h3"):
+            from qoe.web._h3 import H3Parser  # noqa: PLC0415 (pylsqpack only when HTTP/3 is seen)
+
+            self.h3 = H3Parser()
+
+    def _stream(self, direction: int, ts: int, sid: int, off: int, data: bytes, fin: bool) -> None:
+        if self.h3 is None:
+            if self.alpn is None:
+                self.alpn = None  # EncryptedExtensions not seen: cannot tell the application
+            return
+        key = (sid, direction)
+        st = self.streams.get(key)
+        if st is None:
+            st = self.streams[key] = _StreamIn()
+        if fin:
+            st.fin_at = off + len(data)
+        if st.done:
+            return
+        if off > st.next:
+            if st.held_bytes < _MAX_STREAM_HELD:
+                st.held[off] = data
+                st.held_bytes += len(data)
+            return
+        out = bytearray(data[st.next - off:]) if off + len(data) > st.next else bytearray()
+        st.next += len(out)
+        while st.held:
+            k = min(st.held)
+            if k > st.next:
+                break
+            d = st.held.pop(k)
+            st.held_bytes -= len(d)
+            if k + len(d) > st.next:
+                piece = d[st.next - k:]
+                out += piece
+                st.next += len(piece)
+        ended = st.fin_at is not None and st.next >= st.fin_at
+        if out or ended:
+            if ended:
+                st.done = True
+            self.h3.stream(sid, direction, ts, bytes(out), ended)
+
+    # -- result -----------------------------------------------------------------------------------
+
+    def result(self, make: Any) -> QuicConnection:
+        self._flush()
+        f = self.first_of
+        cinit, sinit = f.get((CLIENT, "initial")), f.get((SERVER, "initial"))
+        c1rtt = f.get((CLIENT, "1rtt"))
+        end = self.handshake_done if self.handshake_done is not None else c1rtt
+        notes = list(dict.fromkeys(self.notes))
+        if self.keylog is None:
+            notes.insert(0, "no key log: QUIC packets are encrypted, the objects are not visible "
+                            "(handshake timing and packet bursts only)")
+        elif self.client_random is None:
+            notes.insert(0, "the ClientHello was not captured: the key log cannot be matched")
+        elif not self.keys_found:
+            notes.insert(0, "no secrets for this connection in the key log: objects not visible")
+        elif self.h3 is None and self.opened:
+            notes.insert(0, f"ALPN {self.alpn!r}: not HTTP/3, streams not parsed" if self.alpn
+                         else "EncryptedExtensions not seen: the application protocol is unknown")
+        if self.failed[0] + self.failed[1]:
+            notes.append(f"{self.failed[0] + self.failed[1]} packet(s) failed authentication")
+        txs: tuple[Any, ...] = ()
+        goaways: tuple[tuple[str, int, int], ...] = ()
+        if self.h3 is not None:
+            txs = tuple(self.h3.transactions(make, connection=self.index, client=self.client, server=self.server,
+                                             first_ns=self.first, ended=self.closed is not None))
+            goaways = tuple(self.h3.goaways)
+            if self.h3.error:
+                notes.append(f"HTTP/3: {self.h3.error}")
+        suite = None
+        if self.suite is not None:
+            try:
+                suite = CipherSuite(self.suite).name
+            except ValueError:
+                suite = f"0x{self.suite:04x}"
+        return QuicConnection(
+            index=self.index, client=self.client, server=self.server, version=self.version,
+            first_ns=self.first, last_ns=self.last, server_name=self.server_name,
+            alpn_offered=self.alpn_offered, alpn=self.alpn, cipher_suite=suite,
+            client_initial_ns=cinit, server_initial_ns=sinit,
+            client_handshake_ns=f.get((CLIENT, "handshake")), server_handshake_ns=f.get((SERVER, "handshake")),
+            client_first_1rtt_ns=c1rtt, server_first_1rtt_ns=f.get((SERVER, "1rtt")),
+            handshake_done_ns=self.handshake_done, handshake_end_ns=end,
+            handshake_ns=None if end is None or cinit is None else end - cinit,
+            client_packets=self.packets[0], server_packets=self.packets[1],
+            client_bytes=self.nbytes[0], server_bytes=self.nbytes[1],
+            keys_found=self.keys_found, decrypted=self.opened > 0,
+            client_failed_packets=self.failed[0], server_failed_packets=self.failed[1], key_updates=self.updates,
+            bursts=tuple(self.bursts), bursts_dropped=self.bursts_dropped, transactions=txs, goaways=goaways,
+            closed=self.closed, note="; ".join(notes) or None,
+        )
+
+
+def iter_quic_connections(capture: Any, *, keylog: Any = None) -> Iterator[QuicConnection]:
+    """:func:`quic_connections` as a stream: each connection when it has been idle 30 s or the capture ended."""
+    keylog = load_keylog(capture if isinstance(capture, (str, os.PathLike)) else None, keylog)
+    conns: dict[tuple[Any, ...], _Conn] = {}
+    count = 0
+    if isinstance(capture, (str, os.PathLike)) or hasattr(capture, "read"):
+        packets: Iterable[Any] = read_packets(capture, protocols=("udp",))
+    else:
+        packets = capture
+    for p in packets:
+        if p.proto != 17 or not p.payload:
+            continue
+        a, b = (p.src, p.sport), (p.dst, p.dport)
+        key = (a, b) if a <= b else (b, a)
+        c = conns.get(key)
+        if c is not None and p.ts_ns - c.last > _IDLE_NS:
+            yield conns.pop(key).result(Transaction)
+            c = None
+        if c is None:
+            payload = bytes(p.payload)
+            if not looks_like_quic_initial(payload):
+                continue
+            dcid = payload[6:6 + payload[5]]
+            c = _Conn(count, a, b, p.ts_ns, QUIC_V1, dcid, keylog)
+            count += 1
+            conns[key] = c
+        c.datagram(CLIENT if (p.src, p.sport) == c.client else SERVER, p.ts_ns, bytes(p.payload))
+    for c in sorted(conns.values(), key=lambda x: x.index):
+        yield c.result(Transaction)
+
+
+def quic_connections(capture: Any, *, keylog: Any = None) -> list[QuicConnection]:
+    """Every QUIC v1 connection of a capture, in order of first packet.
+
+    Parameters
+    ----------
+    capture : path, binary file object, or iterable of qoe.capture.Packet
+    keylog : path, sequence of paths or KeyLog, optional, keyword-only
+        NSS key log(s) (``qoe.web.keylog.read_keylog``); a pcapng capture's Decryption Secrets
+        Blocks are used as well. Without any, timing and bursts only.
+
+    Returns
+    -------
+    list of QuicConnection
+    """
+    return sorted(iter_quic_connections(capture, keylog=keylog), key=lambda c: c.index)

@@ -1,0 +1,88 @@
+"""Streaming sessions through qoe.score (kind "streaming", and "auto") and the `qoe has` commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import qoe
+from qoe.errors import StreamNotFoundError
+from qoe.video.has import StreamingOptions
+from qoe_cli.main import cli
+
+SESSIONS = Path(__file__).resolve().parents[3] / "data" / "video" / "has" / "sessions"
+CAP = SESSIONS / "dash-constrained.pcap.gz"
+WEB_ONLY = Path(__file__).resolve().parents[3] / "data" / "web" / "captures" / "http10-idle-b64-curl_client.pcap"
+
+
+def test_score_kind_streaming():
+    rep = qoe.score(CAP, kind="streaming", options=StreamingOptions(qoe_preset="yin-balanced"))
+    assert rep.kind == "streaming" and len(rep.results) == 1
+    rec = rep.to_records()[0]
+    assert rec["kind"] == "streaming" and rec["qoe_preset"] == "yin-balanced"
+    assert {"results", "segments", "seconds", "stalls", "played"} <= set(rep.tables())
+    assert len(rep.to_records("segments")) >= 36
+    json.loads(rep.to_json())
+
+
+@pytest.mark.slow
+def test_score_auto_finds_the_session_beside_the_page_loads():
+    rep = qoe.score(CAP)
+    kinds = {r.kind for r in rep.results}
+    assert kinds == {"web", "streaming"}
+    direct = qoe.score(CAP, kind="streaming").results[0]
+    auto = next(r for r in rep.results if r.kind == "streaming")
+    assert auto.to_record() == direct.to_record()
+
+
+def test_no_session_is_an_error_when_asked_for():
+    if not WEB_ONLY.exists():
+        pytest.skip("web sample absent")
+    with pytest.raises(StreamNotFoundError, match="no adaptive streaming session"):
+        qoe.score(WEB_ONLY, kind="streaming")
+
+
+def test_cli_sessions_and_details():
+    r = CliRunner().invoke(cli, ["has", "sessions", str(CAP), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.output)[0]
+    assert s["protocol"] == "dash" and s["segments"] and s["seconds"]
+    r = CliRunner().invoke(cli, ["has", "sessions", str(CAP), "--details", "stalls", "--format", "csv"])
+    assert r.exit_code == 0 and r.output.startswith("session,")
+
+
+def test_cli_p1203_input(tmp_path):
+    out = tmp_path / "p.json"
+    r = CliRunner().invoke(cli, ["has", "p1203-input", str(CAP), "--device", "mobile", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    j = json.loads(out.read_text())
+    assert j["IGen"]["device"] == "mobile" and j["I13"]["segments"] and j["I23"]["stalling"]
+
+
+def test_cli_score_streaming_table():
+    r = CliRunner().invoke(cli, ["score", str(CAP), "--kind", "streaming"])
+    assert r.exit_code == 0, r.output
+    assert "startup_delay_s" in r.output and "dash" in r.output
+
+
+def test_cli_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "s.png"
+    r = CliRunner().invoke(cli, ["has", "plot", str(CAP), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert out.stat().st_size > 1000
+
+
+@pytest.mark.slow
+def test_batch_runs_streaming_rows():
+    from qoe.batch import run
+
+    rows = [{"capture": str(CAP), "kind": "streaming", "label": "c", "streaming.startup_threshold_s": 4.0},
+            {"capture": str(SESSIONS / "hls-ample.pcap.gz"), "kind": "streaming", "label": "a"}]
+    frame = run(rows, workers=1)
+    assert list(frame["label"]) == ["c", "a"]
+    assert list(frame["protocol"]) == ["dash", "hls"]
+    assert frame["startup_threshold_s"].tolist() == [4.0, 1.9]

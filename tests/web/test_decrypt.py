@@ -1,0 +1,204 @@
+"""TLS decryption with NSS key logs, checked against tshark's decrypted view of the same captures.
+
+The captures in data/web/tls/ (made by data/web/tls/make_tls.sh: curl and openssl s_client
+against nginx, their SSLKEYLOGFILE beside each capture) and the references, run live:
+
+* the ClientHello random the key log is indexed by:
+  ``tshark -r F -Y tls.handshake.type==1 -T fields -e tls.handshake.random``
+* the cipher suite: ``tshark -r F -Y tls.handshake.type==2 -T fields -e tls.handshake.ciphersuite``
+* decrypted ALPN (TLS 1.3: EncryptedExtensions) and KeyUpdates:
+  ``tshark -o tls.keylog_file:K -r F -Y tls.handshake.type==8 -T fields -e tls.handshake.extensions_alpn_str``,
+  ``... -Y tls.handshake.type==24 -T fields -e tcp.srcport``
+* HTTP/1.1 inside TLS: ``tshark -o tcp.reassemble_out_of_order:TRUE -o tls.keylog_file:K -r F
+  -Y http -T fields -e tcp.stream -e http.request.method -e http.request.uri -e http.response.code``
+  (the .tshark-http1.tsv files beside the captures hold the same, from make_tls.sh)
+* application_data records (no keys): ``tshark -r F -Y tls -T fields -e tls.record.content_type
+  -e tls.record.opaque_type -e tls.record.length``
+
+Skipped when tshark is absent.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import warnings
+from pathlib import Path
+
+import pytest
+
+from qoe.capture import probe
+from qoe.errors import InputError, QoEWarning
+from qoe.web.http import connection_results
+from qoe.web.keylog import KeyLog, keylog_from_capture, parse_keylog, read_keylog
+
+TLS = Path(__file__).resolve().parents[2] / "data" / "web" / "tls"
+TSHARK = shutil.which("tshark")
+needs_tshark = pytest.mark.skipif(TSHARK is None, reason="tshark not installed")
+H1 = ["tls12-h1-aesgcm", "tls13-h1-aes256", "tls13-keyupdate"]
+ALL = ["tls12-h1-aesgcm", "tls12-h2-chacha", "tls13-h1-aes256", "tls13-h2-aes128", "tls13-h2-chacha", "tls13-keyupdate"]
+
+
+def tshark(name: str, *args: str, keys: bool = False) -> list[list[str]]:
+    cmd = [TSHARK, "-n", "-r", str(TLS / f"{name}.pcapng"), "-o", "tcp.reassemble_out_of_order:TRUE"]
+    if keys:
+        cmd += ["-o", f"tls.keylog_file:{TLS / (name + '.keylog')}"]
+    out = subprocess.run([*cmd, *args], capture_output=True, text=True, check=True, timeout=120).stdout
+    return [line.split("\t") for line in out.splitlines() if line]
+
+
+def decrypted(name: str, log: KeyLog | None = None):
+    """Every connection's result, TLS decrypted with the sample's key log (or ``log``)."""
+    log = read_keylog(TLS / f"{name}.keylog") if log is None else log
+    return connection_results(TLS / f"{name}.pcapng", keylog=log)
+
+
+# -- key logs ------------------------------------------------------------------------------
+
+
+@needs_tshark
+@pytest.mark.parametrize("name", ALL)
+def test_key_log_is_indexed_by_the_client_hello_random(name):
+    log = read_keylog(TLS / f"{name}.keylog")
+    randoms = {bytes.fromhex(r[0]) for r in tshark(name, "-Y", "tls.handshake.type==1", "-T", "fields",
+                                                     "-e", "tls.handshake.random")}
+    assert randoms and all(log.has_client(r) for r in randoms)
+    tls13 = name.startswith("tls13")
+    for r in randoms:
+        if tls13:
+            for label in ("CLIENT_HANDSHAKE_TRAFFIC_SECRET", "SERVER_HANDSHAKE_TRAFFIC_SECRET",
+                          "CLIENT_TRAFFIC_SECRET_0", "SERVER_TRAFFIC_SECRET_0"):
+                assert len(log.get(label, r) or b"") in (32, 48)
+        else:
+            assert len(log.get("CLIENT_RANDOM", r) or b"") == 48  # RFC 5246 §8.1 master_secret
+
+
+def test_decryption_secrets_block_carries_the_same_key_log():
+    # tls13-h2-dsb.pcapng = tls13-h2-aes128.pcapng + editcap --inject-secrets tls,<its key log>
+    info = probe(TLS / "tls13-h2-dsb.pcapng")
+    from_dsb = keylog_from_capture(info.decryption_secrets, source="tls13-h2-dsb.pcapng")
+    from_file = read_keylog(TLS / "tls13-h2-aes128.keylog")
+    assert from_dsb.lines == from_file.lines == 5
+    assert dict(from_dsb.secrets) == dict(from_file.secrets)
+    assert probe(TLS / "tls13-h2-aes128.pcapng").decryption_secrets == []
+
+
+def test_key_log_lines_quic_prefix_comments_and_malformed_lines():
+    cr = "ab" * 32
+    text = "\n".join([
+        "# SSL/TLS secrets log file",
+        f"CLIENT_RANDOM {cr} {'11' * 48}",
+        f"QUIC_SERVER_HANDSHAKE_TRAFFIC_SECRET {cr} {'22' * 32}",
+        f"CLIENT_RANDOM {cr[:-2]} {'11' * 48}",  # 31-byte random: malformed
+        f"SERVER_TRAFFIC_SECRET_0 {cr} zz",  # not hex: malformed
+        f"RSA {'00' * 8} {'00' * 48}",  # another label: skipped, not malformed
+    ])
+    log = parse_keylog(text)
+    assert log.lines == 2 and log.skipped_lines == 2
+    assert log.get("SERVER_HANDSHAKE_TRAFFIC_SECRET", bytes.fromhex(cr)) == bytes([0x22]) * 32
+
+
+def test_key_log_file_errors_name_the_file(tmp_path):
+    with pytest.raises(InputError, match="nope.keylog"):
+        read_keylog(tmp_path / "nope.keylog")
+    bad = tmp_path / "notes.txt"
+    bad.write_text("hello\n")
+    with pytest.raises(InputError, match="notes.txt.*not an NSS key log"):
+        read_keylog(bad)
+    half = tmp_path / "half.keylog"
+    half.write_text(f"CLIENT_RANDOM {'ab' * 32} {'11' * 48}\nCLIENT_RANDOM xyz\n")
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert read_keylog(half).lines == 1
+    assert any(issubclass(x.category, QoEWarning) and "1 malformed" in str(x.message) for x in w)
+
+
+# -- records -------------------------------------------------------------------------------
+
+
+@needs_tshark
+@pytest.mark.parametrize("name", ALL)
+def test_every_record_opens_with_the_suite_and_alpn_tshark_sees(name):
+    results = decrypted(name)
+    suites = [int(r[0], 16) for r in tshark(name, "-Y", "tls.handshake.type==2", "-T", "fields",
+                                            "-e", "tls.handshake.ciphersuite")]
+    alpns = [r[0] for r in tshark(name, "-Y", "tls.handshake.extensions_alpn_str and tls.handshake.type!=1",
+                                  "-T", "fields", "-e", "tls.handshake.extensions_alpn_str", keys=True)]
+    assert len(results) == len(suites)
+    for r, suite in zip(results, suites):
+        d = r.decryption
+        assert d.keys_found and d.decrypted and d.failed_records == 0 and d.note is None
+        assert r.tls.cipher_suite == suite
+        assert d.cipher_suite is not None
+    # the ALPN tshark decrypts from EncryptedExtensions (TLS 1.3) or reads in the ServerHello (1.2)
+    assert [r.decryption.alpn for r in results if r.decryption.alpn is not None] == alpns
+
+
+@needs_tshark
+def test_key_update_moves_both_directions_to_the_next_secret():
+    (r,) = decrypted("tls13-keyupdate")
+    ports = tshark("tls13-keyupdate", "-Y", "tls.handshake.type==24", "-T", "fields", "-e", "tcp.srcport", keys=True)
+    d = r.decryption
+    client_port = r.connection.client[1]
+    assert d.client_key_updates == sum(int(p[0]) == client_port for p in ports) == 1
+    assert d.server_key_updates == sum(int(p[0]) != client_port for p in ports) == 1
+    assert d.failed_records == 0
+    # the request after the KeyUpdate was read with the new keys
+    assert [t.target for t in r.transactions] == ["/style.css", "/index.html"]
+    assert {t.protocol for t in r.transactions} == {"http/1.1"} and r.decryption.application == "http/1.x"
+
+
+@needs_tshark
+@pytest.mark.parametrize("name", H1)
+def test_http1_inside_tls_equals_tshark(name):
+    ref = tshark(name, "-Y", "http", "-T", "fields", "-e", "tcp.stream", "-e", "http.request.method",
+                 "-e", "http.request.uri", "-e", "http.response.code", keys=True)
+    requests = [(int(r[0]), r[1], r[2]) for r in ref if r[1]]
+    statuses = [(int(r[0]), int(r[3])) for r in ref if len(r) > 3 and r[3]]
+    ours_req, ours_status = [], []
+    for k, r in enumerate(decrypted(name)):
+        if r.decryption.application != "http/1.x":
+            continue
+        for t in r.transactions:
+            assert t.url.startswith("https://")
+            ours_req.append((k, t.method, t.target))
+            ours_status.append((k, t.status))
+            assert t.complete
+    assert ours_req == requests
+    assert ours_status == statuses
+
+
+def test_wrong_keys_fail_authentication_and_are_counted():
+    good = read_keylog(TLS / "tls13-h1-aes256.keylog")
+    flipped = KeyLog({k: bytes(b ^ 1 for b in v) if k[0] == "SERVER_TRAFFIC_SECRET_0" else v
+                      for k, v in good.secrets.items()})
+    results = decrypted("tls13-h1-aes256", flipped)
+    d = results[0].decryption
+    assert d.keys_found and d.server_failed_records > 0 and d.client_failed_records == 0
+    assert "failed authentication" in d.note
+    (t, *_) = results[0].transactions
+    assert t.method == "GET" and t.status is None  # requests seen, responses not
+
+
+@needs_tshark
+@pytest.mark.parametrize("name", ["tls12-h2-chacha", "tls13-h2-chacha"])
+def test_without_keys_bursts_hold_every_application_data_record(name):
+    log = read_keylog(TLS / f"{name}.keylog")
+    other = KeyLog({("CLIENT_RANDOM", bytes(32)): bytes(48)})  # a key log without this connection
+    assert len(other) and not log.has_client(bytes(32))
+    results = decrypted(name, other)
+    rows = tshark(name, "-Y", "tls", "-T", "fields", "-e", "tls.record.content_type", "-e", "tls.record.opaque_type",
+                  "-e", "tls.record.length", "-E", "occurrence=a")
+    total = 0
+    for ctype, otype, length in rows:
+        # tshark lists clear records' content_type and encrypted TLS 1.3 records' opaque_type in
+        # two fields; in a frame the clear records (hellos, ChangeCipherSpec) come first
+        types = (ctype.split(",") if ctype else []) + (otype.split(",") if otype else [])
+        for c, n in zip(types, length.split(",")):
+            total += int(n) if c == "23" else 0
+    (r,) = results
+    d = r.decryption
+    assert r.transactions == () and not d.keys_found and not d.decrypted and "key log" in d.note
+    assert sum(b.bytes for b in d.bursts) == total
+    assert {b.direction for b in d.bursts} == {"client", "server"}
+    assert all(a.direction != b.direction for a, b in zip(d.bursts, d.bursts[1:]))  # alternating by definition

@@ -1,0 +1,239 @@
+"""HTTP/2 inside TLS (with the key log) and in clear, checked against tshark's decrypted view.
+
+Captures: data/web/tls/ (make_tls.sh: curl 7.88 against nginx 1.22, key logs beside them). The
+reference, run live (tshark 4.0 with out-of-order reassembly on, DESIGN.md's trap):
+
+* ``tshark -o tcp.reassemble_out_of_order:TRUE -o tls.keylog_file:K -r F -d tcp.port==80,http2
+  -Y http2.type==1 -T json -e tcp.stream -e frame.time_epoch -e http2.headers.method
+  -e http2.headers.path -e http2.headers.status`` (HEADERS frames: requests and responses,
+  the time of the packet that completed the TLS record carrying them)
+* ``... -Y http2.type==7 -T fields -e tcp.stream -e http2.goaway.last_stream_id -e http2.goaway.error``
+
+Skipped when tshark is absent.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from qoe.web import WebOptions, page_loads
+from qoe.web.http import connection_results
+
+TLS = Path(__file__).resolve().parents[2] / "data" / "web" / "tls"
+TSHARK = shutil.which("tshark")
+needs_tshark = pytest.mark.skipif(TSHARK is None, reason="tshark not installed")
+H2 = ["tls12-h2-chacha", "tls13-h2-aes128", "tls13-h2-chacha", "tls13-h2-goaway", "h2c-prior"]
+
+
+def keylog(name: str) -> Path | None:
+    path = TLS / f"{name}.keylog"
+    return path if path.exists() and path.stat().st_size else None
+
+
+def tshark(name: str, *args: str) -> str:
+    cmd = [TSHARK, "-n", "-r", str(TLS / f"{name}.pcapng"), "-o", "tcp.reassemble_out_of_order:TRUE",
+           "-d", "tcp.port==80,http2"]
+    if keylog(name) is not None:
+        cmd += ["-o", f"tls.keylog_file:{keylog(name)}"]
+    return subprocess.run([*cmd, *args], capture_output=True, text=True, check=True, timeout=120).stdout
+
+
+def ns(text: str) -> int:
+    sec, _, frac = text.partition(".")
+    return int(sec) * 10**9 + int((frac + "000000000")[:9])
+
+
+def reference(name: str) -> tuple[list[tuple[int, int, str, str]], list[tuple[int, int, int]]]:
+    """(tcp stream, time, method, path) of every request and (tcp stream, time, status) of every
+    response HEADERS frame, in capture order."""
+    requests, responses = [], []
+    out = tshark(name, "-Y", "http2.type==1", "-T", "json", "-e", "tcp.stream", "-e", "frame.time_epoch",
+                 "-e", "http2.headers.method", "-e", "http2.headers.path", "-e", "http2.headers.status")
+    for pkt in json.loads(out or "[]"):
+        layer = pkt["_source"]["layers"]
+        stream, t = int(layer["tcp.stream"][0]), ns(layer["frame.time_epoch"][0])
+        for m, p in zip(layer.get("http2.headers.method", []), layer.get("http2.headers.path", [])):
+            requests.append((stream, t, m, p))
+        for s in layer.get("http2.headers.status", []):
+            responses.append((stream, t, int(s)))
+    return requests, responses
+
+
+@needs_tshark
+@pytest.mark.parametrize("name", H2)
+def test_streams_requests_statuses_and_times_equal_tshark(name):
+    results = connection_results(TLS / f"{name}.pcapng", keylog=keylog(name))
+    requests, responses = reference(name)
+    ours_req, ours_resp = [], []
+    for stream, r in enumerate(results):
+        assert r.http2 is not None and r.http2.error is None
+        for t in r.transactions:
+            assert t.protocol == "h2" and t.stream_id % 2 == 1 and t.request_version == "2"
+            ours_req.append((stream, t.request_start_ns, t.method, t.target))
+            if t.status is not None:
+                ours_resp.append((stream, t.response_start_ns, t.status))
+    assert sorted(ours_req) == sorted(requests)
+    assert sorted(ours_resp) == sorted(responses)
+    for r in results:  # a stream without a response was refused by a GOAWAY (tls13-h2-goaway), nothing else
+        for t in r.transactions:
+            assert t.complete == (t.status is not None)
+            if t.status is None:
+                last = max(g[1] for g in r.http2.goaways)
+                assert t.stream_id > last and t.reset == "GOAWAY NO_ERROR" and "GOAWAY" in t.partial
+
+
+@needs_tshark
+def test_goaway_is_reported_per_connection():
+    rows = [line.split("\t") for line in tshark("tls13-h2-goaway", "-Y", "http2.type==7", "-T", "fields",
+                                               "-e", "tcp.stream", "-e", "http2.goaway.last_stream_id",
+                                               "-e", "http2.goaway.error").splitlines()]
+    results = connection_results(TLS / "tls13-h2-goaway.pcapng", keylog=keylog("tls13-h2-goaway"))
+    ours = [(k, g[1], g[2]) for k, r in enumerate(results) for g in r.http2.goaways]
+    assert ours == [(int(s), int(last), "NO_ERROR") for s, last, err in rows if int(err) == 0]
+    assert ours  # nginx keepalive_requests 2: the server ends a connection after 2 requests
+    for k, last, _ in ours:
+        served = [t for t in results[k].transactions if t.stream_id <= last]
+        refused = [t for t in results[k].transactions if t.stream_id > last]
+        assert len(served) == 2 and all(t.complete and t.reset is None for t in served)
+        assert all(t.reset == "GOAWAY NO_ERROR" and not t.complete for t in refused)
+    # curl asked the refused ones again on new connections: every object was fetched once in the end
+    done = sorted(t.target for r in results for t in r.transactions if t.complete)
+    assert done == sorted(["/index.html", "/style.css", "/img1.jpg", "/img2.jpg", "/missing.png"])
+
+
+def test_clear_text_preface_is_recognised():
+    (r,) = connection_results(TLS / "h2c-prior.pcapng")
+    assert r.protocol == "h2" and r.tls is None
+    (t,) = r.transactions
+    assert (t.url, t.status, t.response_body_bytes, t.protocol) == ("http://www.example.com/index.html", 200, 15000, "h2")
+
+
+def test_without_the_key_log_tls_is_timing_only():
+    results = connection_results(TLS / "tls13-h2-aes128.pcapng")
+    assert [r.transactions for r in results] == [()]
+    (r,) = results
+    assert r.tls.handshake_ns > 0
+    d = r.decryption  # without keys: the encrypted bursts, and why nothing more
+    assert not d.keys_found and not d.decrypted and "no key log" in d.note and "not visible" in d.note
+    assert d.bursts and sum(b.bytes for b in d.bursts) == r.tls.client_records.application_data_bytes + \
+        r.tls.server_records.application_data_bytes
+
+
+@needs_tshark
+def test_pages_with_the_key_log_hold_every_object():
+    name = "tls13-h2-aes128"
+    _, responses = reference(name)
+    (page,) = page_loads(TLS / f"{name}.pcapng", options=WebOptions(keylog=str(keylog(name))))
+    assert page.objects == 5 and sorted(page.statuses) == sorted(s for _, _, s in responses)
+    assert page.url == "https://www.example.com/index.html" and page.complete
+    assert {row["protocol"] for row in page.tables()["objects"]} == {"h2"}
+    (hidden,) = page_loads(TLS / f"{name}.pcapng")  # the same capture without keys: one TLS item
+    assert hidden.objects == 1 and hidden.statuses == ()
+    assert any("not visible" in n for n in hidden.notes)
+    assert hidden.plt_s == pytest.approx(page.plt_s, abs=0.005)  # both: SYN to the last server byte
+
+
+def test_the_capture_own_secrets_block_is_used():
+    (page,) = page_loads(TLS / "tls13-h2-dsb.pcapng")  # editcap --inject-secrets: no --keylog needed
+    assert page.objects == 5 and {t.protocol for t in page.transactions} == {"h2"}
+
+
+def test_quic_pages_with_and_without_keys():
+    cap = TLS / "quic-h3.pcapng"
+    (hidden,) = page_loads(cap)
+    (shown,) = page_loads(cap, options=WebOptions(keylog=str(TLS / "quic-h3.keylog")))
+    assert hidden.objects == 1 and any("not visible" in n for n in hidden.notes)
+    assert any("QUIC" in n for n in hidden.notes)
+    assert shown.objects == 6 and shown.start_event == "quic-initial"
+    assert {t.protocol for t in shown.transactions} == {"h3"}
+    # both "fully loaded" readings end at the last server packet and start at the first Initial
+    assert shown.start_ns == hidden.start_ns and shown.plt_s == pytest.approx(hidden.plt_s, abs=1e-3)
+
+
+def test_cli_pages_har_and_score_take_the_key_log(tmp_path):
+    from click.testing import CliRunner
+
+    from qoe_cli.main import cli
+
+    cap, kl = str(TLS / "tls12-h2-chacha.pcapng"), str(TLS / "tls12-h2-chacha.keylog")
+    run = CliRunner()
+    res = run.invoke(cli, ["web", "pages", cap, "--keylog", kl, "--objects", "--format", "json"],
+                     catch_exceptions=False)
+    assert res.exit_code == 0
+    (page,) = json.loads(res.output)
+    assert page["objects"] == 5 and {t["protocol"] for t in page["transactions"]} == {"h2"}
+    har = tmp_path / "page.har"
+    res = run.invoke(cli, ["web", "har", cap, "--keylog", kl, "-o", str(har)], catch_exceptions=False)
+    assert res.exit_code == 0 and "5 entries" in res.output
+    entries = json.loads(har.read_text())["log"]["entries"]
+    assert [e["response"]["status"] for e in entries] == [200, 200, 200, 200, 404]
+    res = run.invoke(cli, ["score", cap, "--kind", "web", "--keylog", kl, "--format", "json"], catch_exceptions=False)
+    assert res.exit_code == 0
+    report = json.loads(res.output)
+    assert report["inputs"]["keylog"] == [kl] and report["results"][0]["objects"] == 5
+    res = run.invoke(cli, ["web", "pages", cap, "--keylog", str(TLS / "make_tls.sh")])
+    assert res.exit_code == 2 and "not an NSS key log" in res.output
+
+
+def test_push_priority_reset_and_goaway_frames():
+    """Frames none of the captures carry (curl refuses pushes; Chromium no longer asks for them),
+    written with hyperframe and hpack's encoder (the other side of the libraries qoe decodes
+    with): RFC 9113 §6.3/RFC 7540 §5.3 priority (weight = field + 1), §6.6 PUSH_PROMISE, §6.4
+    RST_STREAM (CANCEL = 0x8, §7), §6.8 GOAWAY."""
+    from hpack import Encoder
+    from hyperframe.frame import (DataFrame, GoAwayFrame, HeadersFrame, PushPromiseFrame, RstStreamFrame,
+                                  SettingsFrame)
+
+    from qoe.web.http import parse
+    from qoe.web.tcp import CLIENT, SERVER, ConnectionId
+
+    ce, se = Encoder(), Encoder()
+
+    def headers(sid, enc, fields, end=False, **prio):
+        f = HeadersFrame(sid)
+        f.data = enc.encode(fields)
+        f.flags.add("END_HEADERS")
+        if end:
+            f.flags.add("END_STREAM")
+        if prio:
+            f.flags.add("PRIORITY")
+            f.depends_on, f.stream_weight, f.exclusive = prio["depends_on"], prio["weight"] - 1, prio["exclusive"]
+        return f.serialize()
+
+    def data(sid, body):
+        f = DataFrame(sid)
+        f.data = body
+        f.flags.add("END_STREAM")
+        return f.serialize()
+
+    req = [(":method", "GET"), (":scheme", "https"), (":authority", "example.org"), (":path", "/")]
+    client = (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + SettingsFrame(0).serialize()
+              + headers(1, ce, req, end=True, depends_on=0, weight=256, exclusive=True)
+              + headers(3, ce, [*req[:3], (":path", "/slow"), ("priority", "u=5")], end=True))
+    push = PushPromiseFrame(1)
+    push.promised_stream_id = 2
+    push.data = se.encode([*req[:3], (":path", "/pushed.css")])
+    push.flags.add("END_HEADERS")
+    rst = RstStreamFrame(3)
+    rst.error_code = 0x8
+    goaway = GoAwayFrame(0)
+    goaway.last_stream_id = 3
+    server = (SettingsFrame(0).serialize() + push.serialize()
+              + headers(1, se, [(":status", "200"), ("content-type", "text/html")]) + data(1, b"<html>")
+              + headers(2, se, [(":status", "200")]) + data(2, b"css") + rst.serialize() + goaway.serialize())
+    conn = ConnectionId(("192.0.2.1", 50000), ("198.51.100.2", 80), 0, 0, True)
+    res = parse(conn, [("data", CLIENT, 1_000, 0, client), ("data", SERVER, 2_000, 0, server),
+                       ("close", CLIENT, 3_000, 0, "fin"), ("close", SERVER, 3_000, 0, "fin")])
+    assert res.protocol == "h2" and res.http2.pushes == 1 and res.http2.resets == 1
+    assert res.http2.goaways == (("server", 3, "NO_ERROR", 2_000),)
+    by_stream = {t.stream_id: t for t in res.transactions}
+    main, slow, pushed = by_stream[1], by_stream[3], by_stream[2]
+    assert (main.status, main.response_body_bytes, main.complete) == (200, 6, True)
+    assert main.priority == "weight=256 depends_on=0 exclusive=True"
+    assert slow.priority == "u=5" and slow.reset == "RST_STREAM CANCEL" and not slow.complete
+    assert pushed.pushed and pushed.target == "/pushed.css" and pushed.status == 200 and pushed.complete

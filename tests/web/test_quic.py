@@ -1,0 +1,145 @@
+"""QUIC v1 and HTTP/3 from a real capture, checked against tshark and the client's own log.
+
+data/web/tls/quic-h3.pcapng: aioquic's HTTP/3 client fetching 6 objects from aioquic's server
+on loopback (data/web/tls/make_quic.sh; key log quic-h3.keylog; the client's log of status and
+body size per path: quic-h3.client.tsv). References, run live:
+
+* packets: ``tshark -o tls.keylog_file:K -r F -T fields -e frame.time_epoch -e udp.srcport
+  -e quic.long.packet_type -e quic.header_form -e quic.frame_type -E occurrence=a``
+  (header_form 1 = long header; frame type 30 = HANDSHAKE_DONE)
+* hellos: ``tshark -r F -Y "tls.handshake.type==1 or tls.handshake.type==2" -T fields
+  -e tls.handshake.extensions_server_name -e tls.handshake.extensions_alpn_str -e tls.handshake.ciphersuite``
+* HTTP/3 frames per stream (tshark 4.0 does not decode QPACK): ``-Y http3 -T fields
+  -e quic.stream.stream_id -e http3.frame_type``
+
+Skipped when tshark is absent (the client-log checks run without it).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from qoe.web.keylog import KeyLog, read_keylog
+from qoe.web.quic import quic_connections
+
+TLS = Path(__file__).resolve().parents[2] / "data" / "web" / "tls"
+CAP = TLS / "quic-h3.pcapng"
+TSHARK = shutil.which("tshark")
+needs_tshark = pytest.mark.skipif(TSHARK is None, reason="tshark not installed")
+
+
+def tshark(*args: str) -> list[list[str]]:
+    cmd = [TSHARK, "-n", "-r", str(CAP), "-o", f"tls.keylog_file:{TLS / 'quic-h3.keylog'}", *args]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=120).stdout
+    return [line.split("\t") for line in out.splitlines() if line]
+
+
+def ns(text: str) -> int:
+    sec, _, frac = text.partition(".")
+    return int(sec) * 10**9 + int((frac + "000000000")[:9])
+
+
+@pytest.fixture(scope="module")
+def with_keys():
+    (c,) = quic_connections(CAP, keylog=read_keylog(TLS / "quic-h3.keylog"))
+    return c
+
+
+@pytest.fixture(scope="module")
+def without_keys():
+    (c,) = quic_connections(CAP)
+    return c
+
+
+@needs_tshark
+def test_handshake_timing_without_keys_equals_tshark(without_keys):
+    c = without_keys
+    rows = tshark("-T", "fields", "-e", "frame.time_epoch", "-e", "udp.srcport", "-e", "quic.long.packet_type",
+                  "-e", "quic.header_form", "-E", "occurrence=a")
+    firsts: dict[tuple[str, str], int] = {}
+    for t, port, ltypes, forms in rows:
+        side = "client" if int(port) == c.client[1] else "server"
+        for form, kind in zip(forms.split(","), ltypes.split(",") + ["1rtt"] * 8):
+            name = {"0": "initial", "2": "handshake"}.get(kind, "1rtt") if form == "1" else "1rtt"
+            firsts.setdefault((side, name), ns(t))
+    assert c.client_initial_ns == firsts[("client", "initial")] == c.first_ns
+    assert c.server_initial_ns == firsts[("server", "initial")]
+    assert c.client_handshake_ns == firsts[("client", "handshake")]
+    assert c.server_handshake_ns == firsts[("server", "handshake")]
+    assert c.client_first_1rtt_ns == firsts[("client", "1rtt")]
+    assert c.server_first_1rtt_ns == firsts[("server", "1rtt")]
+    assert c.client_packets + c.server_packets == len(rows)
+    # without keys: the client's first 1-RTT packet ends the handshake, objects are not visible
+    assert c.handshake_end_ns == c.client_first_1rtt_ns
+    assert not c.keys_found and not c.decrypted and c.transactions == ()
+    assert "not visible" in c.note
+
+
+@needs_tshark
+def test_hellos_are_read_from_the_initial_packets_alone(without_keys):
+    (sni, alpn, _), (_, _, suite) = tshark("-Y", "tls.handshake.type==1 or tls.handshake.type==2", "-T", "fields",
+                                           "-e", "tls.handshake.extensions_server_name", "-e",
+                                           "tls.handshake.extensions_alpn_str", "-e", "tls.handshake.ciphersuite")
+    assert without_keys.server_name == sni
+    assert without_keys.alpn_offered == tuple(alpn.split(","))
+    assert without_keys.cipher_suite is not None and int(suite, 16) == 0x1302
+    assert without_keys.cipher_suite == "AES_256_GCM_SHA384"
+
+
+def test_bursts_cover_every_1rtt_packet(without_keys, with_keys):
+    c = without_keys
+    assert sum(b.records for b in c.bursts) > 0
+    assert all(a.direction != b.direction for a, b in zip(c.bursts, c.bursts[1:]))
+    assert [b.to_dict() for b in c.bursts] == [b.to_dict() for b in with_keys.bursts]  # keys change nothing there
+
+
+@needs_tshark
+def test_with_keys_every_packet_opens_and_handshake_done_is_seen(with_keys):
+    c = with_keys
+    assert c.keys_found and c.decrypted
+    assert c.client_failed_packets == c.server_failed_packets == 0
+    assert c.alpn == "h3"
+    done = [ns(t) for t, ftypes in tshark("-T", "fields", "-e", "frame.time_epoch", "-e", "quic.frame_type",
+                                            "-E", "occurrence=a") if "30" in ftypes.split(",")]
+    assert c.handshake_done_ns == done[0] == c.handshake_end_ns
+    assert c.handshake_ns == c.handshake_done_ns - c.client_initial_ns
+    assert c.note is None
+
+
+def test_http3_transactions_equal_the_client_log(with_keys):
+    log = [line.split("\t") for line in (TLS / "quic-h3.client.tsv").read_text().splitlines()]
+    got = [(t.target, t.status, t.response_body_bytes) for t in with_keys.transactions]
+    assert got == [(p, int(s), int(n)) for p, s, n in log]
+    methods = [t.method for t in with_keys.transactions]
+    assert methods == ["GET"] * 5 + ["HEAD"]
+    for t in with_keys.transactions:
+        assert t.protocol == "h3" and t.complete and t.url == f"https://www.example.com{t.target}"
+        assert t.request_start_ns <= t.request_end_ns <= t.response_start_ns <= t.response_end_ns
+
+
+@needs_tshark
+def test_http3_streams_and_frames_equal_tshark(with_keys):
+    # request streams (client-initiated bidirectional, id % 4 == 0) and their HEADERS/DATA frames
+    frames: dict[int, list[str]] = {}
+    for sids, ftypes in tshark("-Y", "http3", "-T", "fields", "-e", "quic.stream.stream_id", "-e", "http3.frame_type",
+                               "-E", "occurrence=a"):
+        if not ftypes:
+            continue
+        sid_list, ft_list = sids.split(","), ftypes.split(",")
+        if len(sid_list) == len(ft_list):
+            for s, f in zip(sid_list, ft_list):
+                frames.setdefault(int(s), []).append(f)
+    request_streams = sorted(s for s in frames if s % 4 == 0)
+    assert [t.stream_id for t in with_keys.transactions] == request_streams
+
+
+def test_wrong_keys_are_counted_not_raised():
+    good = read_keylog(TLS / "quic-h3.keylog")
+    bad = KeyLog({k: bytes(b ^ 0xFF for b in v) for k, v in good.secrets.items()})
+    (c,) = quic_connections(CAP, keylog=bad)
+    assert c.keys_found and c.client_failed_packets + c.server_failed_packets > 0
+    assert c.transactions == () and "failed authentication" in c.note
