@@ -27,9 +27,9 @@ core. This script makes everything it needs in a temporary directory (nothing is
      buffer, RFC 6184 access units or the rebuilt transport stream and its checks);
    - decode received / decode reference: the PyAV decoding generators
      (:func:`qoe.video.receiver.decode`, :func:`qoe.video.read_frames`), all passes (the
-     table says how many: ``ReceivedVideo.frames`` and ``read_frames`` calls; the design of
-     :mod:`qoe.video.stream` decodes each stream twice, thumbnails to align, then frames to
-     score, so that memory holds a few frames whatever the stream's length);
+     table says how many: ``ReceivedVideo.frames`` and ``read_frames`` calls; :mod:`qoe.video.stream`
+     decodes the received stream once when its luma fits ``RETAIN_BYTES``, else twice, and
+     the reference twice, thumbnails to align, then frames to score);
    - align: thumbnails (:func:`qoe.video.align.thumbnail`) and :func:`~qoe.video.find_offset`;
    - PSNR, SSIM: the per-frame metric calls (Wang SSIM on luma, the default);
    - other: the rest (pairing, bookkeeping, generator plumbing, the profiler's own cost);
@@ -89,8 +89,8 @@ STAGES = [
     ("decode received", [("qoe/video/receiver.py", "decode")]),
     ("decode reference", [("qoe/video/io.py", "_decode")]),
     ("align", [("qoe/video/align.py", "thumbnail"), ("qoe/video/align.py", "find_offset")]),
-    ("PSNR", [("qoe/video/metrics.py", "_psnr_frame")]),
-    ("SSIM", [("qoe/video/metrics.py", "frame")]),
+    ("PSNR", [("qoe/video/_psnr.py", "psnr_frame")]),
+    ("SSIM", [("qoe/video/_ssim.py", "frame")]),
 ]
 
 

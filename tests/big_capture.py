@@ -78,9 +78,13 @@ class Template:
         frac = t % 10**9 if self.ns else (t % 10**9) // 1000
         ts = np.stack([t // 10**9, frac], axis=1).astype("<u4").view(np.uint8).reshape(-1, 8)
         b[self.rec[:, None] + np.arange(8)] = ts
-        w1 = int.from_bytes(self.client[:2], "big") + k
-        w2 = (int.from_bytes(self.client[2:], "big") - k) % 0xFFFF
-        if w1 > 0xFFFF:
+        # The address's two 16-bit words move in opposite directions, so the IPv4 header
+        # checksum (RFC 791 §3.1: one's-complement sum) stays valid: the first word counts up
+        # to 0xFFFF, then down below its start, for up to ~65,000 distinct copies (4 GB of voice).
+        base1, base2 = int.from_bytes(self.client[:2], "big"), int.from_bytes(self.client[2:], "big")
+        step = k if base1 + k <= 0xFFFF else -(k - (0xFFFF - base1))
+        w1, w2 = base1 + step, (base2 - step) % 0xFFFF
+        if not 0 < w1 <= 0xFFFF:
             raise ValueError(f"copy {k}: too many copies for client address {self.client.hex()}")
         b[self.addr_at[:, None] + np.arange(4)] = np.frombuffer(struct.pack(">HH", w1, w2), np.uint8)
         return b.tobytes()

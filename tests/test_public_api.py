@@ -151,3 +151,71 @@ def test_input_error_is_a_value_error():
 
 def test_version_is_a_string():
     assert isinstance(qoe.__version__, str) and qoe.__version__
+
+
+# -- the API pages document every public name ------------------------------------------------
+
+DOCS_API = __import__("pathlib").Path(__file__).resolve().parents[1] / "docs" / "api"
+_DIRECTIVE = __import__("re").compile(r"^\.\. (automodule|autofunction|autoclass|autodata):: (\S+)\n((?:   .*\n|\s*\n)*)",
+                                      __import__("re").M)
+
+
+def _documented() -> dict[str, set[str]]:
+    """Module -> the names of it the API pages document.
+
+    ``automodule:: M`` with ``:members:`` documents ``M.__all__`` (or the names it lists),
+    and with ``:imported-members:`` those of its re-exported names too; ``autofunction::
+    M.N`` (and class, data) documents ``N``.
+    """
+    out: dict[str, set[str]] = {}
+    for page in sorted(DOCS_API.glob("*.rst")):
+        for kind, target, body in _DIRECTIVE.findall(page.read_text(encoding="utf-8")):
+            if kind != "automodule":
+                mod, _, name = target.rpartition(".")
+                out.setdefault(mod, set()).add(name)
+                continue
+            opts = " ".join(body.split())
+            if ":members:" not in opts or ":no-members:" in opts:
+                continue
+            listed = opts.split(":members:", 1)[1].split(":", 1)[0].replace(",", " ").split()
+            module = importlib.import_module(target)
+            out.setdefault(target, set()).update(listed or getattr(module, "__all__", ()))
+            if kind == "automodule":
+                out.setdefault(target, set())
+    return out
+
+
+def _undocumented() -> tuple[list[str], list[str]]:
+    """(public names on no API page, names a page lists that their module does not export)."""
+    documented = _documented()
+    objects = set()  # functions, classes and modules documented anywhere (by identity)
+    for mod, names in documented.items():
+        module = importlib.import_module(mod)
+        objects.add(id(module))
+        objects |= {id(getattr(module, n)) for n in names if hasattr(module, n)}
+    missing, stale = [], []
+    for name in PUBLIC:
+        module = importlib.import_module(name)
+        exported = set(getattr(module, "__all__", ()))
+        stale += [f"{name}.{n}" for n in documented.get(name, set()) - exported]
+        parts = name.split(".")
+        ancestors = [importlib.import_module(a) for a in (".".join(parts[:k]) for k in range(1, len(parts)))
+                     if a in documented]
+        for n in sorted(exported - documented.get(name, set())):
+            obj = getattr(module, n)
+            if (inspect.isfunction(obj) or inspect.isclass(obj) or inspect.ismodule(obj)) and id(obj) in objects:
+                continue  # documented under another public name
+            if any(n in documented[a.__name__] and getattr(a, n, None) is obj for a in ancestors):
+                continue  # its package shows it
+            missing.append(f"{name}.{n}")
+    return missing, stale
+
+
+def test_every_public_name_is_on_an_api_page():
+    """Each public module's ``__all__`` is on the API pages (docs/api/*.rst): in its own section,
+    or (a function, class or module) where the object is documented under another public name.
+    A name a page lists must be in its module's ``__all__`` (the page and the exports cannot
+    drift apart)."""
+    missing, stale = _undocumented()
+    assert not stale, f"API pages list names their module does not export: {stale}"
+    assert not missing, f"{len(missing)} public names are on no API page (docs/api/*.rst): {missing}"

@@ -30,7 +30,7 @@ def __getattr__(name: str) -> str:
     ``import qoe`` and every ``qoe`` command would otherwise pay."""
     if name != "__version__":
         raise AttributeError(f"module 'qoe' has no attribute {name!r}")
-    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415 - read only when __version__ is asked for
 
     try:
         value = version("qoe")

@@ -45,7 +45,7 @@ def _load_references(reference: Any) -> tuple[list[Any], list[str]]:
     """Reference paths, arrays or Reference objects → Reference objects at 8 kHz, and notes."""
     if reference is None:  # before the imports: P.862's SciPy signal module is ~90 MiB of resident memory
         return [], []
-    from qoe.voice.call import Reference  # noqa: PLC0415
+    from qoe.voice.call import Reference  # noqa: PLC0415 - keeps `import qoe` light
     from qoe.voice.p862 import load_speech  # noqa: PLC0415
 
     items = list(reference) if isinstance(reference, (list, tuple)) else [reference]
@@ -72,7 +72,7 @@ def _load_references(reference: Any) -> tuple[list[Any], list[str]]:
 
 def _is_audio_file(path: Path) -> bool:
     """Whether libsndfile reads ``path`` (speech for voice; anything else is taken for video)."""
-    import soundfile  # noqa: PLC0415
+    import soundfile  # noqa: PLC0415 - libsndfile, only when references are given
 
     try:
         soundfile.info(str(path))
@@ -382,7 +382,7 @@ def _iter_web(capture: str, *, options: Any, strict: bool, media: list[Any] | No
     from qoe.web.pages import iter_page_loads  # noqa: PLC0415 - keeps `import qoe` light
 
     if media is not None:
-        from qoe.video.has.session import may_be_streaming  # noqa: PLC0415
+        from qoe.video.has.session import may_be_streaming  # noqa: PLC0415 - keeps `import qoe` light
     found = 0
     for page in iter_page_loads(capture, options=options):
         found += 1
@@ -395,7 +395,7 @@ def _iter_web(capture: str, *, options: Any, strict: bool, media: list[Any] | No
 
 
 def _iter_streaming(capture: str, *, options: Any, strict: bool, transactions: list[Any] | None = None) -> _Part:
-    from qoe.video.has.session import build_sessions, capture_bodies, sessions  # noqa: PLC0415
+    from qoe.video.has.session import build_sessions, capture_bodies, sessions  # noqa: PLC0415 - keeps `import qoe` light
 
     if transactions is None or options.keylog is not None:  # a key log: the decrypted transactions
         found_sessions = sessions(capture, options=options)

@@ -123,7 +123,7 @@ _VIDEO_COLUMNS = ("transport", "packets_lost", "frames_frozen", "freeze_s", "psn
 
 def _video_scores(data: Path) -> Section:
     """The bundled video streams (data/video), scored against the clip that was sent."""
-    from qoe.api import score  # noqa: PLC0415
+    from qoe.api import score  # noqa: PLC0415 - each section loads its scorers when it is shown
 
     title = "RTP/UDP video (data/video): frames on screen against the reference, PSNR/SSIM → MOS"
     manifest = data / "video" / "captures" / "manifest.json"
@@ -157,7 +157,7 @@ _WEB_COLUMNS = ("scheme", "objects", "connections", "plt_s", "ttfb_s", "rtt_s", 
 
 def _web_scores(data: Path) -> Section:
     """The bundled page loads (data/web), from the client's capture alone."""
-    from qoe.web.pages import WebOptions, page_loads  # noqa: PLC0415
+    from qoe.web.pages import WebOptions, page_loads  # noqa: PLC0415 - each section loads its scorers when it is shown
 
     title = "Web page loads (data/web): PLT from the client's capture, the seed paper's diagnosis, G.1030 MOS"
     manifest = data / "web" / "captures" / "scenarios.jsonl"
@@ -184,7 +184,7 @@ def _web_scores(data: Path) -> Section:
 def demo_heatmap(section: Section):  # noqa: ANN201 - matplotlib is optional
     """The seed paper's Figure 7 layout for the voice section's rows: median MOS per buffer
     and load, "user talks" above "user listens" (:func:`qoe.plot.heatmap`)."""
-    from qoe.plot import heatmap  # noqa: PLC0415
+    from qoe.plot import heatmap  # noqa: PLC0415 - matplotlib is optional (the plot extra)
 
     rows = [{**r, "buffer": int(r["buffer"].split()[0])} for r in section.rows if r.get("direction")]
     if not rows:

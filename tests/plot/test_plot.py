@@ -206,7 +206,24 @@ def test_a_video_stream_shades_exactly_its_frozen_frames():
     assert int(frozen.sum()) == stream.frames_frozen > 0
     spans = np.flatnonzero(np.diff(np.concatenate([[0], frozen.astype(int), [0]]))).size // 2
     assert all(len(ax.patches) == spans for ax in fig.axes)
-    assert [n for n, _ in figures(rep)] == [f"video-{stream.label}"]
+    assert [n for n, _ in figures(rep)] == [f"video-{stream.label}", f"video-rtp-{stream.label}"]
+
+
+def test_rtp_video_facts_shade_each_w3c_freeze():
+    # 30 frames 40 ms apart, a 200 ms gap (one W3C freeze: >= max(3 x 40, 40 + 150) ms), 10 more
+    from types import SimpleNamespace
+
+    from qoe.plot import video_rtp
+    from qoe.video import header_facts
+
+    t_ms = np.concatenate([np.arange(31) * 40, 1200 + 200 + np.arange(10) * 40])
+    n = t_ms.size
+    h = header_facts(np.arange(n), np.arange(n) * 3600, np.ones(n, bool), (t_ms * 1_000_000).astype(np.int64),
+                     np.full(n, 500))
+    assert h.freeze_count == 1
+    fig = video_rtp(SimpleNamespace(headers=h, label="s"))
+    assert all(len(ax.patches) == 1 for ax in fig.axes)
+    assert sum(h.fps_series) == n
 
 
 def test_qoe_report_draws_the_heatmap_of_a_results_file(runs, tmp_path):

@@ -255,7 +255,7 @@ def test_real_network_loss_equals_tshark_lost(sc, st):
         pytest.skip("no stored tshark table and no tshark")
     row = next(line for line in table.splitlines() if st["ssrc"].lower() in line.lower())
     lost = int(re.search(r"\s(-?\d+) \(", row).group(1))
-    r = _one(sc, st, buffer="adaptive")
+    r = _one(sc, st, jitter_buffer="adaptive")
     assert r.network_lost == lost
     assert r.to_dict()["buffer"] == "adaptive"
 

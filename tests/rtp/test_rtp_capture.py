@@ -361,3 +361,48 @@ def test_packets_live_in_unnamed_temporary_files_and_read_back_whole(tmp_path, m
     del scan, s, p
     gc.collect()
     assert _open_in(spill) == 0  # closed when the last stream that needs them is gone
+
+
+def test_plain_rtx_repairs_are_read_from_the_original_sequence_numbers(tmp_path):
+    # RFC 4588 §4: an RTX packet keeps its original's timestamp and starts its payload with
+    # the original sequence number. Video (90 kHz, 3 packets per frame, marker on the last)
+    # loses numbers 1005 and 1010; the RTX stream (its own SSRC and PT) resends both, and one
+    # that was not lost (1003). Built here, so the truth is what was written.
+    frames, t = [], T0
+    for n in range(60):
+        seq, ts = 1000 + n, 9000 + 3000 * (n // 3)
+        t += 0.011
+        if seq in (1005, 1010):
+            continue
+        frames.append((t, frame(A, 5004, B, 5006, rtp(seq, ts, 0xAAAA, 96, marker=n % 3 == 2, payload=bytes(900)))))
+    for k, osn in enumerate((1005, 1010, 1003)):
+        ts = 9000 + 3000 * ((osn - 1000) // 3)
+        frames.append((T0 + 0.5 + 0.05 * k, frame(A, 5004, B, 5006, rtp(200 + k, ts, 0xBBBB, 97,
+                                                                     payload=osn.to_bytes(2, "big") + bytes(900)))))
+    frames.sort(key=lambda f: f[0])
+    path = write(tmp_path / "rtx.pcap", frames)
+    streams = {s.key.ssrc: s for s in scan_capture(path, min_packets=2).streams}
+    media = streams[0xAAAA]
+    assert (media.clock_rate, media.media) == (90000, "video")  # inferred: no SDP
+    assert media.stats.lost == 2
+    assert media.rtx is not None
+    assert (media.rtx.ssrc, media.rtx.packets, media.rtx.repaired, media.rtx.found_by) == (0xBBBB, 3, 2, "timestamps")
+    assert any("RTX (RFC 4588) of stream 0x0000aaaa" in n for n in streams[0xBBBB].notes)
+
+
+def test_rfc7983_demux_marks_dtls_srtp_and_leaves_stun_only_alone(tmp_path):
+    # RFC 7983 §7 / RFC 9443 §4: a DTLS 1.3 ciphertext record (unified header, first byte
+    # 0b001xxxxx, RFC 9147 §4) and a STUN Binding request (RFC 8489 §5: magic cookie) on
+    # the 5-tuple of one stream; another stream's 5-tuple carries STUN only.
+    stun = bytes([0x00, 0x01, 0x00, 0x00]) + (0x2112A442).to_bytes(4, "big") + bytes(12)
+    dtls13 = bytes([0x2F, 0x12, 0x34]) + bytes(40)
+    frames = [(T0, frame(A, 5004, B, 5006, stun)), (T0 + 0.001, frame(B, 5006, A, 5004, dtls13)),
+              (T0 + 0.002, frame(A, 6004, B, 6006, stun))]
+    frames += voice(30, 0x1111, t0=T0 + 0.01) + voice(30, 0x2222, sport=6004, dport=6006, t0=T0 + 0.011)
+    path = write(tmp_path / "a.pcap", sorted(frames, key=lambda f: f[0]))
+    streams = {s.key.ssrc: s for s in scan_capture(path).streams}
+    dtls, plain = streams[0x1111], streams[0x2222]
+    assert dtls.srtp is not None and dtls.srtp.found_by == "dtls"
+    assert any("1 DTLS record(s) (0 handshake, 1 with DTLS 1.3's unified header) and 1 STUN" in n for n in dtls.notes)
+    assert plain.srtp is None and not plain.notes
+    assert dtls.stats.packets == plain.stats.packets == 30  # neither STUN nor DTLS is taken for RTP

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from qoe.rtp import scan_capture
+from qoe.rtp import parse_sdp, scan_capture
 from video import webrtc_truth
 
 CALLS = [c for c in webrtc_truth.calls() if c.has_capture("b")] if webrtc_truth.CALLS.is_dir() else []
@@ -125,3 +125,39 @@ def test_the_every_packet_rule_is_not_what_the_browser_reports_on_queued_video()
     truth = d.inbound["jitter"] * 1000
     assert abs(in_order.stats.jitter_ms - truth) <= JITTER_TOL_MS
     assert every.stats.jitter_ms > truth + 30
+
+
+def _browser_sdp(call):
+    return parse_sdp(call.offer.read_text()).media + parse_sdp(call.answer.read_text()).media
+
+
+def test_the_browsers_sdp_applies_under_bundle_and_ties_rtx_to_its_media_stream():
+    # One 5-tuple for audio and video (BUNDLE): the SDP is matched by a=ssrc, not by port;
+    # a=ssrc-group:FID ties RTX to its media stream. Truth: the receiver's codec stats and
+    # inbound-rtp rtxSsrc / retransmittedPacketsReceived (RTX packets received).
+    for call in CALLS:
+        for side in ("a", "b"):
+            if not call.has_capture(side):
+                continue
+            streams = {s.key.ssrc: s for s in scan_capture(call.capture(side), sdp=_browser_sdp(call)).streams}
+            for d in call.directions():
+                if d.receiver != side:
+                    continue
+                s = streams[d.ssrc]
+                where = (call.name, side, d.kind)
+                assert f"{d.kind}/{s.codec}/{s.clock_rate}".lower() == f"{d.kind}/{d.codec['mimeType'].split('/')[1]}/{d.codec['clockRate']}".lower(), where
+                assert any("matched by a=ssrc:" in n for n in s.notes), where
+                if d.kind == "video":
+                    assert s.rtx is not None and s.rtx.ssrc == d.rtx_ssrc and s.rtx.found_by == "sdp", where
+                    assert s.rtx.packets == d.inbound["retransmittedPacketsReceived"], where
+                    assert s.rtx.repaired is None  # SRTP: the original sequence numbers are encrypted
+                    assert s.stats.lost == d.inbound["packetsLost"], where  # RTX repair does not change RFC 3550 loss
+
+
+def test_rtx_is_recognised_by_its_timestamps_without_sdp():
+    for name in ("vp8-loss", "h264-loss", "vp9-loss", "av1-loss", "vp8-reorder"):
+        call = webrtc_truth.call(name)
+        d = call.direction("a", "video")
+        s = {s.key.ssrc: s for s in scan_capture(call.capture("b")).streams}[d.ssrc]
+        assert s.rtx is not None and (s.rtx.ssrc, s.rtx.found_by) == (d.rtx_ssrc, "timestamps"), name
+        assert s.rtx.packets == d.inbound["retransmittedPacketsReceived"], name

@@ -78,6 +78,15 @@ def test_frame_rate_close_to_the_browsers_frames_per_second(call):
     assert h.frames_per_second == pytest.approx(float(np.median(fps)), abs=2.0)
 
 
+# getStats' jitter is in seconds at millisecond resolution, sampled after the call ended
+JITTER_TOL_MS = 1.5  # h264-clean: 4.40 ms here, 0.003 s the browser's
+
+
+def test_jitter_by_the_receivers_rule_close_to_getstats(call):
+    c, d, h, _ = call
+    assert h.jitter_ms == pytest.approx(d.inbound["jitter"] * 1e3, abs=JITTER_TOL_MS)
+
+
 def test_payload_bytes_equal_bytes_received_on_a_whole_packet_capture():
     # vp8-clean's b.pcap holds whole packets (the others are cut at a snap length)
     c, d, h, _ = _facts("vp8-clean")
@@ -113,3 +122,55 @@ def test_loss_marks_the_frame_that_lost_it_and_size_guesses_key_frames():
     assert [f.repaired for f in r.frames] == [False, True, False] and r.frames_complete == 3
     assert r.frames[1].spread_ms == pytest.approx(17.0)
     assert math.isnan(header_facts([], [], [], [], []).frames_per_second)
+
+
+# abs-send-time is the time the sender's pacer let the packet go; the truth is the sender's
+# capture time (README of data/video/webrtc): a packet can wait in the sender's own socket.
+QUEUE_MAX_TOL_MS = 2.0
+QUEUE_P95_TOL_MS = 10.0  # vp8-loss: 13.2 ms here, 6.8 ms true (the forwarder's 30 ms holds)
+
+
+@pytest.mark.parametrize("name", ["vp8-bulk", "vp8-loss", "h264-loss"])
+def test_queueing_delay_from_abs_send_time_matches_both_captures(name):
+    # truth: receiver minus sender capture time of each media packet (both captures, one clock),
+    # less its smallest value; qoe reads B's capture alone (SRTP: the payloads stay encrypted)
+    from qoe.video import StreamFacts, score_capture
+
+    c = wt.call(name)
+    d = c.direction("a", "video")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = [r for r in score_capture(c.capture("b")) if r.name.endswith(f"ssrc=0x{d.ssrc:08x}")]
+    (facts,) = res
+    assert isinstance(facts, StreamFacts) and facts.frames_decoded == 0
+    assert any("SRTP" in n for n in facts.notes)  # encrypted, said so; the header facts stay
+    h = facts.headers
+    truth = np.array(list(wt.one_way_delays_ms(c, d).values()))
+    truth -= truth.min()
+    assert h.queue_delay_source == "abs-send-time"
+    assert h.queue_delay_max_ms == pytest.approx(truth.max(), abs=QUEUE_MAX_TOL_MS)
+    assert h.queue_delay_p95_ms == pytest.approx(np.percentile(truth, 95), abs=QUEUE_P95_TOL_MS)
+    rec = facts.to_record()
+    assert rec["queue_delay_p95_ms"] == h.queue_delay_p95_ms and rec["frames_received"] == h.frames_received
+    if name == "vp8-bulk":  # the 775 ms uplink buffer (tbf limit), seen from the receiver alone
+        assert 650 < h.queue_delay_max_ms < 800
+
+
+@pytest.mark.slow
+def test_header_facts_reach_the_batch_results_and_frames_tables(tmp_path):
+    # qoe.batch on the SRTP call under bulk load: its results rows carry the header facts,
+    # its 'frames' table one row per RTP frame (= framesDecoded of getStats)
+    import qoe.batch
+
+    c = wt.call("vp8-bulk")
+    d = c.direction("a", "video")
+    rows = [{"capture": str(c.capture("b")), "kind": "video"}]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        df = qoe.batch.run(rows, workers=0, progress=False)
+        frames = qoe.batch.run(rows, workers=0, progress=False, table="frames")
+    row = df[df["stream"].str.endswith(f"ssrc=0x{d.ssrc:08x}")].iloc[0]
+    assert row["frames_received"] == d.inbound["framesDecoded"]
+    assert abs(row["freeze_count"] - d.inbound["freezeCount"]) <= FREEZE_TOL
+    assert row["queue_delay_max_ms"] > 650
+    assert (frames["stream"] == row["stream"]).sum() == d.inbound["framesDecoded"]

@@ -7,23 +7,23 @@ batch that was stopped. One bad input never stops a batch: its row gets an ``err
 The manifest (a CSV file, a DataFrame, or a list of dicts) has one row per thing to
 score:
 
-=================  ==========================================================================
-column             meaning
-=================  ==========================================================================
-``capture``        the capture (pcap/pcapng) to score; required
-``reference``      reference speech or video (:func:`qoe.score`); several paths separated by
-                   ``;`` in a CSV cell, or a list in a DataFrame or dict
-``sender_capture`` the capture taken at the far end (voice: one-way delays)
-``kind``           ``auto`` (default), ``voice``, ``video`` or ``web``
-``ssrc``           score only the call holding this RTP stream
-*option name*      a field of :class:`qoe.voice.CallOptions`, :class:`qoe.video.VideoOptions`
-                   or :class:`qoe.web.WebOptions` (``jitter_buffer``, ``window_s``,
-                   ``idle_gap_s``, ...), as :func:`qoe.score` takes it as a keyword (a name
-                   two kinds share, ``jitter_buffer``, is an error: name the kind); or
-                   ``<kind>.<field>`` for one kind's option (``video.jitter_buffer``)
-*anything else*    a label (``buffer``, ``workload``, ``direction``, ``run``, ...), carried
-                   through to each result row
-=================  ==========================================================================
+==================  ==========================================================================
+column              meaning
+==================  ==========================================================================
+``capture``         the capture (pcap/pcapng) to score; required
+``reference``       reference speech or video (:func:`qoe.score`); several paths separated by
+                    ``;`` in a CSV cell, or a list in a DataFrame or dict
+``sender_capture``  the capture taken at the far end (voice: one-way delays)
+``kind``            ``auto`` (default), ``voice``, ``video`` or ``web``
+``ssrc``            score only the call holding this RTP stream
+*option name*       a field of :class:`qoe.voice.CallOptions`, :class:`qoe.video.VideoOptions`
+                    or :class:`qoe.web.WebOptions` (``jitter_buffer``, ``window_s``,
+                    ``idle_gap_s``, ...), as :func:`qoe.score` takes it as a keyword (a name
+                    two kinds share, ``jitter_buffer``, is an error: name the kind); or
+                    ``<kind>.<field>`` for one kind's option (``video.jitter_buffer``)
+*anything else*     a label (``buffer``, ``workload``, ``direction``, ``run``, ...), carried
+                    through to each result row
+==================  ==========================================================================
 
 Relative paths are taken from the manifest file's folder (for a DataFrame or list, the
 current folder), or from ``root``. Empty cells mean "not given".
@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any, Union
 from qoe.batch import _manifest, _sink
 from qoe.errors import InputError
 from qoe.outputs import check_output
+from qoe.report import columns, to_plain
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -87,8 +88,6 @@ def row_key(row: Mapping[str, Any]) -> str:
     >>> row_key({"capture": "a.pcap", "buffer": 64}) == row_key({"buffer": 64, "capture": "a.pcap", "run": None})
     True
     """
-    from qoe.report import to_plain  # noqa: PLC0415
-
     return _manifest.row_key({str(k): to_plain(v) for k, v in row.items() if not _manifest.is_missing(v)})
 
 
@@ -156,7 +155,7 @@ def run(
     >>> df = qoe.batch.run("runs.csv", output="results.csv", resume=True)   # doctest: +SKIP
     >>> df.groupby(["buffer", "workload"])["mos"].median()                   # doctest: +SKIP
     """
-    from qoe.batch._executors import run_dask, run_inline, run_local  # noqa: PLC0415
+    from qoe.batch._executors import run_dask, run_inline, run_local  # noqa: PLC0415 - the executors load the scorers, only when a batch runs
 
     if workers is not None and scheduler is not None:
         raise InputError("give workers (a local pool) or scheduler (a Dask cluster), not both")
@@ -187,7 +186,7 @@ def run(
     tasks = [_manifest.make_task(m, i, table=table) for i, k in enumerate(keys) if k not in done_keys]
     fresh: dict[int, list[dict[str, Any]]] = {}
 
-    from tqdm import tqdm  # noqa: PLC0415
+    from tqdm import tqdm  # noqa: PLC0415 - tqdm only when progress is shown
 
     bar = tqdm(total=len(keys), initial=len(keys) - len(tasks), disable=not progress, unit="row", desc="qoe batch",
                dynamic_ncols=True)
@@ -253,9 +252,7 @@ def _result_rows(m: _manifest.Manifest, result: dict[str, Any]) -> list[dict[str
 
 def _frame(m: _manifest.Manifest, keys: list[str], kept: list[dict[str, Any]], fresh: dict[int, list[dict[str, Any]]]):  # noqa: ANN202
     """Every row of the manifest's results, in manifest order (earlier results first where resumed)."""
-    import pandas as pd  # noqa: PLC0415
-
-    from qoe.report import columns  # noqa: PLC0415
+    import pandas as pd  # noqa: PLC0415 - pandas only when results are collected
 
     by_key: dict[str, list[dict[str, Any]]] = {}
     for r in kept:

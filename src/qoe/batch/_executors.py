@@ -124,7 +124,7 @@ def run_dask(tasks: Sequence[dict[str, Any]], scheduler: Any, done: Done) -> Non
         scheduler cannot be reached.
     """
     try:
-        from distributed import Client, as_completed  # noqa: PLC0415
+        from distributed import Client, as_completed  # noqa: PLC0415 - Dask is optional (the dask extra)
     except ImportError as exc:
         raise InputError("scheduler: running on Dask needs dask.distributed (pip install 'qoe[dask]')") from exc
     if isinstance(scheduler, str):

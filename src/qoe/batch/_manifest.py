@@ -65,10 +65,9 @@ def is_missing(value: Any) -> bool:
 
 def _option_names() -> dict[str, tuple[str, ...]]:
     from qoe.video import VideoOptions  # noqa: PLC0415 - the scorers are imported only when a batch runs
+    from qoe.video.has import StreamingOptions  # noqa: PLC0415
     from qoe.voice import CallOptions  # noqa: PLC0415
     from qoe.web import WebOptions  # noqa: PLC0415
-
-    from qoe.video.has import StreamingOptions  # noqa: PLC0415
 
     return {"voice": CallOptions.names(), "video": VideoOptions.names(), "web": WebOptions.names(),
             "streaming": StreamingOptions.names()}
@@ -239,11 +238,10 @@ def make_task(manifest: Manifest, index: int, *, table: str) -> dict[str, Any]:
 
 def option_objects(options: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """Per-kind option values -> the options objects (a mapping field given as JSON text is parsed)."""
-    from qoe.video import VideoOptions  # noqa: PLC0415
+    from qoe.video import VideoOptions  # noqa: PLC0415 - the options classes load their scorers, only when a batch runs
+    from qoe.video.has import StreamingOptions  # noqa: PLC0415
     from qoe.voice import CallOptions  # noqa: PLC0415
     from qoe.web import WebOptions  # noqa: PLC0415
-
-    from qoe.video.has import StreamingOptions  # noqa: PLC0415
 
     classes = {"voice": CallOptions, "video": VideoOptions, "web": WebOptions, "streaming": StreamingOptions}
     return {kind: classes[kind]().replace(**parse_fields(classes[kind], values)) for kind, values in options.items()}

@@ -135,7 +135,7 @@ class Sink:
                 text = ",".join(self.header) + "\n"
             tmp.write_text(text, encoding="utf-8")
         else:
-            import pandas as pd  # noqa: PLC0415
+            import pandas as pd  # noqa: PLC0415 - pandas only when results are read back
 
             pd.DataFrame(_json_cells(self.rows, self.header), columns=self.header).to_parquet(tmp, index=False)
         os.replace(tmp, self.path)

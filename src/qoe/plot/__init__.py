@@ -8,6 +8,7 @@ itself in a notebook and is saved with :func:`save`).
   category, as the paper's Figures 7–11.
 * :func:`call_series` — delay, loss and MOS per window of a call direction.
 * :func:`video_frames` — PSNR and SSIM per frame of a video stream, freezes shaded.
+* :func:`video_rtp` — frames and kbit/s per second of an RTP video stream from its headers.
 * :func:`streaming_series` — bitrate, buffer and stalls of a streaming session.
 * :func:`figures` — every figure a :class:`qoe.Report` has: one per call direction
   and per scored video stream.
@@ -18,8 +19,10 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from qoe.errors import InputError
+from qoe.outputs import atomic_output
 from qoe.plot.heatmap import CATEGORY_COLOURS, Cells, cell_table, heatmap, read_results
-from qoe.plot.series import call_series, frozen_mask, streaming_series, video_frames
+from qoe.plot.series import call_series, frozen_mask, streaming_series, video_frames, video_rtp
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -32,6 +35,7 @@ __all__ = [
     "CATEGORY_COLOURS",
     "call_series",
     "video_frames",
+    "video_rtp",
     "frozen_mask",
     "streaming_series",
     "figures",
@@ -50,18 +54,22 @@ def figures(report: Any) -> list[tuple[str, Figure]]:
     Returns
     -------
     list of (str, Figure)
-        One :func:`call_series` per voice direction with network-side scores and one
-        :func:`video_frames` per video stream scored against a reference, in report
-        order, and one :func:`streaming_series` per streaming session. Items with nothing
-        over time to draw (web pages, streams without a reference) have none.
+        One :func:`call_series` per voice direction with network-side scores, one
+        :func:`video_frames` per video stream scored against a reference, one
+        :func:`video_rtp` per RTP video stream, in report order, and one
+        :func:`streaming_series` per streaming session. Items with nothing over time to
+        draw (web pages, MPEG-TS in UDP without a reference) have none.
     """
     out = []
     for item in report.results:
         kind = getattr(item, "kind", None)
         if kind == "voice" and getattr(getattr(item, "network", None), "windows", None) is not None:
             out.append((f"voice-{item.stream}", call_series(item)))
-        elif kind == "video" and getattr(item, "comparison", None) is not None:
-            out.append((f"video-{item.label}", video_frames(item)))
+        elif kind == "video":
+            if getattr(item, "comparison", None) is not None:
+                out.append((f"video-{item.label}", video_frames(item)))
+            if getattr(getattr(item, "facts", item), "headers", None) is not None:
+                out.append((f"video-rtp-{item.label}", video_rtp(item)))
         elif kind == "streaming" and item.tables()["seconds"]:
             out.append((f"streaming-{item.index}", streaming_series(item)))
     return out
@@ -84,8 +92,6 @@ def save(fig: Figure, path: str | os.PathLike[str], *, inputs: Any = (), dpi: in
     InputError
         The path is an input, its folder is missing, or matplotlib cannot write the suffix.
     """
-    from qoe.errors import InputError  # noqa: PLC0415
-    from qoe.outputs import atomic_output  # noqa: PLC0415
 
     suffix = os.path.splitext(os.fspath(path))[1].lstrip(".").lower()
     supported = fig.canvas.get_supported_filetypes()

@@ -14,7 +14,7 @@ from qoe.errors import InputError
 def new_figure(**kwargs: Any):  # noqa: ANN201 - matplotlib is imported lazily
     """A new constrained-layout figure, or :class:`InputError` when matplotlib is missing."""
     try:
-        from matplotlib.figure import Figure  # noqa: PLC0415
+        from matplotlib.figure import Figure  # noqa: PLC0415 - matplotlib is optional (the plot extra)
     except ImportError as exc:
         raise InputError("drawing needs matplotlib: pip install 'qoe[plot]'") from exc
     return Figure(layout="constrained", **kwargs)

@@ -99,7 +99,7 @@ class Cells:
 
 
 def _frame(data: Any) -> pd.DataFrame:
-    import pandas as pd  # noqa: PLC0415
+    import pandas as pd  # noqa: PLC0415 - pandas only when a table is drawn
 
     if isinstance(data, pd.DataFrame):
         return data
@@ -178,7 +178,7 @@ def cell_table(
     InputError
         A column is missing, the metric is not numeric, or ``stat`` is unknown.
     """
-    import pandas as pd  # noqa: PLC0415
+    import pandas as pd  # noqa: PLC0415 - pandas only when a table is drawn
 
     frame = _frame(data)
     if stat not in _STATS:
@@ -289,7 +289,7 @@ def heatmap(
                        y_order=y_order, split_order=split_order)
     from qoe.plot._mpl import new_figure  # noqa: PLC0415 - matplotlib is optional
 
-    from matplotlib.colors import to_rgb  # noqa: PLC0415
+    from matplotlib.colors import to_rgb  # noqa: PLC0415 - matplotlib is optional (the plot extra)
     from matplotlib.patches import Patch  # noqa: PLC0415
 
     n_parts, n_y, n_x = cells.value.shape

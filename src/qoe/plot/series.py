@@ -6,6 +6,8 @@
 * :func:`video_frames` — a video stream scored against its reference: PSNR and SSIM of
   every reference frame against the frame on screen, frames on which the screen froze
   (still the previous frame) shaded, frames never shown marked.
+* :func:`video_rtp` — a video stream's facts from its RTP headers (encrypted or not): frames
+  and payload kbit/s per second, W3C freezes (webrtc-stats ``freezeCount``) shaded.
 * :func:`streaming_series` — an adaptive streaming session: played bitrate, buffer,
   startup and stalls over time.
 
@@ -29,7 +31,7 @@ from qoe.plot._mpl import new_figure
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["call_series", "video_frames", "frozen_mask", "streaming_series"]
+__all__ = ["call_series", "video_frames", "video_rtp", "frozen_mask", "streaming_series"]
 
 
 def call_series(direction: Any, *, title: str | None = None) -> Figure:
@@ -205,4 +207,56 @@ def streaming_series(session: Any, *, title: str | None = None) -> Figure:
         ax.grid(alpha=0.3)
     fig.suptitle(title or f"{getattr(session, 'label', 'session')}: {len(tables['stalls'])} stall(s); "
                           "startup and stalls shaded")
+    return fig
+
+
+def video_rtp(video: Any, *, title: str | None = None) -> Figure:
+    """Frames and bitrate per second of a video stream, from its RTP headers, freezes shaded.
+
+    Parameters
+    ----------
+    video : qoe.video.StreamFacts or qoe.video.VideoScore
+        An RTP video stream (its :class:`qoe.video.HeaderFacts`, encrypted or not).
+    title : str, optional
+        Default: the stream's name and its freeze count.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two panels over seconds from the stream's first packet: complete frames per second
+        (≈ getStats ``framesPerSecond``) and payload kbit/s; the W3C freezes (an interval
+        between completed frames ≥ max(3 × mean, mean + 150 ms), :mod:`qoe.video.headers`)
+        shaded where they happened.
+
+    Raises
+    ------
+    InputError
+        ``video`` has no header facts (MPEG-TS in UDP, or not a video stream).
+    """
+    facts = getattr(video, "facts", video)
+    h = getattr(facts, "headers", None)
+    if h is None:
+        raise InputError(f"{getattr(video, 'label', video)!r}: no RTP header facts to plot (not an RTP video stream)")
+    t = np.arange(len(h.fps_series)) + 0.5
+    fig = new_figure(figsize=(8, 5))
+    ax_f, ax_b = fig.subplots(2, 1, sharex=True)
+    ax_f.step(t, h.fps_series, where="mid", lw=1)
+    ax_f.set_ylabel("frames / s")
+    ax_b.step(t, h.kbps_series, where="mid", lw=1, color="#1a9641")
+    ax_b.set_ylabel("payload kbit/s")
+    ax_b.set_xlabel("time from the stream's first packet (s)")
+    done = sorted(f.last_arrival_s for f in h.frames if f.complete or f.repaired)
+    gaps = np.diff(done) if len(done) > 1 else np.zeros(0)
+    window: list[float] = []
+    for i, d in enumerate(gaps.tolist()):  # the freezes, as qoe.video.headers counts them
+        if window:
+            mean = sum(window) / len(window)
+            if d <= 5.0 and d >= max(3 * mean, mean + 0.150):
+                for ax in (ax_f, ax_b):
+                    ax.axvspan(done[i], done[i + 1], color="#2c7bb6", alpha=0.2, lw=0)
+        if d <= 5.0:
+            window = (window + [d])[-30:]
+    for ax in (ax_f, ax_b):
+        ax.grid(alpha=0.3)
+    fig.suptitle(title or f"{getattr(video, 'label', 'video')}: {h.freeze_count} freeze(s) shaded")
     return fig

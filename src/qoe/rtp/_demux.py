@@ -34,9 +34,13 @@ References
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
+from qoe.rtp.srtp import SrtpInfo
 
 # RFC 8489 §5: the magic cookie, bytes 4-7 of every STUN message.
 STUN_MAGIC_COOKIE = 0x2112A442
@@ -115,3 +119,24 @@ class DemuxBook:
     def of(self, src: int, sport: int, dst: int, dport: int) -> dict[str, int] | None:
         """The counts of a 5-tuple (None: nothing but RTP/RTCP or other UDP seen on it)."""
         return self.counts.get(self.key(src, sport, dst, dport))
+
+
+def mark_dtls(streams: list[Any], book: DemuxBook, addresses: Sequence[str]) -> None:
+    """Mark, in place, the streams whose 5-tuple carried DTLS as DTLS-SRTP, with a note (RFC 5764,
+    RFC 7983; ``addresses``: the scan's address codes)."""
+    if not book.counts:
+        return
+    code = {a: i for i, a in enumerate(addresses)}
+    for i, s in enumerate(streams):
+        k = s.key
+        c = book.of(code[k.src], k.sport, code[k.dst], k.dport)
+        if c is None or not c["dtls"]:
+            continue
+        dtls13 = f", {c['dtls13']} with DTLS 1.3's unified header" if c["dtls13"] else ""
+        note = (f"DTLS-SRTP (RFC 5764): {c['dtls']} DTLS record(s) ({c['dtls_handshake']} handshake"
+                f"{dtls13}) and {c['stun']} STUN message(s) "
+                "share this stream's 5-tuple (RFC 7983): the payloads are encrypted with keys that are never in "
+                "the capture and cannot be decoded; measured instead from the clear RTP headers: packets, "
+                "loss, reordering, arrival deltas, jitter, frames (timestamps, marker bit) and header extensions")
+        srtp = s.srtp if s.srtp is not None and s.srtp.found_by == "sdp" else SrtpInfo(found_by="dtls")
+        streams[i] = dataclasses.replace(s, srtp=srtp, notes=(*s.notes, note))

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from qoe.report import brief as brief_view
+from qoe.rtp._bundle import RtxInfo
 from qoe.rtp._packet import RtpPackets, media_kind
 from qoe.rtp._stats import RtpStats
 from qoe.rtp.sip import SipCall
@@ -169,6 +170,10 @@ class RtpStream:
         SRTCP leaves only a compound packet's first header in clear (RFC 3711 §3.4): a
         feedback message behind a report in an encrypted compound packet is not counted.
         Empty when no RTCP went back.
+    rtx : RtxInfo or None
+        The RTX stream (RFC 4588) that repairs this one, when the capture has it: its SSRC,
+        packets and the missing packets it repaired (a retransmitted packet is a repair,
+        counted here; ``stats.lost`` stays RFC 3550's, as the browser's ``packetsLost``).
     notes : tuple of str
         What the user should know about how the stream was read: for DTLS-SRTP, that its
         payloads cannot be decoded without keys and what is measured instead; an inferred
@@ -193,6 +198,7 @@ class RtpStream:
     active_at_end: bool = False
     notes: tuple[str, ...] = ()
     feedback: Mapping[str, int] = field(default_factory=dict)
+    rtx: RtxInfo | None = None
 
     def __post_init__(self) -> None:
         if self.media is None:  # not given: from the codec's name and clock rate
@@ -223,6 +229,7 @@ class RtpStream:
         out.update(SrtpInfo.record(self.srtp))
         out["notes"] = "; ".join(self.notes) if self.notes else None
         out.update({f"feedback_{k}": self.feedback.get(k, 0) for k in FEEDBACK_KINDS})
+        out.update(RtxInfo.record(self.rtx))
         out.update(self.stats.to_dict())
         if self.rtcp is not None:
             out.update(self.rtcp.to_dict())

@@ -20,6 +20,8 @@ References
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 from qoe.rtp._packet import RTCP_BYE, RTCP_PSFB, RTCP_RR, RTCP_RTPFB, RTCP_SR, RTP_VERSION
@@ -108,3 +110,16 @@ class RtcpBook:
                 rtt_ms=tuple(self.rtt.get(ssrc, ())),
             )
         return out
+
+
+def attach_feedback(streams: list[Any], book: RtcpBook, addresses: Sequence[str]) -> None:
+    """Attach, in place, the RTCP sent back on each stream's reverse direction
+    (:attr:`qoe.rtp.RtpStream.feedback`; ``addresses``: the scan's address codes)."""
+    if not book.feedback:
+        return
+    code = {a: i for i, a in enumerate(addresses)}
+    for i, s in enumerate(streams):
+        k = s.key
+        c = book.feedback.get((code[k.dst], k.dport, code[k.src], k.sport))
+        if c is not None:
+            streams[i] = dataclasses.replace(s, feedback=dict(c))

@@ -23,9 +23,9 @@ References
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -44,10 +44,11 @@ from qoe.rtp._packet import (
     parse_rtcp,
     wrapped_distance,
 )
-from qoe.rtp._demux import DemuxBook
+from qoe.rtp._bundle import section_for, tie_rtx
+from qoe.rtp._demux import DemuxBook, mark_dtls
 from qoe.rtp._flows import PROBE, REJECT, RTP, FlowTable, HeldPackets, group_by_key
 from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtpScan, RtpStream, StreamKey
-from qoe.rtp._rtcpbook import RtcpBook, feedback_kinds
+from qoe.rtp._rtcpbook import RtcpBook, attach_feedback, feedback_kinds
 from qoe.rtp._sipbook import SipBook
 from qoe.rtp._spill import PacketStore
 from qoe.rtp._srtpsample import SrtpSampler
@@ -156,7 +157,7 @@ class _Scanner:
     def __init__(self, *, keep_packets: bool, heuristic: bool, min_packets: int, reorder_window: int,
                  first_ns: int | None = None, event_jitter: bool = False, max_streams: int | None = None,
                  max_flows: int | None = None, loss_rule: str = "rfc3550", jitter_rule: str = "every-packet",
-                 infer_clock: bool = True) -> None:
+                 infer_clock: bool = True, sdp: Sequence[SdpMedia] = ()) -> None:
         # what was asked
         self.keep = keep_packets
         self.max_streams = max_streams
@@ -169,6 +170,8 @@ class _Scanner:
         self.jitter_rule = jitter_rule
         self.infer_clock = infer_clock
         self.reorder_window = reorder_window
+        self.user_sdp = list(sdp)
+        self.user_ssrcs = {x for m in self.user_sdp for x in m.ssrcs}
         # the flows, their held packets, and the streams taken
         self.flows = FlowTable()
         self.held = HeldPackets.empty(keep_packets)  # packets of undecided flows
@@ -461,6 +464,8 @@ class _Scanner:
         looks = _looks_like_rtp(seg, self.held.seq[first], self.held.ts[first], self.held.pt[first])
         verdict = np.zeros(fids.size, dtype=bool)
         verdict[np.searchsorted(fids, seg.ids)] = looks & (seg.lens >= self.min_packets)
+        if self.user_ssrcs:  # the user's SDP lists these SSRCs (a=ssrc): RTP whatever the heuristic says
+            verdict |= np.isin(keys[:, 4], list(self.user_ssrcs)) & (fl.held_n[fids] >= 1)
         take = fids[verdict & ok]
         fl.state[fids[~(verdict & ok)]] = REJECT
         if self.max_streams is not None and self.n_streams + take.size > self.max_streams:
@@ -534,15 +539,24 @@ class _Scanner:
                     call_id, media = ann
             pts = ranked[i]
             main = pts[0]
-            codec, rate = _codec_of(main, media)
             src, dst, sport, dport, ssrc = fl.keys[fid]
             packets = self.store.packets(fid) if self.store is not None else None
-            kind = media_kind(codec, rate, media.media if media is not None else None)
             notes: tuple[str, ...] = ()
+            if media is None and self.user_sdp:  # the user's SDP, matched under BUNDLE (not by port)
+                match = section_for(ssrc, main, self.user_sdp)
+                if match is not None:
+                    media = match[0]
+                    notes = (f"described by the given SDP's {media.media} section"
+                             f"{f' (mid {media.mid})' if media.mid else ''}, matched by {match[1]}",)
+                    if packets is not None:  # the statistics again, with the section's clock rates
+                        st = rtp_stats(packets, None, clock_rates={p: r for p, (_, r, _) in media.rtpmap.items() if r},
+                                       reorder_window=self.reorder_window, loss_rule=self.loss_rule)
+            codec, rate = _codec_of(main, media)
+            kind = media_kind(codec, rate, media.media if media is not None else None)
             if rate is None and packets is not None and self.infer_clock:
                 guess = infer_clock(packets)
                 if guess is not None:  # the statistics again, now with a clock for the jitter
-                    rate, kind, notes = guess.clock_rate, guess.media, (guess.evidence,)
+                    rate, kind, notes = guess.clock_rate, guess.media, (*notes, guess.evidence)
                     st = rtp_stats(packets, rate, reorder_window=self.reorder_window, loss_rule=self.loss_rule)
             if packets is not None:
                 st = with_jitter(st, packets, rate, self.jitter_rule)
@@ -568,8 +582,9 @@ class _Scanner:
                 )
             )
         self.srtp.mark(streams, {int(f): i for i, f in enumerate(fids.tolist())})
-        self._dtls(streams)
-        self._feedback(streams)
+        mark_dtls(streams, self.demux, self.addresses)
+        attach_feedback(streams, self.rtcp, self.addresses)
+        tie_rtx(streams, self.user_sdp)
         return RtpScan(
             path=path,
             streams=tuple(streams),
@@ -580,36 +595,6 @@ class _Scanner:
             rtcp_packets=self.rtcp.packets,
             last_ns=self.last_ns,
         )
-
-    def _feedback(self, streams: list[RtpStream]) -> None:
-        """Attach the RTCP sent back on each stream's reverse direction (:attr:`RtpStream.feedback`)."""
-        if not self.rtcp.feedback:
-            return
-        code = {a: i for i, a in enumerate(self.addresses)}
-        for i, s in enumerate(streams):
-            k = s.key
-            c = self.rtcp.feedback.get((code[k.dst], k.dport, code[k.src], k.sport))
-            if c is not None:
-                streams[i] = dataclasses.replace(s, feedback=dict(c))
-
-    def _dtls(self, streams: list[RtpStream]) -> None:
-        """Mark the streams whose 5-tuple carried DTLS as DTLS-SRTP, with a note (RFC 5764, RFC 7983)."""
-        if not self.demux.counts:
-            return
-        code = {a: i for i, a in enumerate(self.addresses)}
-        for i, s in enumerate(streams):
-            k = s.key
-            c = self.demux.of(code[k.src], k.sport, code[k.dst], k.dport)
-            if c is None or not c["dtls"]:
-                continue
-            dtls13 = f", {c['dtls13']} with DTLS 1.3's unified header" if c["dtls13"] else ""
-            note = (f"DTLS-SRTP (RFC 5764): {c['dtls']} DTLS record(s) ({c['dtls_handshake']} handshake"
-                    f"{dtls13}) and {c['stun']} STUN message(s) "
-                    "share this stream's 5-tuple (RFC 7983): the payloads are encrypted with keys that are never in "
-                    "the capture and cannot be decoded; measured instead from the clear RTP headers: packets, "
-                    "loss, reordering, arrival deltas, jitter, frames (timestamps, marker bit) and header extensions")
-            srtp = s.srtp if s.srtp is not None and s.srtp.found_by == "sdp" else SrtpInfo(found_by="dtls")
-            streams[i] = dataclasses.replace(s, srtp=srtp, notes=(*s.notes, note))
 
     def _active_at_end(self, st: Any, ssrc: int) -> bool:
         """Whether a stream (statistics ``st``) was still sending when the capture's UDP
@@ -666,6 +651,7 @@ def scan_capture(
     loss_rule: str = "rfc3550",
     jitter_rule: str = "every-packet",
     infer_clock: bool = True,
+    sdp: Sequence[SdpMedia] = (),
 ) -> RtpScan:
     """Find every RTP stream, SIP call and RTCP report in a capture, in one pass.
 
@@ -736,6 +722,13 @@ def scan_capture(
         infer it and its media kind from the timestamps' rate against arrival time (8000,
         16000, 48000 or 90000 Hz; needs ``keep_packets``), compute its jitter with it,
         and say so with the evidence in :attr:`RtpStream.notes` (default True).
+    sdp : sequence of SdpMedia, optional
+        Media sections of an SDP the user gives (:func:`qoe.rtp.parse_sdp`: a browser's
+        offer or answer) for streams the capture's own signalling does not announce. Under
+        BUNDLE (RFC 8843) they share one port, so a section is matched by the stream's SSRC
+        (``a=ssrc``), else by a payload type only it maps, never by port; its
+        ``a=ssrc-group:FID`` ties RTX streams to their media streams (RFC 4588,
+        :attr:`RtpStream.rtx`; without it RTX is recognised by its timestamps).
 
     Returns
     -------
@@ -777,7 +770,7 @@ def scan_capture(
     sc = _Scanner(keep_packets=keep_packets, heuristic=heuristic, min_packets=min_packets,
                   reorder_window=reorder_window, first_ns=first_ns, event_jitter=event_jitter,
                   max_streams=max_streams, max_flows=max_flows, loss_rule=loss_rule, jitter_rule=jitter_rule,
-                  infer_clock=infer_clock)
+                  infer_clock=infer_clock, sdp=sdp)
     for b in read_udp_batches(name, batch_size=batch_size):
         sc.batch(b)
         del b  # not held while the next batch is read: one batch in memory at a time

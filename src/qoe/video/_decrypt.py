@@ -2,7 +2,7 @@
 
 A video stream is decrypted with the keys the user gives (``VideoOptions.srtp_keys``,
 ``--srtp-key SUITE:BASE64``) and the ``a=crypto`` keys (RFC 4568 SDES) of the SDP that
-describes it (the capture's, or the one the user gives), by :func:`qoe.rtp.srtp.decrypt_streams`
+describes it (the capture's, or the one the user gives), by :func:`qoe.rtp.decrypt.decrypt_streams`
 (libsrtp). A stream that is SRTP and that no key authenticates is not decoded: its facts come
 from its RTP headers alone (:mod:`qoe.video.headers`), and a note says why.
 
@@ -17,7 +17,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from qoe.rtp.srtp import SrtpKey, decrypt_streams, parse_srtp_key
+from qoe.rtp.decrypt import decrypt_streams
+from qoe.rtp.srtp import SrtpKey, parse_srtp_key
 from qoe.video.flows import VideoSource
 
 __all__ = ["decrypt_source"]

@@ -20,6 +20,7 @@ References
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 import weakref
@@ -32,7 +33,16 @@ import numpy as np
 
 from qoe.capture import read_udp_batches
 from qoe.errors import InputError
-from qoe.rtp import ACTIVE_AT_END_INTERVALS, RtpScan, RtpStream, SdpMedia, parse_sdp, scan_capture
+from qoe.rtp import (
+    ACTIVE_AT_END_INTERVALS,
+    HeaderExtensions,
+    RtpScan,
+    RtpStream,
+    SdpMedia,
+    parse_sdp,
+    read_header_extensions,
+    scan_capture,
+)
 from qoe.video.depacketize import looks_like_h264
 
 __all__ = ["VideoSource", "find_video", "load_sdp", "rtx_partner"]
@@ -64,6 +74,8 @@ class VideoSource:
         How the stream was recognised, when no signalling said so.
     rtx : RtpStream or None
         Its RTX stream (RFC 4588), when one is found (:func:`rtx_partner`).
+    extensions : HeaderExtensions or None
+        RTP: its packets' RFC 8285 header extensions (:func:`qoe.rtp.read_header_extensions`).
     """
 
     name: str
@@ -73,6 +85,7 @@ class VideoSource:
     arrival_ns: np.ndarray | None = None
     notes: tuple[str, ...] = ()
     rtx: RtpStream | None = None
+    extensions: HeaderExtensions | None = None
 
 
 #: An RTX stream is taken for a media stream's when at least this share of its packets that
@@ -288,6 +301,11 @@ def find_video(capture: str | os.PathLike[str], *, sdp: str | os.PathLike[str] |
             k = s.key
             out.append((int(s.packets.frame[0]), VideoSource(name=str(k), rtp=s, sdp=m, notes=notes,
                                                              rtx=rtx_partner(s, scan.streams))))
+    rtp_sources = [i for i, (_, v) in enumerate(out) if v.rtp is not None]
+    if rtp_sources:  # RFC 8285 header extensions (abs-send-time: queueing delay), one more read of the capture
+        exts = read_header_extensions(name, [out[i][1].rtp for i in rtp_sources], sdp=media)
+        for i, e in zip(rtp_sources, exts):
+            out[i] = (out[i][0], dataclasses.replace(out[i][1], extensions=e))
     # flows by (src, sport, dst, dport, encapsulation): subscribers of two tunnels stay apart
     first_frame: dict[tuple[str, int, str, int, str], int] = {}
     spill = _Spill()  # the flows' datagrams, on disk

@@ -30,6 +30,14 @@ clear, RFC 3711 §3.1):
   jitter buffer, which absorbs some of the gaps, so a header-only count is an estimate (on
   the ten WebRTC calls of data/video/webrtc: equal to the browser's freezeCount on seven,
   one off on three; durations within 1.2 s, tests/video/test_headers.py).
+* **Queueing delay** without a sender capture: WebRTC senders stamp each packet with its
+  send time (``abs-send-time``, 6.18 fixed-point seconds, read by
+  :func:`qoe.rtp.read_header_extensions`); arrival minus send time is the one-way delay up
+  to the unknown clock offset, so its excess over the stream's smallest is the delay that
+  queues added (the seed paper's bufferbloat seen from one end): ``queue_delay_p50_ms``,
+  ``p95``, ``max`` and its median per second. ``transport-wide-cc`` numbers packets but
+  carries no time: from one capture it gives no delay (its feedback, in SRTCP, is
+  encrypted), and the record says which was used.
 * **Losses and repair**: packets missing between two frames are the next frame's head when
   the frame before ended with its marker bit, else that frame's tail. A frame repaired by
   RTX needs as many RTX packets with its timestamp as it missed (RTX payloads are
@@ -43,10 +51,13 @@ References
    totalFreezesDuration, pauseCount, totalPausesDuration, bytesReceived.
 .. [2] RFC 3550, §5.1 (timestamp, marker bit); RFC 4588, §4 (RTX: original timestamp).
 .. [3] RFC 3711, §3.1 (SRTP: the RTP header stays in clear).
+.. [4] "RTP Header Extension for Absolute Sender Time",
+   http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -55,8 +66,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from qoe.report import as_dict
+from qoe.rtp import in_order_jitter_ms
 
-__all__ = ["FrameFacts", "HeaderFacts", "header_facts", "stream_header_facts", "KEY_SIZE_RATIO", "FREEZE_WINDOW", "PAUSE_S"]
+__all__ = ["FrameFacts", "HeaderFacts", "header_facts", "stream_header_facts", "queueing_delay", "KEY_SIZE_RATIO", "FREEZE_WINDOW", "PAUSE_S"]
 
 #: A frame this many times the stream's median frame size or more is guessed a key frame.
 #: Intra-coded frames of real-time video are typically 3-10 times the size of the predicted
@@ -154,6 +166,16 @@ class HeaderFacts:
         W3C pauses (intervals over 5 s).
     fps_series, kbps_series : tuple of float
         Complete frames and payload kbit/s in each second from the stream's first packet.
+    queue_delay_source : str
+        ``"abs-send-time"``, or why there is no queueing delay (NaN below).
+    queue_delay_p50_ms, queue_delay_p95_ms, queue_delay_max_ms : float
+        One-way delay in excess of the stream's smallest (see the module notes).
+    queue_delay_series_ms : tuple of float
+        Its median in each second from the stream's first packet (NaN: no packet).
+    jitter_ms : float
+        RFC 3550 §6.4.1 interarrival jitter at the stream's end by the receiver's rule
+        (libwebrtc's ``jitter``: in-order packets, once per frame;
+        :func:`qoe.rtp.in_order_jitter_ms`), NaN when not computed.
     frames : tuple of FrameFacts
         Per frame, in timestamp order (the ``frames`` detail table).
     """
@@ -174,6 +196,12 @@ class HeaderFacts:
     fps_series: tuple[float, ...]
     kbps_series: tuple[float, ...]
     frames: tuple[FrameFacts, ...] = ()
+    queue_delay_source: str = "none: no abs-send-time header extension read"
+    queue_delay_p50_ms: float = float("nan")
+    queue_delay_p95_ms: float = float("nan")
+    queue_delay_max_ms: float = float("nan")
+    queue_delay_series_ms: tuple[float, ...] = ()
+    jitter_ms: float = float("nan")
 
     #: webrtc-stats names of the fields that have one (for users comparing with getStats()).
     GETSTATS: ClassVar[Mapping[str, str]] = {
@@ -186,11 +214,13 @@ class HeaderFacts:
         "total_freezes_duration_s": "totalFreezesDuration",
         "pause_count": "pauseCount",
         "total_pauses_duration_s": "totalPausesDuration",
+        "jitter_ms": "jitter (s in getStats)",
     }
 
     def to_record(self) -> dict[str, Any]:
         """The per-stream fields (no series, no frames)."""
-        return {k: v for k, v in as_dict(self).items() if k not in ("frames", "fps_series", "kbps_series")}
+        return {k: v for k, v in as_dict(self).items()
+                if k not in ("frames", "fps_series", "kbps_series", "queue_delay_series_ms")}
 
     def to_dict(self) -> dict[str, Any]:
         """Everything as plain Python (frames as records)."""
@@ -346,9 +376,11 @@ def _freezes(shown: np.ndarray) -> tuple[int, float, int, float]:
 
 
 def stream_header_facts(stream: Any, *, rtx: Any = None, key_frames: Mapping[int, bool] | None = None,
-                        clock_rate: int = 90_000) -> HeaderFacts:
+                        clock_rate: int = 90_000, extensions: Any = None) -> HeaderFacts:
     """:func:`header_facts` of a :class:`qoe.rtp.RtpStream` (scanned with its packets), with the
-    packets of its RTX stream (RFC 4588) when known; padding-only RTX packets are left out."""
+    packets of its RTX stream (RFC 4588) when known (padding-only RTX packets left out), and
+    the queueing delay when ``extensions`` (:class:`qoe.rtp.HeaderExtensions` of the stream,
+    row for row with its packets) carry abs-send-time."""
     p = stream.packets
     sizes = np.fromiter((len(x) for x in p.payloads), dtype=np.int64, count=len(p.payloads)) if p.payloads else \
         np.zeros(len(p), dtype=np.int64)
@@ -359,8 +391,19 @@ def stream_header_facts(stream: Any, *, rtx: Any = None, key_frames: Mapping[int
         # the originals' timestamps, extended as the media stream's (RFC 4588 §4: the same value)
         ts = _extend_like(r.timestamp[keep].astype(np.int64), p.timestamp.astype(np.int64), p.ts_ext)
         kw = {"rtx_timestamps": ts, "rtx_arrival_ns": r.arrival_ns[keep]}
-    return header_facts(p.seq_ext, p.ts_ext, p.marker, p.arrival_ns, sizes, clock_rate=clock_rate,
-                        key_frames=key_frames, **kw)
+    facts = header_facts(p.seq_ext, p.ts_ext, p.marker, p.arrival_ns, sizes, clock_rate=clock_rate,
+                         key_frames=key_frames, **kw)
+    jit = in_order_jitter_ms(p, clock_rate)
+    if jit.size:
+        facts = dataclasses.replace(facts, jitter_ms=float(jit[-1]))
+    if extensions is None or len(extensions) != len(p):
+        return facts
+    send = extensions.abs_send_time_s()
+    if not np.isfinite(send).any():
+        why = ("none: transport-wide-cc numbers packets but carries no time (its feedback is SRTCP); no abs-send-time"
+               if (extensions.transport_seq() >= 0).any() else "none: no abs-send-time header extension")
+        return dataclasses.replace(facts, queue_delay_source=why)
+    return dataclasses.replace(facts, **queueing_delay(p.arrival_ns, send))
 
 
 def _extend_like(raw: np.ndarray, media_raw: np.ndarray, media_ext: np.ndarray) -> np.ndarray:
@@ -370,3 +413,45 @@ def _extend_like(raw: np.ndarray, media_raw: np.ndarray, media_ext: np.ndarray) 
     lookup = dict(zip(media_raw.tolist(), media_ext.tolist()))
     base = int(media_ext[0]) - int(media_raw[0])
     return np.array([lookup.get(t, t + base) for t in raw.tolist()], dtype=np.int64)
+
+
+#: Fewest packets with a send time for a queueing-delay estimate.
+_MIN_TIMED = 10
+
+
+def queueing_delay(arrival_ns: np.ndarray, send_s: np.ndarray, *, source: str = "abs-send-time"
+                   ) -> dict[str, Any]:
+    """One-way delay in excess of the smallest, from arrival and send times (see the module notes).
+
+    Parameters
+    ----------
+    arrival_ns : numpy.ndarray of int64
+        Capture times of the packets.
+    send_s : numpy.ndarray of float
+        Their send times (s, any origin; NaN where unknown), e.g.
+        :meth:`qoe.rtp.HeaderExtensions.abs_send_time_s`.
+
+    Returns
+    -------
+    dict
+        The ``queue_delay_*`` fields of :class:`HeaderFacts`.
+    """
+    arr = np.asarray(arrival_ns, dtype=np.int64)
+    send = np.asarray(send_s, dtype=np.float64)
+    ok = np.isfinite(send)
+    if int(ok.sum()) < _MIN_TIMED:
+        return {"queue_delay_source": f"none: fewer than {_MIN_TIMED} packets carry {source}"}
+    t0 = int(arr.min())
+    a = arr[ok]
+    owd_ms = (a - a[0]) / 1e6 - (send[ok] - send[ok][0]) * 1e3
+    q = owd_ms - owd_ms.min()
+    sec = (a - t0) // 1_000_000_000
+    n_sec = int((int(arr.max()) - t0) // 1_000_000_000) + 1
+    series = [float(np.median(q[sec == k])) if np.any(sec == k) else float("nan") for k in range(n_sec)]
+    return {
+        "queue_delay_source": source,
+        "queue_delay_p50_ms": float(np.percentile(q, 50)),
+        "queue_delay_p95_ms": float(np.percentile(q, 95)),
+        "queue_delay_max_ms": float(q.max()),
+        "queue_delay_series_ms": tuple(series),
+    }

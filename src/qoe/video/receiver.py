@@ -2,7 +2,8 @@
 
 A video stream in a capture is one of
 
-* H.264 over RTP (RFC 6184), described by an SDP (from SIP, or a file the user gives);
+* H.264 (RFC 6184), H.265 (RFC 7798), VP8 (RFC 7741), VP9 (RFC 9628) or AV1 (AOMedia RTP
+  payload format v1.0) over RTP, described by an SDP (from SIP, or a file the user gives);
 * an MPEG-2 transport stream over RTP (RFC 2250, payload type 33);
 * an MPEG-2 transport stream in plain UDP datagrams (IPTV multicast style).
 
@@ -15,7 +16,9 @@ is modelled (the seed paper's IPTV setting, §8).
 
 References
 ----------
-.. [1] RFC 6184, "RTP Payload Format for H.264 Video", §5.1, §8.1.
+.. [1] RFC 6184, "RTP Payload Format for H.264 Video", §5.1, §8.1; RFC 7798 (H.265), RFC 7741
+   (VP8), RFC 9628 (VP9), AOMedia "RTP Payload Format for AV1" v1.0.0: the private modules
+   ``_h265``, ``_vp8``, ``_vp9``, ``_av1``.
 .. [2] RFC 2250, "RTP Payload Format for MPEG1/MPEG2 Video", §2.
 .. [3] ISO/IEC 13818-1 (06/2021), §2.4.3.2-3 (transport packets, continuity counter),
    §2.4.3.6-7 (PES header: PTS, 33 bits at 90 kHz).
@@ -175,6 +178,7 @@ def receive_rtp(
     sdp: SdpMedia | None = None,
     buffer: Any = None,
     rtx: RtpStream | None = None,
+    extensions: Any = None,
 ) -> ReceivedVideo:
     """Rebuild what a receiver decodes from an RTP video stream.
 
@@ -193,6 +197,9 @@ def receive_rtp(
     rtx : RtpStream, optional, keyword-only
         The stream's RTX stream (RFC 4588), for the header facts' repaired frames
         (:mod:`qoe.video.headers`); not decoded (its payloads may be encrypted).
+    extensions : HeaderExtensions, optional, keyword-only
+        The stream's RFC 8285 header extensions (:func:`qoe.rtp.read_header_extensions`):
+        abs-send-time gives the header facts' queueing delay.
 
     Notes
     -----
@@ -242,7 +249,7 @@ def receive_rtp(
             parameter_sets=sprop_parameter_sets(fmtp.get("sprop-parameter-sets")),
         )
         kd = sum(1 for u in units if not u.complete and (u.idr or any(t in _I_SLICES for t in slice_types(u.data))))
-        common["headers"] = _with_keys(stream, rtx, units)
+        common["headers"] = _with_keys(stream, rtx, units, extensions)
         return ReceivedVideo(transport="rtp-h264", codec="h264", units=units, keyframes_damaged=kd,
                              notes=tuple(notes), **common)
     args = (p.seq_ext[idx], p.ts_ext[idx], p.marker[idx], [p.payloads[i] for i in idx.tolist()])
@@ -252,7 +259,7 @@ def receive_rtp(
         if fmtp.get("sprop-max-don-diff", "0") not in ("", "0"):
             notes.append("sprop-max-don-diff > 0: DONL fields (RFC 7798 §4.4) are not read, units may be damaged")
         units = h265_access_units(*args, parameter_sets=sets)
-        common["headers"] = _with_keys(stream, rtx, units)
+        common["headers"] = _with_keys(stream, rtx, units, extensions)
         kd = sum(1 for u in units if not u.complete and u.idr)
         return ReceivedVideo(transport="rtp-h265", codec="hevc", units=units, keyframes_damaged=kd,
                              notes=tuple(notes), **common)
@@ -262,7 +269,7 @@ def receive_rtp(
         transport, dec, framer = framers[name]
         every = framer(*args)
         units, dropped, kd = drop_until_key(every, [u.idr for u in every])
-        common["headers"] = _with_keys(stream, rtx, every)
+        common["headers"] = _with_keys(stream, rtx, every, extensions)
         notes = []
         if every and not any(u.complete and u.idr for u in every):
             notes.append(f"no complete {name} key frame in the stream: are its payloads encrypted (SRTP)? give "
@@ -280,9 +287,10 @@ def receive_rtp(
     )
 
 
-def _with_keys(stream: RtpStream, rtx: RtpStream | None, units: list[AccessUnit]) -> HeaderFacts:
+def _with_keys(stream: RtpStream, rtx: RtpStream | None, units: list[AccessUnit], extensions: Any) -> HeaderFacts:
     """Header facts with the key frames the payload says (IDR, IRAP, VP8/VP9 key, AV1 sequence header)."""
-    return stream_header_facts(stream, rtx=rtx, key_frames={u.timestamp: u.idr for u in units})
+    return stream_header_facts(stream, rtx=rtx, key_frames={u.timestamp: u.idr for u in units},
+                               extensions=extensions)
 
 
 def receive_ts(name: str, payloads: list[bytes]) -> ReceivedVideo:

@@ -8,8 +8,11 @@ screen is compared with it (PSNR and SSIM on luma, :mod:`qoe.video.metrics`) and
 MOS (:mod:`qoe.video.mos`). Without a reference the stream facts are the result: what an
 operator sees without the source (frames decoded, damaged, frozen; packets lost and late).
 
-Decoding happens twice per stream (thumbnails to align, then full frames to score), so that
-memory holds a few frames at a time, whatever the stream's length.
+The received stream is decoded once: its first pass keeps, besides times, flags and
+thumbnails (to align), the luma planes of the frames shown, up to :data:`RETAIN_BYTES`
+(10 s of 720p fit); the scoring pass takes them from there. A longer stream is decoded a
+second time instead, so that memory stays bounded whatever the stream's length. The
+reference is read twice (thumbnails of all its frames to align, then the frames to score).
 
 References
 ----------
@@ -43,7 +46,7 @@ from qoe.video.io import Frame, read_frames
 from qoe.video.mos import PSNR_TABLES
 from qoe.video.receiver import CLOCK_HZ, ReceivedVideo, receive_rtp, receive_ts
 
-__all__ = ["MAX_FRAMES", "VideoOptions", "StreamFacts", "VideoScore", "stream_facts", "score_stream", "score_capture", "iter_score_capture", "sorted_frames"]
+__all__ = ["MAX_FRAMES", "RETAIN_BYTES", "VideoOptions", "StreamFacts", "VideoScore", "stream_facts", "score_stream", "score_capture", "iter_score_capture", "sorted_frames"]
 
 #: Default of ``VideoOptions.max_frames``: most frames of one stream (and of the reference)
 #: a scoring pass takes. Each frame taken keeps its time, flags and a 32x18 luma thumbnail
@@ -151,6 +154,13 @@ def _resolve(func: str, options: VideoOptions | None, **given: Any) -> VideoOpti
                   f"in the next release: pass options=VideoOptions({spelled})", DeprecationWarning, stacklevel=3)
     return VideoOptions(**kw)
 
+
+#: Bytes of received luma planes the first decoding pass keeps for the scoring pass (the
+#: bounded look-ahead of :func:`score_stream`): 256 MiB hold 290 frames of 1280x720 (11.6 s
+#: at 25 fps) or 2,600 of 352x288; a stream with more is decoded a second time instead.
+RETAIN_BYTES = 256 * 2**20
+# The chroma planes of a kept received frame: the scoring is on luma (compare_frames, planes="y").
+_NO_PLANE = np.empty((0, 0), dtype=np.uint8)
 
 # A gap between frames longer than this many frame intervals is a freeze (a frame missing).
 _FREEZE_GAP = 1.5
@@ -275,6 +285,7 @@ class _Pass:
     height: int
     decoded: int
     cut: bool = False  # stopped at max_frames
+    kept: list[np.ndarray] | None = None  # the luma planes of the frames shown, when they fit
 
 
 class _Counted:
@@ -290,11 +301,14 @@ class _Counted:
             yield x
 
 
-def _first_pass(frames: Iterable[Any], max_frames: int | None = None) -> _Pass:
+def _first_pass(frames: Iterable[Any], max_frames: int | None = None, keep_bytes: int = 0) -> _Pass:
     """Times, damage flags and thumbnails of the frames a player shows (:func:`sorted_frames`),
-    the first ``max_frames`` of them (None: all)."""
+    the first ``max_frames`` of them (None: all); with ``keep_bytes``, their luma planes too
+    while they fit in that many bytes (else none)."""
     counted = _Counted(frames)
     pts, dmg, thumbs = [], [], []
+    kept: list[np.ndarray] | None = [] if keep_bytes > 0 else None
+    held = 0
     w = h = 0
     shown = sorted_frames(counted)
     cut = False
@@ -307,6 +321,12 @@ def _first_pass(frames: Iterable[Any], max_frames: int | None = None) -> _Pass:
         dmg.append(f.damaged)
         thumbs.append(thumbnail(f.y))
         h, w = f.y.shape
+        if kept is not None:
+            held += f.y.nbytes
+            if held > keep_bytes:
+                kept = None  # too long to hold: the scoring pass decodes it again
+            else:  # its own copy: a view would keep the decoder's whole picture (Y, U, V) alive
+                kept.append(f.y if f.y.flags.owndata else f.y.copy())
     return _Pass(
         pts=np.asarray(pts, dtype=np.int64),
         damaged=np.asarray(dmg, dtype=bool),
@@ -315,6 +335,7 @@ def _first_pass(frames: Iterable[Any], max_frames: int | None = None) -> _Pass:
         height=h,
         decoded=counted.n,
         cut=cut,
+        kept=kept,
     )
 
 
@@ -510,7 +531,7 @@ def score_stream(
     opts = _resolve("score_stream", options, variant=variant, psnr_table=psnr_table, max_frames=max_frames)
     variant, psnr_table, max_frames = opts.variant, opts.psnr_table, opts.max_frames
     ref_name = os.fspath(reference)
-    dist = _first_pass(video.frames(), max_frames)
+    dist = _first_pass(video.frames(), max_frames, keep_bytes=RETAIN_BYTES)
     if dist.pts.size == 0:
         raise AlignmentError(f"{video.name}: no frame could be decoded from the received stream")
     facts = _facts(video, dist, max_frames)
@@ -529,9 +550,17 @@ def score_stream(
             f"{video.name}: the received frames ({lo:.3f}-{hi:.3f} s in the reference's time) do not overlap "
             f"the reference {ref_name}"
         )
-    received = (
-        Frame(pts_s=(f.pts + off.ticks) / CLOCK_HZ, y=f.y, u=f.u, v=f.v) for f in _shown(video.frames(), max_frames)
-    )
+    if dist.kept is not None:  # the first pass kept the frames: no second decoding
+        kept, dist_pts = dist.kept, dist.pts.tolist()
+        object.__setattr__(dist, "kept", None)  # let each plane go once scored
+        received: Iterator[Frame] = (
+            Frame(pts_s=(p + off.ticks) / CLOCK_HZ, y=y, u=_NO_PLANE, v=_NO_PLANE) for p, y in _drain(dist_pts, kept)
+        )
+    else:
+        received = (
+            Frame(pts_s=(f.pts + off.ticks) / CLOCK_HZ, y=f.y, u=f.u, v=f.v)
+            for f in _shown(video.frames(), max_frames)
+        )
     in_span = (
         f for f in read_frames(ref_name, threads=1) if f.pts_s is not None and lo - step / 2 <= f.pts_s <= hi + step / 2
     )
@@ -541,6 +570,14 @@ def score_stream(
     frozen = int(np.count_nonzero((shown[1:] == shown[:-1]) & (shown[1:] >= 0)))
     return VideoScore(facts=facts, comparison=cmp, alignment=off.method, offset_s=off.ticks / CLOCK_HZ,
                       frames_frozen=frozen)
+
+
+def _drain(pts: list[int], planes: list[np.ndarray]) -> Iterator[tuple[int, np.ndarray]]:
+    """(pts, plane) pairs, each plane released from ``planes`` as it is handed out."""
+    for i, p in enumerate(pts):
+        y = planes[i]
+        planes[i] = _NO_PLANE
+        yield p, y
 
 
 def sorted_frames(frames: Iterable[Any]) -> Iterator[Any]:
@@ -584,7 +621,7 @@ def _undecoded(src: Any, reason: str) -> StreamFacts:
         packets_lost=max(0, rtp.stats.lost), packets_late=0, ts_cc_errors=0, frames_expected=0, frames_decoded=0,
         frames_damaged=0, frames_untimed=0, frames_missing=0, freeze_events=0, freeze_s=0.0, keyframes_damaged=0,
         first_pts=0, last_pts=0, notes=(*src.notes, f"not decoded: {reason}"),
-        headers=stream_header_facts(rtp, rtx=src.rtx),
+        headers=stream_header_facts(rtp, rtx=src.rtx, extensions=src.extensions),
     )
 
 
@@ -652,9 +689,10 @@ def iter_score_capture(
     ------
     VideoScore or StreamFacts
         One per stream, in order of its first packet, as soon as it is scored (one
-        stream's frames are held at a time). A stream of a codec qoe does not
-        decode (VP8, VP9, H.265, AV1, H.263 over RTP) gets its packet facts, no frames, and
-        a note saying so, with or without a reference.
+        stream's frames are held at a time). A stream of a codec qoe does not decode
+        (H.263 over RTP, a payload type no SDP names), or an SRTP stream no key decrypts,
+        gets its packet and header facts, no frames, and a note saying so, with or without
+        a reference.
     """
     opts = _resolve("iter_score_capture", options, sdp=sdp, buffer=buffer, variant=variant, psnr_table=psnr_table,
                     max_frames=max_frames)
@@ -667,7 +705,7 @@ def iter_score_capture(
             continue
         if src.rtp is not None:
             try:
-                video = receive_rtp(src.rtp, sdp=src.sdp, buffer=buffer, rtx=src.rtx)
+                video = receive_rtp(src.rtp, sdp=src.sdp, buffer=buffer, rtx=src.rtx, extensions=src.extensions)
             except UnsupportedCodecError as exc:
                 yield _undecoded(src, str(exc))
                 continue

@@ -5,12 +5,15 @@ each part and are imported as namespaces:
 
 =============================  ==========================================================
 :mod:`qoe.voice.emodel`        G.107 / G.107.1 E-model, Cole & Rosenbluth, codec presets
+                               (their data: ``qoe.voice._g113``, re-exported by emodel)
 :mod:`qoe.voice.p862`          PESQ (P.862, P.862.1, P.862.2), speech files
 :mod:`qoe.voice.combined`      the seed paper's z1 − z2 score
 :mod:`qoe.voice.netscore`      network-side scores per time window
 :mod:`qoe.voice.g711`          G.711 A-law / µ-law
 :mod:`qoe.voice.payload`       RTP audio payload formats, split into decoder frames
 :mod:`qoe.voice.decode`        every common codec decoded (PyAV) onto the RTP timeline
+:mod:`qoe.voice.identify`      the codec of a dynamic payload type without SDP, from its payloads
+:mod:`qoe.voice.timeline`      the received audio on the RTP timeline, G.711 placement, concealment
 :mod:`qoe.voice.playout`       the audio a receiver played, rebuilt from RTP
 :mod:`qoe.voice.locate`        where a reference was played in received audio
 :mod:`qoe.voice.io`            captures in, WAV files and delay records out

@@ -27,7 +27,7 @@ from qoe.voice import g711
 from qoe.voice.decode import decode_stream, stream_format
 from qoe.voice.identify import identify_stream, parse_codec_spec, with_codec
 from qoe.voice.timeline import FADE_MS as _FADE_MS
-from qoe.voice.timeline import Conceal, ReceivedAudio, payload_arrays, rebuild_audio
+from qoe.voice.timeline import Conceal, ReceivedAudio, _payload_arrays, rebuild_audio
 
 if TYPE_CHECKING:  # pragma: no cover
     from qoe.rtp import RtpStream
@@ -64,7 +64,7 @@ def silent_packets(
     numpy.ndarray of bool
         One flag per payload; empty payloads are silent.
     """
-    codes, lengths = payload_arrays(payloads)
+    codes, lengths = _payload_arrays(payloads)
     out = np.ones(lengths.shape[0], dtype=bool)
     if codes.size == 0:
         return out

@@ -46,7 +46,7 @@ from qoe.voice import g711
 if TYPE_CHECKING:  # pragma: no cover
     from qoe.rtp.jitterbuffer import PlayoutResult
 
-__all__ = ["ReceivedAudio", "rebuild_audio", "repeat_conceal", "Conceal", "payload_arrays"]
+__all__ = ["ReceivedAudio", "rebuild_audio", "repeat_conceal", "Conceal"]
 
 Conceal = Literal["silence", "repeat"]
 
@@ -129,8 +129,7 @@ class ReceivedAudio:
         return out
 
 
-def payload_arrays(payloads: Any) -> tuple[np.ndarray, np.ndarray]:
-    """The payloads as one uint8 array of their bytes and an int64 array of their lengths."""
+def _payload_arrays(payloads: Any) -> tuple[np.ndarray, np.ndarray]:
     lengths = np.fromiter((len(p) for p in payloads), dtype=np.int64, count=len(payloads))
     codes = np.frombuffer(b"".join(payloads), dtype=np.uint8)
     return codes, lengths
@@ -209,7 +208,7 @@ def rebuild_audio(
     if use.shape != (n,):
         raise InputError(f"rebuild_audio: played has shape {use.shape}, expected ({n},)")
 
-    codes, lengths = payload_arrays(payloads)
+    codes, lengths = _payload_arrays(payloads)
     t0 = int(ts.min()) if ts_first is None else int(ts_first)
     total = int((ts + lengths).max()) - t0
     total = max(total, 0)

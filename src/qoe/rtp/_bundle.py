@@ -1,0 +1,174 @@
+"""A user's SDP under BUNDLE, and RTX streams tied to the media streams they repair.
+
+Under BUNDLE (RFC 8843) every media section of a WebRTC call shares one 5-tuple, so a
+user-given SDP (the browser's offer or answer) cannot be matched to streams by port. It is
+matched here by what the packets carry: the SSRC a section lists (``a=ssrc``, RFC 5576
+§4.1), else a payload type that only one section maps (``a=rtpmap``; RFC 8843 §9.1 keeps a
+payload type to one section of a bundle). (The MID header extension, RFC 8843 §15, names the
+section too: :func:`qoe.rtp.read_header_extensions` reads it.)
+
+RTX (RFC 4588) resends lost packets on a stream of its own (its SSRC, its sequence numbers,
+the original's timestamp, RFC 4588 §4). It is tied to its media stream by
+``a=ssrc-group:FID <media> <rtx>`` (RFC 5576 §4.2, RFC 4588 §8) when an SDP says so, else
+by its packets: an RTX stream on the same UDP direction whose packets carry timestamps of
+one video stream (a retransmission carries its original's, §4). An RTX packet's payload starts with the original sequence number (OSN, §4): in plain
+RTP the numbers it repaired are read from it; in SRTP the OSN is encrypted and only the
+count of RTX packets is known.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from qoe.rtp._packet import SEQ_MOD
+from qoe.rtp.sip import SdpMedia
+
+# An RTX candidate's packets that must carry timestamps of its media stream: at least three
+# exact 32-bit matches (RTP timestamps start at random values, RFC 3550 §5.1, so chance
+# matches between unrelated streams are negligible) and a tenth of its packets (the rest are
+# padding probes with timestamps of their own: 218 of 287 RTX packets in vp8-loss).
+_RTX_TS_SHARE = 0.1
+_RTX_MIN_SHARED = 3
+
+
+def section_for(ssrc: int, payload_type: int, sdp: Sequence[SdpMedia]) -> tuple[SdpMedia, str] | None:
+    """The section of ``sdp`` that describes a stream, and how it was matched."""
+    for m in sdp:
+        if ssrc in m.ssrcs:
+            return m, f"a=ssrc:{ssrc}"
+    holders = [m for m in sdp if payload_type in m.rtpmap]
+    if len(holders) == 1:
+        return holders[0], f"payload type {payload_type} (only in this section's a=rtpmap)"
+    return None
+
+
+def rtx_pairs_from_sdp(sdp: Sequence[SdpMedia]) -> dict[int, int]:
+    """RTX SSRC -> media SSRC, from every section's ``a=ssrc-group:FID``."""
+    out: dict[int, int] = {}
+    for m in sdp:
+        out.update(m.rtx_of())
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class RtxInfo:
+    """The RTX stream (RFC 4588) that repairs a media stream, as the capture shows it.
+
+    Attributes
+    ----------
+    ssrc : int
+        The RTX stream's SSRC.
+    packets : int
+        RTX packets received (retransmissions and padding probes alike: in SRTP a probe
+        cannot be told from a retransmission).
+    repaired : int or None
+        Sequence numbers missing from the media stream that an RTX packet carried (RFC
+        4588 §4: its payload's first two bytes are the original sequence number); None
+        when the payloads are encrypted (SRTP) or were not kept.
+    found_by : str
+        ``"sdp"`` (``a=ssrc-group:FID``) or ``"timestamps"`` (most RTX packets carry
+        timestamps of the media stream).
+    """
+
+    ssrc: int
+    packets: int
+    repaired: int | None
+    found_by: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rtx_ssrc": f"0x{self.ssrc:08x}", "rtx_packets": self.packets, "rtx_repaired": self.repaired,
+                "rtx_found_by": self.found_by}
+
+    @staticmethod
+    def record(info: RtxInfo | None) -> dict[str, Any]:
+        if info is not None:
+            return info.to_dict()
+        return {"rtx_ssrc": None, "rtx_packets": 0, "rtx_repaired": None, "rtx_found_by": None}
+
+
+def repaired_numbers(media: Any, rtx: Any) -> int | None:
+    """How many of the media stream's missing sequence numbers the RTX packets carried (OSN,
+    RFC 4588 §4), from the two packet tables; None without payloads or when encrypted."""
+    if rtx.srtp is not None and not rtx.srtp.decrypted:
+        return None
+    mp, rp = media.packets, rtx.packets
+    if mp is None or rp is None or not rp.payloads:
+        return None
+    first, top = int(mp.seq_ext[0]), int(mp.seq_ext.max())
+    have = set(mp.seq_ext.tolist())
+    base = first - first % SEQ_MOD
+    out = set()
+    for pl in rp.payloads:
+        if len(pl) < 2:
+            continue  # padding only
+        osn = int.from_bytes(pl[:2], "big")
+        # the extended number nearest the media stream's range
+        cands = [base - SEQ_MOD + osn, base + osn, base + SEQ_MOD + osn]
+        e = min(cands, key=lambda x: abs(x - (first + top) // 2))
+        if first <= e <= top and e not in have:
+            out.add(e)
+    return len(out)
+
+
+def rtx_by_timestamps(streams: Sequence[Any], taken: set[int]) -> dict[int, int]:
+    """RTX index -> media index, for streams no SDP pairs (``taken``: indices already paired):
+    on the same UDP direction as a video stream, with another payload type (RFC 4588 §8.6:
+    RTX has its own), fewer distinct timestamps, and packets carrying timestamps of that
+    video stream (a retransmission keeps its original's, RFC 4588 §4; :data:`_RTX_MIN_SHARED`)."""
+    out: dict[int, int] = {}
+    video = [i for i, s in enumerate(streams) if s.packets is not None and s.media == "video"]
+    if not video:  # a voice capture: no packet table is loaded
+        return out
+    directions = {(streams[i].key.src, streams[i].key.sport, streams[i].key.dst, streams[i].key.dport) for i in video}
+    stamps = {i: set(np.unique(streams[i].packets.timestamp).tolist()) for i in video}
+    for i, s in enumerate(streams):
+        k = s.key
+        if s.packets is None or i in taken or (k.src, k.sport, k.dst, k.dport) not in directions or len(s.packets) == 0:
+            continue
+        ts = s.packets.timestamp.tolist()
+        mine = len(set(ts))
+        best, share = None, 0.0
+        for j, st in stamps.items():
+            o = streams[j]
+            if j == i or j in out or o.payload_type == s.payload_type or len(st) <= mine:
+                continue
+            if (o.key.src, o.key.sport, o.key.dst, o.key.dport) != (s.key.src, s.key.sport, s.key.dst, s.key.dport):
+                continue
+            shared = sum(t in st for t in ts)
+            if shared >= _RTX_MIN_SHARED and shared / len(ts) > share:
+                best, share = j, shared / len(ts)
+        if best is not None and share >= _RTX_TS_SHARE:
+            out[i] = best
+    return out
+
+
+def tie_rtx(streams: list[Any], sdp: Sequence[SdpMedia]) -> None:
+    """Tie RTX streams to the media streams they repair, in place (RFC 4588; module docstring):
+    the media stream gets :class:`RtxInfo` and a note, the RTX stream a note."""
+    at = {(s.key.src, s.key.sport, s.key.dst, s.key.dport, s.key.ssrc): i for i, s in enumerate(streams)}
+    pairs: dict[int, tuple[int, str]] = {}
+    for rtx_ssrc, media_ssrc in rtx_pairs_from_sdp(sdp).items():
+        for i, s in enumerate(streams):
+            if s.key.ssrc == rtx_ssrc:
+                j = at.get((s.key.src, s.key.sport, s.key.dst, s.key.dport, media_ssrc))
+                if j is not None:
+                    pairs[i] = (j, "sdp")
+    for i, j in rtx_by_timestamps(streams, set(pairs) | {j for j, _ in pairs.values()}).items():
+        pairs[i] = (j, "timestamps")
+    for i, (j, how) in pairs.items():
+        r, m = streams[i], streams[j]
+        info = RtxInfo(ssrc=r.key.ssrc, packets=r.stats.packets, repaired=repaired_numbers(m, r), found_by=how)
+        why = ("a=ssrc-group:FID in the given SDP" if how == "sdp" else
+               "its packets carry timestamps of that stream (RFC 4588 §4)")
+        streams[i] = dataclasses.replace(r, notes=(*r.notes, f"RTX (RFC 4588) of stream 0x{m.key.ssrc:08x}: {why}; "
+                                                              "its packets are repairs, not a stream of its own"))
+        note = (f"repaired by RTX stream 0x{r.key.ssrc:08x} ({r.stats.packets} packets"
+                + (f", {info.repaired} missing packet(s) repaired" if info.repaired is not None else
+                   "; which packets they repaired is encrypted (SRTP: the original sequence number is in the "
+                   "payload)") + "); lost counts RFC 3550's loss before repair, as the browser's packetsLost")
+        streams[j] = dataclasses.replace(m, rtx=info, notes=(*m.notes, note))
