@@ -21,6 +21,7 @@ transactions, :class:`qoe.web.decrypt.DecryptingTlsSink` for the decrypted manif
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 __all__ = ["sessions", "build_sessions", "StreamingSession", "StreamingOptions", "p1203_input", "parse_mpd",
@@ -35,7 +36,6 @@ _WHERE = {
 
 def __getattr__(name: str) -> Any:
     if name in _WHERE:
-        import importlib  # noqa: PLC0415
 
         return getattr(importlib.import_module(f"qoe.video.has.{_WHERE[name]}"), name)
     raise AttributeError(f"module 'qoe.video.has' has no attribute {name!r}")

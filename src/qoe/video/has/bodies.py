@@ -26,6 +26,8 @@ import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from qoe.capture import tcp_segment_rows
+
 __all__ = ["ResponseWindow", "read_bodies", "decode_response"]
 
 # Bytes more than this beyond the first byte of a response are not kept (a manifest larger than
@@ -123,7 +125,6 @@ def read_bodies(capture: str | os.PathLike[str], windows: Iterable[ResponseWindo
     captured inside a window, are kept. ``whole`` is False when bytes were missing (a gap, a
     snap length) or the body was cut at :data:`MAX_BODY_BYTES`.
     """
-    from qoe.capture import tcp_segment_rows  # noqa: PLC0415
 
     wins = list(windows)
     by_flow: dict[tuple[str, int, str, int], list[ResponseWindow]] = {}

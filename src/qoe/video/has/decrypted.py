@@ -30,7 +30,12 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from hyperframe.frame import Frame
+
 from qoe.video.has.bodies import MAX_BODY_BYTES, decode_response
+from qoe.web.decrypt import DecryptingTlsSink
+from qoe.web.keylog import load_keylog
+from qoe.web.tcp import SERVER, connections
 
 __all__ = ["keylog_bodies"]
 
@@ -48,8 +53,6 @@ class _Http1Plain:
         self.got: dict[int, list[tuple[int, bytes]]] = {k: [] for k, _, _ in windows}
 
     def data(self, direction: int, ts_ns: int, offset: int, payload: bytes) -> None:
-        from qoe.web.tcp import SERVER  # noqa: PLC0415
-
         if direction != SERVER:
             return
         for k, start, end in self.windows:
@@ -95,10 +98,6 @@ class _H2Plain:
         self.cut: set[int] = set()
 
     def data(self, direction: int, ts_ns: int, offset: int, payload: bytes) -> None:
-        from hyperframe.frame import Frame  # noqa: PLC0415
-
-        from qoe.web.tcp import SERVER  # noqa: PLC0415
-
         if direction != SERVER or self.stopped:
             return
         self.buf += payload
@@ -120,8 +119,6 @@ class _H2Plain:
                 self.ended.add(key)
 
     def gap(self, direction: int, ts_ns: int, offset: int, length: int) -> None:
-        from qoe.web.tcp import SERVER  # noqa: PLC0415
-
         if direction == SERVER:
             self.stopped = True  # the frame boundaries are lost
 
@@ -149,9 +146,6 @@ def keylog_bodies(capture: str | os.PathLike[str], keylog: Any
         ``bodies(manifest_transactions) -> {position: (body, whole)}``; a manifest whose
         connection could not be opened (no keys) is absent.
     """
-    from qoe.web.decrypt import DecryptingTlsSink  # noqa: PLC0415
-    from qoe.web.keylog import load_keylog  # noqa: PLC0415
-    from qoe.web.tcp import connections  # noqa: PLC0415
 
     def bodies(mtx: Sequence[Any]) -> Mapping[int, tuple[bytes, bool]]:
         log = load_keylog(capture, keylog)

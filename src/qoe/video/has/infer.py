@@ -36,6 +36,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from qoe.capture import tcp_segment_rows
 from qoe.report import as_dict
 from qoe.video.has.manifest import Manifest, Representation
 from qoe.video.has.segments import SegmentRequest
@@ -103,7 +104,6 @@ def opaque_downloads(capture: str | os.PathLike[str], *, ports: Sequence[int] = 
     list of Download
         In request order; the first exchange of each TLS connection (the handshake) is left out.
     """
-    from qoe.capture import tcp_segment_rows  # noqa: PLC0415
 
     conns: dict[tuple[str, int, str, int], _Conn] = {}
     want = set(ports)

@@ -10,6 +10,7 @@ from typing import ClassVar
 
 from qoe.errors import InputError
 from qoe.options import OptionsBase
+from qoe.video.has.yin import PRESETS
 
 __all__ = ["StreamingOptions", "DEFAULT_STARTUP_THRESHOLD_S", "DEFAULT_REBUFFER_THRESHOLD_S", "DEFAULT_VIDEO_UNDERFLOW_S"]
 
@@ -93,8 +94,6 @@ class StreamingOptions(OptionsBase):
     KIND: ClassVar[str] = "streaming"
 
     def __post_init__(self) -> None:
-        from qoe.video.has.yin import PRESETS  # noqa: PLC0415
-
         for name in ("startup_threshold_s", "rebuffer_threshold_s", "append_delay_s", "video_underflow_s"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
@@ -127,7 +126,6 @@ class StreamingOptions(OptionsBase):
 
     def qoe_params(self):  # noqa: ANN201 - QoEParams, imported lazily
         """The QoE parameter set: the preset with the overrides given."""
-        from qoe.video.has.yin import PRESETS  # noqa: PLC0415
 
         p = PRESETS[self.qoe_preset]
         changes = {k: float(getattr(self, k)) for k in ("smooth_penalty", "rebuffer_penalty", "startup_penalty")

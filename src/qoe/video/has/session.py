@@ -17,15 +17,21 @@ import os
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
-from qoe.errors import QoEWarning
+from qoe.errors import InputError, QoEWarning
 from qoe.report import as_dict, brief
+from qoe.video.has.bodies import ResponseWindow, read_bodies
+from qoe.video.has.decrypted import keylog_bodies
+from qoe.video.has.infer import infer_requests, opaque_downloads
 from qoe.video.has.manifest import Manifest, ManifestError, is_manifest, parse_hls, parse_mpd
 from qoe.video.has.options import StreamingOptions
 from qoe.video.has.replay import PlaybackReplay, _Buffers, played_chunks, replay, shown
 from qoe.video.has.segments import SegmentIndex, SegmentRequest, map_requests
 from qoe.video.has.yin import PRESETS, linear_qoe
+from qoe.web import page_loads
+from qoe.web.http import transactions
 
 __all__ = ["StreamingSession", "build_sessions", "sessions", "capture_bodies", "may_be_streaming", "inferred_sessions",
            "read_manifest_files"]
@@ -406,7 +412,6 @@ def may_be_streaming(t: Any) -> bool:
 
 def capture_bodies(capture: str | os.PathLike[str]) -> Callable[[Sequence[Any]], Mapping[int, tuple[bytes, bool]]]:
     """The ``bodies`` function of :func:`build_sessions` for a capture: manifests read back from it."""
-    from qoe.video.has.bodies import ResponseWindow, read_bodies  # noqa: PLC0415
 
     def bodies(mtx: Sequence[Any]) -> Mapping[int, tuple[bytes, bool]]:
         wins = [ResponseWindow(k, t.server, t.client, t.response_start_ns, t.response_end_ns)
@@ -443,7 +448,6 @@ def sessions(capture: str | os.PathLike[str], *, options: StreamingOptions | Non
     and the manifests are read from the decrypted streams (:mod:`qoe.video.has.decrypted`);
     without it nothing can be mapped, and none is reported (a warning says why).
     """
-    from qoe.web import page_loads  # noqa: PLC0415
 
     options = options if options is not None else StreamingOptions()
     if options.keylog is not None:
@@ -466,8 +470,6 @@ def _keylog_sessions(capture: str | os.PathLike[str], options: StreamingOptions)
     """Sessions of a capture whose TLS connections are opened with ``options.keylog``: the
     transactions of :func:`qoe.web.http.transactions` (cleartext and decrypted), the manifests'
     bodies read back from the capture (cleartext) or from the decrypted streams (HTTPS)."""
-    from qoe.video.has.decrypted import keylog_bodies  # noqa: PLC0415
-    from qoe.web.http import transactions  # noqa: PLC0415
 
     txs = [t for t in transactions(capture, keylog=options.keylog) if may_be_streaming(t)]
     clear, tls = capture_bodies(capture), keylog_bodies(capture, options.keylog)
@@ -496,9 +498,6 @@ def read_manifest_files(paths: Sequence[str]) -> Manifest:
     InputError
         A file that does not exist or is not a manifest.
     """
-    from pathlib import Path  # noqa: PLC0415
-
-    from qoe.errors import InputError  # noqa: PLC0415
 
     files = [Path(p) for p in paths]
     for f in files:
@@ -520,7 +519,6 @@ def read_manifest_files(paths: Sequence[str]) -> Manifest:
 def inferred_sessions(capture: str | os.PathLike[str], *, options: StreamingOptions) -> list[StreamingSession]:
     """Sessions whose segments are inferred from encrypted sizes and timing (:mod:`qoe.video.has.infer`),
     one per client, with the manifest of ``options.manifests``."""
-    from qoe.video.has.infer import infer_requests, opaque_downloads  # noqa: PLC0415
 
     man = read_manifest_files(options.manifests)
     downloads = opaque_downloads(capture, ports=options.opaque_ports)
