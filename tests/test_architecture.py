@@ -139,3 +139,51 @@ def test_no_import_cycle_between_modules():
     tool = _module_graph_tool()
     found = tool.cycles(tool.module_graph(SRC))
     assert not found, "import cycles: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+def _lazy_imports_without_reason(path: Path) -> list[int]:
+    """Lines of function-level imports that give no reason for being there.
+
+    A reason is a comment after the import (``# noqa: PLC0415 - pandas only when ...``) or a
+    comment line above its block of imports (consecutive import lines, blank lines between
+    them allowed, share one reason).
+    """
+    lines = path.read_text(encoding="utf-8").splitlines()
+    tree = ast.parse("\n".join(lines), filename=str(path))
+
+    def reason(text: str) -> str:
+        comment = text.partition("#")[2]
+        return comment.replace("noqa: PLC0415", "").strip(" -:\u2013")
+
+    def is_import(text: str) -> bool:
+        t = text.strip()
+        return t.startswith(("import ", "from ")) and " import " in t or t.startswith("import ")
+
+    bad = []
+    for func in ast.walk(tree):
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(func):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+            if any(reason(lines[i]) for i in range(first, last + 1)):
+                continue
+            i, j = first - 1, last + 1  # the block of imports around it
+            while i >= 0 and (is_import(lines[i]) or not lines[i].strip()):
+                i -= 1
+            while j < len(lines) and (is_import(lines[j]) or not lines[j].strip()):
+                j += 1
+            block = range(i + 1, j)
+            if not (i >= 0 and lines[i].strip().startswith("#")) and not any(reason(lines[k]) for k in block):
+                bad.append(node.lineno)
+    return bad
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(SRC)))
+def test_a_function_level_import_says_why(path):
+    """Imports go at the top of a module; one inside a function breaks a real cost (an optional
+    dependency, a slow import, ``import qoe`` kept light) and says which (issue 21)."""
+    bad = _lazy_imports_without_reason(path)
+    assert not bad, f"{path.relative_to(SRC)}: function-level imports without a reason at lines {bad}"
+

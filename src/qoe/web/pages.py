@@ -149,6 +149,7 @@ def _iter_page_loads(capture: str | os.PathLike[str], opts: WebOptions, limits: 
     _mos(1.0, opts.preset, b)  # the preset or bounds are checked where they are used, now
     limits = limits if limits is not None else TcpLimits()
     iter_connections(capture, limits=limits)  # checks the limits and the file now, reads nothing
+    # the parsers of TLS, HTTP/2 and QUIC (cryptography, hpack) load when a capture is read
     from qoe.web._dispatch import parsers  # noqa: PLC0415
     from qoe.web.keylog import load_keylog  # noqa: PLC0415
 
@@ -202,7 +203,7 @@ class _QuicAsTls:
 def _quic_pages(capture: Any, opts: WebOptions, keys: Any) -> list[Page]:
     """Pages of the capture's QUIC connections: their HTTP/3 transactions when decrypted,
     else each connection as a TLS-like item (handshake timing, bytes; objects not visible)."""
-    from qoe.web.quic import quic_connections  # noqa: PLC0415
+    from qoe.web.quic import quic_connections  # noqa: PLC0415 - aioquic, only when a capture holds QUIC
 
     conns = quic_connections(capture, keylog=keys)
     txs = [t for c in conns for t in c.transactions]
