@@ -226,11 +226,11 @@ def _previous(resume: Any, out_path: Path | None) -> list[dict[str, Any]]:
     if resume is True:
         if out_path is None:
             raise InputError("resume=True resumes the output file: give output=")
-        return _sink.read_results(out_path) if out_path.is_file() else []
+        return _sink.read_rows(out_path) if out_path.is_file() else []
     path = Path(resume)
     if not path.is_file():
         raise InputError(f"resume {path}: no such file")
-    return _sink.read_results(path)
+    return _sink.read_rows(path)
 
 
 def _result_rows(m: _manifest.Manifest, result: dict[str, Any]) -> list[dict[str, Any]]:

@@ -55,7 +55,7 @@ def output_format(path: Path) -> str:
     return fmt
 
 
-def read_results(path: Path) -> list[dict[str, Any]]:
+def read_rows(path: Path) -> list[dict[str, Any]]:
     """The rows of an earlier batch's output file (empty cells as None).
 
     Raises
