@@ -21,7 +21,7 @@ References
 from __future__ import annotations
 
 from collections.abc import Iterator
-from itertools import repeat
+from itertools import chain, repeat
 from typing import Any
 
 import numpy as np
@@ -109,11 +109,17 @@ def tcp_segment_rows(
 
 
 def _iter_rows(path: PathOrFile, chunk_size: int, reassembly: ReassemblyLimits) -> Iterator[SegmentRow]:
+    # the rows of each chunk's list, one chunk read at a time, taken by chain (C) rather than
+    # a generator resumed for every row
+    return chain.from_iterable(_chunks(path, chunk_size, reassembly))
+
+
+def _chunks(path: PathOrFile, chunk_size: int, reassembly: ReassemblyLimits) -> Iterator[list[SegmentRow]]:
     decoder = Decoder(frozenset({IPPROTO_TCP}), reassembly)
     names: dict[object, str] = {}  # address (uint32 for IPv4, 16 bytes for IPv6) -> text
     for ch in raw_chunks(path, chunk_size=chunk_size):
         if len(ch):
-            yield from _chunk(ch, decoder, names)
+            yield _chunk(ch, decoder, names)
 
 
 def _chunk(ch: RawChunk, decoder: Decoder, names: dict[object, str]) -> list[SegmentRow]:
@@ -221,12 +227,22 @@ def _addresses(g: np.ndarray, v6: np.ndarray, names: dict[object, str], decoder:
     i4 = np.flatnonzero(~v6)
     if len(i4):
         a4 = np.ascontiguousarray(g[i4, 12:20]).view(">u4").astype(np.int64)  # RFC 791: source 12, destination 16
-        for col, out in ((0, src), (1, dst)):
-            for i, key in zip(i4.tolist(), a4[:, col].tolist()):
-                text = names.get(key)
-                if text is None:
-                    text = names[key] = decoder.addr(key.to_bytes(4, "big"))
-                out[i] = text
+        # a chunk holds few distinct addresses: each is named once, the rows index the names
+        keys, inv = np.unique(a4, return_inverse=True)
+        texts = []
+        for key in keys.tolist():
+            text = names.get(key)
+            if text is None:
+                text = names[key] = decoder.addr(key.to_bytes(4, "big"))
+            texts.append(text)
+        inv = inv.reshape(a4.shape)
+        if len(i4) == k:
+            src = [texts[j] for j in inv[:, 0].tolist()]
+            dst = [texts[j] for j in inv[:, 1].tolist()]
+        else:
+            for col, out in ((0, src), (1, dst)):
+                for i, j in zip(i4.tolist(), inv[:, col].tolist()):
+                    out[i] = texts[j]
     i6 = np.flatnonzero(v6)
     if len(i6):
         raw = np.ascontiguousarray(g[i6, 8:40]).tobytes()  # RFC 8200: source 8, destination 24

@@ -168,7 +168,7 @@ class _Conn(_Delivery):
     __slots__ = (
         "cid", "sink", "halves", "limits", "packets", "syn_ts", "synack_ts", "est_ts",
         "first_data_ts", "last_ts", "fin_ts", "rst_ts", "rtt_syn", "rtt_synack", "state",
-        "events", "hit", "keys", "closed_how", "closing", "ooo_frames",
+        "events", "hit", "keys", "closed_how", "closing", "ooo_frames", "rtt_neg",
     )
 
     def __init__(
@@ -195,6 +195,9 @@ class _Conn(_Delivery):
         self.events: list[Retransmission] = []
         self.hit: set[str] = set()  # limits crossed
         self.closed_how: str | None = None
+        # an RTT sample below 0 was taken (capture timestamps going backwards): _reorder_ns
+        # may then be negative, and a gap of MIN_RTO_NS or less may still be a stall
+        self.rtt_neg = False
 
     # -- roles and the handshake ------------------------------------------------------------
 
@@ -318,7 +321,18 @@ class _Conn(_Delivery):
                     _compact(h)
                 if last[_R_END] == a:
                     if not karn:
-                        self._rtt(h, ts, ts - last[_R_FIRST_TS], last[_R_START] == -1)
+                        rtt = ts - last[_R_FIRST_TS]
+                        if h.rtt_skip or rtt < 0 or last[_R_START] == -1:
+                            self._rtt(h, ts, rtt, last[_R_START] == -1)
+                        else:  # _rtt's common case, without the call (see there)
+                            h.rtt_count += 1
+                            if h.rtt_min is None or rtt < h.rtt_min:
+                                h.rtt_min = rtt
+                            h.rtt_ts.append(ts)
+                            h.rtt_v.append(rtt)
+                            h.rtt_skip = h.rtt_stride - 1
+                            if len(h.rtt_v) >= self.limits.max_rtt_samples:
+                                self._thin(h)
                     elif last[_R_START] == -1 and tcp[_TSECR] is not None:
                         # a repeated SYN: the TSecr of its ACK names the transmission it
                         # answers (RFC 7323 §4.1), unless two had the same TSval
@@ -344,6 +358,8 @@ class _Conn(_Delivery):
                     h.sack_hi = r
 
     def _rtt(self, h: _Sender, ts: int, rtt: int, handshake: bool) -> None:
+        if rtt < 0:
+            self.rtt_neg = True
         if handshake:  # the ACK of a SYN: the handshake's legs
             if h.d == CLIENT:
                 self.rtt_syn = rtt
@@ -360,11 +376,15 @@ class _Conn(_Delivery):
         h.rtt_v.append(rtt)
         h.rtt_skip = h.rtt_stride - 1
         if len(h.rtt_v) >= self.limits.max_rtt_samples:
-            del h.rtt_ts[1::2]
-            del h.rtt_v[1::2]
-            h.rtt_stride *= 2
-            h.rtt_skip = h.rtt_stride - 1
-            self.hit.add("max_rtt_samples")
+            self._thin(h)
+
+    def _thin(self, h: _Sender) -> None:
+        """Keep every second RTT sample of ``h``, and one in twice as many from now on."""
+        del h.rtt_ts[1::2]
+        del h.rtt_v[1::2]
+        h.rtt_stride *= 2
+        h.rtt_skip = h.rtt_stride - 1
+        self.hit.add("max_rtt_samples")
 
     def _copy_of_sent(self, h: _Sender, s: int, e: int, tcp: Any, ts: int) -> bool:
         """Is segment ``[s, e)`` a second capture of its latest transmission (see ``_copy``)?"""
@@ -392,7 +412,8 @@ class _Conn(_Delivery):
                 if self.first_data_ts is None:
                     self.first_data_ts = ts
             h.last_data_ts = ts
-        if s >= high and dl and prev is not None:
+        if s >= high and dl and prev is not None and (ts - prev > MIN_RTO_NS or self.rtt_neg):
+            # (_reorder_ns() >= 0 unless an RTT sample was negative: no stall is shorter)
             self._stall(h, d, ts, prev)
         if s >= high and dl:
             # new bytes (the common case), possibly beyond a hole
