@@ -6,63 +6,8 @@ direction's bytes into it as they become deliverable and it turns them into
 keeping any body in memory. Which parser a connection gets is decided in
 :mod:`qoe.web._dispatch`; the public entry points are in :mod:`qoe.web.http`.
 
-Framing
--------
-Message framing follows RFC 9112 §6: Content-Length, chunked (chunk extensions and
-trailer fields are accepted and skipped) and close-delimited bodies. A plain message head
-that arrives whole (a request other than CONNECT/Upgrade, a final response to one, no
-Transfer-Encoding) is read with httptools (llhttp, C), the rest with h11, which also reads
-every chunked body and says what is wrong with a head llhttp rejects; responses to HEAD
-and 1xx, 204 and 304 responses carry no body (RFC 9112 §6.3 items 1-2). Requests and
-responses are paired in order (RFC 9112 §9.3.2, pipelining): each response is parsed
-knowing the method of the request it answers (that is how a HEAD response is known to
-have no body). Each message gets a fresh h11 state machine started at the message's first
-byte, so HTTP/1.0 ``Connection: keep-alive`` connections (which h11 itself does not keep
-open) parse like HTTP/1.1 ones. A CONNECT answered 2xx or an ``Upgrade`` answered 101
-ends parsing (RFC 9110 §9.3.6, §7.8): the rest of the connection is counted as tunnel
-bytes and the transaction says so in :attr:`Transaction.upgraded`.
-
-Sizes and times
----------------
-Nothing of a body is kept: its bytes are counted on the wire (chunk framing included)
-and decoded (after de-chunking; a ``Content-Encoding`` such as gzip or br is *not*
-undone, only recorded). h11 or httptools reads every head, h11 every chunked body; once a
-head is accepted whose body has a Content-Length or runs to the close, the parser counts that body
-itself (the same count h11 would make, without an event per delivery). The parser holds at most one delivery plus an incomplete message
-head (``max_head_bytes``), so a gigabyte download passes through in bounded memory.
-Every time is the capture time (integer ns) of the delivery that held the byte in
-question: a message's first byte, its last byte.
-
-Gaps (bytes missing from the capture)
--------------------------------------
-h11 cannot find a message boundary again once bytes are missing, so:
-
-* a gap inside a body of known length (Content-Length) is skipped: the missing bytes are
-  counted (``*_missing_bytes``), the rest of the body is counted without h11, and parsing
-  resumes with the next message; a gap that ends exactly at the body's end also resumes;
-* a gap inside a close-delimited body is skipped likewise (the body ends with the
-  connection whatever the gap);
-* a gap anywhere else (in a head, in a chunked body, between messages, or running past
-  the end of a known-length body) stops parsing of that direction; the transaction it hit
-  is marked partial (:attr:`Transaction.partial`), later responses of the connection are
-  not parsed, requests already parsed still get their responses.
-
-A message cut by the end of the capture, an RST, or a FIN before its end is partial too.
-A protocol error (h11's ``RemoteProtocolError``: bytes that are not HTTP/1.x) stops the
-whole connection; the error is recorded on the transaction it hit (and on the
-:class:`ConnectionResult`); no exception escapes a sink.
-
-References
-----------
-.. [1] RFC 9112, "HTTP/1.1" (2022): §2.2 (message parsing, empty lines before a request
-   line), §6.1-§6.3 (message body length), §7.1 (chunked coding), §9.3 (persistence,
-   pipelining).
-.. [2] RFC 9110, "HTTP Semantics" (2022): §7.8 (Upgrade), §9.3.2 (HEAD), §9.3.6 (CONNECT),
-   §10.1.1 (Expect: 100-continue), §15.2 (1xx).
-.. [3] RFC 1945, "HTTP/1.0" (1996): §7.2.2 (close-delimited entity bodies).
-.. [4] h11, https://h11.readthedocs.io/ (the HTTP/1.1 state machine used for framing).
-.. [5] httptools, https://github.com/MagicStack/httptools (bindings to llhttp, Node.js's
-   HTTP/1.x parser), for whole plain heads.
+Framing, sizes and times, gaps and references: :mod:`qoe.web.http` (the public face of this
+parser) describes them once.
 """
 
 from __future__ import annotations

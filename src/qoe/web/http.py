@@ -28,8 +28,8 @@ Sizes and times
 ---------------
 Nothing of a body is kept: its bytes are counted on the wire (chunk framing included)
 and decoded (after de-chunking; a ``Content-Encoding`` such as gzip or br is *not*
-undone, only recorded). h11 reads every head and chunked body; once it has accepted a
-head whose body has a Content-Length or runs to the close, the parser counts that body
+undone, only recorded). h11 or httptools reads every head, h11 every chunked body; once a
+head is accepted whose body has a Content-Length or runs to the close, the parser counts that body
 itself (the same count h11 would make, without an event per delivery). The parser holds at most one delivery plus an incomplete message
 head (``max_head_bytes``), so a gigabyte download passes through in bounded memory.
 Every time is the capture time (integer ns) of the delivery that held the byte in
