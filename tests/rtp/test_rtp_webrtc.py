@@ -161,3 +161,26 @@ def test_rtx_is_recognised_by_its_timestamps_without_sdp():
         s = {s.key.ssrc: s for s in scan_capture(call.capture("b")).streams}[d.ssrc]
         assert s.rtx is not None and (s.rtx.ssrc, s.rtx.found_by) == (d.rtx_ssrc, "timestamps"), name
         assert s.rtx.packets == d.inbound["retransmittedPacketsReceived"], name
+
+
+def test_the_table_path_without_packets_infers_the_same_clock_and_jitter():
+    # `qoe streams` scans with keep_packets=False; the clock rate, media kind and jitter
+    # must be those of the default scan, and the jitter the receiver's (in-order rule).
+    # Truth: the receiver's codec stats (clockRate, kind) and inbound-rtp jitter.
+    call = webrtc_truth.call("vp8-loss")
+    kept = {s.key.ssrc: s for s in scan_capture(call.capture("b"), jitter_rule="in-order").streams}
+    table = {s.key.ssrc: s for s in scan_capture(call.capture("b"), keep_packets=False, jitter_rule="in-order").streams}
+    for d in call.directions():
+        if d.receiver != "b":
+            continue
+        s = table[d.ssrc]
+        assert s.packets is None
+        assert (s.clock_rate, s.media) == (d.codec["clockRate"], d.kind), d.kind
+        assert s.stats.jitter_ms == kept[d.ssrc].stats.jitter_ms
+        assert abs(s.stats.jitter_ms - d.inbound["jitter"] * 1000) <= JITTER_TOL_MS, d.kind
+    # the default (every-packet) rule, as the CLI table prints it: a number, the kept scan's
+    every = {s.key.ssrc: s for s in scan_capture(call.capture("b"), keep_packets=False).streams}
+    every_kept = {s.key.ssrc: s for s in scan_capture(call.capture("b")).streams}
+    for d in call.directions():
+        if d.receiver == "b":
+            assert every[d.ssrc].stats.jitter_ms == every_kept[d.ssrc].stats.jitter_ms > 0

@@ -180,8 +180,10 @@ class _Scanner:
         self.flows_left_out = 0  # datagrams of flows left out for max_flows
         self.call_id: dict[int, str | None] = {}  # flow id -> its call (announced streams)
         self.media: dict[int, SdpMedia] = {}  # flow id -> its SDP media section (announced streams)
-        # packets of accepted flows (keep_packets): in temporary files, not in memory
-        self.store = PacketStore() if keep_packets else None
+        # packets of accepted flows: in temporary files, not in memory. Without keep_packets
+        # their headers only (no payloads) when the clock may be inferred or an SDP applied,
+        # so that both read the same packets whichever way the scan was asked for
+        self.store = PacketStore() if keep_packets or infer_clock or self.user_sdp or jitter_rule != "every-packet" else None
         self.stats = StreamStats(reorder_window=reorder_window, loss_rule=loss_rule)
         # the other books: SIP, RTCP, SRTP samples
         self.sip = SipBook()
@@ -506,7 +508,11 @@ class _Scanner:
             return
         self.stats.update(self.flows.sid[pk.fid], pk.arr, pk.seq, pk.ts, pk.pt, pk.mk)
         if self.store is not None:
-            self.store.put_packets(pk.fid, pk.frame, pk.arr, pk.seq, pk.ts, pk.pt, pk.mk, pk.pay[:, 0], pk.pay[:, 1])  # type: ignore[index]
+            if pk.pay is None:  # headers only: every payload empty
+                off = length = np.zeros(len(pk), dtype=np.int64)
+            else:
+                off, length = pk.pay[:, 0], pk.pay[:, 1]
+            self.store.put_packets(pk.fid, pk.frame, pk.arr, pk.seq, pk.ts, pk.pt, pk.mk, off, length)
 
     # -- at the end --------------------------------------------------------------
     def finish(self, path: str) -> RtpScan:
@@ -540,7 +546,7 @@ class _Scanner:
             pts = ranked[i]
             main = pts[0]
             src, dst, sport, dport, ssrc = fl.keys[fid]
-            packets = self.store.packets(fid) if self.store is not None else None
+            packets = self.store.packets(fid) if self.store is not None else None  # headers only without keep
             notes: tuple[str, ...] = ()
             if media is None and self.user_sdp:  # the user's SDP, matched under BUNDLE (not by port)
                 match = section_for(ssrc, main, self.user_sdp)
@@ -566,7 +572,7 @@ class _Scanner:
                     payload_type=main,
                     codec=codec,
                     clock_rate=rate,
-                    packets=packets,
+                    packets=packets if self.keep else None,
                     stats=st,
                     call_id=call_id,
                     ptime_ms=media.ptime_ms if media is not None else None,
@@ -715,12 +721,13 @@ def scan_capture(
         ``"every-packet"`` (default): RFC 3550 A.8 on every packet, as tshark (see the
         conventions in :mod:`qoe.rtp`); ``"in-order"``: the receiver's rule libwebrtc
         reports as getStats' ``jitter`` (:func:`qoe.rtp.in_order_jitter_ms`: in-order
-        packets only, once per timestamp), computed from the packet table (needs
-        ``keep_packets``).
+        packets only, once per timestamp), computed from the packet headers (kept
+        on disk for it without ``keep_packets`` too).
     infer_clock : bool, optional
         For a stream whose clock rate nothing names (no SDP, a dynamic payload type),
         infer it and its media kind from the timestamps' rate against arrival time (8000,
-        16000, 48000 or 90000 Hz; needs ``keep_packets``), compute its jitter with it,
+        16000, 48000 or 90000 Hz; from the packet headers, kept on disk for it with or
+        without ``keep_packets``, so both infer the same), compute its jitter with it,
         and say so with the evidence in :attr:`RtpStream.notes` (default True).
     sdp : sequence of SdpMedia, optional
         Media sections of an SDP the user gives (:func:`qoe.rtp.parse_sdp`: a browser's
