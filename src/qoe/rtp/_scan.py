@@ -196,6 +196,9 @@ class _Scanner:
         self.first_ns = first_ns  # the capture's frame 1; else the first UDP datagram's
         self.udp = 0
         self.last_ns: int | None = None  # the latest UDP datagram's time
+        self.cut_packets = 0  # RTP packets a snap length cut
+        self.snap = 0  # the longest such frame captured (bytes): the snap length, as near as it shows
+        self.cut_of: dict[int, int] = {}  # flow id -> its packets a snap length cut
 
     # -- per batch ---------------------------------------------------------------
     def batch(self, b: Any) -> None:
@@ -288,10 +291,20 @@ class _Scanner:
             fid[o] = np.repeat(found, lens)
             rank = np.full(rows.size, -1, dtype=np.int64)
             rank[o] = np.arange(o.size) - np.repeat(starts, lens)
+        wire = h.payload_end - h.payload_start
+        cut = None if b.cut is None else b.cut[rows]
+        if cut is not None and cut.any():  # a snap length cut these: their padding count was not captured
+            c = np.flatnonzero(cut)
+            self.cut_packets += int(c.size)
+            for f, k in zip(*np.unique(fid[c], return_counts=True)):
+                self.cut_of[int(f)] = self.cut_of.get(int(f), 0) + int(k)
+            self.snap = max(self.snap, int((b.wire_len[rows[c]] - cut[c]).max()))
+            wire[c] = (s[h.rows[c]] + ln[h.rows[c]]) - h.payload_start[c] + cut[c]
+            h.payload_end[c] = s[h.rows[c]] + ln[h.rows[c]]
         self.srtp.sample(fid, h, u8)
         cols = {
             "frame": b.index[rows].astype(np.int64, copy=False), "arr": b.ts_ns[rows].astype(np.int64, copy=False),
-            "seq": h.seq, "ts": h.timestamp, "pt": h.payload_type, "mk": h.marker,
+            "seq": h.seq, "ts": h.timestamp, "pt": h.payload_type, "mk": h.marker, "wire": wire,
         }
         st = fl.state[fid]
         pay = None
@@ -512,7 +525,7 @@ class _Scanner:
                 off = length = np.zeros(len(pk), dtype=np.int64)
             else:
                 off, length = pk.pay[:, 0], pk.pay[:, 1]
-            self.store.put_packets(pk.fid, pk.frame, pk.arr, pk.seq, pk.ts, pk.pt, pk.mk, off, length)
+            self.store.put_packets(pk.fid, pk.frame, pk.arr, pk.seq, pk.ts, pk.pt, pk.mk, off, length, pk.wire)
 
     # -- at the end --------------------------------------------------------------
     def finish(self, path: str) -> RtpScan:
@@ -525,6 +538,11 @@ class _Scanner:
             warnings.warn(f"{path}: {self.over_limit} RTP stream(s) left out: more than max_streams="
                           f"{self.max_streams} streams (the first {self.max_streams} are reported)",
                           QoEWarning, stacklevel=3)
+        cut_note = (f"the capture was cut at {self.snap} bytes per frame (a snap length): payloads are partial; "
+                    "payload sizes are the wire's (RFC 768 UDP length), RTP padding unknown on the cut packets")
+        if self.cut_packets:
+            warnings.warn(f"{path}: {self.cut_packets} RTP packet(s) cut by the capture's snap length ({self.snap} bytes): "
+                          "payloads are partial (sizes and bitrates use the lengths on the wire)", QoEWarning, stacklevel=3)
         rtcp = self.rtcp.summaries()
         calls = tuple(group_calls(self.sip.messages))
         a = self.addresses
@@ -566,6 +584,8 @@ class _Scanner:
                     st = rtp_stats(packets, rate, reorder_window=self.reorder_window, loss_rule=self.loss_rule)
             if packets is not None:
                 st = with_jitter(st, packets, rate, self.jitter_rule)
+            if fid in self.cut_of:
+                notes = (*notes, f"{cut_note} ({self.cut_of[fid]} of {st.packets} packets cut)")
             streams.append(
                 RtpStream(
                     key=StreamKey(a[src], sport, a[dst], dport, ssrc, self.encaps[src] if self.encaps else ""),
