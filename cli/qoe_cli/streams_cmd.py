@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from qoe.report import to_csv, to_json
-from qoe.rtp import scan_capture
+from qoe.rtp import parse_sdp, scan_capture
 from qoe_cli._output import emit, format_option, output_option, table
 
 
@@ -15,15 +15,22 @@ from qoe_cli._output import emit, format_option, output_option, table
               help="Also find RTP that no SIP/SDP announced (version 2, one SSRC, progressing sequence numbers).")
 @click.option("--min-packets", type=click.IntRange(min=2), default=4, show_default=True,
               help="Fewest packets for an unannounced flow to count as RTP.")
+@click.option("--sdp", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="An SDP (a browser's offer or answer) naming the streams' codecs, matched under BUNDLE by a=ssrc "
+                   "or a payload type only one section maps.")
 @click.option("--all-columns", is_flag=True, help="Print every field in the table (JSON and CSV always have them all).")
 @format_option
 @output_option
-def streams(capture, heuristic, min_packets, all_columns, fmt, output):
+def streams(capture, heuristic, min_packets, sdp, all_columns, fmt, output):
     """List the RTP streams and SIP calls in CAPTURE (pcap or pcapng) with RFC 3550
     statistics: packets, lost, sequence errors, arrival delta and interarrival jitter
     (equal to what `tshark -q -z rtp,streams` prints), loss bursts and RTCP round-trip
     times. Streams are found from SIP/SDP and, without signalling, by their RTP headers."""
-    scan = scan_capture(capture, keep_packets=False, heuristic=heuristic, min_packets=min_packets)
+    media = ()
+    if sdp is not None:
+        with open(sdp, encoding="utf-8", errors="replace") as fh:
+            media = parse_sdp(fh.read()).media
+    scan = scan_capture(capture, keep_packets=False, heuristic=heuristic, min_packets=min_packets, sdp=media)
     if fmt == "json":
         text = to_json(scan.to_dict()) + "\n"
     elif fmt == "csv":
@@ -34,4 +41,4 @@ def streams(capture, heuristic, min_packets, all_columns, fmt, output):
             text += table(scan.stream_records(brief=not all_columns), digits=3)
         if scan.calls:
             text += f"\nSIP calls: {len(scan.calls)}\n" + table(scan.call_records(brief=not all_columns), digits=3)
-    emit(text, output, inputs=[capture])
+    emit(text, output, inputs=[capture, sdp] if sdp else [capture])

@@ -359,7 +359,7 @@ def _iter_kinds(cap: str, kind: str, refs: dict[str, list[Any]], opts: dict[str,
                 ssrc: Any) -> Generator[Any, None, Report]:
     """The results of each kind asked for, in turn; returns the report without results."""
     parts: list[tuple[Report, int]] = []
-    scan = _scan_once(cap) if kind == "auto" else None  # one RTP scan for voice and video
+    scan = _scan_once(cap, opts["video"].sdp) if kind == "auto" else None  # one RTP scan for voice and video
     if kind in ("voice", "auto"):
         parts.append((yield from _iter_voice(cap, refs["voice"], sender=sender, ssrc=ssrc, options=opts["voice"],
                                              strict=(kind == "voice"), scan_of=scan)))
@@ -433,15 +433,17 @@ def _merged(capture: str, parts: list[tuple[Report, int]], refs: dict[str, list[
     return Report(kind="+".join(p.kind for p in found), source=capture, results=(), inputs=inputs, notes=notes)
 
 
-def _scan_once(capture: str) -> Any:
-    """A function that returns ``qoe.rtp.scan_capture(capture)``, scanning on its first call only."""
+def _scan_once(capture: str, sdp: Any = None) -> Any:
+    """A function that returns ``qoe.rtp.scan_capture(capture, sdp=...)`` (the video options'
+    SDP file, applied under BUNDLE too), scanning on its first call only."""
     from qoe.rtp import scan_capture  # noqa: PLC0415 - keeps `import qoe` light
+    from qoe.video.flows import load_sdp  # noqa: PLC0415
 
     done: list[Any] = []
 
     def scan() -> Any:
         if not done:
-            done.append(scan_capture(capture))
+            done.append(scan_capture(capture, sdp=load_sdp(sdp)))
         return done[0]
 
     return scan

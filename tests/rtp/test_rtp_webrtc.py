@@ -13,6 +13,7 @@ import subprocess
 
 import pytest
 
+from qoe.errors import QoEWarning
 from qoe.rtp import parse_sdp, scan_capture
 from video import webrtc_truth
 
@@ -161,3 +162,55 @@ def test_rtx_is_recognised_by_its_timestamps_without_sdp():
         s = {s.key.ssrc: s for s in scan_capture(call.capture("b")).streams}[d.ssrc]
         assert s.rtx is not None and (s.rtx.ssrc, s.rtx.found_by) == (d.rtx_ssrc, "timestamps"), name
         assert s.rtx.packets == d.inbound["retransmittedPacketsReceived"], name
+
+
+def test_the_table_path_without_packets_infers_the_same_clock_and_jitter():
+    # `qoe streams` scans with keep_packets=False; the clock rate, media kind and jitter
+    # must be those of the default scan, and the jitter the receiver's (in-order rule).
+    # Truth: the receiver's codec stats (clockRate, kind) and inbound-rtp jitter.
+    call = webrtc_truth.call("vp8-loss")
+    kept = {s.key.ssrc: s for s in scan_capture(call.capture("b"), jitter_rule="in-order").streams}
+    table = {s.key.ssrc: s for s in scan_capture(call.capture("b"), keep_packets=False, jitter_rule="in-order").streams}
+    for d in call.directions():
+        if d.receiver != "b":
+            continue
+        s = table[d.ssrc]
+        assert s.packets is None
+        assert (s.clock_rate, s.media) == (d.codec["clockRate"], d.kind), d.kind
+        assert s.stats.jitter_ms == kept[d.ssrc].stats.jitter_ms
+        assert abs(s.stats.jitter_ms - d.inbound["jitter"] * 1000) <= JITTER_TOL_MS, d.kind
+    # the default (every-packet) rule, as the CLI table prints it: a number, the kept scan's
+    every = {s.key.ssrc: s for s in scan_capture(call.capture("b"), keep_packets=False).streams}
+    every_kept = {s.key.ssrc: s for s in scan_capture(call.capture("b")).streams}
+    for d in call.directions():
+        if d.receiver == "b":
+            assert every[d.ssrc].stats.jitter_ms == every_kept[d.ssrc].stats.jitter_ms > 0
+
+
+# SRTP's authentication tag (RFC 3711 §3.1; AES_CM_128_HMAC_SHA1_80, RFC 3711 §5.2: 80 bits)
+# ends every packet's payload in the capture; getStats' bytesReceived counts the payload without it.
+SRTP_TAG = 10
+
+
+@pytest.mark.skipif(shutil.which("editcap") is None, reason="needs editcap (Wireshark)")
+def test_a_cut_capture_counts_payload_bytes_on_the_wire(tmp_path):
+    # `editcap -s 160` keeps 160 bytes of each frame (as `tcpdump -s 160` would); the payload
+    # sizes come from the UDP length (RFC 768), so they equal the receiver's
+    # bytesReceived - retransmittedBytesReceived (media SSRC, RTX left out) as on the whole capture.
+    call = webrtc_truth.call("vp8-clean")
+    cut = tmp_path / "cut.pcap"
+    subprocess.run(["editcap", "-s", "160", str(call.capture("b")), str(cut)], check=True, capture_output=True)
+    with pytest.warns(QoEWarning, match="cut by the capture's snap length \\(160 bytes\\)") as rec:
+        scan = scan_capture(cut)
+    assert sum("snap length" in str(w.message) for w in rec) == 1
+    streams = {s.key.ssrc: s for s in scan.streams}
+    for d in call.directions():
+        if d.receiver != "b":
+            continue
+        s = streams[d.ssrc]
+        truth = d.inbound["bytesReceived"] - d.inbound.get("retransmittedBytesReceived", 0)
+        assert int(s.packets.sizes().sum()) - SRTP_TAG * len(s.packets) == truth, d.kind
+        assert sum(len(p) for p in s.packets.payloads) < int(s.packets.sizes().sum())  # the capture holds part
+        assert any("cut at 160 bytes" in n for n in s.notes), s.notes
+    table = {s.key.ssrc: s for s in scan_capture(cut, keep_packets=False).streams}
+    assert all(any("cut at 160 bytes" in n for n in s.notes) for s in table.values())

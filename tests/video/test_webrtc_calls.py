@@ -20,6 +20,7 @@ import dpkt
 import numpy as np
 import pytest
 
+import qoe
 import qoe.rtp
 from qoe.video.flows import rtx_partner
 from qoe.video.headers import stream_header_facts
@@ -256,3 +257,36 @@ def test_abs_send_time_delay_variation_against_both_captures(call, d):
     assert np.median(err) < 0.2 and np.percentile(err, 95) < 1.0
     if "forwarder" in call.meta and call.held(d.ssrc):
         assert np.max(true) - np.min(true) > 25  # the held packets are seen
+
+
+@pytest.mark.parametrize("name", ["vp8-loss", "h264-loss", "av1-clean"])
+def test_the_browsers_sdp_names_the_codecs_when_scoring(name):
+    # VideoOptions(sdp=offer.sdp): the browser's SDP applies under BUNDLE (a=ssrc, or a payload
+    # type only one section maps; its m= port is 9, no match by port). Truth: the receiver's
+    # codec stats (mimeType) for each media SSRC; RTX (RFC 4588) is no video stream of its own.
+    from qoe.video import VideoOptions  # noqa: PLC0415
+
+    c = truth.call(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = qoe.score(str(c.capture("b")), kind="video", options=VideoOptions(sdp=str(c.offer)))
+    got = {r.name.rsplit("ssrc=", 1)[1]: r.codec for r in report.results}
+    # B's capture holds both directions: each stream's codec as its receiver's stats name it
+    want = {f"0x{d.ssrc:08x}": d.codec["mimeType"].split("/")[1].lower() for d in c.directions() if d.kind == "video"}
+    assert got == want
+
+
+def test_score_and_streams_take_the_browsers_sdp_on_the_command_line():
+    from click.testing import CliRunner  # noqa: PLC0415
+
+    from qoe_cli.main import cli  # noqa: PLC0415
+
+    c = truth.call("vp8-loss")
+    run = CliRunner().invoke(cli, ["score", "--kind", "video", "--sdp", str(c.offer), "--format", "json",
+                                   str(c.capture("b"))])
+    assert run.exit_code == 0, run.output
+    assert '"codec": "vp8"' in run.output and "pt 96" not in run.output
+    run = CliRunner().invoke(cli, ["streams", "--sdp", str(c.offer), "--format", "json", str(c.capture("b"))])
+    assert run.exit_code == 0, run.output
+    for d in c.directions():
+        assert f'"codec": "{d.codec["mimeType"].split("/")[1]}"' in run.output, d.kind

@@ -229,6 +229,10 @@ class UdpBatch:
         pcapng interface numbers (0 for pcap).
     wire_len : numpy.ndarray of int64
         Original frame lengths on the wire.
+    cut : numpy.ndarray of int64
+        Bytes of each payload on the wire that the capture did not keep (a snap length,
+        ``tcpdump -s``, cut the frame): the UDP length (RFC 768) minus the captured end;
+        0 for a whole datagram. ``lengths + cut`` is the payload's length on the wire.
     addresses : tuple of str
         Address text for each code seen so far in this read.
     encapsulations : tuple of str
@@ -253,6 +257,7 @@ class UdpBatch:
     wire_len: np.ndarray
     addresses: tuple[str, ...]
     encapsulations: tuple[str, ...] = ()
+    cut: np.ndarray | None = None
 
     def encapsulation_of(self, i: int) -> str:
         """The encapsulation datagram ``i`` came through ("" for none)."""

@@ -119,7 +119,7 @@ def read_udp_batches(
 
 
 # The columns of a _Piece, in its constructor's order (``buf`` last).
-_COLS = ("index", "ts", "src", "dst", "sport", "dport", "iface", "wire", "starts", "lens", "head")
+_COLS = ("index", "ts", "src", "dst", "sport", "dport", "iface", "wire", "starts", "lens", "head", "cut")
 
 
 class _Piece:
@@ -128,7 +128,7 @@ class _Piece:
 
     __slots__ = _COLS + ("buf",)
 
-    def __init__(self, index, ts, src, dst, sport, dport, iface, wire, starts, lens, head, buf):  # type: ignore[no-untyped-def]
+    def __init__(self, index, ts, src, dst, sport, dport, iface, wire, starts, lens, head, cut, buf):  # type: ignore[no-untyped-def]
         self.index = index
         self.ts = ts
         self.src = src
@@ -140,6 +140,7 @@ class _Piece:
         self.starts = starts
         self.lens = lens
         self.head = head  # k × HEAD_BYTES uint8
+        self.cut = cut  # payload bytes the snap length cut off (0: whole)
         self.buf = buf  # bytes
 
     def __len__(self) -> int:
@@ -182,6 +183,7 @@ def _to_batch(p: _Piece, book: AddressBook) -> UdpBatch:
         head=p.head,
         interface=p.iface.astype(np.int32, copy=False),
         wire_len=p.wire.astype(np.int64, copy=False),
+        cut=p.cut.astype(np.int64, copy=False),
         addresses=book.snapshot(),
         encapsulations=book.encapsulations(),
     )
@@ -320,6 +322,9 @@ class _Extractor:
             starts,
             ends - starts,
             _heads(u8, starts, ends - starts),
+            # RFC 768: the UDP length counts the payload on the wire; what the capture's
+            # snap length left out of it is its end past the frame's captured bytes
+            np.where(ulen >= 8, np.maximum(l3f + hdr + ulen - capf, 0), 0).astype(np.int64),
             buf,
         )
 
@@ -331,6 +336,7 @@ class _Extractor:
         lt = ch.linktype
         buf = ch.buf
         rows = []
+        cuts: list[int] = []
         for r in si.tolist():
             o = int(ch.data_off[r])
             t = lt if isinstance(lt, int) else int(lt[r])
@@ -338,6 +344,7 @@ class _Extractor:
             p = decode(r + ch.index0, int(ch.ts_ns[r]), int(ch.iface[r]), t, int(ch.wire[r]), frame)
             if p is not None:
                 rows.append(p)
+                cuts.append(max(0, int(ch.wire[r]) - len(frame)))  # the frame's end the snap length left out
         if not rows:
             return None
         lens = np.array([len(p.payload) for p in rows], dtype=np.int64)
@@ -354,6 +361,7 @@ class _Extractor:
             lens,
             np.frombuffer(b"".join(p.payload[:HEAD_BYTES].ljust(HEAD_BYTES, b"\0") for p in rows), dtype=np.uint8)
             .reshape(-1, HEAD_BYTES),
+            np.array(cuts, dtype=np.int64),
             b"".join(p.payload for p in rows),
         )
 

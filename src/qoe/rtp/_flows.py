@@ -25,7 +25,7 @@ _SLOTS_PER_FLOW = 16
 # What the scan decided about a flow.
 PROBE, RTP, REJECT = 0, 1, 2
 # The columns of a packet held for a flow: frame, arrival, seq, timestamp, payload type, marker.
-COLUMNS = ("frame", "arr", "seq", "ts", "pt", "mk")
+COLUMNS = ("frame", "arr", "seq", "ts", "pt", "mk", "wire")  # wire: the payload's length on the wire
 
 
 def flow_hash(k1: np.ndarray, k2: np.ndarray) -> np.ndarray:

@@ -145,6 +145,10 @@ class RtpPackets:
     payloads : tuple of bytes
         RTP payloads, after the CSRC list and header extension and without padding;
         empty when the stream was read for statistics only.
+    payload_sizes : numpy.ndarray of int64 or None
+        Each payload's length on the wire (bytes), which is ``len(payloads[i])`` unless
+        the capture's snap length cut the packet (then its padding is not known and is
+        counted); None when not known (the payloads' lengths then). See :meth:`sizes`.
     """
 
     frame: np.ndarray
@@ -156,9 +160,19 @@ class RtpPackets:
     marker: np.ndarray
     payload_type: np.ndarray
     payloads: tuple[bytes, ...] = ()
+    payload_sizes: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.frame.shape[0])
+
+    def sizes(self) -> np.ndarray:
+        """Each payload's length on the wire (:attr:`payload_sizes`, else the kept payloads'
+        lengths, else zeros)."""
+        if self.payload_sizes is not None:
+            return np.asarray(self.payload_sizes, dtype=np.int64)
+        if self.payloads:
+            return np.fromiter((len(x) for x in self.payloads), dtype=np.int64, count=len(self.payloads))
+        return np.zeros(len(self), dtype=np.int64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -452,6 +466,7 @@ def make_packets(
     marker: np.ndarray,
     payload_type: np.ndarray,
     payloads: tuple[bytes, ...] | list[bytes] = (),
+    payload_sizes: np.ndarray | None = None,
 ) -> RtpPackets:
     """Build an :class:`RtpPackets` table from raw columns, extending seq and timestamp.
 
@@ -461,6 +476,8 @@ def make_packets(
         One value per packet in arrival order (see :class:`RtpPackets`).
     payloads : sequence of bytes, optional
         The RTP payloads; empty when not kept.
+    payload_sizes : array_like, optional
+        Their lengths on the wire (:attr:`RtpPackets.payload_sizes`).
 
     Returns
     -------
@@ -482,5 +499,6 @@ def make_packets(
         marker=np.asarray(marker, dtype=bool),
         payload_type=np.asarray(payload_type).astype(np.uint8),
         payloads=payloads,
+        payload_sizes=None if payload_sizes is None else np.asarray(payload_sizes, dtype=np.int64),
     )
 

@@ -180,8 +180,10 @@ class _Scanner:
         self.flows_left_out = 0  # datagrams of flows left out for max_flows
         self.call_id: dict[int, str | None] = {}  # flow id -> its call (announced streams)
         self.media: dict[int, SdpMedia] = {}  # flow id -> its SDP media section (announced streams)
-        # packets of accepted flows (keep_packets): in temporary files, not in memory
-        self.store = PacketStore() if keep_packets else None
+        # packets of accepted flows: in temporary files, not in memory. Without keep_packets
+        # their headers only (no payloads) when the clock may be inferred or an SDP applied,
+        # so that both read the same packets whichever way the scan was asked for
+        self.store = PacketStore() if keep_packets or infer_clock or self.user_sdp or jitter_rule != "every-packet" else None
         self.stats = StreamStats(reorder_window=reorder_window, loss_rule=loss_rule)
         # the other books: SIP, RTCP, SRTP samples
         self.sip = SipBook()
@@ -194,6 +196,9 @@ class _Scanner:
         self.first_ns = first_ns  # the capture's frame 1; else the first UDP datagram's
         self.udp = 0
         self.last_ns: int | None = None  # the latest UDP datagram's time
+        self.cut_packets = 0  # RTP packets a snap length cut
+        self.snap = 0  # the longest such frame captured (bytes): the snap length, as near as it shows
+        self.cut_of: dict[int, int] = {}  # flow id -> its packets a snap length cut
 
     # -- per batch ---------------------------------------------------------------
     def batch(self, b: Any) -> None:
@@ -286,10 +291,20 @@ class _Scanner:
             fid[o] = np.repeat(found, lens)
             rank = np.full(rows.size, -1, dtype=np.int64)
             rank[o] = np.arange(o.size) - np.repeat(starts, lens)
+        wire = h.payload_end - h.payload_start
+        cut = None if b.cut is None else b.cut[rows]
+        if cut is not None and cut.any():  # a snap length cut these: their padding count was not captured
+            c = np.flatnonzero(cut)
+            self.cut_packets += int(c.size)
+            for f, k in zip(*np.unique(fid[c], return_counts=True)):
+                self.cut_of[int(f)] = self.cut_of.get(int(f), 0) + int(k)
+            self.snap = max(self.snap, int((b.wire_len[rows[c]] - cut[c]).max()))
+            wire[c] = (s[h.rows[c]] + ln[h.rows[c]]) - h.payload_start[c] + cut[c]
+            h.payload_end[c] = s[h.rows[c]] + ln[h.rows[c]]
         self.srtp.sample(fid, h, u8)
         cols = {
             "frame": b.index[rows].astype(np.int64, copy=False), "arr": b.ts_ns[rows].astype(np.int64, copy=False),
-            "seq": h.seq, "ts": h.timestamp, "pt": h.payload_type, "mk": h.marker,
+            "seq": h.seq, "ts": h.timestamp, "pt": h.payload_type, "mk": h.marker, "wire": wire,
         }
         st = fl.state[fid]
         pay = None
@@ -506,7 +521,11 @@ class _Scanner:
             return
         self.stats.update(self.flows.sid[pk.fid], pk.arr, pk.seq, pk.ts, pk.pt, pk.mk)
         if self.store is not None:
-            self.store.put_packets(pk.fid, pk.frame, pk.arr, pk.seq, pk.ts, pk.pt, pk.mk, pk.pay[:, 0], pk.pay[:, 1])  # type: ignore[index]
+            if pk.pay is None:  # headers only: every payload empty
+                off = length = np.zeros(len(pk), dtype=np.int64)
+            else:
+                off, length = pk.pay[:, 0], pk.pay[:, 1]
+            self.store.put_packets(pk.fid, pk.frame, pk.arr, pk.seq, pk.ts, pk.pt, pk.mk, off, length, pk.wire)
 
     # -- at the end --------------------------------------------------------------
     def finish(self, path: str) -> RtpScan:
@@ -519,6 +538,11 @@ class _Scanner:
             warnings.warn(f"{path}: {self.over_limit} RTP stream(s) left out: more than max_streams="
                           f"{self.max_streams} streams (the first {self.max_streams} are reported)",
                           QoEWarning, stacklevel=3)
+        cut_note = (f"the capture was cut at {self.snap} bytes per frame (a snap length): payloads are partial; "
+                    "payload sizes are the wire's (RFC 768 UDP length), RTP padding unknown on the cut packets")
+        if self.cut_packets:
+            warnings.warn(f"{path}: {self.cut_packets} RTP packet(s) cut by the capture's snap length ({self.snap} bytes): "
+                          "payloads are partial (sizes and bitrates use the lengths on the wire)", QoEWarning, stacklevel=3)
         rtcp = self.rtcp.summaries()
         calls = tuple(group_calls(self.sip.messages))
         a = self.addresses
@@ -540,7 +564,7 @@ class _Scanner:
             pts = ranked[i]
             main = pts[0]
             src, dst, sport, dport, ssrc = fl.keys[fid]
-            packets = self.store.packets(fid) if self.store is not None else None
+            packets = self.store.packets(fid) if self.store is not None else None  # headers only without keep
             notes: tuple[str, ...] = ()
             if media is None and self.user_sdp:  # the user's SDP, matched under BUNDLE (not by port)
                 match = section_for(ssrc, main, self.user_sdp)
@@ -560,13 +584,15 @@ class _Scanner:
                     st = rtp_stats(packets, rate, reorder_window=self.reorder_window, loss_rule=self.loss_rule)
             if packets is not None:
                 st = with_jitter(st, packets, rate, self.jitter_rule)
+            if fid in self.cut_of:
+                notes = (*notes, f"{cut_note} ({self.cut_of[fid]} of {st.packets} packets cut)")
             streams.append(
                 RtpStream(
                     key=StreamKey(a[src], sport, a[dst], dport, ssrc, self.encaps[src] if self.encaps else ""),
                     payload_type=main,
                     codec=codec,
                     clock_rate=rate,
-                    packets=packets,
+                    packets=packets if self.keep else None,
                     stats=st,
                     call_id=call_id,
                     ptime_ms=media.ptime_ms if media is not None else None,
@@ -715,12 +741,13 @@ def scan_capture(
         ``"every-packet"`` (default): RFC 3550 A.8 on every packet, as tshark (see the
         conventions in :mod:`qoe.rtp`); ``"in-order"``: the receiver's rule libwebrtc
         reports as getStats' ``jitter`` (:func:`qoe.rtp.in_order_jitter_ms`: in-order
-        packets only, once per timestamp), computed from the packet table (needs
-        ``keep_packets``).
+        packets only, once per timestamp), computed from the packet headers (kept
+        on disk for it without ``keep_packets`` too).
     infer_clock : bool, optional
         For a stream whose clock rate nothing names (no SDP, a dynamic payload type),
         infer it and its media kind from the timestamps' rate against arrival time (8000,
-        16000, 48000 or 90000 Hz; needs ``keep_packets``), compute its jitter with it,
+        16000, 48000 or 90000 Hz; from the packet headers, kept on disk for it with or
+        without ``keep_packets``, so both infer the same), compute its jitter with it,
         and say so with the evidence in :attr:`RtpStream.notes` (default True).
     sdp : sequence of SdpMedia, optional
         Media sections of an SDP the user gives (:func:`qoe.rtp.parse_sdp`: a browser's

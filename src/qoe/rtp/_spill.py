@@ -34,7 +34,7 @@ from qoe.rtp._packet import RtpPackets, make_packets
 # One packet's row in the records file: frame, arrival (ns), sequence number, RTP
 # timestamp, payload type, marker, and where its payload lies in the payloads file.
 RECORD = np.dtype([("frame", "<i8"), ("arr", "<i8"), ("seq", "<u2"), ("ts", "<u4"), ("pt", "u1"),
-                   ("mk", "?"), ("off", "<i8"), ("len", "<u4")])
+                   ("mk", "?"), ("off", "<i8"), ("len", "<u4"), ("wire", "<u4")])
 
 #: Default of ``PacketStore(cache_bytes=...)``: bytes of loaded tables kept for reuse.
 CACHE_BYTES = 16 << 20
@@ -112,14 +112,15 @@ class PacketStore:
         return off
 
     def put_packets(self, fid: np.ndarray, frame: np.ndarray, arr: np.ndarray, seq: np.ndarray, ts: np.ndarray,
-                    pt: np.ndarray, mk: np.ndarray, off: np.ndarray, length: np.ndarray) -> None:
-        """Append packets of flows ``fid`` (arrival order kept within each flow)."""
+                    pt: np.ndarray, mk: np.ndarray, off: np.ndarray, length: np.ndarray, wire: np.ndarray) -> None:
+        """Append packets of flows ``fid`` (arrival order kept within each flow); ``length``
+        bytes of each payload are stored, ``wire`` is its length on the wire."""
         if fid.size == 0:
             return
         o = np.argsort(fid, kind="stable")
         rec = np.empty(o.size, dtype=RECORD)
         rec["frame"], rec["arr"], rec["seq"], rec["ts"] = frame[o], arr[o], seq[o], ts[o]
-        rec["pt"], rec["mk"], rec["off"], rec["len"] = pt[o], mk[o], off[o], length[o]
+        rec["pt"], rec["mk"], rec["off"], rec["len"], rec["wire"] = pt[o], mk[o], off[o], length[o], wire[o]
         _write(self._rec, rec.view(np.uint8).data)
         f = fid[o]
         starts = np.flatnonzero(np.concatenate(([True], f[1:] != f[:-1])))
@@ -153,7 +154,8 @@ class PacketStore:
         rec = np.frombuffer(b"".join(os.pread(fd, int(c) * RECORD.itemsize, int(s) * RECORD.itemsize)
                                      for s, c in zip(starts.tolist(), counts.tolist())), dtype=RECORD)
         payloads = self._read_payloads(rec["off"], rec["len"].astype(np.int64))
-        p = make_packets(rec["frame"], rec["arr"], rec["seq"], rec["ts"], rec["mk"], rec["pt"], payloads)
+        p = make_packets(rec["frame"], rec["arr"], rec["seq"], rec["ts"], rec["mk"], rec["pt"], payloads,
+                         payload_sizes=rec["wire"].astype(np.int64))
         size = int(rec.size) * (RECORD.itemsize + 24 + _BYTES_OVERHEAD + 8) + int(rec["len"].sum())
         self._cache[fid] = (p, size)
         self._cached += size

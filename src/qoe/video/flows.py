@@ -265,8 +265,9 @@ def find_video(capture: str | os.PathLike[str], *, sdp: str | os.PathLike[str] |
         that media, with its payload names and format parameters.
     scan : RtpScan, optional, keyword-only
         What ``qoe.rtp.scan_capture(capture)`` returned, when the caller has it already
-        (``qoe.score(kind="auto")`` scans once for voice and video); else the capture is
-        scanned here.
+        (``qoe.score(kind="auto")`` scans once for voice and video, applying ``sdp``);
+        else the capture is scanned here with ``sdp`` (:func:`qoe.rtp.scan_capture`: a
+        browser's SDP under BUNDLE names its streams' codecs by ``a=ssrc`` or payload type).
 
     Notes
     -----
@@ -277,12 +278,14 @@ def find_video(capture: str | os.PathLike[str], *, sdp: str | os.PathLike[str] |
     name = os.fspath(capture)
     media = load_sdp(sdp)
     out: list[tuple[int, VideoSource]] = []
-    if scan is None:
-        scan = scan_capture(name, keep_packets=True)
+    if scan is None:  # the SDP also applies under BUNDLE (a=ssrc, or a payload type only one section maps)
+        scan = scan_capture(name, keep_packets=True, sdp=media)
     rtp_keys = set()
     calls = {c.call_id: c for c in scan.calls}
     for s in scan.streams:
-        m = _sdp_for(s, media)
+        if (s.codec or "").lower() == "rtx":  # RFC 4588 §8: retransmissions of a media stream, not one of their own
+            continue
+        m = _sdp_for(s, media) or next((x for x in media if s.ssrc in x.ssrcs), None)
         kind = m.media if m is not None else s.media
         rtp_keys.add((s.key.src, s.key.sport, s.key.dst, s.key.dport, s.key.encapsulation))
         notes: tuple[str, ...] = ()

@@ -382,8 +382,7 @@ def stream_header_facts(stream: Any, *, rtx: Any = None, key_frames: Mapping[int
     the queueing delay when ``extensions`` (:class:`qoe.rtp.HeaderExtensions` of the stream,
     row for row with its packets) carry abs-send-time."""
     p = stream.packets
-    sizes = np.fromiter((len(x) for x in p.payloads), dtype=np.int64, count=len(p.payloads)) if p.payloads else \
-        np.zeros(len(p), dtype=np.int64)
+    sizes = p.sizes()  # on the wire: a snap length that cut the packets does not shrink them
     kw: dict[str, Any] = {}
     if rtx is not None and rtx.packets is not None and len(rtx.packets):
         r = rtx.packets
