@@ -192,6 +192,10 @@ class _PageStream:
             found = _http_items(res.transactions)
             if res.tls is not None and not res.transactions:  # (decrypted: its transactions are the items)
                 found += _tls_items((res.tls,), {i: conn})
+                # decrypted with a key log and no request inside: a connection opened ahead
+                # (preconnect, a backup or unused socket): it belongs to the page loading, never
+                # starts one of its own server
+                found[-1].preconnect = res.decryption is not None
         for it in found:
             it.tcp = conn
             self.n_items += 1
@@ -282,7 +286,7 @@ class _PageStream:
         if target is not None and active > target.end + gap:
             target = None
         if target is None and last is not None and active <= c.busy_until + gap:
-            other_server = it.tls is not None and it.server_name != last.items[0].server_name
+            other_server = it.tls is not None and not it.preconnect and it.server_name != last.items[0].server_name
             if not (other_server and active > c.busy_until):
                 target = last
         if target is None:

@@ -222,7 +222,9 @@ def _quic_pages(capture: Any, opts: WebOptions, keys: Any) -> list[Page]:
         if initial is not None and p.start_event == "request" and initial < p.start_ns:
             plt = (p.end_ns - initial) / 1e9
             ttfb = (main.response_start_ns - initial) / 1e9 if main.response_start_ns is not None else p.ttfb_s
-            p = dataclasses.replace(p, start_ns=initial, start_event="quic-initial", plt_s=plt, ttfb_s=ttfb,
+            onload = p.onload_s + (p.start_ns - initial) / 1e9
+            p = dataclasses.replace(p, start_ns=initial, start_event="quic-initial", plt_s=plt, onload_s=onload,
+                                    ttfb_s=ttfb,
                                     mos=_mos(plt, opts.preset, _custom_bounds(opts)))
         notes = list(p.notes)
         notes = [n for n in notes if not n.startswith("no TCP facts")]
