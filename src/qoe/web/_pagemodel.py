@@ -585,7 +585,10 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
     looked_up = [q.ts_ns for q in window if host and q.name.rstrip(".").lower() == host.split(":")[0].lower()]
     if looked_up:
         start, event = min(looked_up), "dns"
-    end = max(it.end_ns for it in group)
+    # fully loaded ends at the last byte of an object: a connection opened and never used (a
+    # preconnect) holds none, even when its handshake ends later (a backup connection after loss)
+    end = max(it.end_ns for it in group if not it.preconnect) if not all(it.preconnect for it in group) \
+        else max(it.end_ns for it in group)
     plt = (end - start) / _NS
     loaded = onload_end_ns(it.txn for it in group if it.txn is not None)
     hidden_objects = any(it.tls is not None and it.txn is None and not it.preconnect for it in group)
@@ -605,26 +608,32 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
     txns = tuple(it.txn for it in group if it.txn is not None)
     nbytes = sum(_response_bytes(t) for t in txns)
     nbytes += sum(it.tls.server_bytes for it in group if it.tls is not None)
-    complete = all(t.complete for t in txns) and all(it.tls.complete for it in group if it.tls is not None)
+    # a connection opened and never used (a preconnect) holds no object: its handshake, whole
+    # or not, does not make the page partial (the note counts it)
+    complete = all(t.complete for t in txns) and all(it.tls.complete for it in group
+                                                     if it.tls is not None and not it.preconnect)
     notes = []
     if not page_conns:
         notes.append("no TCP facts for the page's connections: RTT and loss unknown")
     hidden = sum(1 for it in group if it.tls is not None and it.txn is None and not it.preconnect)
     unused = sum(1 for it in group if it.preconnect)
     if unused:
-        notes.append(f"{unused} TLS connection(s) opened and never used (decrypted: no request inside)")
+        half = sum(1 for it in group if it.preconnect and not it.tls.complete)
+        notes.append(f"{unused} TLS connection(s) opened and never used (decrypted: no request inside"
+                     + (f"; {half} of them without a whole handshake)" if half else ")"))
     if hidden:
         notes.append(f"encrypted without keys: {hidden} connection(s) whose objects are not visible (their "
                      "handshake and bytes count; give the browser's key log: --keylog, WebOptions(keylog=...))")
     if not complete:
         reasons = {t.partial or t.error or "incomplete" for t in txns if not t.complete}
-        reasons |= {_tls_incomplete(it.tls) for it in group if it.tls is not None and not it.tls.complete}
+        reasons |= {_tls_incomplete(it.tls) for it in group
+                    if it.tls is not None and not it.preconnect and not it.tls.complete}
         notes.append("partial: " + "; ".join(sorted(reasons)))
     if math.isfinite(rtt) and rtt_comp < rounds * rtt:
         notes.append(f"RTT component capped at the time not spent waiting for retransmissions "
                      f"({rounds} round trips x {rtt:.3f} s = {rounds * rtt:.3f} s > {plt - wait:.3f} s)")
     protocols = sorted({it.protocol for it in group})
-    if any(it.tls is not None and it.tls.version == _TLS13 and not it.tls.alpn for it in group):
+    if any(it.tls is not None and not it.preconnect and it.tls.version == _TLS13 and not it.tls.alpn for it in group):
         notes.append("TLS 1.3: the protocol inside (ALPN) is encrypted; objects are not visible without a key log")
     b = tuple(bounds) if bounds is not None else None
     mos = _mos(plt, preset, b)

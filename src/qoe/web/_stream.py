@@ -195,7 +195,12 @@ class _PageStream:
                 # decrypted with a key log and no request inside: a connection opened ahead
                 # (preconnect, a backup or unused socket): it belongs to the page loading, never
                 # starts one of its own server
-                found[-1].preconnect = res.decryption is not None
+                if res.decryption is not None:
+                    it = found[-1]
+                    it.preconnect = True
+                    # no object: its end is its handshake's (a server's later ticket or alert
+                    # is not a byte of the page's objects, "fully loaded" ends at those)
+                    it.end_ns = max(it.start_ns, min(it.end_ns, res.tls.handshake_end_ns or it.start_ns))
         for it in found:
             it.tcp = conn
             self.n_items += 1
