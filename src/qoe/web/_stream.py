@@ -129,6 +129,7 @@ class _PageStream:
                  quic_seen: list[bool] | None = None) -> None:
         self.gap, self.preset, self.bounds, self.share, self.base_rtt = gap, preset, bounds, share, base_rtt
         self.parsers = parsers  # the protocols a connection may speak (qoe.web._dispatch.PARSERS)
+        self.decrypting = parsers is not PARSERS  # a key log is in use (qoe.web._dispatch.parsers)
         self.sinks: dict[int, Any] = {}  # connection index -> its sink, until the connection is final
         self.first_ts: dict[int, int] = {}  # connections not final yet -> first packet time
         self.waiting: list[tuple[int, int]] = []  # heap of (first bytes ts, index) (lazy deletion)
@@ -192,10 +193,12 @@ class _PageStream:
             found = _http_items(res.transactions)
             if res.tls is not None and not res.transactions:  # (decrypted: its transactions are the items)
                 found += _tls_items((res.tls,), {i: conn})
-                # decrypted with a key log and no request inside: a connection opened ahead
+                # a key log held its secrets (or it never finished its handshake, so it could
+                # not carry a request) and no request inside: a connection opened ahead
                 # (preconnect, a backup or unused socket): it belongs to the page loading, never
                 # starts one of its own server
-                if res.decryption is not None:
+                d = res.decryption
+                if self.decrypting and d is not None and (d.keys_found or not res.tls.complete):
                     it = found[-1]
                     it.preconnect = True
                     # no object: its end is its handshake's (a server's later ticket or alert
