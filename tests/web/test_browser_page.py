@@ -84,3 +84,46 @@ def test_cleartext_onload_equals_fully_loaded_without_browser_marks():
         pytest.skip("data/web/captures not present")
     pages = page_loads(cap)
     assert pages and all(p.onload_s == p.plt_s for p in pages)
+
+
+def _mixed(tmp_path, shift_s: float) -> Path:
+    """h1-idle (cleartext HTTP/1.1 over TCP) shifted by ``shift_s`` (editcap -t) and merged with
+    h3-idle (HTTP/3 over QUIC; mergecap): the same client loading over TCP and QUIC."""
+    import shutil
+    import subprocess
+
+    if not (shutil.which("editcap") and shutil.which("mergecap")):
+        pytest.skip("editcap/mergecap (Wireshark) not installed")
+    shifted, out = tmp_path / "h1.pcap", tmp_path / "mixed.pcap"
+    subprocess.run(["editcap", "-t", str(shift_s), str(CAPTURES / "h1-idle.pcap"), str(shifted)], check=True)
+    subprocess.run(["mergecap", "-F", "pcap", "-w", str(out), str(shifted), str(CAPTURES / "h3-idle.pcap")], check=True)
+    return out
+
+
+def test_tcp_and_quic_of_one_load_are_one_page(tmp_path):
+    """h1-idle moved 6.9 s later starts while h3-idle loads (h3-idle's timeOrigin is 6.75 s after
+    h1-idle's): one page with both loads' 41 objects each, its QUIC and TCP connections, both
+    protocols; the streaming path gives the same page."""
+    from qoe.web import iter_page_loads
+
+    cap = _mixed(tmp_path, 6.9)
+    opts = WebOptions(keylog=str(CAPTURES / "h3-idle.keylog"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pages = page_loads(cap, options=opts)
+        assert list(iter_page_loads(cap, options=opts)) == pages
+    assert len(pages) == 1
+    p = pages[0]
+    assert p.objects == 82 and {x.protocol for x in p.transactions} == {"h3", "http/1.1"}
+    assert p.protocol == "h3; http/1.1" and p.start_event == "quic-initial"
+    assert p.plt_s * 1e9 == p.end_ns - p.start_ns and p.onload_s <= p.plt_s
+    assert any("TCP and QUIC" in n for n in p.notes)
+
+
+def test_tcp_and_quic_loads_apart_stay_two_pages(tmp_path):
+    """h1-idle moved 20 s later (past h3-idle's end + the 2 s idle gap): two pages, in start order."""
+    cap = _mixed(tmp_path, 20.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pages = page_loads(cap, options=WebOptions(keylog=str(CAPTURES / "h3-idle.keylog")))
+    assert [(p.index, p.objects, p.protocol) for p in pages] == [(0, 41, "h3"), (1, 41, "http/1.1")]

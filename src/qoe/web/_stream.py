@@ -83,6 +83,7 @@ class _Client:
 def stream_pages(
     capture: Any, *, gap: int, preset: str, bounds: tuple[float, float] | None, share: float, limits: Any,
     base_rtt: float | None = None, parsers: Sequence[Parser] = PARSERS, quic_seen: list[bool] | None = None,
+    read_ahead: list[Any] | None = None,
 ) -> Iterator[Page]:
     """The pages of ``capture`` in order of start, each as soon as it is final (see module notes).
 
@@ -94,10 +95,13 @@ def stream_pages(
     ``parsers`` (``qoe.web._dispatch.parsers(keylog)``) decides how connections are parsed
     (TLS decrypted with a key log); ``quic_seen``, when given, has its first item set when the
     capture's UDP holds a QUIC Initial (the DNS reader sees every datagram, and reads them all
-    at the end).
+    at the end); ``read_ahead``, when given, gets a callable appended, ``f(ts)``: read the UDP
+    datagrams up to ``ts`` now (so that ``quic_seen`` says whether a QUIC Initial came by then).
     """
     run = _PageStream(capture, gap=gap, preset=preset, bounds=bounds, share=share, base_rtt=base_rtt,
                       parsers=parsers, quic_seen=quic_seen)
+    if read_ahead is not None:
+        read_ahead.append(run.dns.read_until)
     conns = iter_connections(capture, sinks=run.sink_for, limits=limits)
     finished = 0
     while True:
@@ -394,6 +398,11 @@ class _DnsBuffer:
                 return
             self._last = max(self._last, q.ts_ns)
             self._by_client.setdefault(q.client, []).append(q)
+
+    def read_until(self, ts: int) -> None:
+        """Read the capture's UDP datagrams up to ``ts`` at least (so ``quic_seen`` is known
+        up to then)."""
+        self._read_until(ts)
 
     def drain(self) -> None:
         """Read the rest of the capture's UDP datagrams (and keep their queries, as :meth:`upto`)."""
