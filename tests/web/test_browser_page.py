@@ -127,3 +127,42 @@ def test_tcp_and_quic_loads_apart_stay_two_pages(tmp_path):
         warnings.simplefilter("ignore")
         pages = page_loads(cap, options=WebOptions(keylog=str(CAPTURES / "h3-idle.keylog")))
     assert [(p.index, p.objects, p.protocol) for p in pages] == [(0, 41, "h3"), (1, 41, "http/1.1")]
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n.startswith("h3") and load(n).scenario["delay_ms_each_way"]])
+def test_quic_rtt_from_ack_frames_against_the_testbed_delay(name):
+    """RFC 9002 §5 min_rtt from the ACK frames against the forwarder's constant delay (the
+    scenario's ``delay_ms_each_way``, tun_forwarder.py): at least the two ways' delay, at most
+    5 ms above it (measured 50.0-51.0 + 1.0-3.4 ms: the tbf queue and the hosts); the page's
+    diagnosis has this RTT baseline."""
+    from qoe.web.quic import quic_connections
+
+    t = load(name)
+    floor = 2 * t.scenario["delay_ms_each_way"] * 1e6
+    conns = quic_connections(t.pcap, keylog=str(CAPTURES / f"{name}.keylog"))
+    assert conns and all(c.rtt_samples >= 10 for c in conns)
+    for c in conns:
+        assert floor <= c.min_rtt_ns <= floor + 5e6, (c.index, c.min_rtt_ns)
+        assert c.min_rtt_ns <= c.smoothed_rtt_ns
+    _, pages = _pages(name)
+    p = pages[0]
+    assert p.rtt_baseline == "page minimum" and p.rtt_baseline_s == p.rtt_min_s
+    assert floor / 1e9 <= p.rtt_min_s <= p.rtt_s and p.rtt_min_s <= floor / 1e9 + 0.005
+    assert p.round_trips > 0 and 0 < p.rtt_share <= 1 and p.diagnosis in ("rtt-dominated", "neither")
+    assert math.isnan(p.loss_share)
+
+
+def test_quic_rtt_without_keys_from_the_initial_packets():
+    """Without the key log only the Initial packets' ACK frames are readable (their keys come
+    from the client's first Destination Connection ID, RFC 9001 §5.2): a few samples (the 1-RTT
+    ones need the keys), and min_rtt above the same floor as with keys."""
+    from qoe.web.quic import quic_connections
+
+    t = load("h3-delay")
+    floor = 2 * t.scenario["delay_ms_each_way"] * 1e6
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        conns = quic_connections(t.pcap)
+        keyed = quic_connections(t.pcap, keylog=str(CAPTURES / "h3-delay.keylog"))
+    assert conns and all(0 < c.rtt_samples < k.rtt_samples for c, k in zip(conns, keyed))
+    assert all(c.min_rtt_ns >= floor for c in conns)

@@ -203,6 +203,31 @@ def _then_quic(tcp: Iterator[Page], capture: Any, opts: WebOptions, keys: Any, q
         yield dataclasses.replace(page, index=n + i)
 
 
+_QUIC_NOTE = ("QUIC (HTTP/3 over UDP): RTT from its ACK frames (RFC 9002 §5), its own loss recovery not "
+              "counted (loss_share unknown)")
+
+
+def _quic_rtt(p: Page, conns: list[Any], opts: WebOptions) -> Page:
+    """A QUIC page's RTT and diagnosis from its connections' ACK frames (``qoe.web.quic``:
+    RFC 9002 §5): ``rtt_s`` the median of their ``smoothed_rtt``, ``rtt_min_s`` the least
+    ``min_rtt``, the baseline ``rtt_min_s`` (or ``WebOptions.base_rtt_s``); the round trips as
+    counted on the page's critical path. QUIC's loss recovery is not read: ``loss_wait_s`` 0
+    and ``loss_share`` NaN, so the label is ``rtt-dominated`` or ``neither``."""
+    from qoe.web._pagemodel import _diagnose  # noqa: PLC0415
+
+    est = sorted(c.smoothed_rtt_ns for c in conns if c.smoothed_rtt_ns is not None)
+    if not est:
+        return p
+    n = len(est)
+    rtt = (est[(n - 1) // 2] + est[n // 2]) / 2 / 1e9
+    rtt_min = min(c.min_rtt_ns for c in conns if c.min_rtt_ns is not None) / 1e9
+    baseline, name = (opts.base_rtt_s, "given") if opts.base_rtt_s is not None else (rtt_min, "page minimum")
+    label, comp, rtt_share, _ = _diagnose(p.plt_s, p.round_trips, rtt, baseline, 0.0, opts.share)
+    return dataclasses.replace(p, rtt_s=rtt, rtt_min_s=rtt_min, rtt_baseline_s=baseline, rtt_baseline=name,
+                               rtt_component_s=comp, loss_wait_s=0.0, diagnosis=label, rtt_share=rtt_share,
+                               loss_share=math.nan)
+
+
 def _merge(a: Page, b: Page, opts: WebOptions) -> Page:
     """One page of two pages of the same load (its TCP and its QUIC connections).
 
@@ -215,7 +240,7 @@ def _merge(a: Page, b: Page, opts: WebOptions) -> Page:
     from qoe.web._pagemodel import _diagnose  # noqa: PLC0415
 
     first, other = (a, b) if (a.start_ns, a.index) <= (b.start_ns, b.index) else (b, a)
-    tcp = a if math.isfinite(a.rtt_s) or not math.isfinite(b.rtt_s) else b  # the one with TCP facts
+    tcp = b if _QUIC_NOTE in a.notes else a  # the one with TCP facts
     start, end = first.start_ns, max(a.end_ns, b.end_ns)
     plt = (end - start) / 1e9
     txns = tuple(sorted((*a.transactions, *b.transactions),
@@ -228,7 +253,7 @@ def _merge(a: Page, b: Page, opts: WebOptions) -> Page:
                                                        tcp.loss_wait_s, opts.share)
     b_ = _custom_bounds(opts)
     notes = [*first.notes, *other.notes]
-    notes = [x for x in notes if not x.startswith("QUIC (HTTP/3 over UDP): RTT and loss from TCP")]
+    notes = [x for x in notes if x != _QUIC_NOTE]
     notes.append("TCP and QUIC connections of one load: the diagnosis counts the TCP connections' round "
                  "trips, RTT and waits only (QUIC's loss recovery is its own)")
     protocols = sorted({x for p in (a, b) for x in p.protocol.split("; ") if x})
@@ -282,6 +307,12 @@ def _quic_pages(capture: Any, opts: WebOptions, keys: Any) -> list[Page]:
               for c in conns if not c.transactions]
     pages = build_pages(txs, tls=hidden, dns=dns_queries(capture), options=opts)
     first_of = {c.index: c.client_initial_ns for c in conns}
+    by_index = {c.index: c for c in conns}
+
+    def used_by(p: Page) -> set[int]:  # its transactions' connections, or (no keys) those it holds
+        return {t.connection for t in p.transactions} | {
+            h.connection for h in hidden if h.client_hello_ns is not None and p.start_ns <= h.client_hello_ns <= p.end_ns}
+
     out = []
     for p in pages:
         # a decrypted page starts at its connection's first Initial (the SYN of QUIC), unless a
@@ -295,9 +326,10 @@ def _quic_pages(capture: Any, opts: WebOptions, keys: Any) -> list[Page]:
             p = dataclasses.replace(p, start_ns=initial, start_event="quic-initial", plt_s=plt, onload_s=onload,
                                     ttfb_s=ttfb,
                                     mos=_mos(plt, opts.preset, _custom_bounds(opts)))
+        p = _quic_rtt(p, [by_index[i] for i in sorted(used_by(p)) if i in by_index], opts)
         notes = list(p.notes)
         notes = [n for n in notes if not n.startswith("no TCP facts")]
-        notes.append("QUIC (HTTP/3 over UDP): RTT and loss from TCP do not apply")
+        notes.append(_QUIC_NOTE)
         if any(c.note for c in conns):
             notes.extend(sorted({c.note for c in conns if c.note}))
         out.append(dataclasses.replace(p, notes=tuple(dict.fromkeys(notes))))
