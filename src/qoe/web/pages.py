@@ -16,7 +16,15 @@ then the objects it pulls, until the client goes quiet. The rules:
   host (within ``idle_gap_s`` before), else the SYN of its first connection when that
   connection was opened for it, else its first request byte — to the last byte of its last
   object. A capture cannot see the browser's ``onLoad`` event: this is the time the
-  network needed, which is what the seed paper measured (§9.1).
+  network needed, which is what the seed paper measured (§9.1). ``onload_s`` beside it runs
+  from the same start to the estimated load event: the last byte of the objects that delay
+  it (:func:`onload_end_ns`: not a script's ``fetch()``, requested before the browser's icon
+  request).
+* With a key log, a TLS connection that carried no request (a preconnect, a backup socket)
+  belongs to the page loading: it does not start a page, end it, or make it partial.
+* QUIC connections are grouped among themselves; a QUIC page that overlaps a TCP page of the
+  same client (within ``idle_gap_s``) is merged into it (``_then_quic``). A QUIC page's RTT
+  comes from its ACK frames (RFC 9002 §5, :mod:`qoe.web.quic`).
 
 The diagnosis (seed paper §9.1: "We denote PLTs as RTT dominated if a significant portion of
 the PLT consists of the RTT component expressed by 14*RTT. Similarly, we denote PLTs as loss
