@@ -30,7 +30,7 @@ from qoe.web.g1030 import PRESETS
 from qoe.web._dns import DnsQuery
 from qoe.web._records import builder
 
-__all__ = ["Page", "WebOptions", "build_pages", "DEFAULT_IDLE_GAP_S"]
+__all__ = ["Page", "WebOptions", "build_pages", "onload_end_ns", "DEFAULT_IDLE_GAP_S"]
 
 #: An item starting more than this after the last byte of everything before it starts a page.
 DEFAULT_IDLE_GAP_S = 2.0
@@ -174,6 +174,10 @@ class Page:
         What the page's first event was.
     plt_s : float
         Page load time, fully loaded (``end - start``).
+    onload_s : float or NaN
+        Page load time to the estimated load event (``start`` → the last byte of the objects
+        that delay the browser's load event; :func:`onload_end_ns` says which): NaN when the
+        page's objects are not visible (encrypted without keys).
     ttfb_s : float or NaN
         Start → first byte of the main document's response.
     objects : int
@@ -228,6 +232,7 @@ class Page:
     end_ns: int
     start_event: str
     plt_s: float
+    onload_s: float
     ttfb_s: float
     objects: int
     connections: int
@@ -312,6 +317,7 @@ class _Item:
     server_name: str | None = None
     tcp: Any = None  # its qoe.web.tcp.Connection (the streaming path)
     active_ns: int = 0  # when its activity began: its connection's first packet (SYN) if it opened it
+    preconnect: bool = False  # a decrypted TLS connection that carried no request (opened ahead, unused)
 
     @property
     def protocol(self) -> str:
@@ -365,7 +371,8 @@ def _group(items: list[_Item], idle_gap_ns: int) -> list[list[_Item]]:
     busy_until = -1
     for it in items:
         ref = it.txn.referer if it.txn is not None else None
-        other_server = it.tls is not None and bool(pages) and it.server_name != pages[-1][0].server_name
+        other_server = (it.tls is not None and not it.preconnect and bool(pages)
+                        and it.server_name != pages[-1][0].server_name)
         # a pending handshake is activity: an item whose connection it opened is active from
         # its SYN (SYNs retransmitted for seconds in a full uplink buffer are still the page)
         active = it.active_ns
@@ -578,8 +585,14 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
     looked_up = [q.ts_ns for q in window if host and q.name.rstrip(".").lower() == host.split(":")[0].lower()]
     if looked_up:
         start, event = min(looked_up), "dns"
-    end = max(it.end_ns for it in group)
+    # fully loaded ends at the last byte of an object: a connection opened and never used (a
+    # preconnect) holds none, even when its handshake ends later (a backup connection after loss)
+    end = max(it.end_ns for it in group if not it.preconnect) if not all(it.preconnect for it in group) \
+        else max(it.end_ns for it in group)
     plt = (end - start) / _NS
+    loaded = onload_end_ns(it.txn for it in group if it.txn is not None)
+    hidden_objects = any(it.tls is not None and it.txn is None and not it.preconnect for it in group)
+    onload = (loaded - start) / _NS if loaded is not None and not hidden_objects else math.nan
     ttfb = math.nan
     if main is not None and main.response_start_ns is not None:
         ttfb = (main.response_start_ns - start) / _NS
@@ -595,30 +608,39 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
     txns = tuple(it.txn for it in group if it.txn is not None)
     nbytes = sum(_response_bytes(t) for t in txns)
     nbytes += sum(it.tls.server_bytes for it in group if it.tls is not None)
-    complete = all(t.complete for t in txns) and all(it.tls.complete for it in group if it.tls is not None)
+    # a connection opened and never used (a preconnect) holds no object: its handshake, whole
+    # or not, does not make the page partial (the note counts it)
+    complete = all(t.complete for t in txns) and all(it.tls.complete for it in group
+                                                     if it.tls is not None and not it.preconnect)
     notes = []
     if not page_conns:
         notes.append("no TCP facts for the page's connections: RTT and loss unknown")
-    hidden = sum(1 for it in group if it.tls is not None and it.txn is None)
+    hidden = sum(1 for it in group if it.tls is not None and it.txn is None and not it.preconnect)
+    unused = sum(1 for it in group if it.preconnect)
+    if unused:
+        half = sum(1 for it in group if it.preconnect and not it.tls.complete)
+        notes.append(f"{unused} TLS connection(s) opened and never used (decrypted: no request inside"
+                     + (f"; {half} of them without a whole handshake)" if half else ")"))
     if hidden:
         notes.append(f"encrypted without keys: {hidden} connection(s) whose objects are not visible (their "
                      "handshake and bytes count; give the browser's key log: --keylog, WebOptions(keylog=...))")
     if not complete:
         reasons = {t.partial or t.error or "incomplete" for t in txns if not t.complete}
-        reasons |= {_tls_incomplete(it.tls) for it in group if it.tls is not None and not it.tls.complete}
+        reasons |= {_tls_incomplete(it.tls) for it in group
+                    if it.tls is not None and not it.preconnect and not it.tls.complete}
         notes.append("partial: " + "; ".join(sorted(reasons)))
     if math.isfinite(rtt) and rtt_comp < rounds * rtt:
         notes.append(f"RTT component capped at the time not spent waiting for retransmissions "
                      f"({rounds} round trips x {rtt:.3f} s = {rounds * rtt:.3f} s > {plt - wait:.3f} s)")
     protocols = sorted({it.protocol for it in group})
-    if any(it.tls is not None and it.tls.version == _TLS13 and not it.tls.alpn for it in group):
+    if any(it.tls is not None and not it.preconnect and it.tls.version == _TLS13 and not it.tls.alpn for it in group):
         notes.append("TLS 1.3: the protocol inside (ALPN) is encrypted; objects are not visible without a key log")
     b = tuple(bounds) if bounds is not None else None
     mos = _mos(plt, preset, b)
     return _make_page(
         client=client, index=index, url=url, host=host, scheme="https" if first.tls is not None else "http",
         protocol="; ".join(protocols),
-        start_ns=start, end_ns=end, start_event=event, plt_s=plt, ttfb_s=ttfb,
+        start_ns=start, end_ns=end, start_event=event, plt_s=plt, onload_s=onload, ttfb_s=ttfb,
         objects=len(group), connections=len(used), new_connections=len(opened), bytes=int(nbytes),
         rtt_s=rtt, rtt_min_s=rtt_min, rtt_baseline_s=baseline, rtt_baseline=baseline_name, round_trips=rounds,
         rtt_component_s=rtt_comp, retransmissions=int(retrans),
@@ -626,6 +648,50 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
         preset="custom" if b is not None else preset, complete=complete,
         statuses=tuple(t.status for t in txns if t.status is not None), notes=tuple(notes), transactions=txns,
     )
+
+
+#: The request-target browsers fetch a page's icon from when the page declares none
+#: (WHATWG HTML, "rel=icon": the user agent may fetch ``/favicon.ico``); Chromium asks for it
+#: once the load event has fired (seen on every capture of data/web/browser).
+FAVICON_PATH = "/favicon.ico"
+
+
+def _fetch_dest(t: Any) -> str | None:
+    for name, value in getattr(t, "request_headers", ()) or ():
+        if name.lower() == "sec-fetch-dest":
+            return value.strip().lower()
+    return None
+
+
+def onload_end_ns(transactions: Iterable[Any]) -> int | None:
+    """The estimated end of the load event: the last byte of the objects that delay it.
+
+    A capture cannot see the load event; what it shows is which requests the page's document,
+    stylesheets and scripts made before it, and the requests a browser makes only after it:
+
+    * a request whose ``Sec-Fetch-Dest`` is ``empty`` comes from a script's ``fetch()`` or
+      ``XMLHttpRequest`` (W3C Fetch Metadata Request Headers §2.1; WHATWG Fetch: the request's
+      destination is the empty string), which does not delay the load event (WHATWG HTML
+      §8.1.4.1: only the document's elements' fetches, images, scripts, stylesheets, frames,
+      do). Browsers send the header on HTTPS only (a "potentially trustworthy" origin);
+    * the browser's own icon request (``GET /favicon.ico`` when the page declares no icon,
+      :data:`FAVICON_PATH`) marks the load event: Chromium sends it once the event fired, so
+      every request that starts after it is late too (on cleartext HTTP, where no
+      ``Sec-Fetch-Dest`` is sent, this is what separates a script's late fetches).
+
+    The objects that delay the load event are the others: the page's transactions that are
+    not script fetches and whose request started before the first icon request. The estimate
+    is the last byte of the last of them (None when there is none). It lies before the
+    browser's ``loadEventEnd`` by the time the browser needs after the last byte (decoding,
+    layout, running the load handlers); see docs/guide/web.md for the differences measured.
+    """
+    txns = [t for t in transactions if t.request_start_ns is not None]
+    marks = [t.request_start_ns for t in txns if (t.target or "").split("?", 1)[0] == FAVICON_PATH]
+    cut = min(marks) if marks else None
+    ends = [t.response_end_ns or t.response_start_ns or t.request_end_ns or t.request_start_ns for t in txns
+            if _fetch_dest(t) != "empty" and (cut is None or t.request_start_ns < cut)
+            and (t.target or "").split("?", 1)[0] != FAVICON_PATH]
+    return max(ends) if ends else None
 
 
 def _tls_incomplete(s: Any) -> str:

@@ -83,6 +83,7 @@ class _Client:
 def stream_pages(
     capture: Any, *, gap: int, preset: str, bounds: tuple[float, float] | None, share: float, limits: Any,
     base_rtt: float | None = None, parsers: Sequence[Parser] = PARSERS, quic_seen: list[bool] | None = None,
+    read_ahead: list[Any] | None = None,
 ) -> Iterator[Page]:
     """The pages of ``capture`` in order of start, each as soon as it is final (see module notes).
 
@@ -94,10 +95,13 @@ def stream_pages(
     ``parsers`` (``qoe.web._dispatch.parsers(keylog)``) decides how connections are parsed
     (TLS decrypted with a key log); ``quic_seen``, when given, has its first item set when the
     capture's UDP holds a QUIC Initial (the DNS reader sees every datagram, and reads them all
-    at the end).
+    at the end); ``read_ahead``, when given, gets a callable appended, ``f(ts)``: read the UDP
+    datagrams up to ``ts`` now (so that ``quic_seen`` says whether a QUIC Initial came by then).
     """
     run = _PageStream(capture, gap=gap, preset=preset, bounds=bounds, share=share, base_rtt=base_rtt,
                       parsers=parsers, quic_seen=quic_seen)
+    if read_ahead is not None:
+        read_ahead.append(run.dns.read_until)
     conns = iter_connections(capture, sinks=run.sink_for, limits=limits)
     finished = 0
     while True:
@@ -129,6 +133,7 @@ class _PageStream:
                  quic_seen: list[bool] | None = None) -> None:
         self.gap, self.preset, self.bounds, self.share, self.base_rtt = gap, preset, bounds, share, base_rtt
         self.parsers = parsers  # the protocols a connection may speak (qoe.web._dispatch.PARSERS)
+        self.decrypting = parsers is not PARSERS  # a key log is in use (qoe.web._dispatch.parsers)
         self.sinks: dict[int, Any] = {}  # connection index -> its sink, until the connection is final
         self.first_ts: dict[int, int] = {}  # connections not final yet -> first packet time
         self.waiting: list[tuple[int, int]] = []  # heap of (first bytes ts, index) (lazy deletion)
@@ -192,6 +197,17 @@ class _PageStream:
             found = _http_items(res.transactions)
             if res.tls is not None and not res.transactions:  # (decrypted: its transactions are the items)
                 found += _tls_items((res.tls,), {i: conn})
+                # a key log held its secrets (or it never finished its handshake, so it could
+                # not carry a request) and no request inside: a connection opened ahead
+                # (preconnect, a backup or unused socket): it belongs to the page loading, never
+                # starts one of its own server
+                d = res.decryption
+                if self.decrypting and d is not None and (d.keys_found or not res.tls.complete):
+                    it = found[-1]
+                    it.preconnect = True
+                    # no object: its end is its handshake's (a server's later ticket or alert
+                    # is not a byte of the page's objects, "fully loaded" ends at those)
+                    it.end_ns = max(it.start_ns, min(it.end_ns, res.tls.handshake_end_ns or it.start_ns))
         for it in found:
             it.tcp = conn
             self.n_items += 1
@@ -282,7 +298,7 @@ class _PageStream:
         if target is not None and active > target.end + gap:
             target = None
         if target is None and last is not None and active <= c.busy_until + gap:
-            other_server = it.tls is not None and it.server_name != last.items[0].server_name
+            other_server = it.tls is not None and not it.preconnect and it.server_name != last.items[0].server_name
             if not (other_server and active > c.busy_until):
                 target = last
         if target is None:
@@ -382,6 +398,11 @@ class _DnsBuffer:
                 return
             self._last = max(self._last, q.ts_ns)
             self._by_client.setdefault(q.client, []).append(q)
+
+    def read_until(self, ts: int) -> None:
+        """Read the capture's UDP datagrams up to ``ts`` at least (so ``quic_seen`` is known
+        up to then)."""
+        self._read_until(ts)
 
     def drain(self) -> None:
         """Read the rest of the capture's UDP datagrams (and keep their queries, as :meth:`upto`)."""

@@ -670,7 +670,8 @@ def pages_from_har(
             scheme=(main.url or "").split(":", 1)[0] if main is not None and main.url else "http",
             protocol="; ".join(sorted({t.protocol or "http" for t in txns})),
             start_ns=hp.started_ns, end_ns=hp.started_ns + int(round(plt * _NS)), start_event="har",
-            plt_s=plt, ttfb_s=ttfb, objects=len(txns), connections=len({t.connection for t in txns}),
+            plt_s=plt, onload_s=(hp.on_load_ms / 1e3 if hp.on_load_ms is not None else math.nan), ttfb_s=ttfb,
+            objects=len(txns), connections=len({t.connection for t in txns}),
             new_connections=sum(1 for t in txns if not t.reused), bytes=sum(
                 _response_bytes(t) for t in txns),
             rtt_s=math.nan, rtt_min_s=math.nan, rtt_baseline_s=math.nan, rtt_baseline="page minimum", round_trips=0, rtt_component_s=math.nan, retransmissions=0,

@@ -16,7 +16,15 @@ then the objects it pulls, until the client goes quiet. The rules:
   host (within ``idle_gap_s`` before), else the SYN of its first connection when that
   connection was opened for it, else its first request byte — to the last byte of its last
   object. A capture cannot see the browser's ``onLoad`` event: this is the time the
-  network needed, which is what the seed paper measured (§9.1).
+  network needed, which is what the seed paper measured (§9.1). ``onload_s`` beside it runs
+  from the same start to the estimated load event: the last byte of the objects that delay
+  it (:func:`onload_end_ns`: not a script's ``fetch()``, requested before the browser's icon
+  request).
+* With a key log, a TLS connection that carried no request (a preconnect, a backup socket)
+  belongs to the page loading: it does not start a page, end it, or make it partial.
+* QUIC connections are grouped among themselves; a QUIC page that overlaps a TCP page of the
+  same client (within ``idle_gap_s``) is merged into it (``_then_quic``). A QUIC page's RTT
+  comes from its ACK frames (RFC 9002 §5, :mod:`qoe.web.quic`).
 
 The diagnosis (seed paper §9.1: "We denote PLTs as RTT dominated if a significant portion of
 the PLT consists of the RTT component expressed by 14*RTT. Similarly, we denote PLTs as loss
@@ -52,16 +60,18 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import math
 import os
 from collections.abc import Iterator
 from typing import Any
 
 from qoe.web._dns import DnsQuery, dns_queries, iter_dns_queries
-from qoe.web._pagemodel import DEFAULT_IDLE_GAP_S, Page, WebOptions, _custom_bounds, _mos, _resolve, build_pages
+from qoe.web._pagemodel import (DEFAULT_IDLE_GAP_S, Page, WebOptions, _custom_bounds, _mos, _resolve, build_pages,
+                                onload_end_ns)
 from qoe.web.har import pages_from_har, to_har_pages
 
 __all__ = ["Page", "WebOptions", "DnsQuery", "build_pages", "page_loads", "iter_page_loads", "pages_from_har",
-           "to_har_pages", "dns_queries", "iter_dns_queries", "DEFAULT_IDLE_GAP_S"]
+           "to_har_pages", "dns_queries", "iter_dns_queries", "onload_end_ns", "DEFAULT_IDLE_GAP_S"]
 
 
 def page_loads(
@@ -155,25 +165,117 @@ def _iter_page_loads(capture: str | os.PathLike[str], opts: WebOptions, limits: 
 
     keys = load_keylog(capture, opts.keylog)  # a missing or empty key log file fails now
     quic_seen = [False]
+    read_ahead: list[Any] = []
     tcp = stream_pages(capture, gap=int(round(opts.idle_gap_s * 1e9)), preset=opts.preset, bounds=b,
                        share=opts.share, limits=limits, base_rtt=opts.base_rtt_s, parsers=parsers(keys),
-                       quic_seen=quic_seen)
-    return _then_quic(tcp, capture, opts, keys, quic_seen)
+                       quic_seen=quic_seen, read_ahead=read_ahead)
+    return _then_quic(tcp, capture, opts, keys, quic_seen, read_ahead)
 
 
-def _then_quic(tcp: Iterator[Page], capture: Any, opts: WebOptions, keys: Any, quic_seen: list[bool]) -> Iterator[Page]:
-    """The TCP pages, then (when the capture holds QUIC) the pages of its QUIC connections.
+def _then_quic(tcp: Iterator[Page], capture: Any, opts: WebOptions, keys: Any, quic_seen: list[bool],
+               read_ahead: list[Any] = ()) -> Iterator[Page]:  # type: ignore[assignment]
+    """The TCP pages, with the capture's QUIC connections in the same page model.
 
-    QUIC connections are grouped among themselves (:func:`_quic_pages`), after the TCP pages and
-    numbered after them: a page whose objects came over both TCP and QUIC is two pages.
+    QUIC connections are grouped among themselves (:func:`_quic_pages`, at the end of the
+    pass); a QUIC page of a client that overlaps one of its TCP pages (each starting at most
+    ``idle_gap_s`` after the other's last byte: the same rule as one page's items) is merged
+    into it (:func:`_merge`): a load whose objects came over TCP and QUIC is one page. A TCP
+    page is given as soon as it is final while no QUIC Initial has come up to ``idle_gap_s``
+    after its last byte (the UDP datagrams are read ahead that far); from the first QUIC
+    Initial on, the TCP pages are held to the end of the pass (memory then grows with them:
+    captures with QUIC are a browser's), merged, and given in order of their start.
     """
+    gap = int(round(opts.idle_gap_s * 1e9))
     n = 0
+    held: list[Page] = []
     for page in tcp:
+        if not quic_seen[0] and read_ahead:
+            read_ahead[0](page.end_ns + gap)
+        if quic_seen[0]:
+            held.append(page)
+            continue
         n += 1
         yield page
-    if quic_seen[0]:
-        for page in _quic_pages(capture, opts, keys):
-            yield dataclasses.replace(page, index=page.index + n)
+    if not quic_seen[0]:
+        yield from held
+        return
+    pages, n_tcp = held, len(held)
+    for q in _quic_pages(capture, opts, keys):
+        k = next((i for i, p in enumerate(pages[:n_tcp]) if p.client == q.client and q.start_ns <= p.end_ns + gap
+                  and p.start_ns <= q.end_ns + gap), None)
+        if k is None:
+            pages.append(q)
+        else:
+            pages[k] = _merge(pages[k], q, opts)
+    pages.sort(key=lambda p: (p.start_ns, p.client))
+    for i, page in enumerate(pages):
+        yield dataclasses.replace(page, index=n + i)
+
+
+_QUIC_NOTE = ("QUIC (HTTP/3 over UDP): RTT from its ACK frames (RFC 9002 §5), its own loss recovery not "
+              "counted (loss_share unknown)")
+
+
+def _quic_rtt(p: Page, conns: list[Any], opts: WebOptions) -> Page:
+    """A QUIC page's RTT and diagnosis from its connections' ACK frames (``qoe.web.quic``:
+    RFC 9002 §5): ``rtt_s`` the median of their ``smoothed_rtt``, ``rtt_min_s`` the least
+    ``min_rtt``, the baseline ``rtt_min_s`` (or ``WebOptions.base_rtt_s``); the round trips as
+    counted on the page's critical path. QUIC's loss recovery is not read: ``loss_wait_s`` 0
+    and ``loss_share`` NaN, so the label is ``rtt-dominated`` or ``neither``."""
+    from qoe.web._pagemodel import _diagnose  # noqa: PLC0415
+
+    est = sorted(c.smoothed_rtt_ns for c in conns if c.smoothed_rtt_ns is not None)
+    if not est:
+        return p
+    n = len(est)
+    rtt = (est[(n - 1) // 2] + est[n // 2]) / 2 / 1e9
+    rtt_min = min(c.min_rtt_ns for c in conns if c.min_rtt_ns is not None) / 1e9
+    baseline, name = (opts.base_rtt_s, "given") if opts.base_rtt_s is not None else (rtt_min, "page minimum")
+    label, comp, rtt_share, _ = _diagnose(p.plt_s, p.round_trips, rtt, baseline, 0.0, opts.share)
+    return dataclasses.replace(p, rtt_s=rtt, rtt_min_s=rtt_min, rtt_baseline_s=baseline, rtt_baseline=name,
+                               rtt_component_s=comp, loss_wait_s=0.0, diagnosis=label, rtt_share=rtt_share,
+                               loss_share=math.nan)
+
+
+def _merge(a: Page, b: Page, opts: WebOptions) -> Page:
+    """One page of two pages of the same load (its TCP and its QUIC connections).
+
+    Start, main document, TTFB and start event from the one that began first; end the later
+    last byte; counts, bytes and objects summed; ``onload_s`` from all the objects
+    (:func:`qoe.web._pagemodel.onload_end_ns`, NaN when either page's objects are hidden). The
+    seed paper's diagnosis stays the TCP connections' (their round trips, RTT and waits,
+    :mod:`qoe.web._pagemodel`) with the shares taken over the whole PLT; a note says so.
+    """
+    from qoe.web._pagemodel import _diagnose  # noqa: PLC0415
+
+    first, other = (a, b) if (a.start_ns, a.index) <= (b.start_ns, b.index) else (b, a)
+    tcp = b if _QUIC_NOTE in a.notes else a  # the one with TCP facts
+    start, end = first.start_ns, max(a.end_ns, b.end_ns)
+    plt = (end - start) / 1e9
+    txns = tuple(sorted((*a.transactions, *b.transactions),
+                        key=lambda t: (t.request_start_ns if t.request_start_ns is not None else end, t.connection)))
+    onload = math.nan
+    if math.isfinite(a.onload_s) and math.isfinite(b.onload_s):
+        loaded = onload_end_ns(txns)
+        onload = (loaded - start) / 1e9 if loaded is not None else math.nan
+    label, rtt_comp, rtt_share, loss_share = _diagnose(plt, tcp.round_trips, tcp.rtt_s, tcp.rtt_baseline_s,
+                                                       tcp.loss_wait_s, opts.share)
+    b_ = _custom_bounds(opts)
+    notes = [*first.notes, *other.notes]
+    notes = [x for x in notes if x != _QUIC_NOTE]
+    notes.append("TCP and QUIC connections of one load: the diagnosis counts the TCP connections' round "
+                 "trips, RTT and waits only (QUIC's loss recovery is its own)")
+    protocols = sorted({x for p in (a, b) for x in p.protocol.split("; ") if x})
+    return dataclasses.replace(
+        first, end_ns=end, plt_s=plt, onload_s=onload, objects=a.objects + b.objects,
+        connections=a.connections + b.connections, new_connections=a.new_connections + b.new_connections,
+        bytes=a.bytes + b.bytes, protocol="; ".join(protocols), rtt_s=tcp.rtt_s, rtt_min_s=tcp.rtt_min_s,
+        rtt_baseline_s=tcp.rtt_baseline_s, rtt_baseline=tcp.rtt_baseline, round_trips=tcp.round_trips,
+        rtt_component_s=rtt_comp, retransmissions=a.retransmissions + b.retransmissions,
+        loss_wait_s=tcp.loss_wait_s, diagnosis=label, rtt_share=rtt_share, loss_share=loss_share,
+        mos=_mos(plt, opts.preset, b_), complete=a.complete and b.complete,
+        statuses=tuple(t.status for t in txns if t.status is not None), notes=tuple(dict.fromkeys(notes)),
+        transactions=txns)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -214,6 +316,12 @@ def _quic_pages(capture: Any, opts: WebOptions, keys: Any) -> list[Page]:
               for c in conns if not c.transactions]
     pages = build_pages(txs, tls=hidden, dns=dns_queries(capture), options=opts)
     first_of = {c.index: c.client_initial_ns for c in conns}
+    by_index = {c.index: c for c in conns}
+
+    def used_by(p: Page) -> set[int]:  # its transactions' connections, or (no keys) those it holds
+        return {t.connection for t in p.transactions} | {
+            h.connection for h in hidden if h.client_hello_ns is not None and p.start_ns <= h.client_hello_ns <= p.end_ns}
+
     out = []
     for p in pages:
         # a decrypted page starts at its connection's first Initial (the SYN of QUIC), unless a
@@ -223,11 +331,14 @@ def _quic_pages(capture: Any, opts: WebOptions, keys: Any) -> list[Page]:
         if initial is not None and p.start_event == "request" and initial < p.start_ns:
             plt = (p.end_ns - initial) / 1e9
             ttfb = (main.response_start_ns - initial) / 1e9 if main.response_start_ns is not None else p.ttfb_s
-            p = dataclasses.replace(p, start_ns=initial, start_event="quic-initial", plt_s=plt, ttfb_s=ttfb,
+            onload = p.onload_s + (p.start_ns - initial) / 1e9
+            p = dataclasses.replace(p, start_ns=initial, start_event="quic-initial", plt_s=plt, onload_s=onload,
+                                    ttfb_s=ttfb,
                                     mos=_mos(plt, opts.preset, _custom_bounds(opts)))
+        p = _quic_rtt(p, [by_index[i] for i in sorted(used_by(p)) if i in by_index], opts)
         notes = list(p.notes)
         notes = [n for n in notes if not n.startswith("no TCP facts")]
-        notes.append("QUIC (HTTP/3 over UDP): RTT and loss from TCP do not apply")
+        notes.append(_QUIC_NOTE)
         if any(c.note for c in conns):
             notes.extend(sorted({c.note for c in conns if c.note}))
         out.append(dataclasses.replace(p, notes=tuple(dict.fromkeys(notes))))

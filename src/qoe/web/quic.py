@@ -57,11 +57,12 @@ from typing import Any
 from aioquic._crypto import CryptoError
 from aioquic.buffer import Buffer, BufferReadError
 from aioquic.quic.crypto import CryptoContext, CryptoPair, apply_key_phase, next_key_phase
-from aioquic.quic.packet import QuicPacketType, pull_ack_frame, pull_quic_header
+from aioquic.quic.packet import QuicPacketType, pull_ack_frame, pull_quic_header, pull_quic_transport_parameters
 from aioquic.tls import CipherSuite
 
 from qoe.capture import read_packets
 from qoe.report import as_dict
+from qoe.web._quicrtt import NOT_ACK_ELICITING, AckRtt
 from qoe.web._results import Transaction
 from qoe.web._sink import CLIENT, SERVER
 from qoe.web.decrypt import MAX_BURSTS, EncryptedBurst, _alpn, _extensions
@@ -129,6 +130,12 @@ class QuicConnection:
         HTTP/3 GOAWAYs: (sender, id, time ns).
     closed : str or None
         CONNECTION_CLOSE seen: ``"client 0x0"``, ``"server 0x100 (application)"``...
+    rtt_samples : int
+        RTT samples from the ACK frames (RFC 9002 §5.1; needs the keys), both ways.
+    min_rtt_ns, smoothed_rtt_ns, rttvar_ns : int or None
+        The path's RTT as RFC 9002 §5 estimates it from the ACK frames, with their ACK Delay
+        (:mod:`qoe.web._quicrtt`): the sum of the leg the server's ACKs measure (capture point →
+        server → capture point) and the leg the client's ACKs measure; None without samples.
     note : str or None
         What could not be seen and why.
     """
@@ -167,6 +174,10 @@ class QuicConnection:
     goaways: tuple[tuple[str, int, int], ...] = ()
     closed: str | None = None
     note: str | None = None
+    rtt_samples: int = 0
+    min_rtt_ns: int | None = None
+    smoothed_rtt_ns: int | None = None
+    rttvar_ns: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return as_dict(self)
@@ -251,6 +262,7 @@ class _Conn:
         self.burst: list[int] | None = None
         self.closed: str | None = None
         self.notes: list[str] = []
+        self.rtt = [AckRtt(), AckRtt()]  # [direction of the acknowledged packets]
 
     def _initial_keys(self, dcid: bytes) -> None:
         # RFC 9001 §5.2: initial_secret = HKDF-Extract(initial_salt, client_dst_connection_id)
@@ -316,7 +328,8 @@ class _Conn:
             self.pn[direction][space] = max(self.pn[direction][space], pn)
             if space == _APP:
                 self.opened += 1
-            self._frames(direction, space, ts, payload)
+            eliciting = self._frames(direction, space, ts, payload)
+            self.rtt[direction].sent_packet(space, pn, ts, eliciting)
 
     def _burst(self, direction: int, ts: int, size: int) -> None:
         b = self.burst
@@ -339,15 +352,20 @@ class _Conn:
 
     # -- frames (RFC 9000 §19) ---------------------------------------------------------------
 
-    def _frames(self, direction: int, space: int, ts: int, payload: bytes) -> None:
+    def _frames(self, direction: int, space: int, ts: int, payload: bytes) -> bool:
+        """Read a packet's frames; whether it was ack-eliciting (RFC 9000 §13.2.1)."""
         buf = Buffer(data=payload)
+        eliciting = False
         try:
             while not buf.eof():
                 ft = buf.pull_uint_var()
+                if ft not in NOT_ACK_ELICITING:
+                    eliciting = True
                 if ft == 0x00 or ft == 0x01:  # PADDING, PING
                     continue
                 if ft in (0x02, 0x03):  # ACK, ACK_ECN
-                    pull_ack_frame(buf)
+                    ranges, delay = pull_ack_frame(buf)
+                    self.rtt[1 - direction].ack(space, ts, ranges, delay)  # the peer's packets acknowledged
                     if ft == 0x03:
                         for _ in range(3):
                             buf.pull_uint_var()
@@ -394,6 +412,8 @@ class _Conn:
                 elif ft == 0x1E:  # HANDSHAKE_DONE
                     if self.handshake_done is None:
                         self.handshake_done = ts
+                        for r in self.rtt:  # RFC 9001 §4.1.2: the handshake is confirmed
+                            r.confirmed = True
                 elif ft == 0x30:  # DATAGRAM to the end
                     break
                 elif ft == 0x31:
@@ -403,6 +423,7 @@ class _Conn:
                     break
         except (BufferReadError, ValueError) as e:
             self.notes.append(f"{_SIDE[direction]}: a frame cut short ({e})")
+        return eliciting
 
     def _crypto(self, direction: int, space: int, off: int, data: bytes) -> None:
         new = self.crypto[direction][space].add(off, data)
@@ -428,6 +449,8 @@ class _Conn:
                         if t == 16:
                             self.alpn = _alpn(d)
                             self._start_h3()
+                        elif t == 0x39:  # the server's transport parameters (RFC 9001 §8.2)
+                            self._ack_params(self.rtt[CLIENT], d)
             except IndexError:
                 self.notes.append("a TLS handshake message cut short")
 
@@ -443,12 +466,26 @@ class _Conn:
             if t == 0 and len(d) > 5:  # RFC 6066 §3 server_name: list(2) type(1) name<2>
                 n = int.from_bytes(d[3:5], "big")
                 self.server_name = d[5:5 + n].decode("ascii", "replace")
+            elif t == 0x39:  # RFC 9001 §8.2 quic_transport_parameters: the client's ACK Delay units
+                self._ack_params(self.rtt[SERVER], d)
             elif t == 16:  # RFC 7301 §3.1
                 names, j, out = d[2:], 0, []
                 while j < len(names):
                     out.append(names[j + 1:j + 1 + names[j]].decode("ascii", "replace"))
                     j += 1 + names[j]
                 self.alpn_offered = tuple(out)
+
+    def _ack_params(self, rtt: AckRtt, data: bytes) -> None:
+        """ack_delay_exponent and max_ack_delay of the side sending ``data`` (RFC 9000 §18.2)."""
+        try:
+            tp = pull_quic_transport_parameters(Buffer(data=data))
+        except (BufferReadError, ValueError):
+            self.notes.append("transport parameters not readable: ACK Delay read with the defaults")
+            return
+        if tp.ack_delay_exponent is not None:
+            rtt.exponent = tp.ack_delay_exponent
+        if tp.max_ack_delay is not None:
+            rtt.max_ack_delay = tp.max_ack_delay * 1_000_000  # ms -> ns
 
     def _server_hello(self, body: bytes) -> None:
         i = 34
@@ -569,8 +606,16 @@ class _Conn:
             keys_found=self.keys_found, decrypted=self.opened > 0,
             client_failed_packets=self.failed[0], server_failed_packets=self.failed[1], key_updates=self.updates,
             bursts=tuple(self.bursts), bursts_dropped=self.bursts_dropped, transactions=txs, goaways=goaways,
-            closed=self.closed, note="; ".join(notes) or None,
+            closed=self.closed, note="; ".join(notes) or None, **self._rtt_fields(),
         )
+
+    def _rtt_fields(self) -> dict[str, Any]:
+        """The path RTT: the sum of both legs' estimates (one leg alone when the other has none)."""
+        legs = [r for r in self.rtt if r.samples]
+        if not legs:
+            return {}
+        return {"rtt_samples": sum(r.samples for r in legs), "min_rtt_ns": sum(r.min_rtt or 0 for r in legs),
+                "smoothed_rtt_ns": sum(r.smoothed or 0 for r in legs), "rttvar_ns": sum(r.rttvar or 0 for r in legs)}
 
 
 def iter_quic_connections(capture: Any, *, keylog: Any = None) -> Iterator[QuicConnection]:
