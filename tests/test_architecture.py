@@ -187,3 +187,13 @@ def test_a_function_level_import_says_why(path):
     bad = _lazy_imports_without_reason(path)
     assert not bad, f"{path.relative_to(SRC)}: function-level imports without a reason at lines {bad}"
 
+
+
+def test_the_module_page_is_true_to_the_code():
+    """docs/modules.md (each package's modules, their jobs and the imports inside the package) is
+    what tools/module_graph.py makes of the code now."""
+    tool = _module_graph_tool()
+    page = ROOT / "docs" / "modules.md"
+    assert page.is_file() and page.read_text(encoding="utf-8") == tool.page(SRC), (
+        "docs/modules.md is out of date: run python tools/module_graph.py --write"
+    )
