@@ -19,6 +19,9 @@ esp_null_tunnel.pcap    ESP NULL in tunnel mode: the IPv4 packets inside outer I
                         10.99.0.1 -> 10.99.0.2 (SPI 0x00001002, HMAC-SHA1-96), the IPv6
                         packets inside outer IPv6 2001:db8::1 -> ::2 (SPI 0x00001004,
                         HMAC-SHA-256-128)
+esp_udp.pcap            ESP NULL in UDP (RFC 3948, NAT traversal, as VoWiFi's ePDG tunnels
+                        run): outer IPv4 10.99.0.1:4500 -> 10.99.0.2:4500, tunnel mode,
+                        SPI 0x00001005, HMAC-SHA1-96; the IPv4 stream only
 esp_gcm.pcap            ESP with AES-128-GCM (RFC 4106, 16-octet ICV): IPv4 stream in
                         transport mode (SPI 0x00002001), IPv6 stream in tunnel mode
                         (SPI 0x00002002); its packets cannot be read without the key
@@ -47,7 +50,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tunnels"))
-from make_crafted import V4_A, V4_B, V6_A, V6_B, eth, ipv4, ipv6, read_pcap, write_pcap  # noqa: E402
+from make_crafted import V4_A, V4_B, V6_A, V6_B, eth, ipv4, ipv6, read_pcap, udp, write_pcap  # noqa: E402
 
 AUTH_KEY_SHA1 = bytes.fromhex("0123456789abcdef0123456789abcdef01234567")  # 160 bits, RFC 2404 §3
 AUTH_KEY_SHA256 = bytes.fromhex("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff")  # RFC 4868 §2.1.1
@@ -108,6 +111,8 @@ def wrap(ip: bytes, mode: str, spi: int, seq: int, seal) -> bytes:
         ihl = (ip[0] & 15) * 4
         ident = struct.unpack_from("!H", ip, 4)[0]
         return eth(MAC_B, MAC_A, 0x0800, ipv4(ip[12:16], ip[16:20], IPPROTO_ESP, seal(spi, seq, ip[ihl:], NH_UDP), ident))
+    if mode == "udp":  # RFC 3948 §2.1: the ESP header right after a UDP header, port 4500
+        return eth(MAC_B, MAC_A, 0x0800, ipv4(V4_A, V4_B, NH_UDP, udp(4500, 4500, seal(spi, seq, ip, NH_IPV4)), seq))
     # tunnel mode, RFC 4303 §3.1.2: the whole inner IP packet inside ESP inside an outer IP
     if v6:
         return eth(MAC_B, MAC_A, 0x86DD, ipv6(V6_A, V6_B, IPPROTO_ESP, seal(spi, seq, ip, NH_IPV6)))
@@ -120,6 +125,8 @@ def build(mode_of, seal_of):
     out = []
     for sec, usec, ip in rtp_packets():
         v6 = ip[0] >> 4 == 6
+        if mode_of(v6) is None:
+            continue
         spi, seal = seal_of(v6)
         seqs[spi] = seqs.get(spi, 0) + 1  # RFC 4303 §2.2: the first packet sent has 1
         out.append((sec, usec, wrap(ip, mode_of(v6), spi, seqs[spi], seal)))
@@ -134,6 +141,8 @@ def main() -> None:
                build(lambda v6: "transport", lambda v6: null(0x1003, True) if v6 else null(0x1001, False)))
     write_pcap(os.path.join(HERE, "esp_null_tunnel.pcap"),
                build(lambda v6: "tunnel", lambda v6: null(0x1004, True) if v6 else null(0x1002, False)))
+    write_pcap(os.path.join(HERE, "esp_udp.pcap"),
+               build(lambda v6: None if v6 else "udp", lambda v6: null(0x1005, False)))
     write_pcap(os.path.join(HERE, "esp_gcm.pcap"),
                build(lambda v6: "tunnel" if v6 else "transport", lambda v6: (0x2002 if v6 else 0x2001, esp_gcm)))
 

@@ -27,7 +27,7 @@ is the flow's identity); :attr:`Packet.encapsulation` names the layers it came t
 Each IP layer is defragmented on its own (outer fragments, then inner ones), all in the
 same bounded reassembly state. At most :data:`MAX_TUNNEL_DEPTH` tunnels are peeled.
 
-IPsec ESP (IP protocol 50) is peeled when its payload reads as NULL-encrypted (RFC 2410;
+IPsec ESP (IP protocol 50, or in UDP to or from port 4500, RFC 3948 §2.2) is peeled when its payload reads as NULL-encrypted (RFC 2410;
 the heuristic is in :func:`qoe.capture._tunnels.esp_null`): in tunnel mode the inner IP
 packet, in transport mode the UDP/TCP segment with the outer addresses; the layer is
 named "esp[spi=0x...]". Other ESP packets (encrypted) are counted per SPI in
@@ -69,6 +69,7 @@ from qoe.capture._tunnels import (
     KIND_IPV4,
     KIND_IPV6,
     MPLS_ETHERTYPES,
+    UDP_PORT_IPSEC_NAT_T,
     UDP_TUNNEL_PORTS,
     esp_null,
     esp_spi,
@@ -366,7 +367,7 @@ class Decoder:
             l4 = 0
             dend = end = len(data)
         if proto == IPPROTO_ESP:
-            return self._esp(f, src, dst, data, l4, end, ident)
+            return self._esp(f, self.addr(src), self.addr(dst), data, l4, end, ident)
         if proto in IP_TUNNEL_PROTOCOLS:
             return self._ip_tunnel(f, proto, data, l4, end)
         return self._transport(f, proto, self.addr(src), self.addr(dst), data, l4, end, dend, ident)
@@ -414,7 +415,7 @@ class Decoder:
             if p > end:
                 return None
         if nh == IPPROTO_ESP:
-            return self._esp(f, src, dst, data, p, end, None)
+            return self._esp(f, self.addr(src), self.addr(dst), data, p, end, None)
         if nh in IP_TUNNEL_PROTOCOLS:
             return self._ip_tunnel(f, nh, data, p, end)
         if not self._wanted(nh):
@@ -431,7 +432,7 @@ class Decoder:
         return self._inner(f, kind, name, data, at, end)
 
     def _esp(
-        self, f: _Frame, src: bytes, dst: bytes, data: bytes, l4: int, end: int, ip_id: int | None
+        self, f: _Frame, src: str, dst: str, data: bytes, l4: int, end: int, ip_id: int | None
     ) -> Packet | None:
         """What ESP at ``data[l4:end]`` protects, if it reads as NULL-encrypted (RFC 4303
         §3.1.1 transport mode: a UDP/TCP segment between ``src`` and ``dst``; §3.1.2
@@ -452,7 +453,7 @@ class Decoder:
             return None
         f.depth += 1
         f.encap = f"{f.encap}/{name}" if f.encap else name
-        return self._transport(f, nh, self.addr(src), self.addr(dst), data, start, stop, stop, ip_id)
+        return self._transport(f, nh, src, dst, data, start, stop, stop, ip_id)
 
     def _inner(self, f: _Frame, kind: int, name: str, data: bytes, at: int, end: int) -> Packet | None:
         """Decode what a tunnel ``name`` carries: ``kind`` at ``data[at:end]`` (one tunnel
@@ -497,6 +498,10 @@ class Decoder:
             pend = l4 + ulen if ulen >= 8 else end
             if pend > end:
                 pend = end
+            if (sport == UDP_PORT_IPSEC_NAT_T or dport == UDP_PORT_IPSEC_NAT_T) and pend >= l4 + 16 and any(
+                data[l4 + 8 : l4 + 12]
+            ):  # RFC 3948 §2.2: ESP in UDP; a zero SPI is the Non-ESP Marker (IKE), §2.2
+                return self._esp(f, src, dst, data, l4 + 8, pend, ip_id)
             if sport in UDP_TUNNEL_PORTS or dport in UDP_TUNNEL_PORTS:
                 kind, name, at = udp_tunnel(sport, dport, data, l4 + 8, pend)
                 if kind:

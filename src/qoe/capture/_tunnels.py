@@ -68,7 +68,8 @@ References
    on 4 octets), §3.1.1-§3.1.2 (transport and tunnel mode); RFC 2410 §2 (NULL encryption:
    the payload as is, block size 1); RFC 2404 §2 (HMAC-SHA1-96, 12 octets), RFC 2403
    (HMAC-MD5-96, 12), RFC 3566 (AES-XCBC-MAC-96, 12), RFC 4868 §2.3 (HMAC-SHA-256-128,
-   16), RFC 4543 (AES-GMAC, 16).
+   16), RFC 4543 (AES-GMAC, 16); RFC 3948 §2.1-§2.2 (ESP in UDP, port 4500, the 4-zero-octet
+   Non-ESP Marker before IKE messages).
 .. [8] RFC 2003 §3 (IPv4 in IPv4, protocol 4); RFC 4213 §3.5 (IPv6 in IPv4, protocol 41);
    RFC 2473 §3 (IPv6 generic packet tunnelling, next header 4 or 41).
 """
@@ -94,7 +95,8 @@ _ESP_PAD = bytes(range(1, 256))  # RFC 4303 §2.4: default padding 1, 2, 3, ...
 UDP_PORT_VXLAN = 4789  # RFC 7348 §5 (IANA)
 UDP_PORT_GTPU = 2152  # 3GPP TS 29.281 §4.4.2
 UDP_PORT_L2TP = 1701  # RFC 2661 §8.1
-UDP_TUNNEL_PORTS = frozenset({UDP_PORT_VXLAN, UDP_PORT_GTPU, UDP_PORT_L2TP})
+UDP_PORT_IPSEC_NAT_T = 4500  # RFC 3948 §2 (UDP-encapsulated ESP, the port of RFC 3947 §4)
+UDP_TUNNEL_PORTS = frozenset({UDP_PORT_VXLAN, UDP_PORT_GTPU, UDP_PORT_L2TP, UDP_PORT_IPSEC_NAT_T})
 
 ETHERTYPE_MPLS = 0x8847  # RFC 3032 §5 (unicast)
 ETHERTYPE_MPLS_MC = 0x8848  # RFC 5332 §4 (multicast)
