@@ -14,8 +14,9 @@ References
    RFC 8200 §4 too (RFC 7045 §2). RFC 6946 (atomic fragments).
 .. [4] RFC 768 (UDP header); RFC 9293 §3.1 (TCP header), §3.2 (options); RFC 7323,
    RFC 2018 (TCP options).
-.. [5] Tunnels (MPLS, GRE, ERSPAN, VXLAN, GTP-U, L2TP, IP in IP): see
+.. [5] Tunnels (MPLS, GRE, ERSPAN, VXLAN, GTP-U, L2TP, IP in IP, ESP): see
    :mod:`qoe.capture._tunnels`.
+.. [6] RFC 4303 §3.1.1-§3.1.2 (ESP transport and tunnel mode), RFC 2410 (NULL encryption).
 
 Tunnels
 -------
@@ -25,12 +26,19 @@ the ports of VXLAN, GTP-U and L2TP. The packet returned is the innermost one (it
 is the flow's identity); :attr:`Packet.encapsulation` names the layers it came through.
 Each IP layer is defragmented on its own (outer fragments, then inner ones), all in the
 same bounded reassembly state. At most :data:`MAX_TUNNEL_DEPTH` tunnels are peeled.
+
+IPsec ESP (IP protocol 50, or in UDP to or from port 4500, RFC 3948 §2.2) is peeled when its payload reads as NULL-encrypted (RFC 2410;
+the heuristic is in :func:`qoe.capture._tunnels.esp_null`): in tunnel mode the inner IP
+packet, in transport mode the UDP/TCP segment with the outer addresses; the layer is
+named "esp[spi=0x...]". Other ESP packets (encrypted) are counted per SPI in
+:attr:`Decoder.esp_unread`, and :func:`warn_unread_esp` says so once the read is done.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import struct
+import warnings
 from collections.abc import Callable
 
 from qoe.capture._linktypes import (
@@ -54,13 +62,17 @@ from qoe.capture._linktypes import (
 from qoe.capture._reassembly import ReassemblyLimits
 from qoe.capture._tunnels import (
     IP_TUNNEL_PROTOCOLS,
+    IPPROTO_ESP,
     IPPROTO_GRE,
     IPPROTO_IPIP,
     KIND_ETHER,
     KIND_IPV4,
     KIND_IPV6,
     MPLS_ETHERTYPES,
+    UDP_PORT_IPSEC_NAT_T,
     UDP_TUNNEL_PORTS,
+    esp_null,
+    esp_spi,
     gre,
     mpls,
     mpls_labels,
@@ -68,7 +80,7 @@ from qoe.capture._tunnels import (
     udp_tunnel,
 )
 from qoe.capture._types import Packet, make_packet, make_tcpinfo
-from qoe.errors import InputError
+from qoe.errors import InputError, QoEWarning
 
 IPPROTO_TCP = 6  # RFC 9293 / IANA protocol numbers
 IPPROTO_UDP = 17  # RFC 768
@@ -175,6 +187,7 @@ class Decoder:
         self.want = protocols
         self.frag4, self.frag6 = reassembly.reassemblers()
         self._addr: dict[bytes, str] = {}
+        self.esp_unread: dict[int, int] = {}  # SPI -> ESP packets not read (encrypted)
 
     def addr(self, raw: bytes) -> str:
         """Address text for 4 or 16 raw bytes, as :mod:`ipaddress` prints it (cached)."""
@@ -353,6 +366,8 @@ class Decoder:
             data = done[0]
             l4 = 0
             dend = end = len(data)
+        if proto == IPPROTO_ESP:
+            return self._esp(f, self.addr(src), self.addr(dst), data, l4, end, ident)
         if proto in IP_TUNNEL_PROTOCOLS:
             return self._ip_tunnel(f, proto, data, l4, end)
         return self._transport(f, proto, self.addr(src), self.addr(dst), data, l4, end, dend, ident)
@@ -399,6 +414,8 @@ class Decoder:
                 break
             if p > end:
                 return None
+        if nh == IPPROTO_ESP:
+            return self._esp(f, self.addr(src), self.addr(dst), data, p, end, None)
         if nh in IP_TUNNEL_PROTOCOLS:
             return self._ip_tunnel(f, nh, data, p, end)
         if not self._wanted(nh):
@@ -413,6 +430,30 @@ class Decoder:
         else:
             kind, name, at = (KIND_IPV4, "ip-in-ip", l4) if proto == IPPROTO_IPIP else (KIND_IPV6, "ipv6-in-ip", l4)
         return self._inner(f, kind, name, data, at, end)
+
+    def _esp(
+        self, f: _Frame, src: str, dst: str, data: bytes, l4: int, end: int, ip_id: int | None
+    ) -> Packet | None:
+        """What ESP at ``data[l4:end]`` protects, if it reads as NULL-encrypted (RFC 4303
+        §3.1.1 transport mode: a UDP/TCP segment between ``src`` and ``dst``; §3.1.2
+        tunnel mode: an IP packet); otherwise the packet is counted under its SPI."""
+        spi = esp_spi(data, l4, end)
+        if spi is None:
+            return None
+        nh, start, stop = esp_null(data, l4, end)
+        if not nh:
+            self.esp_unread[spi] = self.esp_unread.get(spi, 0) + 1
+            return None
+        name = tagged("esp", f"spi=0x{spi:08x}")
+        if nh == IPPROTO_IPIP:
+            return self._inner(f, KIND_IPV4, name, data, start, stop)
+        if nh == 41:
+            return self._inner(f, KIND_IPV6, name, data, start, stop)
+        if f.depth >= MAX_TUNNEL_DEPTH:
+            return None
+        f.depth += 1
+        f.encap = f"{f.encap}/{name}" if f.encap else name
+        return self._transport(f, nh, src, dst, data, start, stop, stop, ip_id)
 
     def _inner(self, f: _Frame, kind: int, name: str, data: bytes, at: int, end: int) -> Packet | None:
         """Decode what a tunnel ``name`` carries: ``kind`` at ``data[at:end]`` (one tunnel
@@ -457,6 +498,10 @@ class Decoder:
             pend = l4 + ulen if ulen >= 8 else end
             if pend > end:
                 pend = end
+            if (sport == UDP_PORT_IPSEC_NAT_T or dport == UDP_PORT_IPSEC_NAT_T) and pend >= l4 + 16 and any(
+                data[l4 + 8 : l4 + 12]
+            ):  # RFC 3948 §2.2: ESP in UDP; a zero SPI is the Non-ESP Marker (IKE), §2.2
+                return self._esp(f, src, dst, data, l4 + 8, pend, ip_id)
             if sport in UDP_TUNNEL_PORTS or dport in UDP_TUNNEL_PORTS:
                 kind, name, at = udp_tunnel(sport, dport, data, l4 + 8, pend)
                 if kind:
@@ -486,6 +531,22 @@ class Decoder:
             f.index, f.ts_ns, src, dst, IPPROTO_TCP, sport, dport, data[l4 + hlen : end], tcp, f.iface, f.wire_len,
             f.encap, ip_id,
         )
+
+
+def warn_unread_esp(name: str, unread: dict[int, int]) -> None:
+    """Say which ESP packets a read could not look into: ``unread`` maps each SPI to its
+    count (:attr:`Decoder.esp_unread`); nothing when it is empty."""
+    if not unread:
+        return
+    parts = "; ".join(
+        f"{n} ESP packet{'s' if n != 1 else ''} (SPI 0x{spi:08x}, encrypted) not read" for spi, n in sorted(unread.items())
+    )
+    warnings.warn(
+        f"{name}: {parts} (RFC 4303 ESP that is not NULL-encrypted, RFC 2410, with a 12- or 16-octet ICV: "
+        "without the keys its packets cannot be seen)",
+        QoEWarning,
+        stacklevel=3,
+    )
 
 
 def protocol_numbers(protocols: object, name: str = "protocols") -> frozenset[int]:

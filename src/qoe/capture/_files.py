@@ -34,7 +34,8 @@ from qoe.errors import CaptureError
 _GZIP_MAGIC = b"\x1f\x8b"  # RFC 1952 §2.3.1 ID1 ID2
 
 
-def _name_of(source: PathOrFile) -> str:
+def name_of(source: PathOrFile) -> str:
+    """How messages name a capture: its path, or the file object's name."""
     if isinstance(source, (str, os.PathLike)):
         return os.fspath(source)
     return str(getattr(source, "name", f"<{type(source).__name__}>"))
@@ -151,7 +152,7 @@ def probe(source: PathOrFile, *, chunk_size: int = CHUNK_SIZE) -> CaptureInfo:
     ('pcap', 1, 1700000000000000000)
     """
     chunk_size = positive_int(chunk_size, "chunk_size")
-    name = _name_of(source)
+    name = name_of(source)
     start = None
     if not isinstance(source, (str, os.PathLike)):
         try:
@@ -222,7 +223,7 @@ def raw_chunks(source: PathOrFile, *, chunk_size: int = CHUNK_SIZE) -> Iterator[
     the first ``next``); a record cut short or damaged ends the stream with a
     :class:`~qoe.errors.QoEWarning`, after the chunk of the records before it.
     """
-    with _opened(source, _name_of(source)) as (f, info, head):
+    with _opened(source, name_of(source)) as (f, info, head):
         if info.format == "pcapng":
             yield from pcapng_chunks(f, info, head, chunk_size=chunk_size)
         else:

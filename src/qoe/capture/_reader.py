@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from qoe.capture._decode import Decoder, protocol_numbers
-from qoe.capture._files import probe, records
+from qoe.capture._decode import Decoder, protocol_numbers, warn_unread_esp
+from qoe.capture._files import name_of, probe, records
 from qoe.capture._records import CHUNK_SIZE, PathOrFile
 from qoe.capture._options import positive_int
 from qoe.capture._reassembly import ReassemblyLimits, reassembly_limits
@@ -68,7 +68,11 @@ def read_packets(
     PPPoE session), Linux cooked v1/v2 (SLL 113, SLL2 276), raw IP (101, and 12/14 as old
     libpcap wrote DLT_RAW), raw IPv4/IPv6 (228/229), BSD NULL (0) and OpenBSD LOOP (108).
     IPv6 extension headers (Hop-by-Hop, Routing, Destination Options, Fragment, AH,
-    Mobility, HIP, Shim6) are skipped; ESP-protected and non-IP frames are not returned.
+    Mobility, HIP, Shim6) are skipped; non-IP frames are not returned. IPsec ESP with NULL
+    encryption (RFC 2410, recognised by its trailer as Wireshark's ESP NULL heuristic does)
+    is read through, in transport and tunnel mode ("esp[spi=0x...]" in
+    :attr:`Packet.encapsulation`); encrypted ESP is counted per SPI and a
+    :class:`QoEWarning` at the end of the read says how many packets were not read.
     Tunnels are peeled to the innermost IP packet (MPLS with or without an Ethernet
     pseudowire and its control word, GRE, ERSPAN I/II/III, VXLAN on UDP 4789, GTP-U on
     2152, L2TPv2 on 1701, IP-in-IP, IPv6-in-IPv4, PPPoE); :attr:`Packet.encapsulation`
@@ -99,8 +103,10 @@ def read_packets(
 def _iter_packets(
     path: PathOrFile, want: frozenset[int], chunk_size: int, reassembly: ReassemblyLimits
 ) -> Iterator[Packet]:
-    decode = Decoder(want, reassembly).decode
+    decoder = Decoder(want, reassembly)
+    decode = decoder.decode
     for index, ts_ns, iface, linktype, wire_len, data in records(path, chunk_size=chunk_size):
         pkt = decode(index, ts_ns, iface, linktype, wire_len, data)
         if pkt is not None:
             yield pkt
+    warn_unread_esp(name_of(path), decoder.esp_unread)

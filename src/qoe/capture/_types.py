@@ -137,13 +137,15 @@ class Packet:
         The tunnels and encapsulations the packet was found in, outermost first, joined
         by "/" ("" for none): "mpls", "mpls-pw" (an Ethernet pseudowire after a label
         stack), "pppoe", "gre", "erspan-i", "erspan-ii", "erspan-iii", "vxlan", "gtp-u",
-        "l2tp", "ip-in-ip" (IPv4 inside IP), "ipv6-in-ip" (IPv6 inside IP), each followed
+        "l2tp", "ip-in-ip" (IPv4 inside IP), "ipv6-in-ip" (IPv6 inside IP), "esp" (IPsec
+        ESP with NULL encryption, RFC 2410, transport or tunnel mode), each followed
         by the tunnel's identifier in brackets when its header has one: the MPLS label
         stack ("mpls[labels=16001,24005]", RFC 3032 §2.1), the GRE key ("gre[key=42]", RFC
         2890 §2.1), the ERSPAN session ID ("erspan-ii[session=7]"), the VXLAN VNI
         ("vxlan[vni=42]", RFC 7348 §5), the GTP-U TEID ("gtp-u[teid=0x00001001]", 3GPP TS
         29.281 §5.1), the L2TP tunnel and session IDs ("l2tp[tunnel=7,session=1]", RFC 2661
-        §3.1); e.g. "mpls[labels=16]/gre[key=1]". The addresses and ports are always the
+        §3.1), the ESP SPI ("esp[spi=0x00001001]", RFC 4303 §2.1); e.g.
+        "mpls[labels=16]/gre[key=1]". The addresses and ports are always the
         innermost packet's; two subscribers of a tunnel that reuse private inner addresses
         differ here (:class:`UdpBatch` gives their addresses codes of their own, so their
         flows stay apart). Not compared (two packets that differ only in it are equal).

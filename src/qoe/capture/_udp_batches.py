@@ -7,8 +7,8 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from qoe.capture._decode import IPPROTO_UDP, Decoder
-from qoe.capture._files import probe, raw_chunks
+from qoe.capture._decode import IPPROTO_UDP, Decoder, warn_unread_esp
+from qoe.capture._files import name_of, probe, raw_chunks
 from qoe.capture._records import CHUNK_SIZE, PathOrFile, RawChunk
 from qoe.capture._linktypes import (
     AF_INET,
@@ -586,3 +586,4 @@ def _iter_batches(
             count -= batch_size
     if count:
         yield _to_batch(_concat(pending), ex.book)
+    warn_unread_esp(name_of(path), ex.decoder.esp_unread)
