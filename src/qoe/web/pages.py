@@ -66,8 +66,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from qoe.web._dns import DnsQuery, dns_queries, iter_dns_queries
-from qoe.web._pagemodel import (DEFAULT_IDLE_GAP_S, Page, WebOptions, _custom_bounds, _mos, _resolve, build_pages,
-                                onload_end_ns)
+from qoe.web._pagemodel import (DEFAULT_IDLE_GAP_S, Page, WebOptions, _custom_bounds, _diagnose, _mos, _resolve,
+                                build_pages, onload_end_ns)
 from qoe.web.har import pages_from_har, to_har_pages
 
 __all__ = ["Page", "WebOptions", "DnsQuery", "build_pages", "page_loads", "iter_page_loads", "pages_from_har",
@@ -222,7 +222,6 @@ def _quic_rtt(p: Page, conns: list[Any], opts: WebOptions) -> Page:
     ``min_rtt``, the baseline ``rtt_min_s`` (or ``WebOptions.base_rtt_s``); the round trips as
     counted on the page's critical path. QUIC's loss recovery is not read: ``loss_wait_s`` 0
     and ``loss_share`` NaN, so the label is ``rtt-dominated`` or ``neither``."""
-    from qoe.web._pagemodel import _diagnose  # noqa: PLC0415
 
     est = sorted(c.smoothed_rtt_ns for c in conns if c.smoothed_rtt_ns is not None)
     if not est:
@@ -246,7 +245,6 @@ def _merge(a: Page, b: Page, opts: WebOptions) -> Page:
     seed paper's diagnosis stays the TCP connections' (their round trips, RTT and waits,
     :mod:`qoe.web._pagemodel`) with the shares taken over the whole PLT; a note says so.
     """
-    from qoe.web._pagemodel import _diagnose  # noqa: PLC0415
 
     first, other = (a, b) if (a.start_ns, a.index) <= (b.start_ns, b.index) else (b, a)
     tcp = b if _QUIC_NOTE in a.notes else a  # the one with TCP facts
