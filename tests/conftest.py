@@ -60,6 +60,15 @@ SLOW_TESTS = {
     "voice/test_call_samples.py::test_every_direction_is_scored_with_its_own_reference",
     "web/test_tcp_captures.py::test_late_segments_are_the_frames_tshark_flags",
     "web/test_http_tshark.py::test_first_and_last_byte_times_match_tshark_frames",
+    # measured again after issues 22-25 landed (`make check` at 77 s on the idle machine): the quick
+    # tier's seven slowest, 49 s of its 115 s of test time
+    "web/test_tcp_captures.py::test_handshake_rtt_is_tsharks_initial_rtt",
+    "video/test_stream_capture.py::test_a_lossy_stream_shows_damage_and_lower_scores",
+    "video/test_data_video.py::test_aligned_on_the_reference",
+    "capture/test_capture_probe.py::test_first_frame_matches_tshark",
+    "capture/test_capture_tunnels.py::test_tcp_conversations_match_tshark",
+    "voice/test_call_samples.py::test_no_load_g711_calls_score_like_clean_g711",
+    "web/test_decrypt.py::test_every_record_opens_with_the_suite_and_alpn_tshark_sees",
 }
 
 
