@@ -289,8 +289,8 @@ class StreamStats:
     counts of :class:`qoe.rtp.lossmodel.LossRunCounts` (60 bytes), packets per payload
     type it carries (16 bytes per type seen, in one sorted table of (stream, type) keys:
     most streams carry one or two of the 128 types) and a bit per sequence number of its
-    reordering window (512 bytes by default), so memory grows with the number of streams
-    and not with their length. A batch holds packets of any streams in any
+    reordering window (512 bytes by default), at a capacity that grows by a quarter, so
+    memory grows with the number of streams and not with their length. A batch holds packets of any streams in any
     interleaving (each stream's in arrival order); it is processed with array operations
     across all of its streams: the packets are grouped by stream with a stable sort and
     every recurrence (sequence-number unwrapping, RFC 3550 jitter, Wireshark's running
@@ -363,7 +363,9 @@ class StreamStats:
             self._cns = np.vstack([self._cns, cn[None, :]])
         ids = np.arange(self.size, self.size + count)
         if self.size + count > self._cap:
-            self._grow(max(self.size + count, 2 * self._cap, 16))
+            # by a quarter (not doubling): at most 25 % of the rows unused, and old and new
+            # arrays together 2.25 times the rows while they are copied, not 3 times
+            self._grow(max(self.size + count, self._cap + self._cap // 4, 16))
         self.table[ids] = t
         self.size += count
         return ids
