@@ -551,7 +551,7 @@ class _Scanner:
         fids = fids[np.argsort(fl.first_frame[fids], kind="stable")]
         sids = fl.sid[fids]
         stats = self.stats.results(sids)
-        ranked = _payload_types_seen(self.stats.pt_counts[sids])
+        ranked = self.stats.payload_types_seen(sids)
         streams = []
         for i, (fid, st) in enumerate(zip(fids.tolist(), stats)):
             media = self.media.get(fid)
@@ -629,21 +629,6 @@ class _Scanner:
             return False
         interval = (st.last_ns - st.first_ns) / (st.packets - 1)
         return self.last_ns - st.last_ns <= ACTIVE_AT_END_INTERVALS * interval
-
-
-def _payload_types_seen(counts: np.ndarray) -> list[tuple[int, ...]]:
-    """Each stream's payload types seen, most frequent first (ties: lower type first),
-    from its packet counts per type (a row of ``counts``). Most streams carry one type:
-    only the others are sorted."""
-    main = np.argmax(counts, axis=1)  # the first of the most frequent: the lowest type
-    out = [(p,) for p in main.tolist()]
-    seen = np.count_nonzero(counts, axis=1)
-    mixed = np.flatnonzero(seen > 1)
-    if mixed.size:
-        ranked = np.argsort(-counts[mixed], axis=1, kind="stable")
-        for i, row, k in zip(mixed.tolist(), ranked.tolist(), seen[mixed].tolist()):
-            out[i] = tuple(row[:k])
-    return out
 
 
 def _codec_of(pt: int, media: SdpMedia | None) -> tuple[str | None, int | None]:

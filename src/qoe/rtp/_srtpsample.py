@@ -4,7 +4,7 @@ The SRTP payload heuristic (:func:`qoe.rtp.srtp.encrypted_verdicts`) judges a st
 its first :data:`SAMPLE` packets: their sequence numbers, timestamps and payload lengths,
 and one histogram of the nibbles of their payloads' first :data:`SAMPLE_BYTES` bytes. The
 scan cannot keep payloads (a trunk has thousands of flows), so :class:`SrtpSampler` keeps
-those facts per flow id as packets pass (about 320 bytes per flow), notes which streams
+those facts per flow id as packets pass (about 190 bytes per flow), notes which streams
 the heuristic should judge, and judges them all at once at the end of the scan.
 """
 
@@ -20,7 +20,9 @@ from qoe.rtp.srtp import SrtpInfo, encrypted_verdicts
 
 # What is kept of each flow's first packets (sequence number, timestamp and payload length of
 # each, and one histogram of the nibbles of their payloads' first 32 bytes, up to 512 bytes:
-# 320 bytes per flow).
+# 193 bytes per flow, each column in the narrowest type that holds it: 16-bit sequence numbers
+# and 32-bit timestamps (RFC 3550 §5.1), payload lengths under 2**16 (a UDP datagram's length
+# is a 16-bit field, RFC 768), at most SAMPLE * SAMPLE_BYTES = 512 per histogram bin).
 SAMPLE = 16
 SAMPLE_BYTES = 32
 _CHUNK = 4096  # rows whose bytes are counted at once
@@ -30,11 +32,11 @@ class SrtpSampler:
     """Per flow id: the first packets' sequence numbers, timestamps, lengths and payload nibbles."""
 
     def __init__(self) -> None:
-        self.sampled = np.zeros(0, dtype=np.int64)  # packets sampled per flow
-        self.seq = np.zeros((0, SAMPLE), dtype=np.int32)
-        self.ts = np.zeros((0, SAMPLE), dtype=np.int64)
-        self.length = np.zeros((0, SAMPLE), dtype=np.int32)
-        self.nibbles = np.zeros((0, 32), dtype=np.int32)
+        self.sampled = np.zeros(0, dtype=np.uint8)  # packets sampled per flow (<= SAMPLE)
+        self.seq = np.zeros((0, SAMPLE), dtype=np.uint16)
+        self.ts = np.zeros((0, SAMPLE), dtype=np.uint32)
+        self.length = np.zeros((0, SAMPLE), dtype=np.uint16)
+        self.nibbles = np.zeros((0, 32), dtype=np.uint16)
         # flows the payload heuristic judges at the end: (order, flow id, bytes per tick, SDES key)
         self.pending: list[tuple[int, int, int, SdesCrypto | None]] = []
 
@@ -43,11 +45,11 @@ class SrtpSampler:
         extra = n - self.sampled.size
         if extra <= 0:
             return
-        self.sampled = np.append(self.sampled, np.zeros(extra, dtype=np.int64))
-        self.seq = np.concatenate((self.seq, np.zeros((extra, SAMPLE), dtype=np.int32)))
-        self.ts = np.concatenate((self.ts, np.zeros((extra, SAMPLE), dtype=np.int64)))
-        self.length = np.concatenate((self.length, np.zeros((extra, SAMPLE), dtype=np.int32)))
-        self.nibbles = np.concatenate((self.nibbles, np.zeros((extra, 32), dtype=np.int32)))
+        self.sampled = np.append(self.sampled, np.zeros(extra, dtype=self.sampled.dtype))
+        self.seq = np.concatenate((self.seq, np.zeros((extra, SAMPLE), dtype=self.seq.dtype)))
+        self.ts = np.concatenate((self.ts, np.zeros((extra, SAMPLE), dtype=self.ts.dtype)))
+        self.length = np.concatenate((self.length, np.zeros((extra, SAMPLE), dtype=self.length.dtype)))
+        self.nibbles = np.concatenate((self.nibbles, np.zeros((extra, 32), dtype=self.nibbles.dtype)))
 
     def sample(self, fid: np.ndarray, h: Any, u8: np.ndarray) -> None:
         """Take what the SRTP heuristic needs from each flow's first :data:`SAMPLE` packets
@@ -58,7 +60,7 @@ class SrtpSampler:
         o = r[np.argsort(fid[r], kind="stable")]  # by flow, arrival order kept
         f = fid[o]
         start = np.flatnonzero(np.concatenate(([True], f[1:] != f[:-1])))
-        place = np.arange(o.size) - np.repeat(start, np.diff(np.append(start, o.size))) + self.sampled[f]
+        place = np.arange(o.size) - np.repeat(start, np.diff(np.append(start, o.size))) + self.sampled[f].astype(np.int64)
         keep = place < SAMPLE
         o, f, place = o[keep], f[keep], place[keep]
         self.seq[f, place] = h.seq[o]
@@ -66,7 +68,7 @@ class SrtpSampler:
         n = (h.payload_end[o] - h.payload_start[o]).astype(np.int64)
         self.length[f, place] = n
         flows, local = np.unique(f, return_inverse=True)
-        self.sampled[flows] += np.bincount(local, minlength=flows.size)
+        self.sampled[flows] += np.bincount(local, minlength=flows.size).astype(np.uint8)
         # the first SAMPLE_BYTES bytes of each of those payloads: their nibbles, counted per flow
         # (in chunks of rows, so that the temporaries stay small)
         w = np.minimum(n, SAMPLE_BYTES)
@@ -79,7 +81,7 @@ class SrtpSampler:
             b = u8[(first[c:c + _CHUNK, None] + cols[None, :])[inside]].astype(np.int64)
             at = np.repeat(local[c:c + _CHUNK] * 32, wc)
             counts += np.bincount(np.concatenate((at + (b >> 4), at + 16 + (b & 15))), minlength=counts.size)
-        self.nibbles[flows] += counts.reshape(flows.size, 32).astype(np.int32)
+        self.nibbles[flows] += counts.reshape(flows.size, 32).astype(np.uint16)
 
     def judge_later(self, fid: int, per_tick: int, sdes: SdesCrypto | None) -> None:
         """Have flow ``fid`` judged at the end (a codec of ``per_tick`` payload bytes per tick)."""
@@ -94,7 +96,7 @@ class SrtpSampler:
         fids = np.array([p[1] for p in self.pending], dtype=np.int64)
         per_tick = np.array([p[2] for p in self.pending], dtype=np.int64)
         hits = encrypted_verdicts(self.seq[fids], self.ts[fids], self.length[fids],
-                                  self.sampled[fids], self.nibbles[fids], per_tick)
+                                  self.sampled[fids].astype(np.int64), self.nibbles[fids], per_tick)
         for i in np.flatnonzero(hits).tolist():
             _, fid, _, sdes = self.pending[i]
             j = at[fid]

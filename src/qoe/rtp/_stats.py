@@ -287,8 +287,10 @@ class StreamStats:
     Each stream is a row of a structure of arrays: counters, the last packet's numbers,
     the jitter, delta and jitter extremes and means (about 250 bytes), the loss-run
     counts of :class:`qoe.rtp.lossmodel.LossRunCounts` (60 bytes), packets per payload
-    type (512 bytes) and a bit per sequence number of its reordering window (512 bytes
-    by default), so memory grows with the number of streams and not with their length. A batch holds packets of any streams in any
+    type it carries (16 bytes per type seen, in one sorted table of (stream, type) keys:
+    most streams carry one or two of the 128 types) and a bit per sequence number of its
+    reordering window (512 bytes by default), at a capacity that grows by a quarter, so
+    memory grows with the number of streams and not with their length. A batch holds packets of any streams in any
     interleaving (each stream's in arrival order); it is processed with array operations
     across all of its streams: the packets are grouped by stream with a stable sort and
     every recurrence (sequence-number unwrapping, RFC 3550 jitter, Wireshark's running
@@ -339,7 +341,9 @@ class StreamStats:
         for f in self._BOOL:
             setattr(self, f, np.zeros(0, dtype=bool))
         self.table = np.zeros(0, dtype=np.int32)
-        self.pt_counts = np.zeros((0, 128), dtype=np.int32)
+        # packets per (stream, payload type) seen: keys stream * 128 + type, sorted, and counts
+        self._pt_keys = np.zeros(0, dtype=np.int64)
+        self._pt_n = np.zeros(0, dtype=np.int64)
         self.ring = np.zeros((0, self._nbytes), dtype=np.uint8)
         self.runs = LossRunCounts()
         self._tables: dict[tuple[bytes, bytes], int] = {}
@@ -359,7 +363,9 @@ class StreamStats:
             self._cns = np.vstack([self._cns, cn[None, :]])
         ids = np.arange(self.size, self.size + count)
         if self.size + count > self._cap:
-            self._grow(max(self.size + count, 2 * self._cap, 16))
+            # by a quarter (not doubling): at most 25 % of the rows unused, and old and new
+            # arrays together 2.25 times the rows while they are copied, not 3 times
+            self._grow(max(self.size + count, self._cap + self._cap // 4, 16))
         self.table[ids] = t
         self.size += count
         return ids
@@ -377,7 +383,6 @@ class StreamStats:
         for f in self._F64_NEG_INF:
             setattr(self, f, grown(getattr(self, f), -np.inf))
         self.table = grown(self.table, 0)
-        self.pt_counts = grown(self.pt_counts, 0)
         self.ring = grown(self.ring, 0)
         self.runs.resize(cap)
         self._cap = cap
@@ -454,6 +459,17 @@ class StreamStats:
         idx[tail_at], val[tail_at], length[tail_at] = sids, True, b - last
         runs.add_runs(idx, val, length)
 
+    def _count_types(self, rk: np.ndarray, rc: np.ndarray) -> None:
+        """Add counts ``rc`` to the (stream, type) keys ``rk`` (sorted, distinct)."""
+        at = np.searchsorted(self._pt_keys, rk)
+        old = at < self._pt_keys.size
+        old[old] = self._pt_keys[at[old]] == rk[old]
+        self._pt_n[at[old]] += rc[old]
+        if not old.all():
+            new = ~old
+            self._pt_keys = np.insert(self._pt_keys, at[new], rk[new])
+            self._pt_n = np.insert(self._pt_n, at[new], rc[new])
+
     # -- a batch -------------------------------------------------------------------
     def update(self, sid: np.ndarray, arrival_ns: np.ndarray, seq: np.ndarray, timestamp: np.ndarray,
                payload_type: np.ndarray, marker: np.ndarray) -> None:
@@ -484,7 +500,7 @@ class StreamStats:
         if rk.size > 1 and bool(np.any(rk[1:] <= rk[:-1])):  # a stream's type changes back and forth
             rk, inv = np.unique(rk, return_inverse=True)
             rc = np.bincount(inv, weights=rc, minlength=rk.size).astype(np.int64)
-        self.pt_counts.reshape(-1)[rk] += rc
+        self._count_types(rk, rc)
         seg = _Segments(sid)
         new = self.n[seg.ids] == 0
         if new.any():  # a stream's first packet only sets its starting values
@@ -783,7 +799,28 @@ class StreamStats:
 
     def payload_type_counts(self, sid: int) -> np.ndarray:
         """Packets per payload type 0..127 of stream ``sid``."""
-        return self.pt_counts[sid]
+        lo, hi = np.searchsorted(self._pt_keys, [sid * 128, sid * 128 + 128])
+        out = np.zeros(128, dtype=np.int64)
+        out[self._pt_keys[lo:hi] - sid * 128] = self._pt_n[lo:hi]
+        return out
+
+    def payload_types_seen(self, sids: np.ndarray) -> list[tuple[int, ...]]:
+        """Each stream's payload types seen, most frequent first (ties: lower type
+        first), for the streams ``sids`` in that order (each has packets)."""
+        sids = np.asarray(sids, dtype=np.int64)
+        stream = self._pt_keys // 128
+        pos = np.full(self.size, -1, dtype=np.int64)
+        pos[sids] = np.arange(sids.size)
+        at = pos[stream]
+        keep = at >= 0
+        at, pt, n = at[keep], self._pt_keys[keep] % 128, self._pt_n[keep]
+        o = np.lexsort((pt, -n, at))  # by stream, then most packets, then lower type
+        at, pt = at[o], pt[o]
+        out: list[tuple[int, ...]] = [()] * sids.size
+        starts = np.flatnonzero(np.concatenate(([True], at[1:] != at[:-1]))) if at.size else at
+        for a, row in zip(at[starts].tolist(), np.split(pt, starts[1:])):
+            out[a] = tuple(row.tolist())
+        return out
 
 
 def rtp_stats(
