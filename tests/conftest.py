@@ -69,6 +69,17 @@ SLOW_TESTS = {
     "capture/test_capture_tunnels.py::test_tcp_conversations_match_tshark",
     "voice/test_call_samples.py::test_no_load_g711_calls_score_like_clean_g711",
     "web/test_decrypt.py::test_every_record_opens_with_the_suite_and_alpn_tshark_sees",
+    # and the next ten (65 s on the idle machine with the seven above left out; 60 s is the aim)
+    "rtp/test_rtp_tunnels.py::test_streams_show_their_encapsulation",
+    "voice/test_playout.py::test_real_audio_is_the_reference_through_g711",
+    "video/test_stream_capture.py::test_a_codec_not_decoded_is_listed_with_its_packets",
+    "voice/test_pesq_conformance.py::test_all_forty_pairs_are_scored",
+    "video/test_compare.py::test_per_frame_scores_against_independent_tools",
+    "web/test_http_tshark.py::test_responses_match_tshark",
+    "web/test_decrypt.py::test_key_log_is_indexed_by_the_client_hello_random",
+    "capture/test_capture_tcp_segments.py::test_tcp_readers_agree_on_the_real_captures",
+    "video/test_metrics.py::test_wang_ssim_equals_skimage_on_decoded_frames",
+    "web/test_http2.py::test_streams_requests_statuses_and_times_equal_tshark",
 }
 
 
