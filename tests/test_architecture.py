@@ -189,6 +189,14 @@ def test_a_function_level_import_says_why(path):
 
 
 
+def test_the_cycle_finder_finds_cycles():
+    """The finder itself: a loop of three, a module importing its package, and none."""
+    tool = _module_graph_tool()
+    assert tool.cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c"]]
+    assert tool.cycles({"p": {"p.m"}, "p.m": {"p"}}) == [["p", "p.m"]]
+    assert tool.cycles({"a": {"b"}, "b": set()}) == []
+
+
 def test_the_module_page_is_true_to_the_code():
     """docs/modules.md (each package's modules, their jobs and the imports inside the package) is
     what tools/module_graph.py makes of the code now."""
