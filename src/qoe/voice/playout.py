@@ -143,7 +143,7 @@ def playout_stream(
         p.seq_ext,
         p.ts_ext,
         clock_rate=int(stream.clock_rate),
-        buffer=jitter_buffer,
+        jitter_buffer=jitter_buffer,
         marker=p.marker,
         silent=silent,
     )

@@ -102,7 +102,7 @@ def _direction_score(
     inputs = {
         "network_delay": prep.net_source,
         "packetisation_delay": "SDP a=ptime" if s.ptime_ms else "RTP timestamps",
-        "jitter_buffer": f"simulated ({pl.buffer})",
+        "jitter_buffer": f"simulated ({pl.jitter_buffer})",
         "loss": "measured at the receiver" if measured else "measured at the capture point",
         "delay_basis": options.delay_basis,
     }
@@ -142,7 +142,7 @@ def _direction_score(
         payload_type=int(s.payload_type),
         clock_rate=int(s.clock_rate),
         capture=prep.capture,
-        jitter_buffer=pl.buffer,
+        jitter_buffer=pl.jitter_buffer,
         conceal=options.conceal,
         expected=pl.expected,
         received=pl.received,
