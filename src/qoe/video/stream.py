@@ -46,7 +46,7 @@ from qoe.video.io import Frame, read_frames
 from qoe.video.mos import PSNR_TABLES
 from qoe.video.receiver import CLOCK_HZ, ReceivedVideo, receive_rtp, receive_ts
 
-__all__ = ["MAX_FRAMES", "RETAIN_BYTES", "VideoOptions", "StreamFacts", "VideoScore", "stream_facts", "score_stream", "score_capture", "iter_score_capture", "sorted_frames"]
+__all__ = ["MAX_FRAMES", "RETAIN_BYTES", "VideoOptions", "StreamFacts", "VideoScore", "stream_facts", "score_stream", "score_capture", "iter_score_capture"]
 
 #: Default of ``VideoOptions.max_frames``: most frames of one stream (and of the reference)
 #: a scoring pass takes. Each frame taken keeps its time, flags and a 32x18 luma thumbnail
@@ -313,7 +313,7 @@ class _Counted:
 
 
 def _first_pass(frames: Iterable[Any], max_frames: int | None = None, keep_bytes: int = 0) -> _Pass:
-    """Times, damage flags and thumbnails of the frames a player shows (:func:`sorted_frames`),
+    """Times, damage flags and thumbnails of the frames a player shows (``_sorted_frames``),
     the first ``max_frames`` of them (None: all); with ``keep_bytes``, their luma planes too
     while they fit in that many bytes (else none)."""
     counted = _Counted(frames)
@@ -321,7 +321,7 @@ def _first_pass(frames: Iterable[Any], max_frames: int | None = None, keep_bytes
     kept: list[np.ndarray] | None = [] if keep_bytes > 0 else None
     held = 0
     w = h = 0
-    shown = sorted_frames(counted)
+    shown = _sorted_frames(counted)
     cut = False
     for f in shown:
         if max_frames is not None and len(pts) >= max_frames:
@@ -356,8 +356,8 @@ def _cut_note(what: str, max_frames: int | None) -> str:
 
 
 def _shown(frames: Iterable[Any], max_frames: int | None) -> Iterator[Any]:
-    """:func:`sorted_frames`, the first ``max_frames`` (None: all)."""
-    return itertools.islice(sorted_frames(frames), max_frames)
+    """``_sorted_frames``, the first ``max_frames`` (None: all)."""
+    return itertools.islice(_sorted_frames(frames), max_frames)
 
 
 def _interval(pts: np.ndarray) -> int | None:
@@ -591,7 +591,7 @@ def _drain(pts: list[int], planes: list[np.ndarray]) -> Iterator[tuple[int, np.n
         yield p, y
 
 
-def sorted_frames(frames: Iterable[Any]) -> Iterator[Any]:
+def _sorted_frames(frames: Iterable[Any]) -> Iterator[Any]:
     """The frames a player shows, in presentation order.
 
     A frame without a presentation time (``pts`` None or negative: the decoder could not

@@ -46,7 +46,7 @@ from qoe.web._tlsdecrypt import RecordCipher, Suite, suite_for, tls12_ciphers, t
 from qoe.web.keylog import KeyLog
 from qoe.web.tls import TlsSession, TlsSink
 
-__all__ = ["DecryptingTlsSink", "TlsDecryption", "EncryptedBurst", "H2_PREFACE", "MAX_BURSTS"]
+__all__ = ["DecryptingTlsSink", "TlsDecryption", "EncryptedBurst", "MAX_BURSTS"]
 
 # RFC 8446 §5.1 ContentType
 _CCS, _ALERT, _HANDSHAKE, _APPDATA = 20, 21, 22, 23
@@ -57,7 +57,7 @@ _EXT_ALPN, _EXT_EARLY_DATA, _EXT_SUPPORTED_VERSIONS = 16, 42, 43  # RFC 7301 §3
 _HRR_RANDOM = bytes.fromhex("CF21AD74E59A6111BE1D8C021E65B891C2A211167ABB8C5E079E09E2C8A8339C")
 _MAX_RECORD = 2**14 + 2048  # RFC 5246 §6.2.3 (TLSCiphertext.length)
 #: RFC 9113 §3.4: the client connection preface.
-H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 #: Bursts kept per connection (later ones are counted in :attr:`TlsDecryption.bursts_dropped`).
 MAX_BURSTS = 4096
 _HELD_MAX = 1 << 20  # server plaintext held until the client's first bytes choose the protocol
@@ -501,7 +501,7 @@ class DecryptingTlsSink:
 
     def _choose(self, first_client: bytes | None) -> None:
         alpn = self._alpn
-        if alpn == "h2" or (first_client is not None and first_client[:len(H2_PREFACE)] == H2_PREFACE[:len(first_client)]
+        if alpn == "h2" or (first_client is not None and first_client[:len(_H2_PREFACE)] == _H2_PREFACE[:len(first_client)]
                             and len(first_client) >= 4 and alpn is None):
             app, name = self._make_h2(self.conn), "h2"
         else:
