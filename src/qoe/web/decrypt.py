@@ -8,7 +8,7 @@ secrets in a :class:`~qoe.web.keylog.KeyLog`, and opens every protected record
 updates). The ``application_data`` plaintext of each direction goes, in order, to the
 application-protocol sink: HTTP/2 (:mod:`qoe.web._h2`) when ALPN chose ``h2`` or when the
 client's first plaintext bytes are the HTTP/2 connection preface (RFC 9113 §3.4), else the
-HTTP/1.x sink the caller gives. The clear-text timing of :class:`~qoe.web.tls.TlsSink` runs
+HTTP/1.x sink the caller gives. The clear-text timing of ``qoe.web.tls._TlsSink`` runs
 beside it, so a connection without keys still has its handshake timing.
 
 Times: a record's plaintext is delivered at the capture time of the delivery that
@@ -44,7 +44,7 @@ from qoe.web._h2 import H2Sink
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
 from qoe.web._tlsdecrypt import RecordCipher, Suite, suite_for, tls12_ciphers, tls13_cipher
 from qoe.web.keylog import KeyLog
-from qoe.web.tls import TlsSession, TlsSink
+from qoe.web.tls import TlsSession, _TlsSink
 
 __all__ = ["DecryptingTlsSink", "TlsDecryption", "EncryptedBurst", "MAX_BURSTS"]
 
@@ -197,7 +197,7 @@ class DecryptingTlsSink:
     def __init__(self, conn: ConnectionId, keylog: KeyLog, *, http1: Callable[[ConnectionId], Any],
                  h2: Callable[[ConnectionId], Any] | None = None) -> None:
         self.conn = conn
-        self.timing = TlsSink(conn)
+        self.timing = _TlsSink(conn)
         self._keylog = keylog
         self._make_http1 = http1
         self._make_h2 = h2 if h2 is not None else H2Sink

@@ -1,6 +1,7 @@
 """TLS handshake timing from the in-order bytes of a TCP connection, without decryption.
 
-A :class:`TlsSink` is a :class:`~qoe.web._sink.ByteSink` that reads the TLS record layer
+Its parser (private: reached through :func:`qoe.web.http.parse` with ``protocol="tls"``,
+whose result's ``tls`` is the :class:`TlsSession`) is a byte sink that reads the TLS record layer
 of both directions (content type, version, length of every record) and the two hellos,
 which travel in clear: the ClientHello's server name (SNI), offered ALPN protocols and
 versions, and the ServerHello's chosen version, cipher suite and (TLS 1.2 and older)
@@ -56,7 +57,7 @@ from qoe.errors import InputError
 from qoe.report import as_dict
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
 
-__all__ = ["TlsSession", "TlsRecordCounts", "TlsSink", "looks_like_tls"]
+__all__ = ["TlsSession", "TlsRecordCounts", "looks_like_tls"]
 
 # RFC 8446 §5.1 / RFC 5246 §6.2.1: ContentType
 _CHANGE_CIPHER_SPEC, _ALERT, _HANDSHAKE, _APPLICATION_DATA, _HEARTBEAT = 20, 21, 22, 23, 24
@@ -279,7 +280,7 @@ class _Dir:
         self.error: str | None = None
 
 
-class TlsSink:
+class _TlsSink:
     """Read the TLS record layer and hellos of one connection: a ByteSink.
 
     Parameters
