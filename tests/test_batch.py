@@ -79,6 +79,8 @@ def test_list_of_dicts_gives_qoe_scores_records_with_the_labels():
     _check_against_score(df, manifest)
     # one row per call direction (2), page load (1) and video stream (1)
     assert list(df.groupby("row").size()) == [2, 1, 1]
+    # issue 21: the video results' jitter buffer is `jitter_buffer`, not the `buffer` label
+    assert "result_buffer" not in df.columns and df.loc[df["row"] == 2, "jitter_buffer"].tolist() == ["none"]
     assert list(df.columns[:2]) == ["row", "row_key"]
     assert df["row_key"].tolist() == [qoe.batch.row_key(manifest[i]) for i in df["row"]]
 

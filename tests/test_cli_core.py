@@ -41,20 +41,20 @@ def test_emodel_defaults(run):
 
 
 def test_emodel_json_with_options(run):
-    res = run("emodel", "--delay-ms", "300", "--delay-sensitivity", "low", "--format", "json")
+    res = run("emodel", "--mouth-to-ear-ms", "300", "--delay-sensitivity", "low", "--format", "json")
     assert res.exit_code == 0
     out = json.loads(res.output)
     assert out["r"] == pytest.approx(77.3328, abs=5e-5)  # DESIGN.md facts, T = Ta = 300, Tr = 600
 
 
 def test_emodel_codec_loss_burst(run):
-    res = run("emodel", "--codec", "G.711-plc", "--loss-pct", "2", "--burst-ratio", "1", "--format", "json")
+    res = run("emodel", "--codec", "G.711-plc", "--ppl", "2", "--burst-r", "1", "--format", "json")
     assert json.loads(res.output)["ie_eff"] == pytest.approx(95 * 2 / 27.1, abs=1e-9)
 
 
 def test_emodel_wideband_preset(run):
     # G.107.1 with a G.113 Appendix IV preset: Ie,eff,WB = 20 + 75 * 2 / (2 + 4.3), no BurstR
-    res = run("emodel", "--band", "wb", "--codec", "G.722.2-12.65-diotic", "--loss-pct", "2", "--format", "json")
+    res = run("emodel", "--band", "wb", "--codec", "G.722.2-12.65-diotic", "--ppl", "2", "--format", "json")
     out = json.loads(res.output)
     assert out["ie_eff"] == pytest.approx(20 + 75 * 2 / 6.3, abs=1e-9) and out["band"] == "wb"
 
@@ -103,7 +103,7 @@ def test_demo_runs_on_bundled_data(run, data_dir, tmp_path):
         (("emodel", "--codec", "nope"), "unknown nb codec 'nope'"),
         (("emodel", "--param", "telr"), "--param expects NAME=VALUE"),
         (("emodel", "--param", "telr=abc"), "value must be a number"),
-        (("emodel", "--delay-ms", "-5"), "must be >= 0"),
+        (("emodel", "--mouth-to-ear-ms", "-5"), "must be >= 0"),
         (("web", "g1030", "--", "-1"), "must be >= 0"),
         (("demo", "/nonexistent/qoe-data"), "not a directory"),
     ],

@@ -87,7 +87,7 @@ def test_streams_csv_has_empty_cells_where_there_is_no_number(no_numbers):
 
 
 def test_emodel_and_web_json_are_strict():
-    assert strict_loads(_run("emodel", "--delay-ms", "150", "--format", "json"))["r"] > 0
+    assert strict_loads(_run("emodel", "--mouth-to-ear-ms", "150", "--format", "json"))["r"] > 0
     doc = strict_loads(_run("web", "g1030", "0.4", "--format", "json"))
     assert isinstance(doc, list) and len(doc) == 1  # a list whatever the number of load times
 

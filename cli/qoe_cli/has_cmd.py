@@ -6,6 +6,7 @@ import click
 
 from qoe.report import to_json
 from qoe.video.has import PRESETS, StreamingOptions, p1203_input, sessions
+from qoe_cli._flags import renamed
 from qoe_cli._output import emit, format_option, output_option, render
 
 _TABLES = ("results", "segments", "seconds", "stalls", "played")
@@ -14,11 +15,11 @@ _TABLES = ("results", "segments", "seconds", "stalls", "played")
 def streaming_options(f):  # noqa: ANN001, ANN201 - a Click decorator
     """The StreamingOptions flags (their names are the option fields)."""
     for opt in reversed([
-        click.option("--startup-threshold", "startup_threshold_s", type=click.FloatRange(min=0), default=1.9,
+        click.option("--startup-threshold-s", type=click.FloatRange(min=0), default=1.9,
                      show_default=True, help="Streaming: media (s) buffered when playback starts (the player model)."),
-        click.option("--rebuffer-threshold", "rebuffer_threshold_s", type=click.FloatRange(min=0), default=1.9,
+        click.option("--rebuffer-threshold-s", type=click.FloatRange(min=0), default=1.9,
                      show_default=True, help="Streaming: media (s) buffered when playback resumes after a stall."),
-        click.option("--append-delay", "append_delay_s", type=click.FloatRange(min=0), default=0.0,
+        click.option("--append-delay-s", type=click.FloatRange(min=0), default=0.0,
                      show_default=True, help="Streaming: time (s) from a segment's last byte until it is playable."),
         click.option("--qoe-preset", type=click.Choice(list(PRESETS)), default="pensieve-lin", show_default=True,
                      help="Streaming: parameters of the headline linear QoE (Yin et al. 2015; Mao et al. 2017)."),
@@ -33,6 +34,9 @@ def streaming_options(f):  # noqa: ANN001, ANN201 - a Click decorator
                           "playlists (repeat): segments are inferred from TLS sizes and timing, labelled inferred."),
         click.option("--opaque-port", "opaque_ports", multiple=True, type=click.IntRange(1, 65535),
                      help="Streaming: server port read as encrypted for the inference (default 443; repeat)."),
+        renamed("--startup-threshold", "--startup-threshold-s", type=click.FloatRange(min=0)),
+        renamed("--rebuffer-threshold", "--rebuffer-threshold-s", type=click.FloatRange(min=0)),
+        renamed("--append-delay", "--append-delay-s", type=click.FloatRange(min=0)),
     ]):
         f = opt(f)
     return f
@@ -88,20 +92,23 @@ def sessions_cmd(capture, details, fmt, output, **flags):
 @click.argument("capture", type=click.Path(exists=True, dir_okay=False))
 @streaming_options
 @keylog_option
-@click.option("--device", type=click.Choice(["pc", "mobile"]), default="pc", show_default=True,
+@click.option("--p1203-device", type=click.Choice(["pc", "mobile"]), default="pc", show_default=True,
               help="P.1203 I.GEN device type.")
-@click.option("--display", default="1920x1080", show_default=True, help="P.1203 I.GEN display resolution (WxH).")
+@click.option("--p1203-display", default="1920x1080", show_default=True, help="P.1203 I.GEN display resolution (WxH).")
 @click.option("--session", "index", type=click.IntRange(min=0), default=0, show_default=True,
               help="Which session of the capture (0-based).")
 @output_option
-def p1203_cmd(capture, device, display, index, output, **flags):
+@renamed("--device", "--p1203-device", type=click.Choice(["pc", "mobile"]))
+@renamed("--display", "--p1203-display")
+def p1203_cmd(capture, p1203_device, p1203_display, index, output, **flags):
     """The ITU-T P.1203 mode-0 input (I.GEN, I.11, I.13, I.23) of a session in CAPTURE, as JSON:
     for a user who holds the model's licence to score it (qoe does not bundle it)."""
-    opts = make_options(p1203_device=device, p1203_display=display, **flags)
+    opts = make_options(p1203_device=p1203_device, p1203_display=p1203_display, **flags)
     found = sessions(capture, options=opts)
     if index >= len(found):
         raise click.ClickException(f"{capture}: {len(found)} streaming session(s) found; no session {index}")
-    emit(to_json(p1203_input(found[index], device=device, display=display)) + "\n", output, inputs=[capture])
+    emit(to_json(p1203_input(found[index], device=p1203_device, display=p1203_display)) + "\n", output,
+         inputs=[capture])
 
 
 @has.command("plot")

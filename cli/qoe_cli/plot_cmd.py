@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 import qoe
+from qoe_cli._flags import renamed
 
 
 def _labels(value: str | None) -> list[str] | None:
@@ -35,10 +36,11 @@ def _typed(values: list[str] | None, column) -> list | None:  # noqa: ANN001 - a
 @click.option("--x-order", default=None, help="Comma-separated x labels in drawing order.")
 @click.option("--y-order", default=None, help="Comma-separated y labels, top first.")
 @click.option("--title", default=None)
-@click.option("--counts/--no-counts", default=False, help="Print the number of runs in each cell.")
+@click.option("--show-counts/--no-show-counts", default=False, help="Print the number of runs in each cell.")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The figure; the suffix gives the format (png, svg, pdf).")
-def report(results, x, y, metric, colour_by, split, stat, x_order, y_order, title, counts, output):
+@renamed("--counts/--no-counts", "--show-counts/--no-show-counts", is_flag=True, default=None)
+def report(results, x, y, metric, colour_by, split, stat, x_order, y_order, title, show_counts, output):
     """Draw the seed paper's heatmap from a RESULTS table (CSV/Parquet/JSON from `qoe batch`).
 
     Each cell is the median of METRIC over the runs of one (x, y) setting, coloured by the
@@ -48,7 +50,7 @@ def report(results, x, y, metric, colour_by, split, stat, x_order, y_order, titl
     frame = read_results(results)
     fig = heatmap(frame, x, y, metric=metric, colour_by=colour_by, split=split, stat=stat,
                   x_order=_typed(_labels(x_order), frame.get(x)), y_order=_typed(_labels(y_order), frame.get(y)),
-                  title=title, show_counts=counts)
+                  title=title, show_counts=show_counts)
     save(fig, output, inputs=[results])
     click.echo(output)
 

@@ -7,12 +7,17 @@ import itertools
 import click
 
 from qoe.api import KINDS, iter_score
+from qoe.errors import InputError
 from qoe.report import Report, ReportWriter
 from qoe.video import PSNR_TABLES, SSIM_VARIANTS, VideoOptions
 from qoe.voice.call import CallOptions
 from qoe.web.pages import WebOptions
+from qoe_cli._flags import renamed
 from qoe_cli._output import emit_chunks, format_option, iter_table, output_option
 from qoe_cli.has_cmd import make_options, streaming_options
+
+#: The kinds whose options have a jitter buffer (CallOptions.jitter_buffer, VideoOptions.jitter_buffer).
+_JITTER_KINDS = ("voice", "video")
 
 
 @click.command("score")
@@ -26,11 +31,14 @@ from qoe_cli.has_cmd import make_options, streaming_options
                    "receiving end (CAPTURE is then the user's end).")
 @click.option("--network-delay-ms", type=click.FloatRange(min=0), default=None,
               help="Network one-way delay (ms) of the least-delayed packet, when not measured "
-                   "(default: RTCP RTT/2, else assumed 0). Not the mouth-to-ear delay of `qoe emodel --delay-ms`: "
+                   "(default: RTCP RTT/2, else assumed 0). Not the mouth-to-ear delay of `qoe emodel --mouth-to-ear-ms`: "
                    "packetisation, delay variation and the jitter buffer are added to it.")
 @click.option("--user", default=None, help="The user's IP address (labels 'user talks' / 'user listens').")
-@click.option("--jitter-buffer", default="adaptive", show_default=True,
-              help="Receiver buffer to simulate: adaptive, fixed:<ms> or none.")
+@click.option("--jitter-buffer", default=None,
+              help="Receiver jitter buffer to simulate: adaptive, fixed:<ms> or none, for the kind given with --kind "
+                   "(voice: default adaptive; video: default none, every packet that arrived is decoded). An "
+                   "option of voice and video: without --kind voice or --kind video it is ambiguous (an error), "
+                   "as qoe.score(jitter_buffer=...) without kind=.")
 @click.option("--conceal", type=click.Choice(["repeat", "silence"]), default="repeat", show_default=True,
               help="Loss concealment (repeat: G.711-plc preset for the E-model; silence: G.711).")
 @click.option("--delay-basis", type=click.Choice(["conversation", "direction"]), default="conversation",
@@ -48,16 +56,13 @@ from qoe_cli.has_cmd import make_options, streaming_options
                    "that authenticates it).")
 @click.option("--sdp", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Video: an SDP file for RTP streams the capture does not announce (what ffmpeg -sdp_file wrote).")
-@click.option("--video-jitter-buffer", default=None,
-              help="Video: the receiver's jitter buffer (fixed:<ms>); default none, every packet that arrived is decoded.")
-@click.option("--ssim-variant", type=click.Choice(list(SSIM_VARIANTS)), default="wang", show_default=True,
+@click.option("--variant", type=click.Choice(list(SSIM_VARIANTS)), default="wang", show_default=True,
               help="Video: SSIM definition (wang = Wang et al. 2004 / scikit-image; ssim.m; ffmpeg 8x8 blocks).")
 @click.option("--psnr-table", type=click.Choice(list(PSNR_TABLES)), default="zinner2010", show_default=True,
               help="Video: PSNR -> MOS table (Zinner et al. 2010, the seed paper's; or EvalVid's).")
-@click.option("--idle-gap-s", "--idle-gap", "idle_gap", type=click.FloatRange(min=0, min_open=True), default=2.0,
-              show_default=True, help="Web: quiet time (s) that ends a page load (WebOptions.idle_gap_s; "
-              "--idle-gap is its old spelling).")
-@click.option("--web-preset", type=click.Choice(["access", "backbone"]), default="access", show_default=True,
+@click.option("--idle-gap-s", type=click.FloatRange(min=0, min_open=True), default=2.0,
+              show_default=True, help="Web: quiet time (s) that ends a page load.")
+@click.option("--preset", type=click.Choice(["access", "backbone"]), default="access", show_default=True,
               help="Web: G.1030 bounds of the seed paper §9.1 (access: 0.56 s → 5; backbone: 0.85 s → 5; 6 s → 1).")
 @click.option("--keylog", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Web: NSS key log (SSLKEYLOGFILE) to decrypt TLS/QUIC with; repeat for several.")
@@ -70,9 +75,13 @@ from qoe_cli.has_cmd import make_options, streaming_options
                    "played).")
 @format_option
 @output_option
+@renamed("--video-jitter-buffer", "--jitter-buffer", target="video_jitter_buffer", hint=" with --kind video")
+@renamed("--ssim-variant", "--variant", type=click.Choice(list(SSIM_VARIANTS)))
+@renamed("--web-preset", "--preset", type=click.Choice(["access", "backbone"]))
+@renamed("--idle-gap", "--idle-gap-s", type=click.FloatRange(min=0, min_open=True))
 def score(capture, refs, sender_capture, network_delay_ms, user, jitter_buffer, conceal, delay_basis, window_s,
-          codec, clocks, ssrc, srtp_keys, sdp, video_jitter_buffer, ssim_variant, psnr_table, idle_gap, web_preset, keylog,
-          kind, details, fmt, output, **streaming):
+          codec, clocks, ssrc, srtp_keys, sdp, variant, psnr_table, idle_gap_s, preset, keylog,
+          kind, details, fmt, output, video_jitter_buffer=None, **streaming):
     """Score the voice calls (per direction), video streams and page loads in CAPTURE.
 
     Voice, network-side: G.107 R and MOS from effective loss (after the jitter buffer),
@@ -87,12 +96,22 @@ def score(capture, refs, sender_capture, network_delay_ms, user, jitter_buffer, 
     last byte), round trips, RTT, retransmissions, the seed paper's diagnosis and G.1030 MOS.
     Streaming (DASH, HLS over HTTP/1.x): sessions, startup delay, stalls, switches, bitrate
     played per second, linear QoE (Yin et al. 2015; Pensieve's parameter sets).
-    JSON output holds the whole report."""
-    call = CallOptions(jitter_buffer=jitter_buffer, conceal=conceal, delay_basis=delay_basis, window_s=window_s,
-                       codec=codec, user=user, network_delay_ms=network_delay_ms, clocks=clocks, srtp_keys=srtp_keys)
-    video = VideoOptions(sdp=sdp, jitter_buffer=video_jitter_buffer, variant=ssim_variant, psnr_table=psnr_table,
-                         srtp_keys=srtp_keys)
-    options = {"voice": call, "video": video, "web": WebOptions(idle_gap_s=idle_gap, preset=web_preset,
+    JSON output holds the whole report.
+
+    Each flag is the option field it sets (CallOptions, VideoOptions, WebOptions,
+    StreamingOptions); --srtp-key and --keylog go to every kind that takes keys."""
+    jitter = {"voice": {}, "video": {} if video_jitter_buffer is None else {"jitter_buffer": video_jitter_buffer}}
+    if jitter_buffer is not None:
+        if kind not in _JITTER_KINDS:
+            raise InputError(f"--jitter-buffer is ambiguous with --kind {kind}: it is an option of voice and video; "
+                             "give --kind voice or --kind video")
+        if jitter[kind]:
+            raise click.UsageError("--video-jitter-buffer is the old spelling of --jitter-buffer: give --jitter-buffer only")
+        jitter[kind] = {"jitter_buffer": jitter_buffer}
+    call = CallOptions(conceal=conceal, delay_basis=delay_basis, window_s=window_s, codec=codec, user=user,
+                       network_delay_ms=network_delay_ms, clocks=clocks, srtp_keys=srtp_keys, **jitter["voice"])
+    video = VideoOptions(sdp=sdp, variant=variant, psnr_table=psnr_table, srtp_keys=srtp_keys, **jitter["video"])
+    options = {"voice": call, "video": video, "web": WebOptions(idle_gap_s=idle_gap_s, preset=preset,
                                                                         keylog=tuple(keylog) or None),
                "streaming": make_options(**streaming, keylog=keylog)}
     inputs = [capture, sender_capture, sdp, *refs, *keylog]

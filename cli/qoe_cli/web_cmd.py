@@ -6,6 +6,7 @@ import click
 
 from qoe.report import to_json
 from qoe.web import g1030
+from qoe_cli._flags import renamed
 from qoe_cli._output import emit, format_option, output_option, render
 
 
@@ -33,13 +34,13 @@ _KEYLOG_HELP = ("NSS key log (SSLKEYLOGFILE of the browser, curl...) to decrypt 
                 "repeat for several. A pcapng capture's own Decryption Secrets Blocks are used as well.")
 
 
-def _load_pages(source, idle_gap, preset, t_min, t_max, base_rtt_s=None, keylog=()):
+def _load_pages(source, idle_gap_s, preset, t_min, t_max, base_rtt_s=None, keylog=()):
     from qoe.web.har import read_har
     from qoe.web.pages import WebOptions, page_loads, pages_from_har
 
     if (t_min is None) != (t_max is None):
         raise click.UsageError("--t-min and --t-max go together")
-    options = WebOptions(idle_gap_s=idle_gap, preset=preset, t_min=t_min, t_max=t_max, base_rtt_s=base_rtt_s,
+    options = WebOptions(idle_gap_s=idle_gap_s, preset=preset, t_min=t_min, t_max=t_max, base_rtt_s=base_rtt_s,
                          keylog=tuple(keylog) or None)
     if source.lower().endswith(".har"):
         return pages_from_har(read_har(source), options=options)
@@ -52,22 +53,22 @@ def _load_pages(source, idle_gap, preset, t_min, t_max, base_rtt_s=None, keylog=
               help="G.1030 bounds of the seed paper §9.1: access (0.56 s → 5) or backbone (0.85 s → 5); 6 s → 1.")
 @click.option("--t-min", type=float, default=None, help="Load time scored 5 (s); with --t-max, overrides the preset.")
 @click.option("--t-max", type=float, default=None, help="Load time scored 1 (s).")
-@click.option("--idle-gap-s", "--idle-gap", "idle_gap", type=click.FloatRange(min=0, min_open=True), default=2.0,
-              show_default=True, help="Quiet time (s) that ends a page load (WebOptions.idle_gap_s; --idle-gap: "
-              "the old spelling).")
+@click.option("--idle-gap-s", type=click.FloatRange(min=0, min_open=True), default=2.0,
+              show_default=True, help="Quiet time (s) that ends a page load (WebOptions.idle_gap_s).")
 @click.option("--base-rtt-s", type=click.FloatRange(min=0), default=None,
               help="The path's RTT without queueing (s), the diagnosis' baseline (default: the page's lowest RTT).")
 @click.option("--objects", is_flag=True, help="One row per object (transaction) instead of one per page.")
 @click.option("--keylog", multiple=True, type=click.Path(exists=True, dir_okay=False), help=_KEYLOG_HELP)
 @format_option
 @output_option
-def pages_cmd(source, preset, t_min, t_max, idle_gap, base_rtt_s, objects, keylog, fmt, output):
+@renamed("--idle-gap", "--idle-gap-s", type=click.FloatRange(min=0, min_open=True))
+def pages_cmd(source, preset, t_min, t_max, idle_gap_s, base_rtt_s, objects, keylog, fmt, output):
     """Page loads in SOURCE (a pcap/pcapng capture, or a .har file): PLT, round trips, RTT,
     retransmissions, the seed paper's diagnosis (RTT- or loss-dominated) and the G.1030 MOS.
 
     PLT is "fully loaded": the page's first DNS query, SYN or request to the last byte of its
     last object (a capture cannot see the browser's onLoad; a HAR's onLoad is used when it has one)."""
-    found = _load_pages(source, idle_gap, preset, t_min, t_max, base_rtt_s, keylog)
+    found = _load_pages(source, idle_gap_s, preset, t_min, t_max, base_rtt_s, keylog)
     if fmt == "json":
         emit(to_json([p.to_dict() for p in found]) + "\n", output, inputs=[source, *keylog])
         return
@@ -83,18 +84,18 @@ def pages_cmd(source, preset, t_min, t_max, idle_gap, base_rtt_s, objects, keylo
 @click.argument("capture", type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False, writable=True), required=True,
               help="The HAR file to write.")
-@click.option("--idle-gap-s", "--idle-gap", "idle_gap", type=click.FloatRange(min=0, min_open=True), default=2.0,
-              show_default=True, help="Quiet time (s) that ends a page load (WebOptions.idle_gap_s; --idle-gap: "
-              "the old spelling).")
+@click.option("--idle-gap-s", type=click.FloatRange(min=0, min_open=True), default=2.0,
+              show_default=True, help="Quiet time (s) that ends a page load (WebOptions.idle_gap_s).")
 @click.option("--keylog", multiple=True, type=click.Path(exists=True, dir_okay=False), help=_KEYLOG_HELP)
-def har_cmd(capture, out, idle_gap, keylog):
+@renamed("--idle-gap", "--idle-gap-s", type=click.FloatRange(min=0, min_open=True))
+def har_cmd(capture, out, idle_gap_s, keylog):
     """Write the HTTP transactions of CAPTURE as a HAR 1.2 file, grouped into pages (`_plt` holds
     each page's fully-loaded time; onLoad is -1: a capture cannot see it). HTTPS is encrypted:
     without --keylog its connections are pages without entries."""
     from qoe.web.har import write_har
     from qoe.web.pages import WebOptions, page_loads, to_har_pages
 
-    found = page_loads(capture, options=WebOptions(idle_gap_s=idle_gap, keylog=tuple(keylog) or None))
+    found = page_loads(capture, options=WebOptions(idle_gap_s=idle_gap_s, keylog=tuple(keylog) or None))
     write_har(out, [t for p in found for t in p.transactions], pages=to_har_pages(found),
               comment=f"written by qoe web har from {click.format_filename(capture)}", inputs=[capture, *keylog])
     click.echo(f"{out}: {len(found)} page(s), {sum(len(p.transactions) for p in found)} entries")

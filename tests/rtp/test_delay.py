@@ -14,7 +14,7 @@ import pytest
 from voice_samples import stream_params
 
 from qoe.errors import InputError, QoEWarning
-from qoe.rtp.delay import delays_between, match_streams, one_way_delay, stream_delay
+from qoe.rtp.delay import delays_between, marker_playout, match_streams, one_way_delay, stream_delay
 from qoe.rtp.jitterbuffer import simulate
 from qoe.rtp import RtpStream, StreamKey, make_packets, rtp_stats
 
@@ -47,10 +47,10 @@ def test_late_loss_from_a_jitter_buffer():
     # Sent 1..4 every 20 ms; received at 5, 25, 100, 65 ms (seq 3 is 60 ms late).
     # fixed:30 anchored on the first arrival (5 ms): due 35, 55, 75, 95 -> seq 3 late.
     recv_seq, recv_ns = np.array([1, 2, 3, 4]), np.array([5, 25, 100, 65]) * MS
-    playout = simulate(recv_ns, recv_seq, (recv_seq - 1) * 160, clock_rate=8000, buffer="fixed:30")
+    playout = simulate(recv_ns, recv_seq, (recv_seq - 1) * 160, clock_rate=8000, jitter_buffer="fixed:30")
     r = one_way_delay(np.arange(1, 5), np.arange(4) * 20 * MS, recv_seq, recv_ns, playout=playout)
     assert r.late.tolist() == [False, False, True, False]
-    assert (r.network_lost, r.late_lost, r.buffer) == (0, 1, "fixed:30")
+    assert (r.network_lost, r.late_lost, r.jitter_buffer) == (0, 1, "fixed:30")
 
 
 def test_sequence_cycles_are_aligned_between_captures():
@@ -123,8 +123,33 @@ def test_streams_are_matched_by_ssrc_whatever_the_addresses():
     (res,) = delays_between([a_sent, b_sent], [a_recv, c_recv])
     assert res.delay_ms[res.received].tolist() == [3.0, 3.0]
     assert res.network_lost == 1 and res.ssrc == 0xA
-    late = stream_delay(a_sent, a_recv, buffer="fixed:0")
-    assert late.buffer == "fixed:0" and late.late_lost == 0  # 12 due at 3 + 40 = 43: on time
+    late = stream_delay(a_sent, a_recv, jitter_buffer="fixed:0")
+    assert late.jitter_buffer == "fixed:0" and late.late_lost == 0  # 12 due at 3 + 40 = 43: on time
+    assert late.to_dict()["jitter_buffer"] == "fixed:0"
+
+
+@pytest.mark.parametrize("func", ["stream_delay", "delays_between", "marker_playout"])
+def test_old_buffer_keyword_warns_and_still_works(func):
+    """Issue 21: ``buffer=`` is now ``jitter_buffer=``; the old keyword works for one release
+    with a DeprecationWarning naming the new one; both given is an InputError."""
+    a_sent = _stream(0xA, [10, 11, 12], [0, 20, 40])
+    a_recv = _stream(0xA, [10, 12], [3, 63])  # 12 due at 3 + 40 + 0 = 43 for fixed:0: late
+    call = {"stream_delay": lambda **k: stream_delay(a_sent, a_recv, **k),
+            "delays_between": lambda **k: delays_between([a_sent], [a_recv], **k)[0],
+            "marker_playout": lambda **k: marker_playout(a_recv, **k)}[func]
+    new = call(jitter_buffer="fixed:0")
+    with pytest.warns(DeprecationWarning, match=rf"{func}\(buffer=\) is now {func}\(jitter_buffer=\)"):
+        old = call(buffer="fixed:0")
+    assert old.jitter_buffer == new.jitter_buffer == "fixed:0" and old.late_lost == new.late_lost == 1
+    with pytest.raises(InputError, match="ambiguous jitter buffer"):
+        call(jitter_buffer="fixed:0", buffer="fixed:10")
+
+
+def test_old_buffer_attribute_warns():
+    a_sent, a_recv = _stream(0xA, [10, 11, 12], [0, 20, 40]), _stream(0xA, [10, 12], [3, 43])
+    r = stream_delay(a_sent, a_recv, jitter_buffer="fixed:0")
+    with pytest.warns(DeprecationWarning, match="OneWayDelay.buffer is now OneWayDelay.jitter_buffer"):
+        assert r.buffer == "fixed:0"
 
 
 def test_streams_flowing_the_other_way_are_reversed():
@@ -257,7 +282,7 @@ def test_real_network_loss_equals_tshark_lost(sc, st):
     lost = int(re.search(r"\s(-?\d+) \(", row).group(1))
     r = _one(sc, st, jitter_buffer="adaptive")
     assert r.network_lost == lost
-    assert r.to_dict()["buffer"] == "adaptive"
+    assert r.to_dict()["jitter_buffer"] == "adaptive"
 
 
 @needs_data

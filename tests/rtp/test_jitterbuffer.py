@@ -36,7 +36,7 @@ def _trace():
 
 def test_fixed_buffer_hand_worked():
     arr, seq, ts = _trace()
-    r = simulate(arr, seq, ts, clock_rate=8000, buffer=FixedBuffer(30))
+    r = simulate(arr, seq, ts, clock_rate=8000, jitter_buffer=FixedBuffer(30))
     # Due at 30 + t: seq1 30, seq2 50, seq3 70, seq4 90, seq5 110, seq7 150.
     # seq3 arrives at 70 = due: played; seq5 arrives at 200 > 110: late.
     assert r.played.tolist() == [True, True, True, True, False, True, False]
@@ -56,13 +56,33 @@ def test_fixed_buffer_hand_worked():
     assert d["buffer_delay_mean_ms"] == pytest.approx((30 + 25 + 29 + 0 + 20) / 5)
     assert d["buffer_delay_p50_ms"] == pytest.approx(25.0)
     assert d["buffer_delay_max_ms"] == pytest.approx(30.0)
-    assert d["buffer"] == "fixed:30"
+    assert d["jitter_buffer"] == "fixed:30"
+
+
+def test_old_buffer_keyword_and_attribute_warn_and_still_work():
+    """Issue 21: ``buffer`` is now ``jitter_buffer``; the old keyword and attribute work
+    for one release with a DeprecationWarning naming the new name."""
+    arr, seq, ts = _trace()
+    new = simulate(arr, seq, ts, clock_rate=8000, jitter_buffer="fixed:30")
+    with pytest.warns(DeprecationWarning, match=r"simulate\(buffer=\) is now simulate\(jitter_buffer=\)"):
+        old = simulate(arr, seq, ts, clock_rate=8000, buffer="fixed:30")
+    assert old.jitter_buffer == "fixed:30" and old.played.tolist() == new.played.tolist()
+    with pytest.warns(DeprecationWarning, match=r"PlayoutResult.buffer is now PlayoutResult.jitter_buffer"):
+        assert new.buffer == "fixed:30"
+    # neither given: the adaptive default, as before
+    assert simulate(arr, seq, ts, clock_rate=8000).jitter_buffer == "adaptive"
+
+
+def test_buffer_and_jitter_buffer_together_are_ambiguous():
+    arr, seq, ts = _trace()
+    with pytest.raises(InputError, match="ambiguous jitter buffer"):
+        simulate(arr, seq, ts, clock_rate=8000, jitter_buffer="adaptive", buffer="fixed:30")
 
 
 def test_fixed_buffer_anchors_on_first_arrival_not_smallest_timestamp():
     # seq 2 (t = 20) arrives first at 0 ms: it is due at 10; seq 1 (t = 0) is due at
     # 10 - 20 = -10 and arrives at 5: late.
-    r = simulate(np.array([0, 5]) * MS, [2, 1], [160, 0], clock_rate=8000, buffer="fixed:10")
+    r = simulate(np.array([0, 5]) * MS, [2, 1], [160, 0], clock_rate=8000, jitter_buffer="fixed:10")
     assert r.played.tolist() == [True, False]
     assert r.late.tolist() == [False, True]
     assert r.buffer_delay_ms.tolist() == pytest.approx([10.0, -15.0])
@@ -70,12 +90,12 @@ def test_fixed_buffer_anchors_on_first_arrival_not_smallest_timestamp():
 
 def test_no_buffer_plays_every_packet_once():
     arr, seq, ts = _trace()
-    r = simulate(arr, seq, ts, clock_rate=8000, buffer="none")
+    r = simulate(arr, seq, ts, clock_rate=8000, jitter_buffer="none")
     assert r.played.tolist() == [True, True, True, True, False, True, True]
     assert not r.late.any()
     assert r.effective_lost == r.network_lost == 1
     # A deep enough fixed buffer plays the same packets.
-    deep = simulate(arr, seq, ts, clock_rate=8000, buffer=FixedBuffer(1000))
+    deep = simulate(arr, seq, ts, clock_rate=8000, jitter_buffer=FixedBuffer(1000))
     assert np.array_equal(deep.played, r.played)
 
 
@@ -92,7 +112,7 @@ def test_adaptive_algorithm_1_hand_worked():
     arr, seq, ts = _adaptive_trace([10, 14, 10, 15])
     marker = np.array([False, False, True, False])
     jb = AdaptiveBuffer(alpha=0.5, beta=4.0, spike=False, min_delay_ms=0.0)
-    r = simulate(arr, seq, ts, clock_rate=8000, buffer=jb, marker=marker)
+    r = simulate(arr, seq, ts, clock_rate=8000, jitter_buffer=jb, marker=marker)
     # i0: d = 10, v = 0 -> talkspurt 0 delay D0 = 10: p0 = 10 (a0 = 10, played).
     # i1: d = .5*10 + .5*14 = 12, v = .5*|12 - 14| = 1; p1 = 20 + 10 = 30 < a1 = 34: late.
     # i2: d = .5*12 + .5*10 = 11, v = .5*1 + .5*|11 - 10| = 1; new talkspurt:
@@ -120,7 +140,7 @@ def test_adaptive_spike_mode_hand_worked(spike, expected_delay):
     arr, seq, ts = _adaptive_trace([0, 0, 200, 100, 0, 0])
     marker = np.array([False] * 5 + [True])
     jb = AdaptiveBuffer(alpha=0.5, beta=4.0, spike=spike, min_delay_ms=0.0)
-    r = simulate(arr, seq, ts, clock_rate=8000, buffer=jb, marker=marker)
+    r = simulate(arr, seq, ts, clock_rate=8000, jitter_buffer=jb, marker=marker)
     assert r.buffer_delay_ms[-1] == pytest.approx(expected_delay)
     # Talkspurt 0 kept D0 = 0: packets 3 and 4 (n = 200, 100) are late either way.
     assert r.late.tolist() == [False, False, True, True, False, False]
@@ -131,7 +151,7 @@ def test_adaptive_min_delay_and_no_overlap():
     # its arrival; min_delay_ms = 20 holds it 20 ms.
     arr, seq, ts = _adaptive_trace([5] * 6)
     marker = np.array([False, False, False, True, False, False])
-    r = simulate(arr, seq, ts, clock_rate=8000, buffer=AdaptiveBuffer(min_delay_ms=20.0), marker=marker)
+    r = simulate(arr, seq, ts, clock_rate=8000, jitter_buffer=AdaptiveBuffer(min_delay_ms=20.0), marker=marker)
     assert r.buffer_delay_ms.tolist() == pytest.approx([20.0] * 6)
     assert r.played.all()
     # No overlap: α = 0.5, β = 0, no minimum delay. Packet 1 (t = 0) arrives at 100:
@@ -140,7 +160,7 @@ def test_adaptive_min_delay_and_no_overlap():
     # inside packet 1's frame; the guard moves it to 120 (D1 = 100).
     jb = AdaptiveBuffer(alpha=0.5, beta=0.0, spike=False, min_delay_ms=0.0)
     r = simulate(np.array([100, 100]) * MS, [1, 2], [0, 160], clock_rate=8000,
-                 marker=np.array([False, True]), buffer=jb)
+                 marker=np.array([False, True]), jitter_buffer=jb)
     assert r.playout_ns.tolist() == [100 * MS, 120 * MS]
     assert r.talkspurt.tolist() == [0, 1]
 

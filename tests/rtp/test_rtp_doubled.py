@@ -195,12 +195,12 @@ def test_heuristic_rejects_one_datagram_repeated(tmp_path):
 # ---------------------------------------------------------------- downstream: play once, same score
 
 
-@pytest.mark.parametrize("buffer", ["adaptive", "fixed:60", "none"])
-def test_a_doubled_stream_plays_the_same_audio_as_its_twin(buffer):
+@pytest.mark.parametrize("jitter_buffer", ["adaptive", "fixed:60", "none"])
+def test_a_doubled_stream_plays_the_same_audio_as_its_twin(jitter_buffer):
     """Each sequence number is played once: the rebuilt audio is sample for sample the
     twin's (the copies are marked duplicates, never played nor late)."""
     d, t = _stream("doubled_any.pcap"), _stream("doubled_any_twin.pcap")
-    ad, at = extract_audio(d, jitter_buffer=buffer), extract_audio(t, jitter_buffer=buffer)
+    ad, at = extract_audio(d, jitter_buffer=jitter_buffer), extract_audio(t, jitter_buffer=jitter_buffer)
     assert int(ad.playout.duplicate.sum()) == d.stats.duplicates == 195
     assert not (ad.playout.duplicate & (ad.playout.played | ad.playout.late)).any()
     assert ad.ts_first == at.ts_first

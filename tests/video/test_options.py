@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from qoe.errors import InputError
-from qoe.video import VideoOptions, iter_score_capture, score_capture
+from qoe.video import VideoOptions, find_video, iter_score_capture, receive_rtp, score_capture
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "video" / "captures"
 CAP = DATA / "h264-idle-b64_client.pcap"
@@ -43,3 +43,27 @@ def test_buffer_keyword_is_the_jitter_buffer_field():
 def test_options_must_be_video_options():
     with pytest.raises(InputError, match="VideoOptions"):
         score_capture(CAP, options={"sdp": SDP})  # type: ignore[arg-type]
+
+
+def test_receive_rtp_old_buffer_keyword_and_attributes_warn_and_still_work():
+    """Issue 21: ``buffer`` is ``jitter_buffer`` in receive_rtp, ReceivedVideo and StreamFacts
+    (and the results' JSON key); the old names work for one release with a DeprecationWarning."""
+    (src,) = find_video(CAP, sdp=SDP)
+    new = receive_rtp(src.rtp, sdp=src.sdp, jitter_buffer="fixed:200")
+    with pytest.warns(DeprecationWarning, match=r"receive_rtp\(buffer=\) is now receive_rtp\(jitter_buffer=\)"):
+        old = receive_rtp(src.rtp, sdp=src.sdp, buffer="fixed:200")
+    assert old.jitter_buffer == new.jitter_buffer == "fixed:200"
+    assert (old.packets_received, old.packets_late) == (new.packets_received, new.packets_late)
+    with pytest.warns(DeprecationWarning, match="ReceivedVideo.buffer is now ReceivedVideo.jitter_buffer"):
+        assert new.buffer == "fixed:200"
+    with pytest.raises(InputError, match="ambiguous jitter buffer"):
+        receive_rtp(src.rtp, sdp=src.sdp, jitter_buffer="fixed:200", buffer="none")
+
+
+def test_stream_facts_name_the_jitter_buffer():
+    (facts,) = score_capture(CAP, options=VideoOptions(sdp=SDP, jitter_buffer="fixed:200", max_frames=5))
+    assert facts.jitter_buffer == "fixed:200"
+    assert facts.to_dict()["jitter_buffer"] == facts.to_record()["jitter_buffer"] == "fixed:200"
+    assert "buffer" not in facts.to_dict()
+    with pytest.warns(DeprecationWarning, match="StreamFacts.buffer is now StreamFacts.jitter_buffer"):
+        assert facts.buffer == "fixed:200"

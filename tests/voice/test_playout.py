@@ -244,7 +244,7 @@ def test_extract_cli_writes_the_wav(tmp_path):
     assert res.exit_code == 0, res.output
     summary = json.loads(res.output)
     x, rate = soundfile.read(out, dtype="int16")
-    assert rate == 8000 and x.size == summary["samples"] and summary["buffer"] == "fixed:60"
+    assert rate == 8000 and x.size == summary["samples"] and summary["jitter_buffer"] == "fixed:60"
     assert np.array_equal(x, extract_audio(_received(st), jitter_buffer="fixed:60", conceal="repeat").samples)
     # Several streams and no --ssrc: exit 2 with the SSRCs listed.
     res = CliRunner().invoke(cli, ["extract", cap, "-o", str(out)])

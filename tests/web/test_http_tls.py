@@ -16,8 +16,9 @@ import struct
 
 from web_streams import SAMPLES, Feed, connection_events, play
 
+from qoe.web.http import parse
 from qoe.web.tcp import CLIENT, SERVER, ConnectionId
-from qoe.web.tls import TlsSink, looks_like_tls
+from qoe.web.tls import looks_like_tls
 
 CONN = ConnectionId(("192.0.2.1", 40000), ("192.0.2.2", 443), 3, 500, True)
 HRR_RANDOM = bytes.fromhex("CF21AD74E59A6111BE1D8C021E65B891C2A211167ABB8C5E079E09E2C8A8339C")  # RFC 8446 §4.1.3
@@ -65,6 +66,26 @@ def server_hello(version=0x0304, suite=0x1301, alpn=None, random=b"\x33" * 32, p
 
 def record(ctype: int, fragment: bytes, version=0x0303) -> bytes:
     return bytes([ctype]) + u16(version) + u16(len(fragment)) + fragment  # RFC 8446 §5.1
+
+
+class TlsSink:
+    """The TLS parser through the public :func:`qoe.web.http.parse` (``protocol="tls"``): a
+    byte sink that records its events, and whose ``session()`` is the parsed ``tls``."""
+
+    def __init__(self, conn):
+        self.conn, self.events = conn, []
+
+    def data(self, d, ts, off, item):
+        self.events.append(("data", d, ts, off, item))
+
+    def gap(self, d, ts, off, item):
+        self.events.append(("gap", d, ts, off, item))
+
+    def close(self, d, ts, item):
+        self.events.append(("close", d, ts, 0, item))
+
+    def session(self):
+        return parse(self.conn, self.events, protocol="tls").tls
 
 
 def tls13_flow(sink, *, early=False, ts0=0):

@@ -63,7 +63,7 @@ from __future__ import annotations
 from qoe.capture._udp_batches import read_udp_batches
 from qoe.capture._files import probe
 from qoe.capture._records import CaptureInfo, Interface
-from qoe.capture._linktypes import SUPPORTED_LINKTYPES, linktype_name
+from qoe.capture._linktypes import SUPPORTED_LINKTYPES
 from qoe.capture._reader import read_packets
 from qoe.capture._reassembly import ReassemblyLimits
 from qoe.capture._tcp_segments import TCP_SEGMENT_FIELDS, read_tcp_segments, tcp_segment_row, tcp_segment_rows
@@ -97,7 +97,6 @@ __all__ = [
     "TcpInfo",
     "UdpBatch",
     "SUPPORTED_LINKTYPES",
-    "linktype_name",
     "TCP_FIN",
     "TCP_SYN",
     "TCP_RST",

@@ -65,8 +65,8 @@ from qoe.rtp._stats import (
     rtp_stats,
     with_jitter,
 )
-from qoe.rtp.sip import SIP_METHODS, SdpMedia, group_calls, sender_crypto
-from qoe.rtp.srtp import SrtpInfo, bytes_per_tick, looks_srtcp
+from qoe.rtp.sip import _SIP_METHODS, SdpMedia, group_calls, sender_crypto
+from qoe.rtp.srtp import SrtpInfo, bytes_per_tick, _looks_srtcp
 
 # UDP ports whose traffic is never taken for RTP by the heuristic (it can look like RTP
 # version 2 by chance): DNS 53, DHCP 67/68, NTP 123, NetBIOS 137/138, SNMP 161/162,
@@ -75,9 +75,9 @@ from qoe.rtp.srtp import SrtpInfo, bytes_per_tick, looks_srtcp
 _NOT_RTP_PORTS = np.array([53, 67, 68, 123, 137, 138, 161, 162, 443, 500, 514, 1900, 4500, 5353, 5355])
 
 # First four bytes of a SIP message: a request method of RFC 3261 §27.4 and its extensions
-# (qoe.rtp.sip.SIP_METHODS), or the "SIP/" of a status line (RFC 3261 §7.2).
+# (qoe.rtp.sip._SIP_METHODS), or the "SIP/" of a status line (RFC 3261 §7.2).
 _SIP_PREFIXES = np.array(
-    [int.from_bytes((m + " ").encode()[:4], "big") for m in SIP_METHODS] + [int.from_bytes(b"SIP/", "big")]
+    [int.from_bytes((m + " ").encode()[:4], "big") for m in _SIP_METHODS] + [int.from_bytes(b"SIP/", "big")]
 )
 
 # Heuristic: packets looked at before a flow is accepted as RTP or rejected.
@@ -117,7 +117,7 @@ def _looks_like_rtp(seg: _Segments, seq: np.ndarray, ts: np.ndarray, pt: np.ndar
 
     One verdict per segment (a flow's first packets, grouped). Copies of a packet (the
     same sequence number and timestamp as an earlier one of the flow,
-    :func:`_first_copies`) are set aside first: a capture that holds every packet twice
+    ``_first_copies``) are set aside first: a capture that holds every packet twice
     would otherwise show a step of 0 for every other packet. Over the first copies,
     sequence numbers must move by small steps (RFC 3550 §5.1: +1 per packet; loss and
     reordering make other small steps) and mostly forward, timestamps must move by less
@@ -240,7 +240,7 @@ class _Scanner:
         is_rtcp = v2 & (b1 >= RTCP_SR) & (b1 <= RTCP_XR)
         for i in np.flatnonzero(is_rtcp).tolist():
             data = b.payload_of(i)
-            encrypted = looks_srtcp(data)
+            encrypted = _looks_srtcp(data)
             self.rtcp.add_feedback((int(b.src[i]), int(b.sport[i]), int(b.dst[i]), int(b.dport[i])),
                                    feedback_kinds(data, encrypted=encrypted))
             items = parse_rtcp(data)
@@ -340,7 +340,7 @@ class _Scanner:
     def _admit(self, fresh: np.ndarray, first: np.ndarray, found: np.ndarray, src: np.ndarray, dst: np.ndarray,
                sport: np.ndarray, dport: np.ndarray, *, lens: np.ndarray) -> np.ndarray:
         """Of new flows ``fresh`` (indices into ``first``, their first rows), those the scan
-        tracks. Flows to or from a port that is never RTP (:data:`_NOT_RTP_PORTS`: DNS, NTP,
+        tracks. Flows to or from a port that is never RTP (``_NOT_RTP_PORTS``: DNS, NTP,
         ...; one flow per query would fill the table) are not tracked; under ``max_flows``
         (flows tracked that are not streams), the new flows first seen are tracked, and past
         it only those a SIP/SDP announcement names. The others get the rejected sink flow in

@@ -1,6 +1,6 @@
 """The scan's SRTP sampler: what the payload heuristic needs of each flow's first packets.
 
-The SRTP payload heuristic (:func:`qoe.rtp.srtp.encrypted_verdicts`) judges a stream from
+The SRTP payload heuristic (``_encrypted_verdicts``) judges a stream from
 its first :data:`SAMPLE` packets: their sequence numbers, timestamps and payload lengths,
 and one histogram of the nibbles of their payloads' first :data:`SAMPLE_BYTES` bytes. The
 scan cannot keep payloads (a trunk has thousands of flows), so :class:`SrtpSampler` keeps
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from qoe.rtp.sip import SdesCrypto
-from qoe.rtp.srtp import SrtpInfo, encrypted_verdicts
+from qoe.rtp.srtp import SrtpInfo, _encrypted_verdicts
 
 # What is kept of each flow's first packets (sequence number, timestamp and payload length of
 # each, and one histogram of the nibbles of their payloads' first 32 bytes, up to 512 bytes:
@@ -95,7 +95,7 @@ class SrtpSampler:
             return
         fids = np.array([p[1] for p in self.pending], dtype=np.int64)
         per_tick = np.array([p[2] for p in self.pending], dtype=np.int64)
-        hits = encrypted_verdicts(self.seq[fids], self.ts[fids], self.length[fids],
+        hits = _encrypted_verdicts(self.seq[fids], self.ts[fids], self.length[fids],
                                   self.sampled[fids].astype(np.int64), self.nibbles[fids], per_tick)
         for i in np.flatnonzero(hits).tolist():
             _, fid, _, sdes = self.pending[i]

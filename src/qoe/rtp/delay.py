@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from qoe.errors import InputError, QoEWarning
-from qoe.rtp.jitterbuffer import JitterBuffer, PlayoutResult, simulate
+from qoe.rtp.jitterbuffer import _UNSET, JitterBuffer, PlayoutResult, _renamed_buffer, simulate
 
 if TYPE_CHECKING:  # pragma: no cover
     from qoe.rtp._results import RtpStream
@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["OneWayDelay", "one_way_delay", "stream_delay", "match_streams", "delays_between", "marker_playout"]
 
 Clocks = Literal["auto", "same", "different"]
-# How a receiver plays a stream out: (stream, buffer) -> PlayoutResult.
+# How a receiver plays a stream out: (stream, jitter_buffer) -> PlayoutResult.
 PlayoutFn = Callable[["RtpStream", "JitterBuffer | str | None"], PlayoutResult]
 
 # RFC 3550 A.1: sequence numbers wrap at 2**16.
@@ -76,7 +76,7 @@ class OneWayDelay:
     received : numpy.ndarray of bool
         The packet reached the receiver capture.
     late : numpy.ndarray of bool
-        Received, but after the jitter buffer's deadline (all False without a buffer).
+        Received, but after the jitter buffer's deadline (all False without one).
     clocks : {"same", "different"}
         Whether the two captures were taken as sharing one clock.
     relative : bool
@@ -88,8 +88,9 @@ class OneWayDelay:
         Sender packets outside the overlap of the two captures (not counted as lost).
     unmatched_received : int
         Receiver packets with no counterpart in the sender capture.
-    buffer : str or None
-        The jitter buffer used for late loss, e.g. ``"fixed:60"``.
+    jitter_buffer : str or None
+        The jitter buffer used for late loss, e.g. ``"fixed:60"`` (``buffer``, its old
+        name, still reads it for one release, with a :class:`DeprecationWarning`).
     stream : str or None
         ``"src:port -> dst:port"`` as seen at the sender, when known.
     reversed : bool
@@ -109,9 +110,16 @@ class OneWayDelay:
     offset_ms: float
     outside: int
     unmatched_received: int
-    buffer: str | None = None
+    jitter_buffer: str | None = None
     stream: str | None = None
     reversed: bool = False
+
+    @property
+    def buffer(self) -> str | None:
+        """Deprecated: :attr:`jitter_buffer` (issue 21: one name per concept)."""
+        warnings.warn("OneWayDelay.buffer is now OneWayDelay.jitter_buffer; the old name goes in the next release",
+                      DeprecationWarning, stacklevel=2)
+        return self.jitter_buffer
 
     @property
     def sent(self) -> int:
@@ -148,7 +156,7 @@ class OneWayDelay:
             "network_loss": self.network_lost / sent if sent else 0.0,
             "late_lost": self.late_lost,
             "late_loss": self.late_lost / sent if sent else 0.0,
-            "buffer": self.buffer,
+            "jitter_buffer": self.jitter_buffer,
             "min_ms": float(d.min()) if d.size else nan,
             "mean_ms": float(d.mean()) if d.size else nan,
             "p50_ms": float(np.percentile(d, 50)) if d.size else nan,
@@ -283,7 +291,7 @@ def one_way_delay(
     late = np.zeros(s_u.shape[0], dtype=bool)
     buffer_name = None
     if playout is not None:
-        buffer_name = playout.buffer
+        buffer_name = playout.jitter_buffer
         first = playout.seq_first + best_shift
         idx = s_u - first
         ok = got & (idx >= 0) & (idx < playout.slot_late.shape[0])
@@ -303,7 +311,7 @@ def one_way_delay(
         offset_ms=offset,
         outside=outside,
         unmatched_received=unmatched,
-        buffer=buffer_name,
+        jitter_buffer=buffer_name,
     )
 
 
@@ -330,18 +338,24 @@ def match_streams(
     return [(snd[k], rcv[k]) for k in sorted(snd) if k in rcv]
 
 
-def marker_playout(stream: RtpStream, buffer: JitterBuffer | str | None) -> PlayoutResult:
-    """Play a stream out through ``buffer``, talkspurts from marker bits and timestamps.
+def marker_playout(stream: RtpStream, jitter_buffer: JitterBuffer | str | None = _UNSET, *,
+                   buffer: Any = _UNSET) -> PlayoutResult:
+    """Play a stream out through ``jitter_buffer``, talkspurts from marker bits and timestamps.
 
     The codec-blind receiver of :func:`stream_delay`: :func:`qoe.rtp.jitterbuffer.simulate`
-    over the stream's packet table, without looking at the payloads.
+    over the stream's packet table, without looking at the payloads. ``buffer=``, the old
+    name of ``jitter_buffer``, works for one release with a :class:`DeprecationWarning`.
     """
+    jitter_buffer = _renamed_buffer("marker_playout", jitter_buffer, buffer, default=_UNSET)
+    if jitter_buffer is _UNSET:
+        raise InputError("marker_playout needs jitter_buffer (e.g. 'adaptive', 'fixed:60', 'none')")
     p = stream.packets
     if p is None or len(p) == 0:
         raise InputError(f"stream {stream.key}: no packet table (scan the capture keeping packets)")
     if not stream.clock_rate:
         raise InputError(f"stream {stream.key}: unknown RTP clock rate (payload type {stream.payload_type})")
-    return simulate(p.arrival_ns, p.seq_ext, p.ts_ext, clock_rate=int(stream.clock_rate), buffer=buffer, marker=p.marker)
+    return simulate(p.arrival_ns, p.seq_ext, p.ts_ext, clock_rate=int(stream.clock_rate), jitter_buffer=jitter_buffer,
+                    marker=p.marker)
 
 
 def stream_delay(
@@ -349,9 +363,10 @@ def stream_delay(
     received: RtpStream,
     *,
     clocks: Clocks = "auto",
-    buffer: JitterBuffer | str | None = None,
+    jitter_buffer: JitterBuffer | str | None = _UNSET,
     playout: PlayoutFn | None = None,
     max_plausible_ms: float = _MAX_PLAUSIBLE_MS,
+    buffer: Any = _UNSET,
 ) -> OneWayDelay:
     """:func:`one_way_delay` for two :class:`~qoe.rtp.RtpStream` of the same SSRC.
 
@@ -361,15 +376,21 @@ def stream_delay(
         The stream as captured at the sender and at the receiver.
     clocks : {"auto", "same", "different"}, keyword-only
         See :func:`one_way_delay`.
-    buffer : JitterBuffer or str, optional, keyword-only
+    jitter_buffer : JitterBuffer or str, optional, keyword-only
         A receiver jitter buffer (e.g. ``"adaptive"``, ``"fixed:60"``) whose late
-        packets are reported as late loss.
+        packets are reported as late loss. Default: none (no late loss).
     playout : callable, optional, keyword-only
-        ``playout(received, buffer) -> PlayoutResult``: how the receiver plays the stream
-        out (a media layer passes one that also finds talkspurts in the decoded audio,
-        e.g. :func:`qoe.voice.playout.playout_stream`). Default: :func:`marker_playout`,
-        talkspurts from marker bits and timestamp jumps only.
+        ``playout(received, jitter_buffer) -> PlayoutResult``: how the receiver plays the
+        stream out (a media layer passes one that also finds talkspurts in the decoded
+        audio, e.g. :func:`qoe.voice.playout.playout_stream`). Default:
+        :func:`marker_playout`, talkspurts from marker bits and timestamp jumps only.
+    max_plausible_ms : float, keyword-only
+        See :func:`one_way_delay`.
+    buffer : deprecated
+        The old name of ``jitter_buffer`` (issue 21); works for one release with a
+        :class:`DeprecationWarning`; given with ``jitter_buffer``, an InputError.
     """
+    jitter_buffer = _renamed_buffer("stream_delay", jitter_buffer, buffer, default=None)
     if sent.packets is None or received.packets is None:
         raise InputError(f"stream ssrc=0x{sent.ssrc:08x}: the packet tables were not kept")
     if sent.ssrc != received.ssrc:
@@ -377,8 +398,8 @@ def stream_delay(
             f"stream_delay: SSRCs differ (0x{sent.ssrc:08x} sent, 0x{received.ssrc:08x} received)"
         )
     played = None
-    if buffer is not None:
-        played = (playout or marker_playout)(received, buffer)
+    if jitter_buffer is not None:
+        played = (playout or marker_playout)(received, jitter_buffer)
     p, q = sent.packets, received.packets
     result = one_way_delay(
         p.seq_ext,
@@ -407,9 +428,10 @@ def delays_between(
     second: list[RtpStream],
     *,
     clocks: Clocks = "auto",
-    buffer: JitterBuffer | str | None = None,
+    jitter_buffer: JitterBuffer | str | None = _UNSET,
     playout: PlayoutFn | None = None,
     orient: bool = True,
+    buffer: Any = _UNSET,
 ) -> list[OneWayDelay]:
     """One-way delay of every stream present in both captures (matched by SSRC).
 
@@ -424,15 +446,19 @@ def delays_between(
     ----------
     first, second : list of RtpStream
         The streams of the sender-side and the receiver-side capture.
-    clocks, buffer, playout
+    clocks, jitter_buffer, playout
         See :func:`stream_delay`.
     orient : bool, keyword-only
         Detect streams flowing from the second capture's side (default True).
+    buffer : deprecated
+        The old name of ``jitter_buffer`` (issue 21); works for one release with a
+        :class:`DeprecationWarning`; given with ``jitter_buffer``, an InputError.
     """
+    jitter_buffer = _renamed_buffer("delays_between", jitter_buffer, buffer, default=None)
     out = []
     for a, b in match_streams(first, second):
         if orient and clocks != "different" and _raw_median_ms(a, b) < 0:
-            out.append(replace(stream_delay(b, a, clocks=clocks, buffer=buffer, playout=playout), reversed=True))
+            out.append(replace(stream_delay(b, a, clocks=clocks, jitter_buffer=jitter_buffer, playout=playout), reversed=True))
         else:
-            out.append(stream_delay(a, b, clocks=clocks, buffer=buffer, playout=playout))
+            out.append(stream_delay(a, b, clocks=clocks, jitter_buffer=jitter_buffer, playout=playout))
     return out

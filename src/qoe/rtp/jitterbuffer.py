@@ -50,6 +50,7 @@ References
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -215,8 +216,9 @@ class PlayoutResult:
 
     Attributes
     ----------
-    buffer : str
-        The buffer, as ``"fixed:60"``, ``"adaptive"`` or ``"none"``.
+    jitter_buffer : str
+        The buffer, as ``"fixed:60"``, ``"adaptive"`` or ``"none"`` (``buffer``, its old
+        name, still reads it for one release, with a :class:`DeprecationWarning`).
     played, late, duplicate : numpy.ndarray of bool
         Per received packet. A duplicate (a sequence number already received) is never
         played nor counted late; a late packet is not played.
@@ -237,7 +239,7 @@ class PlayoutResult:
         Per expected sequence number ``seq_first + k``.
     """
 
-    buffer: str
+    jitter_buffer: str
     clock_rate: int
     played: np.ndarray
     late: np.ndarray
@@ -250,6 +252,13 @@ class PlayoutResult:
     lost: np.ndarray
     slot_late: np.ndarray
     slot_played: np.ndarray
+
+    @property
+    def buffer(self) -> str:
+        """Deprecated: :attr:`jitter_buffer` (issue 21: one name per concept)."""
+        warnings.warn("PlayoutResult.buffer is now PlayoutResult.jitter_buffer; the old name goes in the next release",
+                      DeprecationWarning, stacklevel=2)
+        return self.jitter_buffer
 
     @property
     def expected(self) -> int:
@@ -287,7 +296,7 @@ class PlayoutResult:
         bd = self.buffer_delay_ms[played]
         pd = self.playout_delay_ms[played]
         return {
-            "buffer": self.buffer,
+            "jitter_buffer": self.jitter_buffer,
             "expected": self.expected,
             "received": self.received,
             "duplicates": int(self.duplicate.sum()),
@@ -397,15 +406,41 @@ def talkspurt_starts(
     return out
 
 
+class _Unset:
+    """The default of a deprecated keyword: tells "not given" from any value (None included)."""
+
+    def __repr__(self) -> str:
+        return "<not given>"
+
+
+_UNSET: Any = _Unset()
+
+
+def _renamed_buffer(func: str, jitter_buffer: Any, buffer: Any, *, default: Any) -> Any:
+    """``jitter_buffer``, or the deprecated ``buffer`` keyword of ``func`` with a warning (issue 21).
+
+    ``default`` when neither is given; both given is ambiguous, an :class:`~qoe.errors.InputError`.
+    """
+    if buffer is _UNSET:
+        return default if jitter_buffer is _UNSET else jitter_buffer
+    if jitter_buffer is not _UNSET:
+        raise InputError(f"{func}: ambiguous jitter buffer: both jitter_buffer={jitter_buffer!r} and its deprecated "
+                         f"spelling buffer={buffer!r} given")
+    warnings.warn(f"{func}(buffer=) is now {func}(jitter_buffer=); the old name goes in the next release",
+                  DeprecationWarning, stacklevel=3)
+    return buffer
+
+
 def simulate(
     arrival_ns: np.ndarray,
     seq_ext: np.ndarray,
     ts_ext: np.ndarray,
     *,
     clock_rate: int,
-    buffer: JitterBuffer | str | None = "adaptive",
+    jitter_buffer: JitterBuffer | str | None = _UNSET,
     marker: np.ndarray | None = None,
     silent: np.ndarray | None = None,
+    buffer: Any = _UNSET,
 ) -> PlayoutResult:
     """Replay one stream's arrivals through a jitter buffer.
 
@@ -419,11 +454,15 @@ def simulate(
         Unwrapped RTP timestamps, per packet.
     clock_rate : int, keyword-only
         RTP clock rate (Hz).
-    buffer : FixedBuffer, AdaptiveBuffer, NoBuffer or str, keyword-only
+    jitter_buffer : FixedBuffer, AdaptiveBuffer, NoBuffer or str, keyword-only
         The buffer, or its text form (:func:`parse_jitter_buffer`). Default: adaptive.
     marker, silent : numpy.ndarray of bool, optional, keyword-only
         Marker bits and silent-payload flags, used by the adaptive buffer to find
         talkspurts (:func:`talkspurt_starts`).
+    buffer : deprecated
+        The old name of ``jitter_buffer`` (issue 21: one name per concept); works for one
+        release with a :class:`DeprecationWarning`; given with ``jitter_buffer``, an
+        :class:`~qoe.errors.InputError`.
 
     Returns
     -------
@@ -432,7 +471,8 @@ def simulate(
     Raises
     ------
     InputError
-        Arrays of different lengths, an empty stream, a bad clock rate or buffer.
+        Arrays of different lengths, an empty stream, a bad clock rate or buffer, or both
+        ``jitter_buffer`` and ``buffer`` given.
 
     Examples
     --------
@@ -440,7 +480,7 @@ def simulate(
     at 30, 50 and 70 ms; the third arrives exactly at 70 ms and is still played:
 
     >>> r = simulate([0, 25_000_000, 70_000_000], [1, 2, 3], [0, 160, 320],
-    ...              clock_rate=8000, buffer="fixed:30")
+    ...              clock_rate=8000, jitter_buffer="fixed:30")
     >>> r.played.tolist(), r.late.tolist()
     ([True, True, True], [False, False, False])
     >>> r.buffer_delay_ms.tolist()
@@ -450,8 +490,9 @@ def simulate(
     ----------
     Ramjee et al., INFOCOM 1994 (adaptive buffer); see the module docstring.
     """
+    jitter_buffer = _renamed_buffer("simulate", jitter_buffer, buffer, default="adaptive")
     arrival_ns, seq_ext, ts_ext = _check_arrays(arrival_ns, seq_ext, ts_ext, clock_rate)
-    jb = parse_jitter_buffer(buffer)
+    jb = parse_jitter_buffer(jitter_buffer)
     n = arrival_ns.shape[0]
     first = _first_occurrence(seq_ext)
     # Work in float ms relative to the first arrival / first timestamp: exact enough
@@ -493,7 +534,7 @@ def simulate(
     buffer_delay = p - a
     playout_delay = p - t - transit[first].min()
     return PlayoutResult(
-        buffer=str(jb),
+        jitter_buffer=str(jb),
         clock_rate=int(clock_rate),
         played=played,
         late=late,

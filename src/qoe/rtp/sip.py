@@ -48,17 +48,16 @@ __all__ = [
     "group_calls",
     "parse_crypto",
     "sender_crypto",
-    "SIP_METHODS",
 ]
 
 # RFC 3261 §27.4 (methods of RFC 3261) plus the extension methods registered since
 # (PRACK RFC 3262, SUBSCRIBE/NOTIFY RFC 6665, UPDATE RFC 3311, INFO RFC 6086,
 # REFER RFC 3515, MESSAGE RFC 3428, PUBLISH RFC 3903).
-SIP_METHODS = (
+_SIP_METHODS = (
     "INVITE", "ACK", "BYE", "CANCEL", "OPTIONS", "REGISTER", "PRACK", "SUBSCRIBE",
     "NOTIFY", "PUBLISH", "INFO", "REFER", "MESSAGE", "UPDATE",
 )
-_METHODS = frozenset(SIP_METHODS)
+_METHODS = frozenset(_SIP_METHODS)
 
 # RFC 3261 §7.3.3: compact forms of header field names.
 _COMPACT = {"i": "call-id", "f": "from", "t": "to", "c": "content-type", "l": "content-length",

@@ -25,7 +25,7 @@ Packets that fail authentication are counted, warned about and left out of the p
 table (the jitter buffer sees them as lost); duplicates (which libsrtp's replay check
 refuses, RFC 3711 §3.3.2) take the plaintext of their first copy.
 
-Not handled: decrypting SRTCP (the scan recognises it, :func:`looks_srtcp`, and reads only
+Not handled: decrypting SRTCP (the scan recognises it, ``_looks_srtcp``, and reads only
 its sender's SSRC: no report blocks, no round-trip times); a capture that starts after the sender's first
 sequence-number rollover (the rollover counter is then not 0, and ``pylibsrtp`` cannot
 be told its value: every packet fails authentication and :class:`~qoe.errors.EncryptedStreamError`
@@ -67,9 +67,6 @@ __all__ = [
     "SrtpInfo",
     "parse_srtp_key",
     "looks_encrypted",
-    "encrypted_verdicts",
-    "looks_srtcp",
-    "nibble_histogram",
     "bytes_per_tick",
     "decrypt_packets",
 ]
@@ -273,7 +270,7 @@ def bytes_per_tick(payload_type: int, encoding: str | None, channels: int = 1) -
     return _STATIC_BYTES_PER_TICK.get(payload_type)
 
 
-def nibble_histogram(payloads: Iterable[bytes], *, max_bytes: int | None = None) -> np.ndarray:
+def _nibble_histogram(payloads: Iterable[bytes], *, max_bytes: int | None = None) -> np.ndarray:
     """Counts of the payload bytes' high nibbles (bins 0-15) and low nibbles (bins 16-31).
 
     ``max_bytes`` counts only the first bytes of each payload (the scan takes 32)."""
@@ -319,7 +316,7 @@ def looks_encrypted(
     bytes_per_tick : int, keyword-only
         Payload bytes per timestamp tick of the plain codec.
     lengths, nibbles : keyword-only
-        Instead of ``payloads``: their lengths, and :func:`nibble_histogram` of them (what
+        Instead of ``payloads``: their lengths, and ``_nibble_histogram`` of them (what
         :func:`qoe.rtp.scan_capture` keeps of each flow's first packets).
 
     Returns
@@ -337,7 +334,7 @@ def looks_encrypted(
     """
     if payloads is not None:
         lengths = [len(p) for p in payloads]
-        nibbles = nibble_histogram(payloads)
+        nibbles = _nibble_histogram(payloads)
     if lengths is None or nibbles is None:
         raise InputError("looks_encrypted needs the payloads, or their lengths and nibble histogram")
     lens = np.asarray(lengths, dtype=np.int64)
@@ -346,11 +343,11 @@ def looks_encrypted(
     t = np.zeros((1, n), dtype=np.int64)
     s[0] = np.asarray(seq, dtype=np.int64)[:n]
     t[0] = np.asarray(timestamp, dtype=np.int64)[:n]
-    return bool(encrypted_verdicts(s, t, lens[None, :], np.array([n]), np.asarray(nibbles)[None, :],
+    return bool(_encrypted_verdicts(s, t, lens[None, :], np.array([n]), np.asarray(nibbles)[None, :],
                                    np.array([bytes_per_tick]))[0])
 
 
-def encrypted_verdicts(
+def _encrypted_verdicts(
     seq: np.ndarray,
     timestamp: np.ndarray,
     lengths: np.ndarray,
@@ -367,7 +364,7 @@ def encrypted_verdicts(
         only the first ``count[i]`` of row ``i`` count.
     count : numpy.ndarray of int, shape (streams,)
     nibbles : numpy.ndarray, shape (streams, 32)
-        :func:`nibble_histogram` of each stream's payloads.
+        ``_nibble_histogram`` of each stream's payloads.
     bytes_per_tick : numpy.ndarray of int, shape (streams,)
 
     Returns
@@ -395,7 +392,7 @@ def encrypted_verdicts(
     return length_ok & uniform
 
 
-def looks_srtcp(data: bytes) -> bool:
+def _looks_srtcp(data: bytes) -> bool:
     """Whether an RTCP-looking datagram is SRTCP: its packets' lengths do not add up to it.
 
     RFC 3550 A.2: the lengths of a compound RTCP packet's packets add up to the datagram.
@@ -408,7 +405,7 @@ def looks_srtcp(data: bytes) -> bool:
     Examples
     --------
     >>> rr = bytes([0x80, 201, 0, 1]) + (7).to_bytes(4, "big")   # an empty RR, 8 bytes
-    >>> looks_srtcp(rr), looks_srtcp(rr + bytes(4) + bytes(10))  # + index, + 80-bit tag
+    >>> _looks_srtcp(rr), _looks_srtcp(rr + bytes(4) + bytes(10))  # + index, + 80-bit tag
     (False, True)
     """
     n, pos = len(data), 0

@@ -68,7 +68,7 @@ import numpy as np
 from qoe.report import as_dict
 from qoe.rtp import in_order_jitter_ms
 
-__all__ = ["FrameFacts", "HeaderFacts", "header_facts", "stream_header_facts", "queueing_delay", "KEY_SIZE_RATIO", "FREEZE_WINDOW", "PAUSE_S"]
+__all__ = ["FrameFacts", "HeaderFacts", "header_facts", "stream_header_facts", "KEY_SIZE_RATIO", "FREEZE_WINDOW", "PAUSE_S"]
 
 #: A frame this many times the stream's median frame size or more is guessed a key frame.
 #: Intra-coded frames of real-time video are typically 3-10 times the size of the predicted
@@ -402,7 +402,7 @@ def stream_header_facts(stream: Any, *, rtx: Any = None, key_frames: Mapping[int
         why = ("none: transport-wide-cc numbers packets but carries no time (its feedback is SRTCP); no abs-send-time"
                if (extensions.transport_seq() >= 0).any() else "none: no abs-send-time header extension")
         return dataclasses.replace(facts, queue_delay_source=why)
-    return dataclasses.replace(facts, **queueing_delay(p.arrival_ns, send))
+    return dataclasses.replace(facts, **_queueing_delay(p.arrival_ns, send))
 
 
 def _extend_like(raw: np.ndarray, media_raw: np.ndarray, media_ext: np.ndarray) -> np.ndarray:
@@ -418,7 +418,7 @@ def _extend_like(raw: np.ndarray, media_raw: np.ndarray, media_ext: np.ndarray) 
 _MIN_TIMED = 10
 
 
-def queueing_delay(arrival_ns: np.ndarray, send_s: np.ndarray, *, source: str = "abs-send-time"
+def _queueing_delay(arrival_ns: np.ndarray, send_s: np.ndarray, *, source: str = "abs-send-time"
                    ) -> dict[str, Any]:
     """One-way delay in excess of the smallest, from arrival and send times (see the module notes).
 

@@ -115,8 +115,9 @@ class ReceivedVideo:
         number once: a copy of a packet (a capture that saw it twice, or a network
         duplicate) is not a packet received, as ``tshark -z rtp,streams`` shows (its
         "Lost" goes negative by the copies; the stream's ``stats.duplicates`` counts them).
-    buffer : str
-        The jitter buffer that set the deadlines (``"none"`` for plain UDP).
+    jitter_buffer : str
+        The jitter buffer that set the deadlines (``"none"`` for plain UDP; ``buffer``,
+        its old name, still reads it for one release, with a :class:`DeprecationWarning`).
     units : list of AccessUnit
         H.264, H.265, VP8, VP9, AV1 over RTP: the access units (frames, temporal units)
         rebuilt from the packets kept, in the codec's byte-stream form, those the
@@ -145,7 +146,7 @@ class ReceivedVideo:
     packets_received: int
     packets_lost: int
     packets_late: int
-    buffer: str
+    jitter_buffer: str
     units: list[AccessUnit] = field(default_factory=list)
     ts: bytes = b""
     ts_cc_errors: int = 0
@@ -155,17 +156,34 @@ class ReceivedVideo:
     notes: tuple[str, ...] = ()
     headers: HeaderFacts | None = None
 
+    @property
+    def buffer(self) -> str:
+        """Deprecated: :attr:`jitter_buffer` (issue 21: one name per concept)."""
+        warnings.warn("ReceivedVideo.buffer is now ReceivedVideo.jitter_buffer; the old name goes in the next release",
+                      DeprecationWarning, stacklevel=2)
+        return self.jitter_buffer
+
     def frames(self) -> Iterator[DecodedFrame]:
         """Decode the stream: frames in presentation order (see :func:`decode`)."""
         return decode(self)
 
 
-def _kept(stream: RtpStream, buffer: Any) -> tuple[np.ndarray, int, int, str]:
+def _kept(stream: RtpStream, jitter_buffer: Any) -> tuple[np.ndarray, int, int, str]:
     """Packets the receiver keeps: not duplicates, not later than their deadline."""
     p = stream.packets
-    jb = parse_jitter_buffer(buffer if buffer is not None else "none")
-    play = simulate(p.arrival_ns, p.seq_ext, p.ts_ext, clock_rate=CLOCK_HZ, buffer=jb)
+    jb = parse_jitter_buffer(jitter_buffer if jitter_buffer is not None else "none")
+    play = simulate(p.arrival_ns, p.seq_ext, p.ts_ext, clock_rate=CLOCK_HZ, jitter_buffer=jb)
     return play.played, int(np.count_nonzero(play.lost)), int(np.count_nonzero(play.late)), str(jb)
+
+
+class _Unset:
+    """The default of a deprecated keyword: tells "not given" from any value (None included)."""
+
+    def __repr__(self) -> str:
+        return "<not given>"
+
+
+_UNSET: Any = _Unset()
 
 
 def _stream_name(stream: RtpStream) -> str:
@@ -176,9 +194,10 @@ def receive_rtp(
     stream: RtpStream,
     *,
     sdp: SdpMedia | None = None,
-    buffer: Any = None,
+    jitter_buffer: Any = None,
     rtx: RtpStream | None = None,
     extensions: Any = None,
+    buffer: Any = _UNSET,
 ) -> ReceivedVideo:
     """Rebuild what a receiver decodes from an RTP video stream.
 
@@ -190,7 +209,7 @@ def receive_rtp(
         The stream's SDP media section, when the capture's own SIP did not announce it
         (e.g. the file ``ffmpeg -sdp_file`` wrote): names a dynamic payload type (H.264)
         and carries ``sprop-parameter-sets``.
-    buffer : JitterBuffer or str, optional, keyword-only
+    jitter_buffer : JitterBuffer or str, optional, keyword-only
         The receiver's jitter buffer (``"fixed:200"``: packets later than 200 ms after
         the first packet's arrival plus their timestamp distance are dropped). Default:
         none, every packet that arrived is used.
@@ -200,6 +219,9 @@ def receive_rtp(
     extensions : HeaderExtensions, optional, keyword-only
         The stream's RFC 8285 header extensions (:func:`qoe.rtp.read_header_extensions`):
         abs-send-time gives the header facts' queueing delay.
+    buffer : deprecated
+        The old name of ``jitter_buffer`` (issue 21: one name per concept); works for one
+        release with a :class:`DeprecationWarning`; given with ``jitter_buffer``, an InputError.
 
     Notes
     -----
@@ -214,8 +236,16 @@ def receive_rtp(
     UnsupportedCodecError
         The payload is neither H.264 (RFC 6184) nor an MPEG-2 transport stream (RFC 2250).
     InputError
-        The stream has no packet table or payloads.
+        The stream has no packet table or payloads, or both ``jitter_buffer`` and ``buffer``
+        were given.
     """
+    if buffer is not _UNSET:
+        if jitter_buffer is not None:
+            raise InputError(f"receive_rtp: ambiguous jitter buffer: both jitter_buffer={jitter_buffer!r} and its "
+                             f"deprecated spelling buffer={buffer!r} given")
+        warnings.warn("receive_rtp(buffer=) is now receive_rtp(jitter_buffer=); the old name goes in the next release",
+                      DeprecationWarning, stacklevel=2)
+        jitter_buffer = buffer
     p = stream.packets
     if p is None or not p.payloads:
         raise InputError(f"stream {_stream_name(stream)}: no payloads (scan the capture keeping packets)")
@@ -228,10 +258,10 @@ def receive_rtp(
             codec = enc[0]
         fmtp = sdp.fmtp.get(pt, {})
     name = (codec or "").upper()
-    played, lost, late, buf = _kept(stream, buffer)
+    played, lost, late, buf = _kept(stream, jitter_buffer)
     idx = np.flatnonzero(played)
     common = dict(
-        name=_stream_name(stream), packets_received=int(np.unique(p.seq_ext).size), packets_lost=lost, packets_late=late, buffer=buf,
+        name=_stream_name(stream), packets_received=int(np.unique(p.seq_ext).size), packets_lost=lost, packets_late=late, jitter_buffer=buf,
         start_pts=int(p.ts_ext[0]) if len(p) else None,
     )
     if name == "MP2T" or pt == 33:  # RFC 2250: timestamps are per packet, not per frame: no header facts
@@ -301,7 +331,7 @@ def receive_ts(name: str, payloads: list[bytes]) -> ReceivedVideo:
     """
     return _receive_ts_bytes(
         b"".join(payloads), transport="udp-mpegts", name=name, packets_received=len(payloads),
-        packets_lost=0, packets_late=0, buffer="none",
+        packets_lost=0, packets_late=0, jitter_buffer="none",
     )
 
 

@@ -46,7 +46,7 @@ from qoe.video.io import Frame, read_frames
 from qoe.video.mos import PSNR_TABLES
 from qoe.video.receiver import CLOCK_HZ, ReceivedVideo, receive_rtp, receive_ts
 
-__all__ = ["MAX_FRAMES", "RETAIN_BYTES", "VideoOptions", "StreamFacts", "VideoScore", "stream_facts", "score_stream", "score_capture", "iter_score_capture", "sorted_frames"]
+__all__ = ["MAX_FRAMES", "RETAIN_BYTES", "VideoOptions", "StreamFacts", "VideoScore", "stream_facts", "score_stream", "score_capture", "iter_score_capture"]
 
 #: Default of ``VideoOptions.max_frames``: most frames of one stream (and of the reference)
 #: a scoring pass takes. Each frame taken keeps its time, flags and a 32x18 luma thumbnail
@@ -172,8 +172,12 @@ class StreamFacts:
 
     Attributes
     ----------
-    name, transport, codec, buffer : str
-    width, height : int
+    name, transport, codec : str
+    jitter_buffer : str
+        The receiver's jitter buffer (``"none"`` for plain UDP and streams not decoded;
+        ``buffer``, its old name, still reads it for one release, with a
+        :class:`DeprecationWarning`). The JSON key and table column are ``jitter_buffer``
+        too (``buffer`` before issue 21).
         Decoded picture size (0 when nothing decoded).
     frame_rate : float
         From the most common interval between presentation times (NaN: fewer than 2 frames).
@@ -213,7 +217,7 @@ class StreamFacts:
     name: str
     transport: str
     codec: str
-    buffer: str
+    jitter_buffer: str
     width: int
     height: int
     frame_rate: float
@@ -245,6 +249,13 @@ class StreamFacts:
     def label(self) -> str:
         """A short name of the stream for notes."""
         return self.name
+
+    @property
+    def buffer(self) -> str:
+        """Deprecated: :attr:`jitter_buffer` (issue 21: one name per concept)."""
+        warnings.warn("StreamFacts.buffer is now StreamFacts.jitter_buffer; the old name goes in the next release",
+                      DeprecationWarning, stacklevel=2)
+        return self.jitter_buffer
 
     def identity(self) -> dict[str, Any]:
         """The columns that name this stream in detail tables."""
@@ -302,7 +313,7 @@ class _Counted:
 
 
 def _first_pass(frames: Iterable[Any], max_frames: int | None = None, keep_bytes: int = 0) -> _Pass:
-    """Times, damage flags and thumbnails of the frames a player shows (:func:`sorted_frames`),
+    """Times, damage flags and thumbnails of the frames a player shows (``_sorted_frames``),
     the first ``max_frames`` of them (None: all); with ``keep_bytes``, their luma planes too
     while they fit in that many bytes (else none)."""
     counted = _Counted(frames)
@@ -310,7 +321,7 @@ def _first_pass(frames: Iterable[Any], max_frames: int | None = None, keep_bytes
     kept: list[np.ndarray] | None = [] if keep_bytes > 0 else None
     held = 0
     w = h = 0
-    shown = sorted_frames(counted)
+    shown = _sorted_frames(counted)
     cut = False
     for f in shown:
         if max_frames is not None and len(pts) >= max_frames:
@@ -345,8 +356,8 @@ def _cut_note(what: str, max_frames: int | None) -> str:
 
 
 def _shown(frames: Iterable[Any], max_frames: int | None) -> Iterator[Any]:
-    """:func:`sorted_frames`, the first ``max_frames`` (None: all)."""
-    return itertools.islice(sorted_frames(frames), max_frames)
+    """``_sorted_frames``, the first ``max_frames`` (None: all)."""
+    return itertools.islice(_sorted_frames(frames), max_frames)
 
 
 def _interval(pts: np.ndarray) -> int | None:
@@ -373,7 +384,7 @@ def _facts(video: ReceivedVideo, p: _Pass, max_frames: int | None = None) -> Str
         freeze = float(np.sum(gaps[long] - step)) / CLOCK_HZ
         rate = CLOCK_HZ / step
     return StreamFacts(
-        name=video.name, transport=video.transport, codec=video.codec, buffer=video.buffer,
+        name=video.name, transport=video.transport, codec=video.codec, jitter_buffer=video.jitter_buffer,
         width=p.width, height=p.height, frame_rate=rate,
         packets_received=video.packets_received, packets_lost=video.packets_lost, packets_late=video.packets_late,
         ts_cc_errors=video.ts_cc_errors, frames_expected=int(expected), frames_decoded=p.decoded,
@@ -580,7 +591,7 @@ def _drain(pts: list[int], planes: list[np.ndarray]) -> Iterator[tuple[int, np.n
         yield p, y
 
 
-def sorted_frames(frames: Iterable[Any]) -> Iterator[Any]:
+def _sorted_frames(frames: Iterable[Any]) -> Iterator[Any]:
     """The frames a player shows, in presentation order.
 
     A frame without a presentation time (``pts`` None or negative: the decoder could not
@@ -616,7 +627,7 @@ def _undecoded(src: Any, reason: str) -> StreamFacts:
     codec = (src.sdp.encoding(rtp.payload_type) or (None,))[0] if src.sdp is not None else None
     return StreamFacts(
         name=src.name, transport="rtp", codec=(codec or rtp.codec or f"PT {rtp.payload_type}").lower(),
-        buffer="none", width=0, height=0, frame_rate=float("nan"),
+        jitter_buffer="none", width=0, height=0, frame_rate=float("nan"),
         packets_received=rtp.stats.packets - rtp.stats.duplicates,
         packets_lost=max(0, rtp.stats.lost), packets_late=0, ts_cc_errors=0, frames_expected=0, frames_decoded=0,
         frames_damaged=0, frames_untimed=0, frames_missing=0, freeze_events=0, freeze_s=0.0, keyframes_damaged=0,
@@ -696,7 +707,7 @@ def iter_score_capture(
     """
     opts = _resolve("iter_score_capture", options, sdp=sdp, buffer=buffer, variant=variant, psnr_table=psnr_table,
                     max_frames=max_frames)
-    sdp, buffer = opts.sdp, opts.jitter_buffer
+    sdp, jitter_buffer = opts.sdp, opts.jitter_buffer
     name = os.fspath(capture)
     for src in find_video(capture, sdp=sdp, scan=scan):
         src, encrypted = decrypt_source(name, src, opts.srtp_keys)
@@ -705,7 +716,7 @@ def iter_score_capture(
             continue
         if src.rtp is not None:
             try:
-                video = receive_rtp(src.rtp, sdp=src.sdp, buffer=buffer, rtx=src.rtx, extensions=src.extensions)
+                video = receive_rtp(src.rtp, sdp=src.sdp, jitter_buffer=jitter_buffer, rtx=src.rtx, extensions=src.extensions)
             except UnsupportedCodecError as exc:
                 yield _undecoded(src, str(exc))
                 continue

@@ -49,16 +49,15 @@ import numpy as np
 
 from qoe.errors import InputError, QoEError, UnsupportedCodecError
 from qoe.voice import g711, payload as pf
-from qoe.voice.identify import identify_stream, with_codec
-from qoe.voice.timeline import Conceal, ReceivedAudio, rebuild_audio, repeat_conceal
+from qoe.voice.identify import identify_stream, _with_codec
+from qoe.voice.timeline import Conceal, ReceivedAudio, rebuild_audio, _repeat_conceal
 
 if TYPE_CHECKING:  # pragma: no cover
     from qoe.rtp import RtpStream
     from qoe.rtp.jitterbuffer import PlayoutResult
 
 __all__ = [
-    "AudioFormat", "audio_format", "stream_format", "stream_band", "decode_packets", "decode_stream", "pesq_audio",
-    "DECODABLE", "PESQ_RATES",
+    "AudioFormat", "audio_format", "stream_band", "decode_packets", "decode_stream", "pesq_audio",
 ]
 
 Band = Literal["nb", "wb"]
@@ -76,7 +75,7 @@ _L16_STATIC_CHANNELS = {10: 2, 11: 1}
 _OPUS_RATE = 48000
 
 #: Encoding names (SDP ``a=rtpmap``, upper case) that :func:`audio_format` knows.
-DECODABLE: tuple[str, ...] = (
+_DECODABLE: tuple[str, ...] = (
     "PCMA", "PCMU", "G722", *(f"G726-{r}" for r in _G726_RATES), *(f"AAL2-G726-{r}" for r in _G726_RATES),
     "G729", "G729A", "G723", "GSM", "ILBC", "L16", "OPUS", "SPEEX", "AMR", "AMR-WB",
 )
@@ -148,12 +147,12 @@ def audio_format(
     Raises
     ------
     UnsupportedCodecError
-        A codec not in :data:`DECODABLE`, or options of it that are not supported.
+        A codec not in ``_DECODABLE``, or options of it that are not supported.
     """
     params = {str(k).lower(): str(v).strip() for k, v in (fmtp or {}).items()}
     name = (codec or "").upper()
-    if not name and payload_type in g711.G711_PAYLOAD_TYPES:
-        name = g711.G711_PAYLOAD_TYPES[payload_type]
+    if not name and payload_type in g711._G711_PAYLOAD_TYPES:
+        name = g711._G711_PAYLOAD_TYPES[payload_type]
     rate = int(clock_rate or 0)
     what = f"payload type {payload_type} ({codec or 'unknown codec'}/{clock_rate or '?'})"
     if name in ("PCMA", "PCMU"):
@@ -197,16 +196,16 @@ def audio_format(
         wb = name == "AMR-WB"
         if int(channels or 1) != 1:
             raise UnsupportedCodecError(f"{what}: multi-channel AMR (RFC 4867 §4.1) is not supported")
-        pf.check_amr_params(params, codec=name)
+        pf._check_amr_params(params, codec=name)
         return AudioFormat(name, 16000 if wb else 8000, 16000 if wb else 8000,
                            decoder="libopencore_amrwb" if wb else "libopencore_amrnb",
                            band="wb" if wb else "nb", plc=True, params=params)
     raise UnsupportedCodecError(
-        f"{what} cannot be decoded; qoe decodes " + ", ".join(DECODABLE)
+        f"{what} cannot be decoded; qoe decodes " + ", ".join(_DECODABLE)
     )
 
 
-def stream_format(stream: RtpStream) -> AudioFormat:
+def _stream_format(stream: RtpStream) -> AudioFormat:
     """:func:`audio_format` of an :class:`~qoe.rtp.RtpStream` (its codec, clock rate, channels, fmtp).
 
     The static L16 payload types carry their channel count in RFC 3551 Table 4 (10: two, 11:
@@ -217,7 +216,7 @@ def stream_format(stream: RtpStream) -> AudioFormat:
     """
     found = identify_stream(stream)  # a dynamic payload type without SDP: from its payloads, or an error
     if found is not None:
-        stream = with_codec(stream, found)
+        stream = _with_codec(stream, found)
     channels = getattr(stream, "channels", 1) or 1
     if (stream.codec or "").upper() == "L16" and stream.payload_type in _L16_STATIC_CHANNELS:
         channels = _L16_STATIC_CHANNELS[stream.payload_type]
@@ -234,11 +233,11 @@ def stream_band(stream: RtpStream) -> Band:
     narrow-band.
     """
     try:
-        fmt = stream_format(stream)
+        fmt = _stream_format(stream)
     except QoEError:
         return "nb"
     if fmt.codec == "OPUS":
-        return _opus_band([pf.opus_bandwidth(bytes(p)) or "" for p in stream.packets.payloads], fmt.band)
+        return _opus_band([pf._opus_bandwidth(bytes(p)) or "" for p in stream.packets.payloads], fmt.band)
     return fmt.band
 
 
@@ -300,14 +299,14 @@ def _frames(fmt: AudioFormat, payload: bytes) -> list[bytes]:
     if c in ("G722",) or c.startswith(("G726", "AAL2")) or c in ("OPUS", "SPEEX"):
         return [payload]  # a sample stream (G.722, G.726) or one decoder packet (Opus, Speex)
     if c in ("G729", "G729A"):
-        return pf.g729_frames(payload)[0]
+        return pf._g729_frames(payload)[0]
     if c == "G723":
         return pf.g723_frames(payload)
     if c == "GSM":
-        return pf.fixed_frames(payload, _GSM_FRAME, codec=c)
+        return pf._fixed_frames(payload, _GSM_FRAME, codec=c)
     if c == "ILBC":
         mode = fmt.params.get("mode")
-        return pf.fixed_frames(payload, pf.ilbc_frame_bytes(len(payload), int(mode) if mode else None), codec=c)
+        return pf._fixed_frames(payload, pf._ilbc_frame_bytes(len(payload), int(mode) if mode else None), codec=c)
     if c in ("AMR", "AMR-WB"):
         return pf.amr_frames(payload, wideband=c == "AMR-WB", octet_aligned=fmt.params.get("octet-align") == "1")
     raise UnsupportedCodecError(f"{c}: no payload format")  # pragma: no cover - audio_format refuses first
@@ -316,10 +315,10 @@ def _frames(fmt: AudioFormat, payload: bytes) -> list[bytes]:
 def _lost_frames(fmt: AudioFormat, previous: bytes, frames: int) -> list[bytes]:
     """The decoder's own "frame lost" input for ``frames`` lost packets like ``previous``."""
     if fmt.codec == "OPUS":
-        return [pf.opus_lost(previous)] * frames
+        return [pf._opus_lost(previous)] * frames
     per = max(len(_frames(fmt, previous)), 1)
     if fmt.codec in ("AMR", "AMR-WB"):
-        return [pf.amr_no_data()] * (per * frames)
+        return [pf._amr_no_data()] * (per * frames)
     if fmt.codec in ("G729", "G729A"):
         return [bytes(10)] * (per * frames)  # G.729 §4.4 / FFmpeg: an all-zero frame is an erasure
     return []
@@ -440,7 +439,7 @@ def _settled_format(fmt: AudioFormat, payloads: Sequence[bytes], order: np.ndarr
     if fmt.codec == "ILBC" and order.size:
         # RFC 3952 §5: the SDP's mode, else the frame size the payloads show (30 ms when both fit)
         given = fmt.params.get("mode")
-        size = pf.ilbc_frame_bytes(len(payloads[order[0]]), int(given) if given else None)
+        size = pf._ilbc_frame_bytes(len(payloads[order[0]]), int(given) if given else None)
         fmt = dataclasses.replace(fmt, params={**fmt.params, "mode": "20" if size == 38 else "30"})
     return fmt
 
@@ -495,10 +494,10 @@ class _DecodeRun:
         fmt = self.fmt
         if fmt.codec == "L16":
             return _l16(fmt, pay)
-        if fmt.codec in ("G729", "G729A") and pf.g729_frames(pay)[1]:
+        if fmt.codec in ("G729", "G729A") and pf._g729_frames(pay)[1]:
             self.sid += 1
         if fmt.codec == "OPUS":
-            self.bands.append(pf.opus_bandwidth(pay) or "")
+            self.bands.append(pf._opus_bandwidth(pay) or "")
         try:
             frames = _frames(fmt, pay)
         except InputError:
@@ -547,7 +546,7 @@ def _repeat_gaps(out: np.ndarray, gaps: np.ndarray, pieces: Sequence[tuple[int, 
     frame = int(np.median([x.shape[0] for _, x, r in pieces if r]))
     for c in range(out.shape[1]):
         col = out[:, c].copy()
-        repeat_conceal(col, gaps, frame, fade)
+        _repeat_conceal(col, gaps, frame, fade)
         out[:, c] = col
 
 
@@ -568,7 +567,7 @@ def decode_stream(
     InputError
         No packet table or payloads.
     """
-    fmt = stream_format(stream)
+    fmt = _stream_format(stream)
     p = stream.packets
     if p is None or len(p) == 0 or not p.payloads:
         raise InputError(f"stream {stream.key}: no packet payloads kept, cannot rebuild its audio")
@@ -581,7 +580,7 @@ def decode_stream(
 # --------------------------------------------------------------------------- for P.862
 
 #: P.862 (02/2001) and P.862.2 (11/2007) score 8 kHz (narrow-band) and 16 kHz (wide-band) speech.
-PESQ_RATES: Mapping[str, int] = {"nb": 8000, "wb": 16000}
+_PESQ_RATES: Mapping[str, int] = {"nb": 8000, "wb": 16000}
 
 
 def pesq_audio(audio: ReceivedAudio) -> ReceivedAudio:
@@ -597,7 +596,7 @@ def pesq_audio(audio: ReceivedAudio) -> ReceivedAudio:
     .. [1] ITU-T P.862 (02/2001) clause 1 and P.862.2 (11/2007) clause 1: narrow-band speech
        at 8 kHz; wide-band speech (50-7000 Hz) at 16 kHz.
     """
-    fs = PESQ_RATES["wb" if audio.band == "wb" else "nb"]
+    fs = _PESQ_RATES["wb" if audio.band == "wb" else "nb"]
     x = audio.samples
     if x.ndim == 2:
         x = np.rint(x.astype(np.float64).mean(axis=1)).astype(np.int16)

@@ -43,7 +43,6 @@ from qoe.errors import InputError, UnsupportedCodecError
 __all__ = [
     "ALAW_DECODE",
     "ULAW_DECODE",
-    "G711_PAYLOAD_TYPES",
     "decode_alaw",
     "decode_ulaw",
     "encode_alaw",
@@ -56,7 +55,7 @@ __all__ = [
 Law = Literal["PCMA", "PCMU"]
 
 # RFC 3551 §6 Table 4: static payload types of G.711.
-G711_PAYLOAD_TYPES: dict[int, str] = {0: "PCMU", 8: "PCMA"}
+_G711_PAYLOAD_TYPES: dict[int, str] = {0: "PCMU", 8: "PCMA"}
 
 # G.711 (11/1988) §3.2 and Table 1a note: A-law character signals have their even bits
 # (bits 2, 4, 6 and 8, bit 1 being the sign) inverted before transmission: XOR 0b01010101.
@@ -296,8 +295,8 @@ def g711_codec(payload_type: int | None = None, codec: str | None = None) -> Law
     """
     if codec is not None and codec.upper() in ("PCMA", "PCMU"):
         return codec.upper()  # type: ignore[return-value]
-    if codec is None and payload_type in G711_PAYLOAD_TYPES:
-        return G711_PAYLOAD_TYPES[payload_type]  # type: ignore[return-value]
+    if codec is None and payload_type in _G711_PAYLOAD_TYPES:
+        return _G711_PAYLOAD_TYPES[payload_type]  # type: ignore[return-value]
     raise UnsupportedCodecError(
         f"payload type {payload_type} (codec {codec or 'unknown'}) is not G.711 (PCMU = payload type 0, "
         "PCMA = payload type 8); qoe.voice.decode decodes the other codecs"

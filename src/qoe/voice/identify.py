@@ -47,12 +47,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from qoe.errors import InputError, UnsupportedCodecError
-from qoe.voice.payload import AMR_FRAME_BITS, AMR_WB_FRAME_BITS
+from qoe.voice.payload import _AMR_FRAME_BITS, _AMR_WB_FRAME_BITS
 
 if TYPE_CHECKING:  # pragma: no cover
     from qoe.rtp import RtpStream
 
-__all__ = ["Identified", "identify_payloads", "identify_stream", "recognised_audio", "parse_codec_spec", "with_codec"]
+__all__ = ["Identified", "identify_payloads", "identify_stream", "recognised_audio", "parse_codec_spec"]
 
 # RFC 3551 §3: payload types 96-127 are dynamic (bound by signalling only).
 _DYNAMIC = range(96, 128)
@@ -117,7 +117,7 @@ class Identified:
 
 def _amr_frames_bits(payload: bytes, codec: str, octet_aligned: bool) -> int | None:
     """The number of frames of ``payload`` if it parses exactly in this mode (RFC 4867), else None."""
-    table = AMR_WB_FRAME_BITS if codec == "AMR-WB" else AMR_FRAME_BITS
+    table = _AMR_WB_FRAME_BITS if codec == "AMR-WB" else _AMR_FRAME_BITS
     value, size = int.from_bytes(payload, "big"), 8 * len(payload)
     pos = 0
 
@@ -406,7 +406,7 @@ def parse_codec_spec(spec: str) -> Identified:
     return Identified(name, rate, channels, fmtp, f"codec given: {text}")
 
 
-def with_codec(stream: RtpStream, codec: Identified) -> RtpStream:
+def _with_codec(stream: RtpStream, codec: Identified) -> RtpStream:
     """``stream`` with its main payload type bound to ``codec`` (as an SDP would have bound it)."""
     return dataclasses.replace(stream, codec=codec.codec, clock_rate=codec.clock_rate, channels=codec.channels,
                                fmtp=dict(codec.fmtp), media=None)

@@ -202,7 +202,7 @@ def capture_delays(
     if want is not None:
         sent = [select_stream(sent, want, source=s_name)]
         recv = [select_stream(recv, want, source=r_name)]
-    out = delays_between(sent, recv, clocks=clocks, buffer=jitter_buffer, playout=_voice_playout)
+    out = delays_between(sent, recv, clocks=clocks, jitter_buffer=jitter_buffer, playout=_voice_playout)
     if not out:
         raise StreamNotFoundError(
             f"no RTP stream (SSRC) is in both {s_name} [{_describe(sent) or 'none'}] and "

@@ -39,25 +39,16 @@ from collections.abc import Mapping
 from qoe.errors import InputError, UnsupportedCodecError
 
 __all__ = [
-    "AMR_FRAME_BITS",
-    "AMR_WB_FRAME_BITS",
     "amr_frames",
-    "amr_no_data",
-    "check_amr_params",
     "g723_frames",
-    "g729_frames",
-    "fixed_frames",
-    "ilbc_frame_bytes",
-    "opus_bandwidth",
-    "opus_lost",
 ]
 
 # 3GPP TS 26.101 Table 1a (RFC 4867 §3.6): speech bits per AMR-NB frame type.
 # FT 0..7: 4.75, 5.15, 5.90, 6.70, 7.40, 7.95, 10.2, 12.2 kbit/s; FT 8: AMR SID; 15: NO_DATA.
-AMR_FRAME_BITS: Mapping[int, int] = {0: 95, 1: 103, 2: 118, 3: 134, 4: 148, 5: 159, 6: 204, 7: 244, 8: 39, 15: 0}
+_AMR_FRAME_BITS: Mapping[int, int] = {0: 95, 1: 103, 2: 118, 3: 134, 4: 148, 5: 159, 6: 204, 7: 244, 8: 39, 15: 0}
 # 3GPP TS 26.201 Table 2 (RFC 4867 §3.6): bits per AMR-WB frame type. FT 0..8: 6.60 .. 23.85
 # kbit/s; FT 9: SID; 14: SPEECH_LOST; 15: NO_DATA.
-AMR_WB_FRAME_BITS: Mapping[int, int] = {
+_AMR_WB_FRAME_BITS: Mapping[int, int] = {
     0: 132, 1: 177, 2: 253, 3: 285, 4: 317, 5: 365, 6: 397, 7: 461, 8: 477, 9: 40, 14: 0, 15: 0,
 }
 # RFC 4867 §4.3.2 / §5.3: FT 15 is NO_DATA (nothing sent, e.g. a lost frame).
@@ -75,7 +66,7 @@ _G729_SID = 2
 _ILBC_BYTES = {20: 38, 30: 50}
 
 
-def fixed_frames(payload: bytes, size: int, *, codec: str) -> list[bytes]:
+def _fixed_frames(payload: bytes, size: int, *, codec: str) -> list[bytes]:
     """Split a payload of back-to-back frames of ``size`` octets (GSM: 33, RFC 3551 §4.5.8).
 
     Raises
@@ -100,7 +91,7 @@ def g723_frames(payload: bytes) -> list[bytes]:
     return out
 
 
-def g729_frames(payload: bytes) -> tuple[list[bytes], bool]:
+def _g729_frames(payload: bytes) -> tuple[list[bytes], bool]:
     """The 10-octet G.729 frames of a payload and whether an Annex B SID frame ends it.
 
     RFC 3551 §4.5.6: zero or more 10-octet frames, then at most one 2-octet SID frame.
@@ -111,7 +102,7 @@ def g729_frames(payload: bytes) -> tuple[list[bytes], bool]:
     return [payload[i * _G729_FRAME:(i + 1) * _G729_FRAME] for i in range(n)], rest == _G729_SID
 
 
-def ilbc_frame_bytes(payload_len: int, mode: int | None) -> int:
+def _ilbc_frame_bytes(payload_len: int, mode: int | None) -> int:
     """Octets per iLBC frame: from the SDP ``mode`` (RFC 3952 §5), else from the payload size.
 
     RFC 3952 §5: a payload that is a multiple of both 38 and 50 octets is read in the mode
@@ -174,7 +165,7 @@ def amr_frames(payload: bytes, *, wideband: bool, octet_aligned: bool) -> list[b
     they have in the payload, which is the order of the storage format (both carry the
     bits sorted by importance, §4.3.2 and §5.3).
     """
-    table = AMR_WB_FRAME_BITS if wideband else AMR_FRAME_BITS
+    table = _AMR_WB_FRAME_BITS if wideband else _AMR_FRAME_BITS
     bits = _Bits(payload)
     bits.take(8 if octet_aligned else 4)  # §4.4.1 / §4.3.1: CMR (+ 4 reserved bits when octet-aligned)
     toc: list[tuple[int, int]] = []
@@ -200,7 +191,7 @@ def amr_frames(payload: bytes, *, wideband: bool, octet_aligned: bool) -> list[b
     return out
 
 
-def amr_no_data() -> bytes:
+def _amr_no_data() -> bytes:
     """A storage-format NO_DATA frame (RFC 4867 §5.3, FT 15): what a lost AMR frame is."""
     return bytes([_AMR_NO_DATA << 3])
 
@@ -214,14 +205,14 @@ _OPUS_BANDWIDTH = (
 )
 
 
-def opus_bandwidth(payload: bytes) -> str | None:
+def _opus_bandwidth(payload: bytes) -> str | None:
     """The audio bandwidth an Opus packet's TOC byte announces (RFC 6716 §3.1, Table 2)."""
     if not payload:
         return None
     return _OPUS_BANDWIDTH[payload[0] >> 3]
 
 
-def opus_lost(previous: bytes) -> bytes:
+def _opus_lost(previous: bytes) -> bytes:
     """A TOC-only Opus packet standing for one lost packet like ``previous``.
 
     RFC 6716 §3.2.1: a code-0 packet holds one frame, its length the rest of the packet; a
@@ -234,7 +225,7 @@ def opus_lost(previous: bytes) -> bytes:
     return bytes([previous[0] & 0xFC])
 
 
-def check_amr_params(fmtp: Mapping[str, str], *, codec: str) -> bool:
+def _check_amr_params(fmtp: Mapping[str, str], *, codec: str) -> bool:
     """Whether an AMR stream is octet-aligned (RFC 4867 §8.1 ``octet-align``); refuse what is not read.
 
     Raises

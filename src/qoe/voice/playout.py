@@ -24,8 +24,8 @@ import numpy as np
 from qoe.errors import EncryptedStreamError, InputError, UnsupportedCodecError
 from qoe.rtp.jitterbuffer import JitterBuffer, PlayoutResult, simulate
 from qoe.voice import g711
-from qoe.voice.decode import decode_stream, stream_format
-from qoe.voice.identify import identify_stream, parse_codec_spec, with_codec
+from qoe.voice.decode import decode_stream, _stream_format
+from qoe.voice.identify import identify_stream, parse_codec_spec, _with_codec
 from qoe.voice.timeline import FADE_MS as _FADE_MS
 from qoe.voice.timeline import Conceal, ReceivedAudio, _payload_arrays, rebuild_audio
 
@@ -143,7 +143,7 @@ def playout_stream(
         p.seq_ext,
         p.ts_ext,
         clock_rate=int(stream.clock_rate),
-        buffer=jitter_buffer,
+        jitter_buffer=jitter_buffer,
         marker=p.marker,
         silent=silent,
     )
@@ -195,8 +195,8 @@ def extract_audio(
         )
     found = parse_codec_spec(codec) if codec is not None else identify_stream(stream)
     if found is not None:
-        stream = with_codec(stream, found)
-    stream_format(stream)  # refuse an undecodable codec before playing out
+        stream = _with_codec(stream, found)
+    _stream_format(stream)  # refuse an undecodable codec before playing out
     p = stream.packets
     if p is None or len(p) == 0 or not p.payloads:
         raise InputError(f"stream {stream.key}: no packet payloads kept, cannot rebuild its audio")

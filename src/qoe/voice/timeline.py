@@ -46,7 +46,7 @@ from qoe.voice import g711
 if TYPE_CHECKING:  # pragma: no cover
     from qoe.rtp.jitterbuffer import PlayoutResult
 
-__all__ = ["ReceivedAudio", "rebuild_audio", "repeat_conceal", "Conceal"]
+__all__ = ["ReceivedAudio", "rebuild_audio", "Conceal"]
 
 Conceal = Literal["silence", "repeat"]
 
@@ -234,7 +234,7 @@ def rebuild_audio(
     if conceal == "repeat" and concealed.any():
         positive = lengths[lengths > 0]
         frame = int(np.median(positive)) if positive.size else 0
-        repeat_conceal(out, concealed, frame, int(round(fade_ms * sample_rate / 1000.0)))
+        _repeat_conceal(out, concealed, frame, int(round(fade_ms * sample_rate / 1000.0)))
     return ReceivedAudio(
         samples=out,
         sample_rate=int(sample_rate),
@@ -246,7 +246,7 @@ def rebuild_audio(
     )
 
 
-def repeat_conceal(out: np.ndarray, missing: np.ndarray, frame: int, fade: int) -> None:
+def _repeat_conceal(out: np.ndarray, missing: np.ndarray, frame: int, fade: int) -> None:
     """Fill each run of missing samples in place by repeating the last ``frame`` samples, fading.
 
     ``out`` is 1-D int16; ``missing`` marks the samples to fill; ``fade`` is the length of

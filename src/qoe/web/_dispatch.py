@@ -124,7 +124,7 @@ def _http1(conn: ConnectionId, limits: HttpLimits) -> HttpSink:
 
 
 def _tls(conn: ConnectionId, limits: HttpLimits) -> DecryptedTlsParser:
-    # without a key log: the timing of TlsSink plus the encrypted bursts (qoe.web.decrypt)
+    # without a key log: the timing of _TlsSink plus the encrypted bursts (qoe.web.decrypt)
     return DecryptedTlsParser(conn, _NO_KEYS, limits)
 
 

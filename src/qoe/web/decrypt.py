@@ -8,7 +8,7 @@ secrets in a :class:`~qoe.web.keylog.KeyLog`, and opens every protected record
 updates). The ``application_data`` plaintext of each direction goes, in order, to the
 application-protocol sink: HTTP/2 (:mod:`qoe.web._h2`) when ALPN chose ``h2`` or when the
 client's first plaintext bytes are the HTTP/2 connection preface (RFC 9113 §3.4), else the
-HTTP/1.x sink the caller gives. The clear-text timing of :class:`~qoe.web.tls.TlsSink` runs
+HTTP/1.x sink the caller gives. The clear-text timing of ``qoe.web.tls._TlsSink`` runs
 beside it, so a connection without keys still has its handshake timing.
 
 Times: a record's plaintext is delivered at the capture time of the delivery that
@@ -44,9 +44,9 @@ from qoe.web._h2 import H2Sink
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
 from qoe.web._tlsdecrypt import RecordCipher, Suite, suite_for, tls12_ciphers, tls13_cipher
 from qoe.web.keylog import KeyLog
-from qoe.web.tls import TlsSession, TlsSink
+from qoe.web.tls import TlsSession, _TlsSink
 
-__all__ = ["DecryptingTlsSink", "TlsDecryption", "EncryptedBurst", "H2_PREFACE", "MAX_BURSTS"]
+__all__ = ["DecryptingTlsSink", "TlsDecryption", "EncryptedBurst", "MAX_BURSTS"]
 
 # RFC 8446 §5.1 ContentType
 _CCS, _ALERT, _HANDSHAKE, _APPDATA = 20, 21, 22, 23
@@ -57,7 +57,7 @@ _EXT_ALPN, _EXT_EARLY_DATA, _EXT_SUPPORTED_VERSIONS = 16, 42, 43  # RFC 7301 §3
 _HRR_RANDOM = bytes.fromhex("CF21AD74E59A6111BE1D8C021E65B891C2A211167ABB8C5E079E09E2C8A8339C")
 _MAX_RECORD = 2**14 + 2048  # RFC 5246 §6.2.3 (TLSCiphertext.length)
 #: RFC 9113 §3.4: the client connection preface.
-H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 #: Bursts kept per connection (later ones are counted in :attr:`TlsDecryption.bursts_dropped`).
 MAX_BURSTS = 4096
 _HELD_MAX = 1 << 20  # server plaintext held until the client's first bytes choose the protocol
@@ -197,7 +197,7 @@ class DecryptingTlsSink:
     def __init__(self, conn: ConnectionId, keylog: KeyLog, *, http1: Callable[[ConnectionId], Any],
                  h2: Callable[[ConnectionId], Any] | None = None) -> None:
         self.conn = conn
-        self.timing = TlsSink(conn)
+        self.timing = _TlsSink(conn)
         self._keylog = keylog
         self._make_http1 = http1
         self._make_h2 = h2 if h2 is not None else H2Sink
@@ -501,7 +501,7 @@ class DecryptingTlsSink:
 
     def _choose(self, first_client: bytes | None) -> None:
         alpn = self._alpn
-        if alpn == "h2" or (first_client is not None and first_client[:len(H2_PREFACE)] == H2_PREFACE[:len(first_client)]
+        if alpn == "h2" or (first_client is not None and first_client[:len(_H2_PREFACE)] == _H2_PREFACE[:len(first_client)]
                             and len(first_client) >= 4 and alpn is None):
             app, name = self._make_h2(self.conn), "h2"
         else:

@@ -66,11 +66,11 @@ from qoe.report import as_dict
 from qoe.web._pagemodel import _NS, Page, WebOptions, _custom_bounds, _mos, _resolve, _response_bytes, build_pages
 from qoe.web._results import Transaction
 
-__all__ = ["HarPage", "HarLog", "to_har", "write_har", "parse_har", "read_har", "CREATOR", "pages_from_har",
+__all__ = ["HarPage", "HarLog", "to_har", "write_har", "parse_har", "read_har", "pages_from_har",
            "to_har_pages"]
 
 #: ``log.creator.name`` of the files qoe writes (and whose ``_qoe`` fields it trusts).
-CREATOR = "qoe"
+_CREATOR = "qoe"
 _NS_PER_MS = 1_000_000
 
 
@@ -337,7 +337,7 @@ def to_har(
             refs.setdefault(t, p.id)
     log: dict[str, Any] = {
         "version": "1.2",
-        "creator": {"name": CREATOR, "version": creator_version},
+        "creator": {"name": _CREATOR, "version": creator_version},
         "pages": har_pages,
         "entries": [_entry(t, refs.get(t)) for t in txs],
     }
@@ -553,7 +553,7 @@ def parse_har(har: Mapping[str, Any], *, source: str = "HAR") -> HarLog:
     if not isinstance(entries, list):
         raise InputError(f"{source}: log.entries must be a list")
     creator = log.get("creator") if isinstance(log.get("creator"), Mapping) else None
-    own = creator is not None and creator.get("name") == CREATOR
+    own = creator is not None and creator.get("name") == _CREATOR
     order = sorted(range(len(entries)), key=lambda i: _parse_iso(
         entries[i].get("startedDateTime") if isinstance(entries[i], Mapping) else None, f"{source}: entry {i}"))
     conn_ids: dict[str, int] = {}

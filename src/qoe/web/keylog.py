@@ -47,11 +47,11 @@ from typing import Any, Union
 
 from qoe.errors import InputError, QoEError, QoEWarning
 
-__all__ = ["KeyLog", "read_keylog", "parse_keylog", "keylog_from_capture", "load_keylog", "LABELS", "DSB_TLS_KEY_LOG"]
+__all__ = ["KeyLog", "read_keylog", "parse_keylog", "keylog_from_capture", "load_keylog"]
 
 #: The labels kept (draft-ietf-tls-keylogfile-02 §3), with the secret length they may have
 #: (None: a hash length, 32 or 48 bytes).
-LABELS: Mapping[str, int | None] = {
+_LABELS: Mapping[str, int | None] = {
     "CLIENT_RANDOM": 48,  # RFC 5246 §8.1: master_secret[48]
     "CLIENT_EARLY_TRAFFIC_SECRET": None,
     "CLIENT_HANDSHAKE_TRAFFIC_SECRET": None,
@@ -61,7 +61,7 @@ LABELS: Mapping[str, int | None] = {
     "EXPORTER_SECRET": None,
 }
 #: pcapng §4.7: Decryption Secrets Block secrets type for an NSS key log ("TLSK").
-DSB_TLS_KEY_LOG = 0x544C534B
+_DSB_TLS_KEY_LOG = 0x544C534B
 
 KeyLogSource = Union[str, "os.PathLike[str]"]
 
@@ -143,9 +143,9 @@ def parse_keylog(text: str | bytes, *, source: str = "<key log>") -> KeyLog:
         label = parts[0]
         if label.startswith("QUIC_"):
             label = label[5:]
-        if label not in LABELS:
+        if label not in _LABELS:
             continue  # RSA, other labels: not used
-        want = LABELS[label]
+        want = _LABELS[label]
         try:
             if len(parts) != 3:
                 raise ValueError
@@ -222,7 +222,7 @@ def keylog_from_capture(secrets: Iterable[tuple[int, bytes]], *, source: str = "
     """
     out = KeyLog()
     for stype, data in secrets:
-        if stype == DSB_TLS_KEY_LOG:
+        if stype == _DSB_TLS_KEY_LOG:
             out = out.merged(parse_keylog(data, source=f"{source}:DSB"))
     return out
 

@@ -68,10 +68,10 @@ from qoe.web._sink import CLIENT, SERVER
 from qoe.web.decrypt import MAX_BURSTS, EncryptedBurst, _alpn, _extensions
 from qoe.web.keylog import KeyLog, load_keylog
 
-__all__ = ["QuicConnection", "quic_connections", "iter_quic_connections", "looks_like_quic_initial", "QUIC_V1"]
+__all__ = ["QuicConnection", "quic_connections", "iter_quic_connections"]
 
 #: RFC 9000 §15: version 1.
-QUIC_V1 = 0x00000001
+_QUIC_V1 = 0x00000001
 _INITIAL, _HANDSHAKE, _APP = 0, 1, 2  # RFC 9000 §12.3 packet number spaces
 _MAX_CRYPTO = 1 << 17  # CRYPTO bytes reassembled per space and direction (hellos, certificates)
 _MAX_STREAM_HELD = 1 << 20  # out-of-order STREAM bytes held per stream
@@ -79,7 +79,7 @@ _IDLE_NS = 30_000_000_000  # a 4-tuple quiet this long starts over (RFC 9000 §1
 _SIDE = ("client", "server")
 
 
-def looks_like_quic_initial(payload: bytes) -> bool:
+def _looks_like_quic_initial(payload: bytes) -> bool:
     """A UDP payload that starts a QUIC v1 Initial packet (RFC 9000 §17.2.2: long header,
     fixed bit, type 0, version 1) of at least 1200 bytes (§14.1: a client's Initial datagram)."""
     return (len(payload) >= 1200 and payload[0] & 0xF0 == 0xC0 and payload[1:5] == b"\x00\x00\x00\x01")
@@ -638,10 +638,10 @@ def iter_quic_connections(capture: Any, *, keylog: Any = None) -> Iterator[QuicC
             c = None
         if c is None:
             payload = bytes(p.payload)
-            if not looks_like_quic_initial(payload):
+            if not _looks_like_quic_initial(payload):
                 continue
             dcid = payload[6:6 + payload[5]]
-            c = _Conn(count, a, b, p.ts_ns, QUIC_V1, dcid, keylog)
+            c = _Conn(count, a, b, p.ts_ns, _QUIC_V1, dcid, keylog)
             count += 1
             conns[key] = c
         c.datagram(CLIENT if (p.src, p.sport) == c.client else SERVER, p.ts_ns, bytes(p.payload))

@@ -1,11 +1,12 @@
 """TLS handshake timing from the in-order bytes of a TCP connection, without decryption.
 
-A :class:`TlsSink` is a :class:`~qoe.web._sink.ByteSink` that reads the TLS record layer
+Its parser (private: reached through :func:`qoe.web.http.parse` with ``protocol="tls"``,
+whose result's ``tls`` is the :class:`TlsSession`) is a byte sink that reads the TLS record layer
 of both directions (content type, version, length of every record) and the two hellos,
 which travel in clear: the ClientHello's server name (SNI), offered ALPN protocols and
 versions, and the ServerHello's chosen version, cipher suite and (TLS 1.2 and older)
 ALPN protocol. Every record body is counted and skipped; only a hello being reassembled
-is buffered (at most :data:`MAX_HELLO_BYTES`), so memory stays bounded.
+is buffered (at most ``_MAX_HELLO_BYTES``), so memory stays bounded.
 
 It is a module of its own, beside :mod:`qoe.web.http`, because its job is different
 (record layer and hellos, RFC 8446/5246, no HTTP at all: the requests inside are
@@ -56,7 +57,7 @@ from qoe.errors import InputError
 from qoe.report import as_dict
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
 
-__all__ = ["TlsSession", "TlsRecordCounts", "TlsSink", "VERSION_NAMES", "MAX_HELLO_BYTES", "looks_like_tls"]
+__all__ = ["TlsSession", "TlsRecordCounts", "looks_like_tls"]
 
 # RFC 8446 §5.1 / RFC 5246 §6.2.1: ContentType
 _CHANGE_CIPHER_SPEC, _ALERT, _HANDSHAKE, _APPLICATION_DATA, _HEARTBEAT = 20, 21, 22, 23, 24
@@ -71,11 +72,11 @@ _MAX_RECORD = 2**14 + 2048
 _HRR_RANDOM = bytes.fromhex("CF21AD74E59A6111BE1D8C021E65B891C2A211167ABB8C5E079E09E2C8A8339C")
 #: Most bytes of one hello message reassembled (ClientHello/ServerHello lengths are 24-bit,
 #: RFC 8446 §4; real ones are a few kilobytes, post-quantum key shares included).
-MAX_HELLO_BYTES = 65536
+_MAX_HELLO_BYTES = 65536
 _MAX_APP_TIMES = 64  # application_data record times kept per direction for TLS 1.3's rules
 
 #: Protocol version numbers (RFC 8446 §4.2.1, RFC 5246 Appendix E, RFC 6101).
-VERSION_NAMES = {0x0300: "SSL 3.0", 0x0301: "TLS 1.0", 0x0302: "TLS 1.1", 0x0303: "TLS 1.2", 0x0304: "TLS 1.3"}
+_VERSION_NAMES = {0x0300: "SSL 3.0", 0x0301: "TLS 1.0", 0x0302: "TLS 1.1", 0x0303: "TLS 1.2", 0x0304: "TLS 1.3"}
 
 
 def _grease(value: int) -> bool:
@@ -279,7 +280,7 @@ class _Dir:
         self.error: str | None = None
 
 
-class TlsSink:
+class _TlsSink:
     """Read the TLS record layer and hellos of one connection: a ByteSink.
 
     Parameters
@@ -430,7 +431,7 @@ class TlsSink:
         while d.want_hs and len(d.hs) >= 4:
             mtype = d.hs[0]
             mlen = int.from_bytes(d.hs[1:4], "big")
-            if mlen + 4 > MAX_HELLO_BYTES:
+            if mlen + 4 > _MAX_HELLO_BYTES:
                 d.want_hs = False
                 d.hs = bytearray()
                 return
@@ -571,7 +572,7 @@ class TlsSink:
             client_version=self._client_version,
             offered_versions=self._offered,
             version=version,
-            version_name=VERSION_NAMES.get(version) if version is not None else None,
+            version_name=_VERSION_NAMES.get(version) if version is not None else None,
             cipher_suite=self._cipher,
             hello_retry=self._hrr,
             early_data_offered=self._early,

@@ -56,10 +56,18 @@ def test_cli_sessions_and_details():
 
 def test_cli_p1203_input(tmp_path):
     out = tmp_path / "p.json"
-    r = CliRunner().invoke(cli, ["has", "p1203-input", str(CAP), "--device", "mobile", "-o", str(out)])
+    r = CliRunner().invoke(cli, ["has", "p1203-input", str(CAP), "--p1203-device", "mobile", "-o", str(out)])
     assert r.exit_code == 0, r.output
     j = json.loads(out.read_text())
     assert j["IGen"]["device"] == "mobile" and j["I13"]["segments"] and j["I23"]["stalling"]
+    # issue 21: the flags are the StreamingOptions fields; the old spellings work one release more
+    old = tmp_path / "old.json"
+    r = CliRunner().invoke(cli, ["has", "p1203-input", str(CAP), "--device", "mobile", "--startup-threshold", "1.9",
+                                 "-o", str(old)])
+    assert r.exit_code == 0, r.output
+    assert "--device is deprecated: use --p1203-device" in r.stderr
+    assert "--startup-threshold is deprecated: use --startup-threshold-s" in r.stderr
+    assert json.loads(old.read_text()) == j
 
 
 def test_cli_score_streaming_table():

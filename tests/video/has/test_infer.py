@@ -1,4 +1,4 @@
-"""Segments inferred from sizes and timing alone (qoe.video.has.infer).
+"""Segments inferred from sizes and timing alone (qoe.video.has._infer).
 
 Two checks. On the cleartext sessions, the same connections are read as if encrypted
 (``opaque_ports=(80,)``: only TCP sizes and times are used) and the inferred segments are

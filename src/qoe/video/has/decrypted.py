@@ -7,8 +7,8 @@ connections that carried a manifest, through the public :class:`qoe.web.decrypt.
 with sinks of its own in place of the HTTP parsers. They keep only
 
 * HTTP/1.x: the server's plaintext delivered inside each manifest response's time window
-  (as :func:`qoe.video.has.bodies.read_bodies` does with cleartext), decoded by
-  :func:`qoe.video.has.bodies.decode_response`;
+  (as :func:`qoe.video.has._bodies.read_bodies` does with cleartext), decoded by
+  :func:`qoe.video.has._bodies.decode_response`;
 * HTTP/2: the DATA frames (RFC 9113 §6.1, padding removed by ``hyperframe``) of the manifest
   responses' stream identifiers; frames of other streams are skipped as they are read.
 
@@ -32,7 +32,7 @@ from typing import Any
 
 from hyperframe.frame import Frame
 
-from qoe.video.has.bodies import MAX_BODY_BYTES, decode_response
+from qoe.video.has._bodies import MAX_BODY_BYTES, decode_response
 from qoe.web.decrypt import DecryptingTlsSink
 from qoe.web.keylog import load_keylog
 from qoe.web.tcp import SERVER, connections

@@ -64,7 +64,7 @@ class StreamingOptions(OptionsBase):
     manifests : tuple of str
         Manifest files of the presentation (an MPD; or an HLS master playlist and its media
         playlists) for sessions whose HTTP is encrypted: segments are then inferred from the
-        sizes and timing of the TLS connections (:mod:`qoe.video.has.infer`), labelled inferred.
+        sizes and timing of the TLS connections (:mod:`qoe.video.has._infer`), labelled inferred.
     opaque_ports : tuple of int
         Server ports whose connections are read as encrypted for that inference (default 443).
     keylog : str or tuple of str, optional

@@ -37,7 +37,7 @@ from typing import Any
 
 from qoe.video.has.segments import SegmentRequest
 
-__all__ = ["Stall", "PlaybackReplay", "replay", "shown", "played_chunks"]
+__all__ = ["Stall", "PlaybackReplay", "replay", "shown"]
 
 _EPS = 1e-6
 _NS = 1e9
@@ -286,7 +286,7 @@ def shown(requests: Sequence[SegmentRequest], media_type: str, media_s: float, a
     return best
 
 
-def played_chunks(requests: Sequence[SegmentRequest], rep: PlaybackReplay, media_type: str) -> list[tuple[SegmentRequest, float]]:
+def _played_chunks(requests: Sequence[SegmentRequest], rep: PlaybackReplay, media_type: str) -> list[tuple[SegmentRequest, float]]:
     """The segments of ``media_type`` in the order played, each with the session time its play began.
 
     A segment that arrived after the playhead entered it (the picture frozen meanwhile,

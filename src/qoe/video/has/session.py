@@ -22,19 +22,18 @@ from typing import Any, ClassVar
 
 from qoe.errors import InputError, QoEWarning
 from qoe.report import as_dict, brief
-from qoe.video.has.bodies import ResponseWindow, read_bodies
+from qoe.video.has._bodies import ResponseWindow, read_bodies
 from qoe.video.has.decrypted import keylog_bodies
-from qoe.video.has.infer import infer_requests, opaque_downloads
+from qoe.video.has._infer import infer_requests, opaque_downloads
 from qoe.video.has.manifest import Manifest, ManifestError, is_manifest, parse_hls, parse_mpd
 from qoe.video.has.options import StreamingOptions
-from qoe.video.has.replay import PlaybackReplay, _Buffers, played_chunks, replay, shown
+from qoe.video.has.replay import PlaybackReplay, _Buffers, _played_chunks, replay, shown
 from qoe.video.has.segments import SegmentIndex, SegmentRequest, map_requests
 from qoe.video.has.yin import PRESETS, linear_qoe
 from qoe.web import page_loads
 from qoe.web.http import transactions
 
-__all__ = ["StreamingSession", "build_sessions", "sessions", "capture_bodies", "may_be_streaming", "inferred_sessions",
-           "read_manifest_files"]
+__all__ = ["StreamingSession", "build_sessions", "sessions", "capture_bodies", "may_be_streaming", "inferred_sessions"]
 
 _NS = 1e9
 
@@ -257,7 +256,7 @@ def _session(index: int, client: str, manifest: Manifest, reqs: list[SegmentRequ
                  append_delay_s=options.append_delay_s,
                  video_underflow_s=options.video_underflow_s, capture_end_ns=capture_end_ns)
     vk = _video_kind(reqs)
-    chunks = played_chunks(reqs, rep, vk)
+    chunks = _played_chunks(reqs, rep, vk)
     rates = [c.bandwidth for c, _ in chunks]
     durs = [c.duration_s for c, _ in chunks]
     played = sum(durs)
@@ -443,7 +442,7 @@ def sessions(capture: str | os.PathLike[str], *, options: StreamingOptions | Non
     -----
     The transactions come from :func:`qoe.web.page_loads` (TCP reassembly, HTTP/1.x; its
     public API); the manifests' bodies are read back from the capture
-    (:mod:`qoe.video.has.bodies`). HTTPS sessions are encrypted: with the browser's key log
+    (:mod:`qoe.video.has._bodies`). HTTPS sessions are encrypted: with the browser's key log
     (``options.keylog``) the transactions are those of :func:`qoe.web.http.transactions`
     and the manifests are read from the decrypted streams (:mod:`qoe.video.has.decrypted`);
     without it nothing can be mapped, and none is reported (a warning says why).
@@ -490,7 +489,7 @@ def _keylog_sessions(capture: str | os.PathLike[str], options: StreamingOptions)
     return found
 
 
-def read_manifest_files(paths: Sequence[str]) -> Manifest:
+def _read_manifest_files(paths: Sequence[str]) -> Manifest:
     """A :class:`Manifest` from files: one MPD, or an HLS master playlist and its media playlists.
 
     Raises
@@ -517,10 +516,10 @@ def read_manifest_files(paths: Sequence[str]) -> Manifest:
 
 
 def inferred_sessions(capture: str | os.PathLike[str], *, options: StreamingOptions) -> list[StreamingSession]:
-    """Sessions whose segments are inferred from encrypted sizes and timing (:mod:`qoe.video.has.infer`),
+    """Sessions whose segments are inferred from encrypted sizes and timing (:mod:`qoe.video.has._infer`),
     one per client, with the manifest of ``options.manifests``."""
 
-    man = read_manifest_files(options.manifests)
+    man = _read_manifest_files(options.manifests)
     downloads = opaque_downloads(capture, ports=options.opaque_ports)
     by_client: dict[str, list[Any]] = {}
     for d in downloads:

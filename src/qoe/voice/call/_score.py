@@ -20,7 +20,7 @@ from qoe.rtp.lossmodel import loss_pattern
 from qoe.voice.call._delay import Prep, delay_terms, prepare, rtt_ms, set_ta
 from qoe.voice.call._inputs import Call, Reference, find_calls, is_audio, pair_id
 from qoe.voice.call._network import emodel_preset, network_score
-from qoe.voice.identify import recognised_audio, with_codec
+from qoe.voice.identify import recognised_audio, _with_codec
 from qoe.voice.netscore import window_ranges
 from qoe.voice.call._options import CallOptions
 from qoe.voice.call._reference import full_reference
@@ -102,7 +102,7 @@ def _direction_score(
     inputs = {
         "network_delay": prep.net_source,
         "packetisation_delay": "SDP a=ptime" if s.ptime_ms else "RTP timestamps",
-        "jitter_buffer": f"simulated ({pl.buffer})",
+        "jitter_buffer": f"simulated ({pl.jitter_buffer})",
         "loss": "measured at the receiver" if measured else "measured at the capture point",
         "delay_basis": options.delay_basis,
     }
@@ -142,7 +142,7 @@ def _direction_score(
         payload_type=int(s.payload_type),
         clock_rate=int(s.clock_rate),
         capture=prep.capture,
-        jitter_buffer=pl.buffer,
+        jitter_buffer=pl.jitter_buffer,
         conceal=options.conceal,
         expected=pl.expected,
         received=pl.received,
@@ -177,7 +177,7 @@ def _prepare_call(
     """Each stream played out with its delays, and the delay its Id uses.
 
     Calls whose delay had to be assumed are added to ``delay_guesses`` as (call, streams
-    with an assumed delay, whether the delays are relative), for :func:`_warn_delays`.
+    with an assumed delay, whether the delays are relative), for ``_warn_delays``.
     """
     rtt = rtt_ms(streams)
     jitter_buffer = parse_jitter_buffer(options.jitter_buffer)
@@ -320,7 +320,7 @@ def _recognised(stream: RtpStream, evidence: dict[int, str]) -> RtpStream:
     if found is None:
         return stream
     evidence[stream.ssrc] = found.evidence
-    return with_codec(stream, found)
+    return _with_codec(stream, found)
 
 
 def _options(options: CallOptions | None) -> CallOptions:
