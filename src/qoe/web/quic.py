@@ -62,13 +62,14 @@ from aioquic.tls import CipherSuite
 
 from qoe.capture import read_packets
 from qoe.report import as_dict
+from qoe.web._quicloss import LossRecord, QuicLoss, QuicRetransmission, analyse
 from qoe.web._quicrtt import NOT_ACK_ELICITING, AckRtt
 from qoe.web._results import Transaction
 from qoe.web._sink import CLIENT, SERVER
 from qoe.web.decrypt import MAX_BURSTS, EncryptedBurst, _alpn, _extensions
 from qoe.web.keylog import KeyLog, load_keylog
 
-__all__ = ["QuicConnection", "quic_connections", "iter_quic_connections", "looks_like_quic_initial", "QUIC_V1"]
+__all__ = ["QuicConnection", "QuicLoss", "QuicRetransmission", "quic_connections", "iter_quic_connections", "looks_like_quic_initial", "QUIC_V1"]
 
 #: RFC 9000 §15: version 1.
 QUIC_V1 = 0x00000001
@@ -138,6 +139,11 @@ class QuicConnection:
         server → capture point) and the leg the client's ACKs measure; None without samples.
     note : str or None
         What could not be seen and why.
+    client_loss, server_loss : QuicLoss or None
+        Each sender's loss recovery as RFC 9002 §6 declares it from the ACK frames both ways,
+        the bytes it sent again and its PTO events (:mod:`qoe.web._quicloss`; needs the keys).
+    lost_packets, retransmitted_stream_bytes, pto_events : int
+        The two senders' sums.
     """
 
     index: int
@@ -178,6 +184,11 @@ class QuicConnection:
     min_rtt_ns: int | None = None
     smoothed_rtt_ns: int | None = None
     rttvar_ns: int | None = None
+    client_loss: QuicLoss | None = None
+    server_loss: QuicLoss | None = None
+    lost_packets: int = 0
+    retransmitted_stream_bytes: int = 0
+    pto_events: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return as_dict(self)
@@ -263,6 +274,8 @@ class _Conn:
         self.closed: str | None = None
         self.notes: list[str] = []
         self.rtt = [AckRtt(), AckRtt()]  # [direction of the acknowledged packets]
+        self.loss = LossRecord()  # what RFC 9002 §6 loss recovery is replayed from (qoe.web._quicloss)
+        self.pkt_data: list[tuple[int | None, int, int]] = []  # the STREAM/CRYPTO ranges of the packet being read
 
     def _initial_keys(self, dcid: bytes) -> None:
         # RFC 9001 §5.2: initial_secret = HKDF-Extract(initial_salt, client_dst_connection_id)
@@ -328,8 +341,10 @@ class _Conn:
             self.pn[direction][space] = max(self.pn[direction][space], pn)
             if space == _APP:
                 self.opened += 1
+            self.pkt_data = []
             eliciting = self._frames(direction, space, ts, payload)
             self.rtt[direction].sent_packet(space, pn, ts, eliciting)
+            self.loss.packet(direction, space, pn, ts, eliciting, self.pkt_data)
 
     def _burst(self, direction: int, ts: int, size: int) -> None:
         b = self.burst
@@ -366,6 +381,7 @@ class _Conn:
                 if ft in (0x02, 0x03):  # ACK, ACK_ECN
                     ranges, delay = pull_ack_frame(buf)
                     self.rtt[1 - direction].ack(space, ts, ranges, delay)  # the peer's packets acknowledged
+                    self.loss.ack(direction, space, ts, ranges, delay)
                     if ft == 0x03:
                         for _ in range(3):
                             buf.pull_uint_var()
@@ -381,6 +397,7 @@ class _Conn:
                 elif ft == 0x06:  # CRYPTO: offset, length, data
                     off = buf.pull_uint_var()
                     data = buf.pull_bytes(buf.pull_uint_var())
+                    self.pkt_data.append((None, off, off + len(data)))
                     self._crypto(direction, space, off, data)
                 elif ft == 0x07:  # NEW_TOKEN
                     buf.pull_bytes(buf.pull_uint_var())
@@ -388,6 +405,8 @@ class _Conn:
                     sid = buf.pull_uint_var()
                     off = buf.pull_uint_var() if ft & 0x04 else 0
                     n = buf.pull_uint_var() if ft & 0x02 else buf.capacity - buf.tell()
+                    if n:
+                        self.pkt_data.append((sid, off, off + n))
                     self._stream(direction, ts, sid, off, buf.pull_bytes(n), bool(ft & 0x01))
                 elif ft in (0x10, 0x12, 0x13, 0x14, 0x16, 0x17, 0x19):  # one varint
                     buf.pull_uint_var()
@@ -414,6 +433,7 @@ class _Conn:
                         self.handshake_done = ts
                         for r in self.rtt:  # RFC 9001 §4.1.2: the handshake is confirmed
                             r.confirmed = True
+                        self.loss.confirmed(ts)
                 elif ft == 0x30:  # DATAGRAM to the end
                     break
                 elif ft == 0x31:
@@ -606,8 +626,21 @@ class _Conn:
             keys_found=self.keys_found, decrypted=self.opened > 0,
             client_failed_packets=self.failed[0], server_failed_packets=self.failed[1], key_updates=self.updates,
             bursts=tuple(self.bursts), bursts_dropped=self.bursts_dropped, transactions=txs, goaways=goaways,
-            closed=self.closed, note="; ".join(notes) or None, **self._rtt_fields(),
+            closed=self.closed, note="; ".join(notes) or None, **self._rtt_fields(), **self._loss_fields(notes),
         )
+
+    def _loss_fields(self, notes: list[str]) -> dict[str, Any]:
+        """Both senders' loss recovery (RFC 9002 §6, :mod:`qoe.web._quicloss`); none without keys."""
+        if not self.opened:
+            return {}
+        legs = (self.rtt[SERVER].min_rtt, self.rtt[CLIENT].min_rtt)  # each side's leg: measured by the other's ACKs
+        client, server = analyse(self.loss, legs, (self.rtt[CLIENT], self.rtt[SERVER]))
+        if self.loss.full:
+            notes.append("loss recovery followed over the first packets only (a limit)")
+        return {"client_loss": client, "server_loss": server,
+                "lost_packets": client.lost_packets + server.lost_packets,
+                "retransmitted_stream_bytes": client.retransmitted_stream_bytes + server.retransmitted_stream_bytes,
+                "pto_events": client.pto_events + server.pto_events}
 
     def _rtt_fields(self) -> dict[str, Any]:
         """The path RTT: the sum of both legs' estimates (one leg alone when the other has none)."""
