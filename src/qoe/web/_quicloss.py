@@ -522,6 +522,10 @@ class _Sender:
             lost=tuple((sp, pn, self.sent[sp][pn].seen) for sp, pn in self.lost_list if pn in self.sent[sp]))
 
 
+def _event_ts(ev: tuple[Any, ...]) -> int:
+    return ev[1]
+
+
 def analyse(record: LossRecord, legs: tuple[int | None, int | None], params: tuple[AckRtt, AckRtt]
             ) -> tuple[QuicLoss, QuicLoss]:
     """Both senders' loss recovery (client, server) from one connection's record.
@@ -536,7 +540,7 @@ def analyse(record: LossRecord, legs: tuple[int | None, int | None], params: tup
                _Sender(1, ls, not near_client, params[1].exponent, params[1].max_ack_delay))
     last = 0
     initial_gone = False
-    for ev in record.events:
+    for ev in sorted(record.events, key=_event_ts):  # stable: 0-RTT packets opened late go in their place
         kind, ts = ev[0], ev[1]
         last = max(last, ts)
         if kind == "p":

@@ -35,7 +35,8 @@ and stream reassembly are written here; HTTP/3 framing is :mod:`qoe.web._h3` wit
 ``pylsqpack`` for QPACK.
 
 A packet that fails authentication is counted (``*_failed_packets``), never raised; 0-RTT
-packets are counted, decrypted only with a ``CLIENT_EARLY_TRAFFIC_SECRET``.
+packets are counted, and decrypted with the key log's ``CLIENT_EARLY_TRAFFIC_SECRET`` once the
+ServerHello has given the (resumed session's) cipher suite (RFC 9001 §4.6.1).
 
 References
 ----------
@@ -76,6 +77,7 @@ QUIC_V1 = 0x00000001
 _INITIAL, _HANDSHAKE, _APP = 0, 1, 2  # RFC 9000 §12.3 packet number spaces
 _MAX_CRYPTO = 1 << 17  # CRYPTO bytes reassembled per space and direction (hellos, certificates)
 _MAX_STREAM_HELD = 1 << 20  # out-of-order STREAM bytes held per stream
+_MAX_EARLY_HELD = 64  # 0-RTT packets held until the ServerHello and EncryptedExtensions
 _IDLE_NS = 30_000_000_000  # a 4-tuple quiet this long starts over (RFC 9000 §10.1: idle timeout, 30 s is common)
 _SIDE = ("client", "server")
 
@@ -139,6 +141,12 @@ class QuicConnection:
         server → capture point) and the leg the client's ACKs measure; None without samples.
     note : str or None
         What could not be seen and why.
+    zero_rtt_packets, zero_rtt_decrypted : int
+        The client's 0-RTT packets (RFC 9000 §17.2.3), and those opened with the key log's
+        ``CLIENT_EARLY_TRAFFIC_SECRET`` (RFC 9001 §4.6.1); their STREAM frames count as the
+        application data space's (HTTP/3 requests sent in 0-RTT are transactions).
+    early_data_accepted : bool or None
+        The server's EncryptedExtensions carried ``early_data`` (RFC 8446 §4.2.10; None: not seen).
     client_loss, server_loss : QuicLoss or None
         Each sender's loss recovery as RFC 9002 §6 declares it from the ACK frames both ways,
         the bytes it sent again and its PTO events (:mod:`qoe.web._quicloss`; needs the keys).
@@ -184,6 +192,9 @@ class QuicConnection:
     min_rtt_ns: int | None = None
     smoothed_rtt_ns: int | None = None
     rttvar_ns: int | None = None
+    zero_rtt_packets: int = 0
+    zero_rtt_decrypted: int = 0
+    early_data_accepted: bool | None = None
     client_loss: QuicLoss | None = None
     server_loss: QuicLoss | None = None
     lost_packets: int = 0
@@ -274,6 +285,10 @@ class _Conn:
         self.closed: str | None = None
         self.notes: list[str] = []
         self.rtt = [AckRtt(), AckRtt()]  # [direction of the acknowledged packets]
+        self.zero_rtt = 0  # 0-RTT packets seen
+        self.early_opened = 0  # of them decrypted
+        self.early_held: list[tuple[int, bytes, int]] = []  # 0-RTT packets waiting for their keys
+        self.early_accepted: bool | None = None  # the server's EncryptedExtensions early_data (RFC 8446 §4.2.10)
         self.loss = LossRecord()  # what RFC 9002 §6 loss recovery is replayed from (qoe.web._quicloss)
         self.pkt_data: list[tuple[int | None, int, int]] = []  # the STREAM/CRYPTO ranges of the packet being read
 
@@ -326,7 +341,14 @@ class _Conn:
             if ptype == QuicPacketType.ONE_RTT:
                 self._burst(direction, ts, size)
             if ptype == QuicPacketType.ZERO_RTT:
-                continue  # 0-RTT: counted (no early secret handled)
+                self.zero_rtt += 1
+                if direction == CLIENT and len(self.early_held) < _MAX_EARLY_HELD:
+                    # RFC 9001 §4.6.1: 0-RTT packets follow the ClientHello, keyed by the client's early
+                    # traffic secret with the resumed session's cipher suite, which the ServerHello
+                    # shows: held until it (and the ALPN the server's EncryptedExtensions confirm)
+                    self.early_held.append((ts, packet, enc_off))
+                    self._early()
+                continue
             ctx = self.ctx[direction][space]
             if ctx is None:
                 continue
@@ -345,6 +367,40 @@ class _Conn:
             eliciting = self._frames(direction, space, ts, payload)
             self.rtt[direction].sent_packet(space, pn, ts, eliciting)
             self.loss.packet(direction, space, pn, ts, eliciting, self.pkt_data)
+
+    def _early(self, final: bool = False) -> None:
+        """Open the held 0-RTT packets once their keys and the application are known (RFC 9001
+        §4.6.1, §5.1: CLIENT_EARLY_TRAFFIC_SECRET); 0-RTT shares the application data packet
+        number space with 1-RTT (RFC 9000 §12.3)."""
+        if not self.early_held or self.suite is None or (self.h3 is None and not final and self.alpn is None):
+            return
+        secret = self.keylog.get("CLIENT_EARLY_TRAFFIC_SECRET", self.client_random) \
+            if self.keylog is not None and self.client_random is not None else None
+        held, self.early_held = self.early_held, []
+        if secret is None:
+            if self.keylog is None:
+                return  # the note says no key log
+            self.notes.append(f"{len(held)} 0-RTT packet(s) not decrypted: no CLIENT_EARLY_TRAFFIC_SECRET "
+                              "for this connection in the key log")
+            return
+        try:
+            ctx = CryptoContext()
+            ctx.setup(cipher_suite=CipherSuite(self.suite), secret=secret, version=self.version)
+        except ValueError:
+            return
+        for ts, packet, enc_off in held:
+            try:
+                _, payload, pn, _ = ctx.decrypt_packet(packet, enc_off, self.pn[CLIENT][_APP] + 1)
+            except (CryptoError, ValueError, IndexError):
+                self.failed[CLIENT] += 1
+                continue
+            self.pn[CLIENT][_APP] = max(self.pn[CLIENT][_APP], pn)
+            self.opened += 1
+            self.early_opened += 1
+            self.pkt_data = []
+            eliciting = self._frames(CLIENT, _APP, ts, payload)
+            self.rtt[CLIENT].sent_packet(_APP, pn, ts, eliciting)
+            self.loss.packet(CLIENT, _APP, pn, ts, eliciting, self.pkt_data)
 
     def _burst(self, direction: int, ts: int, size: int) -> None:
         b = self.burst
@@ -465,12 +521,16 @@ class _Conn:
                 elif mtype == 2 and direction == SERVER:
                     self._server_hello(body)
                 elif mtype == 8 and direction == SERVER:
+                    self.early_accepted = False
                     for t, d in _extensions(body, 0):
                         if t == 16:
                             self.alpn = _alpn(d)
                             self._start_h3()
+                        elif t == 42:  # RFC 8446 §4.2.10: early_data in EncryptedExtensions: accepted
+                            self.early_accepted = True
                         elif t == 0x39:  # the server's transport parameters (RFC 9001 §8.2)
                             self._ack_params(self.rtt[CLIENT], d)
+                    self._early()
             except IndexError:
                 self.notes.append("a TLS handshake message cut short")
 
@@ -580,6 +640,7 @@ class _Conn:
     # -- result -----------------------------------------------------------------------------------
 
     def result(self, make: Any) -> QuicConnection:
+        self._early(final=True)
         self._flush()
         f = self.first_of
         cinit, sinit = f.get((CLIENT, "initial")), f.get((SERVER, "initial"))
@@ -627,6 +688,7 @@ class _Conn:
             client_failed_packets=self.failed[0], server_failed_packets=self.failed[1], key_updates=self.updates,
             bursts=tuple(self.bursts), bursts_dropped=self.bursts_dropped, transactions=txs, goaways=goaways,
             closed=self.closed, note="; ".join(notes) or None, **self._rtt_fields(), **self._loss_fields(notes),
+            zero_rtt_packets=self.zero_rtt, zero_rtt_decrypted=self.early_opened, early_data_accepted=self.early_accepted,
         )
 
     def _loss_fields(self, notes: list[str]) -> dict[str, Any]:
