@@ -163,3 +163,92 @@ def test_quic_0rtt_needs_its_secret(tmp_path):
     assert resumed.zero_rtt_packets == 1 and resumed.zero_rtt_decrypted == 0
     assert "CLIENT_EARLY_TRAFFIC_SECRET" in resumed.note
     assert all(t.target != "/early" or not t.complete for t in resumed.transactions)
+
+
+# -- Chromium -----------------------------------------------------------------------------------
+# data/web/resume/ (make_resume.sh): Debian's Chromium loads a page twice, 3 s apart, in one
+# browser; the second load resumes the first one's session. Truth: the servers' access logs
+# (aioquic: resumed and early data accepted per request; nginx: $ssl_curve, $ssl_session_reused,
+# $ssl_early_data), Chromium's Navigation Timing, and tshark.
+
+RESUME = TLS.parent / "resume"
+
+
+def _access(name: str) -> list[dict]:
+    import json
+
+    return [json.loads(x) for x in (RESUME / f"{name}.server-access.jsonl").read_text().splitlines() if x.strip()]
+
+
+def _resume_tshark(name: str, *args: str) -> list[list[str]]:
+    cmd = [TSHARK, "-n", "-r", str(RESUME / f"{name}.pcap"), *args]
+    return [x.split("\t") for x in subprocess.run(cmd, capture_output=True, text=True, check=True,
+                                                  timeout=60).stdout.splitlines() if x]
+
+
+def _chromium_quic(keylog: Path | None = RESUME / "h3-0rtt.keylog"):
+    from qoe.web.quic import quic_connections
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return quic_connections(RESUME / "h3-0rtt.pcap", keylog=None if keylog is None else str(keylog))
+
+
+def test_chromium_quic_0rtt_on_the_second_load():
+    """The second connection resumed with early data (aioquic's log); Chromium's 0-RTT packet
+    (its HTTP/3 control stream) opens with CLIENT_EARLY_TRAFFIC_SECRET; every request of both
+    loads is a transaction equal to the server's log."""
+    log = _access("h3-0rtt")
+    first, second = _chromium_quic()
+    assert {(x["resumed"], x["early_data_accepted"]) for x in log if x["path"].endswith("load=2")} == {(True, True)}
+    assert (first.zero_rtt_packets, first.early_data_accepted) == (0, False)
+    assert second.zero_rtt_packets == second.zero_rtt_decrypted >= 1 and second.early_data_accepted
+    for c in (first, second):
+        assert c.client_failed_packets == c.server_failed_packets == 0 and c.note is None
+    got = [(t.target, t.status, t.response_body_bytes) for c in (first, second) for t in c.transactions]
+    assert got == [(x["path"], x["status"], x["body_bytes"]) for x in log]
+
+
+@needs_tshark
+def test_chromium_quic_0rtt_packets_equal_tshark():
+    rows = _resume_tshark("h3-0rtt", "-Y", "quic.long.packet_type==1", "-T", "fields", "-e", "frame.time_epoch")
+    first, second = _chromium_quic()
+    assert len(rows) == second.zero_rtt_packets and second.first_ns <= _ns(rows[0][0]) <= second.handshake_end_ns
+
+
+def test_chromium_quic_0rtt_needs_its_secret(tmp_path):
+    log = tmp_path / "no-early.keylog"
+    log.write_text("".join(x for x in (RESUME / "h3-0rtt.keylog").read_text().splitlines(keepends=True)
+                           if not x.startswith("CLIENT_EARLY_TRAFFIC_SECRET")))
+    _, second = _chromium_quic(log)
+    assert second.zero_rtt_decrypted == 0 and "CLIENT_EARLY_TRAFFIC_SECRET" in second.note
+
+
+def test_chromium_hello_retry_request_and_resumption():
+    """nginx accepts only secp384r1 (its log: $ssl_curve); Chromium key-shares other groups, so
+    every connection has a HelloRetryRequest; qoe opens every record and finds nginx's requests;
+    the second load's connection is resumed (nginx: $ssl_session_reused "r"), no early data over
+    TCP (nginx: $ssl_early_data "-": Chromium does not send TLS early data over TCP)."""
+    log = _access("h2-hrr")
+    assert {x["curve"] for x in log} == {"secp384r1"} and {x["early_data"] for x in log} == {"-"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = connection_results(RESUME / "h2-hrr.pcap", keylog=str(RESUME / "h2-hrr.keylog"))
+    assert results and all(r.tls.hello_retry for r in results)
+    for r in results:
+        assert r.decryption.decrypted and r.decryption.client_failed_records == r.decryption.server_failed_records == 0
+        assert not r.tls.early_data_offered
+    used = [r for r in results if r.transactions]
+    got = [(f"{t.method} {t.target}", t.status, r.tls.resumed) for r in used for t in r.transactions]
+    assert got == [(x["request"].rsplit(" ", 1)[0], x["status"], x["reused"] == "r") for x in log]
+
+
+@needs_tshark
+def test_chromium_hello_retry_request_equals_tshark():
+    rows = _resume_tshark("h2-hrr", "-Y", "tls.handshake.type==2", "-T", "fields", "-e", "tcp.stream",
+                          "-e", "tls.handshake.random")
+    hrr = {s for s, r in rows if r == HRR_RANDOM}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = connection_results(RESUME / "h2-hrr.pcap", keylog=str(RESUME / "h2-hrr.keylog"))
+    assert len(hrr) == len(results) == 3 and sum(r.tls.hello_retry for r in results) == 3

@@ -24,8 +24,9 @@ replays both senders' loss detection over that record, in capture order:
   capture point lies on the path: a packet passes it a one-way leg after its sender sent it,
   an ACK reaches the sender a leg after it passed. The sender's elapsed time between sending a
   packet and receiving an ACK is the capture's plus the RTT of the leg between the capture
-  point and that sender (the other side's ACKs measure it: :class:`~qoe.web._quicrtt.AckRtt`'s
-  ``min_rtt``), and its silence after an ACK the capture's minus that leg.
+  point and that sender (the other side's ACKs measure it: the least sample less the ACK Delay
+  they report, :class:`~qoe.web._quicrtt.AckRtt`'s ``min_adjusted``), and its silence after an
+  ACK the capture's minus that leg.
 
 What a capture point cannot see and how it is read:
 
@@ -34,7 +35,8 @@ What a capture point cannot see and how it is read:
   §12.3), taken as packets sent at the capture time of the next packet seen (the latest
   they can have passed) whose content is unknown. Gaps in the near sender's numbers (the side
   with the shorter leg, whose every packet passes the capture point) are numbers it skipped
-  (RFC 9000 §21.4 allows it; Chromium does it), counted as ``skipped_packet_numbers``.
+  (RFC 9000 §21.4 allows it; Chromium does it), counted as ``skipped_packet_numbers``. A leg
+  no longer than the timer granularity (1 ms: the same host, a loopback) makes both sides near.
 * **Retransmitted bytes** are STREAM (and CRYPTO) bytes a sender sends at offsets it had sent
   before: offsets seen already, or below the highest offset it had sent on that stream (a
   hole: bytes sent in a packet the capture point never saw; senders send a stream's new bytes
@@ -535,9 +537,11 @@ def analyse(record: LossRecord, legs: tuple[int | None, int | None], params: tup
     peer's ACK Delay exponent and ``max_ack_delay`` (the one measuring that side's packets).
     """
     lc, ls = (x or 0 for x in legs)
-    near_client = lc <= ls
-    senders = (_Sender(0, lc, near_client, params[0].exponent, params[0].max_ack_delay),
-               _Sender(1, ls, not near_client, params[1].exponent, params[1].max_ack_delay))
+    # the far side: the longer leg, if longer than the timer granularity (on one host, or a
+    # loopback, both sides are near: nothing is lost between them and the capture point)
+    far_client, far_server = lc > ls and lc > K_GRANULARITY_NS, ls > lc and ls > K_GRANULARITY_NS
+    senders = (_Sender(0, lc, not far_client, params[0].exponent, params[0].max_ack_delay),
+               _Sender(1, ls, not far_server, params[1].exponent, params[1].max_ack_delay))
     last = 0
     initial_gone = False
     for ev in sorted(record.events, key=_event_ts):  # stable: 0-RTT packets opened late go in their place

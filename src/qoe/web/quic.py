@@ -388,6 +388,7 @@ class _Conn:
             ctx.setup(cipher_suite=CipherSuite(self.suite), secret=secret, version=self.version)
         except ValueError:
             return
+        outer = self.pkt_data  # (opened while a server packet's frames are read: its ranges are kept)
         for ts, packet, enc_off in held:
             try:
                 _, payload, pn, _ = ctx.decrypt_packet(packet, enc_off, self.pn[CLIENT][_APP] + 1)
@@ -401,6 +402,7 @@ class _Conn:
             eliciting = self._frames(CLIENT, _APP, ts, payload)
             self.rtt[CLIENT].sent_packet(_APP, pn, ts, eliciting)
             self.loss.packet(CLIENT, _APP, pn, ts, eliciting, self.pkt_data)
+        self.pkt_data = outer
 
     def _burst(self, direction: int, ts: int, size: int) -> None:
         b = self.burst
@@ -695,7 +697,8 @@ class _Conn:
         """Both senders' loss recovery (RFC 9002 §6, :mod:`qoe.web._quicloss`); none without keys."""
         if not self.opened:
             return {}
-        legs = (self.rtt[SERVER].min_rtt, self.rtt[CLIENT].min_rtt)  # each side's leg: measured by the other's ACKs
+        # each side's leg, measured by the other's ACKs, less the delay they report
+        legs = (self.rtt[SERVER].min_adjusted, self.rtt[CLIENT].min_adjusted)
         client, server = analyse(self.loss, legs, (self.rtt[CLIENT], self.rtt[SERVER]))
         if self.loss.full:
             notes.append("loss recovery followed over the first packets only (a limit)")
