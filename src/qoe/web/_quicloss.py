@@ -239,7 +239,7 @@ class _Ranges:
 
     def beyond(self, offset: int) -> int:
         """When bytes beyond ``offset`` first passed the capture point."""
-        k = bisect_right([o for o, _ in self.top_ts], offset)
+        k = bisect_right(self.top_ts, (offset, 1 << 62))
         return self.top_ts[k][1] if k < len(self.top_ts) else self.top_ts[-1][1]
 
     def add(self, a: int, b: int, ts: int, space: int, pn: int, holes: bool) -> list[tuple[int, int, bool, Any]]:
@@ -301,6 +301,10 @@ class _Sender:
     def __init__(self, direction: int, leg: int, near: bool, exponent: int, max_ack_delay: int) -> None:
         self.direction, self.leg, self.near = direction, leg, near
         self.sent: list[dict[int, _Sent]] = [{}, {}, {}]
+        # per space, in packet number order: the packets in flight, and those declared lost and not
+        # acknowledged since (what an ACK can still change; RFC 9002 A.10 walks the former)
+        self.flight: list[dict[int, _Sent]] = [{}, {}, {}]
+        self.lost_open: list[dict[int, _Sent]] = [{}, {}, {}]
         self.largest_pn = [-1, -1, -1]
         self.largest_acked = [-1, -1, -1]
         self.rtt = AckRtt()
@@ -340,11 +344,15 @@ class _Sender:
         if largest < 0:
             return
         lost_before = now - self.loss_delay()
-        for pn, p in self.sent[space].items():
-            if pn > largest or p.state != _IN_FLIGHT:
-                continue
+        flight = self.flight[space]
+        gone = []
+        for pn, p in flight.items():
+            if pn > largest:
+                break  # in packet number order
             by_pn = largest >= pn + K_PACKET_THRESHOLD  # §6.1.1
             if by_pn or p.ts <= lost_before:  # §6.1.2
+                gone.append(pn)
+                self.lost_open[space][pn] = p
                 p.state, p.lost_ts, p.lost_by_pn = _LOST, now, by_pn
                 self.lost_list.append((space, pn))
                 self.in_flight -= p.eliciting
@@ -354,6 +362,8 @@ class _Sender:
                     self.by_pn += 1
                 else:
                     self.by_time += 1
+        for pn in gone:
+            del flight[pn]
 
     def timer(self, now: int) -> None:
         """The loss timer (§6.1.2) would have fired by ``now`` (sender's clock)."""
@@ -378,12 +388,14 @@ class _Sender:
                     self.skipped += 1
                 else:
                     self.unseen += 1
-                    sent[gap] = _Sent(ts, True, False, 0)  # content unknown: taken as ack-eliciting
+                    sent[gap] = self.flight[space][gap] = _Sent(ts, True, False, 0)  # content unknown: ack-eliciting
                     self.in_flight += 1
             for o in range(3):  # a number first taken for a gap of another space: one counter
                 q = self.sent[o].get(pn) if o != space else None
                 if q is not None and not q.seen:
                     del self.sent[o][pn]
+                    self.flight[o].pop(pn, None)
+                    self.lost_open[o].pop(pn, None)
                     self.unseen -= 1
                     self.in_flight -= q.state == _IN_FLIGHT
                     if q.state == _LOST:
@@ -391,7 +403,8 @@ class _Sender:
                         self.lost -= 1
                         self.by_pn -= q.lost_by_pn
                         self.by_time -= not q.lost_by_pn
-            sent[pn] = _Sent(ts, eliciting, True, sum(e - o for sid, o, e in data if sid is not None))
+            sent[pn] = self.flight[space][pn] = _Sent(ts, eliciting, True,
+                                                      sum(e - o for sid, o, e in data if sid is not None))
             self.in_flight += eliciting
         self.largest_pn[space] = max(self.largest_pn[space], pn)
         self.packets += 1
@@ -428,7 +441,7 @@ class _Sender:
                     self.events.append(QuicRetransmission(ts, space, pn, sid, a, b - a, False, min(u.ts, ts), False))
                     self.origins.append(u)
         if any(sid is not None for sid, _, _ in data) and not self.near:
-            for u in self.sent[space].values():  # the first stream packet after a loss closes its claims
+            for u in self.lost_open[space].values():  # the first stream packet after a loss closes its claims
                 if not u.seen and u.state == _LOST and u.claimed is None and u.lost_ts is not None and u.lost_ts <= ts:
                     u.claimed = -1
         if eliciting:
@@ -454,9 +467,8 @@ class _Sender:
         9000 §13.3): the tail of a stream lost before the capture point, which no offset
         shows. Returns the lost packet (its time: the estimated passage), else None.
         """
-        for k in range(prev + 1, pn):
-            u = self.sent[space].get(k)
-            if u is not None and not u.seen and u.state == _LOST and u.lost_ts is not None and u.lost_ts <= ts \
+        for k, u in self.lost_open[space].items():
+            if prev < k < pn and not u.seen and u.lost_ts is not None and u.lost_ts <= ts \
                     and u.claimed in (None, pn):
                 u.claimed = pn  # only the first packet with stream bytes after the loss carries it again
                 return u
@@ -465,23 +477,31 @@ class _Sender:
     def ack(self, ts: int, space: int, ranges: list[tuple[int, int]], ack_delay: int) -> None:
         """An ACK of this sender's packets passed the capture point at ``ts``."""
         now = ts + self.leg  # the sender's clock (module notes)
-        sent = self.sent[space]
         if not ranges:
             return
         self.rtt.ack(space, now, _AckRanges(ranges), ack_delay)
         largest = max(b for _, b in ranges) - 1
+        lowest = min(a for a, _ in ranges)
         newly = False
-        for a, b in ranges:
-            for pn in range(max(a, 0), b) if b - a <= 4096 else [k for k in sent if a <= k < b]:
-                p = sent.get(pn)
-                if p is None or p.state == _ACKED:
+        for group in (self.flight[space], self.lost_open[space]):
+            done = []
+            for pn, p in group.items():
+                if pn > largest:
+                    break
+                if pn < lowest and group is self.lost_open[space]:
+                    done.append(pn)  # below what the receiver still reports: no longer acknowledged
+                    continue
+                if not any(a <= pn < b for a, b in ranges):
                     continue
                 if p.state == _LOST:
                     self.spurious_losses += 1
                 else:
                     self.in_flight -= p.eliciting
                 p.state, p.acked_ts = _ACKED, ts
+                done.append(pn)
                 newly = True
+            for pn in done:
+                del group[pn]
         if largest > self.largest_acked[space]:
             self.largest_acked[space] = largest
         if newly:
@@ -493,10 +513,11 @@ class _Sender:
     def discard(self, space: int) -> None:
         """Keys of ``space`` discarded (RFC 9001 §4.9): its packets leave flight, neither
         acknowledged nor lost (RFC 9002 §6.4)."""
-        for p in self.sent[space].values():
-            if p.state == _IN_FLIGHT:
-                self.in_flight -= p.eliciting
-                p.state = _DISCARDED
+        for p in self.flight[space].values():
+            self.in_flight -= p.eliciting
+            p.state = _DISCARDED
+        self.flight[space].clear()
+        self.lost_open[space].clear()
         self.largest_acked[space] = -1
 
     def result(self, name: str) -> QuicLoss:
