@@ -46,7 +46,7 @@ class AckRtt:
     """RTT samples of one side's packets acknowledged by the other (see the module notes)."""
 
     __slots__ = ("sent", "largest", "latest", "min_rtt", "smoothed", "rttvar", "samples",
-                 "exponent", "max_ack_delay", "confirmed")
+                 "exponent", "max_ack_delay", "confirmed", "min_adjusted")
 
     def __init__(self) -> None:
         self.sent: list[dict[int, tuple[int, bool]]] = [{}, {}, {}]  # per space: pn -> (ts, ack-eliciting)
@@ -59,6 +59,7 @@ class AckRtt:
         self.exponent = DEFAULT_ACK_DELAY_EXPONENT  # of the acknowledging side
         self.max_ack_delay = DEFAULT_MAX_ACK_DELAY_NS
         self.confirmed = False  # the handshake is confirmed (HANDSHAKE_DONE, RFC 9001 §4.1.2)
+        self.min_adjusted: int | None = None  # least latest_rtt - ACK Delay (the leg's propagation)
 
     def sent_packet(self, space: int, pn: int, ts: int, ack_eliciting: bool) -> None:
         held = self.sent[space]
@@ -96,6 +97,9 @@ class AckRtt:
         if self.confirmed:
             delay = min(delay, self.max_ack_delay)
         adjusted = latest - delay if latest - delay >= self.min_rtt else latest
+        leg = max(latest - delay, 0)
+        if self.min_adjusted is None or leg < self.min_adjusted:
+            self.min_adjusted = leg  # the leg without the acknowledging side's reported delay
         if self.smoothed is None:
             self.smoothed, self.rttvar = adjusted, adjusted // 2
         else:

@@ -53,6 +53,7 @@ _CCS, _ALERT, _HANDSHAKE, _APPDATA = 20, 21, 22, 23
 # RFC 8446 §4 HandshakeType
 _CLIENT_HELLO, _SERVER_HELLO, _END_OF_EARLY_DATA, _ENCRYPTED_EXTENSIONS, _FINISHED, _KEY_UPDATE = 1, 2, 5, 8, 20, 24
 _EXT_ALPN, _EXT_EARLY_DATA, _EXT_SUPPORTED_VERSIONS = 16, 42, 43  # RFC 7301 §3.1, RFC 8446 §4.2
+_MAX_EARLY_RECORDS = 64  # 0-RTT records held until the ServerHello (max_early_data_size is 16 KiB in practice)
 # RFC 8446 §4.1.3: the random of a HelloRetryRequest
 _HRR_RANDOM = bytes.fromhex("CF21AD74E59A6111BE1D8C021E65B891C2A211167ABB8C5E079E09E2C8A8339C")
 _MAX_RECORD = 2**14 + 2048  # RFC 5246 §6.2.3 (TLSCiphertext.length)
@@ -208,6 +209,7 @@ class DecryptingTlsSink:
         self._suite_code: int | None = None
         self._suite: Suite | None = None
         self._early_offered = False
+        self._early_held: list[tuple[int, int, int, bytes]] = []  # 0-RTT records before the ServerHello
         self._keys_found = False
         self._alpn: str | None = None
         self._app: Any = None
@@ -340,6 +342,18 @@ class DecryptingTlsSink:
             if self._version is not None and self._version < 0x0304:
                 d.encrypted = True  # RFC 5246 §7.1: what follows is protected
             return
+        if (ctype == _APPDATA and direction == CLIENT and self._version is None and self._early_offered
+                and self._client_random is not None):
+            # RFC 8446 §4.2.10: 0-RTT data follows the ClientHello, protected with the client's early
+            # traffic secret; its keys are set up with the ServerHello's cipher suite: held until then
+            if len(self._early_held) < _MAX_EARLY_RECORDS:
+                self._early_held.append((ts, ctype, version, body))
+            else:
+                d.failed += 1
+            return
+        self._open(direction, d, ts, ctype, version, body)
+
+    def _open(self, direction: int, d: _Dir, ts: int, ctype: int, version: int, body: bytes) -> None:
         protected = (ctype == _APPDATA and self._version is not None and self._version >= 0x0304) or d.encrypted
         if not protected:
             if ctype == _HANDSHAKE:
@@ -424,6 +438,9 @@ class DecryptingTlsSink:
                 self._alpn = _alpn(data)
         self._server_random, self._version, self._suite_code = random, version, code
         self._keys()
+        held, self._early_held = self._early_held, []
+        for ts, ctype, rversion, body in held:  # the 0-RTT records, now that their keys are known
+            self._open(CLIENT, self._d[CLIENT], ts, ctype, rversion, body)
 
     def _keys(self) -> None:
         cr, version, code = self._client_random, self._version, self._suite_code

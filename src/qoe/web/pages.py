@@ -24,7 +24,9 @@ then the objects it pulls, until the client goes quiet. The rules:
   belongs to the page loading: it does not start a page, end it, or make it partial.
 * QUIC connections are grouped among themselves; a QUIC page that overlaps a TCP page of the
   same client (within ``idle_gap_s``) is merged into it (``_then_quic``). A QUIC page's RTT
-  comes from its ACK frames (RFC 9002 §5, :mod:`qoe.web.quic`).
+  comes from its ACK frames (RFC 9002 §5, :mod:`qoe.web.quic`), its ``loss_wait_s`` from its
+  loss recovery (RFC 9002 §6): the time bytes sent again in STREAM/CRYPTO frames waited on the
+  page's critical path, the same definition as TCP's retransmissions (``_quic_rtt``).
 
 The diagnosis (seed paper §9.1: "We denote PLTs as RTT dominated if a significant portion of
 the PLT consists of the RTT component expressed by 14*RTT. Similarly, we denote PLTs as loss
@@ -66,8 +68,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from qoe.web._dns import DnsQuery, dns_queries, iter_dns_queries
-from qoe.web._pagemodel import (DEFAULT_IDLE_GAP_S, Page, WebOptions, _custom_bounds, _diagnose, _mos, _resolve,
-                                build_pages, onload_end_ns)
+from qoe.web._pagemodel import (DEFAULT_IDLE_GAP_S, Page, WebOptions, _critical_path, _custom_bounds, _diagnose,
+                                _http_items, _mos, _path_wait, _resolve, build_pages, onload_end_ns)
 from qoe.web.har import pages_from_har, to_har_pages
 
 __all__ = ["Page", "WebOptions", "DnsQuery", "build_pages", "page_loads", "iter_page_loads", "pages_from_har",
@@ -214,14 +216,41 @@ def _then_quic(tcp: Iterator[Page], capture: Any, opts: WebOptions, keys: Any, q
 
 _QUIC_NOTE = ("QUIC (HTTP/3 over UDP): RTT from its ACK frames (RFC 9002 §5), its own loss recovery not "
               "counted (loss_share unknown)")
+_QUIC_LOSS_NOTE = ("QUIC (HTTP/3 over UDP): RTT from its ACK frames (RFC 9002 §5); loss_wait_s from its loss "
+                   "recovery (RFC 9002 §6): the time bytes re-sent in STREAM/CRYPTO frames waited on the critical "
+                   "path, as TCP's retransmissions")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _QuicLossView:
+    """A QUIC connection's retransmissions through the fields :func:`qoe.web._pagemodel._path_wait`
+    reads of a TCP connection: ``retransmission_events`` (``original_ts_ns``, ``ts_ns``,
+    ``spurious``) and each direction's ``stall_intervals`` (none: a tail lost before the capture
+    point is a retransmission here, ``qoe.web._quicloss``)."""
+
+    retransmission_events: tuple[Any, ...]
+    client: Any = dataclasses.field(default_factory=lambda: _NoStalls())
+    server: Any = dataclasses.field(default_factory=lambda: _NoStalls())
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _NoStalls:
+    stall_intervals: tuple[tuple[int, int], ...] = ()
 
 
 def _quic_rtt(p: Page, conns: list[Any], opts: WebOptions) -> Page:
-    """A QUIC page's RTT and diagnosis from its connections' ACK frames (``qoe.web.quic``:
-    RFC 9002 §5): ``rtt_s`` the median of their ``smoothed_rtt``, ``rtt_min_s`` the least
+    """A QUIC page's RTT, loss and diagnosis from its connections' ACK frames (``qoe.web.quic``).
+
+    RTT (RFC 9002 §5): ``rtt_s`` the median of their ``smoothed_rtt``, ``rtt_min_s`` the least
     ``min_rtt``, the baseline ``rtt_min_s`` (or ``WebOptions.base_rtt_s``); the round trips as
-    counted on the page's critical path. QUIC's loss recovery is not read: ``loss_wait_s`` 0
-    and ``loss_share`` NaN, so the label is ``rtt-dominated`` or ``neither``."""
+    counted on the page's critical path. Loss (RFC 9002 §6, ``QuicConnection.client_loss`` and
+    ``server_loss``): on the same footing as TCP's, ``loss_wait_s`` is the union of the
+    intervals ``[original_ts_ns, ts_ns]`` of the non-spurious retransmissions (bytes a sender
+    sent again in STREAM or CRYPTO frames: TCP's retransmitted segments) on the connections of
+    the page's critical path, cut to each item's interval (:func:`qoe.web._pagemodel._path_wait`);
+    ``loss_share`` the wait over the PLT's increase above ``round_trips × rtt_baseline_s``;
+    ``retransmissions`` the packets that carried bytes again. Without keys the ACK frames of the
+    1-RTT packets are hidden: ``loss_share`` NaN."""
 
     est = sorted(c.smoothed_rtt_ns for c in conns if c.smoothed_rtt_ns is not None)
     if not est:
@@ -230,10 +259,19 @@ def _quic_rtt(p: Page, conns: list[Any], opts: WebOptions) -> Page:
     rtt = (est[(n - 1) // 2] + est[n // 2]) / 2 / 1e9
     rtt_min = min(c.min_rtt_ns for c in conns if c.min_rtt_ns is not None) / 1e9
     baseline, name = (opts.base_rtt_s, "given") if opts.base_rtt_s is not None else (rtt_min, "page minimum")
-    label, comp, rtt_share, _ = _diagnose(p.plt_s, p.round_trips, rtt, baseline, 0.0, opts.share)
+    views = {c.index: _QuicLossView((*c.client_loss.retransmission_events, *c.server_loss.retransmission_events))
+             for c in conns if c.client_loss is not None and c.server_loss is not None}
+    if not views or len(views) < len(conns) or not p.transactions:
+        label, comp, rtt_share, _ = _diagnose(p.plt_s, p.round_trips, rtt, baseline, 0.0, opts.share)
+        return dataclasses.replace(p, rtt_s=rtt, rtt_min_s=rtt_min, rtt_baseline_s=baseline, rtt_baseline=name,
+                                   rtt_component_s=comp, loss_wait_s=0.0, diagnosis=label, rtt_share=rtt_share,
+                                   loss_share=math.nan)
+    wait = _path_wait(_critical_path(_http_items(p.transactions)), views) / 1e9
+    retrans = sum(len({(e.space, e.packet_number) for e in v.retransmission_events}) for v in views.values())
+    label, comp, rtt_share, loss_share = _diagnose(p.plt_s, p.round_trips, rtt, baseline, wait, opts.share)
     return dataclasses.replace(p, rtt_s=rtt, rtt_min_s=rtt_min, rtt_baseline_s=baseline, rtt_baseline=name,
-                               rtt_component_s=comp, loss_wait_s=0.0, diagnosis=label, rtt_share=rtt_share,
-                               loss_share=math.nan)
+                               rtt_component_s=comp, retransmissions=retrans, loss_wait_s=wait, diagnosis=label,
+                               rtt_share=rtt_share, loss_share=loss_share)
 
 
 def _merge(a: Page, b: Page, opts: WebOptions) -> Page:
@@ -247,7 +285,7 @@ def _merge(a: Page, b: Page, opts: WebOptions) -> Page:
     """
 
     first, other = (a, b) if (a.start_ns, a.index) <= (b.start_ns, b.index) else (b, a)
-    tcp = b if _QUIC_NOTE in a.notes else a  # the one with TCP facts
+    tcp = b if _QUIC_NOTE in a.notes or _QUIC_LOSS_NOTE in a.notes else a  # the one with TCP facts
     start, end = first.start_ns, max(a.end_ns, b.end_ns)
     plt = (end - start) / 1e9
     txns = tuple(sorted((*a.transactions, *b.transactions),
@@ -260,7 +298,7 @@ def _merge(a: Page, b: Page, opts: WebOptions) -> Page:
                                                        tcp.loss_wait_s, opts.share)
     b_ = _custom_bounds(opts)
     notes = [*first.notes, *other.notes]
-    notes = [x for x in notes if x != _QUIC_NOTE]
+    notes = [x for x in notes if x not in (_QUIC_NOTE, _QUIC_LOSS_NOTE)]
     notes.append("TCP and QUIC connections of one load: the diagnosis counts the TCP connections' round "
                  "trips, RTT and waits only (QUIC's loss recovery is its own)")
     protocols = sorted({x for p in (a, b) for x in p.protocol.split("; ") if x})
@@ -336,7 +374,7 @@ def _quic_pages(capture: Any, opts: WebOptions, keys: Any) -> list[Page]:
         p = _quic_rtt(p, [by_index[i] for i in sorted(used_by(p)) if i in by_index], opts)
         notes = list(p.notes)
         notes = [n for n in notes if not n.startswith("no TCP facts")]
-        notes.append(_QUIC_NOTE)
+        notes.append(_QUIC_NOTE if math.isnan(p.loss_share) else _QUIC_LOSS_NOTE)
         if any(c.note for c in conns):
             notes.extend(sorted({c.note for c in conns if c.note}))
         out.append(dataclasses.replace(p, notes=tuple(dict.fromkeys(notes))))

@@ -35,7 +35,8 @@ and stream reassembly are written here; HTTP/3 framing is :mod:`qoe.web._h3` wit
 ``pylsqpack`` for QPACK.
 
 A packet that fails authentication is counted (``*_failed_packets``), never raised; 0-RTT
-packets are counted, decrypted only with a ``CLIENT_EARLY_TRAFFIC_SECRET``.
+packets are counted, and decrypted with the key log's ``CLIENT_EARLY_TRAFFIC_SECRET`` once the
+ServerHello has given the (resumed session's) cipher suite (RFC 9001 §4.6.1).
 
 References
 ----------
@@ -62,19 +63,21 @@ from aioquic.tls import CipherSuite
 
 from qoe.capture import read_packets
 from qoe.report import as_dict
+from qoe.web._quicloss import LossRecord, QuicLoss, QuicRetransmission, analyse
 from qoe.web._quicrtt import NOT_ACK_ELICITING, AckRtt
 from qoe.web._results import Transaction
 from qoe.web._sink import CLIENT, SERVER
 from qoe.web.decrypt import MAX_BURSTS, EncryptedBurst, _alpn, _extensions
 from qoe.web.keylog import KeyLog, load_keylog
 
-__all__ = ["QuicConnection", "quic_connections", "iter_quic_connections"]
+__all__ = ["QuicConnection", "QuicLoss", "QuicRetransmission", "quic_connections", "iter_quic_connections"]
 
 #: RFC 9000 §15: version 1.
 _QUIC_V1 = 0x00000001
 _INITIAL, _HANDSHAKE, _APP = 0, 1, 2  # RFC 9000 §12.3 packet number spaces
 _MAX_CRYPTO = 1 << 17  # CRYPTO bytes reassembled per space and direction (hellos, certificates)
 _MAX_STREAM_HELD = 1 << 20  # out-of-order STREAM bytes held per stream
+_MAX_EARLY_HELD = 64  # 0-RTT packets held until the ServerHello and EncryptedExtensions
 _IDLE_NS = 30_000_000_000  # a 4-tuple quiet this long starts over (RFC 9000 §10.1: idle timeout, 30 s is common)
 _SIDE = ("client", "server")
 
@@ -138,6 +141,17 @@ class QuicConnection:
         server → capture point) and the leg the client's ACKs measure; None without samples.
     note : str or None
         What could not be seen and why.
+    zero_rtt_packets, zero_rtt_decrypted : int
+        The client's 0-RTT packets (RFC 9000 §17.2.3), and those opened with the key log's
+        ``CLIENT_EARLY_TRAFFIC_SECRET`` (RFC 9001 §4.6.1); their STREAM frames count as the
+        application data space's (HTTP/3 requests sent in 0-RTT are transactions).
+    early_data_accepted : bool or None
+        The server's EncryptedExtensions carried ``early_data`` (RFC 8446 §4.2.10; None: not seen).
+    client_loss, server_loss : QuicLoss or None
+        Each sender's loss recovery as RFC 9002 §6 declares it from the ACK frames both ways,
+        the bytes it sent again and its PTO events (:mod:`qoe.web._quicloss`; needs the keys).
+    lost_packets, retransmitted_stream_bytes, pto_events : int
+        The two senders' sums.
     """
 
     index: int
@@ -178,6 +192,14 @@ class QuicConnection:
     min_rtt_ns: int | None = None
     smoothed_rtt_ns: int | None = None
     rttvar_ns: int | None = None
+    zero_rtt_packets: int = 0
+    zero_rtt_decrypted: int = 0
+    early_data_accepted: bool | None = None
+    client_loss: QuicLoss | None = None
+    server_loss: QuicLoss | None = None
+    lost_packets: int = 0
+    retransmitted_stream_bytes: int = 0
+    pto_events: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return as_dict(self)
@@ -263,6 +285,12 @@ class _Conn:
         self.closed: str | None = None
         self.notes: list[str] = []
         self.rtt = [AckRtt(), AckRtt()]  # [direction of the acknowledged packets]
+        self.zero_rtt = 0  # 0-RTT packets seen
+        self.early_opened = 0  # of them decrypted
+        self.early_held: list[tuple[int, bytes, int]] = []  # 0-RTT packets waiting for their keys
+        self.early_accepted: bool | None = None  # the server's EncryptedExtensions early_data (RFC 8446 §4.2.10)
+        self.loss = LossRecord()  # what RFC 9002 §6 loss recovery is replayed from (qoe.web._quicloss)
+        self.pkt_data: list[tuple[int | None, int, int]] = []  # the STREAM/CRYPTO ranges of the packet being read
 
     def _initial_keys(self, dcid: bytes) -> None:
         # RFC 9001 §5.2: initial_secret = HKDF-Extract(initial_salt, client_dst_connection_id)
@@ -313,7 +341,14 @@ class _Conn:
             if ptype == QuicPacketType.ONE_RTT:
                 self._burst(direction, ts, size)
             if ptype == QuicPacketType.ZERO_RTT:
-                continue  # 0-RTT: counted (no early secret handled)
+                self.zero_rtt += 1
+                if direction == CLIENT and len(self.early_held) < _MAX_EARLY_HELD:
+                    # RFC 9001 §4.6.1: 0-RTT packets follow the ClientHello, keyed by the client's early
+                    # traffic secret with the resumed session's cipher suite, which the ServerHello
+                    # shows: held until it (and the ALPN the server's EncryptedExtensions confirm)
+                    self.early_held.append((ts, packet, enc_off))
+                    self._early()
+                continue
             ctx = self.ctx[direction][space]
             if ctx is None:
                 continue
@@ -328,8 +363,46 @@ class _Conn:
             self.pn[direction][space] = max(self.pn[direction][space], pn)
             if space == _APP:
                 self.opened += 1
+            self.pkt_data = []
             eliciting = self._frames(direction, space, ts, payload)
             self.rtt[direction].sent_packet(space, pn, ts, eliciting)
+            self.loss.packet(direction, space, pn, ts, eliciting, self.pkt_data)
+
+    def _early(self, final: bool = False) -> None:
+        """Open the held 0-RTT packets once their keys and the application are known (RFC 9001
+        §4.6.1, §5.1: CLIENT_EARLY_TRAFFIC_SECRET); 0-RTT shares the application data packet
+        number space with 1-RTT (RFC 9000 §12.3)."""
+        if not self.early_held or self.suite is None or (self.h3 is None and not final and self.alpn is None):
+            return
+        secret = self.keylog.get("CLIENT_EARLY_TRAFFIC_SECRET", self.client_random) \
+            if self.keylog is not None and self.client_random is not None else None
+        held, self.early_held = self.early_held, []
+        if secret is None:
+            if self.keylog is None:
+                return  # the note says no key log
+            self.notes.append(f"{len(held)} 0-RTT packet(s) not decrypted: no CLIENT_EARLY_TRAFFIC_SECRET "
+                              "for this connection in the key log")
+            return
+        try:
+            ctx = CryptoContext()
+            ctx.setup(cipher_suite=CipherSuite(self.suite), secret=secret, version=self.version)
+        except ValueError:
+            return
+        outer = self.pkt_data  # (opened while a server packet's frames are read: its ranges are kept)
+        for ts, packet, enc_off in held:
+            try:
+                _, payload, pn, _ = ctx.decrypt_packet(packet, enc_off, self.pn[CLIENT][_APP] + 1)
+            except (CryptoError, ValueError, IndexError):
+                self.failed[CLIENT] += 1
+                continue
+            self.pn[CLIENT][_APP] = max(self.pn[CLIENT][_APP], pn)
+            self.opened += 1
+            self.early_opened += 1
+            self.pkt_data = []
+            eliciting = self._frames(CLIENT, _APP, ts, payload)
+            self.rtt[CLIENT].sent_packet(_APP, pn, ts, eliciting)
+            self.loss.packet(CLIENT, _APP, pn, ts, eliciting, self.pkt_data)
+        self.pkt_data = outer
 
     def _burst(self, direction: int, ts: int, size: int) -> None:
         b = self.burst
@@ -366,6 +439,7 @@ class _Conn:
                 if ft in (0x02, 0x03):  # ACK, ACK_ECN
                     ranges, delay = pull_ack_frame(buf)
                     self.rtt[1 - direction].ack(space, ts, ranges, delay)  # the peer's packets acknowledged
+                    self.loss.ack(direction, space, ts, ranges, delay)
                     if ft == 0x03:
                         for _ in range(3):
                             buf.pull_uint_var()
@@ -381,6 +455,7 @@ class _Conn:
                 elif ft == 0x06:  # CRYPTO: offset, length, data
                     off = buf.pull_uint_var()
                     data = buf.pull_bytes(buf.pull_uint_var())
+                    self.pkt_data.append((None, off, off + len(data)))
                     self._crypto(direction, space, off, data)
                 elif ft == 0x07:  # NEW_TOKEN
                     buf.pull_bytes(buf.pull_uint_var())
@@ -388,6 +463,8 @@ class _Conn:
                     sid = buf.pull_uint_var()
                     off = buf.pull_uint_var() if ft & 0x04 else 0
                     n = buf.pull_uint_var() if ft & 0x02 else buf.capacity - buf.tell()
+                    if n:
+                        self.pkt_data.append((sid, off, off + n))
                     self._stream(direction, ts, sid, off, buf.pull_bytes(n), bool(ft & 0x01))
                 elif ft in (0x10, 0x12, 0x13, 0x14, 0x16, 0x17, 0x19):  # one varint
                     buf.pull_uint_var()
@@ -414,6 +491,7 @@ class _Conn:
                         self.handshake_done = ts
                         for r in self.rtt:  # RFC 9001 §4.1.2: the handshake is confirmed
                             r.confirmed = True
+                        self.loss.confirmed(ts)
                 elif ft == 0x30:  # DATAGRAM to the end
                     break
                 elif ft == 0x31:
@@ -445,12 +523,16 @@ class _Conn:
                 elif mtype == 2 and direction == SERVER:
                     self._server_hello(body)
                 elif mtype == 8 and direction == SERVER:
+                    self.early_accepted = False
                     for t, d in _extensions(body, 0):
                         if t == 16:
                             self.alpn = _alpn(d)
                             self._start_h3()
+                        elif t == 42:  # RFC 8446 §4.2.10: early_data in EncryptedExtensions: accepted
+                            self.early_accepted = True
                         elif t == 0x39:  # the server's transport parameters (RFC 9001 §8.2)
                             self._ack_params(self.rtt[CLIENT], d)
+                    self._early()
             except IndexError:
                 self.notes.append("a TLS handshake message cut short")
 
@@ -560,6 +642,7 @@ class _Conn:
     # -- result -----------------------------------------------------------------------------------
 
     def result(self, make: Any) -> QuicConnection:
+        self._early(final=True)
         self._flush()
         f = self.first_of
         cinit, sinit = f.get((CLIENT, "initial")), f.get((SERVER, "initial"))
@@ -606,8 +689,23 @@ class _Conn:
             keys_found=self.keys_found, decrypted=self.opened > 0,
             client_failed_packets=self.failed[0], server_failed_packets=self.failed[1], key_updates=self.updates,
             bursts=tuple(self.bursts), bursts_dropped=self.bursts_dropped, transactions=txs, goaways=goaways,
-            closed=self.closed, note="; ".join(notes) or None, **self._rtt_fields(),
+            closed=self.closed, note="; ".join(notes) or None, **self._rtt_fields(), **self._loss_fields(notes),
+            zero_rtt_packets=self.zero_rtt, zero_rtt_decrypted=self.early_opened, early_data_accepted=self.early_accepted,
         )
+
+    def _loss_fields(self, notes: list[str]) -> dict[str, Any]:
+        """Both senders' loss recovery (RFC 9002 §6, :mod:`qoe.web._quicloss`); none without keys."""
+        if not self.opened:
+            return {}
+        # each side's leg, measured by the other's ACKs, less the delay they report
+        legs = (self.rtt[SERVER].min_adjusted, self.rtt[CLIENT].min_adjusted)
+        client, server = analyse(self.loss, legs, (self.rtt[CLIENT], self.rtt[SERVER]))
+        if self.loss.full:
+            notes.append("loss recovery followed over the first packets only (a limit)")
+        return {"client_loss": client, "server_loss": server,
+                "lost_packets": client.lost_packets + server.lost_packets,
+                "retransmitted_stream_bytes": client.retransmitted_stream_bytes + server.retransmitted_stream_bytes,
+                "pto_events": client.pto_events + server.pto_events}
 
     def _rtt_fields(self) -> dict[str, Any]:
         """The path RTT: the sum of both legs' estimates (one leg alone when the other has none)."""
