@@ -19,9 +19,9 @@ from qoe.video.has import StreamingOptions, p1203_input, sessions
 from qoe.video.has.p1203 import AUDIO_SEGMENT_FIELDS, P1203_KEYS, VIDEO_SEGMENT_FIELDS
 
 SESSIONS = Path(__file__).resolve().parents[3] / "data" / "video" / "has" / "sessions"
-# every session; the -tls ones are HTTPS (HTTP/1.1 over TLS 1.3), dash-h2 HTTP/2 over TLS 1.3, read
-# with the browser's key log
-# (StreamingOptions.keylog; without it: tests/video/has/test_infer.py)
+# every session; the -tls ones are HTTPS (HTTP/1.1 over TLS 1.3), dash-h2 HTTP/2 over TLS 1.3, hls-h3
+# HTTP/3 (QUIC v1), read with the browser's key log (StreamingOptions.keylog; without it:
+# tests/video/has/test_infer.py)
 NAMES = sorted(p.name.removesuffix(".pcap.gz") for p in SESSIONS.glob("*.pcap.gz"))
 
 
@@ -68,7 +68,8 @@ def session(request):
 
 
 def test_the_sessions_are_there():
-    assert {"dash-ample", "hls-ample", "dash-constrained", "hls-constrained", "dash-tls", "hls-tls"} <= set(NAMES)
+    assert {"dash-ample", "hls-ample", "dash-constrained", "hls-constrained", "dash-tls", "hls-tls", "dash-h2",
+            "hls-h3"} <= set(NAMES)
 
 
 def test_every_segment_the_player_loaded_is_found_and_mapped(session):

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 from qoe.errors import InputError, QoEWarning
 from qoe.report import as_dict, brief
 from qoe.video.has.bodies import ResponseWindow, read_bodies
-from qoe.video.has.decrypted import keylog_bodies
+from qoe.video.has.decrypted import keylog_bodies, quic_bodies
 from qoe.video.has.infer import Download, infer_requests, opaque_downloads, window_requests
 from qoe.video.has.manifest import Manifest, ManifestError, is_manifest, parse_hls, parse_mpd
 from qoe.video.has.options import StreamingOptions
@@ -32,6 +32,7 @@ from qoe.video.has.segments import SegmentIndex, SegmentRequest, map_requests
 from qoe.video.has.yin import PRESETS, linear_qoe
 from qoe.web import page_loads
 from qoe.web.http import connection_results
+from qoe.web.quic import quic_connections
 
 __all__ = ["StreamingSession", "build_sessions", "sessions", "capture_bodies", "may_be_streaming", "inferred_sessions",
            "window_sessions", "read_manifest_files"]
@@ -485,7 +486,8 @@ def sessions(capture: str | os.PathLike[str], *, options: StreamingOptions | Non
     public API); the manifests' bodies are read back from the capture
     (:mod:`qoe.video.has.bodies`). HTTPS sessions are encrypted: with the browser's key log
     (``options.keylog``) the transactions are those of :func:`qoe.web.http.connection_results`
-    and the manifests are read from the decrypted streams (:mod:`qoe.video.has.decrypted`).
+    (HTTP/1.1 over TLS, HTTP/2) and :func:`qoe.web.quic.quic_connections` (HTTP/3), and the
+    manifests are read from the decrypted streams (:mod:`qoe.video.has.decrypted`).
     Segments on connections that stay encrypted (no key log, or one without their keys) are
     inferred from their sizes (:mod:`qoe.video.has.infer`), labelled inferred
     (``StreamingSession.inference``): with the manifest when it was seen (in clear, or
@@ -499,6 +501,8 @@ def sessions(capture: str | os.PathLike[str], *, options: StreamingOptions | Non
     if options.keylog is not None:
         results = connection_results(capture, keylog=options.keylog)
         txs = [t for r in results for t in r.transactions if may_be_streaming(t)]
+        txs += [t for c in quic_connections(capture, keylog=options.keylog) for t in c.transactions
+                if may_be_streaming(t)]  # HTTP/3
         bodies = _keylog_bodies(capture, options)
         https = sum(1 for r in results if r.protocol == "tls" and not (r.decryption and r.decryption.decrypted))
     elif transactions is not None:
@@ -539,12 +543,14 @@ def _keylog_bodies(capture: str | os.PathLike[str], options: StreamingOptions
     :func:`qoe.video.has.decrypted.keylog_bodies`)."""
 
     clear, tls = capture_bodies(capture), keylog_bodies(capture, options.keylog)
+    h3 = quic_bodies(capture, options.keylog)
 
     def bodies(mtx: Sequence[Any]) -> Mapping[int, tuple[bytes, bool]]:
-        https = [k for k, t in enumerate(mtx) if (t.url or "").startswith("https:")]
+        quic = [k for k, t in enumerate(mtx) if t.protocol == "h3"]
+        https = [k for k, t in enumerate(mtx) if (t.url or "").startswith("https:") and t.protocol != "h3"]
         plain = [k for k, t in enumerate(mtx) if not (t.url or "").startswith("https:")]
         out: dict[int, tuple[bytes, bool]] = {}
-        for keys, read in ((https, tls), (plain, clear)):
+        for keys, read in ((https, tls), (quic, h3), (plain, clear)):
             if keys:
                 got = read([mtx[k] for k in keys])
                 out.update({keys[j]: v for j, v in got.items()})
