@@ -37,18 +37,26 @@ def streaming_options(f):  # noqa: ANN001, ANN201 - a Click decorator
         renamed("--startup-threshold", "--startup-threshold-s", type=click.FloatRange(min=0)),
         renamed("--rebuffer-threshold", "--rebuffer-threshold-s", type=click.FloatRange(min=0)),
         renamed("--append-delay", "--append-delay-s", type=click.FloatRange(min=0)),
+        click.option("--infer-windows", is_flag=True, default=False,
+                     help="Streaming, encrypted sessions with no manifest at all: each large response taken for a "
+                          "segment, its bitrate per segment-duration window (labelled inferred)."),
+        click.option("--segment-duration-s", "segment_duration_s", type=click.FloatRange(min=0, min_open=True),
+                     default=None, help="Streaming, --infer-windows: the segment duration (s); default: estimated "
+                                        "from the request periodicity, else 2 s."),
     ]):
         f = opt(f)
     return f
 
 
 def make_options(startup_threshold_s, rebuffer_threshold_s, append_delay_s, qoe_preset, rebuffer_penalty,
-                 smooth_penalty, startup_penalty, manifests=(), opaque_ports=(), keylog=(), **extra) -> StreamingOptions:
+                 smooth_penalty, startup_penalty, manifests=(), opaque_ports=(), keylog=(), infer_windows=False,
+                 segment_duration_s=None, **extra) -> StreamingOptions:
     """StreamingOptions from the flags of :func:`streaming_options` (and ``--keylog``)."""
     return StreamingOptions(startup_threshold_s=startup_threshold_s, rebuffer_threshold_s=rebuffer_threshold_s,
                             append_delay_s=append_delay_s, qoe_preset=qoe_preset, manifests=tuple(manifests),
                             opaque_ports=tuple(opaque_ports) or (443,), rebuffer_penalty=rebuffer_penalty, smooth_penalty=smooth_penalty,
-                            startup_penalty=startup_penalty, keylog=tuple(keylog) or None, **extra)
+                            startup_penalty=startup_penalty, keylog=tuple(keylog) or None,
+                            infer_windows=infer_windows, segment_duration_s=segment_duration_s, **extra)
 
 
 #: ``--keylog`` of the has commands (``qoe score`` has its own, given to web and streaming alike).

@@ -395,12 +395,10 @@ def _iter_web(capture: str, *, options: Any, strict: bool, media: list[Any] | No
 
 
 def _iter_streaming(capture: str, *, options: Any, strict: bool, transactions: list[Any] | None = None) -> _Part:
-    from qoe.video.has.session import build_sessions, capture_bodies, sessions  # noqa: PLC0415 - keeps `import qoe` light
+    from qoe.video.has.session import sessions  # noqa: PLC0415 - keeps `import qoe` light
 
-    if transactions is None or options.keylog is not None:  # a key log: the decrypted transactions
-        found_sessions = sessions(capture, options=options)
-    else:
-        found_sessions = build_sessions(transactions, capture_bodies(capture), options=options)
+    # web's cleartext transactions when read already (a key log: the decrypted ones, read there)
+    found_sessions = sessions(capture, options=options, transactions=transactions)
     for s in found_sessions:
         yield s
     if not found_sessions and strict:

@@ -7,9 +7,11 @@
 # Ladder (low bitrates, so a 36 s session is a few MB on the wire):
 #   v0 256x144 150k, v1 426x240 300k, v2 640x360 600k, v3 854x480 1000k; audio AAC 64k.
 # Segments: 2 s (GOP of 48 frames at 24 fps, no scene-cut keyframes), as the issue's ladder.
+# DUR (default 36) sets the clip's length; MANIFESTS (default: manifests/ beside this script) where
+# the manifests are copied (make_sessions.sh's h2 and h3 scenarios use a 16 s clip, not committed).
 set -euo pipefail
 OUT=${1:-/tmp/hs_media}
-DUR=36
+DUR=${DUR:-36}
 rm -rf "$OUT"; mkdir -p "$OUT"
 SRC="$OUT/src.mkv"
 ffmpeg -hide_banner -loglevel error -f lavfi -i "testsrc2=size=854x480:rate=24:duration=$DUR" \
@@ -66,7 +68,7 @@ rm -f "$SRC"
 du -sh "$OUT"/*
 # What is committed: every manifest, and the name and size of every file ffmpeg wrote beside it
 # (files.tsv: the parser tests check the segment URLs and byte ranges against it)
-MAN="$(dirname "$0")/manifests"
+MAN=${MANIFESTS:-"$(dirname "$0")/manifests"}
 rm -rf "$MAN"; mkdir -p "$MAN"
 for d in "$OUT"/*/; do
   v=$(basename "$d"); mkdir -p "$MAN/$v"

@@ -14,6 +14,12 @@
 #   tls          2 Mbit/s, 64-packet buffer, HTTPS (HTTP/1.1 over TLS, self-signed certificate); the
 #                browser's TLS key log is kept beside the capture (SSLKEYLOGFILE): the capture is
 #                read with it (decrypted) and without it (segments inferred from sizes)
+#   h2           600 kbit/s, HTTPS with HTTP/2 (nginx `listen ... ssl http2`, gzip for the player
+#                script), dash.js, a 16 s clip (make_media.sh with DUR=16: a small capture); key log kept
+#   h3           600 kbit/s, HTTP/3 (data/web/browser/h3_server.py on aioquic, Chromium forced to QUIC
+#                with --origin-to-force-quic-on), hls.js, the 16 s clip; key log kept
+#                (h2 and h3 captures are not slimmed: HTTP/2 frames and QUIC packets cannot be cut
+#                without losing the rest of the connection; gzip only)
 # Namespace names and the web root can be given (NSC NSR NSS WWW) so that runs do not collide.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -29,12 +35,18 @@ OUT=$HERE/sessions
 mkdir -p "$OUT"
 
 [ -d "$MEDIA/dash" ] || "$HERE/make_media.sh" "$MEDIA"
+MEDIA16=${MEDIA16:-/tmp/hs_media16}
+[ -d "$MEDIA16/dash" ] || DUR=16 MANIFESTS="$MEDIA16.manifests" "$HERE/make_media.sh" "$MEDIA16"
 [ -d "$NPM/dashjs" ] || { mkdir -p "$(dirname "$NPM")" && (cd "$(dirname "$NPM")" && npm install --silent dashjs hls.js); }
 rm -rf "$WWW"; mkdir -p "$WWW/js" "$WWW/logs"
 ln -s "$MEDIA/dash" "$WWW/dash"; ln -s "$MEDIA/hls" "$WWW/hls"
+ln -s "$MEDIA16/dash" "$WWW/dash16"; ln -s "$MEDIA16/hls" "$WWW/hls16"
 cp -r "$HERE/player" "$WWW/player"
 cp "$NPM/dashjs/dist/modern/umd/dash.all.min.js" "$NPM/hls.js/dist/hls.min.js" "$WWW/js/"
-cat > "$WWW/nginx.conf" <<NGX
+nginx_conf() {  # $1: " http2" for the h2 scenario (HTTP/2 is set per listening socket in nginx 1.22)
+  local h2=$1 gz=""
+  [ -n "$h2" ] && gz="gzip on; gzip_types application/javascript;"
+  cat > "$WWW/nginx.conf" <<NGX
 daemon off; worker_processes 1; pid $WWW/nginx.pid; error_log $WWW/logs/error.log;
 events { worker_connections 64; }
 http {
@@ -46,27 +58,42 @@ http {
   sendfile off; tcp_nopush off; keepalive_timeout 65;
   server { listen 198.51.100.2:80; server_name hs.test; root $WWW; access_log $WWW/logs/timing.log timing;
            location / { add_header Cache-Control no-store; } }
-  server { listen 198.51.100.2:443 ssl; server_name hs.test; root $WWW; access_log $WWW/logs/timing.log timing;
-           ssl_certificate $WWW/cert.pem; ssl_certificate_key $WWW/key.pem; ssl_protocols TLSv1.3;
+  server { listen 198.51.100.2:443 ssl$h2; server_name hs.test; root $WWW; access_log $WWW/logs/timing.log timing;
+           ssl_certificate $WWW/cert.pem; ssl_certificate_key $WWW/key.pem; ssl_protocols TLSv1.3; $gz
            location / { add_header Cache-Control no-store; } }
 }
 NGX
+}
 mkdir -p "$WWW/tmp"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$WWW/key.pem" \
   -out "$WWW/cert.pem" -days 30 -subj /CN=hs.test -addext subjectAltName=DNS:hs.test 2>/dev/null
+SPKI=$(openssl x509 -in "$WWW/cert.pem" -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64)
+# HTTP/3: h3_server.py serves ROOT/<host>/<path> and only files under ROOT (no symlinks out)
+mkdir -p "$WWW/h3root/hs.test"
+cp -r "$WWW/player" "$WWW/js" "$WWW/h3root/hs.test/"; cp -rL "$MEDIA16/hls" "$WWW/h3root/hs.test/hls16"
 trap 'kill $(jobs -p) 2>/dev/null || true; testbed_down' EXIT
 
 run() {  # $1 scenario, $2 player (dash|hls)
   local sc=$1 pl=$2 name="$2-$1" n=64 rate=16mbit url
   local scheme=http port=80
+  local filter="tcp port 80" h2=""
   case $sc in constrained) rate=800kbit;; step|outage) rate=4mbit;; bulk) rate=4mbit n=256;;
-              tls) rate=2mbit scheme=https port=443;; esac
+              tls) rate=2mbit scheme=https port=443;; h2) rate=600kbit scheme=https port=443 h2=" http2";;
+              h3) rate=600kbit scheme=https port=443;; esac
+  [ "$port" = 443 ] && filter="port 443"
+  nginx_conf "$h2"
   DOWN_RATE=$rate testbed_up $n
-  : > "$WWW/logs/timing.log"
+  : > "$WWW/logs/timing.log"; : > "$WWW/logs/h3-access.jsonl"
   # `ip netns exec` execs the program: $! is the server's / tcpdump's own pid (a shell function
   # run with & would be a subshell, and killing it would leave the program running)
-  ip netns exec "$NSS" nginx -c "$WWW/nginx.conf" -e "$WWW/logs/error.log" & local ngx=$!
-  ip netns exec "$NSC" tcpdump -i c0 -s 0 -B 16384 --immediate-mode -w "/tmp/hs_$name.pcap" tcp port $port \
+  if [ "$sc" = h3 ]; then
+    ip netns exec "$NSS" "$PY" "$HERE/../../web/browser/h3_server.py" --root "$WWW/h3root" --cert "$WWW/cert.pem" \
+      --key "$WWW/key.pem" --bind $SERVER_IP --port 443 --access-log "$WWW/logs/h3-access.jsonl" \
+      > "$WWW/logs/h3.log" 2>&1 & local ngx=$!
+  else
+    ip netns exec "$NSS" nginx -c "$WWW/nginx.conf" -e "$WWW/logs/error.log" & local ngx=$!
+  fi
+  ip netns exec "$NSC" tcpdump -i c0 -s 0 -B 16384 --immediate-mode -w "/tmp/hs_$name.pcap" $filter \
     2> "$OUT/$name.tcpdump.log" & local tcpd=$!
   sleep 1
   if [ "$sc" = bulk ]; then
@@ -87,10 +114,15 @@ run() {  # $1 scenario, $2 player (dash|hls)
       sleep 20; in_r tc qdisc change dev rc0 root handle 1: tbf rate 4mbit burst 3028 limit $((n * FRAME))
       date +%s.%N > "$OUT/$name.step-up" ) & local stepper=$!
   fi
-  if [ "$pl" = dash ]; then url="$scheme://hs.test/player/dash.html?mpd=/dash/manifest.mpd"
-  else url="$scheme://hs.test/player/hls.html?src=/hls/master.m3u8"; fi
+  local d=""
+  case $sc in h2|h3) d=16;; esac
+  if [ "$pl" = dash ]; then url="$scheme://hs.test/player/dash.html?mpd=/dash$d/manifest.mpd"
+  else url="$scheme://hs.test/player/hls.html?src=/hls$d/master.m3u8"; fi
   rm -f "$OUT/$name.keylog"
-  if [ "$sc" = tls ]; then
+  if [ "$sc" = h3 ]; then
+    in_c env SSLKEYLOGFILE="$OUT/$name.keylog" PLAY_QUIC=hs.test PLAY_SPKI="$SPKI" timeout 110 "$PY" "$HERE/play.py" \
+      "$url" "$OUT/$name.player.json" 80
+  elif [ "$port" = 443 ]; then
     in_c env SSLKEYLOGFILE="$OUT/$name.keylog" timeout 110 "$PY" "$HERE/play.py" "$url" "$OUT/$name.player.json" 80
   else
     in_c timeout 110 "$PY" "$HERE/play.py" "$url" "$OUT/$name.player.json" 80
@@ -100,13 +132,17 @@ run() {  # $1 scenario, $2 player (dash|hls)
   kill $ngx; wait $ngx 2>/dev/null || true
   [ "$sc" = bulk ] && { kill $bulk 2>/dev/null; wait $bulk 2>/dev/null || true; }
   case $sc in step|outage) wait $stepper 2>/dev/null || true;; esac
-  cp "$WWW/logs/timing.log" "$OUT/$name.nginx-timing.log"
+  if [ "$sc" = h3 ]; then cp "$WWW/logs/h3-access.jsonl" "$OUT/$name.h3-access.jsonl"
+  else cp "$WWW/logs/timing.log" "$OUT/$name.nginx-timing.log"; fi
   testbed_down
-  "$PY" "$HERE/slim.py" "/tmp/hs_$name.pcap" "$OUT/$name.pcap.gz"
+  case $sc in
+    h2|h3) gzip -9 -c "/tmp/hs_$name.pcap" > "$OUT/$name.pcap.gz";;
+    *) "$PY" "$HERE/slim.py" "/tmp/hs_$name.pcap" "$OUT/$name.pcap.gz";;
+  esac
   rm -f "/tmp/hs_$name.pcap"
   echo "$name: $(ls -la "$OUT/$name.pcap.gz" | awk '{print $5}') bytes"
 }
 
-for s in ${@:-ample constrained step bulk outage}; do
-  for p in dash hls; do run "$s" "$p"; done
+for s in ${@:-ample constrained step bulk outage tls h2 h3}; do
+  case $s in h2) run h2 dash;; h3) run h3 hls;; *) for p in dash hls; do run "$s" "$p"; done;; esac
 done

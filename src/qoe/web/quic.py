@@ -291,6 +291,7 @@ class _Conn:
         self.early_accepted: bool | None = None  # the server's EncryptedExtensions early_data (RFC 8446 §4.2.10)
         self.loss = LossRecord()  # what RFC 9002 §6 loss recovery is replayed from (qoe.web._quicloss)
         self.pkt_data: list[tuple[int | None, int, int]] = []  # the STREAM/CRYPTO ranges of the packet being read
+        self.tap: Any = None  # iter_quic_connections(stream_tap=): the HTTP/3 streams' bytes, in order
 
     def _initial_keys(self, dcid: bytes) -> None:
         # RFC 9001 §5.2: initial_secret = HKDF-Extract(initial_salt, client_dst_connection_id)
@@ -638,6 +639,8 @@ class _Conn:
             if ended:
                 st.done = True
             self.h3.stream(sid, direction, ts, bytes(out), ended)
+            if self.tap is not None:
+                self.tap(self.client, self.server, sid, direction, bytes(out), ended)
 
     # -- result -----------------------------------------------------------------------------------
 
@@ -716,8 +719,13 @@ class _Conn:
                 "smoothed_rtt_ns": sum(r.smoothed or 0 for r in legs), "rttvar_ns": sum(r.rttvar or 0 for r in legs)}
 
 
-def iter_quic_connections(capture: Any, *, keylog: Any = None) -> Iterator[QuicConnection]:
-    """:func:`quic_connections` as a stream: each connection when it has been idle 30 s or the capture ended."""
+def iter_quic_connections(capture: Any, *, keylog: Any = None, stream_tap: Any = None) -> Iterator[QuicConnection]:
+    """:func:`quic_connections` as a stream: each connection when it has been idle 30 s or the capture ended.
+
+    ``stream_tap``, when given, is called with ``(client, server, stream_id, direction, data, fin)``
+    for the in-order bytes of every stream handed to HTTP/3 (decrypted connections only): what
+    a caller needs to read bodies, which the transactions do not keep (e.g. a streaming
+    session's manifests, :mod:`qoe.video.has.decrypted`)."""
     keylog = load_keylog(capture if isinstance(capture, (str, os.PathLike)) else None, keylog)
     conns: dict[tuple[Any, ...], _Conn] = {}
     count = 0
@@ -740,6 +748,7 @@ def iter_quic_connections(capture: Any, *, keylog: Any = None) -> Iterator[QuicC
                 continue
             dcid = payload[6:6 + payload[5]]
             c = _Conn(count, a, b, p.ts_ns, _QUIC_V1, dcid, keylog)
+            c.tap = stream_tap
             count += 1
             conns[key] = c
         c.datagram(CLIENT if (p.src, p.sport) == c.client else SERVER, p.ts_ns, bytes(p.payload))

@@ -108,3 +108,19 @@ def test_cli_keylog_opens_an_https_session():
     assert s["video_segments"] + s["audio_segments"] == 36
     r = CliRunner().invoke(cli, ["score", str(tls), "--kind", "streaming", "--keylog", key])
     assert r.exit_code == 0 and "https://hs.test/dash/manifest.mpd" in r.output, r.output
+
+
+def test_cli_infer_windows_and_segment_duration():
+    """``--infer-windows`` and ``--segment-duration-s`` (StreamingOptions.infer_windows,
+    segment_duration_s): the HTTPS session without its key log nor a manifest, labelled inferred;
+    its 18 video segments as in the player's log, and the bitrate halves when D doubles."""
+    tls = CAP.parent / "dash-tls.pcap.gz"
+    r = CliRunner().invoke(cli, ["has", "sessions", str(tls), "--infer-windows", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    (s,) = json.loads(r.output)
+    assert s["inferred"] is True and s["inference"] == "windows" and s["video_segments"] == 18
+    assert s["inferred_segments"] == s["video_segments"] + s["audio_segments"]
+    r = CliRunner().invoke(cli, ["has", "sessions", str(tls), "--infer-windows", "--segment-duration-s", "4",
+                                 "--format", "json"])
+    (s4,) = json.loads(r.output)
+    assert s4["bitrate_kbps"] == pytest.approx(s["bitrate_kbps"] / 2, rel=0.02)

@@ -19,8 +19,9 @@ from qoe.video.has import StreamingOptions, p1203_input, sessions
 from qoe.video.has.p1203 import AUDIO_SEGMENT_FIELDS, P1203_KEYS, VIDEO_SEGMENT_FIELDS
 
 SESSIONS = Path(__file__).resolve().parents[3] / "data" / "video" / "has" / "sessions"
-# every session; the -tls ones are HTTPS (HTTP/1.1 over TLS 1.3), read with the browser's key log
-# (StreamingOptions.keylog; without it: tests/video/has/test_infer.py)
+# every session; the -tls ones are HTTPS (HTTP/1.1 over TLS 1.3), dash-h2 HTTP/2 over TLS 1.3, hls-h3
+# HTTP/3 (QUIC v1), read with the browser's key log (StreamingOptions.keylog; without it:
+# tests/video/has/test_infer.py)
 NAMES = sorted(p.name.removesuffix(".pcap.gz") for p in SESSIONS.glob("*.pcap.gz"))
 
 
@@ -67,7 +68,8 @@ def session(request):
 
 
 def test_the_sessions_are_there():
-    assert {"dash-ample", "hls-ample", "dash-constrained", "hls-constrained", "dash-tls", "hls-tls"} <= set(NAMES)
+    assert {"dash-ample", "hls-ample", "dash-constrained", "hls-constrained", "dash-tls", "hls-tls", "dash-h2",
+            "hls-h3"} <= set(NAMES)
 
 
 def test_every_segment_the_player_loaded_is_found_and_mapped(session):
@@ -151,7 +153,7 @@ def test_played_resolution_matches_the_video_element(session):
             continue
         total += 1
         agree += abs(near["height"] - row["height"]) <= 1  # 426x240 is shown as 427x240
-    assert total >= 20
+    assert total >= min(20, s.media_duration_s - 4)  # dash-h2: a 16 s clip
     assert agree / total >= 0.8, f"{name}: {agree}/{total} seconds agree"
 
 
@@ -159,10 +161,11 @@ def test_session_record(session):
     name, s = session
     rec = s.to_record()
     assert rec["protocol"] == name.split("-")[0]
-    assert rec["video_segments"] >= 18 and rec["audio_segments"] >= 18
+    n = rec["media_duration_s"]  # 36 s (16 s: dash-h2, hls-h3)
+    assert rec["video_segments"] >= n // 2 and rec["audio_segments"] >= n // 2
     # every 2 s of media is either shown with its picture or passed with the picture frozen
     assert rec["ended"] is True and rec["played_s"] % 2.0 == 0
-    assert rec["played_s"] + rec["frozen_s"] >= 36.0 - 0.1 and rec["played_s"] <= 36.0
+    assert rec["played_s"] + rec["frozen_s"] >= n - 0.1 and rec["played_s"] <= n
     assert rec["bitrate_kbps"] > 0 and math.isfinite(rec["qoe"])
     assert set(s.tables()) == {"segments", "seconds", "stalls", "played"}
     brief = s.to_record(brief=True)

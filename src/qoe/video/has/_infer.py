@@ -1,23 +1,46 @@
-"""Segments inferred from sizes and timing alone, for sessions whose HTTP is encrypted (no key log).
+"""Segments inferred from sizes and timing alone, for sessions whose HTTP is encrypted (no keys).
 
-Without keys a capture shows, per TCP connection, when the client sent something (a
-request) and how many bytes the server sent back, and when. Following the approach of
-VideoOptimizer (matching response sizes to the manifest), with a manifest of the
-presentation (a file the user has, since the one in the capture is encrypted):
+Without keys a capture shows, per TLS connection, the web layer's *no-keys view*
+(:class:`qoe.web.decrypt.EncryptedBurst`): runs of ``application_data`` records one way
+with nothing the other way in between, their times and their ciphertext bytes.
+:func:`opaque_downloads` reads it (through the public :class:`qoe.web.decrypt.DecryptingTlsSink`
+and :func:`qoe.web.tcp.connections`) and makes one :class:`Download` per request:
 
-* each client transmission after the TLS handshake starts a response; the server bytes
-  until the next client transmission are its size (retransmitted bytes counted once, TCP
-  sequence numbers; sizes include TLS record overhead, about 0.2 %); a reset (RST) while
-  a response is in progress makes it aborted (a player that abandons a download resets the
-  connection);
-* the segment duration D is the manifest's (median); a response of B bytes carries about
-  8·B / D bit/s of media: it is taken for a segment of the representation (video or audio)
-  whose declared bandwidth is nearest in ratio, when within a factor of ``2`` (other
-  responses, scripts, manifests, are not segments);
-* the k-th inferred segment of a media type is given the k-th media time of that type (a
-  player that re-downloads or abandons segments breaks this: the result says it is inferred).
+* each client burst starts a response; the server bursts until the next client burst are
+  its size (record payloads: the body, the head and about 0.2 % of TLS overhead; bytes the
+  capture did not hold are counted from the record headers, retransmitted bytes once); a
+  connection reset (RST) after a response started makes it aborted (a player that abandons
+  a download resets the connection). Server bursts before the first client burst (the TLS
+  1.3 server's encrypted handshake) are left out. Connections opened with a key log are
+  left out (their transactions are seen).
+* Connections to one of ``ports`` that are not TLS are read the same way from their TCP
+  bytes (cleartext read as if encrypted: how the inference is tested against the truth).
 
-Every segment so found has ``time_source="inferred"`` and the session ``inferred=True``.
+Two ways to turn downloads into segments:
+
+1. **With a manifest** (:func:`infer_requests`), as VideoOptimizer does: the manifest was
+   seen in the capture (cleartext, or decrypted on the connections the key log covers) or
+   the user gives its file. The segment duration D is the manifest's (median); a response
+   of B bytes carries about 8·B / D bit/s of media; it is taken for a segment of the
+   representation (video or audio) whose declared bandwidth is nearest in ratio, when
+   within a factor of :data:`MAX_RATIO` (other responses — scripts, playlists — are not
+   segments). The k-th segment of a media type is given the k-th media time of that type,
+   counting on from the segments seen decrypted (``known``).
+2. **Without a manifest** (:func:`window_requests`): each response of at least
+   :data:`MIN_SEGMENT_BYTES` is one segment of D seconds and its bitrate is 8·B / D (the
+   bitrate per segment-duration window). D is given, or estimated from the request
+   periodicity: in a player's steady state (buffer full) it asks for a stream's next
+   segment every D seconds and is idle in between (ON-OFF); the median interval between
+   requests that follow an idle gap is D. Without such a steady state D is
+   :data:`DEFAULT_SEGMENT_DURATION_S`. Audio and video are told apart by size when the
+   responses fall into two groups (2-means on log size) whose centres are at least
+   :data:`AV_SIZE_RATIO` apart and whose counts are within a factor 2 (a presentation has as
+   many audio as video segments): the small ones audio; else every segment is muxed. The
+   video bitrates are grouped into levels (neighbours within :data:`LEVEL_RATIO`), so a
+   switch is a change of level, not of segment size.
+
+Every segment so found has ``time_source="inferred"``; the session says how
+(:attr:`qoe.video.has.StreamingSession.inference`) and its notes give the evidence.
 
 References
 ----------
@@ -25,10 +48,13 @@ References
    the manifest), https://developer.att.com/video-optimizer.
 .. [2] RFC 8446 (TLS 1.3) §5 (records: the handshake, then application data).
 .. [3] RFC 9293 (TCP) §3.4 (sequence numbers: bytes counted once).
+.. [4] G. Pujol et al., "A QoE Perspective on Sizing Network Buffers", IMC 2014 (the
+   adaptive stream studied chooses its quality level every 2 s).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import os
 import statistics
@@ -36,19 +62,43 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from qoe.capture import tcp_segment_rows
 from qoe.report import as_dict
-from qoe.video.has.manifest import Manifest, Representation
+from qoe.video.has.manifest import Manifest, Representation, Segment
 from qoe.video.has.segments import SegmentRequest
+from qoe.web.decrypt import DecryptingTlsSink
+from qoe.web.keylog import KeyLog, load_keylog
+from qoe.web.tcp import CLIENT, SERVER, connections
 
-__all__ = ["Download", "opaque_downloads", "infer_requests", "MAX_RATIO"]
+__all__ = ["Download", "opaque_downloads", "infer_requests", "window_requests", "MAX_RATIO", "MIN_SEGMENT_BYTES",
+           "DEFAULT_SEGMENT_DURATION_S", "AUDIO_SPREAD", "AV_SIZE_RATIO", "AV_COUNT_RATIO", "LEVEL_RATIO",
+           "STEADY_SPREAD"]
 
 #: A response is a segment of the representation nearest in bitrate when within this factor.
 MAX_RATIO = 2.0
-_TLS_HANDSHAKE = 0x16
-_RST = 0x04  # RFC 9293 §3.1: the RST control bit
+#: Without a manifest, smaller responses are not segments (playlists, init segments, scripts'
+#: small objects: 0.8-4 KB in data/video/has; a 2 s segment of 32 kbit/s audio is 8 KB).
+MIN_SEGMENT_BYTES = 6000
+#: Without a manifest and without a steady state: the segment duration assumed (the seed
+#: paper's adaptive stream chooses its level every 2 s; the sessions of data/video/has too).
+DEFAULT_SEGMENT_DURATION_S = 2.0
+#: Without a manifest: audio segments (constant bitrate) are within this factor of their median
+#: size (AAC 64 kbit/s, 2 s: 17.1-17.4 kB in fMP4, 18.3-18.8 kB in MPEG-TS in data/video/has).
+AUDIO_SPREAD = 1.15
+#: ... their median at least this many times smaller than the other responses' (a 150 kbit/s
+#: video rung against 64 kbit/s audio: 2.3),
+AV_SIZE_RATIO = 2.0
+#: ... and about as many of them as of the others (within this factor: a presentation has as
+#: many audio as video segments; dash.js re-downloaded up to 1.6 times as many video segments
+#: as audio in data/video/has: dash-bulk, dash-step).
+AV_COUNT_RATIO = 2.0
+#: Without a manifest: video bitrates within this ratio of their neighbour are one level.
+LEVEL_RATIO = 1.25
 _LEAD_NS = 250_000_000  # first audio and video segment requests: 4-30 ms apart in data/video/has
-_MOD = 1 << 32
+_IDLE_SHARE = 0.5  # steady state: the link idle at least this share of the interval before a request
+#: Steady-state request intervals are taken for the segment duration only when their median
+#: absolute deviation is within this share of their median (a player filling its buffer
+#: in bursts has intervals of every length).
+STEADY_SPREAD = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,90 +122,120 @@ class Download:
         return as_dict(self)
 
 
-class _Conn:
-    __slots__ = ("key", "tls", "requests", "last_client_ts", "server_high", "cur", "server_isn", "client_isn",
-                 "client_high")
+class _Discard:
+    """The application sink of a connection read for its sizes only."""
 
-    def __init__(self, key: tuple[str, int, str, int]) -> None:
-        self.key = key
-        self.tls: bool | None = None
-        self.requests: list[list[Any]] = []  # [request_ns, first, last, bytes]
-        self.last_client_ts = -1
-        self.server_high: int | None = None
-        self.cur: list[Any] | None = None
-        self.server_isn: int | None = None
-        self.client_isn: int | None = None
-        self.client_high = 0
+    def data(self, direction: int, ts_ns: int, offset: int, payload: bytes) -> None:
+        pass
+
+    def gap(self, direction: int, ts_ns: int, offset: int, length: int) -> None:
+        pass
+
+    def close(self, direction: int, ts_ns: int, how: str) -> None:
+        pass
 
 
-def opaque_downloads(capture: str | os.PathLike[str], *, ports: Sequence[int] = (443,)) -> list[Download]:
-    """The responses of the capture's TLS connections to ``ports``, by size and time.
+_DISCARD = _Discard()
+
+
+class _Opaque:
+    """One connection: TLS records' bursts (the web layer's no-keys view) and, for a port read
+    as opaque, the TCP bytes' runs (cleartext read as if encrypted)."""
+
+    def __init__(self, conn: Any, keylog: KeyLog, raw: bool) -> None:
+        self.conn = conn
+        self.tls = DecryptingTlsSink(conn, keylog, http1=lambda _c: _DISCARD, h2=lambda _c: _DISCARD)
+        self.raw: list[list[int]] | None = [] if raw else None  # [direction, start, end, bytes]
+        self.first_client: bytes | None = None
+
+    def _run(self, direction: int, ts: int, n: int) -> None:
+        if self.raw is None or n <= 0:
+            return
+        if self.raw and self.raw[-1][0] == direction:
+            self.raw[-1][2] = ts
+            self.raw[-1][3] += n
+        else:
+            self.raw.append([direction, ts, ts, n])
+
+    def data(self, direction: int, ts_ns: int, offset: int, payload: bytes) -> None:
+        if direction == CLIENT and self.first_client is None and payload:
+            self.first_client = bytes(payload[:1])
+        self.tls.data(direction, ts_ns, offset, payload)
+        self._run(direction, ts_ns, len(payload))
+
+    def gap(self, direction: int, ts_ns: int, offset: int, length: int) -> None:
+        self.tls.gap(direction, ts_ns, offset, length)
+        self._run(direction, ts_ns, length)  # bytes the capture cut (a snap length): still sent
+
+    def close(self, direction: int, ts_ns: int, how: str) -> None:
+        self.tls.close(direction, ts_ns, how)
+
+    def bursts(self) -> tuple[str, list[tuple[int, int, int, int]]]:
+        """("tls" | "raw" | "decrypted" | "none", [(direction, start, end, bytes)])."""
+        if self.first_client == b"\x16":  # RFC 8446 §5.1: a handshake record
+            dec = self.tls.decryption()
+            if dec.decrypted:
+                return "decrypted", []
+            return "tls", [(CLIENT if b.direction == "client" else SERVER, b.start_ns, b.end_ns, b.bytes)
+                           for b in dec.bursts]
+        if self.raw is not None:
+            return "raw", [tuple(r) for r in self.raw]  # type: ignore[misc]
+        return "none", []
+
+
+def opaque_downloads(capture: str | os.PathLike[str], *, ports: Sequence[int] = (443,),
+                     keylog: Any = None) -> list[Download]:
+    """The responses of the capture's encrypted connections, by size and time.
 
     Parameters
     ----------
     capture : path
     ports : sequence of int, keyword-only
-        Server ports whose connections are read as opaque (default 443). A connection whose
-        client's first bytes are not a TLS handshake record is left out unless its port is
-        listed (then its bytes are counted as they are: e.g. cleartext read as if encrypted).
+        TLS connections are read whatever their port; a connection that is not TLS is read
+        (its TCP bytes, as if encrypted) only when its server port is listed (default 443).
+    keylog : path, sequence of paths or qoe.web.keylog.KeyLog, optional, keyword-only
+        Connections it opens are left out (their transactions are seen decrypted).
 
     Returns
     -------
     list of Download
-        In request order; the first exchange of each TLS connection (the handshake) is left out.
+        In request order.
     """
 
-    conns: dict[tuple[str, int, str, int], _Conn] = {}
     want = set(ports)
-    for row in tcp_segment_rows(capture):
-        ts, src, sport, dst, dport, payload = row[1], row[2], row[3], row[4], row[5], row[6]
-        seq, data_len, flags = row[7], row[13], row[9]
-        if flags & _RST:  # a reset ends the response in progress: the player (or server) gave it up
-            c = conns.get((src, sport, dst, dport)) or conns.get((dst, dport, src, sport))
-            if c is not None and c.cur is not None and len(c.cur) == 5:
-                c.cur.append(True)
+    log = load_keylog(capture, keylog) or KeyLog()
+    sinks: list[_Opaque] = []
+
+    def factory(conn: Any) -> _Opaque:
+        s = _Opaque(conn, log, conn.server[1] in want)
+        sinks.append(s)
+        return s
+
+    conns = {c.id.index: c for c in connections(capture, sinks=factory)}
+    out: list[Download] = []
+    for s in sinks:
+        kind, bursts = s.bursts()
+        if kind in ("decrypted", "none"):
             continue
-        if dport in want:
-            c = conns.get((src, sport, dst, dport))
-            if c is None:
-                c = conns[(src, sport, dst, dport)] = _Conn((src, sport, dst, dport))
-            if data_len <= 0:
+        key = (s.conn.client[0], s.conn.client[1], s.conn.server[0], s.conn.server[1])
+        reqs: list[list[Any]] = []  # [request, first byte, last byte, bytes]
+        for direction, start, end, n in bursts:
+            if direction == CLIENT:
+                if reqs and reqs[-1][1] is None:
+                    continue  # the request goes on (a request in several runs), no answer yet
+                reqs.append([start, None, None, 0])
+            elif reqs:  # server bytes before any request: the TLS 1.3 server's handshake flight
+                r = reqs[-1]
+                r[1] = start if r[1] is None else r[1]
+                r[2] = end
+                r[3] += n
+        c = conns.get(s.conn.index)
+        rst = c is not None and c.rst_ts_ns is not None
+        for k, r in enumerate(reqs):
+            if r[3] <= 0:
                 continue
-            if c.client_isn is None:
-                c.client_isn = seq
-            end = (seq - c.client_isn) % _MOD + data_len
-            if end <= c.client_high:
-                continue  # a retransmitted request (its ACK was late): not a new one
-            c.client_high = end
-            if c.tls is None:
-                c.tls = bool(payload) and payload[0] == _TLS_HANDSHAKE
-            if ts - c.last_client_ts > 1_000_000 or c.cur is None or c.cur[4] is not None:  # a new transmission
-                # [request, first byte, last byte, lowest byte, end]: bytes past the previous response only
-                c.cur = [ts, None, None, None, None]
-                c.requests.append(c.cur)
-            c.last_client_ts = ts
-        elif sport in want:
-            c = conns.get((dst, dport, src, sport))
-            if c is None or c.cur is None or data_len <= 0:
-                continue
-            if c.server_isn is None:
-                c.server_isn = seq
-            lo = (seq - c.server_isn) % _MOD  # unwrapped (connections under 4 GiB)
-            hi = lo + data_len
-            if c.server_high is not None and hi <= c.server_high:
-                continue  # a retransmission of bytes an earlier response already had
-            lo = max(lo, c.server_high or 0) if c.cur[3] is None else lo
-            r = c.cur
-            r[1] = ts if r[1] is None else r[1]
-            r[2] = ts
-            r[3] = lo if r[3] is None else min(r[3], lo)
-            r[4] = hi if r[4] is None else max(r[4], hi)
-            c.server_high = hi if c.server_high is None else max(c.server_high, hi)
-    out = []
-    for c in conns.values():
-        reqs = c.requests[1:] if c.tls else c.requests  # TLS: the first exchange is the handshake
-        out += [Download(c.key, r[0], r[1], r[2], r[4] - r[3], aborted=len(r) > 5)
-                for r in reqs if r[4] is not None and r[4] > r[3]]
+            aborted = rst and k == len(reqs) - 1 and c is not None and c.rst_ts_ns >= r[0]
+            out.append(Download(key, r[0], r[1], r[2], r[3], aborted=aborted))
     out.sort(key=lambda d: d.request_ns)
     return out
 
@@ -165,13 +245,29 @@ def _segment_duration(manifest: Manifest) -> float:
     return statistics.median(durs) if durs else math.nan
 
 
-def infer_requests(downloads: Iterable[Download], manifest: Manifest) -> tuple[list[SegmentRequest], list[str]]:
+def _position(rep: Representation, start_s: float) -> int | None:
+    for i, s in enumerate(rep.segments):
+        if abs(s.start_s - start_s) < 1e-3:
+            return i
+    return None
+
+
+def infer_requests(downloads: Iterable[Download], manifest: Manifest, *, known: Sequence[SegmentRequest] = ()
+                   ) -> tuple[list[SegmentRequest], list[str]]:
     """Segment requests inferred from opaque downloads and the presentation's manifest.
+
+    Parameters
+    ----------
+    downloads : iterable of Download
+    manifest : Manifest
+    known : sequence of SegmentRequest, keyword-only
+        Segments of the session seen decrypted or in clear: an inferred segment takes the media
+        time after the last one of its type requested before it.
 
     Returns
     -------
     (list of SegmentRequest, list of str)
-        The inferred segments (``time_source="inferred"``) and notes.
+        The inferred segments (``time_source="inferred"``) and notes (the evidence).
     """
     d = _segment_duration(manifest)
     notes = []
@@ -186,29 +282,46 @@ def infer_requests(downloads: Iterable[Download], manifest: Manifest) -> tuple[l
         else:  # an HLS audio rendition has no BANDWIDTH: 64 kbit/s assumed
             rates[r.id] = 64e3
             notes.append(f"representation {r.id}: no declared bandwidth, 64 kbit/s assumed for matching")
-    matched: list[tuple[Download, Representation]] = []
-    for dl in downloads:
+    dls = list(downloads)
+    matched: list[tuple[Download, Representation, float]] = []
+    for dl in dls:
         est = dl.bytes * 8 / d
         best = min(reps, key=lambda r: abs(math.log(est / rates[r.id])))
-        if abs(math.log(est / rates[best.id])) <= math.log(MAX_RATIO):
-            matched.append((dl, best))
+        err = abs(math.log(est / rates[best.id]))
+        if err <= math.log(MAX_RATIO):
+            matched.append((dl, best, err))
     # A player asks for its first audio and video segments together: a "segment" of one type
     # well before the first of another type is something else (the page's player script)
     firsts: dict[str, int] = {}
-    for dl, rep in matched:
-        firsts.setdefault(rep.media_type, dl.request_ns)
+    for r in known:
+        if not r.init and r.request_ns is not None:
+            firsts[r.media_type] = min(firsts.get(r.media_type, r.request_ns), r.request_ns)
+    for dl, rep, _ in matched:
+        firsts[rep.media_type] = min(firsts.get(rep.media_type, dl.request_ns), dl.request_ns)
     if len(firsts) > 1:
         def early(dl: Download, rep: Representation) -> bool:
             other = min(t for k, t in firsts.items() if k != rep.media_type)
             return dl.request_ns < other - _LEAD_NS
-        dropped = [m for m in matched if early(*m)]
+        dropped = [m for m in matched if early(m[0], m[1])]
         if dropped:
             notes.append(f"{len(dropped)} response(s) of a segment's size before the player's first segments: "
                          "taken for page objects, not segments")
-        matched = [m for m in matched if not early(*m)]
+        matched = [m for m in matched if not early(m[0], m[1])]
+    by_id = {r.id: r for r in reps}
+    events: list[tuple[int, int, Any]] = [(r.request_ns or 0, 0, r) for r in known
+                                          if not r.init and r.media_type in ("video", "audio", "muxed")]
+    events += [(m[0].request_ns, 1, m) for m in matched]
+    events.sort(key=lambda e: (e[0], e[1]))
     counters: dict[str, int] = {}
     out: list[SegmentRequest] = []
-    for dl, best in matched:
+    for _, kind, item in events:
+        if kind == 0:  # a segment seen: the count of its type goes on from its media time
+            rep = by_id.get(item.representation)
+            k = _position(rep, item.start_s) if rep is not None else None
+            if k is not None and not item.aborted:
+                counters[item.media_type] = k + 1
+            continue
+        dl, best, _ = item
         k = counters.get(best.media_type, 0)
         if not dl.aborted:  # an abandoned segment is asked for again: it keeps its media time
             counters[best.media_type] = k + 1
@@ -224,7 +337,146 @@ def infer_requests(downloads: Iterable[Download], manifest: Manifest) -> tuple[l
             request_ns=dl.request_ns, response_start_ns=dl.first_byte_ns, response_end_ns=dl.last_byte_ns,
             bytes=dl.bytes, status=None, complete=not dl.aborted, aborted=dl.aborted or dl.last_byte_ns is None,
             time_source="inferred"))
-    notes.append(f"segments inferred from encrypted sizes and timing: each response matched by its bitrate over "
-                 f"{d:g} s to the nearest representation of the manifest (within ×{MAX_RATIO:g}), media times in "
-                 "download order")
+    used = [m for m in matched if any(o.request_ns == m[0].request_ns for o in out)]
+    if used:
+        spread = statistics.median(math.exp(e) for _, _, e in used)
+        notes.append(f"segments inferred from encrypted sizes and timing: {len(used)} of {len(dls)} response(s) "
+                     "matched to the manifest's representations "
+                     f"by their bitrate over {d:g} s (8·bytes / D, nearest declared bandwidth within ×{MAX_RATIO:g}; "
+                     f"median ratio to it {spread:.2f}), media times in download order")
     return out, sorted(set(notes), key=notes.index)
+
+
+def _levels(rates: Sequence[float]) -> list[list[float]]:
+    """Bitrates grouped into levels: sorted, a new level where the ratio to the previous exceeds LEVEL_RATIO."""
+    groups: list[list[float]] = []
+    for r in sorted(rates):
+        if groups and r / groups[-1][-1] <= LEVEL_RATIO:
+            groups[-1].append(r)
+        else:
+            groups.append([r])
+    return groups
+
+
+def _periodicity(stream: Sequence[Download], every: Sequence[Download]) -> tuple[float | None, int]:
+    """The median interval between a stream's requests that follow an idle link (no response of
+    ``every`` in progress for at least _IDLE_SHARE of the interval: ON-OFF), and how many."""
+    gaps = []
+    for a, b in zip(stream, stream[1:]):
+        interval = b.request_ns - a.request_ns
+        busy_until = max((d.last_byte_ns or d.request_ns for d in every if d.request_ns < b.request_ns),
+                         default=a.request_ns)
+        if interval > 0 and b.request_ns - busy_until >= _IDLE_SHARE * interval:
+            gaps.append(interval / 1e9)
+    if len(gaps) < 3:
+        return None, len(gaps)
+    med = statistics.median(gaps)
+    mad = statistics.median(abs(g - med) for g in gaps)
+    return (med if mad <= STEADY_SPREAD * med else None), len(gaps)
+
+
+def window_requests(downloads: Iterable[Download], *, segment_duration_s: float | None = None
+                    ) -> tuple[list[SegmentRequest], Manifest | None, list[str]]:
+    """Segments inferred with no manifest: one per large response, its bitrate per window of D seconds.
+
+    Parameters
+    ----------
+    downloads : iterable of Download
+        One client's encrypted responses.
+    segment_duration_s : float, optional, keyword-only
+        D; None: estimated from the request periodicity, else :data:`DEFAULT_SEGMENT_DURATION_S`.
+
+    Returns
+    -------
+    (list of SegmentRequest, Manifest or None, list of str)
+        The segments, a stand-in manifest (``protocol="unknown"``: the levels found, each
+        with the inferred segments' timeline) and notes (the evidence). No segment: None.
+    """
+    downloads = list(downloads)
+    segs = [d for d in downloads if d.bytes >= MIN_SEGMENT_BYTES]
+    notes: list[str] = []
+    if len(segs) < 2:
+        return [], None, []
+    # audio and video: a tight group of near-equal small sizes (constant-bitrate audio) and the
+    # rest, about as many of each (a presentation has as many audio as video segments): the
+    # largest such group, centred on a response's size, wins
+    sizes = sorted(d.bytes for d in segs)
+    best: tuple[int, float] | None = None
+    for c in sizes:
+        a = bisect.bisect_left(sizes, c / AUDIO_SPREAD)
+        b = bisect.bisect_right(sizes, c * AUDIO_SPREAD)
+        n_a, n_v = b - a, len(sizes) - (b - a)
+        if not (n_a and n_v and 1 / AV_COUNT_RATIO <= n_a / n_v <= AV_COUNT_RATIO):
+            continue
+        rest = sizes[:a] + sizes[b:]
+        if statistics.median(rest) >= AV_SIZE_RATIO * c and (best is None or n_a > best[0]):
+            best = (n_a, c)
+    split = best is not None
+    small = best[1] if best is not None else 0.0
+    tight = [split and abs(math.log(d.bytes / small)) <= math.log(AUDIO_SPREAD) for d in segs]
+    big = statistics.median(d.bytes for d, t in zip(segs, tight) if not t) if split else 0.0
+    kinds = ["audio" if t else "video" for t in tight] if split else ["muxed"] * len(segs)
+    if split:
+        first_audio = min(d.request_ns for d, k in zip(segs, kinds) if k == "audio")
+        keep = [not (k == "video" and d.request_ns < first_audio - _LEAD_NS) for d, k in zip(segs, kinds)]
+        if not all(keep):
+            notes.append(f"{keep.count(False)} large response(s) before the first audio segment: taken for page "
+                         "objects, not segments")
+        segs = [d for d, k in zip(segs, keep) if k]
+        kinds = [k for k, k2 in zip(kinds, keep) if k2]
+        notes.append(f"audio and video told apart by size: {kinds.count('audio')} responses within ×{AUDIO_SPREAD:g} of "
+                     f"{small / 1e3:.1f} kB (audio), {kinds.count('video')} others, median {big / 1e3:.1f} kB (video)")
+    else:
+        notes.append("one size group (no audio/video split: muxed segments, or their sizes overlap)")
+    if segment_duration_s is not None:
+        d = float(segment_duration_s)
+        notes.append(f"segment duration {d:g} s (given)")
+    else:
+        per = [_periodicity([x for x, k in zip(segs, kinds) if k == kind], downloads) for kind in sorted(set(kinds))]
+        found = [p for p, _ in per if p is not None]
+        if found:
+            d = statistics.median(found)
+            notes.append(f"segment duration {d:.2f} s estimated from the request periodicity "
+                         f"({sum(n for _, n in per)} request interval(s) after an idle link)")
+        else:
+            d = DEFAULT_SEGMENT_DURATION_S
+            notes.append(f"no steady state (regular requests after an idle link) seen: segment duration {d:g} s assumed "
+                         "(DEFAULT_SEGMENT_DURATION_S)")
+    # representations: levels of bitrate per media type
+    reps: list[Representation] = []
+    level_of: dict[int, tuple[str, int]] = {}
+    counts: dict[str, int] = {}
+    for kind in sorted(set(kinds)):
+        mine = [(i, segs[i].bytes * 8 / d) for i in range(len(segs)) if kinds[i] == kind]
+        counts[kind] = len(mine)
+        lv = _levels([r for _, r in mine]) if kind != "audio" else [sorted(r for _, r in mine)]
+        for j, g in enumerate(lv):
+            bw = int(round(statistics.median(g)))
+            rid = f"{kind[0]}{j}~{bw // 1000}k"
+            for i, r in mine:
+                if g[0] <= r <= g[-1]:
+                    level_of[i] = (rid, bw)
+            reps.append(Representation(id=rid, media_type=kind, bandwidth=bw))
+    n_max = max(counts.values())
+    timeline = tuple(Segment(number=k, start_s=k * d, duration_s=d, url="") for k in range(n_max))
+    reps = [Representation(id=r.id, media_type=r.media_type, bandwidth=r.bandwidth,
+                           segments=timeline[:counts[r.media_type]]) for r in reps]
+    manifest = Manifest(protocol="unknown", url="(no manifest: segments inferred from encrypted sizes)",
+                        duration_s=n_max * d, representations=tuple(reps))
+    out: list[SegmentRequest] = []
+    seen: dict[str, int] = {}
+    for i, dl in enumerate(segs):
+        kind = kinds[i]
+        k = seen.get(kind, 0)
+        seen[kind] = k + (0 if dl.aborted else 1)
+        rid, bw = level_of[i]
+        out.append(SegmentRequest(
+            media_type=kind, representation=rid, bandwidth=bw, width=None, height=None, number=k, start_s=k * d,
+            duration_s=d, url=f"(encrypted) {dl.connection[2]}:{dl.connection[3]}", byte_range=None, connection=-1,
+            request_ns=dl.request_ns, response_start_ns=dl.first_byte_ns, response_end_ns=dl.last_byte_ns,
+            bytes=dl.bytes, status=None, complete=not dl.aborted, aborted=dl.aborted or dl.last_byte_ns is None,
+            time_source="inferred"))
+    levels = ", ".join(f"{r.id}" for r in reps)
+    notes.append(f"no manifest: each response of ≥ {MIN_SEGMENT_BYTES} bytes taken for one segment of {d:g} s, its "
+                 f"bitrate 8·bytes / {d:g} s, grouped into levels ({levels})")
+    return out, manifest, notes

@@ -1,4 +1,4 @@
-"""The manifests' bodies of HTTPS sessions, read from the TLS connections opened with the key log.
+"""The manifests' bodies of HTTPS sessions, read from the TLS and QUIC connections opened with the key log.
 
 :mod:`qoe.web` decrypts TLS with a key log (:mod:`qoe.web.decrypt`) and makes HTTP/1.x and
 HTTP/2 transactions of the plaintext, keeping no body. A streaming session needs the bodies
@@ -15,12 +15,18 @@ with sinks of its own in place of the HTTP parsers. They keep only
 A record that failed authentication (or was not captured whole) is a gap in the plaintext:
 a manifest with a gap is returned as not whole.
 
+HTTP/3 (:func:`quic_bodies`): :func:`qoe.web.quic.iter_quic_connections` decrypts the QUIC
+connections and hands each request stream's bytes, in order, to a tap; the server's bytes of
+the manifest responses' streams are kept and their DATA frames (RFC 9114 §7.2.1) joined.
+
 References
 ----------
 .. [1] RFC 9113, "HTTP/2" (2022): §4.1 (frame format), §6.1 (DATA, END_STREAM, PADDED).
 .. [2] RFC 9112, "HTTP/1.1" (2022): §2.1 (message format), §6.3 (body length).
 .. [3] RFC 8446, "TLS 1.3" (2018): §5.2 (record payload protection).
 .. [4] RFC 9110, "HTTP Semantics" (2022): §8.4.1 (content codings).
+.. [5] RFC 9114, "HTTP/3" (2022): §7.1 (frame layout: type and length as variable-length
+   integers), §7.2.1 (DATA). RFC 9000 §16 (variable-length integers).
 """
 
 from __future__ import annotations
@@ -35,14 +41,16 @@ from hyperframe.frame import Frame
 from qoe.video.has._bodies import MAX_BODY_BYTES, decode_response
 from qoe.web.decrypt import DecryptingTlsSink
 from qoe.web.keylog import load_keylog
+from qoe.web.quic import iter_quic_connections
 from qoe.web.tcp import SERVER, connections
 
-__all__ = ["keylog_bodies"]
+__all__ = ["keylog_bodies", "quic_bodies", "h3_data"]
 
 _SLACK_NS = 1_000_000  # plaintext delivered up to 1 ms before the response's first byte time
 _H2_HEADER = 9  # RFC 9113 §4.1: length (24), type (8), flags (8), R + stream identifier (32)
 _H2_DATA = 0x0  # RFC 9113 §6.1
 _END_STREAM = 0x1  # RFC 9113 §6.1
+_H3_DATA = 0x0  # RFC 9114 §7.2.1
 
 
 class _Http1Plain:
@@ -172,13 +180,98 @@ def keylog_bodies(capture: str | os.PathLike[str], keylog: Any
         for s in sinks:
             out.update(s.bodies())
         for k, (body, whole) in list(out.items()):  # HTTP/2: the content coding is still on
-            t = mtx[k]
-            enc = next((v.lower() for n, v in t.response_headers if n.lower() == "content-encoding"), "")
-            if t.stream_id is not None and enc in ("gzip", "x-gzip", "deflate") and whole:
-                try:  # RFC 9110 §8.4.1
-                    out[k] = (zlib.decompress(body, 47 if enc != "deflate" else 15), True)
-                except zlib.error:
-                    out[k] = (body, False)
+            if mtx[k].stream_id is not None:
+                out[k] = _decoded(mtx[k], body, whole)
+        return out
+
+    return bodies
+
+
+def _varint(b: bytes, i: int) -> tuple[int, int] | None:
+    """RFC 9000 §16: a variable-length integer at ``b[i]`` (its two top bits give its length)."""
+    if i >= len(b):
+        return None
+    n = 1 << (b[i] >> 6)
+    if i + n > len(b):
+        return None
+    v = b[i] & 0x3F
+    for x in b[i + 1:i + n]:
+        v = (v << 8) | x
+    return v, i + n
+
+
+def h3_data(stream: bytes) -> tuple[bytes, bool]:
+    """The payload of the DATA frames of one HTTP/3 response stream, and whether the frames were whole.
+
+    Parameters
+    ----------
+    stream : bytes
+        The server's bytes of a request stream: HEADERS, DATA and other frames (RFC 9114 §7.1).
+
+    Examples
+    --------
+    >>> h3_data(bytes([0x01, 0x02, 0xD9, 0xC1, 0x00, 0x03]) + b"abc" + bytes([0x00, 0x01]) + b"d")
+    (b'abcd', True)
+    """
+    out = bytearray()
+    i = 0
+    while i < len(stream):
+        t = _varint(stream, i)
+        n = _varint(stream, t[1]) if t is not None else None
+        if t is None or n is None or n[1] + n[0] > len(stream):
+            return bytes(out), False
+        if t[0] == _H3_DATA:
+            out += stream[n[1]:n[1] + n[0]]
+        i = n[1] + n[0]
+    return bytes(out), True
+
+
+def _decoded(t: Any, body: bytes, whole: bool) -> tuple[bytes, bool]:
+    """The body with its content coding undone (RFC 9110 §8.4.1): HTTP/2 and HTTP/3 keep it on."""
+    enc = next((v.lower() for n, v in t.response_headers if n.lower() == "content-encoding"), "")
+    if enc in ("gzip", "x-gzip", "deflate") and whole:
+        try:
+            return zlib.decompress(body, 47 if enc != "deflate" else 15), True
+        except zlib.error:
+            return body, False
+    return body, whole
+
+
+def quic_bodies(capture: str | os.PathLike[str], keylog: Any
+                ) -> Callable[[Sequence[Any]], Mapping[int, tuple[bytes, bool]]]:
+    """The ``bodies`` function of :func:`qoe.video.has.session.build_sessions` for HTTP/3: the
+    manifests' bodies from the QUIC connections decrypted with ``keylog``.
+
+    Returns
+    -------
+    callable
+        ``bodies(manifest_transactions) -> {position: (body, whole)}`` for the transactions
+        with a ``stream_id`` (HTTP/3); a manifest whose connection was not decrypted is absent.
+    """
+
+    def bodies(mtx: Sequence[Any]) -> Mapping[int, tuple[bytes, bool]]:
+        wanted = {(tuple(t.client), tuple(t.server), t.stream_id): k for k, t in enumerate(mtx)
+                  if t.client and t.server and t.stream_id is not None}
+        got: dict[int, bytearray] = {}
+        ended: set[int] = set()
+
+        def tap(client: Any, server: Any, sid: int, direction: int, data: bytes, fin: bool) -> None:
+            k = wanted.get((tuple(client), tuple(server), sid))
+            if k is None or direction != SERVER:
+                return
+            buf = got.setdefault(k, bytearray())
+            if len(buf) + len(data) <= MAX_BODY_BYTES:
+                buf += data
+            if fin:
+                ended.add(k)
+
+        if wanted:
+            for _ in iter_quic_connections(capture, keylog=keylog, stream_tap=tap):
+                pass
+        out: dict[int, tuple[bytes, bool]] = {}
+        for k, raw in got.items():
+            body, whole = h3_data(bytes(raw))
+            out[k] = _decoded(mtx[k], body, whole and k in ended)
         return out
 
     return bodies

@@ -66,7 +66,18 @@ class StreamingOptions(OptionsBase):
         playlists) for sessions whose HTTP is encrypted: segments are then inferred from the
         sizes and timing of the TLS connections (:mod:`qoe.video.has._infer`), labelled inferred.
     opaque_ports : tuple of int
-        Server ports whose connections are read as encrypted for that inference (default 443).
+        Server ports whose connections are read by size for that inference even when they
+        are not TLS (default 443; TLS connections are read on any port).
+    infer_windows : bool
+        With no manifest at all (none in the capture, none given): infer segments from the
+        encrypted responses alone, each large response one segment of ``segment_duration_s``,
+        its bitrate per segment-duration window (:func:`qoe.video.has._infer.window_requests`),
+        labelled inferred. Off by default: every HTTPS capture has large responses that are
+        not video.
+    segment_duration_s : float, optional
+        The segment duration for ``infer_windows``; None (default): estimated from the
+        request periodicity (a player's steady state), else
+        :data:`qoe.video.has._infer.DEFAULT_SEGMENT_DURATION_S` (2 s).
     keylog : str or tuple of str, optional
         NSS key log file(s) (``SSLKEYLOGFILE``) of the browser: HTTPS sessions (HTTP/1.1 over
         TLS, HTTP/2) are then rebuilt from the decrypted transactions
@@ -89,6 +100,8 @@ class StreamingOptions(OptionsBase):
     p1203_display: str = "1920x1080"
     manifests: tuple[str, ...] = ()
     opaque_ports: tuple[int, ...] = (443,)
+    infer_windows: bool = False
+    segment_duration_s: float | None = None
     keylog: str | tuple[str, ...] | None = None
 
     KIND: ClassVar[str] = "streaming"
@@ -114,6 +127,11 @@ class StreamingOptions(OptionsBase):
         if not all(isinstance(p, int) and 0 < p < 65536 for p in self.opaque_ports):
             raise InputError(f"opaque_ports must be TCP port numbers; given {self.opaque_ports!r}")
         object.__setattr__(self, "opaque_ports", tuple(self.opaque_ports))
+        if not isinstance(self.infer_windows, bool):
+            raise InputError(f"infer_windows must be True or False; given {self.infer_windows!r}")
+        d = self.segment_duration_s
+        if d is not None and not (isinstance(d, (int, float)) and math.isfinite(d) and d > 0):
+            raise InputError(f"segment_duration_s must be a positive number of seconds or None; given {d!r}")
         k = self.keylog
         if k is not None and not (isinstance(k, (str, os.PathLike)) or
                                   (isinstance(k, (tuple, list)) and all(isinstance(x, (str, os.PathLike)) for x in k))):

@@ -23,17 +23,19 @@ from typing import Any, ClassVar
 from qoe.errors import InputError, QoEWarning
 from qoe.report import as_dict, brief
 from qoe.video.has._bodies import ResponseWindow, read_bodies
-from qoe.video.has.decrypted import keylog_bodies
-from qoe.video.has._infer import infer_requests, opaque_downloads
+from qoe.video.has.decrypted import keylog_bodies, quic_bodies
+from qoe.video.has._infer import Download, infer_requests, opaque_downloads, window_requests
 from qoe.video.has.manifest import Manifest, ManifestError, is_manifest, parse_hls, parse_mpd
 from qoe.video.has.options import StreamingOptions
 from qoe.video.has.replay import PlaybackReplay, _Buffers, _played_chunks, replay, shown
 from qoe.video.has.segments import SegmentIndex, SegmentRequest, map_requests
 from qoe.video.has.yin import PRESETS, linear_qoe
 from qoe.web import page_loads
-from qoe.web.http import transactions
+from qoe.web.http import connection_results
+from qoe.web.quic import quic_connections
 
-__all__ = ["StreamingSession", "build_sessions", "sessions", "capture_bodies", "may_be_streaming", "inferred_sessions"]
+__all__ = ["StreamingSession", "build_sessions", "sessions", "capture_bodies", "may_be_streaming", "inferred_sessions",
+           "window_sessions"]
 
 _NS = 1e9
 
@@ -98,7 +100,14 @@ class StreamingSession:
     startup_threshold_s, rebuffer_threshold_s : float
         The replay's player model (:class:`StreamingOptions`).
     inferred : bool
-        Segments inferred from encrypted sizes (no manifest or URL seen).
+        Some segments inferred from encrypted sizes (their URLs not seen): see ``inference``.
+    inference : {"", "manifest", "windows"}
+        How: ``"manifest"``, encrypted response sizes matched to the manifest's
+        representations (the manifest seen in the capture, or given as a file); ``"windows"``,
+        no manifest at all: each large response one segment, its bitrate per segment-duration
+        window (:mod:`qoe.video.has._infer`); ``""``, nothing inferred. The notes give the evidence.
+    inferred_segments : int
+        Segment requests inferred (``time_source == "inferred"``).
     complete : bool
         Every segment request answered whole.
     notes : tuple of str
@@ -140,6 +149,8 @@ class StreamingSession:
     startup_threshold_s: float
     rebuffer_threshold_s: float
     inferred: bool
+    inference: str
+    inferred_segments: int
     complete: bool
     notes: tuple[str, ...] = ()
     segments: tuple[SegmentRequest, ...] = field(default=(), repr=False)
@@ -249,7 +260,7 @@ def _per_second(reqs: Sequence[SegmentRequest], rep: PlaybackReplay, tick: float
 
 def _session(index: int, client: str, manifest: Manifest, reqs: list[SegmentRequest], start_ns: int,
              server: str, capture_end_ns: int, options: StreamingOptions, notes: list[str],
-             inferred: bool = False) -> StreamingSession:
+             inference: str = "") -> StreamingSession:
     kinds = sorted({r.media_type for r in reqs if r.media_type in ("video", "audio", "muxed") and not r.init})
     rep = replay(reqs, origin_ns=start_ns, media_end_s=manifest.media_end_s(kinds) if kinds else manifest.duration_s,
                  startup_threshold_s=options.startup_threshold_s, rebuffer_threshold_s=options.rebuffer_threshold_s,
@@ -303,14 +314,16 @@ def _session(index: int, client: str, manifest: Manifest, reqs: list[SegmentRequ
         played_s=played, frozen_s=sum(d for _, d in rep.freezes), ended=rep.ended, qoe=score(params), qoe_preset=params.name,
         qoe_lin=score(PRESETS["pensieve-lin"]), qoe_log=score(PRESETS["pensieve-log"]),
         qoe_hd=score(PRESETS["pensieve-hd"]), startup_threshold_s=options.startup_threshold_s,
-        rebuffer_threshold_s=options.rebuffer_threshold_s, inferred=inferred,
+        rebuffer_threshold_s=options.rebuffer_threshold_s, inferred=bool(inference), inference=inference,
+        inferred_segments=sum(r.time_source == "inferred" for r in reqs),
         complete=all(r.complete for r in reqs), notes=tuple(notes), segments=tuple(reqs), manifest=manifest,
         replay=rep, seconds=tuple(_per_second(reqs, rep, options.tick_s, options.append_delay_s)), played=tuple(played_rows),
     )
 
 
 def build_sessions(transactions: Iterable[Any], bodies: Callable[[Sequence[Any]], Mapping[int, tuple[bytes, bool]]],
-                   *, options: StreamingOptions | None = None) -> list[StreamingSession]:
+                   *, options: StreamingOptions | None = None, opaque: Callable[[], Sequence[Download]] | None = None,
+                   opaque_when: str = "missing") -> list[StreamingSession]:
     """Streaming sessions from HTTP transactions.
 
     Parameters
@@ -321,6 +334,13 @@ def build_sessions(transactions: Iterable[Any], bodies: Callable[[Sequence[Any]]
         ``bodies(manifest_transactions) -> {position in that list: (body bytes, whole)}``:
         how the manifests' bodies are had (:func:`sessions` reads them back from the capture).
     options : StreamingOptions, keyword-only, optional
+    opaque : callable, keyword-only, optional
+        ``opaque() -> [Download]``: the responses of the capture's encrypted connections
+        (:func:`qoe.video.has._infer.opaque_downloads`), called at most once. A session's
+        segments among them are inferred from their sizes and its manifest
+        (:func:`qoe.video.has._infer.infer_requests`): when the session has no segment seen
+        (``opaque_when="missing"``: the manifest in clear, the segments over HTTPS), or always
+        (``"always"``: a key log that opens only some connections).
 
     Returns
     -------
@@ -370,6 +390,7 @@ def build_sessions(transactions: Iterable[Any], bodies: Callable[[Sequence[Any]]
                           "body": body, "server": t.server[0] if t.server else ""})
     heads.sort(key=lambda h: h["start"])
     out: list[StreamingSession] = []
+    cache: list[Download] | None = None
     for h in heads:
         client = h["client"]
         notes = list(notes_by_client.get(client, []))
@@ -389,9 +410,26 @@ def build_sessions(transactions: Iterable[Any], bodies: Callable[[Sequence[Any]]
         mine = [t for t in txs if (t.client[0] if t.client else "") == client
                 and h["start"] <= (t.request_start_ns or 0) < until]
         reqs = map_requests(mine, SegmentIndex(man))
+        inference = ""
+        media = [r for r in reqs if not r.init and r.media_type in ("video", "audio", "muxed")]
+        if opaque is not None and h["protocol"] != "hls-media" and (opaque_when == "always" or not media):
+            # (a lone HLS media playlist declares no bitrate to match sizes against)
+            if cache is None:
+                cache = list(opaque())
+                if cache:
+                    capture_end = max(capture_end, max(d.last_byte_ns or d.request_ns for d in cache))
+            dls = [d for d in cache if d.client == client and h["start"] <= d.request_ns < until]
+            more, why = infer_requests(dls, man, known=reqs) if dls else ([], [])
+            if more:
+                reqs = sorted(reqs + more, key=lambda r: r.request_ns or 0)
+                inference = "manifest"
+                notes.extend(why)
+                notes.append(f"{len(more)} segment(s) inferred from encrypted sizes with the manifest seen in the "
+                             f"capture ({len(media)} seen decrypted or in clear)")
         if not reqs:
             notes.append("no segment request of this manifest was seen")
-        out.append(_session(len(out), client, man, reqs, h["start"], h["server"], capture_end, options, notes))
+        out.append(_session(len(out), client, man, reqs, h["start"], h["server"], capture_end, options, notes,
+                            inference=inference))
     return out
 
 
@@ -420,14 +458,18 @@ def capture_bodies(capture: str | os.PathLike[str]) -> Callable[[Sequence[Any]],
     return bodies
 
 
-def sessions(capture: str | os.PathLike[str], *, options: StreamingOptions | None = None) -> list[StreamingSession]:
-    """The adaptive streaming sessions of a capture (HTTP/1.x; HTTPS with the key log).
+def sessions(capture: str | os.PathLike[str], *, options: StreamingOptions | None = None,
+             transactions: Iterable[Any] | None = None) -> list[StreamingSession]:
+    """The adaptive streaming sessions of a capture (HTTP/1.x; HTTPS with the key log or inferred).
 
     Parameters
     ----------
     capture : path
         A pcap or pcapng file taken at (or near) the player.
     options : StreamingOptions, keyword-only, optional
+    transactions : iterable of qoe.web.http.Transaction, keyword-only, optional
+        The capture's cleartext transactions when already read (:func:`qoe.score` reads
+        them once for web and streaming); ignored with a key log.
 
     Returns
     -------
@@ -443,50 +485,78 @@ def sessions(capture: str | os.PathLike[str], *, options: StreamingOptions | Non
     The transactions come from :func:`qoe.web.page_loads` (TCP reassembly, HTTP/1.x; its
     public API); the manifests' bodies are read back from the capture
     (:mod:`qoe.video.has._bodies`). HTTPS sessions are encrypted: with the browser's key log
-    (``options.keylog``) the transactions are those of :func:`qoe.web.http.transactions`
-    and the manifests are read from the decrypted streams (:mod:`qoe.video.has.decrypted`);
-    without it nothing can be mapped, and none is reported (a warning says why).
+    (``options.keylog``) the transactions are those of :func:`qoe.web.http.connection_results`
+    (HTTP/1.1 over TLS, HTTP/2) and :func:`qoe.web.quic.quic_connections` (HTTP/3), and the
+    manifests are read from the decrypted streams (:mod:`qoe.video.has.decrypted`).
+    Segments on connections that stay encrypted (no key log, or one without their keys) are
+    inferred from their sizes (:mod:`qoe.video.has._infer`), labelled inferred
+    (``StreamingSession.inference``): with the manifest when it was seen (in clear, or
+    decrypted) or given (``options.manifests``); with none, only when asked
+    (``options.infer_windows``: any HTTPS capture has large responses). Otherwise nothing
+    can be mapped, and a warning says so.
     """
 
     options = options if options is not None else StreamingOptions()
+    https = 0
     if options.keylog is not None:
-        return _keylog_sessions(capture, options)
-    pages = page_loads(capture)
-    txs = [t for p in pages for t in p.transactions if may_be_streaming(t)]
-    found = build_sessions(txs, capture_bodies(capture), options=options)
-    if not found and options.manifests:
-        found = inferred_sessions(capture, options=options)
-    elif not found and any(p.scheme == "https" for p in pages):
-        warnings.warn(f"{capture}: {sum(p.scheme == 'https' for p in pages)} HTTPS page load(s) whose requests are "
-                      "encrypted: a streaming session among them cannot be mapped; give the browser's key log "
-                      "(StreamingOptions.keylog, --keylog) to decrypt it, or the presentation's manifest "
-                      "(StreamingOptions.manifests, --manifest) to infer its segments from sizes and timing",
+        results = connection_results(capture, keylog=options.keylog)
+        txs = [t for r in results for t in r.transactions if may_be_streaming(t)]
+        txs += [t for c in quic_connections(capture, keylog=options.keylog) for t in c.transactions
+                if may_be_streaming(t)]  # HTTP/3
+        bodies = _keylog_bodies(capture, options)
+        https = sum(1 for r in results if r.protocol == "tls" and not (r.decryption and r.decryption.decrypted))
+    elif transactions is not None:
+        txs = [t for t in transactions if may_be_streaming(t)]
+        bodies = capture_bodies(capture)
+    else:
+        pages = page_loads(capture)
+        txs = [t for p in pages for t in p.transactions if may_be_streaming(t)]
+        bodies = capture_bodies(capture)
+        https = sum(p.scheme == "https" for p in pages)
+
+    def opaque() -> list[Download]:
+        return opaque_downloads(capture, ports=options.opaque_ports, keylog=options.keylog)
+
+    found = build_sessions(txs, bodies, options=options, opaque=opaque,
+                           opaque_when="always" if options.keylog is not None and https else "missing")
+    if found:
+        return found
+    if options.manifests:
+        return inferred_sessions(capture, options=options)
+    if options.infer_windows:
+        return window_sessions(capture, options=options)
+    if https:
+        what = ("connection(s) the key log does not open" if options.keylog is not None
+                else "HTTPS page load(s) whose requests are encrypted")
+        warnings.warn(f"{capture}: {https} {what}: a streaming session among them cannot be mapped; give the "
+                      "browser's key log (StreamingOptions.keylog, --keylog) to decrypt it, the presentation's "
+                      "manifest (StreamingOptions.manifests, --manifest) to infer its segments from sizes and timing, "
+                      "or infer them with no manifest (StreamingOptions.infer_windows, --infer-windows)",
                       QoEWarning, stacklevel=2)
     return found
 
 
-def _keylog_sessions(capture: str | os.PathLike[str], options: StreamingOptions) -> list[StreamingSession]:
-    """Sessions of a capture whose TLS connections are opened with ``options.keylog``: the
-    transactions of :func:`qoe.web.http.transactions` (cleartext and decrypted), the manifests'
-    bodies read back from the capture (cleartext) or from the decrypted streams (HTTPS)."""
+def _keylog_bodies(capture: str | os.PathLike[str], options: StreamingOptions
+                   ) -> Callable[[Sequence[Any]], Mapping[int, tuple[bytes, bool]]]:
+    """The manifests' bodies of a capture read with ``options.keylog``: from the cleartext
+    (:func:`capture_bodies`) or from the decrypted streams (HTTPS,
+    :func:`qoe.video.has.decrypted.keylog_bodies`)."""
 
-    txs = [t for t in transactions(capture, keylog=options.keylog) if may_be_streaming(t)]
     clear, tls = capture_bodies(capture), keylog_bodies(capture, options.keylog)
+    h3 = quic_bodies(capture, options.keylog)
 
     def bodies(mtx: Sequence[Any]) -> Mapping[int, tuple[bytes, bool]]:
-        https = [k for k, t in enumerate(mtx) if (t.url or "").startswith("https:")]
+        quic = [k for k, t in enumerate(mtx) if t.protocol == "h3"]
+        https = [k for k, t in enumerate(mtx) if (t.url or "").startswith("https:") and t.protocol != "h3"]
         plain = [k for k, t in enumerate(mtx) if not (t.url or "").startswith("https:")]
         out: dict[int, tuple[bytes, bool]] = {}
-        for keys, read in ((https, tls), (plain, clear)):
+        for keys, read in ((https, tls), (quic, h3), (plain, clear)):
             if keys:
                 got = read([mtx[k] for k in keys])
                 out.update({keys[j]: v for j, v in got.items()})
         return out
 
-    found = build_sessions(txs, bodies, options=options)
-    if not found and options.manifests:
-        found = inferred_sessions(capture, options=options)
-    return found
+    return bodies
 
 
 def _read_manifest_files(paths: Sequence[str]) -> Manifest:
@@ -531,6 +601,30 @@ def inferred_sessions(capture: str | os.PathLike[str], *, options: StreamingOpti
         if not reqs:
             continue
         server = reqs[0].url.split(" ", 1)[1].rsplit(":", 1)[0]
+        notes.append(f"the manifest given as a file ({', '.join(options.manifests)})")
         out.append(_session(len(out), client, man, reqs, dls[0].request_ns, server, end, options, list(notes),
-                            inferred=True))
+                            inference="manifest"))
+    return out
+
+
+def window_sessions(capture: str | os.PathLike[str], *, options: StreamingOptions) -> list[StreamingSession]:
+    """Sessions with no manifest at all: one per client, each large encrypted response taken for
+    a segment of ``options.segment_duration_s`` (or the duration estimated from the request
+    periodicity), its bitrate per segment-duration window (:func:`qoe.video.has._infer.window_requests`)."""
+
+    downloads = opaque_downloads(capture, ports=options.opaque_ports, keylog=options.keylog)
+    by_client: dict[str, list[Any]] = {}
+    for d in downloads:
+        by_client.setdefault(d.client, []).append(d)
+    out = []
+    end = max((d.last_byte_ns or d.request_ns for d in downloads), default=0)
+    for client, dls in sorted(by_client.items(), key=lambda kv: kv[1][0].request_ns):
+        reqs, man, notes = window_requests(dls, segment_duration_s=options.segment_duration_s)
+        if not reqs or man is None:
+            continue
+        server = reqs[0].url.split(" ", 1)[1].rsplit(":", 1)[0]
+        notes.append("startup, stalls and bitrate replayed from inferred segments: media times are the order of the "
+                     "downloads, the presentation's end unknown (taken as the last inferred segment's)")
+        out.append(_session(len(out), client, man, reqs, dls[0].request_ns, server, end, options, notes,
+                            inference="windows"))
     return out

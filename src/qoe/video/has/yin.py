@@ -20,12 +20,16 @@ For the chunks (segments) n = 1..N of a session played at bitrates R_n, with sta
   Pensieve's formula has no startup term, sets μ_s = μ (the wait for the first chunk
   counted as rebuffering); set ``startup_penalty=0`` to leave it out.
 
-Where the values come from: the papers' text could not be read here (only their abstracts
-are in the reference store); the values above are the published ones as the papers state
-them, cross-checked against the public code derived from Pensieve (REBUF_PENALTY 4.3 / 2.66
+Where the values come from: the papers' text could not be read here. The reference store
+holds a copy of Yin et al.'s text (https://vdocuments.site/a-control-theoretic-approach-for-
+dynamic-adaptive-video-2016-04-17-a-control-theoretic.html, found with the ``search`` tool,
+corpus pages) but returns only its title page and abstract, not §7. Public MPC code derived
+from the paper's setup uses ``LAMBDA = 1``, ``MU = MUs = 3000`` for its objective, which
+agrees with "Balanced"; "Avoid Instability" and "Avoid Rebuffering" could not be checked
+anywhere and are given as §7 is quoted in secondary sources, unverified. The Pensieve values
+were cross-checked against the public code derived from Pensieve (REBUF_PENALTY 4.3 / 2.66
 / 8, HD_REWARD [1, 2, 3, 12, 15, 20] over VIDEO_BIT_RATE [300, 750, 1200, 1850, 2850,
-4300] kbit/s). Yin's three sets could not be cross-checked that way: they are given as
-the paper's §7 states them, to be confirmed against its text.
+4300] kbit/s).
 
 References
 ----------
