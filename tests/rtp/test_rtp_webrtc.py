@@ -294,3 +294,29 @@ def test_a_cut_capture_counts_payload_bytes_on_the_wire(tmp_path):
         assert any("cut at 160 bytes" in n for n in s.notes), s.notes
     table = {s.key.ssrc: s for s in scan_capture(cut, keep_packets=False).streams}
     assert all(any("cut at 160 bytes" in n for n in s.notes) for s in table.values())
+
+
+def test_header_bytes_are_the_browsers_header_bytes_received():
+    # W3C webrtc-stats headerBytesReceived: RTP header (12 + CSRCs + RFC 8285 extensions) and
+    # padding bytes of the SSRC, retransmissions (its RTX stream) included. Truth: the receiving
+    # browser's final inbound-rtp, exact for every stream of every capture (the padding-only
+    # RTX probes' padding counted up to SRTP's 10-byte tag: transport.srtpCipher is
+    # SRTP_AES128_CM_HMAC_SHA1_80 in every call).
+    checked = 0
+    for call in CALLS:
+        for side in ("a", "b"):
+            if not call.has_capture(side):
+                continue
+            streams = {s.key.ssrc: s for s in scan_capture(call.capture(side), sdp=_browser_sdp(call),
+                                                           keep_packets=False).streams}
+            for d in call.directions():
+                if d.receiver != side:
+                    continue
+                s = streams[d.ssrc]
+                assert s.to_dict()["header_bytes_received"] == d.inbound["headerBytesReceived"], (call.name, side, d.kind)
+                assert s.header_bytes >= 12 * d.media_packets_received
+                if d.kind == "video":
+                    rtx = streams[d.rtx_ssrc]
+                    assert any("taken as padding-only" in n and "10-byte SRTP tag assumed" in n for n in rtx.notes)
+                checked += 1
+    assert checked == 26

@@ -120,6 +120,8 @@ types. What qoe reads from it, each against the browser's ``getStats()`` on the 
   back, from SRTCP's clear first 8 bytes = ``nackCount``, ``pliCount``, ``firCount`` (RFC
   5506 reduced-size feedback; a NACK behind a report in an encrypted compound packet is not
   seen); ``transport_cc``, ``sr``, ``rr`` too.
+* :attr:`RtpStream.header_bytes`: RTP header (CSRCs, extensions) and padding bytes; the record's
+  ``header_bytes_received`` (RTX stream's included) = ``headerBytesReceived``.
 * :attr:`RtpStream.rtx`: the RTX stream (RFC 4588) that repairs a video stream, by
   ``a=ssrc-group:FID`` or by its timestamps; ``rtx.packets`` = ``retransmittedPacketsReceived``.
 * ``scan_capture(sdp=...)``: the browser's offer/answer, matched under BUNDLE by the MID

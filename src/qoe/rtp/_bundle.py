@@ -99,22 +99,26 @@ class RtxInfo:
     found_by : str
         ``"sdp"`` (``a=ssrc-group:FID``) or ``"timestamps"`` (most RTX packets carry
         timestamps of the media stream).
+    header_bytes : int or None
+        The RTX stream's RTP header and padding bytes (:attr:`RtpStream.header_bytes`).
     """
 
     ssrc: int
     packets: int
     repaired: int | None
     found_by: str
+    header_bytes: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"rtx_ssrc": f"0x{self.ssrc:08x}", "rtx_packets": self.packets, "rtx_repaired": self.repaired,
-                "rtx_found_by": self.found_by}
+                "rtx_found_by": self.found_by, "rtx_header_bytes": self.header_bytes}
 
     @staticmethod
     def record(info: RtxInfo | None) -> dict[str, Any]:
         if info is not None:
             return info.to_dict()
-        return {"rtx_ssrc": None, "rtx_packets": 0, "rtx_repaired": None, "rtx_found_by": None}
+        return {"rtx_ssrc": None, "rtx_packets": 0, "rtx_repaired": None, "rtx_found_by": None,
+                "rtx_header_bytes": None}
 
 
 def repaired_numbers(media: Any, rtx: Any) -> int | None:
@@ -188,7 +192,8 @@ def tie_rtx(streams: list[Any], sdp: Sequence[SdpMedia]) -> None:
         pairs[i] = (j, "timestamps")
     for i, (j, how) in pairs.items():
         r, m = streams[i], streams[j]
-        info = RtxInfo(ssrc=r.key.ssrc, packets=r.stats.packets, repaired=repaired_numbers(m, r), found_by=how)
+        info = RtxInfo(ssrc=r.key.ssrc, packets=r.stats.packets, repaired=repaired_numbers(m, r), found_by=how,
+                       header_bytes=r.header_bytes)
         why = ("a=ssrc-group:FID in the given SDP" if how == "sdp" else
                "its packets carry timestamps of that stream (RFC 4588 §4)")
         streams[i] = dataclasses.replace(r, notes=(*r.notes, f"RTX (RFC 4588) of stream 0x{m.key.ssrc:08x}: {why}; "

@@ -23,6 +23,7 @@ References
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from collections.abc import Sequence
@@ -46,6 +47,7 @@ from qoe.rtp._packet import (
 )
 from qoe.rtp._bundle import section_for, tie_rtx
 from qoe.rtp._demux import DemuxBook, mark_dtls
+from qoe.rtp._headerbytes import HeaderByteBook
 from qoe.rtp._flows import PROBE, REJECT, RTP, FlowTable, HeldPackets, group_by_key
 from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtpScan, RtpStream, StreamKey
 from qoe.rtp._rtcpbook import RtcpBook, attach_feedback, feedback_kinds
@@ -201,6 +203,7 @@ class _Scanner:
         self.rtcp = RtcpBook()
         self.srtp = SrtpSampler()
         self.demux = DemuxBook()  # STUN, DTLS, TURN beside RTP (RFC 7983)
+        self.header_bytes = HeaderByteBook()  # RTP header and padding bytes per flow (headerBytesReceived)
         # the capture
         self.addresses: tuple[str, ...] = ()
         self.encaps: tuple[str, ...] = ()  # address code -> its encapsulation (() without tunnels)
@@ -314,6 +317,9 @@ class _Scanner:
             self.snap = max(self.snap, int((b.wire_len[rows[c]] - cut[c]).max()))
             wire[c] = (s[h.rows[c]] + ln[h.rows[c]]) - h.payload_start[c] + cut[c]
             h.payload_end[c] = s[h.rows[c]] + ln[h.rows[c]]
+        # RTP header and padding bytes (W3C headerBytesReceived); a cut packet's padding is unknown
+        at, length = s[h.rows], ln[h.rows] if cut is None else ln[h.rows] + cut
+        self.header_bytes.add(fid, h.payload_start - at, at + ln[h.rows] - h.payload_end, h.padding, length, len(fl))
         self.srtp.sample(fid, h, u8)
         cols = {
             "frame": b.index[rows].astype(np.int64, copy=False), "arr": b.ts_ns[rows].astype(np.int64, copy=False),
@@ -643,6 +649,10 @@ class _Scanner:
             )
         self.srtp.mark(streams, {int(f): i for i, f in enumerate(fids.tolist())})
         mark_dtls(streams, self.demux, self.addresses)
+        for i, fid in enumerate(fids.tolist()):
+            hb = self.header_bytes.result(fid, streams[i].srtp)
+            streams[i] = dataclasses.replace(streams[i], header_bytes=hb.total,
+                                             notes=streams[i].notes + ((hb.note,) if hb.note else ()))
         attach_feedback(streams, self.rtcp, self.addresses)
         tie_rtx(streams, self.user_sdp)
         return RtpScan(
