@@ -157,9 +157,11 @@ def _resolve(func: str, options: VideoOptions | None, **given: Any) -> VideoOpti
     return VideoOptions(**kw)
 
 
-#: Bytes of received luma planes the first decoding pass keeps for the scoring pass (the
-#: bounded look-ahead of :func:`score_stream`): 256 MiB hold 290 frames of 1280x720 (11.6 s
-#: at 25 fps) or 2,600 of 352x288; a stream with more is decoded a second time instead.
+#: Bytes of luma planes the first decoding pass keeps for the scoring pass (the bounded
+#: look-ahead of :func:`score_stream`), for the received stream and again for the reference:
+#: 256 MiB hold 290 frames of 1280x720 (11.6 s at 25 fps) or 2,600 of 352x288; a stream or
+#: reference with more is decoded a second time instead. Scoring 10 s of 720p so peaks at
+#: 550 MiB (330 MiB when the reference was read twice; benchmarks/video_e2e.py's files).
 RETAIN_BYTES = 256 * 2**20
 # The chroma planes of a kept received frame: the scoring is on luma (compare_frames, planes="y").
 _NO_PLANE = np.empty((0, 0), dtype=np.uint8)
