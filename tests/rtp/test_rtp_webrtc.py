@@ -320,3 +320,24 @@ def test_header_bytes_are_the_browsers_header_bytes_received():
                     assert any("taken as padding-only" in n and "10-byte SRTP tag assumed" in n for n in rtx.notes)
                 checked += 1
     assert checked == 26
+
+
+def test_two_video_transceivers_are_told_apart_by_their_mid():
+    # A real call with two video transceivers (vp8-two-video): two m=video sections with the same
+    # payload types 96/97. Without a=ssrc lines only the MID header extension names each stream's
+    # section. Truth: each receiving browser's inbound-rtp mid for that SSRC.
+    call = webrtc_truth.call("vp8-two-video")
+    seen = set()
+    for side in ("b",):
+        for texts in (_sdp_text(call), _sdp_text(call, ssrc_lines=False)):
+            streams = _matched(call, side, texts)
+            for d in call.directions():
+                if d.receiver != side or d.kind != "video":
+                    continue
+                note = _section_note(streams[d.ssrc])
+                assert note is not None and f"(mid {d.inbound['mid']}), matched by MID" in note, note
+                seen.add(d.inbound["mid"])
+        blind = _matched(call, side, _sdp_text(call, ssrc_lines=False, mid_extmap=False))
+        assert all(_section_note(blind[d.ssrc]) is None for d in call.directions()
+                   if d.receiver == side and d.kind == "video")
+    assert seen == {"1", "2"}
