@@ -28,8 +28,8 @@ core. This script makes everything it needs in a temporary directory (nothing is
    - decode received / decode reference: the PyAV decoding generators
      (:func:`qoe.video.receiver.decode`, :func:`qoe.video.read_frames`), all passes (the
      table says how many: ``ReceivedVideo.frames`` and ``read_frames`` calls; :mod:`qoe.video.stream`
-     decodes the received stream once when its luma fits ``RETAIN_BYTES``, else twice, and
-     the reference twice, thumbnails to align, then frames to score);
+     decodes the received stream and the reference once each when their luma fits
+     ``RETAIN_BYTES``, else twice: thumbnails to align, then frames to score);
    - align: thumbnails (:func:`qoe.video.align.thumbnail`) and :func:`~qoe.video.find_offset`;
    - PSNR, SSIM: the per-frame metric calls (Wang SSIM on luma, the default);
    - other: the rest (pairing, bookkeeping, generator plumbing, the profiler's own cost);

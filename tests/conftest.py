@@ -73,6 +73,7 @@ SLOW_TESTS = {
     "rtp/test_rtp_tunnels.py::test_streams_show_their_encapsulation",
     "voice/test_playout.py::test_real_audio_is_the_reference_through_g711",
     "video/test_stream_capture.py::test_a_codec_not_decoded_is_listed_with_its_packets",
+    "video/test_stream_capture.py::test_the_reference_is_decoded_once_and_scores_as_when_read_twice",
     "voice/test_pesq_conformance.py::test_all_forty_pairs_are_scored",
     "video/test_compare.py::test_per_frame_scores_against_independent_tools",
     "web/test_http_tshark.py::test_responses_match_tshark",

@@ -101,6 +101,10 @@ def test_scan_reads_csrc_extension_and_padding_of_many_packets(tmp_path):
     assert s.packets.seq.tolist() == [1, 2, 3, 6] and s.packets.timestamp.tolist() == [160, 320, 480, 960]
     assert s.packets.payloads == (b"\xd5" * 20, b"\xd5" * 20, b"", b"\x01\xff")
     assert rtp.parse_rtp_header(pkts[3]) is None and rtp.parse_rtp_header(pkts[4]) is None
+    # headerBytesReceived (W3C webrtc-stats): header + CSRCs + extension, and padding read in
+    # clear: 12, 28 + 4, 12, and 12 for the packet whose padding count is impossible
+    assert s.header_bytes == 12 + (28 + 4) + 12 + 12
+    assert s.to_dict()["header_bytes_received"] == s.header_bytes  # no RTX stream
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -147,12 +147,92 @@ def test_the_browsers_sdp_applies_under_bundle_and_ties_rtx_to_its_media_stream(
                 s = streams[d.ssrc]
                 where = (call.name, side, d.kind)
                 assert f"{d.kind}/{s.codec}/{s.clock_rate}".lower() == f"{d.kind}/{d.codec['mimeType'].split('/')[1]}/{d.codec['clockRate']}".lower(), where
-                assert any("matched by a=ssrc:" in n for n in s.notes), where
+                # RFC 8843 §9.2: the MID the first packets carry comes first; the browser's mid
+                assert any(f"(mid {d.inbound['mid']}), matched by MID '{d.inbound['mid']}'" in n for n in s.notes), where
                 if d.kind == "video":
                     assert s.rtx is not None and s.rtx.ssrc == d.rtx_ssrc and s.rtx.found_by == "sdp", where
                     assert s.rtx.packets == d.inbound["retransmittedPacketsReceived"], where
                     assert s.rtx.repaired is None  # SRTP: the original sequence numbers are encrypted
                     assert s.stats.lost == d.inbound["packetsLost"], where  # RTX repair does not change RFC 3550 loss
+
+
+def _sdp_text(call, *, ssrc_lines: bool = True, mid_extmap: bool = True, second_video: bool = False) -> str:
+    """The browsers' offer and answer as one text, edited as other real descriptions are:
+    without ``a=ssrc``/``a=ssrc-group`` lines (Chromium's unified plan may leave them out),
+    without the MID header extension's ``a=extmap``, or with a second video section (mid 2)
+    that maps the same payload types (a second video transceiver)."""
+    out = []
+    for path in (call.offer, call.answer):
+        lines = path.read_text().splitlines()
+        if not ssrc_lines:
+            lines = [x for x in lines if not x.startswith(("a=ssrc:", "a=ssrc-group:"))]
+        if not mid_extmap:
+            lines = [x for x in lines if not (x.startswith("a=extmap:") and x.endswith("sdes:mid"))]
+        if second_video:
+            at = next(i for i, x in enumerate(lines) if x.startswith("m=video"))
+            video = [x.replace("a=mid:1", "a=mid:2") for x in lines[at:]]
+            lines = [x.replace("a=group:BUNDLE 0 1", "a=group:BUNDLE 0 1 2") for x in lines] + video
+        out.append("\r\n".join(lines) + "\r\n")
+    return out
+
+
+def _matched(call, side, texts):
+    sdp = tuple(m for text in texts for m in parse_sdp(text).media)
+    return {s.key.ssrc: s for s in scan_capture(call.capture(side), sdp=sdp, keep_packets=False).streams}
+
+
+def _section_note(s):
+    return next((n for n in s.notes if n.startswith("described by the given SDP")), None)
+
+
+def test_the_mid_header_extension_names_the_section_when_payload_types_are_shared():
+    # Two video sections with the same payload types and no a=ssrc lines: only the MID
+    # (RFC 8843 §15, a=extmap ...sdes:mid) tells which one a stream belongs to. Truth: the
+    # receiving browser's inbound-rtp mid, and its codec stats.
+    rtx_checked = 0
+    for call in CALLS:
+        if call.name not in ("vp8-loss", "h264-clean", "av1-clean"):
+            continue
+        streams = _matched(call, "b", _sdp_text(call, ssrc_lines=False, second_video=True))
+        for d in call.directions():
+            if d.receiver != "b":
+                continue
+            s = streams[d.ssrc]
+            note = _section_note(s)
+            assert note is not None and f"(mid {d.inbound['mid']}), matched by MID" in note, (call.name, d.kind, s.notes)
+            assert s.codec.lower() == d.codec["mimeType"].split("/")[1].lower()
+            if d.kind == "video" and d.rtx_ssrc in streams:  # its RTX stream (when one was found)
+                rtx = streams[d.rtx_ssrc]  # carries the same MID, and RTX's payload type
+                rtx_checked += 1
+                assert f"(mid {d.inbound['mid']}), matched by MID" in _section_note(rtx)
+                assert rtx.codec == "rtx"
+        # without the MID's extmap, the shared video payload types tell nothing (RFC 8843 §9.2)
+        blind = _matched(call, "b", _sdp_text(call, ssrc_lines=False, mid_extmap=False, second_video=True))
+        for d in call.directions():
+            if d.receiver == "b":
+                note = _section_note(blind[d.ssrc])
+                if d.kind == "video":
+                    assert note is None, note
+                else:  # Opus's payload type is in one section only
+                    assert "matched by payload type 111" in note
+    assert rtx_checked >= 1
+
+
+def test_the_sdp_matching_order_mid_then_ssrc_then_payload_type():
+    # RFC 8843 §9.2: a packet's MID, else the SSRC table (a=ssrc), else a payload type that
+    # one section maps. Truth: the browser's inbound-rtp mid in every case.
+    call = webrtc_truth.call("vp9-loss")
+    cases = {
+        "MID": _sdp_text(call),
+        "a=ssrc": _sdp_text(call, mid_extmap=False),
+        "payload type": _sdp_text(call, ssrc_lines=False, mid_extmap=False),
+    }
+    for how, texts in cases.items():
+        streams = _matched(call, "b", texts)
+        for d in call.directions():
+            if d.receiver == "b":
+                note = _section_note(streams[d.ssrc])
+                assert note is not None and f"(mid {d.inbound['mid']}), matched by {how}" in note, (how, note)
 
 
 def test_rtx_is_recognised_by_its_timestamps_without_sdp():
@@ -214,3 +294,50 @@ def test_a_cut_capture_counts_payload_bytes_on_the_wire(tmp_path):
         assert any("cut at 160 bytes" in n for n in s.notes), s.notes
     table = {s.key.ssrc: s for s in scan_capture(cut, keep_packets=False).streams}
     assert all(any("cut at 160 bytes" in n for n in s.notes) for s in table.values())
+
+
+def test_header_bytes_are_the_browsers_header_bytes_received():
+    # W3C webrtc-stats headerBytesReceived: RTP header (12 + CSRCs + RFC 8285 extensions) and
+    # padding bytes of the SSRC, retransmissions (its RTX stream) included. Truth: the receiving
+    # browser's final inbound-rtp, exact for every stream of every capture (the padding-only
+    # RTX probes' padding counted up to SRTP's 10-byte tag: transport.srtpCipher is
+    # SRTP_AES128_CM_HMAC_SHA1_80 in every call).
+    checked = 0
+    for call in CALLS:
+        for side in ("a", "b"):
+            if not call.has_capture(side):
+                continue
+            streams = {s.key.ssrc: s for s in scan_capture(call.capture(side), sdp=_browser_sdp(call),
+                                                           keep_packets=False).streams}
+            for d in call.directions():
+                if d.receiver != side:
+                    continue
+                s = streams[d.ssrc]
+                assert s.to_dict()["header_bytes_received"] == d.inbound["headerBytesReceived"], (call.name, side, d.kind)
+                assert s.header_bytes >= 12 * d.media_packets_received
+                if d.kind == "video":
+                    rtx = streams[d.rtx_ssrc]
+                    assert any("taken as padding-only" in n and "10-byte SRTP tag assumed" in n for n in rtx.notes)
+                checked += 1
+    assert checked == 26
+
+
+def test_two_video_transceivers_are_told_apart_by_their_mid():
+    # A real call with two video transceivers (vp8-two-video): two m=video sections with the same
+    # payload types 96/97. Without a=ssrc lines only the MID header extension names each stream's
+    # section. Truth: each receiving browser's inbound-rtp mid for that SSRC.
+    call = webrtc_truth.call("vp8-two-video")
+    seen = set()
+    for side in ("b",):
+        for texts in (_sdp_text(call), _sdp_text(call, ssrc_lines=False)):
+            streams = _matched(call, side, texts)
+            for d in call.directions():
+                if d.receiver != side or d.kind != "video":
+                    continue
+                note = _section_note(streams[d.ssrc])
+                assert note is not None and f"(mid {d.inbound['mid']}), matched by MID" in note, note
+                seen.add(d.inbound["mid"])
+        blind = _matched(call, side, _sdp_text(call, ssrc_lines=False, mid_extmap=False))
+        assert all(_section_note(blind[d.ssrc]) is None for d in call.directions()
+                   if d.receiver == side and d.kind == "video")
+    assert seen == {"1", "2"}

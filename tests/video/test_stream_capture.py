@@ -208,3 +208,29 @@ def test_the_plain_udp_spill_file_is_closed_when_its_last_reader_is_gone():
         del payloads
         gc.collect()
     assert [w for w in seen if issubclass(w.category, ResourceWarning)] == []
+
+
+def test_the_reference_is_decoded_once_and_scores_as_when_read_twice(captures, monkeypatch):
+    # The scoring pass takes the reference's frames from its first (alignment) pass: one
+    # read_frames call; with nothing kept (RETAIN_BYTES 0: a reference too long to hold) it is
+    # read twice, and every per-frame score is the same.
+    import qoe.video.stream as stream
+
+    d, ref, caps = captures
+    sdp = d / "rtp-h264-lossy.sdp"
+    calls = []
+    real = stream.read_frames
+
+    def counted(*a, **k):
+        calls.append(a[0])
+        return real(*a, **k)
+
+    monkeypatch.setattr(stream, "read_frames", counted)
+    (once,) = score_capture(caps["rtp-h264-lossy"], ref, options=VideoOptions(sdp=sdp))
+    assert len(calls) == 1
+    monkeypatch.setattr(stream, "RETAIN_BYTES", 0)
+    (twice,) = score_capture(caps["rtp-h264-lossy"], ref, options=VideoOptions(sdp=sdp))
+    assert len(calls) == 3
+    for a, b in ((once.comparison.psnr, twice.comparison.psnr), (once.comparison.ssim, twice.comparison.ssim)):
+        assert np.array_equal(a.values, b.values)
+    assert once.comparison.n_paired == twice.comparison.n_paired == FRAMES

@@ -52,7 +52,7 @@ A_IP, RA_IP, RB_IP, B_IP = "192.0.2.2", "192.0.2.1", "198.51.100.1", "198.51.100
 # One call keeps whole packets at B, as a user's capture would. Peer B's capture is made for
 # every call; peer A's (the sender's view of A -> B) where it adds truth: loss and bulk calls.
 SNAPLEN = 160
-FULL_AT_B = {"vp8-clean"}
+FULL_AT_B = {"vp8-clean", "vp9-svc-plain"}
 CAPTURE_A = {"vp8-loss", "h264-loss", "vp8-bulk"}
 
 # name -> (video mimeType, condition)
@@ -67,6 +67,23 @@ CALLS = {
     "av1-loss": ("video/AV1", "loss"),
     "vp8-bulk": ("video/VP8", "bulk"),
     "vp8-reorder": ("video/VP8", "reorder"),
+    "vp9-svc": ("video/VP9", "clean"),
+    "vp8-two-video": ("video/VP8", "clean"),
+    "vp9-svc-plain": ("video/VP9", "clean"),
+}
+# Calls with more than the defaults (peer.html setup()'s opts; "clip": the fake camera file):
+# VP9 with two spatial and two temporal layers (W3C webrtc-svc scalabilityMode, RFC 9628 §4 layer
+# indices) needs a picture whose lower layer is still large enough for libwebrtc (640x480 here)
+# and the bitrate for both layers; "vp9-svc-plain" is the same without SRTP (Chromium's
+# --disable-webrtc-encryption: plain RTP/AVPF, the VP9 payload descriptors readable), whole
+# packets, 6 s (size); two video transceivers (two m=video sections with the same
+# payload types: only the MID header extension, RFC 8843 §15, tells their streams apart).
+CALL_OPTIONS = {
+    "vp9-svc": {"opts": {"scalabilityMode": "L2T2", "width": 640, "height": 480}, "clip": "clip640.y4m",
+                "max_bitrate": 1_500_000},
+    "vp8-two-video": {"opts": {"videoTracks": 2}},
+    "vp9-svc-plain": {"opts": {"scalabilityMode": "L2T2", "width": 640, "height": 480}, "clip": "clip640.y4m",
+                      "max_bitrate": 600_000, "flags": ["--disable-webrtc-encryption"], "seconds": 6.0},
 }
 LOSS = {"seed": 23, "loss": 0.03, "reorder": 0.02, "reorder_ms": 30.0, "delay_ms": 10.0, "hold_first": 0}
 # reordering first: each stream's first 2 packets held (they arrive after later ones), 8 % held
@@ -176,14 +193,16 @@ def make_media(work: Path) -> dict[str, str]:
     vcmd = ["ffmpeg", "-nostdin", "-loglevel", "error", "-y", "-i",
             str(REPO / "data/video/reference/clip.ts"), "-vf", "scale=320:240,fps=15",
             "-pix_fmt", "yuv420p", "-f", "yuv4mpegpipe", str(clip)]
+    v640 = [*vcmd[:8], "scale=640:480,fps=15", *vcmd[9:13], str(work / "clip640.y4m")]
     acmd = ["ffmpeg", "-nostdin", "-loglevel", "error", "-y",
             "-i", str(REPO / "data/voice/speech/en_us_male_16k.wav"),
             "-i", str(REPO / "data/voice/speech/en_gb_female_16k.wav"),
             "-filter_complex", "[0:a][1:a]concat=n=2:v=0:a=1", "-ar", "48000", "-ac", "1",
             "-c:a", "pcm_s16le", str(speech)]
     sh(*vcmd)
+    sh(*v640)
     sh(*acmd)
-    return {"clip.y4m": " ".join(vcmd), "speech.wav": " ".join(acmd)}
+    return {"clip.y4m": " ".join(vcmd), "clip640.y4m": " ".join(v640), "speech.wav": " ".join(acmd)}
 
 
 def wrapper(work: Path, ns: str) -> Path:
@@ -195,6 +214,7 @@ def wrapper(work: Path, ns: str) -> Path:
 
 def run_call(name: str, seconds: float, out_root: Path, work: Path, media: dict) -> dict:
     mime, condition = CALLS[name]
+    extra = CALL_OPTIONS.get(name, {})
     out = out_root / name
     if out.exists():
         shutil.rmtree(out)
@@ -204,7 +224,7 @@ def run_call(name: str, seconds: float, out_root: Path, work: Path, media: dict)
     meta: dict = {"name": name, "codec": mime, "condition": condition, "seconds": seconds,
                   "peers": {"a": A_IP, "b": B_IP}, "media": media,
                   "chromium": sh(shutil.which("chromium"), "--version").stdout.strip(),
-                  "tcpdump": sh("tcpdump", "--version").stdout.splitlines()[0]}
+                  "tcpdump": sh("tcpdump", "--version").stdout.splitlines()[0], "options": extra}
     try:
         tb.up()
         if condition in FORWARDER:
@@ -217,7 +237,8 @@ def run_call(name: str, seconds: float, out_root: Path, work: Path, media: dict)
         meta["capture_b"] = " ".join(tb.capture(tb.b, "rcb0", out / "b.pcap",
                                                 0 if name in FULL_AT_B else SNAPLEN))
         time.sleep(1.0)
-        flags = CHROMIUM_FLAGS + [f"--use-file-for-fake-video-capture={work / 'clip.y4m'}",
+        flags = CHROMIUM_FLAGS + extra.get("flags", []) + [
+                                  f"--use-file-for-fake-video-capture={work / extra.get('clip', 'clip.y4m')}",
                                   f"--use-file-for-fake-audio-capture={work / 'speech.wav'}"]
         meta["chromium_flags"] = flags
         with sync_playwright() as p:
@@ -231,7 +252,8 @@ def run_call(name: str, seconds: float, out_root: Path, work: Path, media: dict)
             pa, pb = pages["a"], pages["b"]
             meta["sender_codecs"] = pa.evaluate("senderCodecs()")
             for page in (pa, pb):
-                page.evaluate("([c, b]) => setup(c, b)", [mime, 300_000])
+                page.evaluate("([c, b, o]) => setup(c, b, o)", [mime, extra.get("max_bitrate", 300_000),
+                                                                 extra.get("opts", {})])
             offer = pa.evaluate("offer()")
             answer = pb.evaluate("(sdp) => answer(sdp)", offer)
             pa.evaluate("(sdp) => accept(sdp)", answer)
@@ -294,7 +316,7 @@ def main() -> None:
         media = make_media(work)
         for name in names:
             t0 = time.time()
-            meta = run_call(name, args.seconds, args.out, work, media)
+            meta = run_call(name, CALL_OPTIONS.get(name, {}).get("seconds", args.seconds), args.out, work, media)
             print(f"{name}: {meta['codec']} {meta['condition']} in {time.time() - t0:.1f} s", flush=True)
 
 

@@ -120,10 +120,13 @@ types. What qoe reads from it, each against the browser's ``getStats()`` on the 
   back, from SRTCP's clear first 8 bytes = ``nackCount``, ``pliCount``, ``firCount`` (RFC
   5506 reduced-size feedback; a NACK behind a report in an encrypted compound packet is not
   seen); ``transport_cc``, ``sr``, ``rr`` too.
+* :attr:`RtpStream.header_bytes`: RTP header (CSRCs, extensions) and padding bytes; the record's
+  ``header_bytes_received`` (RTX stream's included) = ``headerBytesReceived``.
 * :attr:`RtpStream.rtx`: the RTX stream (RFC 4588) that repairs a video stream, by
   ``a=ssrc-group:FID`` or by its timestamps; ``rtx.packets`` = ``retransmittedPacketsReceived``.
-* ``scan_capture(sdp=...)``: the browser's offer/answer, matched under BUNDLE by ``a=ssrc``
-  (else a payload type only one section maps), names codecs and RTX.
+* ``scan_capture(sdp=...)``: the browser's offer/answer, matched under BUNDLE by the MID
+  header extension (RFC 8843 §9.2's order: MID, else ``a=ssrc``, else a payload type only one
+  section maps), names codecs and RTX; the section's ``a=mid`` = ``inbound-rtp.mid``.
 * :func:`read_header_extensions`: RFC 8285 elements of every packet; ``abs_send_time_s()``
   and ``transport_seq()`` give one-way delay variation from one capture (within 2 ms of the
   true one-way delay from captures at both ends, 0.77 s queue), ``mid()`` the MID.

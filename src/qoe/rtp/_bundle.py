@@ -2,10 +2,15 @@
 
 Under BUNDLE (RFC 8843) every media section of a WebRTC call shares one 5-tuple, so a
 user-given SDP (the browser's offer or answer) cannot be matched to streams by port. It is
-matched here by what the packets carry: the SSRC a section lists (``a=ssrc``, RFC 5576
-§4.1), else a payload type that only one section maps (``a=rtpmap``; RFC 8843 §9.1 keeps a
-payload type to one section of a bundle). (The MID header extension, RFC 8843 §15, names the
-section too: :func:`qoe.rtp.read_header_extensions` reads it.)
+matched here by what the packets carry, in the order of RFC 8843 §9.2 ("Associating
+RTP/RTCP Streams with the Correct SDP Media Description"): the MID header extension
+(``urn:ietf:params:rtp-hdrext:sdes:mid``, RFC 8843 §15, its ID from the SDP's ``a=extmap``)
+of the stream's first packets that carry one names the section's ``a=mid``; else the SSRC a
+section lists (``a=ssrc``, RFC 5576 §4.1); else a payload type that only one section maps
+(``a=rtpmap``; a payload type in more than one section of a bundle tells nothing, §9.2).
+Browsers send the MID on a stream's first packets only, until the receiver acknowledges
+it, and Chromium's unified-plan descriptions may have no ``a=ssrc`` lines at all: with two
+video sections sharing payload types (two video transceivers) only the MID tells them apart.
 
 RTX (RFC 4588) resends lost packets on a stream of its own (its SSRC, its sequence numbers,
 the original's timestamp, RFC 4588 §4). It is tied to its media stream by
@@ -36,13 +41,34 @@ _RTX_TS_SHARE = 0.1
 _RTX_MIN_SHARED = 3
 
 
-def section_for(ssrc: int, payload_type: int, sdp: Sequence[SdpMedia]) -> tuple[SdpMedia, str] | None:
-    """The section of ``sdp`` that describes a stream, and how it was matched."""
+def section_for(ssrc: int, payload_type: int, sdp: Sequence[SdpMedia], *,
+                mid: str | None = None) -> tuple[SdpMedia, str] | None:
+    """The section of ``sdp`` that describes a stream, and how it was matched.
+
+    RFC 8843 §9.2's steps, in its order: the MID the stream's packets carry (``mid``, the
+    §15 header extension) picks the section with that ``a=mid`` (a MID the SDP does not
+    have: no section, the stream "is not decoded"); else the SSRC a section lists
+    (``a=ssrc``, RFC 5576 §4.1), if that section maps the stream's payload type; else a
+    payload type that only one section maps (``a=rtpmap``). A MID names one media section
+    of each description: of the offer's and the answer's sections with that MID, the one
+    that lists the SSRC is taken, else the first that maps the payload type (and a payload
+    type that both map is in one section of the bundle).
+    """
+    def maps(m: SdpMedia) -> bool:
+        return payload_type in m.rtpmap or payload_type in m.payload_types
+
+    if mid is not None:
+        named = [m for m in sdp if m.mid == mid]
+        if not named:
+            return None
+        best = next((m for m in named if ssrc in m.ssrcs), None) or next((m for m in named if maps(m)), named[0])
+        return best, f"MID {mid!r} (RFC 8843 §15 header extension, a=mid:{mid})"
     for m in sdp:
         if ssrc in m.ssrcs:
-            return m, f"a=ssrc:{ssrc}"
+            return (m, f"a=ssrc:{ssrc}") if maps(m) else None
     holders = [m for m in sdp if payload_type in m.rtpmap]
-    if len(holders) == 1:
+    # one section of the bundle: an offer's and its answer's sections with one MID are one
+    if holders and len({m.mid if m.mid is not None else id(m) for m in holders}) == 1:
         return holders[0], f"payload type {payload_type} (only in this section's a=rtpmap)"
     return None
 
@@ -73,22 +99,26 @@ class RtxInfo:
     found_by : str
         ``"sdp"`` (``a=ssrc-group:FID``) or ``"timestamps"`` (most RTX packets carry
         timestamps of the media stream).
+    header_bytes : int or None
+        The RTX stream's RTP header and padding bytes (:attr:`RtpStream.header_bytes`).
     """
 
     ssrc: int
     packets: int
     repaired: int | None
     found_by: str
+    header_bytes: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"rtx_ssrc": f"0x{self.ssrc:08x}", "rtx_packets": self.packets, "rtx_repaired": self.repaired,
-                "rtx_found_by": self.found_by}
+                "rtx_found_by": self.found_by, "rtx_header_bytes": self.header_bytes}
 
     @staticmethod
     def record(info: RtxInfo | None) -> dict[str, Any]:
         if info is not None:
             return info.to_dict()
-        return {"rtx_ssrc": None, "rtx_packets": 0, "rtx_repaired": None, "rtx_found_by": None}
+        return {"rtx_ssrc": None, "rtx_packets": 0, "rtx_repaired": None, "rtx_found_by": None,
+                "rtx_header_bytes": None}
 
 
 def repaired_numbers(media: Any, rtx: Any) -> int | None:
@@ -162,7 +192,8 @@ def tie_rtx(streams: list[Any], sdp: Sequence[SdpMedia]) -> None:
         pairs[i] = (j, "timestamps")
     for i, (j, how) in pairs.items():
         r, m = streams[i], streams[j]
-        info = RtxInfo(ssrc=r.key.ssrc, packets=r.stats.packets, repaired=repaired_numbers(m, r), found_by=how)
+        info = RtxInfo(ssrc=r.key.ssrc, packets=r.stats.packets, repaired=repaired_numbers(m, r), found_by=how,
+                       header_bytes=r.header_bytes)
         why = ("a=ssrc-group:FID in the given SDP" if how == "sdp" else
                "its packets carry timestamps of that stream (RFC 4588 §4)")
         streams[i] = dataclasses.replace(r, notes=(*r.notes, f"RTX (RFC 4588) of stream 0x{m.key.ssrc:08x}: {why}; "

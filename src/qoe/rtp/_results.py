@@ -174,6 +174,13 @@ class RtpStream:
         The RTX stream (RFC 4588) that repairs this one, when the capture has it: its SSRC,
         packets and the missing packets it repaired (a retransmitted packet is a repair,
         counted here; ``stats.lost`` stays RFC 3550's, as the browser's ``packetsLost``).
+    header_bytes : int or None
+        RTP header bytes (RFC 3550 §5.1: 12, the CSRC list, the header extension of
+        §5.3.1) and padding bytes of this SSRC's packets; in SRTP, a packet with the padding
+        bit is taken as padding-only (a note says so). The record's
+        ``header_bytes_received`` adds the RTX stream's: W3C webrtc-stats
+        ``RTCInboundRtpStreamStats.headerBytesReceived`` (retransmissions included). None
+        when not counted (a stream built by hand).
     notes : tuple of str
         What the user should know about how the stream was read: for DTLS-SRTP, that its
         payloads cannot be decoded without keys and what is measured instead; an inferred
@@ -199,6 +206,7 @@ class RtpStream:
     notes: tuple[str, ...] = ()
     feedback: Mapping[str, int] = field(default_factory=dict)
     rtx: RtxInfo | None = None
+    header_bytes: int | None = None
 
     def __post_init__(self) -> None:
         if self.media is None:  # not given: from the codec's name and clock rate
@@ -230,6 +238,9 @@ class RtpStream:
         out["notes"] = "; ".join(self.notes) if self.notes else None
         out.update({f"feedback_{k}": self.feedback.get(k, 0) for k in FEEDBACK_KINDS})
         out.update(RtxInfo.record(self.rtx))
+        out["header_bytes"] = self.header_bytes
+        out["header_bytes_received"] = (None if self.header_bytes is None else self.header_bytes + (
+            self.rtx.header_bytes or 0 if self.rtx is not None else 0))
         out.update(self.stats.to_dict())
         if self.rtcp is not None:
             out.update(self.rtcp.to_dict())

@@ -23,6 +23,7 @@ References
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from collections.abc import Sequence
@@ -46,6 +47,7 @@ from qoe.rtp._packet import (
 )
 from qoe.rtp._bundle import section_for, tie_rtx
 from qoe.rtp._demux import DemuxBook, mark_dtls
+from qoe.rtp._headerbytes import HeaderByteBook
 from qoe.rtp._flows import PROBE, REJECT, RTP, FlowTable, HeldPackets, group_by_key
 from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtpScan, RtpStream, StreamKey
 from qoe.rtp._rtcpbook import RtcpBook, attach_feedback, feedback_kinds
@@ -65,6 +67,7 @@ from qoe.rtp._stats import (
     rtp_stats,
     with_jitter,
 )
+from qoe.rtp.extensions import SDES_MID, extension_elements
 from qoe.rtp.sip import _SIP_METHODS, SdpMedia, group_calls, sender_crypto
 from qoe.rtp.srtp import SrtpInfo, bytes_per_tick, _looks_srtcp
 
@@ -82,6 +85,11 @@ _SIP_PREFIXES = np.array(
 
 # Heuristic: packets looked at before a flow is accepted as RTP or rejected.
 _PROBE_PACKETS = 16
+
+# Packets with a header extension read per flow for the MID (RFC 8843 §15) when a user's
+# SDP names its ID: browsers send it on a stream's first packets (Chromium: the first 5-124
+# packets of each stream of the calls in data/video/webrtc), until the receiver acknowledges.
+_MID_LOOK = 256
 
 #: Default of ``scan_capture(max_streams=...)``: most RTP streams one scan takes.
 MAX_STREAMS = 100_000
@@ -172,6 +180,11 @@ class _Scanner:
         self.reorder_window = reorder_window
         self.user_sdp = list(sdp)
         self.user_ssrcs = {x for m in self.user_sdp for x in m.ssrcs}
+        # the MID header extension's IDs (a=extmap, RFC 8285 §5; RFC 8843 §15), and per flow
+        # the MID its packets carry (flow id -> text) and the packets looked at for it
+        self.mid_ids = frozenset(i for m in self.user_sdp for i, uri in m.extmap.items() if uri == SDES_MID)
+        self.mid_of: dict[int, str] = {}
+        self.mid_looked = np.zeros(0, dtype=np.int64)  # per flow; _MID_LOOK once its MID is known
         # the flows, their held packets, and the streams taken
         self.flows = FlowTable()
         self.held = HeldPackets.empty(keep_packets)  # packets of undecided flows
@@ -190,6 +203,7 @@ class _Scanner:
         self.rtcp = RtcpBook()
         self.srtp = SrtpSampler()
         self.demux = DemuxBook()  # STUN, DTLS, TURN beside RTP (RFC 7983)
+        self.header_bytes = HeaderByteBook()  # RTP header and padding bytes per flow (headerBytesReceived)
         # the capture
         self.addresses: tuple[str, ...] = ()
         self.encaps: tuple[str, ...] = ()  # address code -> its encapsulation (() without tunnels)
@@ -291,6 +305,8 @@ class _Scanner:
             fid[o] = np.repeat(found, lens)
             rank = np.full(rows.size, -1, dtype=np.int64)
             rank[o] = np.arange(o.size) - np.repeat(starts, lens)
+        if self.mid_ids:
+            self._read_mids(u8, s[h.rows], fid, h)
         wire = h.payload_end - h.payload_start
         cut = None if b.cut is None else b.cut[rows]
         if cut is not None and cut.any():  # a snap length cut these: their padding count was not captured
@@ -301,6 +317,9 @@ class _Scanner:
             self.snap = max(self.snap, int((b.wire_len[rows[c]] - cut[c]).max()))
             wire[c] = (s[h.rows[c]] + ln[h.rows[c]]) - h.payload_start[c] + cut[c]
             h.payload_end[c] = s[h.rows[c]] + ln[h.rows[c]]
+        # RTP header and padding bytes (W3C headerBytesReceived); a cut packet's padding is unknown
+        at, length = s[h.rows], ln[h.rows] if cut is None else ln[h.rows] + cut
+        self.header_bytes.add(fid, h.payload_start - at, at + ln[h.rows] - h.payload_end, h.padding, length, len(fl))
         self.srtp.sample(fid, h, u8)
         cols = {
             "frame": b.index[rows].astype(np.int64, copy=False), "arr": b.ts_ns[rows].astype(np.int64, copy=False),
@@ -336,6 +355,27 @@ class _Scanner:
         if late.size:
             parts.append(pk.take(late[fl.state[fid[late]] == RTP]))
         self._feed(HeldPackets.concat([p for p in parts if len(p)]) if any(len(p) for p in parts) else to_stats)
+
+    def _read_mids(self, u8: np.ndarray, starts: np.ndarray, fid: np.ndarray, h: Any) -> None:
+        """The MID (RFC 8843 §15) of flows that have none yet, from their packets' RFC 8285
+        header extension (after the CSRC list, RFC 3550 §5.3.1): the first one seen is kept."""
+        n = len(self.flows)
+        if self.mid_looked.size < n:
+            self.mid_looked = np.concatenate((self.mid_looked, np.zeros(n - self.mid_looked.size, dtype=np.int64)))
+        look = np.flatnonzero(h.extension & (self.mid_looked[fid] < _MID_LOOK))
+        for i in look.tolist():
+            f = int(fid[i])
+            if self.mid_looked[f] >= _MID_LOOK:
+                continue
+            self.mid_looked[f] += 1
+            at = int(starts[i]) + RTP_FIXED_HEADER + 4 * int(h.csrc_count[i])
+            profile = int(u8[at]) << 8 | int(u8[at + 1])
+            words = int(u8[at + 2]) << 8 | int(u8[at + 3])
+            for ident, data in extension_elements(profile, u8[at + 4:at + 4 + 4 * words].tobytes()):
+                if ident in self.mid_ids and data:
+                    self.mid_of[f] = data.decode("ascii", "replace")
+                    self.mid_looked[f] = _MID_LOOK
+                    break
 
     def _admit(self, fresh: np.ndarray, first: np.ndarray, found: np.ndarray, src: np.ndarray, dst: np.ndarray,
                sport: np.ndarray, dport: np.ndarray, *, lens: np.ndarray) -> np.ndarray:
@@ -567,7 +607,7 @@ class _Scanner:
             packets = self.store.packets(fid) if self.store is not None else None  # headers only without keep
             notes: tuple[str, ...] = ()
             if media is None and self.user_sdp:  # the user's SDP, matched under BUNDLE (not by port)
-                match = section_for(ssrc, main, self.user_sdp)
+                match = section_for(ssrc, main, self.user_sdp, mid=self.mid_of.get(fid))
                 if match is not None:
                     media = match[0]
                     notes = (f"described by the given SDP's {media.media} section"
@@ -609,6 +649,10 @@ class _Scanner:
             )
         self.srtp.mark(streams, {int(f): i for i, f in enumerate(fids.tolist())})
         mark_dtls(streams, self.demux, self.addresses)
+        for i, fid in enumerate(fids.tolist()):
+            hb = self.header_bytes.result(fid, streams[i].srtp)
+            streams[i] = dataclasses.replace(streams[i], header_bytes=hb.total,
+                                             notes=streams[i].notes + ((hb.note,) if hb.note else ()))
         attach_feedback(streams, self.rtcp, self.addresses)
         tie_rtx(streams, self.user_sdp)
         return RtpScan(
@@ -737,8 +781,10 @@ def scan_capture(
     sdp : sequence of SdpMedia, optional
         Media sections of an SDP the user gives (:func:`qoe.rtp.parse_sdp`: a browser's
         offer or answer) for streams the capture's own signalling does not announce. Under
-        BUNDLE (RFC 8843) they share one port, so a section is matched by the stream's SSRC
-        (``a=ssrc``), else by a payload type only it maps, never by port; its
+        BUNDLE (RFC 8843) they share one port, so a section is matched, never by port, in
+        RFC 8843 §9.2's order: by the MID its first packets carry (the §15 header
+        extension, whose ID the SDP's ``a=extmap`` gives), else by the stream's SSRC
+        (``a=ssrc``), else by a payload type only it maps; its
         ``a=ssrc-group:FID`` ties RTX streams to their media streams (RFC 4588,
         :attr:`RtpStream.rtx`; without it RTX is recognised by its timestamps).
 

@@ -90,6 +90,10 @@ class AccessUnit:
         Types of the NAL units in ``data``, in order (H.264, H.265; empty for VP8, VP9, AV1).
     key : bool or None
         VP8, VP9, H.265, AV1: the payload says it is a key frame (None for H.264: see ``idr``).
+    layer_frames : int
+        VP9 with spatial layers (RFC 9628 §4.2, the L bit): the layer frames of the picture
+        (each from a packet with the B bit to one with the E bit), joined into one superframe
+        (VP9 bitstream specification v0.6, Annex B); 1 otherwise.
     """
 
     timestamp: int
@@ -101,6 +105,7 @@ class AccessUnit:
     dropped_nals: int
     nal_types: tuple[int, ...]
     key: bool | None = None
+    layer_frames: int = 1
 
     @property
     def idr(self) -> bool:

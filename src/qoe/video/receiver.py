@@ -307,6 +307,11 @@ def receive_rtp(
         if dropped:
             notes.append(f"{dropped} frame(s) not decoded: incomplete, or after an incomplete one before the next "
                          "key frame (a receiver waits for a key frame)")
+        layered = sum(u.layer_frames for u in every)
+        if layered > len(every):  # VP9 spatial layers (RFC 9628 §4.2)
+            notes.append(f"spatial layers: {layered} layer frames in {len(every)} pictures (RFC 9628 §4.2); each "
+                         "picture decoded as one VP9 superframe and its top layer shown: frames count pictures, as "
+                         "the receiver's framesDecoded; the sender's framesSent counts layer frames")
         return ReceivedVideo(transport=transport, codec=dec, units=units, keyframes_damaged=kd, notes=tuple(notes),
                              **common)
     raise UnsupportedCodecError(
@@ -474,6 +479,22 @@ def _demuxed(packets: Iterator[Any], name: str) -> Iterator[Any]:
                       QoEWarning, stacklevel=3)
 
 
+def _top_layers(frames: list[Any]) -> list[Any]:
+    """The frames one packet decoded to, one per presentation time: the last of those that
+    share one. A VP9 superframe of spatial layers (:func:`qoe.video._vp9.vp9_superframe`)
+    decodes to a frame per layer, lowest first, all with the picture's time; a WebRTC
+    receiver shows the top one (RFC 9628 §4: the layers of a picture share its timestamp)."""
+    if len(frames) < 2:
+        return frames
+    out: list[Any] = []
+    for f in frames:
+        if out and f.pts is not None and out[-1].pts == f.pts:
+            out[-1] = f
+        else:
+            out.append(f)
+    return out
+
+
 def _decoded(ctx: Any, packets: Iterator[Any], damaged: Any, modulo: int | None, errors: list[int]
              ) -> Iterator[DecodedFrame]:
     """Frames of ``packets`` through decoder ``ctx``, then those its flush gives; a packet the
@@ -486,7 +507,7 @@ def _decoded(ctx: Any, packets: Iterator[Any], damaged: Any, modulo: int | None,
         except av.error.FFmpegError:
             errors[0] += 1
             continue
-        for f in frames:
+        for f in _top_layers(frames):
             yield _frame(f, damaged, modulo=modulo)
     try:
         for f in ctx.decode(None):

@@ -12,7 +12,9 @@ The received stream is decoded once: its first pass keeps, besides times, flags 
 thumbnails (to align), the luma planes of the frames shown, up to :data:`RETAIN_BYTES`
 (10 s of 720p fit); the scoring pass takes them from there. A longer stream is decoded a
 second time instead, so that memory stays bounded whatever the stream's length. The
-reference is read twice (thumbnails of all its frames to align, then the frames to score).
+reference is decoded once too: its pass (thumbnails of all its frames to align) keeps its
+luma planes under the same bound (a second :data:`RETAIN_BYTES`), and its frames in the
+received stream's span are scored from there; a longer reference is read again.
 
 References
 ----------
@@ -155,9 +157,11 @@ def _resolve(func: str, options: VideoOptions | None, **given: Any) -> VideoOpti
     return VideoOptions(**kw)
 
 
-#: Bytes of received luma planes the first decoding pass keeps for the scoring pass (the
-#: bounded look-ahead of :func:`score_stream`): 256 MiB hold 290 frames of 1280x720 (11.6 s
-#: at 25 fps) or 2,600 of 352x288; a stream with more is decoded a second time instead.
+#: Bytes of luma planes the first decoding pass keeps for the scoring pass (the bounded
+#: look-ahead of :func:`score_stream`), for the received stream and again for the reference:
+#: 256 MiB hold 290 frames of 1280x720 (11.6 s at 25 fps) or 2,600 of 352x288; a stream or
+#: reference with more is decoded a second time instead. Scoring 10 s of 720p so peaks at
+#: 550 MiB (330 MiB when the reference was read twice; benchmarks/video_e2e.py's files).
 RETAIN_BYTES = 256 * 2**20
 # The chroma planes of a kept received frame: the scoring is on luma (compare_frames, planes="y").
 _NO_PLANE = np.empty((0, 0), dtype=np.uint8)
@@ -297,6 +301,7 @@ class _Pass:
     decoded: int
     cut: bool = False  # stopped at max_frames
     kept: list[np.ndarray] | None = None  # the luma planes of the frames shown, when they fit
+    kept_s: list[float | None] | None = None  # their times in seconds as decoded (``pts_s``), when kept
 
 
 class _Counted:
@@ -319,6 +324,7 @@ def _first_pass(frames: Iterable[Any], max_frames: int | None = None, keep_bytes
     counted = _Counted(frames)
     pts, dmg, thumbs = [], [], []
     kept: list[np.ndarray] | None = [] if keep_bytes > 0 else None
+    secs: list[float | None] = []
     held = 0
     w = h = 0
     shown = _sorted_frames(counted)
@@ -338,6 +344,7 @@ def _first_pass(frames: Iterable[Any], max_frames: int | None = None, keep_bytes
                 kept = None  # too long to hold: the scoring pass decodes it again
             else:  # its own copy: a view would keep the decoder's whole picture (Y, U, V) alive
                 kept.append(f.y if f.y.flags.owndata else f.y.copy())
+                secs.append(getattr(f, "pts_s", None))
     return _Pass(
         pts=np.asarray(pts, dtype=np.int64),
         damaged=np.asarray(dmg, dtype=bool),
@@ -347,6 +354,7 @@ def _first_pass(frames: Iterable[Any], max_frames: int | None = None, keep_bytes
         decoded=counted.n,
         cut=cut,
         kept=kept,
+        kept_s=secs if kept is not None else None,
     )
 
 
@@ -548,7 +556,7 @@ def score_stream(
     facts = _facts(video, dist, max_frames)
     # One decoder thread, as for the received stream: a batch (qoe.batch) runs one row per core,
     # and FFmpeg's own threads would only compete with the other workers.
-    ref = _first_pass(_ref_frames(read_frames(ref_name, threads=1)), max_frames)
+    ref = _first_pass(_ref_frames(read_frames(ref_name, threads=1)), max_frames, keep_bytes=RETAIN_BYTES)
     for what, p in ((f"the stream {video.name}", dist), (f"the reference {ref_name}", ref)):
         if p.cut:
             warnings.warn(_cut_note(what, max_frames), QoEWarning, stacklevel=2)
@@ -572,9 +580,13 @@ def score_stream(
             Frame(pts_s=(f.pts + off.ticks) / CLOCK_HZ, y=f.y, u=f.u, v=f.v)
             for f in _shown(video.frames(), max_frames)
         )
-    in_span = (
-        f for f in read_frames(ref_name, threads=1) if f.pts_s is not None and lo - step / 2 <= f.pts_s <= hi + step / 2
-    )
+    if ref.kept is not None and ref.kept_s is not None and not ref.cut and ref.decoded == ref.pts.size:  # decoded once
+        ref_planes, ref_s = ref.kept, ref.kept_s
+        object.__setattr__(ref, "kept", None)
+        ref_frames: Iterable[Frame] = (Frame(pts_s=s, y=y, u=_NO_PLANE, v=_NO_PLANE) for s, y in _drain(ref_s, ref_planes))
+    else:  # too long to hold, cut at max_frames, or frames the first pass did not show: read again
+        ref_frames = read_frames(ref_name, threads=1)
+    in_span = (f for f in ref_frames if f.pts_s is not None and lo - step / 2 <= f.pts_s <= hi + step / 2)
     cmp = compare_frames(in_span, received, ref_name=ref_name, dist_name=video.name, variant=variant,
                          psnr_table=psnr_table)
     shown = cmp.dist_index
@@ -583,7 +595,7 @@ def score_stream(
                       frames_frozen=frozen)
 
 
-def _drain(pts: list[int], planes: list[np.ndarray]) -> Iterator[tuple[int, np.ndarray]]:
+def _drain(pts: list[Any], planes: list[np.ndarray]) -> Iterator[tuple[Any, np.ndarray]]:
     """(pts, plane) pairs, each plane released from ``planes`` as it is handed out."""
     for i, p in enumerate(pts):
         y = planes[i]
@@ -611,13 +623,14 @@ class _RefFrame:
     pts: int
     y: np.ndarray
     damaged: bool
+    pts_s: float  # the time as decoded (seconds), which the scoring pass pairs by
 
 
 def _ref_frames(frames: Iterable[Any]) -> Iterator[_RefFrame]:
     """The reference's frames with their times in 90 kHz ticks."""
     for f in frames:
         if f.pts_s is not None:
-            yield _RefFrame(pts=int(round(f.pts_s * CLOCK_HZ)), y=f.y, damaged=False)
+            yield _RefFrame(pts=int(round(f.pts_s * CLOCK_HZ)), y=f.y, damaged=False, pts_s=f.pts_s)
 
 
 def _undecoded(src: Any, reason: str) -> StreamFacts:
