@@ -25,6 +25,11 @@ References
 
 from __future__ import annotations
 
+import hpack.hpack
+import hpack.huffman_table
+from hpack.exceptions import HPACKDecodingError
+from hpack.huffman_constants import REQUEST_CODES, REQUEST_CODES_LENGTH  # RFC 7541 Appendix B, as data
+
 __all__ = ["decode_huffman", "install"]
 
 _EOS = 256  # RFC 7541 Appendix B: the 257th symbol, EOS (30 bits, all ones)
@@ -96,13 +101,7 @@ def _table(codes: list[int], lengths: list[int]) -> tuple[list[tuple[int, bytes]
     return table, fail * 256, accepting
 
 
-def _build() -> tuple[list[tuple[int, bytes]], int, frozenset[int]]:
-    from hpack.huffman_constants import REQUEST_CODES, REQUEST_CODES_LENGTH  # noqa: PLC0415 - RFC 7541 App. B
-
-    return _table(REQUEST_CODES, REQUEST_CODES_LENGTH)
-
-
-_TABLE, _FAIL, _ACCEPTING = _build()
+_TABLE, _FAIL, _ACCEPTING = _table(REQUEST_CODES, REQUEST_CODES_LENGTH)
 
 
 def decode_huffman(data: bytes | bytearray | memoryview | None) -> bytes:
@@ -140,8 +139,6 @@ def decode_huffman(data: bytes | bytearray | memoryview | None) -> bytes:
         state, out = table[state + byte]
         add(out)
     if state not in _ACCEPTING:
-        from hpack.exceptions import HPACKDecodingError  # noqa: PLC0415
-
         raise HPACKDecodingError("Invalid Huffman string" if state == _FAIL else "Incomplete Huffman string")
     return b"".join(parts)
 
@@ -152,9 +149,6 @@ def install() -> bool:
     Only made when ``hpack.hpack.decode_huffman`` is still ``hpack.huffman_table.decode_huffman``
     (the layout of hpack 4.x); with another layout hpack is left as it is (False).
     """
-    import hpack.hpack  # noqa: PLC0415
-    import hpack.huffman_table  # noqa: PLC0415
-
     current = getattr(hpack.hpack, "decode_huffman", None)
     if current is decode_huffman:
         return True
