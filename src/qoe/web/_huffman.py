@@ -25,6 +25,8 @@ References
 
 from __future__ import annotations
 
+import functools
+
 import hpack.hpack
 import hpack.huffman_table
 from hpack.exceptions import HPACKDecodingError
@@ -101,7 +103,10 @@ def _table(codes: list[int], lengths: list[int]) -> tuple[list[tuple[int, bytes]
     return table, fail * 256, accepting
 
 
-_TABLE, _FAIL, _ACCEPTING = _table(REQUEST_CODES, REQUEST_CODES_LENGTH)
+@functools.cache
+def _tables() -> tuple[list[tuple[int, bytes]], int, frozenset[int]]:
+    """The byte table, built on first use (a capture without HTTP/2 never needs it)."""
+    return _table(REQUEST_CODES, REQUEST_CODES_LENGTH)
 
 
 def decode_huffman(data: bytes | bytearray | memoryview | None) -> bytes:
@@ -131,15 +136,15 @@ def decode_huffman(data: bytes | bytearray | memoryview | None) -> bytes:
     """
     if not data:
         return b""
-    table = _TABLE
+    table, fail, accepting = _tables()
     state = 0
     parts = []
     add = parts.append
     for byte in data:
         state, out = table[state + byte]
         add(out)
-    if state not in _ACCEPTING:
-        raise HPACKDecodingError("Invalid Huffman string" if state == _FAIL else "Incomplete Huffman string")
+    if state not in accepting:
+        raise HPACKDecodingError("Invalid Huffman string" if state == fail else "Incomplete Huffman string")
     return b"".join(parts)
 
 
