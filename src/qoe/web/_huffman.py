@@ -25,8 +25,6 @@ References
 
 from __future__ import annotations
 
-import functools
-
 import hpack.hpack
 import hpack.huffman_table
 from hpack.exceptions import HPACKDecodingError
@@ -103,10 +101,15 @@ def _table(codes: list[int], lengths: list[int]) -> tuple[list[tuple[int, bytes]
     return table, fail * 256, accepting
 
 
-@functools.cache
-def _tables() -> tuple[list[tuple[int, bytes]], int, frozenset[int]]:
-    """The byte table, built on first use (a capture without HTTP/2 never needs it)."""
-    return _table(REQUEST_CODES, REQUEST_CODES_LENGTH)
+_Tables = tuple[list[tuple[int, bytes]], int, frozenset[int]]
+_BUILT: list[_Tables] = []  # the byte table once built (a capture without HTTP/2 never needs it)
+
+
+def _tables() -> _Tables:
+    """The byte table, the failed state and the accepting states; built on first use."""
+    if not _BUILT:
+        _BUILT.append(_table(REQUEST_CODES, REQUEST_CODES_LENGTH))
+    return _BUILT[0]
 
 
 def decode_huffman(data: bytes | bytearray | memoryview | None) -> bytes:
@@ -136,7 +139,7 @@ def decode_huffman(data: bytes | bytearray | memoryview | None) -> bytes:
     """
     if not data:
         return b""
-    table, fail, accepting = _tables()
+    table, fail, accepting = _BUILT[0] if _BUILT else _tables()
     state = 0
     parts = []
     add = parts.append
