@@ -17,7 +17,9 @@ import warnings
 import numpy as np
 import pytest
 
-from qoe.capture import TCP_SEGMENT_FIELDS, Packet, TcpInfo, read_packets, read_tcp_segments, tcp_segment_row, tcp_segment_rows
+from qoe.capture import (
+    TCP_SEGMENT_FIELDS, Packet, TcpInfo, read_packets, read_tcp_segments, read_udp_batches, tcp_segment_row, tcp_segment_rows,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA_CAPTURES = sorted(
@@ -156,3 +158,20 @@ def test_tcp_readers_agree_on_the_real_captures(path):  # type: ignore[no-untype
         warnings.simplefilter("ignore")
         want = list(read_packets(path, protocols=("tcp",)))
         assert list(read_tcp_segments(path)) == want
+
+
+@pytest.mark.parametrize("name", ["web/browser/captures/h3-idle.pcap", "web/captures/http11-down-b8-curl-dns_client.pcap"])
+def test_rows_with_udp_give_the_udp_batches_datagrams_in_one_pass(name):
+    # the reference: read_udp_batches on the same file (its own pass); the rows must not change
+    path = os.path.join(ROOT, "data", name)
+    got = []
+    rows = list(tcp_segment_rows(path, udp=got.append))
+    assert rows == list(tcp_segment_rows(path))
+    want = list(read_udp_batches(path))
+    assert sum(len(b.lengths) for b in want) > 0  # the capture holds UDP (QUIC, DNS)
+    for col in ("index", "ts_ns", "sport", "dport", "lengths", "cut", "wire_len"):
+        assert np.array_equal(np.concatenate([getattr(b, col) for b in got]),
+                              np.concatenate([getattr(b, col) for b in want])), col
+    assert [b.addresses[s] for b in got for s in b.src] == [b.addresses[s] for b in want for s in b.src]
+    assert [b.payload_of(i) for b in got for i in range(len(b.lengths))] == \
+        [b.payload_of(i) for b in want for i in range(len(b.lengths))]

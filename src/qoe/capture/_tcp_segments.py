@@ -20,20 +20,20 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import chain, repeat
 from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from qoe.capture._udp_batches import _IS_IPV6_EXTENSION, _link_layer, _padded, _u16
-from qoe.capture._decode import IPPROTO_TCP, Decoder, parse_tcp_options
-from qoe.capture._files import probe, raw_chunks
+from qoe.capture._udp_batches import _IS_IPV6_EXTENSION, _compact, _Extractor, _link_layer, _padded, _to_batch, _u16
+from qoe.capture._decode import IPPROTO_TCP, Decoder, parse_tcp_options, warn_unread_esp
+from qoe.capture._files import name_of, probe, raw_chunks
 from qoe.capture._records import CHUNK_SIZE, PathOrFile, RawChunk
 from qoe.capture._options import positive_int
 from qoe.capture._reassembly import ReassemblyLimits, reassembly_limits
-from qoe.capture._types import Packet, make_packet, make_tcpinfo
+from qoe.capture._types import Packet, UdpBatch, make_packet, make_tcpinfo
 
 _GATHER = 72  # bytes gathered per row from the IP header: IPv6 (40) + TCP (20) + 12 of options
 # What each item of a segment row is: the Packet fields, with the TcpInfo fields inline.
@@ -91,6 +91,7 @@ def tcp_segment_rows(
     *,
     chunk_size: int = CHUNK_SIZE,
     reassembly: ReassemblyLimits = ReassemblyLimits(),
+    udp: Callable[[UdpBatch], None] | None = None,
 ) -> Iterator[SegmentRow]:
     """The segments of :func:`read_tcp_segments` as plain tuples (no Packet or TcpInfo objects).
 
@@ -101,25 +102,42 @@ def tcp_segment_rows(
     :class:`Packet`: the cheapest form
     for a consumer that looks at every segment once. Parameters, exceptions and warnings
     as :func:`read_tcp_segments`.
+
+    ``udp``, when given, is called with the UDP datagrams of each chunk of the file (a
+    :class:`UdpBatch` as :func:`~qoe.capture.read_udp_batches` gives them: the same
+    datagrams, in frame order, address codes stable over the read), before the chunk's
+    segments are yielded: a reader that needs both (TCP and DNS) reads the file once.
     """
     chunk_size = positive_int(chunk_size, "chunk_size")
     reassembly = reassembly_limits(reassembly)
     probe(path, chunk_size=chunk_size)  # raise CaptureError now, not at the first next()
-    return _iter_rows(path, chunk_size, reassembly)
+    return _iter_rows(path, chunk_size, reassembly, udp)
 
 
-def _iter_rows(path: PathOrFile, chunk_size: int, reassembly: ReassemblyLimits) -> Iterator[SegmentRow]:
+def _iter_rows(
+    path: PathOrFile, chunk_size: int, reassembly: ReassemblyLimits, udp: Callable[[UdpBatch], None] | None = None
+) -> Iterator[SegmentRow]:
     # the rows of each chunk's list, one chunk read at a time, taken by chain (C) rather than
     # a generator resumed for every row
-    return chain.from_iterable(_chunks(path, chunk_size, reassembly))
+    return chain.from_iterable(_chunks(path, chunk_size, reassembly, udp))
 
 
-def _chunks(path: PathOrFile, chunk_size: int, reassembly: ReassemblyLimits) -> Iterator[list[SegmentRow]]:
+def _chunks(
+    path: PathOrFile, chunk_size: int, reassembly: ReassemblyLimits, udp: Callable[[UdpBatch], None] | None = None
+) -> Iterator[list[SegmentRow]]:
     decoder = Decoder(frozenset({IPPROTO_TCP}), reassembly)
     names: dict[object, str] = {}  # address (uint32 for IPv4, 16 bytes for IPv6) -> text
+    ex = _Extractor(reassembly) if udp is not None else None  # (its own decoder: UDP's reassembly state)
     for ch in raw_chunks(path, chunk_size=chunk_size):
-        if len(ch):
-            yield _chunk(ch, decoder, names)
+        if not len(ch):
+            continue
+        if ex is not None:
+            piece = ex.extract(ch)
+            if piece is not None and len(piece):
+                udp(_to_batch(_compact(piece), ex.book))  # type: ignore[misc]
+        yield _chunk(ch, decoder, names)
+    if ex is not None:
+        warn_unread_esp(name_of(path), ex.decoder.esp_unread)  # as read_udp_batches does at its end
 
 
 def _chunk(ch: RawChunk, decoder: Decoder, names: dict[object, str]) -> list[SegmentRow]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -47,23 +48,31 @@ def iter_dns_queries(capture: str | os.PathLike[str], *, quic_seen: list[bool] |
     v1 Initial packet is read (RFC 9000 §17.2.2: long header, type 0, version 1, in a
     datagram of at least 1200 bytes, §14.1): the page reader then also reads QUIC.
     """
-    # dpkt and the capture readers load when a capture is read: qoe.web.pages (which the CLI
-    # and qoe.score import for WebOptions) stays light
-    import dpkt  # noqa: PLC0415
-
+    # the capture readers load when a capture is read: qoe.web.pages (which the CLI and
+    # qoe.score import for WebOptions) stays light
     from qoe.capture import read_udp_batches  # noqa: PLC0415
 
     for b in read_udp_batches(capture, batch_size=_DNS_BATCH):
-        if quic_seen is not None and not quic_seen[0] and len(b.lengths):
-            h = b.head
-            initial = ((h[:, 0] & 0xF0) == 0xC0) & (h[:, 1] == 0) & (h[:, 2] == 0) & (h[:, 3] == 0) & (h[:, 4] == 1)
-            if bool(np.any(initial & (b.lengths >= 1200))):
-                quic_seen[0] = True
-        for i in np.flatnonzero(b.dport == _DNS_PORT).tolist():
-            try:
-                msg = dpkt.dns.DNS(b.payload_of(i))
-            except (dpkt.UnpackError, IndexError, ValueError):
-                continue
-            if msg.qr == dpkt.dns.DNS_Q and msg.qd:
-                yield DnsQuery(ts_ns=int(b.ts_ns[i]), client=b.addresses[b.src[i]], name=msg.qd[0].name)
+        yield from batch_queries(b, quic_seen)
 
+
+def batch_queries(b: Any, quic_seen: list[bool] | None = None) -> list[DnsQuery]:
+    """The DNS queries among the datagrams of a :class:`qoe.capture.UdpBatch` (``quic_seen``:
+    as :func:`iter_dns_queries`)."""
+    # dpkt loads when a capture is read: qoe.web.pages (imported by the CLI) stays light
+    import dpkt  # noqa: PLC0415
+
+    if quic_seen is not None and not quic_seen[0] and len(b.lengths):
+        h = b.head
+        initial = ((h[:, 0] & 0xF0) == 0xC0) & (h[:, 1] == 0) & (h[:, 2] == 0) & (h[:, 3] == 0) & (h[:, 4] == 1)
+        if bool(np.any(initial & (b.lengths >= 1200))):
+            quic_seen[0] = True
+    out = []
+    for i in np.flatnonzero(b.dport == _DNS_PORT).tolist():
+        try:
+            msg = dpkt.dns.DNS(b.payload_of(i))
+        except (dpkt.UnpackError, IndexError, ValueError):
+            continue
+        if msg.qr == dpkt.dns.DNS_Q and msg.qd:
+            out.append(DnsQuery(ts_ns=int(b.ts_ns[i]), client=b.addresses[b.src[i]], name=msg.qd[0].name))
+    return out

@@ -32,7 +32,8 @@ References
 .. [1] RFC 9113, "HTTP/2" (2022): §3.4 (preface), §4.1 (frame format), §4.3 (field
    blocks), §5.1.1 (stream ids), §6 (frame definitions), §7 (error codes), §8.3
    (pseudo-header fields), §8.4 (server push).
-.. [2] RFC 7541, "HPACK" (2015), §2.2, §4.2, §6.3 (dynamic table size update).
+.. [2] RFC 7541, "HPACK" (2015), §2.2, §4.2, §6.3 (dynamic table size update); §5.2 and
+   Appendix B (Huffman code: decoded by ``qoe.web._huffman``, installed into hpack on import).
 .. [3] RFC 7540 §5.3 (stream priority, weight = field + 1). RFC 9218 §4 (priority field).
 """
 
@@ -56,6 +57,7 @@ from hyperframe.frame import (
 )
 
 from qoe.report import as_dict
+from qoe.web._huffman import install as _install_huffman
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
 
 __all__ = ["H2Sink", "Http2Summary", "PREFACE", "ERROR_CODES"]
@@ -73,6 +75,10 @@ _MAX_FRAME = (1 << 24) - 1  # RFC 9113 §4.1: Length is 24 bits
 _MAX_HEADER_LIST = 1 << 20  # decoded field list bound (hpack's default 64 KiB is below real Set-Cookie walls)
 _MAX_BLOCK = 1 << 20  # a field block being gathered over CONTINUATIONs
 _SETTINGS_HEADER_TABLE_SIZE = 0x1  # RFC 9113 §6.5.2
+
+# hpack decodes Huffman-coded literals (RFC 7541 §5.2) a nibble at a time in Python: half of the
+# HTTP/2 time on browser captures; qoe.web._huffman decodes them a byte at a time, same results
+_install_huffman()
 
 
 def _code(c: int) -> str:

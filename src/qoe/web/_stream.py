@@ -2,8 +2,9 @@
 
 :func:`qoe.web.pages.iter_page_loads` is this generator. It runs TCP reassembly
 (:func:`qoe.web.tcp.iter_connections`) with one protocol-sniffing sink per connection
-(``qoe.web._dispatch.ProtocolSink``), and reads the DNS queries (a second, lazy reader of the
-same file), and groups the items (HTTP transactions, TLS connections) into pages with the
+(``qoe.web._dispatch.ProtocolSink``), takes the DNS queries (and notes QUIC Initials) from the
+UDP datagrams of the same pass over the file (``qoe.capture.tcp_segment_rows(udp=...)``: each
+chunk's datagrams before its segments; a lazy reader of its own for packets already read), and groups the items (HTTP transactions, TLS connections) into pages with the
 rules of :func:`qoe.web.pages.build_pages`, applied in the same order, so the pages are the
 same as the batch path's. What it holds at a time:
 
@@ -42,10 +43,10 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from qoe.web._dispatch import PARSERS, Parser, ProtocolSink
-from qoe.web._dns import DnsQuery, iter_dns_queries
+from qoe.web._dns import DnsQuery, batch_queries, iter_dns_queries
 from qoe.web._pagemodel import PENDING_HANDSHAKE_NS, Page, _http_items, _Item, _page, _tls_items
 from qoe.web._records import replaced
-from qoe.web.tcp import iter_connections
+from qoe.web.tcp import _is_file, _iter_connections, iter_connections
 
 _INF = math.inf
 _PRUNE_EVERY = 32  # finished connections between looks at the DNS queries no page can use
@@ -102,7 +103,13 @@ def stream_pages(
                       parsers=parsers, quic_seen=quic_seen)
     if read_ahead is not None:
         read_ahead.append(run.dns.read_until)
-    conns = iter_connections(capture, sinks=run.sink_for, limits=limits)
+    iter_connections(capture, sinks=run.sink_for, limits=limits)  # (checks the arguments now)
+    # one pass over a capture file: its UDP (DNS queries, QUIC Initials) fed to the DNS buffer
+    # chunk by chunk as the TCP segments are read
+    folded = _is_file(capture)
+    if folded:
+        run.dns.fold()
+    conns = _iter_connections(capture, run.sink_for, limits, run.dns.feed if folded else None)
     finished = 0
     while True:
         conn = next(conns, None)
@@ -387,8 +394,26 @@ class _DnsBuffer:
         self._by_client: dict[str, list[DnsQuery]] = {}
         self._last = -1  # time of the latest query read
         self._done = False
+        self._fed = False  # the queries come from the TCP pass (feed), not a reader of their own
+
+    def fold(self) -> None:
+        """The queries will come from the TCP pass (:meth:`feed`): the buffer does not read the
+        capture itself."""
+        self._fed = True
+
+    def feed(self, batch: Any) -> None:
+        """The UDP datagrams of the next chunk of the capture, read with its TCP segments (one
+        pass): their queries are kept (and QUIC Initials noted) at once."""
+        for q in batch_queries(batch, self._quic_seen):
+            self._last = max(self._last, q.ts_ns)
+            self._by_client.setdefault(q.client, []).append(q)
 
     def _read_until(self, ts: int) -> None:
+        if self._fed:
+            # the capture is read once, TCP and UDP together: every query of the chunks read
+            # so far is kept; the TCP rows being handled lie in them, and what is asked for
+            # (a page's start, its end + idle gap) is before the row being handled
+            return
         if self._source is None:
             self._source = iter_dns_queries(self._capture, quic_seen=self._quic_seen)
         while not self._done and self._last <= ts:

@@ -251,9 +251,23 @@ def iter_connections(
         raise InputError(f"TcpLimits.close_delay_s must be >= 0 seconds, got {limits.close_delay_s!r}")
     if sinks is not None and not callable(sinks):
         raise InputError(f"sinks must be a callable (ConnectionId -> ByteSink | None), got {type(sinks).__name__}")
-    if isinstance(capture, (str, bytes, os.PathLike)) or hasattr(capture, "read"):
+    return _iter_connections(capture, sinks, limits)
+
+
+def _is_file(capture: Any) -> bool:
+    """Is ``capture`` a capture file (a path or a binary file object), not packets already read?"""
+    return isinstance(capture, (str, bytes, os.PathLike)) or hasattr(capture, "read")
+
+
+def _iter_connections(
+    capture: Any, sinks: SinkFactory | None, limits: TcpLimits, udp: Any = None
+) -> Iterator[Connection]:
+    """:func:`iter_connections` without the checks; ``udp``, for a capture file: called with the
+    UDP datagrams of each chunk as the file is read (``qoe.capture.tcp_segment_rows``: one pass
+    gives the page reader its TCP and its DNS)."""
+    if _is_file(capture):
         name = os.fspath(capture) if isinstance(capture, (str, os.PathLike)) else "the capture"
-        rows: Iterable[tuple[Any, ...]] = tcp_segment_rows(capture)
+        rows: Iterable[tuple[Any, ...]] = tcp_segment_rows(capture, udp=udp)
     else:
         name = "the packets"
         rows = _rows(capture)
