@@ -33,7 +33,7 @@ References
    blocks), §5.1.1 (stream ids), §6 (frame definitions), §7 (error codes), §8.3
    (pseudo-header fields), §8.4 (server push).
 .. [2] RFC 7541, "HPACK" (2015), §2.2, §4.2, §6.3 (dynamic table size update); §5.2 and
-   Appendix B (Huffman code: decoded by ``qoe.web._huffman``, installed into hpack on import).
+   Appendix B (Huffman code, decoded by hpack).
 .. [3] RFC 7540 §5.3 (stream priority, weight = field + 1). RFC 9218 §4 (priority field).
 """
 
@@ -57,7 +57,6 @@ from hyperframe.frame import (
 )
 
 from qoe.report import as_dict
-from qoe.web._huffman import install as _install_huffman
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
 
 __all__ = ["H2Sink", "Http2Summary", "PREFACE", "ERROR_CODES"]
@@ -75,10 +74,6 @@ _MAX_FRAME = (1 << 24) - 1  # RFC 9113 §4.1: Length is 24 bits
 _MAX_HEADER_LIST = 1 << 20  # decoded field list bound (hpack's default 64 KiB is below real Set-Cookie walls)
 _MAX_BLOCK = 1 << 20  # a field block being gathered over CONTINUATIONs
 _SETTINGS_HEADER_TABLE_SIZE = 0x1  # RFC 9113 §6.5.2
-
-# hpack decodes Huffman-coded literals (RFC 7541 §5.2) a nibble at a time in Python: half of the
-# HTTP/2 time on browser captures; qoe.web._huffman decodes them a byte at a time, same results
-_install_huffman()
 
 
 def _code(c: int) -> str:
