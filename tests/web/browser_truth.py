@@ -185,18 +185,18 @@ def _ms(t: BrowserTruth, ns: int | None) -> float | None:
 
 
 def tcp_view(t: BrowserTruth) -> tuple[list[Any], list[Any]]:
-    """qoe's TCP connections and TLS sessions of the capture (``qoe.web.tcp.connections`` with a
-    ``qoe.web.http.Collector``)."""
+    """qoe's TCP connections and TLS sessions of the capture (``qoe.web.tcp.connections`` and
+    the ``tls`` of each ``qoe.web.http.connection_results``)."""
     import warnings  # noqa: PLC0415
 
-    from qoe.web.http import Collector  # noqa: PLC0415
+    from qoe.web.http import connection_results  # noqa: PLC0415
     from qoe.web.tcp import connections  # noqa: PLC0415
 
-    col = Collector()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        conns = connections(t.pcap, sinks=col)
-    return conns, col.tls_sessions()
+        conns = connections(t.pcap)
+        sessions = [r.tls for r in connection_results(t.pcap) if r.tls is not None]
+    return conns, sessions
 
 
 def syn_matches(t: BrowserTruth, conns: list[Any], sessions: list[Any] = (), *,  # type: ignore[assignment]
@@ -283,15 +283,17 @@ def navigation_connection(t: BrowserTruth, conns: list[Any], sessions: list[Any]
             "first_syn_ms": min(_ms(t, c.syn_ts_ns) for c in conns if c.syn_ts_ns is not None)}
 
 
-def page_view(t: BrowserTruth) -> list[Any]:
-    """``qoe.web.page_loads`` of the capture (warnings silenced)."""
+def page_view(t: BrowserTruth, *, keys: bool = False) -> list[Any]:
+    """``qoe.web.page_loads`` of the capture (warnings silenced); with ``keys``, decrypted
+    with the capture's key log when it has one."""
     import warnings  # noqa: PLC0415
 
-    from qoe.web import page_loads  # noqa: PLC0415
+    from qoe.web import WebOptions, page_loads  # noqa: PLC0415
 
+    options = WebOptions(keylog=str(t.keylog)) if keys and t.keylog.exists() else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return page_loads(t.pcap)
+        return page_loads(t.pcap, options=options)
 
 
 def object_deltas(t: BrowserTruth, pages: list[Any]) -> list[dict[str, Any]]:
@@ -376,10 +378,13 @@ def report() -> str:
     for name in scenarios():
         t = load(name)
         found = page_view(t)
-        per = "; ".join(f"{p.plt_s:.3f}, {p.objects}, {p.connections}, {p.diagnosis}, {p.loss_share:.2f}, "
-                        f"{(p.notes[0][:40] if p.notes else '-')!r}" for p in found) or "(none)"
-        today_rows.append(f"| `{name}` | {t.load_event_end_ms / 1000:.3f} / {t.last_response_end_ms / 1000:.3f} | "
-                          f"{len(found)} | {per} |")
+        for label, view in (("no", found), ("yes", page_view(t, keys=True) if t.keylog.exists() else None)):
+            if view is None:
+                continue
+            per = "; ".join(f"{p.plt_s:.3f}, {p.objects}, {p.connections}, {p.diagnosis}, {p.loss_share:.2f}, "
+                            f"{(p.notes[0][:40] if p.notes else '-')!r}" for p in view) or "(none)"
+            today_rows.append(f"| `{name}` | {label} | {t.load_event_end_ms / 1000:.3f} / "
+                              f"{t.last_response_end_ms / 1000:.3f} | {len(view)} | {per} |")
         h = har_facts(t)
         har_rows.append(f"| `{name}` | {h['entries']} | {h['har_on_load_ms']:.0f} | {h['page_start_vs_time_origin']:.1f} | "
                         f"{h['on_load_vs_load_event_end']:.1f} | {_summary(h['response_end_deltas'])} | {', '.join(h['versions'])} |")
@@ -414,11 +419,12 @@ def report() -> str:
               "| capture | objects matched | requestStart | responseStart | responseEnd | qoe pages | qoe plt_s (ms) "
               "| browser fully loaded (last responseEnd − qoe start) | loadEventEnd | qoe start − timeOrigin |",
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |", *obj_rows]
-    lines += ["", "## qoe.web.page_loads today on every capture (before issue 22's browser page model)", "",
-              "What qoe says now, for comparison with the browser (one page each, 40 objects): pages found, "
-              "and per page PLT (s), objects, connections, diagnosis, loss_share and the first note.", "",
-              "| capture | browser loadEventEnd / last responseEnd (s) | qoe pages | qoe per page: plt_s, objects, connections, "
-              "diagnosis, loss_share, note |", "| --- | --- | --- | --- |", *today_rows]
+    lines += ["", "## qoe.web.page_loads on every capture, without and with the key log", "",
+              "What qoe says, for comparison with the browser (one page each, 40 objects): pages found, "
+              "and per page PLT (s), objects, connections, diagnosis, loss_share and the first note. "
+              "Without keys, objects are the encrypted connections' activity (docs/guide/web.md).", "",
+              "| capture | key log | browser loadEventEnd / last responseEnd (s) | qoe pages | qoe per page: plt_s, objects, "
+              "connections, diagnosis, loss_share, note |", "| --- | --- | --- | --- | --- |", *today_rows]
     lines += ["", "## Playwright's HAR read by qoe.web.har.read_har", "",
               "| capture | entries | pageTimings.onLoad | HAR page start − timeOrigin | HAR onLoad − loadEventEnd (epoch) "
               "| HAR entry end − responseEnd | httpVersion read |", "| --- | --- | --- | --- | --- | --- | --- |", *har_rows]
