@@ -55,6 +55,7 @@ References
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
 import os
 import statistics
@@ -67,11 +68,14 @@ from qoe.video.has.manifest import Manifest, Representation, Segment
 from qoe.video.has.segments import SegmentRequest
 from qoe.web.decrypt import DecryptingTlsSink
 from qoe.web.keylog import KeyLog, load_keylog
+from qoe.capture import read_packets
+from qoe.web.quic import quic_connections
 from qoe.web.tcp import CLIENT, SERVER, connections
 
 __all__ = ["Download", "opaque_downloads", "infer_requests", "window_requests", "MAX_RATIO", "MIN_SEGMENT_BYTES",
            "DEFAULT_SEGMENT_DURATION_S", "AUDIO_SPREAD", "AV_SIZE_RATIO", "AV_COUNT_RATIO", "LEVEL_RATIO",
-           "STEADY_SPREAD"]
+           "STEADY_SPREAD", "QUIC_REQUEST_MIN_BYTES", "TLS_CONTROL_RECORD_BYTES", "TLS_REQUEST_RECORD_BYTES",
+           "MUX_WINDOW_NS"]
 
 #: A response is a segment of the representation nearest in bitrate when within this factor.
 MAX_RATIO = 2.0
@@ -99,11 +103,35 @@ _IDLE_SHARE = 0.5  # steady state: the link idle at least this share of the inte
 #: absolute deviation is within this share of their median (a player filling its buffer
 #: in bursts has intervals of every length).
 STEADY_SPREAD = 0.1
+#: A client QUIC datagram with a short header (RFC 9000 §17.3) of at least this many UDP payload
+#: bytes carries a request; smaller ones only ACK frames. Measured on data/video/has hls-h3
+#: (aioquic server, chromium client): the client's 1199 ACK-only datagrams are 30-39 bytes
+#: (1-byte header, 8-byte connection ID, 1-4-byte packet number, an ACK frame of RFC 9000
+#: §19.3, 16-byte AEAD tag of RFC 9001 §5.3), its 22 request datagrams (an HTTP/3 HEADERS
+#: frame, RFC 9114 §7.2.2, QPACK-encoded) 80-147 bytes.
+QUIC_REQUEST_MIN_BYTES = 60
+#: A TLS 1.3 record carrying one HTTP/2 control frame: 9-byte frame header (RFC 9113 §4.1), a
+#: 4-byte WINDOW_UPDATE or RST_STREAM payload (§6.9, §6.4), 1-byte inner content type and
+#: 16-byte tag (RFC 8446 §5.2): 30 bytes; measured 30 on data/video/has dash-h2.
+TLS_CONTROL_RECORD_BYTES = 30
+#: A TLS record carrying one HTTP/2 request (HEADERS, HPACK with its dynamic table): measured
+#: 65-70 bytes on data/video/has dash-h2.
+TLS_REQUEST_RECORD_BYTES = 70
+#: Requests sent within this time of a response's first request, before MIN_SEGMENT_BYTES of it
+#: came back, are taken as sent together (multiplexed: hls.js and dash.js ask for an audio and
+#: a video segment together; measured up to 28 ms apart on data/video/has hls-h3).
+MUX_WINDOW_NS = 100_000_000
 
 
 @dataclass(frozen=True, slots=True)
 class Download:
-    """One response of an opaque (encrypted) connection: sizes and times only."""
+    """One response of an opaque (encrypted) connection: sizes and times only.
+
+    ``requests`` > 1: the client sent that many requests at once (multiplexed HTTP/2 or
+    HTTP/3) and the server's bytes that followed are their responses together, interleaved
+    (their boundaries are not visible). ``transport``: ``"tcp"`` (TLS records or TCP bytes)
+    or ``"quic"`` (QUIC datagrams).
+    """
 
     connection: tuple[str, int, str, int]
     request_ns: int
@@ -111,6 +139,8 @@ class Download:
     last_byte_ns: int | None
     bytes: int
     aborted: bool = False
+    requests: int = 1
+    transport: str = "tcp"
 
     @property
     def client(self) -> str:
@@ -170,16 +200,16 @@ class _Opaque:
     def close(self, direction: int, ts_ns: int, how: str) -> None:
         self.tls.close(direction, ts_ns, how)
 
-    def bursts(self) -> tuple[str, list[tuple[int, int, int, int]]]:
-        """("tls" | "raw" | "decrypted" | "none", [(direction, start, end, bytes)])."""
+    def bursts(self) -> tuple[str, list[tuple[int, int, int, int, int]]]:
+        """("tls" | "raw" | "decrypted" | "none", [(direction, start, end, bytes, records)])."""
         if self.first_client == b"\x16":  # RFC 8446 §5.1: a handshake record
             dec = self.tls.decryption()
             if dec.decrypted:
                 return "decrypted", []
-            return "tls", [(CLIENT if b.direction == "client" else SERVER, b.start_ns, b.end_ns, b.bytes)
+            return "tls", [(CLIENT if b.direction == "client" else SERVER, b.start_ns, b.end_ns, b.bytes, b.records)
                            for b in dec.bursts]
         if self.raw is not None:
-            return "raw", [tuple(r) for r in self.raw]  # type: ignore[misc]
+            return "raw", [(r[0], r[1], r[2], r[3], 1) for r in self.raw]
         return "none", []
 
 
@@ -218,25 +248,98 @@ def opaque_downloads(capture: str | os.PathLike[str], *, ports: Sequence[int] = 
         if kind in ("decrypted", "none"):
             continue
         key = (s.conn.client[0], s.conn.client[1], s.conn.server[0], s.conn.server[1])
-        reqs: list[list[Any]] = []  # [request, first byte, last byte, bytes]
-        for direction, start, end, n in bursts:
-            if direction == CLIENT:
-                if reqs and reqs[-1][1] is None:
-                    continue  # the request goes on (a request in several runs), no answer yet
-                reqs.append([start, None, None, 0])
-            elif reqs:  # server bytes before any request: the TLS 1.3 server's handshake flight
-                r = reqs[-1]
-                r[1] = start if r[1] is None else r[1]
-                r[2] = end
-                r[3] += n
         c = conns.get(s.conn.index)
-        rst = c is not None and c.rst_ts_ns is not None
-        for k, r in enumerate(reqs):
-            if r[3] <= 0:
-                continue
-            aborted = rst and k == len(reqs) - 1 and c is not None and c.rst_ts_ns >= r[0]
-            out.append(Download(key, r[0], r[1], r[2], r[3], aborted=aborted))
+        rst = c.rst_ts_ns if c is not None and c.rst_ts_ns is not None else None
+        events = [(d, a, b, n, (_tls_requests(r, n) if kind == "tls" else 1) if d == CLIENT else 0)
+                  for d, a, b, n, r in bursts]
+        out += _responses(key, events, rst, "tcp", group=False)
+    out += _quic_downloads(capture, log)
     out.sort(key=lambda d: d.request_ns)
+    return out
+
+
+def _tls_requests(records: int, nbytes: int) -> int:
+    """How many requests a client burst of TLS records carries: each request is one record of
+    about TLS_REQUEST_RECORD_BYTES, each control frame (HTTP/2 WINDOW_UPDATE, SETTINGS ACK,
+    PING, RST_STREAM) one of about TLS_CONTROL_RECORD_BYTES; a record larger than a request
+    (an HTTP/1.1 request, a first HEADERS without HPACK's dynamic table) is one request."""
+    n = round((nbytes - TLS_CONTROL_RECORD_BYTES * records) / (TLS_REQUEST_RECORD_BYTES - TLS_CONTROL_RECORD_BYTES))
+    return max(0, min(records, n))
+
+
+def _responses(key: tuple[str, int, str, int], events: Sequence[tuple[int, int, int, int, int]],
+               rst_ns: int | None, transport: str, *, group: bool) -> list[Download]:
+    """Downloads from one connection's runs ``(direction, start, end, bytes, requests)``: each
+    client run carrying requests starts a response (runs carrying none, acknowledgements and
+    control frames, do not), and a run carries as many requests as ``requests`` says (TLS: its
+    records, :func:`_tls_requests`). With ``group`` (HTTP/3: always multiplexed), requests in
+    separate runs within MUX_WINDOW_NS of a response's first one, before MIN_SEGMENT_BYTES of it
+    came back, join it (sent at once, answered together). Without (TLS: HTTP/1.1 and HTTP/2 are
+    not told apart without keys, and an HTTP/1.1 client asks for a segment right after a small
+    response on the same connection), separate runs are separate responses."""
+    reqs: list[list[Any]] = []  # [request, first byte, last byte, bytes, requests]
+    for direction, start, end, n, nreq in events:
+        if direction == CLIENT:
+            if nreq <= 0:
+                continue
+            if reqs and reqs[-1][1] is None:
+                if group:  # another request before any answer: sent together
+                    reqs[-1][4] += nreq
+                continue  # (else the request goes on: a request in several runs), no answer yet
+            if group and reqs and start - reqs[-1][0] <= MUX_WINDOW_NS and reqs[-1][3] < MIN_SEGMENT_BYTES:
+                reqs[-1][4] += nreq
+                continue
+            reqs.append([start, None, None, 0, nreq])
+        elif reqs:  # server bytes before any request: the TLS 1.3 server's handshake flight
+            r = reqs[-1]
+            r[1] = start if r[1] is None else r[1]
+            r[2] = end
+            r[3] += n
+    out = []
+    for k, r in enumerate(reqs):
+        if r[3] <= 0:
+            continue
+        aborted = rst_ns is not None and k == len(reqs) - 1 and rst_ns >= r[0]
+        out.append(Download(key, r[0], r[1], r[2], r[3], aborted=aborted, requests=r[4], transport=transport))
+    return out
+
+
+def _quic_downloads(capture: str | os.PathLike[str], keylog: KeyLog) -> list[Download]:
+    """Downloads of the capture's QUIC connections the key log does not open, from their
+    datagrams (:func:`qoe.web.quic.quic_connections` finds the connections; their 1-RTT
+    datagrams are read with :func:`qoe.capture.read_packets`). A client short-header datagram
+    of at least QUIC_REQUEST_MIN_BYTES carries a request (an HTTP/3 HEADERS frame); smaller
+    ones carry only ACK frames and do not split the server's bytes."""
+    conns = [c for c in quic_connections(capture, keylog=keylog if keylog else None) if not c.decrypted]
+    if not conns:
+        return []
+    ends = {c.client: c.server for c in conns}
+    runs: dict[tuple[Any, Any], list[list[int]]] = {}
+    for p in read_packets(capture, protocols=("udp",)):
+        a, b = (p.src, p.sport), (p.dst, p.dport)
+        if ends.get(a) == b:
+            direction, key = CLIENT, (a, b)
+        elif ends.get(b) == a:
+            direction, key = SERVER, (b, a)
+        else:
+            continue
+        data = bytes(p.payload)
+        if not data or data[0] & 0x80:  # RFC 9000 §17.2: a long header (handshake): not a response's bytes
+            continue
+        nreq = int(len(data) >= QUIC_REQUEST_MIN_BYTES) if direction == CLIENT else 0
+        if direction == CLIENT and not nreq:
+            continue  # an acknowledgement: the server's run goes on
+        rs = runs.setdefault(key, [])
+        if rs and rs[-1][0] == direction:
+            rs[-1][2] = p.ts_ns
+            rs[-1][3] += len(data)
+            rs[-1][4] += nreq
+        else:
+            rs.append([direction, p.ts_ns, p.ts_ns, len(data), nreq])
+    out: list[Download] = []
+    for (a, b), rs in runs.items():
+        out += _responses((a[0], a[1], b[0], b[1]), [tuple(r) for r in rs], None, "quic",  # type: ignore[misc]
+                          group=True)
     return out
 
 
@@ -283,6 +386,11 @@ def infer_requests(downloads: Iterable[Download], manifest: Manifest, *, known: 
             rates[r.id] = 64e3
             notes.append(f"representation {r.id}: no declared bandwidth, 64 kbit/s assumed for matching")
     dls = list(downloads)
+    notes += _transport_notes(dls)
+    dls, page_notes = _without_page(dls)
+    notes += page_notes
+    dls, split_notes = _split_multiplexed(dls, reps, rates, d)
+    notes += split_notes
     matched: list[tuple[Download, Representation, float]] = []
     for dl in dls:
         est = dl.bytes * 8 / d
@@ -347,6 +455,64 @@ def infer_requests(downloads: Iterable[Download], manifest: Manifest, *, known: 
     return out, sorted(set(notes), key=notes.index)
 
 
+def _transport_notes(dls: Sequence[Download]) -> list[str]:
+    """What the inference read, when it read QUIC."""
+    quic = sum(x.transport == "quic" for x in dls)
+    if not quic:
+        return []
+    return [f"HTTP/3 (QUIC) without keys: {quic} response(s) read from the connection's datagrams, a client short-header "
+            f"datagram of ≥ {QUIC_REQUEST_MIN_BYTES} bytes taken for a request and smaller ones for acknowledgements "
+            "(QUIC_REQUEST_MIN_BYTES), the server's datagrams until the next request for its response"]
+
+
+def _without_page(dls: Sequence[Download]) -> tuple[list[Download], list[str]]:
+    """The downloads without each connection's first large response (MIN_SEGMENT_BYTES) when it
+    answered several requests at once: on a multiplexed connection that is the page (its HTML and the player's scripts);
+    a player asks for segments only once its manifest came back."""
+    firsts: dict[tuple[str, int, str, int], Download] = {}
+    for x in sorted(dls, key=lambda x: x.request_ns):
+        if x.bytes >= MIN_SEGMENT_BYTES:
+            firsts.setdefault(x.connection, x)
+    page = {id(x) for x in firsts.values() if x.requests > 1}
+    if not page:
+        return list(dls), []
+    return [x for x in dls if id(x) not in page], [
+        f"{len(page)} first large response(s) of a multiplexed connection (several requests at once) taken for the page "
+        "and the player's scripts, not segments"]
+
+
+def _split_multiplexed(dls: Sequence[Download], reps: Sequence[Representation], rates: dict[str, float], d: float
+                       ) -> tuple[list[Download], list[str]]:
+    """Responses to several requests sent together (multiplexed HTTP/2 or HTTP/3): when the
+    manifest has audio and video, split into an audio segment of the expected size (the audio
+    representation's declared bandwidth · D / 8) and a video segment of the rest, both with the
+    group's times; the group's other requests are taken for small objects (playlists, a favicon)."""
+    audio = [r for r in reps if r.media_type == "audio"]
+    video = [r for r in reps if r.media_type in ("video", "muxed")]
+    multi = [x for x in dls if x.requests > 1]
+    if not multi:
+        return list(dls), []
+    if not (audio and video):
+        return list(dls), [f"{len(multi)} response(s) answered several requests at once (multiplexed HTTP/2 or "
+                           "HTTP/3: the segment boundaries are hidden), each taken whole"]
+    a_bytes = int(round(statistics.median(rates[r.id] for r in audio) * d / 8))
+    out: list[Download] = []
+    n_split = 0
+    for x in dls:
+        if x.requests > 1 and x.bytes > a_bytes:
+            n_split += 1
+            out.append(dataclasses.replace(x, bytes=a_bytes, requests=1))
+            out.append(dataclasses.replace(x, bytes=x.bytes - a_bytes, requests=1))
+        else:
+            out.append(x)
+    sizes = sorted(x.requests for x in multi)
+    note = (f"multiplexed HTTP/2 or HTTP/3 hides the segment boundaries: {len(multi)} of {len(dls)} response(s) answered "
+            f"{sizes[0]}-{sizes[-1]} requests sent together; {n_split} split into an audio segment of the expected "
+            f"{a_bytes / 1e3:.1f} kB (declared bandwidth · {d:g} s) and a video segment of the rest, both timed by the "
+            "group (the audio's completion is the group's)")
+    return out, [note]
+
+
 def _levels(rates: Sequence[float]) -> list[list[float]]:
     """Bitrates grouped into levels: sorted, a new level where the ratio to the previous exceeds LEVEL_RATIO."""
     groups: list[list[float]] = []
@@ -393,8 +559,10 @@ def window_requests(downloads: Iterable[Download], *, segment_duration_s: float 
         with the inferred segments' timeline) and notes (the evidence). No segment: None.
     """
     downloads = list(downloads)
-    segs = [d for d in downloads if d.bytes >= MIN_SEGMENT_BYTES]
-    notes: list[str] = []
+    notes: list[str] = _transport_notes(downloads)
+    downloads, page_notes = _without_page(downloads)
+    notes += page_notes
+    segs = [x for x in downloads if x.bytes >= MIN_SEGMENT_BYTES]
     if len(segs) < 2:
         return [], None, []
     # audio and video: a tight group of near-equal small sizes (constant-bitrate audio) and the
@@ -411,6 +579,14 @@ def window_requests(downloads: Iterable[Download], *, segment_duration_s: float 
         rest = sizes[:a] + sizes[b:]
         if statistics.median(rest) >= AV_SIZE_RATIO * c and (best is None or n_a > best[0]):
             best = (n_a, c)
+    multi = [x for x in segs if x.requests > 1]
+    if multi:
+        sizes = sorted(x.requests for x in multi)
+        notes.append(f"multiplexed HTTP/2 or HTTP/3 hides the segment boundaries: {len(multi)} of {len(segs)} large "
+                     f"response(s) answered {sizes[0]}-{sizes[-1]} requests sent together, each taken for one segment "
+                     "(audio and video together when both were asked for: its bitrate their sum)")
+        if 2 * len(multi) > len(segs):
+            best = None  # the audio segments are inside the groups: no size group of them
     split = best is not None
     small = best[1] if best is not None else 0.0
     tight = [split and abs(math.log(d.bytes / small)) <= math.log(AUDIO_SPREAD) for d in segs]
