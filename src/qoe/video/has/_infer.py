@@ -75,7 +75,7 @@ from qoe.web.tcp import CLIENT, SERVER, connections
 __all__ = ["Download", "opaque_downloads", "infer_requests", "window_requests", "MAX_RATIO", "MIN_SEGMENT_BYTES",
            "DEFAULT_SEGMENT_DURATION_S", "AUDIO_SPREAD", "AV_SIZE_RATIO", "AV_COUNT_RATIO", "LEVEL_RATIO",
            "STEADY_SPREAD", "QUIC_REQUEST_MIN_BYTES", "TLS_CONTROL_RECORD_BYTES", "TLS_REQUEST_RECORD_BYTES",
-           "MUX_WINDOW_NS"]
+           "MUX_WINDOW_NS", "H2_REQUEST_MAX_BYTES"]
 
 #: A response is a segment of the representation nearest in bitrate when within this factor.
 MAX_RATIO = 2.0
@@ -117,6 +117,11 @@ TLS_CONTROL_RECORD_BYTES = 30
 #: A TLS record carrying one HTTP/2 request (HEADERS, HPACK with its dynamic table): measured
 #: 65-70 bytes on data/video/has dash-h2.
 TLS_REQUEST_RECORD_BYTES = 70
+#: A TLS connection whose requests (the client's record bytes per request, median) are smaller
+#: is taken for HTTP/2: HPACK (RFC 7541) compresses a repeated request to a few bytes, 53-100 of
+#: TLS record (200 the first) on data/video/has dash-h2, where chromium's HTTP/1.1 requests are
+#: 297-613 (dash-tls, hls-tls).
+H2_REQUEST_MAX_BYTES = 150
 #: Requests sent within this time of a response's first request, before MIN_SEGMENT_BYTES of it
 #: came back, are taken as sent together (multiplexed: hls.js and dash.js ask for an audio and
 #: a video segment together; measured up to 28 ms apart on data/video/has hls-h3).
@@ -130,7 +135,8 @@ class Download:
     ``requests`` > 1: the client sent that many requests at once (multiplexed HTTP/2 or
     HTTP/3) and the server's bytes that followed are their responses together, interleaved
     (their boundaries are not visible). ``transport``: ``"tcp"`` (TLS records or TCP bytes)
-    or ``"quic"`` (QUIC datagrams).
+    or ``"quic"`` (QUIC datagrams). ``request_bytes``: the client's bytes of the run(s) that
+    carried the requests.
     """
 
     connection: tuple[str, int, str, int]
@@ -141,6 +147,7 @@ class Download:
     aborted: bool = False
     requests: int = 1
     transport: str = "tcp"
+    request_bytes: int = 0
 
     @property
     def client(self) -> str:
@@ -277,19 +284,21 @@ def _responses(key: tuple[str, int, str, int], events: Sequence[tuple[int, int, 
     came back, join it (sent at once, answered together). Without (TLS: HTTP/1.1 and HTTP/2 are
     not told apart without keys, and an HTTP/1.1 client asks for a segment right after a small
     response on the same connection), separate runs are separate responses."""
-    reqs: list[list[Any]] = []  # [request, first byte, last byte, bytes, requests]
+    reqs: list[list[Any]] = []  # [request, first byte, last byte, bytes, requests, request bytes]
     for direction, start, end, n, nreq in events:
         if direction == CLIENT:
             if nreq <= 0:
                 continue
             if reqs and reqs[-1][1] is None:
+                reqs[-1][5] += n
                 if group:  # another request before any answer: sent together
                     reqs[-1][4] += nreq
                 continue  # (else the request goes on: a request in several runs), no answer yet
             if group and reqs and start - reqs[-1][0] <= MUX_WINDOW_NS and reqs[-1][3] < MIN_SEGMENT_BYTES:
                 reqs[-1][4] += nreq
+                reqs[-1][5] += n
                 continue
-            reqs.append([start, None, None, 0, nreq])
+            reqs.append([start, None, None, 0, nreq, n])
         elif reqs:  # server bytes before any request: the TLS 1.3 server's handshake flight
             r = reqs[-1]
             r[1] = start if r[1] is None else r[1]
@@ -300,7 +309,8 @@ def _responses(key: tuple[str, int, str, int], events: Sequence[tuple[int, int, 
         if r[3] <= 0:
             continue
         aborted = rst_ns is not None and k == len(reqs) - 1 and rst_ns >= r[0]
-        out.append(Download(key, r[0], r[1], r[2], r[3], aborted=aborted, requests=r[4], transport=transport))
+        out.append(Download(key, r[0], r[1], r[2], r[3], aborted=aborted, requests=r[4], transport=transport,
+                            request_bytes=r[5]))
     return out
 
 
@@ -455,14 +465,38 @@ def infer_requests(downloads: Iterable[Download], manifest: Manifest, *, known: 
     return out, sorted(set(notes), key=notes.index)
 
 
+def _span(values: Sequence[int]) -> str:
+    """"2" or "2-6"."""
+    return f"{values[0]}" if values[0] == values[-1] else f"{values[0]}-{values[-1]}"
+
+
 def _transport_notes(dls: Sequence[Download]) -> list[str]:
-    """What the inference read, when it read QUIC."""
-    quic = sum(x.transport == "quic" for x in dls)
-    if not quic:
-        return []
-    return [f"HTTP/3 (QUIC) without keys: {quic} response(s) read from the connection's datagrams, a client short-header "
-            f"datagram of ≥ {QUIC_REQUEST_MIN_BYTES} bytes taken for a request and smaller ones for acknowledgements "
-            "(QUIC_REQUEST_MIN_BYTES), the server's datagrams until the next request for its response"]
+    """What the inference read, when it read QUIC, and the connections that look like HTTP/2."""
+    notes = []
+    quic = [x for x in dls if x.transport == "quic"]
+    if quic:
+        notes.append(f"HTTP/3 (QUIC) without keys: {len(quic)} response(s) to {sum(x.requests for x in quic)} "
+                     "request(s) read from the connection's datagrams, a client "
+                     f"short-header datagram of ≥ {QUIC_REQUEST_MIN_BYTES} bytes taken for a request and smaller ones "
+                     "for acknowledgements (QUIC_REQUEST_MIN_BYTES), the server's datagrams until the next request for "
+                     "its response")
+    by_conn: dict[tuple[str, int, str, int], list[Download]] = {}
+    for x in dls:
+        if x.transport == "tcp" and x.request_bytes:
+            by_conn.setdefault(x.connection, []).append(x)
+    for conn, xs in by_conn.items():
+        big = [x for x in xs if x.bytes >= MIN_SEGMENT_BYTES]
+        per = statistics.median(x.request_bytes / x.requests for x in xs)
+        if len(big) < 2 or per >= H2_REQUEST_MAX_BYTES:
+            continue
+        multi = sum(x.requests > 1 for x in big)
+        notes.append(
+            f"connection {conn[0]}:{conn[1]} → {conn[2]}:{conn[3]} looks like HTTP/2 (its requests {per:.0f} bytes of "
+            f"TLS record, median: HPACK-compressed HEADERS; HTTP/1.1 ones are larger, ≥ {H2_REQUEST_MAX_BYTES}): "
+            f"multiplexed HTTP/2 hides the segment boundaries: of its {len(big)} responses of a segment's size, {multi} "
+            "answered several requests sent together and the others may hold parts of two (a request sent while "
+            "another response is under way shares its bytes): segment counts, sizes and times are approximate")
+    return notes
 
 
 def _without_page(dls: Sequence[Download]) -> tuple[list[Download], list[str]]:
@@ -507,7 +541,7 @@ def _split_multiplexed(dls: Sequence[Download], reps: Sequence[Representation], 
             out.append(x)
     sizes = sorted(x.requests for x in multi)
     note = (f"multiplexed HTTP/2 or HTTP/3 hides the segment boundaries: {len(multi)} of {len(dls)} response(s) answered "
-            f"{sizes[0]}-{sizes[-1]} requests sent together; {n_split} split into an audio segment of the expected "
+            f"{_span(sizes)} requests sent together; {n_split} split into an audio segment of the expected "
             f"{a_bytes / 1e3:.1f} kB (declared bandwidth · {d:g} s) and a video segment of the rest, both timed by the "
             "group (the audio's completion is the group's)")
     return out, [note]
@@ -583,7 +617,7 @@ def window_requests(downloads: Iterable[Download], *, segment_duration_s: float 
     if multi:
         sizes = sorted(x.requests for x in multi)
         notes.append(f"multiplexed HTTP/2 or HTTP/3 hides the segment boundaries: {len(multi)} of {len(segs)} large "
-                     f"response(s) answered {sizes[0]}-{sizes[-1]} requests sent together, each taken for one segment "
+                     f"response(s) answered {_span(sizes)} requests sent together, each taken for one segment "
                      "(audio and video together when both were asked for: its bitrate their sum)")
         if 2 * len(multi) > len(segs):
             best = None  # the audio segments are inside the groups: no size group of them
