@@ -93,6 +93,8 @@ def sessions_cmd(capture, details, fmt, output, **flags):
     else:
         rows = [{**s.identity(), **row} for s in found for row in s.tables()[details]]
     text = render(rows, fmt, digits=3) if rows else ("no streaming session found\n" if fmt == "table" else "")
+    if fmt == "table" and details == "results":  # what qoe could not see, or inferred, is said
+        text += "".join(f"note: session {s.index}: {n}\n" for s in found for n in s.notes)
     emit(text, output, inputs=[capture])
 
 

@@ -54,6 +54,20 @@ def test_cli_sessions_and_details():
     assert r.exit_code == 0 and r.output.startswith("session,")
 
 
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_cli_sessions_carry_the_notes(fmt):
+    """What qoe inferred, or could not see, is in the output: the notes, below the table or in the JSON."""
+    h3 = SESSIONS / "hls-h3.pcap.gz"
+    r = CliRunner().invoke(cli, ["has", "sessions", str(h3), "--infer-windows", "--format", fmt])
+    assert r.exit_code == 0, r.output
+    if fmt == "table":
+        notes = [ln.split(": ", 2)[2] for ln in r.output.splitlines() if ln.startswith("note: session 0: ")]
+    else:
+        notes = json.loads(r.output)[0]["notes"]
+    assert any(n.startswith("HTTP/3 (QUIC) without keys: 10 response(s)") for n in notes)
+    assert any(n.startswith("multiplexed HTTP/2 or HTTP/3 hides the segment boundaries") for n in notes)
+
+
 def test_cli_p1203_input(tmp_path):
     out = tmp_path / "p.json"
     r = CliRunner().invoke(cli, ["has", "p1203-input", str(CAP), "--p1203-device", "mobile", "-o", str(out)])

@@ -185,3 +185,92 @@ def test_segment_duration_given_and_checked():
     assert s.bitrate_kbps == pytest.approx(_truth("dash-tls").bitrate_kbps / 2, rel=WINDOW_BITRATE_TOL)
     with pytest.raises(InputError, match="segment_duration_s"):
         StreamingOptions(segment_duration_s=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# HTTP/3 and HTTP/2 with their key logs withheld (hls-h3: hls.js over QUIC; dash-h2: dash.js over
+# one HTTP/2 connection), against the same sessions decrypted.
+
+#: HTTP/3 startup: hls.js asks for the master playlist, its media playlists and the first audio
+#: and video segments within 47 ms; without keys they are one group timed by its first request
+#: (the master's, 38 ms before the first segment's), so the startup reads that much longer.
+#: Measured +0.044 s (1.328 s inferred, 1.284 s decrypted), with and without the manifest.
+H3_START_TOL_S = 0.06
+#: Each pair of audio and video segment requests is one group timed by its first request (the
+#: pairs are 0.2-28 ms apart on hls-h3; the first group starts at the master playlist, 38 ms early).
+H3_REQUEST_TOL_S = 0.05
+
+
+def _h3_manifests(tmp_path) -> tuple[str, ...]:
+    """The session's master and media playlists as files, read from the capture with its key log
+    (what a user who has the presentation's manifest gives with --manifest)."""
+    from qoe.video.has.decrypted import quic_bodies
+    from qoe.video.has.manifest import is_manifest
+    from qoe.web.quic import quic_connections
+
+    cap, key = HAS / "sessions" / "hls-h3.pcap.gz", str(HAS / "sessions" / "hls-h3.keylog")
+    mtx = [t for c in quic_connections(cap, keylog=key) for t in c.transactions if is_manifest(t.url, t.content_type)]
+    got = quic_bodies(cap, key)(mtx)
+    files = []
+    for k, t in enumerate(mtx):
+        f = tmp_path / t.url.rsplit("/", 1)[1]
+        f.write_bytes(got[k][0])
+        files.append(str(f))
+    assert sorted(Path(f).name for f in files) == ["master.m3u8", "p1.m3u8", "p4.m3u8"]
+    return tuple(files)
+
+
+def test_http3_without_keys_windows():
+    """Case (b) on QUIC: the client's ACK-only datagrams do not split the server's bytes; each
+    response is an audio and a video segment asked for together, taken for one segment."""
+    truth = _truth("hls-h3")
+    (s,) = sessions(HAS / "sessions" / "hls-h3.pcap.gz", options=StreamingOptions(infer_windows=True))
+    assert s.inference == "windows" and s.inferred_segments == s.video_segments
+    # every request the server logged (its access log: 24) is counted, in 10 responses; one more
+    # datagram of request size among the page's first four (80 bytes, 0.1 s after the handshake,
+    # before any segment) is something else (flow control or QPACK stream data: same size)
+    logged = len((HAS / "sessions" / "hls-h3.h3-access.jsonl").read_text().splitlines())
+    (said,) = [n for n in s.notes if n.startswith("HTTP/3 (QUIC) without keys: 10 response(s) to ")]
+    assert int(said.split(" to ", 1)[1].split()[0]) - logged in (0, 1)
+    assert any(n.startswith("multiplexed HTTP/2 or HTTP/3 hides the segment boundaries: 8 of 8") for n in s.notes)
+    assert s.video_segments == truth.video_segments == 8 and s.audio_segments == 0  # the audio inside
+    assert s.startup_delay_s == pytest.approx(truth.startup_delay_s, abs=H3_START_TOL_S)
+    assert s.stalls == truth.stalls == 0 and s.switches == truth.switches == 0
+    # 8·bytes / 2 s of audio and video together against HLS BANDWIDTH (audio included): 414 / 400
+    assert s.bitrate_kbps == pytest.approx(truth.bitrate_kbps, rel=WINDOW_BITRATE_TOL)
+    got = sorted(r.request_ns for r in s.segments)
+    want = sorted(r.request_ns for r in truth.segments if r.media_type == "video" and not r.init)
+    assert max(abs(a - b) for a, b in zip(got, want, strict=True)) <= H3_REQUEST_TOL_S * 1e9
+
+
+def test_http3_without_keys_manifest_file(tmp_path):
+    """Case (a) on QUIC: each group's bytes split into the audio rendition's expected size and a
+    video segment of the rest, matched to the variants: the decrypted session's segments."""
+    truth = _truth("hls-h3")
+    (s,) = sessions(HAS / "sessions" / "hls-h3.pcap.gz", options=StreamingOptions(manifests=_h3_manifests(tmp_path)))
+    assert s.inference == "manifest" and s.inferred_segments == s.video_segments + s.audio_segments
+    assert any("split into an audio segment of the expected 16.0 kB" in n for n in s.notes)
+    assert s.video_segments == truth.video_segments
+    assert truth.audio_segments - s.audio_segments in (0, 1)  # hls.js's last audio segment: 0.03 s, 853 bytes
+    got = {(r.media_type, r.representation, round(r.start_s, 2)) for r in s.segments if not r.init}
+    want = {(r.media_type, r.representation, round(r.start_s, 2)) for r in truth.segments if not r.init}
+    assert got <= want and len(want - got) <= 1
+    assert s.startup_delay_s == pytest.approx(truth.startup_delay_s, abs=H3_START_TOL_S)
+    assert (s.stalls, s.switches, s.bitrate_kbps) == (truth.stalls, truth.switches, truth.bitrate_kbps)
+
+
+def test_http2_without_keys_says_the_boundaries_are_hidden():
+    """dash-h2: dash.js asks for audio while a video response is under way on the same HTTP/2
+    connection; the sizes cannot be told apart, and the notes say so with the numbers. The
+    HTTP/1.1 session (dash-tls: 556-byte requests) carries no such note."""
+    import re
+
+    (s,) = sessions(HAS / "sessions" / "dash-h2.pcap.gz", options=StreamingOptions(infer_windows=True))
+    said = [m for n in s.notes if (m := re.search(
+        r"looks like HTTP/2 \(its requests (\d+) bytes .*multiplexed HTTP/2 hides the segment boundaries: "
+        r"of its (\d+) responses of a segment's size, (\d+) answered several requests", n))]
+    assert len(said) == 1
+    # HPACK requests of 70 bytes; 16 segment-size responses of which 4 carried two requests or more
+    assert tuple(map(int, said[0].groups())) == (70, 16, 4)
+    (h1,) = sessions(HAS / "sessions" / "dash-tls.pcap.gz", options=StreamingOptions(infer_windows=True))
+    assert not any("HTTP/2" in n for n in h1.notes)

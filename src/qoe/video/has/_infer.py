@@ -1,22 +1,9 @@
 """Segments inferred from sizes and timing alone, for sessions whose HTTP is encrypted (no keys).
 
-Without keys a capture shows, per TLS connection, the web layer's *no-keys view*
-(:class:`qoe.web.decrypt.EncryptedBurst`): runs of ``application_data`` records one way
-with nothing the other way in between, their times and their ciphertext bytes.
-:func:`opaque_downloads` reads it (through the public :class:`qoe.web.decrypt.DecryptingTlsSink`
-and :func:`qoe.web.tcp.connections`) and makes one :class:`Download` per request:
-
-* each client burst starts a response; the server bursts until the next client burst are
-  its size (record payloads: the body, the head and about 0.2 % of TLS overhead; bytes the
-  capture did not hold are counted from the record headers, retransmitted bytes once); a
-  connection reset (RST) after a response started makes it aborted (a player that abandons
-  a download resets the connection). Server bursts before the first client burst (the TLS
-  1.3 server's encrypted handshake) are left out. Connections opened with a key log are
-  left out (their transactions are seen).
-* Connections to one of ``ports`` that are not TLS are read the same way from their TCP
-  bytes (cleartext read as if encrypted: how the inference is tested against the truth).
-
-Two ways to turn downloads into segments:
+The responses of the capture's encrypted connections, by size and time
+(:func:`qoe.video.has._opaque.opaque_downloads`: TLS records, TCP bytes, QUIC datagrams;
+requests sent together on a multiplexed connection, HTTP/2 or HTTP/3, are one response with
+``requests`` > 1), are turned into segments in one of two ways:
 
 1. **With a manifest** (:func:`infer_requests`), as VideoOptimizer does: the manifest was
    seen in the capture (cleartext, or decrypted on the connections the key log covers) or
@@ -39,6 +26,15 @@ Two ways to turn downloads into segments:
    video bitrates are grouped into levels (neighbours within :data:`LEVEL_RATIO`), so a
    switch is a change of level, not of segment size.
 
+On a multiplexed connection the boundaries between segments are hidden: a response that
+answered several requests sent together is split, with a manifest that has audio and video,
+into an audio segment of the expected size (declared bandwidth · D) and a video segment of
+the rest; without one it is one segment (audio and video together). A TLS connection whose
+requests are HPACK-sized (:data:`H2_REQUEST_MAX_BYTES`) is noted as HTTP/2: a request sent
+while another response is under way shares its bytes, and the notes say the counts, sizes
+and times are approximate. A connection's first large response, when it answered several
+requests, is the page (its HTML and the player's scripts), not a segment.
+
 Every segment so found has ``time_source="inferred"``; the session says how
 (:attr:`qoe.video.has.StreamingSession.inference`) and its notes give the evidence.
 
@@ -46,38 +42,28 @@ References
 ----------
 .. [1] AT&T VideoOptimizer, "Video analysis" (segments of encrypted streams matched by size to
    the manifest), https://developer.att.com/video-optimizer.
-.. [2] RFC 8446 (TLS 1.3) §5 (records: the handshake, then application data).
-.. [3] RFC 9293 (TCP) §3.4 (sequence numbers: bytes counted once).
-.. [4] G. Pujol et al., "A QoE Perspective on Sizing Network Buffers", IMC 2014 (the
+.. [2] G. Pujol et al., "A QoE Perspective on Sizing Network Buffers", IMC 2014 (the
    adaptive stream studied chooses its quality level every 2 s).
 """
 
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
-import os
 import statistics
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from qoe.report import as_dict
+from qoe.video.has._opaque import MIN_SEGMENT_BYTES, QUIC_REQUEST_MIN_BYTES, Download
 from qoe.video.has.manifest import Manifest, Representation, Segment
 from qoe.video.has.segments import SegmentRequest
-from qoe.web.decrypt import DecryptingTlsSink
-from qoe.web.keylog import KeyLog, load_keylog
-from qoe.web.tcp import CLIENT, SERVER, connections
 
-__all__ = ["Download", "opaque_downloads", "infer_requests", "window_requests", "MAX_RATIO", "MIN_SEGMENT_BYTES",
-           "DEFAULT_SEGMENT_DURATION_S", "AUDIO_SPREAD", "AV_SIZE_RATIO", "AV_COUNT_RATIO", "LEVEL_RATIO",
-           "STEADY_SPREAD"]
+__all__ = ["infer_requests", "window_requests", "MAX_RATIO", "DEFAULT_SEGMENT_DURATION_S", "AUDIO_SPREAD",
+           "AV_SIZE_RATIO", "AV_COUNT_RATIO", "LEVEL_RATIO", "STEADY_SPREAD", "H2_REQUEST_MAX_BYTES"]
 
 #: A response is a segment of the representation nearest in bitrate when within this factor.
 MAX_RATIO = 2.0
-#: Without a manifest, smaller responses are not segments (playlists, init segments, scripts'
-#: small objects: 0.8-4 KB in data/video/has; a 2 s segment of 32 kbit/s audio is 8 KB).
-MIN_SEGMENT_BYTES = 6000
 #: Without a manifest and without a steady state: the segment duration assumed (the seed
 #: paper's adaptive stream chooses its level every 2 s; the sessions of data/video/has too).
 DEFAULT_SEGMENT_DURATION_S = 2.0
@@ -99,145 +85,11 @@ _IDLE_SHARE = 0.5  # steady state: the link idle at least this share of the inte
 #: absolute deviation is within this share of their median (a player filling its buffer
 #: in bursts has intervals of every length).
 STEADY_SPREAD = 0.1
-
-
-@dataclass(frozen=True, slots=True)
-class Download:
-    """One response of an opaque (encrypted) connection: sizes and times only."""
-
-    connection: tuple[str, int, str, int]
-    request_ns: int
-    first_byte_ns: int | None
-    last_byte_ns: int | None
-    bytes: int
-    aborted: bool = False
-
-    @property
-    def client(self) -> str:
-        """The client's address."""
-        return self.connection[0]
-
-    def to_dict(self) -> dict[str, Any]:
-        """Every field as plain Python."""
-        return as_dict(self)
-
-
-class _Discard:
-    """The application sink of a connection read for its sizes only."""
-
-    def data(self, direction: int, ts_ns: int, offset: int, payload: bytes) -> None:
-        pass
-
-    def gap(self, direction: int, ts_ns: int, offset: int, length: int) -> None:
-        pass
-
-    def close(self, direction: int, ts_ns: int, how: str) -> None:
-        pass
-
-
-_DISCARD = _Discard()
-
-
-class _Opaque:
-    """One connection: TLS records' bursts (the web layer's no-keys view) and, for a port read
-    as opaque, the TCP bytes' runs (cleartext read as if encrypted)."""
-
-    def __init__(self, conn: Any, keylog: KeyLog, raw: bool) -> None:
-        self.conn = conn
-        self.tls = DecryptingTlsSink(conn, keylog, http1=lambda _c: _DISCARD, h2=lambda _c: _DISCARD)
-        self.raw: list[list[int]] | None = [] if raw else None  # [direction, start, end, bytes]
-        self.first_client: bytes | None = None
-
-    def _run(self, direction: int, ts: int, n: int) -> None:
-        if self.raw is None or n <= 0:
-            return
-        if self.raw and self.raw[-1][0] == direction:
-            self.raw[-1][2] = ts
-            self.raw[-1][3] += n
-        else:
-            self.raw.append([direction, ts, ts, n])
-
-    def data(self, direction: int, ts_ns: int, offset: int, payload: bytes) -> None:
-        if direction == CLIENT and self.first_client is None and payload:
-            self.first_client = bytes(payload[:1])
-        self.tls.data(direction, ts_ns, offset, payload)
-        self._run(direction, ts_ns, len(payload))
-
-    def gap(self, direction: int, ts_ns: int, offset: int, length: int) -> None:
-        self.tls.gap(direction, ts_ns, offset, length)
-        self._run(direction, ts_ns, length)  # bytes the capture cut (a snap length): still sent
-
-    def close(self, direction: int, ts_ns: int, how: str) -> None:
-        self.tls.close(direction, ts_ns, how)
-
-    def bursts(self) -> tuple[str, list[tuple[int, int, int, int]]]:
-        """("tls" | "raw" | "decrypted" | "none", [(direction, start, end, bytes)])."""
-        if self.first_client == b"\x16":  # RFC 8446 §5.1: a handshake record
-            dec = self.tls.decryption()
-            if dec.decrypted:
-                return "decrypted", []
-            return "tls", [(CLIENT if b.direction == "client" else SERVER, b.start_ns, b.end_ns, b.bytes)
-                           for b in dec.bursts]
-        if self.raw is not None:
-            return "raw", [tuple(r) for r in self.raw]  # type: ignore[misc]
-        return "none", []
-
-
-def opaque_downloads(capture: str | os.PathLike[str], *, ports: Sequence[int] = (443,),
-                     keylog: Any = None) -> list[Download]:
-    """The responses of the capture's encrypted connections, by size and time.
-
-    Parameters
-    ----------
-    capture : path
-    ports : sequence of int, keyword-only
-        TLS connections are read whatever their port; a connection that is not TLS is read
-        (its TCP bytes, as if encrypted) only when its server port is listed (default 443).
-    keylog : path, sequence of paths or qoe.web.keylog.KeyLog, optional, keyword-only
-        Connections it opens are left out (their transactions are seen decrypted).
-
-    Returns
-    -------
-    list of Download
-        In request order.
-    """
-
-    want = set(ports)
-    log = load_keylog(capture, keylog) or KeyLog()
-    sinks: list[_Opaque] = []
-
-    def factory(conn: Any) -> _Opaque:
-        s = _Opaque(conn, log, conn.server[1] in want)
-        sinks.append(s)
-        return s
-
-    conns = {c.id.index: c for c in connections(capture, sinks=factory)}
-    out: list[Download] = []
-    for s in sinks:
-        kind, bursts = s.bursts()
-        if kind in ("decrypted", "none"):
-            continue
-        key = (s.conn.client[0], s.conn.client[1], s.conn.server[0], s.conn.server[1])
-        reqs: list[list[Any]] = []  # [request, first byte, last byte, bytes]
-        for direction, start, end, n in bursts:
-            if direction == CLIENT:
-                if reqs and reqs[-1][1] is None:
-                    continue  # the request goes on (a request in several runs), no answer yet
-                reqs.append([start, None, None, 0])
-            elif reqs:  # server bytes before any request: the TLS 1.3 server's handshake flight
-                r = reqs[-1]
-                r[1] = start if r[1] is None else r[1]
-                r[2] = end
-                r[3] += n
-        c = conns.get(s.conn.index)
-        rst = c is not None and c.rst_ts_ns is not None
-        for k, r in enumerate(reqs):
-            if r[3] <= 0:
-                continue
-            aborted = rst and k == len(reqs) - 1 and c is not None and c.rst_ts_ns >= r[0]
-            out.append(Download(key, r[0], r[1], r[2], r[3], aborted=aborted))
-    out.sort(key=lambda d: d.request_ns)
-    return out
+#: A TLS connection whose requests (the client's record bytes per request, median) are smaller
+#: is taken for HTTP/2: HPACK (RFC 7541) compresses a repeated request to a few bytes, 53-100 of
+#: TLS record (200 the first) on data/video/has dash-h2, where chromium's HTTP/1.1 requests are
+#: 297-613 (dash-tls, hls-tls).
+H2_REQUEST_MAX_BYTES = 150
 
 
 def _segment_duration(manifest: Manifest) -> float:
@@ -283,6 +135,11 @@ def infer_requests(downloads: Iterable[Download], manifest: Manifest, *, known: 
             rates[r.id] = 64e3
             notes.append(f"representation {r.id}: no declared bandwidth, 64 kbit/s assumed for matching")
     dls = list(downloads)
+    notes += _transport_notes(dls)
+    dls, page_notes = _without_page(dls)
+    notes += page_notes
+    dls, split_notes = _split_multiplexed(dls, reps, rates, d)
+    notes += split_notes
     matched: list[tuple[Download, Representation, float]] = []
     for dl in dls:
         est = dl.bytes * 8 / d
@@ -347,6 +204,88 @@ def infer_requests(downloads: Iterable[Download], manifest: Manifest, *, known: 
     return out, sorted(set(notes), key=notes.index)
 
 
+def _span(values: Sequence[int]) -> str:
+    """"2" or "2-6"."""
+    return f"{values[0]}" if values[0] == values[-1] else f"{values[0]}-{values[-1]}"
+
+
+def _transport_notes(dls: Sequence[Download]) -> list[str]:
+    """What the inference read, when it read QUIC, and the connections that look like HTTP/2."""
+    notes = []
+    quic = [x for x in dls if x.transport == "quic"]
+    if quic:
+        notes.append(f"HTTP/3 (QUIC) without keys: {len(quic)} response(s) to {sum(x.requests for x in quic)} "
+                     "request(s) read from the connection's datagrams, a client "
+                     f"short-header datagram of ≥ {QUIC_REQUEST_MIN_BYTES} bytes taken for a request and smaller ones "
+                     "for acknowledgements (QUIC_REQUEST_MIN_BYTES), the server's datagrams until the next request for "
+                     "its response")
+    by_conn: dict[tuple[str, int, str, int], list[Download]] = {}
+    for x in dls:
+        if x.transport == "tcp" and x.request_bytes:
+            by_conn.setdefault(x.connection, []).append(x)
+    for conn, xs in by_conn.items():
+        big = [x for x in xs if x.bytes >= MIN_SEGMENT_BYTES]
+        per = statistics.median(x.request_bytes / x.requests for x in xs)
+        if len(big) < 2 or per >= H2_REQUEST_MAX_BYTES:
+            continue
+        multi = sum(x.requests > 1 for x in big)
+        notes.append(
+            f"connection {conn[0]}:{conn[1]} → {conn[2]}:{conn[3]} looks like HTTP/2 (its requests {per:.0f} bytes of "
+            f"TLS record, median: HPACK-compressed HEADERS; HTTP/1.1 ones are larger, ≥ {H2_REQUEST_MAX_BYTES}): "
+            f"multiplexed HTTP/2 hides the segment boundaries: of its {len(big)} responses of a segment's size, {multi} "
+            "answered several requests sent together and the others may hold parts of two (a request sent while "
+            "another response is under way shares its bytes): segment counts, sizes and times are approximate")
+    return notes
+
+
+def _without_page(dls: Sequence[Download]) -> tuple[list[Download], list[str]]:
+    """The downloads without each connection's first large response (MIN_SEGMENT_BYTES) when it
+    answered several requests at once: on a multiplexed connection that is the page (its HTML and the player's scripts);
+    a player asks for segments only once its manifest came back."""
+    firsts: dict[tuple[str, int, str, int], Download] = {}
+    for x in sorted(dls, key=lambda x: x.request_ns):
+        if x.bytes >= MIN_SEGMENT_BYTES:
+            firsts.setdefault(x.connection, x)
+    page = {id(x) for x in firsts.values() if x.requests > 1}
+    if not page:
+        return list(dls), []
+    return [x for x in dls if id(x) not in page], [
+        f"{len(page)} first large response(s) of a multiplexed connection (several requests at once) taken for the page "
+        "and the player's scripts, not segments"]
+
+
+def _split_multiplexed(dls: Sequence[Download], reps: Sequence[Representation], rates: dict[str, float], d: float
+                       ) -> tuple[list[Download], list[str]]:
+    """Responses to several requests sent together (multiplexed HTTP/2 or HTTP/3): when the
+    manifest has audio and video, split into an audio segment of the expected size (the audio
+    representation's declared bandwidth · D / 8) and a video segment of the rest, both with the
+    group's times; the group's other requests are taken for small objects (playlists, a favicon)."""
+    audio = [r for r in reps if r.media_type == "audio"]
+    video = [r for r in reps if r.media_type in ("video", "muxed")]
+    multi = [x for x in dls if x.requests > 1]
+    if not multi:
+        return list(dls), []
+    if not (audio and video):
+        return list(dls), [f"{len(multi)} response(s) answered several requests at once (multiplexed HTTP/2 or "
+                           "HTTP/3: the segment boundaries are hidden), each taken whole"]
+    a_bytes = int(round(statistics.median(rates[r.id] for r in audio) * d / 8))
+    out: list[Download] = []
+    n_split = 0
+    for x in dls:
+        if x.requests > 1 and x.bytes > a_bytes:
+            n_split += 1
+            out.append(dataclasses.replace(x, bytes=a_bytes, requests=1))
+            out.append(dataclasses.replace(x, bytes=x.bytes - a_bytes, requests=1))
+        else:
+            out.append(x)
+    sizes = sorted(x.requests for x in multi)
+    note = (f"multiplexed HTTP/2 or HTTP/3 hides the segment boundaries: {len(multi)} of {len(dls)} response(s) answered "
+            f"{_span(sizes)} requests sent together; {n_split} split into an audio segment of the expected "
+            f"{a_bytes / 1e3:.1f} kB (declared bandwidth · {d:g} s) and a video segment of the rest, both timed by the "
+            "group (the audio's completion is the group's)")
+    return out, [note]
+
+
 def _levels(rates: Sequence[float]) -> list[list[float]]:
     """Bitrates grouped into levels: sorted, a new level where the ratio to the previous exceeds LEVEL_RATIO."""
     groups: list[list[float]] = []
@@ -393,8 +332,10 @@ def window_requests(downloads: Iterable[Download], *, segment_duration_s: float 
         with the inferred segments' timeline) and notes (the evidence). No segment: None.
     """
     downloads = list(downloads)
-    segs = [d for d in downloads if d.bytes >= MIN_SEGMENT_BYTES]
-    notes: list[str] = []
+    notes: list[str] = _transport_notes(downloads)
+    downloads, page_notes = _without_page(downloads)
+    notes += page_notes
+    segs = [x for x in downloads if x.bytes >= MIN_SEGMENT_BYTES]
     if len(segs) < 2:
         return [], None, []
     # audio and video: a tight group of near-equal small sizes (constant-bitrate audio) and the
@@ -411,6 +352,14 @@ def window_requests(downloads: Iterable[Download], *, segment_duration_s: float 
         rest = sizes[:a] + sizes[b:]
         if statistics.median(rest) >= AV_SIZE_RATIO * c and (best is None or n_a > best[0]):
             best = (n_a, c)
+    multi = [x for x in segs if x.requests > 1]
+    if multi:
+        sizes = sorted(x.requests for x in multi)
+        notes.append(f"multiplexed HTTP/2 or HTTP/3 hides the segment boundaries: {len(multi)} of {len(segs)} large "
+                     f"response(s) answered {_span(sizes)} requests sent together, each taken for one segment "
+                     "(audio and video together when both were asked for: its bitrate their sum)")
+        if 2 * len(multi) > len(segs):
+            best = None  # the audio segments are inside the groups: no size group of them
     split = best is not None
     small = best[1] if best is not None else 0.0
     tight = [split and abs(math.log(d.bytes / small)) <= math.log(AUDIO_SPREAD) for d in segs]

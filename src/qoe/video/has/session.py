@@ -24,7 +24,8 @@ from qoe.errors import InputError, QoEWarning
 from qoe.report import as_dict, brief
 from qoe.video.has._bodies import ResponseWindow, read_bodies
 from qoe.video.has.decrypted import keylog_bodies, quic_bodies
-from qoe.video.has._infer import Download, infer_requests, opaque_downloads, window_requests
+from qoe.video.has._infer import infer_requests, window_requests
+from qoe.video.has._opaque import Download, opaque_downloads
 from qoe.video.has.manifest import Manifest, ManifestError, is_manifest, parse_hls, parse_mpd
 from qoe.video.has.options import StreamingOptions
 from qoe.video.has.replay import PlaybackReplay, _Buffers, _played_chunks, replay, shown
@@ -336,7 +337,7 @@ def build_sessions(transactions: Iterable[Any], bodies: Callable[[Sequence[Any]]
     options : StreamingOptions, keyword-only, optional
     opaque : callable, keyword-only, optional
         ``opaque() -> [Download]``: the responses of the capture's encrypted connections
-        (:func:`qoe.video.has._infer.opaque_downloads`), called at most once. A session's
+        (:func:`qoe.video.has._opaque.opaque_downloads`), called at most once. A session's
         segments among them are inferred from their sizes and its manifest
         (:func:`qoe.video.has._infer.infer_requests`): when the session has no segment seen
         (``opaque_when="missing"``: the manifest in clear, the segments over HTTPS), or always
@@ -488,8 +489,10 @@ def sessions(capture: str | os.PathLike[str], *, options: StreamingOptions | Non
     (``options.keylog``) the transactions are those of :func:`qoe.web.http.connection_results`
     (HTTP/1.1 over TLS, HTTP/2) and :func:`qoe.web.quic.quic_connections` (HTTP/3), and the
     manifests are read from the decrypted streams (:mod:`qoe.video.has.decrypted`).
-    Segments on connections that stay encrypted (no key log, or one without their keys) are
-    inferred from their sizes (:mod:`qoe.video.has._infer`), labelled inferred
+    Segments on connections that stay encrypted (no key log, or one without their keys; TLS
+    records, or QUIC datagrams for HTTP/3: :mod:`qoe.video.has._opaque`) are inferred from
+    their sizes (:mod:`qoe.video.has._infer`; on multiplexed HTTP/2 and HTTP/3 connections
+    the notes say the segment boundaries are hidden and how they were split), labelled inferred
     (``StreamingSession.inference``): with the manifest when it was seen (in clear, or
     decrypted) or given (``options.manifests``); with none, only when asked
     (``options.infer_windows``: any HTTPS capture has large responses). Otherwise nothing
