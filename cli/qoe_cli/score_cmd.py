@@ -46,6 +46,9 @@ from qoe_cli.has_cmd import make_options, streaming_options
               help="Voice: SRTP key (e.g. AES_CM_128_HMAC_SHA1_80:<base64 of master key||salt>) for encrypted streams "
                    "whose key is not in the capture's SDP (a=crypto); repeat for several (each stream takes the one "
                    "that authenticates it).")
+@click.option("--stream-timeout-s", type=click.FloatRange(min=0, min_open=True), default=25.0, show_default=True,
+              help="Voice: a stream silent this long has ended (2 s after a SIP or RTCP BYE); its call is scored "
+                   "and its state released (RFC 3550 §6.3.5: 5 RTCP intervals of at least 5 s).")
 @click.option("--sdp", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Video: an SDP file for RTP streams the capture does not announce (what ffmpeg -sdp_file wrote).")
 @click.option("--video-jitter-buffer", default=None,
@@ -71,7 +74,7 @@ from qoe_cli.has_cmd import make_options, streaming_options
 @format_option
 @output_option
 def score(capture, refs, sender_capture, network_delay_ms, user, jitter_buffer, conceal, delay_basis, window_s,
-          codec, clocks, ssrc, srtp_keys, sdp, video_jitter_buffer, ssim_variant, psnr_table, idle_gap, web_preset, keylog,
+          codec, clocks, ssrc, srtp_keys, stream_timeout_s, sdp, video_jitter_buffer, ssim_variant, psnr_table, idle_gap, web_preset, keylog,
           kind, details, fmt, output, **streaming):
     """Score the voice calls (per direction), video streams and page loads in CAPTURE.
 
@@ -89,7 +92,8 @@ def score(capture, refs, sender_capture, network_delay_ms, user, jitter_buffer, 
     played per second, linear QoE (Yin et al. 2015; Pensieve's parameter sets).
     JSON output holds the whole report."""
     call = CallOptions(jitter_buffer=jitter_buffer, conceal=conceal, delay_basis=delay_basis, window_s=window_s,
-                       codec=codec, user=user, network_delay_ms=network_delay_ms, clocks=clocks, srtp_keys=srtp_keys)
+                       codec=codec, user=user, network_delay_ms=network_delay_ms, clocks=clocks, srtp_keys=srtp_keys,
+                       stream_timeout_s=stream_timeout_s)
     video = VideoOptions(sdp=sdp, jitter_buffer=video_jitter_buffer, variant=ssim_variant, psnr_table=psnr_table,
                          srtp_keys=srtp_keys)
     options = {"voice": call, "video": video, "web": WebOptions(idle_gap_s=idle_gap, preset=web_preset,

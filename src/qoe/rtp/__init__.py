@@ -199,7 +199,16 @@ from qoe.rtp._packet import (
     parse_rtp_header,
 )
 from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtcpSummary, RtpScan, RtpStream, StreamKey
-from qoe.rtp._scan import MAX_FLOWS, MAX_STREAMS, find_streams, scan_capture
+from qoe.rtp._scan import (
+    BYE_GRACE_S,
+    MAX_FLOWS,
+    MAX_STREAMS,
+    STREAM_TIMEOUT_S,
+    ScanStream,
+    find_streams,
+    iter_scan,
+    scan_capture,
+)
 from qoe.rtp._stats import JITTER_RULES, LOSS_RULES, RtpStats, in_order_jitter_ms, rtp_stats
 from qoe.rtp.extensions import HeaderExtensions, read_header_extensions
 from qoe.rtp.delay import OneWayDelay, delays_between, one_way_delay, stream_delay
@@ -219,6 +228,8 @@ __all__ = [
     "MAX_STREAMS",
     "MAX_FLOWS",
     "ACTIVE_AT_END_INTERVALS",
+    "STREAM_TIMEOUT_S",
+    "BYE_GRACE_S",
     # streams and statistics
     "RtpPackets",
     "StreamKey",
@@ -247,6 +258,8 @@ __all__ = [
     "extend_sequence",
     "find_streams",
     "scan_capture",
+    "iter_scan",
+    "ScanStream",
     # RFC 8285 header extensions (abs-send-time, transport-wide-cc, MID)
     "HeaderExtensions",
     "read_header_extensions",

@@ -46,7 +46,7 @@ from qoe.rtp._packet import (
 )
 from qoe.rtp._bundle import section_for, tie_rtx
 from qoe.rtp._demux import DemuxBook, mark_dtls
-from qoe.rtp._flows import PROBE, REJECT, RTP, FlowTable, HeldPackets, group_by_key
+from qoe.rtp._flows import ENDED, PROBE, REJECT, RTP, FlowTable, HeldPackets, group_by_key
 from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtpScan, RtpStream, StreamKey
 from qoe.rtp._rtcpbook import RtcpBook, attach_feedback, feedback_kinds
 from qoe.rtp._sipbook import SipBook
@@ -92,6 +92,16 @@ MAX_STREAMS = 100_000
 #: them near 120 MB.
 MAX_FLOWS = 100_000
 
+#: Default of ``stream_timeout_s``: a stream (or an undecided flow) with no packet for this
+#: long is ended and handed on. RFC 3550 §6.3.5 times a participant out after M = 5
+#: deterministic RTCP intervals Td without an RTP or RTCP packet from it, and Td is at
+#: least Tmin = 5 s (§6.2): 5 x 5 s = 25 s.
+STREAM_TIMEOUT_S = 25.0
+#: After an RTCP BYE of its SSRC (RFC 3550 §6.6) or a SIP BYE/CANCEL of its call (RFC 3261
+#: §15), a stream ends once it has been silent this long: RFC 3550 §6.2.1 lets a receiver
+#: keep a participant that sent a BYE "for an appropriate delay" since RTP packets may still
+#: be on the way; 2 s is the RTCP BYE timer of Microsoft's RTP profile ([MS-RTPME] §3.2.2).
+BYE_GRACE_S = 2.0
 
 
 def _first_copies(seg: _Segments, seq: np.ndarray, ts: np.ndarray) -> np.ndarray:
@@ -157,8 +167,14 @@ class _Scanner:
     def __init__(self, *, keep_packets: bool, heuristic: bool, min_packets: int, reorder_window: int,
                  first_ns: int | None = None, event_jitter: bool = False, max_streams: int | None = None,
                  max_flows: int | None = None, loss_rule: str = "rfc3550", jitter_rule: str = "every-packet",
-                 infer_clock: bool = True, sdp: Sequence[SdpMedia] = ()) -> None:
+                 infer_clock: bool = True, sdp: Sequence[SdpMedia] = (), stream_timeout_s: float | None = None,
+                 streaming: bool = False) -> None:
         # what was asked
+        self.timeout_ns = None if stream_timeout_s is None else int(stream_timeout_s * 1e9)
+        self.grace_ns = int(min(BYE_GRACE_S, stream_timeout_s) * 1e9) if stream_timeout_s is not None else None
+        self.streaming = streaming  # hand on whole calls as they end (iter_scan), keep nothing of them
+        self.done: list[tuple[int, int, RtpStream]] = []  # streams ended: (first frame, flow id, stream)
+        self.ended_streams = 0  # streams ended before the capture did
         self.keep = keep_packets
         self.max_streams = max_streams
         self.max_flows = max_flows
@@ -186,7 +202,7 @@ class _Scanner:
         self.store = PacketStore() if keep_packets or infer_clock or self.user_sdp or jitter_rule != "every-packet" else None
         self.stats = StreamStats(reorder_window=reorder_window, loss_rule=loss_rule)
         # the other books: SIP, RTCP, SRTP samples
-        self.sip = SipBook()
+        self.sip = SipBook(keep_all=not streaming)
         self.rtcp = RtcpBook()
         self.srtp = SrtpSampler()
         self.demux = DemuxBook()  # STUN, DTLS, TURN beside RTP (RFC 7983)
@@ -291,6 +307,8 @@ class _Scanner:
             fid[o] = np.repeat(found, lens)
             rank = np.full(rows.size, -1, dtype=np.int64)
             rank[o] = np.arange(o.size) - np.repeat(starts, lens)
+        if self.timeout_ns is not None:  # each flow's latest arrival, for the silence timeout
+            np.maximum.at(fl.last_ns, fid, b.ts_ns[rows].astype(np.int64, copy=False))
         wire = h.payload_end - h.payload_start
         cut = None if b.cut is None else b.cut[rows]
         if cut is not None and cut.any():  # a snap length cut these: their padding count was not captured
@@ -420,18 +438,20 @@ class _Scanner:
             self.srtp.judge_later(fid, per_tick, sdes)
         return None
 
-    def _decide(self, *, final: bool, new_flows: np.ndarray | None = None) -> HeldPackets:
+    def _decide(self, *, final: bool, new_flows: np.ndarray | None = None, only: np.ndarray | None = None) -> HeldPackets:
         """Accept or reject undecided flows; the held packets of the accepted ones.
 
         SDP-announced flows are accepted at once (new flows, or all undecided ones when
         SIP announced something new); the heuristic judges a flow's first
         ``max(16, min_packets)`` packets when it has them (at the end of the capture,
-        whatever it has, if at least ``min_packets``).
+        whatever it has, if at least ``min_packets``). ``only``: decide these undecided
+        flows only, as at the end of the capture (they have been silent past the timeout).
         """
         fl = self.flows
-        undecided = np.flatnonzero(fl.state == PROBE)
+        undecided = np.flatnonzero(fl.state == PROBE) if only is None else only
         if undecided.size == 0:
-            self.sip.new_announcements = False
+            if only is None:
+                self.sip.new_announcements = False
             return HeldPackets.empty(self.keep)
         if final or self.sip.new_announcements:
             check = undecided
@@ -439,7 +459,8 @@ class _Scanner:
             check = new_flows[fl.state[new_flows] == PROBE]
         else:
             check = np.zeros(0, dtype=np.int64)
-        self.sip.new_announcements = False
+        if only is None:
+            self.sip.new_announcements = False
         accept_sdp = [f for f in check.tolist() if self._announcement(f) is not None] if self.sip.announced else []
         for f in accept_sdp:
             self._accept(f)
@@ -529,6 +550,9 @@ class _Scanner:
 
     # -- at the end --------------------------------------------------------------
     def finish(self, path: str) -> RtpScan:
+        """The end of the capture: every flow decided, every stream still tracked built.
+        Streaming (:func:`iter_scan`): the scan without streams or calls (they were handed
+        on); else every stream and call of the capture."""
         self._feed(self._decide(final=True))
         if self.flows_left_out:
             warnings.warn(f"{path}: {self.flows_left_out} UDP datagram(s) not looked at for RTP: more than max_flows="
@@ -538,17 +562,89 @@ class _Scanner:
             warnings.warn(f"{path}: {self.over_limit} RTP stream(s) left out: more than max_streams="
                           f"{self.max_streams} streams (the first {self.max_streams} are reported)",
                           QoEWarning, stacklevel=3)
-        cut_note = (f"the capture was cut at {self.snap} bytes per frame (a snap length): payloads are partial; "
-                    "payload sizes are the wire's (RFC 768 UDP length), RTP padding unknown on the cut packets")
         if self.cut_packets:
             warnings.warn(f"{path}: {self.cut_packets} RTP packet(s) cut by the capture's snap length ({self.snap} bytes): "
                           "payloads are partial (sizes and bitrates use the lengths on the wire)", QoEWarning, stacklevel=3)
-        rtcp = self.rtcp.summaries()
-        calls = tuple(group_calls(self.sip.messages))
-        a = self.addresses
         fl = self.flows
         fids = np.flatnonzero(fl.state == RTP)
-        fids = fids[np.argsort(fl.first_frame[fids], kind="stable")]
+        self._end(fids[np.argsort(fl.first_frame[fids], kind="stable")])
+        if self.streaming:
+            return RtpScan(path=path, streams=(), calls=(), rtcp=self.rtcp.summaries(), first_ns=self.first_ns,
+                           udp_packets=self.udp, rtcp_packets=self.rtcp.packets, last_ns=self.last_ns)
+        self.done.sort(key=lambda x: (x[0], x[1]))  # in order of their first packet
+        streams = [x[2] for x in self.done]
+        self.done = []
+        mark_dtls(streams, self.demux, self.addresses)
+        attach_feedback(streams, self.rtcp, self.addresses)
+        tie_rtx(streams, self.user_sdp)
+        return RtpScan(
+            path=path,
+            streams=tuple(streams),
+            calls=tuple(group_calls(self.sip.messages)),
+            rtcp=self.rtcp.summaries(),
+            first_ns=self.first_ns,
+            udp_packets=self.udp,
+            rtcp_packets=self.rtcp.packets,
+            last_ns=self.last_ns,
+        )
+
+    def _cut_note(self) -> str:
+        return (f"the capture was cut at {self.snap} bytes per frame (a snap length): payloads are partial; "
+                "payload sizes are the wire's (RFC 768 UDP length), RTP padding unknown on the cut packets")
+
+    # -- streams that end ------------------------------------------------------------
+    def expire(self) -> None:
+        """End what has gone quiet (after a batch; ``stream_timeout_s`` set).
+
+        An undecided flow silent past the timeout is decided as at the end of the capture.
+        A stream ends when it has been silent past the timeout, or past
+        :data:`BYE_GRACE_S` after an RTCP BYE of its SSRC or a SIP BYE/CANCEL of its call;
+        and in either case for more than :data:`ACTIVE_AT_END_INTERVALS` of its mean packet
+        interval (so that it would not have been :attr:`RtpStream.active_at_end` at the
+        end of the capture either). An ended stream is built (:meth:`_end`) and its state
+        released; a later packet of its flow starts a new stream (a second segment).
+        """
+        if self.timeout_ns is None or self.last_ns is None:
+            return
+        fl = self.flows
+        now = self.last_ns
+        quiet = now - fl.last_ns
+        probe = np.flatnonzero((fl.state == PROBE) & (quiet > self.timeout_ns))
+        if probe.size:
+            self._feed(self._decide(final=True, only=probe))
+        live = np.flatnonzero(fl.state == RTP)
+        if live.size == 0:
+            return
+        st = self.stats
+        sid = fl.sid[live]
+        n = st.n[sid]
+        since = now - st.last_arr[sid]
+        interval = (st.last_arr[sid] - st.first_arr[sid]) / np.maximum(n - 1, 1)
+        said_bye = np.zeros(live.size, dtype=bool)
+        if self.rtcp.bye:
+            said_bye |= np.isin(fl.fk2[live] & 0xFFFFFFFF, np.fromiter(self.rtcp.bye, dtype=np.int64))
+        if self.sip.ended:
+            ended = self.sip.ended
+            said_bye |= np.array([self.call_id.get(f) in ended for f in live.tolist()], dtype=bool)
+        q = quiet[live]
+        end = ((q > self.timeout_ns) | (said_bye & (q > self.grace_ns))) \
+            & (since > ACTIVE_AT_END_INTERVALS * interval) & (n > 0)
+        fids = live[end]
+        if fids.size:
+            self.ended_streams += int(fids.size)
+            self._end(fids[np.argsort(fl.first_frame[fids], kind="stable")])
+        if self.streaming and self.sip.by_call:  # calls no stream follows, silent past the timeout
+            keep = {c for c in (self.call_id.get(f) for f in np.flatnonzero(fl.state == RTP).tolist()) if c}
+            keep.update(x[2].call_id for x in self.done if x[2].call_id)
+            self.sip.forget_idle(now - self.timeout_ns, keep)
+
+    def _end(self, fids: np.ndarray) -> None:
+        """Build the streams of flows ``fids`` (in order of their first packet) into
+        :attr:`done` and release their state (statistics row, flow key, per-flow books)."""
+        if fids.size == 0:
+            return
+        fl = self.flows
+        a = self.addresses
         sids = fl.sid[fids]
         stats = self.stats.results(sids)
         ranked = self.stats.payload_types_seen(sids)
@@ -585,7 +681,7 @@ class _Scanner:
             if packets is not None:
                 st = with_jitter(st, packets, rate, self.jitter_rule)
             if fid in self.cut_of:
-                notes = (*notes, f"{cut_note} ({self.cut_of[fid]} of {st.packets} packets cut)")
+                notes = (*notes, f"{self._cut_note()} ({self.cut_of[fid]} of {st.packets} packets cut)")
             streams.append(
                 RtpStream(
                     key=StreamKey(a[src], sport, a[dst], dport, ssrc, self.encaps[src] if self.encaps else ""),
@@ -598,7 +694,7 @@ class _Scanner:
                     ptime_ms=media.ptime_ms if media is not None else None,
                     found_by=found_by,
                     payload_types=pts,
-                    rtcp=rtcp.get(ssrc),
+                    rtcp=self.rtcp.summary(ssrc),
                     media=kind,
                     srtp=self._srtp(fid, main, codec, media),
                     channels=_channels_of(main, media),
@@ -608,19 +704,81 @@ class _Scanner:
                 )
             )
         self.srtp.mark(streams, {int(f): i for i, f in enumerate(fids.tolist())})
-        mark_dtls(streams, self.demux, self.addresses)
-        attach_feedback(streams, self.rtcp, self.addresses)
-        tie_rtx(streams, self.user_sdp)
-        return RtpScan(
-            path=path,
-            streams=tuple(streams),
-            calls=calls,
-            rtcp=rtcp,
-            first_ns=self.first_ns,
-            udp_packets=self.udp,
-            rtcp_packets=self.rtcp.packets,
-            last_ns=self.last_ns,
-        )
+        self.done.extend(zip(fl.first_frame[fids].tolist(), fids.tolist(), streams))
+        self.stats.release(sids)
+        fl.end(fids)
+        for f in fids.tolist():
+            self.call_id.pop(f, None)
+            self.media.pop(f, None)
+            self.cut_of.pop(f, None)
+
+    def ready(self, *, final: bool = False) -> list[tuple[list[RtpStream], list[Any]]]:
+        """(Streaming) the ended streams that can be handed on, grouped into whole calls,
+        with their SIP calls; forgotten here.
+
+        Streams are joined when they share a Call-ID or a pair of UDP ends (symmetric
+        RTP, RFC 4961), with every stream or undecided flow still tracked too: a group is
+        ready when all its members have ended. Groups are given in order of their first
+        packet, and one only when no group still live (or undecided flow) started before it.
+        """
+        if not self.done:
+            return []
+        fl = self.flows
+        live = np.flatnonzero((fl.state == RTP) | (fl.state == PROBE)) if not final else np.zeros(0, dtype=np.int64)
+        items: list[tuple[int, Any, str | None, bool]] = []  # (first frame, port pair, Call-ID, ended)
+        a = self.addresses
+        for ff, _, s in self.done:
+            k = s.key
+            items.append((ff, frozenset(((k.src, k.sport), (k.dst, k.dport))), s.call_id, True))
+        for f in live.tolist():
+            src, dst, sport, dport, _ = fl.keys[f]
+            items.append((int(fl.first_frame[f]), frozenset(((a[src], sport), (a[dst], dport))),
+                          self.call_id.get(f), False))
+        parent = list(range(len(items)))
+
+        def root(i: int) -> int:
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+
+        first: dict[Any, int] = {}
+        for i, (_, pair, cid, _) in enumerate(items):
+            for k in (pair, cid):
+                if k is None:
+                    continue
+                j = first.setdefault(k, i)
+                if j != i:
+                    parent[root(i)] = root(j)
+        groups: dict[int, list[int]] = {}
+        for i in range(len(items)):
+            groups.setdefault(root(i), []).append(i)
+        bound = min((min(items[i][0] for i in g) for g in groups.values() if not all(items[i][3] for i in g)),
+                    default=None)
+        ready = sorted((min(items[i][0] for i in g), g) for g in groups.values()
+                       if all(items[i][3] for i in g))
+        out, taken = [], set()
+        for start, g in ready:
+            if bound is not None and start > bound:
+                break
+            taken.update(g)
+            streams = sorted((self.done[i] for i in g), key=lambda x: (x[0], x[1]))
+            out.append([x[2] for x in streams])
+        if not taken:
+            return []
+        self.done = [x for i, x in enumerate(self.done) if i not in taken]
+        result = []
+        for streams in out:
+            mark_dtls(streams, self.demux, self.addresses)
+            attach_feedback(streams, self.rtcp, self.addresses)
+            tie_rtx(streams, self.user_sdp)
+            call_ids = {s.call_id for s in streams if s.call_id}
+            calls = group_calls(self.sip.pop_calls(call_ids)) if call_ids else []
+            code = {x: i for i, x in enumerate(self.addresses)}
+            self.rtcp.forget({s.ssrc for s in streams},
+                             {(code[s.key.dst], s.key.dport, code[s.key.src], s.key.sport) for s in streams})
+            result.append((streams, calls))
+        return result
 
     def _active_at_end(self, st: Any, ssrc: int) -> bool:
         """Whether a stream (statistics ``st``) was still sending when the capture's UDP
@@ -663,6 +821,7 @@ def scan_capture(
     jitter_rule: str = "every-packet",
     infer_clock: bool = True,
     sdp: Sequence[SdpMedia] = (),
+    stream_timeout_s: float | None = STREAM_TIMEOUT_S,
 ) -> RtpScan:
     """Find every RTP stream, SIP call and RTCP report in a capture, in one pass.
 
@@ -741,6 +900,16 @@ def scan_capture(
         (``a=ssrc``), else by a payload type only it maps, never by port; its
         ``a=ssrc-group:FID`` ties RTX streams to their media streams (RFC 4588,
         :attr:`RtpStream.rtx`; without it RTX is recognised by its timestamps).
+    stream_timeout_s : float or None, optional
+        A stream with no packet for this long (default :data:`STREAM_TIMEOUT_S`, 25 s:
+        RFC 3550 §6.3.5's participant timeout, 5 RTCP intervals of at least 5 s) has
+        ended: its statistics are final and its state is released. So has one silent for
+        :data:`BYE_GRACE_S` (2 s) after an RTCP BYE of its SSRC or a SIP BYE or CANCEL of
+        its call. Either way it must also have been silent for more than
+        :data:`ACTIVE_AT_END_INTERVALS` of its mean packet interval. A later packet of
+        the same flow (direction and SSRC) starts a new stream: a second *segment*,
+        reported as a stream of its own. An undecided flow silent this long is decided as
+        at the end of the capture. None: streams end with the capture only.
 
     Returns
     -------
@@ -774,6 +943,7 @@ def scan_capture(
         raise InputError(f"max_streams must be at least 1 (or None: no limit), given {max_streams}")
     if max_flows is not None and max_flows < 1:
         raise InputError(f"max_flows must be at least 1 (or None: no limit), given {max_flows}")
+    _check_timeout(stream_timeout_s)
     name = os.fspath(path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the read below reports a damaged file once
@@ -782,11 +952,140 @@ def scan_capture(
     sc = _Scanner(keep_packets=keep_packets, heuristic=heuristic, min_packets=min_packets,
                   reorder_window=reorder_window, first_ns=first_ns, event_jitter=event_jitter,
                   max_streams=max_streams, max_flows=max_flows, loss_rule=loss_rule, jitter_rule=jitter_rule,
-                  infer_clock=infer_clock, sdp=sdp)
+                  infer_clock=infer_clock, sdp=sdp, stream_timeout_s=stream_timeout_s)
     for b in read_udp_batches(name, batch_size=batch_size):
         sc.batch(b)
         del b  # not held while the next batch is read: one batch in memory at a time
+        sc.expire()
     return sc.finish(name)
+
+
+def _check_timeout(stream_timeout_s: float | None) -> None:
+    if stream_timeout_s is not None and not (isinstance(stream_timeout_s, (int, float)) and stream_timeout_s > 0):
+        raise InputError(f"stream_timeout_s must be a positive number of seconds (or None), given {stream_timeout_s!r}")
+
+
+class ScanStream:
+    """What :func:`iter_scan` returns: an iterator (once) over the calls of a capture as they
+    end, each a ``(streams, sip_calls)`` pair; then :attr:`scan` holds the rest.
+
+    Attributes
+    ----------
+    scan : RtpScan or None
+        After the last call: the capture's scan without streams and calls (its datagram
+        and RTCP counts, its RTCP summaries of streams still tracked at the end); None before.
+    """
+
+    def __init__(self, scanner: _Scanner, batches: Any, path: str) -> None:
+        self._sc = scanner
+        self._gen = self._run(batches, path)
+        self.scan: RtpScan | None = None
+
+    def __iter__(self) -> ScanStream:
+        return self
+
+    def __next__(self) -> tuple[list[RtpStream], list[Any]]:
+        return next(self._gen)
+
+    @property
+    def live_streams(self) -> int:
+        """RTP streams the scan is tracking now (taken, not ended): their statistics rows."""
+        return self._sc.stats.live
+
+    @property
+    def tracked_flows(self) -> int:
+        """UDP flows the scan is tracking now (undecided, or taken as RTP and not ended)."""
+        st = self._sc.flows.state
+        return int(np.count_nonzero((st == PROBE) | (st == RTP)))
+
+    @property
+    def ended_streams(self) -> int:
+        """Streams ended before the capture did (silence, BYE)."""
+        return self._sc.ended_streams
+
+    @property
+    def waiting_streams(self) -> int:
+        """Streams ended and not yet handed on (a call's other streams, or an earlier call, still live)."""
+        return len(self._sc.done)
+
+    def _run(self, batches: Any, path: str) -> Any:
+        sc = self._sc
+        for b in batches:
+            sc.batch(b)
+            del b
+            sc.expire()
+            yield from sc.ready()
+        scan = sc.finish(path)
+        yield from sc.ready(final=True)
+        self.scan = scan
+
+
+def iter_scan(
+    path: str | os.PathLike[str],
+    *,
+    keep_packets: bool = True,
+    heuristic: bool = True,
+    min_packets: int = 4,
+    batch_size: int = 65536,
+    reorder_window: int = REORDER_WINDOW,
+    event_jitter: bool = False,
+    max_streams: int | None = MAX_STREAMS,
+    max_flows: int | None = MAX_FLOWS,
+    loss_rule: str = "rfc3550",
+    jitter_rule: str = "every-packet",
+    infer_clock: bool = True,
+    sdp: Sequence[SdpMedia] = (),
+    stream_timeout_s: float = STREAM_TIMEOUT_S,
+) -> ScanStream:
+    """:func:`scan_capture` as a stream: each call's streams as soon as they have all ended,
+    the scan's state of them released, so that memory follows the calls in progress, not
+    the capture.
+
+    Parameters
+    ----------
+    path, keep_packets, heuristic, min_packets, batch_size, reorder_window, event_jitter, max_streams, max_flows, loss_rule, jitter_rule, infer_clock, sdp, stream_timeout_s
+        As :func:`scan_capture` (``stream_timeout_s`` cannot be None here).
+
+    Returns
+    -------
+    ScanStream
+        An iterator over ``(streams, sip_calls)``: the streams of one call or more (joined
+        by Call-ID or by a shared pair of UDP ends, as :func:`qoe.voice.find_calls` joins
+        them) in order of their first packet, with those calls' SIP calls
+        (:class:`qoe.rtp.sip.SipCall`). The pairs come in order of their first packet;
+        together they hold the streams :func:`scan_capture` gives with the same
+        ``stream_timeout_s``. A stream's statistics are those of the streams
+        :func:`scan_capture` returns; what differs is only what a scan of the whole
+        capture can see and a streaming one cannot: an SDP announcement, an RTCP report or
+        feedback, or a SIP message of a call, that comes after its streams ended (a SIP
+        call without any stream is not given). :attr:`ScanStream.live_streams` and
+        :attr:`ScanStream.tracked_flows` say what the scan holds.
+
+    Raises
+    ------
+    CaptureError, InputError
+        As :func:`scan_capture` (the capture is read while iterating).
+    """
+    from qoe.capture import probe, read_udp_batches  # noqa: PLC0415 - as scan_capture
+
+    if min_packets < 2:
+        raise InputError(f"min_packets must be at least 2, given {min_packets}")
+    if loss_rule not in LOSS_RULES:
+        raise InputError(f"loss_rule must be one of {LOSS_RULES}, given {loss_rule!r}")
+    if jitter_rule not in JITTER_RULES:
+        raise InputError(f"jitter_rule must be one of {JITTER_RULES}, given {jitter_rule!r}")
+    if stream_timeout_s is None:
+        raise InputError("iter_scan needs a stream_timeout_s (streams must end to be handed on)")
+    _check_timeout(stream_timeout_s)
+    name = os.fspath(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first_ns = probe(name).first_frame_ns
+    sc = _Scanner(keep_packets=keep_packets, heuristic=heuristic, min_packets=min_packets,
+                  reorder_window=reorder_window, first_ns=first_ns, event_jitter=event_jitter,
+                  max_streams=max_streams, max_flows=max_flows, loss_rule=loss_rule, jitter_rule=jitter_rule,
+                  infer_clock=infer_clock, sdp=sdp, stream_timeout_s=stream_timeout_s, streaming=True)
+    return ScanStream(sc, read_udp_batches(name, batch_size=batch_size), name)
 
 
 def find_streams(
