@@ -23,6 +23,7 @@ References
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from collections.abc import Sequence
@@ -175,6 +176,7 @@ class _Scanner:
         self.streaming = streaming  # hand on whole calls as they end (iter_scan), keep nothing of them
         self.done: list[tuple[int, int, RtpStream]] = []  # streams ended: (first frame, flow id, stream)
         self.ended_streams = 0  # streams ended before the capture did
+        self.out: list[tuple[list[RtpStream], list[Any]]] = []  # (streaming) groups ready, not yet handed on
         self.keep = keep_packets
         self.max_streams = max_streams
         self.max_flows = max_flows
@@ -218,6 +220,70 @@ class _Scanner:
 
     # -- per batch ---------------------------------------------------------------
     def batch(self, b: Any) -> None:
+        """Take one batch of UDP datagrams. With a timeout, a flow that has a packet in the
+        batch after its deadline (:meth:`_deadlines`) is ended at that packet first, so that
+        the packet starts a new segment whatever the batch size."""
+        if self.timeout_ns is not None:
+            k = self._first_late(b)
+            while k is not None:
+                if k > 0:
+                    self._batch(_rows(b, slice(0, k)))
+                b = _rows(b, slice(k, len(b)))
+                self.expire(now=int(b.ts_ns[0]))
+                if self.streaming:  # handed on before the late packet's new segment begins
+                    self.out.extend(self.ready())
+                k = self._first_late(b)
+        self._batch(b)
+
+    def _first_late(self, b: Any) -> int | None:
+        """The first datagram of ``b`` that may be RTP of a tracked flow past its deadline."""
+        fl = self.flows
+        tracked = np.flatnonzero((fl.state == RTP) | (fl.state == PROBE))
+        if tracked.size == 0 or len(b) == 0:
+            return None
+        dl = self._deadlines(tracked)
+        if int(b.ts_ns.max()) <= dl.min():
+            return None
+        h, ln = b.head, b.lengths
+        cand = np.flatnonzero((ln >= RTP_FIXED_HEADER) & ((h[:, 0] >> 6) == RTP_VERSION))
+        if cand.size == 0:
+            return None
+        ssrc = np.ascontiguousarray(h[cand, 8:12]).view(">u4")[:, 0].astype(np.int64)
+        k1 = b.src[cand].astype(np.int64) << 32 | b.dst[cand].astype(np.int64)
+        k2 = b.sport[cand].astype(np.int64) << 48 | b.dport[cand].astype(np.int64) << 32 | ssrc
+        fid = fl.known(k1, k2)
+        at = np.full(fl.state.size, np.inf)
+        at[tracked] = dl
+        late = (fid >= 0) & (b.ts_ns[cand] > at[np.maximum(fid, 0)])
+        return int(cand[late][0]) if late.any() else None
+
+    def _deadlines(self, fids: np.ndarray) -> np.ndarray:
+        """When tracked flows ``fids`` end if no packet of theirs comes first (ns; ended when
+        a later datagram is seen). An undecided flow: its latest packet + the timeout. A
+        stream: its latest packet + the timeout (:data:`BYE_GRACE_S` after an RTCP BYE of
+        its SSRC or a SIP BYE/CANCEL of its call), and not before
+        :data:`ACTIVE_AT_END_INTERVALS` mean packet intervals."""
+        fl = self.flows
+        out = (fl.last_ns[fids] + self.timeout_ns).astype(np.float64)
+        rtp = fl.state[fids] == RTP
+        if rtp.any():
+            f = fids[rtp]
+            st = self.stats
+            sid = fl.sid[f]
+            n = st.n[sid]
+            last = st.last_arr[sid]
+            interval = (last - st.first_arr[sid]) / np.maximum(n - 1, 1)
+            bye = np.zeros(f.size, dtype=bool)
+            if self.rtcp.bye:
+                bye |= np.isin(fl.fk2[f] & 0xFFFFFFFF, np.fromiter(self.rtcp.bye, dtype=np.int64))
+            if self.sip.ended:
+                ended = self.sip.ended
+                bye |= np.array([self.call_id.get(x) in ended for x in f.tolist()], dtype=bool)
+            wait = np.where(bye, self.grace_ns, self.timeout_ns)
+            out[rtp] = np.where(n > 0, last + np.maximum(wait, ACTIVE_AT_END_INTERVALS * interval), np.inf)
+        return out
+
+    def _batch(self, b: Any) -> None:
         n = len(b)
         if n == 0:
             return
@@ -593,43 +659,28 @@ class _Scanner:
                 "payload sizes are the wire's (RFC 768 UDP length), RTP padding unknown on the cut packets")
 
     # -- streams that end ------------------------------------------------------------
-    def expire(self) -> None:
-        """End what has gone quiet (after a batch; ``stream_timeout_s`` set).
+    def expire(self, now: int | None = None) -> None:
+        """End what has gone quiet by ``now`` (default: the latest datagram seen).
 
-        An undecided flow silent past the timeout is decided as at the end of the capture.
-        A stream ends when it has been silent past the timeout, or past
-        :data:`BYE_GRACE_S` after an RTCP BYE of its SSRC or a SIP BYE/CANCEL of its call;
-        and in either case for more than :data:`ACTIVE_AT_END_INTERVALS` of its mean packet
-        interval (so that it would not have been :attr:`RtpStream.active_at_end` at the
-        end of the capture either). An ended stream is built (:meth:`_end`) and its state
-        released; a later packet of its flow starts a new stream (a second segment).
+        A tracked flow whose deadline (:meth:`_deadlines`) is before ``now`` ends: an
+        undecided one is decided as at the end of the capture; a stream is built
+        (:meth:`_end`) and its state released, and a later packet of its flow starts a new
+        stream (a second segment). A stream is never ended before
+        :data:`ACTIVE_AT_END_INTERVALS` of its mean packet interval, so that it would not
+        have been :attr:`RtpStream.active_at_end` at the end of the capture either.
         """
         if self.timeout_ns is None or self.last_ns is None:
             return
+        now = self.last_ns if now is None else now
         fl = self.flows
-        now = self.last_ns
-        quiet = now - fl.last_ns
-        probe = np.flatnonzero((fl.state == PROBE) & (quiet > self.timeout_ns))
+        tracked = np.flatnonzero((fl.state == RTP) | (fl.state == PROBE))
+        if tracked.size == 0:
+            return
+        gone = tracked[self._deadlines(tracked) < now]
+        probe = gone[fl.state[gone] == PROBE]
         if probe.size:
             self._feed(self._decide(final=True, only=probe))
-        live = np.flatnonzero(fl.state == RTP)
-        if live.size == 0:
-            return
-        st = self.stats
-        sid = fl.sid[live]
-        n = st.n[sid]
-        since = now - st.last_arr[sid]
-        interval = (st.last_arr[sid] - st.first_arr[sid]) / np.maximum(n - 1, 1)
-        said_bye = np.zeros(live.size, dtype=bool)
-        if self.rtcp.bye:
-            said_bye |= np.isin(fl.fk2[live] & 0xFFFFFFFF, np.fromiter(self.rtcp.bye, dtype=np.int64))
-        if self.sip.ended:
-            ended = self.sip.ended
-            said_bye |= np.array([self.call_id.get(f) in ended for f in live.tolist()], dtype=bool)
-        q = quiet[live]
-        end = ((q > self.timeout_ns) | (said_bye & (q > self.grace_ns))) \
-            & (since > ACTIVE_AT_END_INTERVALS * interval) & (n > 0)
-        fids = live[end]
+        fids = gone[fl.state[gone] == RTP]
         if fids.size:
             self.ended_streams += int(fids.size)
             self._end(fids[np.argsort(fl.first_frame[fids], kind="stable")])
@@ -787,6 +838,14 @@ class _Scanner:
             return False
         interval = (st.last_ns - st.first_ns) / (st.packets - 1)
         return self.last_ns - st.last_ns <= ACTIVE_AT_END_INTERVALS * interval
+
+
+def _rows(b: Any, sl: slice) -> Any:
+    """Datagrams ``sl`` of batch ``b`` (the same bytes, fewer rows)."""
+    return dataclasses.replace(
+        b, index=b.index[sl], ts_ns=b.ts_ns[sl], src=b.src[sl], dst=b.dst[sl], sport=b.sport[sl], dport=b.dport[sl],
+        starts=b.starts[sl], lengths=b.lengths[sl], head=b.head[sl], interface=b.interface[sl],
+        wire_len=b.wire_len[sl], cut=None if b.cut is None else b.cut[sl])
 
 
 def _codec_of(pt: int, media: SdpMedia | None) -> tuple[str | None, int | None]:
@@ -1014,9 +1073,13 @@ class ScanStream:
             sc.batch(b)
             del b
             sc.expire()
-            yield from sc.ready()
+            sc.out.extend(sc.ready())
+            while sc.out:
+                yield sc.out.pop(0)
         scan = sc.finish(path)
-        yield from sc.ready(final=True)
+        sc.out.extend(sc.ready(final=True))
+        while sc.out:
+            yield sc.out.pop(0)
         self.scan = scan
 
 
