@@ -17,7 +17,12 @@ This layer sits between :mod:`qoe.capture` (packets) and the media scorers
   variation from one capture, the MID that names a stream under BUNDLE.
 
 A stream is one synchronisation source (SSRC) on one UDP direction (source address and
-port, destination address and port). For each stream this module gives
+port, destination address and port), from its first packet until it ends: silent for
+``stream_timeout_s`` (:data:`STREAM_TIMEOUT_S`, 25 s: RFC 3550 §6.3.5), or for
+:data:`BYE_GRACE_S` (2 s) after an RTCP BYE of its SSRC or a SIP BYE/CANCEL of its call; a
+later packet of the same flow starts a second stream (a segment). :func:`iter_scan` hands on
+each call's streams as soon as they have ended and releases them, so that a scan of a trunk
+capture holds the calls in progress only (docs/memory.md). For each stream this module gives
 
 * a columnar table of the received packets (:class:`RtpPackets`), in arrival order, that
   the jitter buffer, the G.711 decoder and the one-way delay matcher work on;
