@@ -142,3 +142,20 @@ def test_a_timeout_must_be_positive(tmp_path):
         scan_capture(path, stream_timeout_s=0)
     with pytest.raises(InputError, match="stream_timeout_s"):
         iter_scan(path, stream_timeout_s=None)
+
+
+def test_without_packets_only_flows_of_a_clockless_type_are_kept_for_the_clock(tmp_path):
+    # (speed, issue 25) keep_packets=False keeps packet headers only for streams whose payload
+    # type has no clock (a dynamic type without SDP), for the clock inference: a G.711 stream
+    # (static type 0, 8000 Hz: RFC 3551 Table 4) needs none. A stream that switches to a
+    # dynamic type after its first packets were taken (here the 40th) would be inferred from part of its packets: it is not,
+    # and a note says so; with keep_packets=True it is inferred (48 kHz, 960 ticks per 20 ms).
+    static = voice(60, 0x61, sport=6200)
+    switch = [(T0 + 0.02 * i, frame(A, 6300, B, 6302, rtp(1000 + i, 5000 + (160 * i if i < 40 else 6400 + 960 * (i - 40)),
+                                                         0x62, pt=0 if i < 40 else 111))) for i in range(200)]
+    path = _capture(tmp_path, static + switch)
+    light = {s.key.ssrc: s for s in scan_capture(path, keep_packets=False, batch_size=16).streams}
+    full = {s.key.ssrc: s for s in scan_capture(path, keep_packets=True, batch_size=16).streams}
+    assert light[0x61].stats == full[0x61].stats and light[0x61].clock_rate == 8000
+    assert full[0x62].payload_type == 111 and full[0x62].clock_rate == 48000
+    assert light[0x62].clock_rate is None and any("clock rate not inferred" in n for n in light[0x62].notes)

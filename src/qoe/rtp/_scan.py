@@ -202,6 +202,13 @@ class _Scanner:
         # their headers only (no payloads) when the clock may be inferred or an SDP applied,
         # so that both read the same packets whichever way the scan was asked for
         self.store = PacketStore() if keep_packets or infer_clock or self.user_sdp or jitter_rule != "every-packet" else None
+        # without keep_packets, an SDP of the user's or another jitter rule, the packet headers
+        # serve only to infer the clock of a stream whose main payload type has none: only the
+        # flows that carry such a type are stored (from their first packet, else marked partial)
+        self.store_all = keep_packets or bool(self.user_sdp) or jitter_rule != "every-packet"
+        self.stored = np.zeros(0, dtype=bool)  # flow id -> its headers are being stored
+        self.partial: set[int] = set()  # flows whose headers were stored from a later packet on
+        self.clocked: dict[int, np.ndarray] = {}  # announced flow id -> its payload types with a clock
         self.stats = StreamStats(reorder_window=reorder_window, loss_rule=loss_rule)
         # the other books: SIP, RTCP, SRTP samples
         self.sip = SipBook(keep_all=not streaming)
@@ -602,17 +609,45 @@ class _Scanner:
                 rates[pt] = 0
         fl.state[fid] = RTP
         fl.sid[fid] = self.stats.add(clocks=clock_table(rates), cn=cn_table(cn))[0]
+        self.clocked[fid] = np.array([p for p in range(128) if _codec_of(p, media)[1] is not None], dtype=np.int64)
 
     def _feed(self, pk: HeldPackets) -> None:
         if len(pk) == 0:
             return
-        self.stats.update(self.flows.sid[pk.fid], pk.arr, pk.seq, pk.ts, pk.pt, pk.mk)
-        if self.store is not None:
-            if pk.pay is None:  # headers only: every payload empty
-                off = length = np.zeros(len(pk), dtype=np.int64)
+        sid = self.flows.sid[pk.fid]
+        put = pk if self.store is None or self.store_all else self._to_store(pk, sid)
+        self.stats.update(sid, pk.arr, pk.seq, pk.ts, pk.pt, pk.mk)
+        if self.store is not None and len(put):
+            if put.pay is None:  # headers only: every payload empty
+                off = length = np.zeros(len(put), dtype=np.int64)
             else:
-                off, length = pk.pay[:, 0], pk.pay[:, 1]
-            self.store.put_packets(pk.fid, pk.frame, pk.arr, pk.seq, pk.ts, pk.pt, pk.mk, off, length, pk.wire)
+                off, length = put.pay[:, 0], put.pay[:, 1]
+            self.store.put_packets(put.fid, put.frame, put.arr, put.seq, put.ts, put.pt, put.mk, off, length, put.wire)
+
+    def _to_store(self, pk: HeldPackets, sid: np.ndarray) -> HeldPackets:
+        """Of packets ``pk`` (before the statistics take them), those of flows whose headers
+        are stored for clock inference: flows that have carried a payload type without a
+        clock rate (:func:`_codec_of`: none from their SDP, none static). A flow is stored
+        from the batch it first carries one on; if it had packets before, it is partial
+        (:attr:`partial`: its clock is not inferred from part of it)."""
+        if self.stored.size < len(self.flows):
+            self.stored = np.append(self.stored, np.zeros(len(self.flows) - self.stored.size, dtype=bool))
+        fid, pt = pk.fid, pk.pt
+        clockless = ~_STATIC_CLOCK[pt & 0x7F]
+        if self.clocked:
+            ann = np.flatnonzero(np.fromiter((f in self.clocked for f in fid.tolist()), dtype=bool, count=fid.size))
+            if ann.size:  # announced flows: their SDP's rtpmap decides
+                key = fid[ann] * 128 + pt[ann]
+                flows = np.unique(fid[ann])
+                ok = np.concatenate([f * 128 + self.clocked[f] for f in flows.tolist()])
+                clockless[ann] = ~np.isin(key, ok)
+        new = np.unique(fid[clockless & ~self.stored[fid]])
+        if new.size:
+            self.stored[new] = True
+            seen = new[self.stats.n[self.flows.sid[new]] > 0]  # packets of theirs were not stored
+            self.partial.update(seen.tolist())
+        keep = self.stored[fid]
+        return pk if keep.all() else pk.take(np.flatnonzero(keep))
 
     # -- at the end --------------------------------------------------------------
     def finish(self, path: str) -> RtpScan:
@@ -724,7 +759,10 @@ class _Scanner:
                                        reorder_window=self.reorder_window, loss_rule=self.loss_rule)
             codec, rate = _codec_of(main, media)
             kind = media_kind(codec, rate, media.media if media is not None else None)
-            if rate is None and packets is not None and self.infer_clock:
+            if rate is None and packets is not None and self.infer_clock and fid in self.partial:
+                notes = (*notes, "clock rate not inferred: the stream's first packets carried payload types with a "
+                                 "clock and were not kept (scan with keep_packets=True to infer it)")
+            elif rate is None and packets is not None and self.infer_clock:
                 guess = infer_clock(packets)
                 if guess is not None:  # the statistics again, now with a clock for the jitter
                     rate, kind, notes = guess.clock_rate, guess.media, (*notes, guess.evidence)
@@ -762,6 +800,8 @@ class _Scanner:
             self.call_id.pop(f, None)
             self.media.pop(f, None)
             self.cut_of.pop(f, None)
+            self.clocked.pop(f, None)
+            self.partial.discard(f)
 
     def ready(self, *, final: bool = False) -> list[tuple[list[RtpStream], list[Any]]]:
         """(Streaming) the ended streams that can be handed on, grouped into whole calls,
@@ -846,6 +886,11 @@ def _rows(b: Any, sl: slice) -> Any:
         b, index=b.index[sl], ts_ns=b.ts_ns[sl], src=b.src[sl], dst=b.dst[sl], sport=b.sport[sl], dport=b.dport[sl],
         starts=b.starts[sl], lengths=b.lengths[sl], head=b.head[sl], interface=b.interface[sl],
         wire_len=b.wire_len[sl], cut=None if b.cut is None else b.cut[sl])
+
+
+# payload types of RFC 3551 with a clock rate (STATIC_PAYLOAD_TYPES), as a table by type
+_STATIC_CLOCK = np.zeros(128, dtype=bool)
+_STATIC_CLOCK[[p for p, (_, r) in STATIC_PAYLOAD_TYPES.items() if r]] = True
 
 
 def _codec_of(pt: int, media: SdpMedia | None) -> tuple[str | None, int | None]:
