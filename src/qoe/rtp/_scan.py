@@ -859,13 +859,13 @@ class _Scanner:
             return []
         self.done = [x for i, x in enumerate(self.done) if i not in taken]
         result = []
+        code = {x: i for i, x in enumerate(self.addresses)}
         for streams in out:
             mark_dtls(streams, self.demux, self.addresses)
             attach_feedback(streams, self.rtcp, self.addresses)
             tie_rtx(streams, self.user_sdp)
             call_ids = {s.call_id for s in streams if s.call_id}
             calls = group_calls(self.sip.pop_calls(call_ids)) if call_ids else []
-            code = {x: i for i, x in enumerate(self.addresses)}
             self.rtcp.forget({s.ssrc for s in streams},
                              {(code[s.key.dst], s.key.dport, code[s.key.src], s.key.sport) for s in streams})
             result.append((streams, calls))
