@@ -124,9 +124,10 @@ def test_a_stream_that_resumes_after_the_timeout_is_a_second_segment(tmp_path):
     first = voice(50, 0x33)
     second = [(t + 31.0, f) for t, f in voice(50, 0x33, seq0=1050, ts0=5000 + 160 * 50 + 8000 * 31)]
     path = _capture(tmp_path, first + second + voice(4, 0x44, sport=6100, t0=T0 + 40))
-    segs = [s for s in scan_capture(path, batch_size=16).streams if s.key.ssrc == 0x33]
-    assert [(s.stats.packets, s.stats.lost) for s in segs] == [(50, 0), (50, 0)]
-    assert segs[0].key == segs[1].key and segs[1].stats.first_ns > segs[0].stats.last_ns + 30e9
+    for batch in (16, 65536):  # the silence across batches, or inside one
+        segs = [s for s in scan_capture(path, batch_size=batch).streams if s.key.ssrc == 0x33]
+        assert [(s.stats.packets, s.stats.lost) for s in segs] == [(50, 0), (50, 0)]
+        assert segs[0].key == segs[1].key and segs[1].stats.first_ns > segs[0].stats.last_ns + 30e9
     # no timeout (or one longer than the silence): one stream of 100 packets, as before
     for timeout in (None, 60.0):
         (whole,) = [s for s in scan_capture(path, batch_size=16, stream_timeout_s=timeout).streams if s.key.ssrc == 0x33]
@@ -159,3 +160,19 @@ def test_without_packets_only_flows_of_a_clockless_type_are_kept_for_the_clock(t
     assert light[0x61].stats == full[0x61].stats and light[0x61].clock_rate == 8000
     assert full[0x62].payload_type == 111 and full[0x62].clock_rate == 48000
     assert light[0x62].clock_rate is None and any("clock rate not inferred" in n for n in light[0x62].notes)
+
+
+def test_qoe_streams_takes_the_timeout(tmp_path):
+    from click.testing import CliRunner
+
+    from qoe_cli.main import cli
+
+    first = voice(50, 0x33)
+    second = [(t + 31.0, f) for t, f in voice(50, 0x33, seq0=1050, ts0=5000 + 160 * 50 + 8000 * 31)]
+    path = _capture(tmp_path, first + second)
+    rows = {}
+    for timeout in ("25", "60"):
+        res = CliRunner().invoke(cli, ["streams", path, "--format", "csv", "--stream-timeout-s", timeout])
+        assert res.exit_code == 0, res.output
+        rows[timeout] = res.stdout.strip().splitlines()[1:]
+    assert (len(rows["25"]), len(rows["60"])) == (2, 1)  # two segments, or one stream of 100 packets

@@ -243,13 +243,19 @@ class _Scanner:
         self._batch(b)
 
     def _first_late(self, b: Any) -> int | None:
-        """The first datagram of ``b`` that may be RTP of a tracked flow past its deadline."""
-        fl = self.flows
-        tracked = np.flatnonzero((fl.state == RTP) | (fl.state == PROBE))
-        if tracked.size == 0 or len(b) == 0:
+        """The first datagram of ``b`` that may be RTP of a flow past its deadline: of a
+        tracked flow (:meth:`_deadlines`), or of a flow whose previous packet in ``b`` came
+        more than the timeout before it (looked for only when ``b`` spans that long)."""
+        if len(b) == 0:
             return None
-        dl = self._deadlines(tracked)
-        if int(b.ts_ns.max()) <= dl.min():
+        fl = self.flows
+        ts = b.ts_ns
+        t_max = int(ts.max())
+        long_batch = t_max - int(ts.min()) > self.timeout_ns  # type: ignore[operator]
+        tracked = np.flatnonzero((fl.state == RTP) | (fl.state == PROBE))
+        dl = self._deadlines(tracked) if tracked.size else None
+        known_late = dl is not None and t_max > dl.min()
+        if not (known_late or long_batch):
             return None
         h, ln = b.head, b.lengths
         cand = np.flatnonzero((ln >= RTP_FIXED_HEADER) & ((h[:, 0] >> 6) == RTP_VERSION))
@@ -258,11 +264,23 @@ class _Scanner:
         ssrc = np.ascontiguousarray(h[cand, 8:12]).view(">u4")[:, 0].astype(np.int64)
         k1 = b.src[cand].astype(np.int64) << 32 | b.dst[cand].astype(np.int64)
         k2 = b.sport[cand].astype(np.int64) << 48 | b.dport[cand].astype(np.int64) << 32 | ssrc
-        fid = fl.known(k1, k2)
-        at = np.full(fl.state.size, np.inf)
-        at[tracked] = dl
-        late = (fid >= 0) & (b.ts_ns[cand] > at[np.maximum(fid, 0)])
-        return int(cand[late][0]) if late.any() else None
+        t = ts[cand]
+        first = None
+        if known_late:
+            fid = fl.known(k1, k2)
+            at = np.full(fl.state.size, np.inf)
+            at[tracked] = dl
+            late = (fid >= 0) & (t > at[np.maximum(fid, 0)])
+            if late.any():
+                first = int(cand[late][0])
+        if long_batch:  # a flow silent past the timeout between two of its packets of this batch
+            o = np.lexsort((np.arange(cand.size), k2, k1))  # by key, then in batch order
+            same = (k1[o[1:]] == k1[o[:-1]]) & (k2[o[1:]] == k2[o[:-1]])
+            gap = same & (t[o[1:]] - t[o[:-1]] > self.timeout_ns)
+            if gap.any():
+                k = int(cand[o[1:][gap]].min())
+                first = k if first is None else min(first, k)
+        return first
 
     def _deadlines(self, fids: np.ndarray) -> np.ndarray:
         """When tracked flows ``fids`` end if no packet of theirs comes first (ns; ended when
