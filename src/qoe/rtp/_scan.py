@@ -47,7 +47,7 @@ from qoe.rtp._packet import (
 )
 from qoe.rtp._bundle import section_for, tie_rtx
 from qoe.rtp._demux import DemuxBook, mark_dtls
-from qoe.rtp._flows import ENDED, PROBE, REJECT, RTP, FlowTable, HeldPackets, group_by_key
+from qoe.rtp._flows import PROBE, REJECT, RTP, FlowTable, HeldPackets, flow_hash, group_by_key
 from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtpScan, RtpStream, StreamKey
 from qoe.rtp._rtcpbook import RtcpBook, attach_feedback, feedback_kinds
 from qoe.rtp._sipbook import SipBook
@@ -274,7 +274,7 @@ class _Scanner:
             if late.any():
                 first = int(cand[late][0])
         if long_batch:  # a flow silent past the timeout between two of its packets of this batch
-            o = np.lexsort((np.arange(cand.size), k2, k1))  # by key, then in batch order
+            o = np.argsort(flow_hash(k1, k2), kind="stable")  # by key (its 64-bit hash), then in batch order
             same = (k1[o[1:]] == k1[o[:-1]]) & (k2[o[1:]] == k2[o[:-1]])
             gap = same & (t[o[1:]] - t[o[:-1]] > self.timeout_ns)
             if gap.any():
