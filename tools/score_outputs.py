@@ -32,15 +32,18 @@ SPEECH = DATA / "voice" / "speech" / "en_us_male_8k.wav"
 VIDEO_REF = DATA / "video" / "reference" / "clip.ts"
 
 
-def _captures() -> list[Path]:
-    return sorted(p for p in DATA.rglob("*") if p.suffix in (".pcap", ".pcapng") and p.is_file())
+def _captures(under: str | None = None) -> list[Path]:
+    top = DATA / under if under else DATA
+    return sorted(p for p in top.rglob("*") if p.suffix in (".pcap", ".pcapng") and p.is_file())
 
 
-def _cases() -> list[list[str]]:
+def _cases(under: str | None = None, kind: str | None = None) -> list[list[str]]:
     """The argument lists (after ``score``), without the format."""
     out: list[list[str]] = []
-    for cap in _captures():
-        out.append([str(cap)])
+    for cap in _captures(under):
+        out.append([str(cap)] + (["--kind", kind] if kind else []))
+    if under or kind:  # a part of data/: the captures alone
+        return out
     for name in ("up-b256", "down-b8"):
         client = DATA / "voice" / "captures" / f"{name}_client.pcap"
         server = DATA / "voice" / "captures" / f"{name}_server.pcap"
@@ -53,17 +56,20 @@ def _cases() -> list[list[str]]:
     return out
 
 
-def _runs() -> list[list[str]]:
+def _runs(under: str | None = None, kind: str | None = None, json_only: bool = False) -> list[list[str]]:
     runs = []
-    for args in _cases():
-        runs += [[*args, "--format", "json"], [*args, "--format", "csv"], [*args, "--format", "table"]]
+    for args in _cases(under, kind):
+        runs += [[*args, "--format", "json"]]
+        if json_only:
+            continue
+        runs += [[*args, "--format", "csv"], [*args, "--format", "table"]]
         for table in DETAILS:
             runs += [[*args, "--format", fmt, "--details", table] for fmt in ("csv", "table")]
     return runs
 
 
-def write(out: Path) -> int:
-    """Run every case; return the number of runs."""
+def write(out: Path, under: str | None = None, kind: str | None = None, json_only: bool = False) -> int:
+    """Run every case (of ``data/<under>``, with ``--kind kind``); return the number of runs."""
     from click.testing import CliRunner  # noqa: PLC0415
 
     from qoe_cli.main import cli  # noqa: PLC0415
@@ -71,7 +77,7 @@ def write(out: Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
     runner = CliRunner()
     index = []
-    runs = _runs()
+    runs = _runs(under, kind, json_only)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         for n, args in enumerate(runs):
@@ -115,10 +121,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folders", nargs="+", type=Path)
     ap.add_argument("--compare", action="store_true", help="compare two folders written before")
+    ap.add_argument("--under", help="only the captures under data/UNDER (e.g. voice), without the reference runs")
+    ap.add_argument("--kind", help="score with --kind KIND (e.g. voice)")
+    ap.add_argument("--json-only", action="store_true", help="only --format json")
     a = ap.parse_args()
     if a.compare:
         sys.exit(1 if compare(*a.folders) else 0)
-    print(f"{write(a.folders[0])} runs")
+    print(f"{write(a.folders[0], a.under, a.kind, a.json_only)} runs")
 
 
 if __name__ == "__main__":

@@ -54,6 +54,9 @@ _JITTER_KINDS = ("voice", "video")
               help="Voice: SRTP key (e.g. AES_CM_128_HMAC_SHA1_80:<base64 of master key||salt>) for encrypted streams "
                    "whose key is not in the capture's SDP (a=crypto); repeat for several (each stream takes the one "
                    "that authenticates it).")
+@click.option("--stream-timeout-s", type=click.FloatRange(min=0, min_open=True), default=25.0, show_default=True,
+              help="Voice: a stream silent this long has ended (2 s after a SIP or RTCP BYE); its call is scored "
+                   "and its state released (RFC 3550 §6.3.5: 5 RTCP intervals of at least 5 s).")
 @click.option("--sdp", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Video: an SDP file for RTP streams the capture does not announce (what ffmpeg -sdp_file wrote).")
 @click.option("--variant", type=click.Choice(list(SSIM_VARIANTS)), default="wang", show_default=True,
@@ -80,7 +83,7 @@ _JITTER_KINDS = ("voice", "video")
 @renamed("--web-preset", "--preset", type=click.Choice(["access", "backbone"]))
 @renamed("--idle-gap", "--idle-gap-s", type=click.FloatRange(min=0, min_open=True))
 def score(capture, refs, sender_capture, network_delay_ms, user, jitter_buffer, conceal, delay_basis, window_s,
-          codec, clocks, ssrc, srtp_keys, sdp, variant, psnr_table, idle_gap_s, preset, keylog,
+          codec, clocks, ssrc, srtp_keys, stream_timeout_s, sdp, variant, psnr_table, idle_gap_s, preset, keylog,
           kind, details, fmt, output, video_jitter_buffer=None, **streaming):
     """Score the voice calls (per direction), video streams and page loads in CAPTURE.
 
@@ -109,7 +112,8 @@ def score(capture, refs, sender_capture, network_delay_ms, user, jitter_buffer, 
             raise click.UsageError("--video-jitter-buffer is the old spelling of --jitter-buffer: give --jitter-buffer only")
         jitter[kind] = {"jitter_buffer": jitter_buffer}
     call = CallOptions(conceal=conceal, delay_basis=delay_basis, window_s=window_s, codec=codec, user=user,
-                       network_delay_ms=network_delay_ms, clocks=clocks, srtp_keys=srtp_keys, **jitter["voice"])
+                       network_delay_ms=network_delay_ms, clocks=clocks, srtp_keys=srtp_keys,
+                       stream_timeout_s=stream_timeout_s, **jitter["voice"])
     video = VideoOptions(sdp=sdp, variant=variant, psnr_table=psnr_table, srtp_keys=srtp_keys, **jitter["video"])
     options = {"voice": call, "video": video, "web": WebOptions(idle_gap_s=idle_gap_s, preset=preset,
                                                                         keylog=tuple(keylog) or None),

@@ -18,10 +18,13 @@ from qoe_cli._output import emit, format_option, output_option, table
 @click.option("--sdp", type=click.Path(exists=True, dir_okay=False), default=None,
               help="An SDP (a browser's offer or answer) naming the streams' codecs, matched under BUNDLE by a=ssrc "
                    "or a payload type only one section maps.")
+@click.option("--stream-timeout-s", type=click.FloatRange(min=0, min_open=True), default=25.0, show_default=True,
+              help="A stream silent this long has ended (2 s after an RTCP or SIP BYE); a later packet of its flow "
+                   "is a second stream (RFC 3550 §6.3.5: 5 RTCP intervals of at least 5 s).")
 @click.option("--all-columns", is_flag=True, help="Print every field in the table (JSON and CSV always have them all).")
 @format_option
 @output_option
-def streams(capture, heuristic, min_packets, sdp, all_columns, fmt, output):
+def streams(capture, heuristic, min_packets, sdp, stream_timeout_s, all_columns, fmt, output):
     """List the RTP streams and SIP calls in CAPTURE (pcap or pcapng) with RFC 3550
     statistics: packets, lost, sequence errors, arrival delta and interarrival jitter
     (equal to what `tshark -q -z rtp,streams` prints), loss bursts and RTCP round-trip
@@ -30,7 +33,8 @@ def streams(capture, heuristic, min_packets, sdp, all_columns, fmt, output):
     if sdp is not None:
         with open(sdp, encoding="utf-8", errors="replace") as fh:
             media = parse_sdp(fh.read()).media
-    scan = scan_capture(capture, keep_packets=False, heuristic=heuristic, min_packets=min_packets, sdp=media)
+    scan = scan_capture(capture, keep_packets=False, heuristic=heuristic, min_packets=min_packets, sdp=media,
+                        stream_timeout_s=stream_timeout_s)
     if fmt == "json":
         text = to_json(scan.to_dict()) + "\n"
     elif fmt == "csv":

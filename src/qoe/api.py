@@ -359,7 +359,7 @@ def _iter_kinds(cap: str, kind: str, refs: dict[str, list[Any]], opts: dict[str,
                 ssrc: Any) -> Generator[Any, None, Report]:
     """The results of each kind asked for, in turn; returns the report without results."""
     parts: list[tuple[Report, int]] = []
-    scan = _scan_once(cap, opts["video"].sdp) if kind == "auto" else None  # one RTP scan for voice and video
+    scan = _scan_once(cap, opts["video"].sdp, opts["voice"].stream_timeout_s) if kind == "auto" else None  # one RTP scan for voice and video
     if kind in ("voice", "auto"):
         parts.append((yield from _iter_voice(cap, refs["voice"], sender=sender, ssrc=ssrc, options=opts["voice"],
                                              strict=(kind == "voice"), scan_of=scan)))
@@ -431,7 +431,7 @@ def _merged(capture: str, parts: list[tuple[Report, int]], refs: dict[str, list[
     return Report(kind="+".join(p.kind for p in found), source=capture, results=(), inputs=inputs, notes=notes)
 
 
-def _scan_once(capture: str, sdp: Any = None) -> Any:
+def _scan_once(capture: str, sdp: Any = None, stream_timeout_s: float | None = None) -> Any:
     """A function that returns ``qoe.rtp.scan_capture(capture, sdp=...)`` (the video options'
     SDP file, applied under BUNDLE too), scanning on its first call only."""
     from qoe.rtp import scan_capture  # noqa: PLC0415 - keeps `import qoe` light
@@ -441,7 +441,8 @@ def _scan_once(capture: str, sdp: Any = None) -> Any:
 
     def scan() -> Any:
         if not done:
-            done.append(scan_capture(capture, sdp=load_sdp(sdp)))
+            kw = {} if stream_timeout_s is None else {"stream_timeout_s": stream_timeout_s}
+            done.append(scan_capture(capture, sdp=load_sdp(sdp), **kw))
         return done[0]
 
     return scan
@@ -500,8 +501,10 @@ def _iter_voice(capture: str, reference: Any, *, sender: str | None, ssrc: Any, 
 
     refs, notes = _load_references(reference or None)
     want = parse_ssrc(ssrc)
-    scan = scan_capture(capture) if scan_of is None else scan_of()
-    far = scan_capture(sender) if sender is not None else None
+    if scan_of is None and sender is None:  # one capture: calls scored as they end, memory flat
+        return (yield from _iter_voice_streaming(capture, refs, notes, want=want, options=options, strict=strict))
+    scan = scan_capture(capture, stream_timeout_s=options.stream_timeout_s) if scan_of is None else scan_of()
+    far = scan_capture(sender, stream_timeout_s=options.stream_timeout_s) if sender is not None else None
     # audio with a known clock, or a dynamic payload type without SDP whose payloads show an audio codec
     audio = [s for s in scan.streams if (s.media == "audio" and s.clock_rate) or recognised_audio(s) is not None]
     audio = _decrypt(capture, audio, want, options.srtp_keys, notes, strict=strict)
@@ -542,6 +545,64 @@ def _iter_voice(capture: str, reference: Any, *, sender: str | None, ssrc: Any, 
         present = ", ".join(f"0x{s.ssrc:08x}" for s in audio)
         raise StreamNotFoundError(f"{capture}: no RTP audio stream with SSRC 0x{want:08x}; present: {present}")
     return Report(kind="voice", source=capture, results=(), inputs=inputs, notes=tuple(notes)), found
+
+
+def _iter_voice_streaming(capture: str, refs: list[Any], notes: list[str], *, want: int | None, options: Any,
+                          strict: bool) -> _Part:
+    """:func:`_iter_voice` on one capture, call by call as its streams end (:func:`qoe.rtp.iter_scan`):
+    the same results in the same order, nothing kept of a call once it is given."""
+    from qoe.rtp import iter_scan  # noqa: PLC0415 - keeps `import qoe` light
+    from qoe.voice.call import iter_score_call_groups  # noqa: PLC0415
+    from qoe.voice.identify import recognised_audio  # noqa: PLC0415
+
+    stream = iter_scan(capture, stream_timeout_s=options.stream_timeout_s)
+    count = {"streams": 0, "audio": 0}
+    present: list[int] = []  # the audio SSRCs, only when one was asked for (for the error)
+    mark: list[Callable[[Any], Any]] = []  # the cut marker of the group being scored
+    decrypt_notes: list[str] = []  # the notes in the order _iter_voice gives them: decryption, left out, calls
+    call_notes: list[str] = []
+
+    def groups() -> Generator[tuple[list[Any], Sequence[Any]], None, None]:
+        for streams, calls in stream:
+            count["streams"] += len(streams)
+            audio = [s for s in streams if (s.media == "audio" and s.clock_rate) or recognised_audio(s) is not None]
+            if audio:
+                audio = _decrypt(capture, audio, want, options.srtp_keys, decrypt_notes, strict=strict)
+            count["audio"] += len(audio)
+            if want is not None:
+                present.extend(s.ssrc for s in audio)
+            if not audio:
+                continue
+            mark[:] = [_cut_marker(calls, audio)]
+            yield audio, calls
+
+    found = 0
+    for c in iter_score_call_groups(groups(), references=refs, capture=Path(capture).name, options=options):
+        if want is not None and not any(d.ssrc == want for d in c.directions):
+            continue
+        found += len(c.directions)
+        yield from map(mark[0], c.directions)
+        call_notes.extend(f"call {c.call_id}: {n}" for n in c.notes)
+    notes.extend(decrypt_notes)
+    left_out = count["streams"] - count["audio"]
+    if left_out and strict:
+        notes.append(f"{left_out} RTP stream(s) that are not audio (video, or a payload type without a known clock rate) were left out")
+    inputs: dict[str, Any] = {
+        "capture": capture,
+        "sender_capture": None,
+        "references": [r.name for r in refs],
+        "ssrc": None if want is None else f"0x{want:08x}",
+        **options.to_dict(),
+    }
+    if not count["audio"]:
+        msg = f"{capture}: no RTP audio stream found in {stream.scan.udp_packets if stream.scan else 0} UDP datagrams"
+        if strict:
+            raise StreamNotFoundError(msg)
+        return Report(kind="voice", source=capture, results=(), inputs=inputs, notes=()), 0
+    if want is not None and not found:
+        shown = ", ".join(f"0x{x:08x}" for x in present)
+        raise StreamNotFoundError(f"{capture}: no RTP audio stream with SSRC 0x{want:08x}; present: {shown}")
+    return Report(kind="voice", source=capture, results=(), inputs=inputs, notes=(*notes, *call_notes)), found
 
 
 #: The note of a call direction the capture cut: its result covers what the capture holds.

@@ -93,5 +93,5 @@ def test_options_keep_their_order_and_defaults():
     assert CallOptions().to_dict() == {
         "jitter_buffer": "adaptive", "conceal": "repeat", "delay_basis": "conversation", "window_s": 10.0,
         "codec": None, "user": None, "network_delay_ms": None, "clocks": "auto", "min_correlation": 0.4,
-        "emodel_params": {}, "srtp_keys": [],
+        "emodel_params": {}, "srtp_keys": [], "stream_timeout_s": 25.0,
     }

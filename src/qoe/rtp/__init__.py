@@ -17,7 +17,12 @@ This layer sits between :mod:`qoe.capture` (packets) and the media scorers
   variation from one capture, the MID that names a stream under BUNDLE.
 
 A stream is one synchronisation source (SSRC) on one UDP direction (source address and
-port, destination address and port). For each stream this module gives
+port, destination address and port), from its first packet until it ends: silent for
+``stream_timeout_s`` (:data:`STREAM_TIMEOUT_S`, 25 s: RFC 3550 §6.3.5), or for
+:data:`BYE_GRACE_S` (2 s) after an RTCP BYE of its SSRC or a SIP BYE/CANCEL of its call; a
+later packet of the same flow starts a second stream (a segment). :func:`iter_scan` hands on
+each call's streams as soon as they have ended and releases them, so that a scan of a trunk
+capture holds the calls in progress only (docs/memory.md). For each stream this module gives
 
 * a columnar table of the received packets (:class:`RtpPackets`), in arrival order, that
   the jitter buffer, the G.711 decoder and the one-way delay matcher work on;
@@ -202,7 +207,16 @@ from qoe.rtp._packet import (
     parse_rtp_header,
 )
 from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtcpSummary, RtpScan, RtpStream, StreamKey
-from qoe.rtp._scan import MAX_FLOWS, MAX_STREAMS, find_streams, scan_capture
+from qoe.rtp._scan import (
+    BYE_GRACE_S,
+    MAX_FLOWS,
+    MAX_STREAMS,
+    STREAM_TIMEOUT_S,
+    ScanStream,
+    find_streams,
+    iter_scan,
+    scan_capture,
+)
 from qoe.rtp._stats import JITTER_RULES, LOSS_RULES, RtpStats, in_order_jitter_ms, rtp_stats
 from qoe.rtp.extensions import HeaderExtensions, read_header_extensions
 from qoe.rtp.delay import OneWayDelay, delays_between, one_way_delay, stream_delay
@@ -222,6 +236,8 @@ __all__ = [
     "MAX_STREAMS",
     "MAX_FLOWS",
     "ACTIVE_AT_END_INTERVALS",
+    "STREAM_TIMEOUT_S",
+    "BYE_GRACE_S",
     # streams and statistics
     "RtpPackets",
     "StreamKey",
@@ -250,6 +266,8 @@ __all__ = [
     "extend_sequence",
     "find_streams",
     "scan_capture",
+    "iter_scan",
+    "ScanStream",
     # RFC 8285 header extensions (abs-send-time, transport-wide-cc, MID)
     "HeaderExtensions",
     "read_header_extensions",

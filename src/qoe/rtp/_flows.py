@@ -22,10 +22,14 @@ import numpy as np
 _MIN_SLOTS = 1 << 12
 _SLOTS_PER_FLOW = 16
 
-# What the scan decided about a flow.
-PROBE, RTP, REJECT = 0, 1, 2
+# What the scan decided about a flow. ENDED: a stream the scan has handed on (its state
+# released); a later packet with its key starts a new flow (a second segment).
+PROBE, RTP, REJECT, ENDED = 0, 1, 2, 3
 # The columns of a packet held for a flow: frame, arrival, seq, timestamp, payload type, marker.
 COLUMNS = ("frame", "arr", "seq", "ts", "pt", "mk", "wire")  # wire: the payload's length on the wire
+
+
+_GONE = (-2, -2, -2, -2, -2)  # the key kept for an ended flow (one shared tuple)
 
 
 def flow_hash(k1: np.ndarray, k2: np.ndarray) -> np.ndarray:
@@ -109,6 +113,7 @@ class FlowTable:
         self.first_frame = np.zeros(0, dtype=np.int64)
         self.held_n = np.zeros(0, dtype=np.int64)  # packets held while undecided
         self.sid = np.zeros(0, dtype=np.int64)  # flow id -> stream id (-1: not a stream)
+        self.last_ns = np.zeros(0, dtype=np.int64)  # flow id -> arrival of its latest packet
         self.sink = -1  # the one flow that stands for every flow left out (rejected)
 
     def __len__(self) -> int:
@@ -147,6 +152,17 @@ class FlowTable:
         self._index_flows(k1, k2, new)
         return new
 
+    def end(self, fids: np.ndarray) -> None:
+        """Forget flows ``fids`` (streams handed on): their keys leave the index, so that a
+        later packet with one of them starts a new flow; their ids stay (never reused)."""
+        for f in fids.tolist():
+            self.index.pop((int(self.fk1[f]), int(self.fk2[f])), None)
+            self.keys[f] = _GONE
+        self.fk1[fids] = -2  # matches no packet's key: known() sends it to lookup(), which misses
+        self.fk2[fids] = -2
+        self.state[fids] = ENDED
+        self.sid[fids] = -1
+
     def sink_id(self) -> int:
         """The rejected flow that stands for every flow not tracked (made when first needed).
 
@@ -178,3 +194,4 @@ class FlowTable:
         self.first_frame = np.append(self.first_frame, np.zeros(extra, dtype=np.int64))
         self.held_n = np.append(self.held_n, np.zeros(extra, dtype=np.int64))
         self.sid = np.append(self.sid, np.full(extra, -1, dtype=np.int64))
+        self.last_ns = np.append(self.last_ns, np.zeros(extra, dtype=np.int64))

@@ -96,20 +96,36 @@ class RtcpBook:
                         self.rtt.setdefault(b["ssrc"], []).append(rtt)
 
     def summaries(self) -> dict[int, RtcpSummary]:
-        out = {}
-        for ssrc in set(self.sr_count) | set(self.blocks):
-            blocks = self.blocks.get(ssrc, [])
-            last = blocks[-1][1] if blocks else None
-            out[ssrc] = RtcpSummary(
-                ssrc=ssrc,
-                sender_reports=self.sr_count.get(ssrc, 0),
-                reports=len(blocks),
-                fraction_lost=last["fraction_lost"] if last else None,
-                cumulative_lost=last["cumulative_lost"] if last else None,
-                jitter_ticks=last["jitter"] if last else None,
-                rtt_ms=tuple(self.rtt.get(ssrc, ())),
-            )
-        return out
+        return {ssrc: self.summary(ssrc) for ssrc in set(self.sr_count) | set(self.blocks)}  # type: ignore[misc]
+
+    def summary(self, ssrc: int) -> RtcpSummary | None:
+        """What the RTCP seen so far says of ``ssrc`` (None: no report of it)."""
+        if ssrc not in self.sr_count and ssrc not in self.blocks:
+            return None
+        blocks = self.blocks.get(ssrc, [])
+        last = blocks[-1][1] if blocks else None
+        return RtcpSummary(
+            ssrc=ssrc,
+            sender_reports=self.sr_count.get(ssrc, 0),
+            reports=len(blocks),
+            fraction_lost=last["fraction_lost"] if last else None,
+            cumulative_lost=last["cumulative_lost"] if last else None,
+            jitter_ticks=last["jitter"] if last else None,
+            rtt_ms=tuple(self.rtt.get(ssrc, ())),
+        )
+
+    def forget(self, ssrcs: set[int], directions: set[tuple[int, int, int, int]]) -> None:
+        """Drop what is kept of ``ssrcs`` and the feedback counted on ``directions`` (streams
+        handed on by a streaming scan), so that the book holds live streams only."""
+        for ssrc in ssrcs:
+            self.sr_count.pop(ssrc, None)
+            self.blocks.pop(ssrc, None)
+            self.rtt.pop(ssrc, None)
+            self.bye.discard(ssrc)
+        if self.sr_time and ssrcs:
+            self.sr_time = {k: v for k, v in self.sr_time.items() if k[0] not in ssrcs}
+        for d in directions:
+            self.feedback.pop(d, None)
 
 
 def attach_feedback(streams: list[Any], book: RtcpBook, addresses: Sequence[str]) -> None:

@@ -48,7 +48,7 @@ from qoe.rtp._packet import (
 from qoe.rtp._bundle import section_for, tie_rtx
 from qoe.rtp._demux import DemuxBook, mark_dtls
 from qoe.rtp._headerbytes import HeaderByteBook
-from qoe.rtp._flows import PROBE, REJECT, RTP, FlowTable, HeldPackets, group_by_key
+from qoe.rtp._flows import PROBE, REJECT, RTP, FlowTable, HeldPackets, flow_hash, group_by_key
 from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtpScan, RtpStream, StreamKey
 from qoe.rtp._rtcpbook import RtcpBook, attach_feedback, feedback_kinds
 from qoe.rtp._sipbook import SipBook
@@ -100,6 +100,16 @@ MAX_STREAMS = 100_000
 #: them near 120 MB.
 MAX_FLOWS = 100_000
 
+#: Default of ``stream_timeout_s``: a stream (or an undecided flow) with no packet for this
+#: long is ended and handed on. RFC 3550 §6.3.5 times a participant out after M = 5
+#: deterministic RTCP intervals Td without an RTP or RTCP packet from it, and Td is at
+#: least Tmin = 5 s (§6.2): 5 x 5 s = 25 s.
+STREAM_TIMEOUT_S = 25.0
+#: After an RTCP BYE of its SSRC (RFC 3550 §6.6) or a SIP BYE/CANCEL of its call (RFC 3261
+#: §15), a stream ends once it has been silent this long: RFC 3550 §6.2.1 lets a receiver
+#: keep a participant that sent a BYE "for an appropriate delay" since RTP packets may still
+#: be on the way; 2 s is the RTCP BYE timer of Microsoft's RTP profile ([MS-RTPME] §3.2.2).
+BYE_GRACE_S = 2.0
 
 
 def _first_copies(seg: _Segments, seq: np.ndarray, ts: np.ndarray) -> np.ndarray:
@@ -165,8 +175,15 @@ class _Scanner:
     def __init__(self, *, keep_packets: bool, heuristic: bool, min_packets: int, reorder_window: int,
                  first_ns: int | None = None, event_jitter: bool = False, max_streams: int | None = None,
                  max_flows: int | None = None, loss_rule: str = "rfc3550", jitter_rule: str = "every-packet",
-                 infer_clock: bool = True, sdp: Sequence[SdpMedia] = ()) -> None:
+                 infer_clock: bool = True, sdp: Sequence[SdpMedia] = (), stream_timeout_s: float | None = None,
+                 streaming: bool = False) -> None:
         # what was asked
+        self.timeout_ns = None if stream_timeout_s is None else int(stream_timeout_s * 1e9)
+        self.grace_ns = int(min(BYE_GRACE_S, stream_timeout_s) * 1e9) if stream_timeout_s is not None else None
+        self.streaming = streaming  # hand on whole calls as they end (iter_scan), keep nothing of them
+        self.done: list[tuple[int, int, RtpStream]] = []  # streams ended: (first frame, flow id, stream)
+        self.ended_streams = 0  # streams ended before the capture did
+        self.out: list[tuple[list[RtpStream], list[Any]]] = []  # (streaming) groups ready, not yet handed on
         self.keep = keep_packets
         self.max_streams = max_streams
         self.max_flows = max_flows
@@ -197,9 +214,16 @@ class _Scanner:
         # their headers only (no payloads) when the clock may be inferred or an SDP applied,
         # so that both read the same packets whichever way the scan was asked for
         self.store = PacketStore() if keep_packets or infer_clock or self.user_sdp or jitter_rule != "every-packet" else None
+        # without keep_packets, an SDP of the user's or another jitter rule, the packet headers
+        # serve only to infer the clock of a stream whose main payload type has none: only the
+        # flows that carry such a type are stored (from their first packet, else marked partial)
+        self.store_all = keep_packets or bool(self.user_sdp) or jitter_rule != "every-packet"
+        self.stored = np.zeros(0, dtype=bool)  # flow id -> its headers are being stored
+        self.partial: set[int] = set()  # flows whose headers were stored from a later packet on
+        self.clocked: dict[int, np.ndarray] = {}  # announced flow id -> its payload types with a clock
         self.stats = StreamStats(reorder_window=reorder_window, loss_rule=loss_rule)
         # the other books: SIP, RTCP, SRTP samples
-        self.sip = SipBook()
+        self.sip = SipBook(keep_all=not streaming)
         self.rtcp = RtcpBook()
         self.srtp = SrtpSampler()
         self.demux = DemuxBook()  # STUN, DTLS, TURN beside RTP (RFC 7983)
@@ -216,6 +240,88 @@ class _Scanner:
 
     # -- per batch ---------------------------------------------------------------
     def batch(self, b: Any) -> None:
+        """Take one batch of UDP datagrams. With a timeout, a flow that has a packet in the
+        batch after its deadline (:meth:`_deadlines`) is ended at that packet first, so that
+        the packet starts a new segment whatever the batch size."""
+        if self.timeout_ns is not None:
+            k = self._first_late(b)
+            while k is not None:
+                if k > 0:
+                    self._batch(_rows(b, slice(0, k)))
+                b = _rows(b, slice(k, len(b)))
+                self.expire(now=int(b.ts_ns[0]))
+                if self.streaming:  # handed on before the late packet's new segment begins
+                    self.out.extend(self.ready())
+                k = self._first_late(b)
+        self._batch(b)
+
+    def _first_late(self, b: Any) -> int | None:
+        """The first datagram of ``b`` that may be RTP of a flow past its deadline: of a
+        tracked flow (:meth:`_deadlines`), or of a flow whose previous packet in ``b`` came
+        more than the timeout before it (looked for only when ``b`` spans that long)."""
+        if len(b) == 0:
+            return None
+        fl = self.flows
+        ts = b.ts_ns
+        t_max = int(ts.max())
+        long_batch = t_max - int(ts.min()) > self.timeout_ns  # type: ignore[operator]
+        tracked = np.flatnonzero((fl.state == RTP) | (fl.state == PROBE))
+        dl = self._deadlines(tracked) if tracked.size else None
+        known_late = dl is not None and t_max > dl.min()
+        if not (known_late or long_batch):
+            return None
+        h, ln = b.head, b.lengths
+        cand = np.flatnonzero((ln >= RTP_FIXED_HEADER) & ((h[:, 0] >> 6) == RTP_VERSION))
+        if cand.size == 0:
+            return None
+        ssrc = np.ascontiguousarray(h[cand, 8:12]).view(">u4")[:, 0].astype(np.int64)
+        k1 = b.src[cand].astype(np.int64) << 32 | b.dst[cand].astype(np.int64)
+        k2 = b.sport[cand].astype(np.int64) << 48 | b.dport[cand].astype(np.int64) << 32 | ssrc
+        t = ts[cand]
+        first = None
+        if known_late:
+            fid = fl.known(k1, k2)
+            at = np.full(fl.state.size, np.inf)
+            at[tracked] = dl
+            late = (fid >= 0) & (t > at[np.maximum(fid, 0)])
+            if late.any():
+                first = int(cand[late][0])
+        if long_batch:  # a flow silent past the timeout between two of its packets of this batch
+            o = np.argsort(flow_hash(k1, k2), kind="stable")  # by key (its 64-bit hash), then in batch order
+            same = (k1[o[1:]] == k1[o[:-1]]) & (k2[o[1:]] == k2[o[:-1]])
+            gap = same & (t[o[1:]] - t[o[:-1]] > self.timeout_ns)
+            if gap.any():
+                k = int(cand[o[1:][gap]].min())
+                first = k if first is None else min(first, k)
+        return first
+
+    def _deadlines(self, fids: np.ndarray) -> np.ndarray:
+        """When tracked flows ``fids`` end if no packet of theirs comes first (ns; ended when
+        a later datagram is seen). An undecided flow: its latest packet + the timeout. A
+        stream: its latest packet + the timeout (:data:`BYE_GRACE_S` after an RTCP BYE of
+        its SSRC or a SIP BYE/CANCEL of its call), and not before
+        :data:`ACTIVE_AT_END_INTERVALS` mean packet intervals."""
+        fl = self.flows
+        out = (fl.last_ns[fids] + self.timeout_ns).astype(np.float64)
+        rtp = fl.state[fids] == RTP
+        if rtp.any():
+            f = fids[rtp]
+            st = self.stats
+            sid = fl.sid[f]
+            n = st.n[sid]
+            last = st.last_arr[sid]
+            interval = (last - st.first_arr[sid]) / np.maximum(n - 1, 1)
+            bye = np.zeros(f.size, dtype=bool)
+            if self.rtcp.bye:
+                bye |= np.isin(fl.fk2[f] & 0xFFFFFFFF, np.fromiter(self.rtcp.bye, dtype=np.int64))
+            if self.sip.ended:
+                ended = self.sip.ended
+                bye |= np.array([self.call_id.get(x) in ended for x in f.tolist()], dtype=bool)
+            wait = np.where(bye, self.grace_ns, self.timeout_ns)
+            out[rtp] = np.where(n > 0, last + np.maximum(wait, ACTIVE_AT_END_INTERVALS * interval), np.inf)
+        return out
+
+    def _batch(self, b: Any) -> None:
         n = len(b)
         if n == 0:
             return
@@ -307,6 +413,8 @@ class _Scanner:
             rank[o] = np.arange(o.size) - np.repeat(starts, lens)
         if self.mid_ids:
             self._read_mids(u8, s[h.rows], fid, h)
+        if self.timeout_ns is not None:  # each flow's latest arrival, for the silence timeout
+            np.maximum.at(fl.last_ns, fid, b.ts_ns[rows].astype(np.int64, copy=False))
         wire = h.payload_end - h.payload_start
         cut = None if b.cut is None else b.cut[rows]
         if cut is not None and cut.any():  # a snap length cut these: their padding count was not captured
@@ -460,18 +568,20 @@ class _Scanner:
             self.srtp.judge_later(fid, per_tick, sdes)
         return None
 
-    def _decide(self, *, final: bool, new_flows: np.ndarray | None = None) -> HeldPackets:
+    def _decide(self, *, final: bool, new_flows: np.ndarray | None = None, only: np.ndarray | None = None) -> HeldPackets:
         """Accept or reject undecided flows; the held packets of the accepted ones.
 
         SDP-announced flows are accepted at once (new flows, or all undecided ones when
         SIP announced something new); the heuristic judges a flow's first
         ``max(16, min_packets)`` packets when it has them (at the end of the capture,
-        whatever it has, if at least ``min_packets``).
+        whatever it has, if at least ``min_packets``). ``only``: decide these undecided
+        flows only, as at the end of the capture (they have been silent past the timeout).
         """
         fl = self.flows
-        undecided = np.flatnonzero(fl.state == PROBE)
+        undecided = np.flatnonzero(fl.state == PROBE) if only is None else only
         if undecided.size == 0:
-            self.sip.new_announcements = False
+            if only is None:
+                self.sip.new_announcements = False
             return HeldPackets.empty(self.keep)
         if final or self.sip.new_announcements:
             check = undecided
@@ -479,7 +589,8 @@ class _Scanner:
             check = new_flows[fl.state[new_flows] == PROBE]
         else:
             check = np.zeros(0, dtype=np.int64)
-        self.sip.new_announcements = False
+        if only is None:
+            self.sip.new_announcements = False
         accept_sdp = [f for f in check.tolist() if self._announcement(f) is not None] if self.sip.announced else []
         for f in accept_sdp:
             self._accept(f)
@@ -555,20 +666,51 @@ class _Scanner:
                 rates[pt] = 0
         fl.state[fid] = RTP
         fl.sid[fid] = self.stats.add(clocks=clock_table(rates), cn=cn_table(cn))[0]
+        self.clocked[fid] = np.array([p for p in range(128) if _codec_of(p, media)[1] is not None], dtype=np.int64)
 
     def _feed(self, pk: HeldPackets) -> None:
         if len(pk) == 0:
             return
-        self.stats.update(self.flows.sid[pk.fid], pk.arr, pk.seq, pk.ts, pk.pt, pk.mk)
-        if self.store is not None:
-            if pk.pay is None:  # headers only: every payload empty
-                off = length = np.zeros(len(pk), dtype=np.int64)
+        sid = self.flows.sid[pk.fid]
+        put = pk if self.store is None or self.store_all else self._to_store(pk, sid)
+        self.stats.update(sid, pk.arr, pk.seq, pk.ts, pk.pt, pk.mk)
+        if self.store is not None and len(put):
+            if put.pay is None:  # headers only: every payload empty
+                off = length = np.zeros(len(put), dtype=np.int64)
             else:
-                off, length = pk.pay[:, 0], pk.pay[:, 1]
-            self.store.put_packets(pk.fid, pk.frame, pk.arr, pk.seq, pk.ts, pk.pt, pk.mk, off, length, pk.wire)
+                off, length = put.pay[:, 0], put.pay[:, 1]
+            self.store.put_packets(put.fid, put.frame, put.arr, put.seq, put.ts, put.pt, put.mk, off, length, put.wire)
+
+    def _to_store(self, pk: HeldPackets, sid: np.ndarray) -> HeldPackets:
+        """Of packets ``pk`` (before the statistics take them), those of flows whose headers
+        are stored for clock inference: flows that have carried a payload type without a
+        clock rate (:func:`_codec_of`: none from their SDP, none static). A flow is stored
+        from the batch it first carries one on; if it had packets before, it is partial
+        (:attr:`partial`: its clock is not inferred from part of it)."""
+        if self.stored.size < len(self.flows):
+            self.stored = np.append(self.stored, np.zeros(len(self.flows) - self.stored.size, dtype=bool))
+        fid, pt = pk.fid, pk.pt
+        clockless = ~_STATIC_CLOCK[pt & 0x7F]
+        if self.clocked:
+            ann = np.flatnonzero(np.fromiter((f in self.clocked for f in fid.tolist()), dtype=bool, count=fid.size))
+            if ann.size:  # announced flows: their SDP's rtpmap decides
+                key = fid[ann] * 128 + pt[ann]
+                flows = np.unique(fid[ann])
+                ok = np.concatenate([f * 128 + self.clocked[f] for f in flows.tolist()])
+                clockless[ann] = ~np.isin(key, ok)
+        new = np.unique(fid[clockless & ~self.stored[fid]])
+        if new.size:
+            self.stored[new] = True
+            seen = new[self.stats.n[self.flows.sid[new]] > 0]  # packets of theirs were not stored
+            self.partial.update(seen.tolist())
+        keep = self.stored[fid]
+        return pk if keep.all() else pk.take(np.flatnonzero(keep))
 
     # -- at the end --------------------------------------------------------------
     def finish(self, path: str) -> RtpScan:
+        """The end of the capture: every flow decided, every stream still tracked built.
+        Streaming (:func:`iter_scan`): the scan without streams or calls (they were handed
+        on); else every stream and call of the capture."""
         self._feed(self._decide(final=True))
         if self.flows_left_out:
             warnings.warn(f"{path}: {self.flows_left_out} UDP datagram(s) not looked at for RTP: more than max_flows="
@@ -578,17 +720,74 @@ class _Scanner:
             warnings.warn(f"{path}: {self.over_limit} RTP stream(s) left out: more than max_streams="
                           f"{self.max_streams} streams (the first {self.max_streams} are reported)",
                           QoEWarning, stacklevel=3)
-        cut_note = (f"the capture was cut at {self.snap} bytes per frame (a snap length): payloads are partial; "
-                    "payload sizes are the wire's (RFC 768 UDP length), RTP padding unknown on the cut packets")
         if self.cut_packets:
             warnings.warn(f"{path}: {self.cut_packets} RTP packet(s) cut by the capture's snap length ({self.snap} bytes): "
                           "payloads are partial (sizes and bitrates use the lengths on the wire)", QoEWarning, stacklevel=3)
-        rtcp = self.rtcp.summaries()
-        calls = tuple(group_calls(self.sip.messages))
-        a = self.addresses
         fl = self.flows
         fids = np.flatnonzero(fl.state == RTP)
-        fids = fids[np.argsort(fl.first_frame[fids], kind="stable")]
+        self._end(fids[np.argsort(fl.first_frame[fids], kind="stable")])
+        if self.streaming:
+            return RtpScan(path=path, streams=(), calls=(), rtcp=self.rtcp.summaries(), first_ns=self.first_ns,
+                           udp_packets=self.udp, rtcp_packets=self.rtcp.packets, last_ns=self.last_ns)
+        self.done.sort(key=lambda x: (x[0], x[1]))  # in order of their first packet
+        streams = [x[2] for x in self.done]
+        self.done = []
+        mark_dtls(streams, self.demux, self.addresses)
+        attach_feedback(streams, self.rtcp, self.addresses)
+        tie_rtx(streams, self.user_sdp)
+        return RtpScan(
+            path=path,
+            streams=tuple(streams),
+            calls=tuple(group_calls(self.sip.messages)),
+            rtcp=self.rtcp.summaries(),
+            first_ns=self.first_ns,
+            udp_packets=self.udp,
+            rtcp_packets=self.rtcp.packets,
+            last_ns=self.last_ns,
+        )
+
+    def _cut_note(self) -> str:
+        return (f"the capture was cut at {self.snap} bytes per frame (a snap length): payloads are partial; "
+                "payload sizes are the wire's (RFC 768 UDP length), RTP padding unknown on the cut packets")
+
+    # -- streams that end ------------------------------------------------------------
+    def expire(self, now: int | None = None) -> None:
+        """End what has gone quiet by ``now`` (default: the latest datagram seen).
+
+        A tracked flow whose deadline (:meth:`_deadlines`) is before ``now`` ends: an
+        undecided one is decided as at the end of the capture; a stream is built
+        (:meth:`_end`) and its state released, and a later packet of its flow starts a new
+        stream (a second segment). A stream is never ended before
+        :data:`ACTIVE_AT_END_INTERVALS` of its mean packet interval, so that it would not
+        have been :attr:`RtpStream.active_at_end` at the end of the capture either.
+        """
+        if self.timeout_ns is None or self.last_ns is None:
+            return
+        now = self.last_ns if now is None else now
+        fl = self.flows
+        tracked = np.flatnonzero((fl.state == RTP) | (fl.state == PROBE))
+        if tracked.size == 0:
+            return
+        gone = tracked[self._deadlines(tracked) < now]
+        probe = gone[fl.state[gone] == PROBE]
+        if probe.size:
+            self._feed(self._decide(final=True, only=probe))
+        fids = gone[fl.state[gone] == RTP]
+        if fids.size:
+            self.ended_streams += int(fids.size)
+            self._end(fids[np.argsort(fl.first_frame[fids], kind="stable")])
+        if self.streaming and self.sip.by_call:  # calls no stream follows, silent past the timeout
+            keep = {c for c in (self.call_id.get(f) for f in np.flatnonzero(fl.state == RTP).tolist()) if c}
+            keep.update(x[2].call_id for x in self.done if x[2].call_id)
+            self.sip.forget_idle(now - self.timeout_ns, keep)
+
+    def _end(self, fids: np.ndarray) -> None:
+        """Build the streams of flows ``fids`` (in order of their first packet) into
+        :attr:`done` and release their state (statistics row, flow key, per-flow books)."""
+        if fids.size == 0:
+            return
+        fl = self.flows
+        a = self.addresses
         sids = fl.sid[fids]
         stats = self.stats.results(sids)
         ranked = self.stats.payload_types_seen(sids)
@@ -617,7 +816,10 @@ class _Scanner:
                                        reorder_window=self.reorder_window, loss_rule=self.loss_rule)
             codec, rate = _codec_of(main, media)
             kind = media_kind(codec, rate, media.media if media is not None else None)
-            if rate is None and packets is not None and self.infer_clock:
+            if rate is None and packets is not None and self.infer_clock and fid in self.partial:
+                notes = (*notes, "clock rate not inferred: the stream's first packets carried payload types with a "
+                                 "clock and were not kept (scan with keep_packets=True to infer it)")
+            elif rate is None and packets is not None and self.infer_clock:
                 guess = infer_clock(packets)
                 if guess is not None:  # the statistics again, now with a clock for the jitter
                     rate, kind, notes = guess.clock_rate, guess.media, (*notes, guess.evidence)
@@ -625,7 +827,7 @@ class _Scanner:
             if packets is not None:
                 st = with_jitter(st, packets, rate, self.jitter_rule)
             if fid in self.cut_of:
-                notes = (*notes, f"{cut_note} ({self.cut_of[fid]} of {st.packets} packets cut)")
+                notes = (*notes, f"{self._cut_note()} ({self.cut_of[fid]} of {st.packets} packets cut)")
             streams.append(
                 RtpStream(
                     key=StreamKey(a[src], sport, a[dst], dport, ssrc, self.encaps[src] if self.encaps else ""),
@@ -638,7 +840,7 @@ class _Scanner:
                     ptime_ms=media.ptime_ms if media is not None else None,
                     found_by=found_by,
                     payload_types=pts,
-                    rtcp=rtcp.get(ssrc),
+                    rtcp=self.rtcp.summary(ssrc),
                     media=kind,
                     srtp=self._srtp(fid, main, codec, media),
                     channels=_channels_of(main, media),
@@ -648,23 +850,88 @@ class _Scanner:
                 )
             )
         self.srtp.mark(streams, {int(f): i for i, f in enumerate(fids.tolist())})
-        mark_dtls(streams, self.demux, self.addresses)
-        for i, fid in enumerate(fids.tolist()):
-            hb = self.header_bytes.result(fid, streams[i].srtp)
-            streams[i] = dataclasses.replace(streams[i], header_bytes=hb.total,
-                                             notes=streams[i].notes + ((hb.note,) if hb.note else ()))
-        attach_feedback(streams, self.rtcp, self.addresses)
-        tie_rtx(streams, self.user_sdp)
-        return RtpScan(
-            path=path,
-            streams=tuple(streams),
-            calls=calls,
-            rtcp=rtcp,
-            first_ns=self.first_ns,
-            udp_packets=self.udp,
-            rtcp_packets=self.rtcp.packets,
-            last_ns=self.last_ns,
-        )
+        self.done.extend(zip(fl.first_frame[fids].tolist(), fids.tolist(), streams))
+        self.stats.release(sids)
+        fl.end(fids)
+        for f in fids.tolist():
+            self.call_id.pop(f, None)
+            self.media.pop(f, None)
+            self.cut_of.pop(f, None)
+            self.clocked.pop(f, None)
+            self.mid_of.pop(f, None)
+            self.partial.discard(f)
+
+    def ready(self, *, final: bool = False) -> list[tuple[list[RtpStream], list[Any]]]:
+        """(Streaming) the ended streams that can be handed on, grouped into whole calls,
+        with their SIP calls; forgotten here.
+
+        Streams are joined when they share a Call-ID or a pair of UDP ends (symmetric
+        RTP, RFC 4961), with every stream or undecided flow still tracked too: a group is
+        ready when all its members have ended. Groups are given in order of their first
+        packet, and one only when no group still live (or undecided flow) started before it.
+        """
+        if not self.done:
+            return []
+        fl = self.flows
+        live = np.flatnonzero((fl.state == RTP) | (fl.state == PROBE)) if not final else np.zeros(0, dtype=np.int64)
+        items: list[tuple[int, Any, str | None, bool]] = []  # (first frame, port pair, Call-ID, ended)
+        a = self.addresses
+        for ff, _, s in self.done:
+            k = s.key
+            items.append((ff, frozenset(((k.src, k.sport), (k.dst, k.dport))), s.call_id, True))
+        for f in live.tolist():
+            src, dst, sport, dport, _ = fl.keys[f]
+            items.append((int(fl.first_frame[f]), frozenset(((a[src], sport), (a[dst], dport))),
+                          self.call_id.get(f), False))
+        parent = list(range(len(items)))
+
+        def root(i: int) -> int:
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+
+        first: dict[Any, int] = {}
+        for i, (_, pair, cid, _) in enumerate(items):
+            for k in (pair, cid):
+                if k is None:
+                    continue
+                j = first.setdefault(k, i)
+                if j != i:
+                    parent[root(i)] = root(j)
+        groups: dict[int, list[int]] = {}
+        for i in range(len(items)):
+            groups.setdefault(root(i), []).append(i)
+        bound = min((min(items[i][0] for i in g) for g in groups.values() if not all(items[i][3] for i in g)),
+                    default=None)
+        ready = sorted((min(items[i][0] for i in g), g) for g in groups.values()
+                       if all(items[i][3] for i in g))
+        out, taken = [], set()
+        for start, g in ready:
+            if bound is not None and start > bound:
+                break
+            taken.update(g)
+            streams = sorted((self.done[i] for i in g), key=lambda x: (x[0], x[1]))
+            out.append(([x[1] for x in streams], [x[2] for x in streams]))
+        if not taken:
+            return []
+        self.done = [x for i, x in enumerate(self.done) if i not in taken]
+        result = []
+        code = {x: i for i, x in enumerate(self.addresses)}
+        for fids, streams in out:
+            mark_dtls(streams, self.demux, self.addresses)
+            for i, fid in enumerate(fids):  # after mark_dtls: SRTP padding is counted up to the tag
+                hb = self.header_bytes.result(fid, streams[i].srtp)
+                streams[i] = dataclasses.replace(streams[i], header_bytes=hb.total,
+                                                 notes=streams[i].notes + ((hb.note,) if hb.note else ()))
+            attach_feedback(streams, self.rtcp, self.addresses)
+            tie_rtx(streams, self.user_sdp)
+            call_ids = {s.call_id for s in streams if s.call_id}
+            calls = group_calls(self.sip.pop_calls(call_ids)) if call_ids else []
+            self.rtcp.forget({s.ssrc for s in streams},
+                             {(code[s.key.dst], s.key.dport, code[s.key.src], s.key.sport) for s in streams})
+            result.append((streams, calls))
+        return result
 
     def _active_at_end(self, st: Any, ssrc: int) -> bool:
         """Whether a stream (statistics ``st``) was still sending when the capture's UDP
@@ -673,6 +940,19 @@ class _Scanner:
             return False
         interval = (st.last_ns - st.first_ns) / (st.packets - 1)
         return self.last_ns - st.last_ns <= ACTIVE_AT_END_INTERVALS * interval
+
+
+def _rows(b: Any, sl: slice) -> Any:
+    """Datagrams ``sl`` of batch ``b`` (the same bytes, fewer rows)."""
+    return dataclasses.replace(
+        b, index=b.index[sl], ts_ns=b.ts_ns[sl], src=b.src[sl], dst=b.dst[sl], sport=b.sport[sl], dport=b.dport[sl],
+        starts=b.starts[sl], lengths=b.lengths[sl], head=b.head[sl], interface=b.interface[sl],
+        wire_len=b.wire_len[sl], cut=None if b.cut is None else b.cut[sl])
+
+
+# payload types of RFC 3551 with a clock rate (STATIC_PAYLOAD_TYPES), as a table by type
+_STATIC_CLOCK = np.zeros(128, dtype=bool)
+_STATIC_CLOCK[[p for p, (_, r) in STATIC_PAYLOAD_TYPES.items() if r]] = True
 
 
 def _codec_of(pt: int, media: SdpMedia | None) -> tuple[str | None, int | None]:
@@ -707,6 +987,7 @@ def scan_capture(
     jitter_rule: str = "every-packet",
     infer_clock: bool = True,
     sdp: Sequence[SdpMedia] = (),
+    stream_timeout_s: float | None = STREAM_TIMEOUT_S,
 ) -> RtpScan:
     """Find every RTP stream, SIP call and RTCP report in a capture, in one pass.
 
@@ -787,6 +1068,16 @@ def scan_capture(
         (``a=ssrc``), else by a payload type only it maps; its
         ``a=ssrc-group:FID`` ties RTX streams to their media streams (RFC 4588,
         :attr:`RtpStream.rtx`; without it RTX is recognised by its timestamps).
+    stream_timeout_s : float or None, optional
+        A stream with no packet for this long (default :data:`STREAM_TIMEOUT_S`, 25 s:
+        RFC 3550 §6.3.5's participant timeout, 5 RTCP intervals of at least 5 s) has
+        ended: its statistics are final and its state is released. So has one silent for
+        :data:`BYE_GRACE_S` (2 s) after an RTCP BYE of its SSRC or a SIP BYE or CANCEL of
+        its call. Either way it must also have been silent for more than
+        :data:`ACTIVE_AT_END_INTERVALS` of its mean packet interval. A later packet of
+        the same flow (direction and SSRC) starts a new stream: a second *segment*,
+        reported as a stream of its own. An undecided flow silent this long is decided as
+        at the end of the capture. None: streams end with the capture only.
 
     Returns
     -------
@@ -820,6 +1111,7 @@ def scan_capture(
         raise InputError(f"max_streams must be at least 1 (or None: no limit), given {max_streams}")
     if max_flows is not None and max_flows < 1:
         raise InputError(f"max_flows must be at least 1 (or None: no limit), given {max_flows}")
+    _check_timeout(stream_timeout_s)
     name = os.fspath(path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the read below reports a damaged file once
@@ -828,11 +1120,144 @@ def scan_capture(
     sc = _Scanner(keep_packets=keep_packets, heuristic=heuristic, min_packets=min_packets,
                   reorder_window=reorder_window, first_ns=first_ns, event_jitter=event_jitter,
                   max_streams=max_streams, max_flows=max_flows, loss_rule=loss_rule, jitter_rule=jitter_rule,
-                  infer_clock=infer_clock, sdp=sdp)
+                  infer_clock=infer_clock, sdp=sdp, stream_timeout_s=stream_timeout_s)
     for b in read_udp_batches(name, batch_size=batch_size):
         sc.batch(b)
         del b  # not held while the next batch is read: one batch in memory at a time
+        sc.expire()
     return sc.finish(name)
+
+
+def _check_timeout(stream_timeout_s: float | None) -> None:
+    if stream_timeout_s is not None and not (isinstance(stream_timeout_s, (int, float)) and stream_timeout_s > 0):
+        raise InputError(f"stream_timeout_s must be a positive number of seconds (or None), given {stream_timeout_s!r}")
+
+
+class ScanStream:
+    """What :func:`iter_scan` returns: an iterator (once) over the calls of a capture as they
+    end, each a ``(streams, sip_calls)`` pair; then :attr:`scan` holds the rest.
+
+    Attributes
+    ----------
+    scan : RtpScan or None
+        After the last call: the capture's scan without streams and calls (its datagram
+        and RTCP counts, its RTCP summaries of streams still tracked at the end); None before.
+    """
+
+    def __init__(self, scanner: _Scanner, batches: Any, path: str) -> None:
+        self._sc = scanner
+        self._gen = self._run(batches, path)
+        self.scan: RtpScan | None = None
+
+    def __iter__(self) -> ScanStream:
+        return self
+
+    def __next__(self) -> tuple[list[RtpStream], list[Any]]:
+        return next(self._gen)
+
+    @property
+    def live_streams(self) -> int:
+        """RTP streams the scan is tracking now (taken, not ended): their statistics rows."""
+        return self._sc.stats.live
+
+    @property
+    def tracked_flows(self) -> int:
+        """UDP flows the scan is tracking now (undecided, or taken as RTP and not ended)."""
+        st = self._sc.flows.state
+        return int(np.count_nonzero((st == PROBE) | (st == RTP)))
+
+    @property
+    def ended_streams(self) -> int:
+        """Streams ended before the capture did (silence, BYE)."""
+        return self._sc.ended_streams
+
+    @property
+    def waiting_streams(self) -> int:
+        """Streams ended and not yet handed on (a call's other streams, or an earlier call, still live)."""
+        return len(self._sc.done)
+
+    def _run(self, batches: Any, path: str) -> Any:
+        sc = self._sc
+        for b in batches:
+            sc.batch(b)
+            del b
+            sc.expire()
+            sc.out.extend(sc.ready())
+            while sc.out:
+                yield sc.out.pop(0)
+        scan = sc.finish(path)
+        sc.out.extend(sc.ready(final=True))
+        while sc.out:
+            yield sc.out.pop(0)
+        self.scan = scan
+
+
+def iter_scan(
+    path: str | os.PathLike[str],
+    *,
+    keep_packets: bool = True,
+    heuristic: bool = True,
+    min_packets: int = 4,
+    batch_size: int = 65536,
+    reorder_window: int = REORDER_WINDOW,
+    event_jitter: bool = False,
+    max_streams: int | None = MAX_STREAMS,
+    max_flows: int | None = MAX_FLOWS,
+    loss_rule: str = "rfc3550",
+    jitter_rule: str = "every-packet",
+    infer_clock: bool = True,
+    sdp: Sequence[SdpMedia] = (),
+    stream_timeout_s: float = STREAM_TIMEOUT_S,
+) -> ScanStream:
+    """:func:`scan_capture` as a stream: each call's streams as soon as they have all ended,
+    the scan's state of them released, so that memory follows the calls in progress, not
+    the capture.
+
+    Parameters
+    ----------
+    path, keep_packets, heuristic, min_packets, batch_size, reorder_window, event_jitter, max_streams, max_flows, loss_rule, jitter_rule, infer_clock, sdp, stream_timeout_s
+        As :func:`scan_capture` (``stream_timeout_s`` cannot be None here).
+
+    Returns
+    -------
+    ScanStream
+        An iterator over ``(streams, sip_calls)``: the streams of one call or more (joined
+        by Call-ID or by a shared pair of UDP ends, as :func:`qoe.voice.find_calls` joins
+        them) in order of their first packet, with those calls' SIP calls
+        (:class:`qoe.rtp.sip.SipCall`). The pairs come in order of their first packet;
+        together they hold the streams :func:`scan_capture` gives with the same
+        ``stream_timeout_s``. A stream's statistics are those of the streams
+        :func:`scan_capture` returns; what differs is only what a scan of the whole
+        capture can see and a streaming one cannot: an SDP announcement, an RTCP report or
+        feedback, or a SIP message of a call, that comes after its streams ended (a SIP
+        call without any stream is not given). :attr:`ScanStream.live_streams` and
+        :attr:`ScanStream.tracked_flows` say what the scan holds.
+
+    Raises
+    ------
+    CaptureError, InputError
+        As :func:`scan_capture` (the capture is read while iterating).
+    """
+    from qoe.capture import probe, read_udp_batches  # noqa: PLC0415 - as scan_capture
+
+    if min_packets < 2:
+        raise InputError(f"min_packets must be at least 2, given {min_packets}")
+    if loss_rule not in LOSS_RULES:
+        raise InputError(f"loss_rule must be one of {LOSS_RULES}, given {loss_rule!r}")
+    if jitter_rule not in JITTER_RULES:
+        raise InputError(f"jitter_rule must be one of {JITTER_RULES}, given {jitter_rule!r}")
+    if stream_timeout_s is None:
+        raise InputError("iter_scan needs a stream_timeout_s (streams must end to be handed on)")
+    _check_timeout(stream_timeout_s)
+    name = os.fspath(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first_ns = probe(name).first_frame_ns
+    sc = _Scanner(keep_packets=keep_packets, heuristic=heuristic, min_packets=min_packets,
+                  reorder_window=reorder_window, first_ns=first_ns, event_jitter=event_jitter,
+                  max_streams=max_streams, max_flows=max_flows, loss_rule=loss_rule, jitter_rule=jitter_rule,
+                  infer_clock=infer_clock, sdp=sdp, stream_timeout_s=stream_timeout_s, streaming=True)
+    return ScanStream(sc, read_udp_batches(name, batch_size=batch_size), name)
 
 
 def find_streams(

@@ -47,8 +47,13 @@ def in_force(seen: list[Announcement] | None, frame: int) -> Announcement | None
 class SipBook:
     """SIP messages of a capture, de-duplicated, and the SDP announcements by address and port."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_all: bool = True) -> None:
+        # keep_all: every message, for the whole capture's calls (scan_capture); else only
+        # by Call-ID until the call is handed on (pop_calls) or forgotten (forget_idle)
+        self.keep_all = keep_all
         self.messages: list[SipMessage] = []
+        self.by_call: dict[str, list[SipMessage]] = {}  # (not keep_all) Call-ID -> its messages
+        self.ended: dict[str, int] = {}  # Call-ID -> time of its first BYE or CANCEL (RFC 3261 §15)
         self._seen: dict[bytes, int] = {}  # SIP messages of the last SIP_COPY_NS: bytes -> when seen
         self._order: collections.deque[tuple[int, bytes]] = collections.deque()  # the same, in arrival order
         self.copies = 0
@@ -73,7 +78,12 @@ class SipBook:
         msg = parse_sip(data, frame=frame, time_ns=t, src=src, sport=sport, dst=dst, dport=dport)
         if msg is None:
             return
-        self.messages.append(msg)
+        if self.keep_all:
+            self.messages.append(msg)
+        elif msg.call_id:
+            self.by_call.setdefault(msg.call_id, []).append(msg)
+        if msg.call_id and msg.method in ("BYE", "CANCEL"):
+            self.ended.setdefault(msg.call_id, t)
         if msg.sdp is not None:
             for m in msg.sdp.media:
                 if m.port and m.address:
@@ -115,3 +125,36 @@ class SipBook:
                      for ann in seen if ann[1] == recv[1] and ann[2].media == recv[2].media]
             send = in_force(sorted(other, key=lambda x: x[0]), first_frame) if other else None
         return (send[2] if send is not None else None), (recv[2] if recv is not None else None)
+
+    def pop_calls(self, call_ids: set[str]) -> list[SipMessage]:
+        """(Not ``keep_all``) the messages of calls ``call_ids``, in capture order, forgotten
+        here with their announcements: the calls have been handed on."""
+        msgs = [m for c in call_ids for m in self.by_call.pop(c, ())]
+        msgs.sort(key=lambda m: m.frame)
+        for c in call_ids:
+            self.ended.pop(c, None)
+        self._drop_announcements(call_ids)
+        return msgs
+
+    def forget_idle(self, before_ns: int, keep: set[str]) -> None:
+        """(Not ``keep_all``) forget calls (other than ``keep``) whose last message came
+        before ``before_ns``: calls that no stream follows (a failed INVITE, OPTIONS)."""
+        idle = {c for c, msgs in self.by_call.items() if c not in keep and msgs[-1].time_ns < before_ns}
+        if idle:
+            for c in idle:
+                del self.by_call[c]
+                self.ended.pop(c, None)
+            self._drop_announcements(idle)
+
+    def _drop_announcements(self, call_ids: set[str]) -> None:
+        for where in [w for w, seen in self.announced.items() if any(a[1] in call_ids for a in seen)]:
+            seen = self.announced[where]
+            gone = [a for a in seen if a[1] in call_ids]
+            left = [a for a in seen if a[1] not in call_ids]
+            for a in gone:
+                m = a[2]
+                self.rtcp_ports.discard((m.address, m.rtcp_port or (m.port + 1)))
+            if left:
+                self.announced[where] = left
+            else:
+                del self.announced[where]

@@ -89,16 +89,18 @@ class SrtpSampler:
             self.pending.append((len(self.pending), fid, per_tick, sdes))
 
     def mark(self, streams: list[Any], at: dict[int, int]) -> None:
-        """Apply the payload heuristic to the pending flows at once; mark the streams found
-        encrypted (``at``: flow id -> index in ``streams``) with ``SrtpInfo("heuristic")``."""
-        if not self.pending:
+        """Apply the payload heuristic to the pending flows of ``streams`` at once; mark the
+        streams found encrypted (``at``: flow id -> index in ``streams``) with
+        ``SrtpInfo("heuristic")``. Pending flows not in ``at`` stay pending."""
+        mine = [p for p in self.pending if p[1] in at]
+        if not mine:
             return
-        fids = np.array([p[1] for p in self.pending], dtype=np.int64)
-        per_tick = np.array([p[2] for p in self.pending], dtype=np.int64)
+        self.pending = [p for p in self.pending if p[1] not in at]
+        fids = np.array([p[1] for p in mine], dtype=np.int64)
+        per_tick = np.array([p[2] for p in mine], dtype=np.int64)
         hits = _encrypted_verdicts(self.seq[fids], self.ts[fids], self.length[fids],
                                   self.sampled[fids].astype(np.int64), self.nibbles[fids], per_tick)
         for i in np.flatnonzero(hits).tolist():
-            _, fid, _, sdes = self.pending[i]
+            _, fid, _, sdes = mine[i]
             j = at[fid]
             streams[j] = dataclasses.replace(streams[j], srtp=SrtpInfo(found_by="heuristic", sdes=sdes))
-        self.pending = []

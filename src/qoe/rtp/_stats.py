@@ -349,6 +349,12 @@ class StreamStats:
         self._tables: dict[tuple[bytes, bytes], int] = {}
         self._clocks = np.zeros((0, 128))
         self._cns = np.zeros((0, 128), dtype=bool)
+        self._free: list[int] = []  # rows released (:meth:`release`), reused by :meth:`add`
+
+    @property
+    def live(self) -> int:
+        """Streams added and not released."""
+        return self.size - len(self._free)
 
     # -- streams -----------------------------------------------------------------
     def add(self, count: int = 1, *, clocks: np.ndarray | None = None, cn: np.ndarray | None = None) -> np.ndarray:
@@ -361,6 +367,16 @@ class StreamStats:
             t = self._tables[key] = len(self._tables)
             self._clocks = np.vstack([self._clocks, clocks[None, :]])
             self._cns = np.vstack([self._cns, cn[None, :]])
+        reuse = min(count, len(self._free))
+        if reuse:  # rows of released streams first (reset by release())
+            old = np.array(self._free[-reuse:], dtype=np.int64)
+            del self._free[-reuse:]
+            self.table[old] = t
+            if reuse == count:
+                return old
+            count -= reuse
+        else:
+            old = np.zeros(0, dtype=np.int64)
         ids = np.arange(self.size, self.size + count)
         if self.size + count > self._cap:
             # by a quarter (not doubling): at most 25 % of the rows unused, and old and new
@@ -368,7 +384,28 @@ class StreamStats:
             self._grow(max(self.size + count, self._cap + self._cap // 4, 16))
         self.table[ids] = t
         self.size += count
-        return ids
+        return np.concatenate((old, ids)) if old.size else ids
+
+    def release(self, sids: np.ndarray) -> None:
+        """Forget streams ``sids`` (their results taken): their rows are reset to a new
+        stream's and reused by :meth:`add`, so that memory follows the streams alive, not
+        every stream seen."""
+        sids = np.asarray(sids, dtype=np.int64)
+        if sids.size == 0:
+            return
+        for f in self._I64 + self._F64 + self._BOOL:
+            getattr(self, f)[sids] = 0
+        for f in self._F64_INF:
+            getattr(self, f)[sids] = np.inf
+        for f in self._F64_NEG_INF:
+            getattr(self, f)[sids] = -np.inf
+        self.table[sids] = 0
+        self.ring[sids] = 0
+        self.runs.reset(sids)
+        gone = np.isin(self._pt_keys // 128, sids)
+        if gone.any():
+            self._pt_keys, self._pt_n = self._pt_keys[~gone], self._pt_n[~gone]
+        self._free.extend(sids.tolist())
 
     def _grow(self, cap: int) -> None:
         def grown(old: np.ndarray, fill: Any) -> np.ndarray:

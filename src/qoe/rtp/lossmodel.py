@@ -128,6 +128,13 @@ class LossRunCounts:
             setattr(self, f, new)
         self.size = size
 
+    def reset(self, idx: np.ndarray) -> None:
+        """Empty sequences ``idx`` (their rows reused for new sequences)."""
+        for f in self._INT_FIELDS:
+            getattr(self, f)[idx] = 0
+        for f in self._FLAG_FIELDS:
+            getattr(self, f)[idx] = -1
+
     def copy(self) -> LossRunCounts:
         out = LossRunCounts()
         for f in self._INT_FIELDS + self._FLAG_FIELDS:

@@ -50,6 +50,7 @@ _EXPORTS: dict[str, str] = {
     "score_call": "call",
     "score_calls": "call",
     "iter_score_calls": "call",
+    "iter_score_call_groups": "call",
     "find_calls": "call",
     "CallOptions": "call",
     "Reference": "call",

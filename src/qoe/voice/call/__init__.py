@@ -81,12 +81,13 @@ from qoe.voice.call._results import (
     NetworkScore,
     PlayScore,
 )
-from qoe.voice.call._score import iter_score_calls, score_call, score_calls
+from qoe.voice.call._score import iter_score_call_groups, iter_score_calls, score_call, score_calls
 
 __all__ = [
     "score_call",
     "score_calls",
     "iter_score_calls",
+    "iter_score_call_groups",
     "find_calls",
     "CallOptions",
     "Reference",

@@ -19,6 +19,7 @@ from qoe.errors import InputError
 from qoe.options import OptionsBase
 from qoe.report import as_dict
 from qoe.rtp.delay import Clocks
+from qoe.rtp import STREAM_TIMEOUT_S
 from qoe.rtp.jitterbuffer import JitterBuffer, parse_jitter_buffer
 from qoe.rtp.srtp import parse_srtp_key
 from qoe.voice import emodel
@@ -96,6 +97,14 @@ class CallOptions(OptionsBase):
         else with the first of these that authenticates them; one that no key decrypts
         makes :func:`qoe.score` raise :class:`~qoe.errors.EncryptedStreamError`. Shown as
         ``SUITE:***`` by :meth:`to_dict` (the key stays out of reports).
+    stream_timeout_s : float
+        A stream with no packet for this long has ended (default
+        :data:`qoe.rtp.STREAM_TIMEOUT_S`, 25 s: RFC 3550 §6.3.5, 5 RTCP intervals of at
+        least 5 s); so has one silent for 2 s after a SIP or RTCP BYE
+        (:data:`qoe.rtp.BYE_GRACE_S`). ``qoe.score(kind="voice")`` on one capture scores
+        each call once its streams have ended and releases them (memory follows the
+        calls in progress, not the capture); a stream that resumes after the timeout is a
+        second stream of its own (:func:`qoe.rtp.iter_scan`).
 
     Examples
     --------
@@ -118,6 +127,7 @@ class CallOptions(OptionsBase):
     min_correlation: float = 0.4
     emodel_params: Mapping[str, Any] = field(default_factory=dict)
     srtp_keys: tuple[str, ...] = ()
+    stream_timeout_s: float = STREAM_TIMEOUT_S
 
     def __post_init__(self) -> None:
         parse_jitter_buffer(self.jitter_buffer)  # raises InputError naming the spec
@@ -132,6 +142,9 @@ class CallOptions(OptionsBase):
         d = self.network_delay_ms
         if d is not None and (not _is_number(d) or not (math.isfinite(d) and d >= 0)):
             raise InputError(f"network_delay_ms must be a finite number of ms >= 0; given network_delay_ms={d!r}")
+        t = self.stream_timeout_s
+        if not _is_number(t) or not (math.isfinite(t) and t > 0):
+            raise InputError(f"stream_timeout_s must be a finite number of seconds > 0; given stream_timeout_s={t!r}")
         c = self.min_correlation
         if not _is_number(c) or not -1.0 <= c <= 1.0:
             raise InputError(f"min_correlation must be a correlation in [-1, 1]; given min_correlation={c!r}")

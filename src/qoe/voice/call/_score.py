@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 from types import MappingProxyType
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from qoe.errors import InputError, QoEWarning
@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from qoe.rtp import RtpStream
     from qoe.rtp.sip import SipCall
 
-__all__ = ["score_call", "score_calls", "iter_score_calls"]
+__all__ = ["score_call", "score_calls", "iter_score_calls", "iter_score_call_groups"]
 
 _NONE: Mapping[int, str] = MappingProxyType({})
 
@@ -479,3 +479,57 @@ def _iter_score_calls(
         for ref in references:
             if ref.name not in located:
                 warnings.warn(f"reference {ref.name!r} was not found in any stream's audio", QoEWarning, stacklevel=2)
+
+
+def iter_score_call_groups(
+    groups: Iterable[tuple[Sequence[RtpStream], Sequence[SipCall]]],
+    *,
+    references: Sequence[Reference] = (),
+    capture: str | None = None,
+    options: CallOptions | None = None,
+) -> Iterator[CallScore]:
+    """Score the calls of one capture as they come, group by group (:func:`qoe.rtp.iter_scan`).
+
+    Parameters
+    ----------
+    groups : iterable of (sequence of RtpStream, sequence of SipCall)
+        Streams that hold whole calls (no call has streams in two groups), with their SIP
+        calls, in order of their first packet: what :func:`qoe.rtp.iter_scan` gives. A
+        group is taken only when the calls of the one before have been given.
+    references, capture, options
+        As :func:`iter_score_calls` (one capture: no far end).
+
+    Yields
+    ------
+    CallScore
+        Each call as :func:`iter_score_calls` scores it given all the streams and calls at
+        once, in the same order; nothing of a group is kept once its calls are given.
+
+    Warns
+    -----
+    QoEWarning
+        As :func:`iter_score_calls`, when the last group has been scored.
+    """
+    return _iter_groups(groups, references=references, capture=capture, options=_options(options))
+
+
+def _iter_groups(groups: Iterable[tuple[Sequence[RtpStream], Sequence[SipCall]]], *, references: Sequence[Reference],
+                 capture: str | None, options: CallOptions) -> Iterator[CallScore]:
+    here = capture or "capture"
+    guesses: list[tuple[str, int, bool]] = []
+    located: set[str] = set()
+    extra_notes: list[str] = []
+    for group, sip_calls in groups:
+        recognised: dict[int, str] = {}
+        streams = [s for s in (_recognised(s, recognised) for s in group) if is_audio(s)]
+        caps = {s.ssrc: here for s in streams}
+        for call in find_calls(streams, list(sip_calls)):
+            scored = _score_call(list(call.streams), call_id=call.call_id, sip=call.sip, options=options,
+                                 references=references, delays={}, captures=caps, found_user=None,
+                                 extra_notes=extra_notes, delay_guesses=guesses, recognised=recognised)
+            located.update(p.reference for d in scored.directions if d.full_reference for p in d.full_reference.plays)
+            yield scored
+    _warn_delays(guesses, stacklevel=2)
+    for ref in references:
+        if ref.name not in located:
+            warnings.warn(f"reference {ref.name!r} was not found in any stream's audio", QoEWarning, stacklevel=2)
