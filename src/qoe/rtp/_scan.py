@@ -731,10 +731,8 @@ class _Scanner:
                            udp_packets=self.udp, rtcp_packets=self.rtcp.packets, last_ns=self.last_ns)
         self.done.sort(key=lambda x: (x[0], x[1]))  # in order of their first packet
         streams = [x[2] for x in self.done]
+        self._complete([x[1] for x in self.done], streams)
         self.done = []
-        mark_dtls(streams, self.demux, self.addresses)
-        attach_feedback(streams, self.rtcp, self.addresses)
-        tie_rtx(streams, self.user_sdp)
         return RtpScan(
             path=path,
             streams=tuple(streams),
@@ -919,19 +917,25 @@ class _Scanner:
         result = []
         code = {x: i for i, x in enumerate(self.addresses)}
         for fids, streams in out:
-            mark_dtls(streams, self.demux, self.addresses)
-            for i, fid in enumerate(fids):  # after mark_dtls: SRTP padding is counted up to the tag
-                hb = self.header_bytes.result(fid, streams[i].srtp)
-                streams[i] = dataclasses.replace(streams[i], header_bytes=hb.total,
-                                                 notes=streams[i].notes + ((hb.note,) if hb.note else ()))
-            attach_feedback(streams, self.rtcp, self.addresses)
-            tie_rtx(streams, self.user_sdp)
+            self._complete(fids, streams)
             call_ids = {s.call_id for s in streams if s.call_id}
             calls = group_calls(self.sip.pop_calls(call_ids)) if call_ids else []
             self.rtcp.forget({s.ssrc for s in streams},
                              {(code[s.key.dst], s.key.dport, code[s.key.src], s.key.sport) for s in streams})
             result.append((streams, calls))
         return result
+
+    def _complete(self, fids: list[int], streams: list[RtpStream]) -> None:
+        """What is known of ended streams ``streams`` (flows ``fids``) only together, in place:
+        DTLS-SRTP marking, then header bytes (SRTP padding counted up to the tag), RTCP
+        feedback and RTX ties."""
+        mark_dtls(streams, self.demux, self.addresses)
+        for i, fid in enumerate(fids):
+            hb = self.header_bytes.result(fid, streams[i].srtp)
+            streams[i] = dataclasses.replace(streams[i], header_bytes=hb.total,
+                                             notes=streams[i].notes + ((hb.note,) if hb.note else ()))
+        attach_feedback(streams, self.rtcp, self.addresses)
+        tie_rtx(streams, self.user_sdp)
 
     def _active_at_end(self, st: Any, ssrc: int) -> bool:
         """Whether a stream (statistics ``st``) was still sending when the capture's UDP
