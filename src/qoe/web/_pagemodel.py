@@ -363,29 +363,64 @@ def _tls_items(sessions: Iterable[Any], conns: Mapping[int, Any]) -> list[_Item]
     return out
 
 
-def _group(items: list[_Item], idle_gap_ns: int) -> list[list[_Item]]:
-    """Pages of one client's items (sorted by start), by Referer, idle gap and server name."""
+def held_until_ns(conn: Any) -> float:
+    """Until when the client held a page's TCP connection open: its first FIN or RST, either way.
+
+    A connection that never closed is held to the end of the capture (``math.inf``); one whose
+    tracking ended otherwise (evicted, its 4-tuple reused) until its last packet. Without TCP
+    facts (``conn`` None), -1: not known to be held.
+    """
+    if conn is None:
+        return -1
+    closes = [t for t in (conn.fin_ts_ns, conn.rst_ts_ns) if t is not None]
+    if closes:
+        return min(closes)
+    return math.inf if conn.closed == "end-of-capture" else conn.last_ts_ns
+
+
+def starts_other_page(it: _Item, first: _Item, active: int, busy_until: int, held_until: float) -> bool:
+    """Does a TLS connection that would join the client's last page by the idle gap start a page?
+
+    Only when it goes to another server name than the page's first item, begins after every
+    item before it ended (the page is not loading), and the page's connections are all closed
+    by then (``held_until``, :func:`held_until_ns`): a browser keeps its sockets open past the
+    load, and a script's late fetch to another origin (or a preconnect) opens its connection
+    while they are; a client that let go of its page (curl, wget exiting) closed them first.
+    """
+    return (it.tls is not None and not it.preconnect and it.server_name != first.server_name
+            and active > busy_until and active >= held_until)
+
+
+def _group(items: list[_Item], idle_gap_ns: int, conns: Mapping[int, Any] | None = None) -> list[list[_Item]]:
+    """Pages of one client's items (sorted by start), by Referer, idle gap and server name.
+
+    ``conns`` (connection index -> qoe.web.tcp.Connection) says until when each page's
+    connections were held open (:func:`starts_other_page`).
+    """
+    conns = conns or {}
     pages: list[list[_Item]] = []
     ends: list[int] = []  # per page: its last byte
+    held: list[float] = []  # per page: until when one of its connections was held open
     docs: dict[str, int] = {}  # URL of a document -> its page
     busy_until = -1
     for it in items:
         ref = it.txn.referer if it.txn is not None else None
-        other_server = (it.tls is not None and not it.preconnect and bool(pages)
-                        and it.server_name != pages[-1][0].server_name)
         # a pending handshake is activity: an item whose connection it opened is active from
         # its SYN (SYNs retransmitted for seconds in a full uplink buffer are still the page)
         active = it.active_ns
         if ref is not None and ref in docs and active <= ends[docs[ref]] + idle_gap_ns:
             k = docs[ref]
-        elif pages and active <= busy_until + idle_gap_ns and not (other_server and active > busy_until):
+        elif pages and active <= busy_until + idle_gap_ns and not starts_other_page(
+                it, pages[-1][0], active, busy_until, held[-1]):
             k = len(pages) - 1
         else:
             pages.append([])
             ends.append(-1)
+            held.append(-1)
             k = len(pages) - 1
         pages[k].append(it)
         ends[k] = max(ends[k], it.end_ns)
+        held[k] = max(held[k], held_until_ns(it.tcp if it.tcp is not None else conns.get(it.conn)))
         busy_until = max(busy_until, it.end_ns)
         ctype = (it.txn.content_type or "") if it.txn is not None else ""
         if it.txn is not None and it.txn.url and ctype.startswith(("text/html", "application/xhtml")):
@@ -554,7 +589,7 @@ def build_pages(
     for qs in queries.values():
         qs.sort(key=_query_ts)  # by time, so that a page looks only at its own window
     gap = int(round(idle_gap_s * _NS))
-    groups = [(client, g) for client, its in by_client.items() for g in _group(its, gap)]
+    groups = [(client, g) for client, its in by_client.items() for g in _group(its, gap, conns)]
     groups.sort(key=lambda cg: cg[1][0].start_ns)
     out = []
     for index, (client, group) in enumerate(groups):

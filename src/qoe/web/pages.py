@@ -10,8 +10,16 @@ then the objects it pulls, until the client goes quiet. The rules:
 * A transaction whose ``Referer`` is the URL of a document of an open page (one whose last
   byte is at most ``idle_gap_s`` before the transaction starts) belongs to it.
   Otherwise an item starts a new page when it begins more than ``idle_gap_s`` (default 2 s)
-  after the last byte of everything before it; a TLS connection also does when its server
-  name differs from the page's and the page is not loading any more.
+  after the last byte of everything before it; a TLS connection to another server name
+  (its ClientHello's SNI, in clear without keys) than the page's also does when the page is
+  not loading any more and the client has closed every connection of the page (a FIN or RST
+  either way) by then: a browser holds a page's connections open past its load, so the
+  connections a script opens after the load event to another origin (a capture without
+  keys shows nothing else of its late fetches) belong to the page, while a client that let
+  go of its page (curl or wget exiting) closed them first. Without keys a navigation to
+  another site less than ``idle_gap_s`` after the last byte, while the browser still holds
+  the previous page's connections, is therefore not told from such a late fetch; it is the
+  quiet time that separates page loads, as for cleartext requests without a ``Referer``.
 * PLT ("fully loaded") runs from the page's first event — its first DNS query for the main
   host (within ``idle_gap_s`` before), else the SYN of its first connection when that
   connection was opened for it, else its first request byte — to the last byte of its last
