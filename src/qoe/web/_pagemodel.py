@@ -351,9 +351,11 @@ def _tls_items(sessions: Iterable[Any], conns: Mapping[int, Any]) -> list[_Item]
     out = []
     for s in sessions:
         start = s.client_hello_ns if s.client_hello_ns is not None else s.connection_start_ns
+        # its objects' last byte: the server's last byte delivered (a spurious retransmission of
+        # bytes the client had is not one: on h2-loss, 247 ms after the page's last response)
+        end = s.server_last_byte_ns or s.client_last_byte_ns
         c = conns.get(s.connection)
-        end = None
-        if c is not None:
+        if end is None and c is not None:
             end = c.server.last_data_ts_ns or c.client.last_data_ts_ns
         end = end or s.server_first_app_data_ns or s.handshake_end_ns or start
         out.append(_Item(client=s.client[0], start_ns=start, end_ns=max(end, start), conn=s.connection, tls=s,

@@ -344,6 +344,8 @@ class _QuicAsTls:
     error: str | None = None
     version: int = 0x0304  # QUIC's handshake is TLS 1.3's (RFC 9001 §4): one round trip
     version_name: str = "QUIC"
+    client_last_byte_ns: int | None = None  # (its end is its last server burst's, above)
+    server_last_byte_ns: int | None = None
 
 
 def _quic_pages(capture: Any, opts: WebOptions, keys: Any) -> list[Page]:
