@@ -29,6 +29,7 @@ from qoe.web import g1030
 from qoe.web.g1030 import PRESETS
 from qoe.web._dns import DnsQuery
 from qoe.web._records import builder
+from qoe.web.tls import TlsSession
 
 __all__ = ["Page", "WebOptions", "build_pages", "onload_end_ns", "DEFAULT_IDLE_GAP_S"]
 
@@ -317,7 +318,8 @@ class _Item:
     server_name: str | None = None
     tcp: Any = None  # its qoe.web.tcp.Connection (the streaming path)
     active_ns: int = 0  # when its activity began: its connection's first packet (SYN) if it opened it
-    preconnect: bool = False  # a decrypted TLS connection that carried no request (opened ahead, unused)
+    preconnect: bool = False  # a TLS connection that carried no request (opened ahead, unused)
+    silent_client: bool = False  # ... told without keys: its client sent nothing after its handshake
 
     @property
     def protocol(self) -> str:
@@ -358,10 +360,20 @@ def _tls_items(sessions: Iterable[Any], conns: Mapping[int, Any]) -> list[_Item]
         if end is None and c is not None:
             end = c.server.last_data_ts_ns or c.client.last_data_ts_ns
         end = end or s.server_first_app_data_ns or s.handshake_end_ns or start
+        # HTTP's client speaks first (a request, or HTTP/2's preface, RFC 9113 §3.4): a whole
+        # handshake after which the client sent no application_data record (TLS 1.3: none after
+        # the one taken as its Finished, qoe.web.tls) carried no request. It was opened ahead (a
+        # preconnect, a backup socket), as a key log would show; what its server sent after the
+        # handshake (TLS 1.3 session tickets, RFC 8446 §4.6.1) is no object of the page. (TLS
+        # records over TCP only: a QUIC connection in this model, pages._QuicAsTls, is not one.)
+        silent = bool(isinstance(s, TlsSession) and s.complete and s.handshake_end_ns is not None
+                      and s.client_first_app_data_ns is None)
+        if silent:
+            end = min(end, s.handshake_end_ns)
         out.append(_Item(client=s.client[0], start_ns=start, end_ns=max(end, start), conn=s.connection, tls=s,
                          server_name=s.server_name,
                          active_ns=s.connection_start_ns if 0 < start - s.connection_start_ns <= PENDING_HANDSHAKE_NS
-                         else start))
+                         else start, preconnect=silent, silent_client=silent))
     return out
 
 
@@ -653,9 +665,13 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
     if not page_conns:
         notes.append("no TCP facts for the page's connections: RTT and loss unknown")
     hidden = sum(1 for it in group if it.tls is not None and it.txn is None and not it.preconnect)
-    unused = sum(1 for it in group if it.preconnect)
+    unused = sum(1 for it in group if it.preconnect and not it.silent_client)
+    silent = sum(1 for it in group if it.silent_client)
+    if silent:
+        notes.append(f"{silent} TLS connection(s) opened and never used (without keys: the client sent nothing "
+                     "after the handshake, so no request; the server's records after it are no object)")
     if unused:
-        half = sum(1 for it in group if it.preconnect and not it.tls.complete)
+        half = sum(1 for it in group if it.preconnect and not it.silent_client and not it.tls.complete)
         notes.append(f"{unused} TLS connection(s) opened and never used (decrypted: no request inside"
                      + (f"; {half} of them without a whole handshake)" if half else ")"))
     if hidden:

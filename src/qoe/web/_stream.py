@@ -213,7 +213,7 @@ class _PageStream:
                 d = res.decryption
                 if self.decrypting and d is not None and (d.keys_found or not res.tls.complete):
                     it = found[-1]
-                    it.preconnect = True
+                    it.preconnect, it.silent_client = True, False
                     # no object: its end is its handshake's (a server's later ticket or alert
                     # is not a byte of the page's objects, "fully loaded" ends at those)
                     it.end_ns = max(it.start_ns, min(it.end_ns, res.tls.handshake_end_ns or it.start_ns))

@@ -29,7 +29,13 @@ then the objects it pulls, until the client goes quiet. The rules:
   it (:func:`onload_end_ns`: not a script's ``fetch()``, requested before the browser's icon
   request).
 * With a key log, a TLS connection that carried no request (a preconnect, a backup socket)
-  belongs to the page loading: it does not start a page, end it, or make it partial.
+  belongs to the page loading: it does not start a page, end it, or make it partial. Without
+  keys, one whose client sent no record after its handshake (TLS 1.3: after its Finished) is
+  one too: HTTP's client speaks first, so it carried no request, and what its server sent
+  after the handshake (TLS 1.3 session tickets) is no object.
+* Without keys, a TLS connection's objects end at the server's last byte delivered in order
+  (``TlsSession.server_last_byte_ns``): a spurious retransmission of bytes the client already
+  had does not extend the page.
 * QUIC connections are grouped among themselves; a QUIC page that overlaps a TCP page of the
   same client (within ``idle_gap_s``) is merged into it (``_then_quic``). A QUIC page's RTT
   comes from its ACK frames (RFC 9002 §5, :mod:`qoe.web.quic`), its ``loss_wait_s`` from its
