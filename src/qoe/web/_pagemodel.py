@@ -370,6 +370,13 @@ def _tls_items(sessions: Iterable[Any], conns: Mapping[int, Any]) -> list[_Item]
                       and s.client_first_app_data_ns is None)
         if silent:
             end = min(end, s.handshake_end_ns)
+        # a handshake the client gave up (its FIN before the handshake was whole: Chromium's
+        # duplicate sockets once HTTP/2 coalesced the origin, a backup whose answer came late)
+        # carried no request either; the server's bytes after the client's FIN are no object
+        elif (isinstance(s, TlsSession) and not s.complete and s.client_hello_ns is not None and c is not None
+              and c.client.fin_ts_ns is not None and s.client_first_app_data_ns is None):
+            silent = True
+            end = min(end, max(c.client.fin_ts_ns, start))
         out.append(_Item(client=s.client[0], start_ns=start, end_ns=max(end, start), conn=s.connection, tls=s,
                          server_name=s.server_name,
                          active_ns=s.connection_start_ns if 0 < start - s.connection_start_ns <= PENDING_HANDSHAKE_NS
@@ -669,7 +676,7 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
     silent = sum(1 for it in group if it.silent_client)
     if silent:
         notes.append(f"{silent} TLS connection(s) opened and never used (without keys: the client sent nothing "
-                     "after the handshake, so no request; the server's records after it are no object)")
+                     "after the handshake, or closed the connection before it was whole, so no request)")
     if unused:
         half = sum(1 for it in group if it.preconnect and not it.silent_client and not it.tls.complete)
         notes.append(f"{unused} TLS connection(s) opened and never used (decrypted: no request inside"

@@ -30,9 +30,10 @@ then the objects it pulls, until the client goes quiet. The rules:
   request).
 * With a key log, a TLS connection that carried no request (a preconnect, a backup socket)
   belongs to the page loading: it does not start a page, end it, or make it partial. Without
-  keys, one whose client sent no record after its handshake (TLS 1.3: after its Finished) is
-  one too: HTTP's client speaks first, so it carried no request, and what its server sent
-  after the handshake (TLS 1.3 session tickets) is no object.
+  keys, one whose client sent no record after its handshake (TLS 1.3: after its Finished), or
+  closed it (FIN) before the handshake was whole, is one too: HTTP's client speaks first, so
+  it carried no request, and what its server sent after (TLS 1.3 session tickets, a late
+  answer to an abandoned handshake) is no object.
 * Without keys, a TLS connection's objects end at the server's last byte delivered in order
   (``TlsSession.server_last_byte_ns``): a spurious retransmission of bytes the client already
   had does not extend the page.
