@@ -76,6 +76,40 @@ def test_onload_needs_the_objects():
     assert any("not visible" in n for p in pages for n in p.notes)
 
 
+#: Without the key log, a TLS-over-TCP page's PLT against the decrypted page's (ms, either way):
+#: the end is the same byte on every capture (the last response's), the start the page's first
+#: SYN, which the decrypted page can take later (its first item is then a later connection's):
+#: measured 0 to 41.5 ms (h2-up-b256; 7.4-24.2 ms on the other HTTP/2 loads, 0 on HTTP/1.1 and TLS 1.2).
+NO_KEYS_TCP_MS = 50.0
+#: The same for HTTP/3: a QUIC connection without keys ends at its last server burst, past the
+#: last response (acknowledgements, PINGs, the close): measured 8.0-53.7 ms, 724 ms (12.3 %) on h3-up.
+NO_KEYS_QUIC_SHARE = 0.15
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_one_page_without_keys_with_the_plt_of_the_decrypted_page(name):
+    """Without the key log, one browser load is one page too (its connections to the three origins,
+    those opened after the load event by app.js included), and its PLT from the connections'
+    activity is the decrypted page's within the stated tolerance; on TCP its end is the browser's
+    last ``responseEnd`` within the same tolerance as the decrypted page's."""
+    t, keyed = _pages(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pages = page_loads(t.pcap)
+    assert len(pages) == 1, [(p.url, p.objects, round(p.plt_s, 3)) for p in pages]
+    p, k = pages[0], keyed[0]
+    assert p.url == "https://www.example.com/" or p.url == k.url
+    if t.scenario["protocol"] == "h3":
+        assert abs(p.plt_s - k.plt_s) <= NO_KEYS_QUIC_SHARE * k.plt_s, (p.plt_s, k.plt_s)
+        return
+    assert abs(p.plt_s - k.plt_s) * 1000 <= NO_KEYS_TCP_MS, (p.plt_s, k.plt_s)
+    assert p.end_ns == k.end_ns  # the last response's last byte, seen with or without the keys
+    assert abs(_ms(t, p.end_ns) - t.last_response_end_ms) <= FULLY_LOADED_MS
+    if t.scenario["protocol"] != "h1":
+        assert p.complete, p.notes  # sockets the browser opened and gave up are no missing part
+        assert any("not visible" in n for n in p.notes)
+
+
 def test_cleartext_onload_equals_fully_loaded_without_browser_marks():
     """A page without the browser's icon request or script fetches (wget's, the seed paper's
     captures): every object delays the load, both definitions agree."""
