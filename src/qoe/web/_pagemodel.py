@@ -353,8 +353,10 @@ def _tls_items(sessions: Iterable[Any], conns: Mapping[int, Any]) -> list[_Item]
     out = []
     for s in sessions:
         start = s.client_hello_ns if s.client_hello_ns is not None else s.connection_start_ns
-        # its objects' last byte: the server's last byte delivered (a spurious retransmission of
-        # bytes the client had is not one: on h2-loss, 247 ms after the page's last response)
+        # its objects' last byte: the server's last byte delivered in order, as a transaction's
+        # response end is (a retransmission of bytes the client had is not one: on h2-loss,
+        # 247 ms after the page's last response; at a server-side capture the client may get
+        # the last byte later, from a retransmission: what the capture point cannot tell)
         end = s.server_last_byte_ns or s.client_last_byte_ns
         c = conns.get(s.connection)
         if end is None and c is not None:
