@@ -374,11 +374,18 @@ def report() -> str:
     lines += ["## Connections: the capture's SYN against Resource Timing's connectStart", "",
               "| capture | own SYN within 5 ms | late-bound | unmatched | own: median / max abs(SYN − connectStart) "
               "| navigation: connectStart − its SYN | first SYN − timeOrigin |", "| --- | --- | --- | --- | --- | --- | --- |"]
-    tls_rows, obj_rows, har_rows, today_rows = [], [], [], []
+    tls_rows, obj_rows, har_rows, today_rows, nokey_rows = [], [], [], [], []
     for name in scenarios():
         t = load(name)
         found = page_view(t)
-        for label, view in (("no", found), ("yes", page_view(t, keys=True) if t.keylog.exists() else None)):
+        keyed = page_view(t, keys=True) if t.keylog.exists() else None
+        if found and keyed:
+            p, k = found[0], keyed[0]
+            nokey_rows.append(f"| `{name}` | {len(found)} | {p.plt_s * 1000:.1f} | {k.plt_s * 1000:.1f} | "
+                              f"{(p.plt_s - k.plt_s) * 1000:+.1f} | {(p.start_ns - k.start_ns) / 1e6:+.1f} | "
+                              f"{(p.end_ns - k.end_ns) / 1e6:+.1f} | {_ms(t, p.end_ns) - t.last_response_end_ms:+.1f} | "
+                              f"{_ms(t, p.end_ns) - t.load_event_end_ms:+.1f} |")
+        for label, view in (("no", found), ("yes", keyed)):
             if view is None:
                 continue
             per = "; ".join(f"{p.plt_s:.3f}, {p.objects}, {p.connections}, {p.diagnosis}, {p.loss_share:.2f}, "
@@ -425,6 +432,13 @@ def report() -> str:
               "Without keys, objects are the encrypted connections' activity (docs/guide/web.md).", "",
               "| capture | key log | browser loadEventEnd / last responseEnd (s) | qoe pages | qoe per page: plt_s, objects, "
               "connections, diagnosis, loss_share, note |", "| --- | --- | --- | --- | --- |", *today_rows]
+    lines += ["", "## PLT without the key log against the decrypted page and the browser", "",
+              "qoe's first page without keys against the same capture decrypted with its key log, and its end "
+              "(the last byte of the connections' activity) against the browser's last responseEnd and "
+              "loadEventEnd. ms; differences without − with keys, and qoe − browser.", "",
+              "| capture | pages without keys | plt_s without keys | plt_s with keys | difference | start difference "
+              "| end difference | end − last responseEnd | end − loadEventEnd |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |", *nokey_rows]
     lines += ["", "## Playwright's HAR read by qoe.web.har.read_har", "",
               "| capture | entries | pageTimings.onLoad | HAR page start − timeOrigin | HAR onLoad − loadEventEnd (epoch) "
               "| HAR entry end − responseEnd | httpVersion read |", "| --- | --- | --- | --- | --- | --- | --- |", *har_rows]

@@ -9,6 +9,8 @@ capture's clock (``timeOrigin``). qoe reads the capture decrypted with the brows
 Measured (qoe − browser, ms, over the 21 captures; docs/guide/web.md has the table):
 onload estimate − loadEventEnd from −66.5 to −2.3 (always before: the browser decodes, lays out and
 runs the load handlers after the last byte); fully loaded end − last responseEnd from −13.2 to −0.1.
+Without the key log (data/web/browser/measured.md): one page per load; on TLS over TCP the same end
+as decrypted, the PLT 0 to +41.5 ms longer (the start: the first SYN); HTTP/3 +8.0 to +724 ms.
 """
 
 from __future__ import annotations
@@ -74,6 +76,40 @@ def test_onload_needs_the_objects():
         pages = page_loads(t.pcap)
     assert pages and all(math.isnan(p.onload_s) for p in pages)
     assert any("not visible" in n for p in pages for n in p.notes)
+
+
+#: Without the key log, a TLS-over-TCP page's PLT against the decrypted page's (ms, either way):
+#: the end is the same byte on every capture (the last response's), the start the page's first
+#: SYN, which the decrypted page can take later (its first item is then a later connection's):
+#: measured 0 to 41.5 ms (h2-up-b256; 7.4-24.2 ms on the other HTTP/2 loads, 0 on HTTP/1.1 and TLS 1.2).
+NO_KEYS_TCP_MS = 50.0
+#: The same for HTTP/3: a QUIC connection without keys ends at its last server burst, past the
+#: last response (acknowledgements, PINGs, the close): measured 8.0-53.7 ms, 724 ms (12.3 %) on h3-up.
+NO_KEYS_QUIC_SHARE = 0.15
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_one_page_without_keys_with_the_plt_of_the_decrypted_page(name):
+    """Without the key log, one browser load is one page too (its connections to the three origins,
+    those opened after the load event by app.js included), and its PLT from the connections'
+    activity is the decrypted page's within the stated tolerance; on TCP its end is the browser's
+    last ``responseEnd`` within the same tolerance as the decrypted page's."""
+    t, keyed = _pages(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pages = page_loads(t.pcap)
+    assert len(pages) == 1, [(p.url, p.objects, round(p.plt_s, 3)) for p in pages]
+    p, k = pages[0], keyed[0]
+    assert p.url == "https://www.example.com/" or p.url == k.url
+    if t.scenario["protocol"] == "h3":
+        assert abs(p.plt_s - k.plt_s) <= NO_KEYS_QUIC_SHARE * k.plt_s, (p.plt_s, k.plt_s)
+        return
+    assert abs(p.plt_s - k.plt_s) * 1000 <= NO_KEYS_TCP_MS, (p.plt_s, k.plt_s)
+    assert p.end_ns == k.end_ns  # the last response's last byte, seen with or without the keys
+    assert abs(_ms(t, p.end_ns) - t.last_response_end_ms) <= FULLY_LOADED_MS
+    if t.scenario["protocol"] != "h1":
+        assert p.complete, p.notes  # sockets the browser opened and gave up are no missing part
+        assert any("not visible" in n for n in p.notes)
 
 
 def test_cleartext_onload_equals_fully_loaded_without_browser_marks():

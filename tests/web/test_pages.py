@@ -132,3 +132,50 @@ def test_har_of_an_https_capture_keeps_each_page_s_plt(tmp_path):
     assert har["log"]["entries"] == [] and har["log"]["pages"][0]["_plt"] == pytest.approx(page.plt_s * 1e3)
     (again,) = pages_from_har(read_har(out))
     assert again.plt_s == pytest.approx(page.plt_s, abs=1e-6) and any("_plt" in n for n in again.notes)
+
+
+def _two_fetches(tmp_path: Path, *, sni: bytes, keep_fin: bool) -> Path:
+    """tls13.pcap (curl fetching https://www.example.test/) and, 0.5 s after its last packet,
+    tls12.pcap (curl again) with its ClientHello's server name replaced by ``sni`` (as long);
+    ``keep_fin=False`` drops tls13's FIN segments (its connection then stays open to the end of
+    the capture, as a browser holds its sockets). One client, 127.0.0.1."""
+    import dpkt
+
+    def packets(name: str) -> list[tuple[float, bytes]]:
+        with open(SAMPLES / name, "rb") as f:
+            return [(ts, bytes(buf)) for ts, buf in dpkt.pcap.Reader(f)]
+
+    first, second = packets("tls13.pcap"), packets("tls12.pcap")
+    if not keep_fin:
+        first = [(ts, b) for ts, b in first
+                 if not dpkt.ethernet.Ethernet(b).data.data.flags & dpkt.tcp.TH_FIN]
+    shift = first[-1][0] + 0.5 - second[0][0]
+    hello = next(i for i, (_, b) in enumerate(second) if b"www.example.test" in b)
+    assert len(sni) == len(b"www.example.test")
+    second[hello] = (second[hello][0], second[hello][1].replace(b"www.example.test", sni))
+    out = tmp_path / "two.pcap"
+    with open(out, "wb") as f:
+        w = dpkt.pcap.Writer(f)
+        for ts, b in sorted(first + [(ts + shift, b) for ts, b in second], key=lambda p: p[0]):
+            w.writepkt(b, ts=ts)
+    return out
+
+
+def test_a_fetch_of_another_server_after_the_client_closed_the_page_is_a_page(tmp_path):
+    """Without keys, a TLS connection to another server name (its SNI) 0.5 s after a page (within
+    the 2 s idle gap) starts a page when the client closed the page's connection first (curl
+    exited); while the page's connection is held open (its FINs removed: as a browser keeps its
+    sockets, whose script fetches to another origin come after the load) it is the same page; to
+    the same server it is the same page either way (the idle gap)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        apart = page_loads(_two_fetches(tmp_path, sni=b"api.example.test", keep_fin=True))
+        held = page_loads(_two_fetches(tmp_path, sni=b"api.example.test", keep_fin=False))
+        same = page_loads(_two_fetches(tmp_path, sni=b"www.example.test", keep_fin=True))
+        streamed = list(iter_page_loads(_two_fetches(tmp_path, sni=b"api.example.test", keep_fin=True)))
+    assert [(p.url, p.objects) for p in apart] == [("https://www.example.test/", 1), ("https://api.example.test/", 1)]
+    assert streamed == apart
+    assert [(p.url, p.objects, p.connections) for p in held] == [("https://www.example.test/", 2, 2)]
+    assert [(p.url, p.objects) for p in same] == [("https://www.example.test/", 2)]
+    # the held page ends at the second fetch's last byte (tls12.pcap's last server data, shifted)
+    assert held[0].end_ns == apart[1].end_ns and held[0].plt_s > apart[0].plt_s + 0.5

@@ -29,6 +29,7 @@ from qoe.web import g1030
 from qoe.web.g1030 import PRESETS
 from qoe.web._dns import DnsQuery
 from qoe.web._records import builder
+from qoe.web.tls import TlsSession
 
 __all__ = ["Page", "WebOptions", "build_pages", "onload_end_ns", "DEFAULT_IDLE_GAP_S"]
 
@@ -317,7 +318,8 @@ class _Item:
     server_name: str | None = None
     tcp: Any = None  # its qoe.web.tcp.Connection (the streaming path)
     active_ns: int = 0  # when its activity began: its connection's first packet (SYN) if it opened it
-    preconnect: bool = False  # a decrypted TLS connection that carried no request (opened ahead, unused)
+    preconnect: bool = False  # a TLS connection that carried no request (opened ahead, unused)
+    silent_client: bool = False  # ... told without keys: its client sent nothing after its handshake
 
     @property
     def protocol(self) -> str:
@@ -351,41 +353,97 @@ def _tls_items(sessions: Iterable[Any], conns: Mapping[int, Any]) -> list[_Item]
     out = []
     for s in sessions:
         start = s.client_hello_ns if s.client_hello_ns is not None else s.connection_start_ns
+        # its objects' last byte: the server's last byte delivered in order, as a transaction's
+        # response end is (a retransmission of bytes the client had is not one: on h2-loss,
+        # 247 ms after the page's last response; at a server-side capture the client may get
+        # the last byte later, from a retransmission: what the capture point cannot tell)
+        end = s.server_last_byte_ns or s.client_last_byte_ns
         c = conns.get(s.connection)
-        end = None
-        if c is not None:
+        if end is None and c is not None:
             end = c.server.last_data_ts_ns or c.client.last_data_ts_ns
         end = end or s.server_first_app_data_ns or s.handshake_end_ns or start
+        # HTTP's client speaks first (a request, or HTTP/2's preface, RFC 9113 §3.4): a whole
+        # handshake after which the client sent no application_data record (TLS 1.3: none after
+        # the one taken as its Finished, qoe.web.tls) carried no request. It was opened ahead (a
+        # preconnect, a backup socket), as a key log would show; what its server sent after the
+        # handshake (TLS 1.3 session tickets, RFC 8446 §4.6.1) is no object of the page. (TLS
+        # records over TCP only: a QUIC connection in this model, pages._QuicAsTls, is not one.)
+        silent = bool(isinstance(s, TlsSession) and s.complete and s.handshake_end_ns is not None
+                      and s.client_first_app_data_ns is None)
+        if silent:
+            end = min(end, s.handshake_end_ns)
+        # a handshake the client gave up (its FIN before the handshake was whole: Chromium's
+        # duplicate sockets once HTTP/2 coalesced the origin, a backup whose answer came late)
+        # carried no request either; the server's bytes after the client's FIN are no object
+        elif (isinstance(s, TlsSession) and not s.complete and s.client_hello_ns is not None and c is not None
+              and c.client.fin_ts_ns is not None and s.client_first_app_data_ns is None):
+            silent = True
+            end = min(end, max(c.client.fin_ts_ns, start))
         out.append(_Item(client=s.client[0], start_ns=start, end_ns=max(end, start), conn=s.connection, tls=s,
                          server_name=s.server_name,
                          active_ns=s.connection_start_ns if 0 < start - s.connection_start_ns <= PENDING_HANDSHAKE_NS
-                         else start))
+                         else start, preconnect=silent, silent_client=silent))
     return out
 
 
-def _group(items: list[_Item], idle_gap_ns: int) -> list[list[_Item]]:
-    """Pages of one client's items (sorted by start), by Referer, idle gap and server name."""
+def held_until_ns(conn: Any) -> float:
+    """Until when the client held a page's TCP connection open: its first FIN or RST, either way.
+
+    A connection that never closed is held to the end of the capture (``math.inf``); one whose
+    tracking ended otherwise (evicted, its 4-tuple reused) until its last packet. Without TCP
+    facts (``conn`` None), -1: not known to be held.
+    """
+    if conn is None:
+        return -1
+    closes = [t for t in (conn.fin_ts_ns, conn.rst_ts_ns) if t is not None]
+    if closes:
+        return min(closes)
+    return math.inf if conn.closed == "end-of-capture" else conn.last_ts_ns
+
+
+def starts_other_page(it: _Item, first: _Item, active: int, busy_until: int, held_until: float) -> bool:
+    """Does a TLS connection that would join the client's last page by the idle gap start a page?
+
+    Only when it goes to another server name than the page's first item, begins after every
+    item before it ended (the page is not loading), and the page's connections are all closed
+    by then (``held_until``, :func:`held_until_ns`): a browser keeps its sockets open past the
+    load, and a script's late fetch to another origin (or a preconnect) opens its connection
+    while they are; a client that let go of its page (curl, wget exiting) closed them first.
+    """
+    return (it.tls is not None and not it.preconnect and it.server_name != first.server_name
+            and active > busy_until and active >= held_until)
+
+
+def _group(items: list[_Item], idle_gap_ns: int, conns: Mapping[int, Any] | None = None) -> list[list[_Item]]:
+    """Pages of one client's items (sorted by start), by Referer, idle gap and server name.
+
+    ``conns`` (connection index -> qoe.web.tcp.Connection) says until when each page's
+    connections were held open (:func:`starts_other_page`).
+    """
+    conns = conns or {}
     pages: list[list[_Item]] = []
     ends: list[int] = []  # per page: its last byte
+    held: list[float] = []  # per page: until when one of its connections was held open
     docs: dict[str, int] = {}  # URL of a document -> its page
     busy_until = -1
     for it in items:
         ref = it.txn.referer if it.txn is not None else None
-        other_server = (it.tls is not None and not it.preconnect and bool(pages)
-                        and it.server_name != pages[-1][0].server_name)
         # a pending handshake is activity: an item whose connection it opened is active from
         # its SYN (SYNs retransmitted for seconds in a full uplink buffer are still the page)
         active = it.active_ns
         if ref is not None and ref in docs and active <= ends[docs[ref]] + idle_gap_ns:
             k = docs[ref]
-        elif pages and active <= busy_until + idle_gap_ns and not (other_server and active > busy_until):
+        elif pages and active <= busy_until + idle_gap_ns and not starts_other_page(
+                it, pages[-1][0], active, busy_until, held[-1]):
             k = len(pages) - 1
         else:
             pages.append([])
             ends.append(-1)
+            held.append(-1)
             k = len(pages) - 1
         pages[k].append(it)
         ends[k] = max(ends[k], it.end_ns)
+        held[k] = max(held[k], held_until_ns(it.tcp if it.tcp is not None else conns.get(it.conn)))
         busy_until = max(busy_until, it.end_ns)
         ctype = (it.txn.content_type or "") if it.txn is not None else ""
         if it.txn is not None and it.txn.url and ctype.startswith(("text/html", "application/xhtml")):
@@ -554,7 +612,7 @@ def build_pages(
     for qs in queries.values():
         qs.sort(key=_query_ts)  # by time, so that a page looks only at its own window
     gap = int(round(idle_gap_s * _NS))
-    groups = [(client, g) for client, its in by_client.items() for g in _group(its, gap)]
+    groups = [(client, g) for client, its in by_client.items() for g in _group(its, gap, conns)]
     groups.sort(key=lambda cg: cg[1][0].start_ns)
     out = []
     for index, (client, group) in enumerate(groups):
@@ -616,9 +674,13 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
     if not page_conns:
         notes.append("no TCP facts for the page's connections: RTT and loss unknown")
     hidden = sum(1 for it in group if it.tls is not None and it.txn is None and not it.preconnect)
-    unused = sum(1 for it in group if it.preconnect)
+    unused = sum(1 for it in group if it.preconnect and not it.silent_client)
+    silent = sum(1 for it in group if it.silent_client)
+    if silent:
+        notes.append(f"{silent} TLS connection(s) opened and never used (without keys: the client sent nothing "
+                     "after the handshake, or closed the connection before it was whole, so no request)")
     if unused:
-        half = sum(1 for it in group if it.preconnect and not it.tls.complete)
+        half = sum(1 for it in group if it.preconnect and not it.silent_client and not it.tls.complete)
         notes.append(f"{unused} TLS connection(s) opened and never used (decrypted: no request inside"
                      + (f"; {half} of them without a whole handshake)" if half else ")"))
     if hidden:

@@ -44,7 +44,8 @@ from typing import Any
 
 from qoe.web._dispatch import PARSERS, Parser, ProtocolSink
 from qoe.web._dns import DnsQuery, batch_queries, iter_dns_queries
-from qoe.web._pagemodel import PENDING_HANDSHAKE_NS, Page, _http_items, _Item, _page, _tls_items
+from qoe.web._pagemodel import (PENDING_HANDSHAKE_NS, Page, _http_items, _Item, _page, _tls_items, held_until_ns,
+                                starts_other_page)
 from qoe.web._records import replaced
 from qoe.web.tcp import _is_file, _iter_connections, iter_connections
 
@@ -55,13 +56,14 @@ _PRUNE_EVERY = 32  # finished connections between looks at the DNS queries no pa
 class _OpenPage:
     """A page being grouped (an item may still join it)."""
 
-    __slots__ = ("client", "key", "items", "end", "docs", "close_at", "base_start", "done")
+    __slots__ = ("client", "key", "items", "end", "held", "docs", "close_at", "base_start", "done")
 
     def __init__(self, client: str, key: tuple[int, int, int], base_start: int) -> None:
         self.client = client
         self.key = key  # (first item start, client rank, page number of the client): batch order
         self.items: list[_Item] = []
         self.end = -1  # last byte of its items
+        self.held: float = -1  # until when one of its connections was held open (held_until_ns)
         self.docs: list[str] = []  # document URLs that point here
         self.close_at = _INF
         self.base_start = base_start  # its start before a DNS query can pull it earlier
@@ -211,7 +213,7 @@ class _PageStream:
                 d = res.decryption
                 if self.decrypting and d is not None and (d.keys_found or not res.tls.complete):
                     it = found[-1]
-                    it.preconnect = True
+                    it.preconnect, it.silent_client = True, False
                     # no object: its end is its handshake's (a server's later ticket or alert
                     # is not a byte of the page's objects, "fully loaded" ends at those)
                     it.end_ns = max(it.start_ns, min(it.end_ns, res.tls.handshake_end_ns or it.start_ns))
@@ -305,8 +307,7 @@ class _PageStream:
         if target is not None and active > target.end + gap:
             target = None
         if target is None and last is not None and active <= c.busy_until + gap:
-            other_server = it.tls is not None and not it.preconnect and it.server_name != last.items[0].server_name
-            if not (other_server and active > c.busy_until):
+            if not starts_other_page(it, last.items[0], active, c.busy_until, last.held):
                 target = last
         if target is None:
             base = it.start_ns
@@ -322,6 +323,9 @@ class _PageStream:
         target.items.append(it)
         if it.end_ns > target.end:
             target.end = it.end_ns
+        held = held_until_ns(it.tcp)
+        if held > target.held:
+            target.held = held
         if it.end_ns > c.busy_until:
             c.busy_until = it.end_ns
         ctype = (it.txn.content_type or "") if it.txn is not None else ""

@@ -10,8 +10,16 @@ then the objects it pulls, until the client goes quiet. The rules:
 * A transaction whose ``Referer`` is the URL of a document of an open page (one whose last
   byte is at most ``idle_gap_s`` before the transaction starts) belongs to it.
   Otherwise an item starts a new page when it begins more than ``idle_gap_s`` (default 2 s)
-  after the last byte of everything before it; a TLS connection also does when its server
-  name differs from the page's and the page is not loading any more.
+  after the last byte of everything before it; a TLS connection to another server name
+  (its ClientHello's SNI, in clear without keys) than the page's also does when the page is
+  not loading any more and the client has closed every connection of the page (a FIN or RST
+  either way) by then: a browser holds a page's connections open past its load, so the
+  connections a script opens after the load event to another origin (a capture without
+  keys shows nothing else of its late fetches) belong to the page, while a client that let
+  go of its page (curl or wget exiting) closed them first. Without keys a navigation to
+  another site less than ``idle_gap_s`` after the last byte, while the browser still holds
+  the previous page's connections, is therefore not told from such a late fetch; it is the
+  quiet time that separates page loads, as for cleartext requests without a ``Referer``.
 * PLT ("fully loaded") runs from the page's first event — its first DNS query for the main
   host (within ``idle_gap_s`` before), else the SYN of its first connection when that
   connection was opened for it, else its first request byte — to the last byte of its last
@@ -21,7 +29,14 @@ then the objects it pulls, until the client goes quiet. The rules:
   it (:func:`onload_end_ns`: not a script's ``fetch()``, requested before the browser's icon
   request).
 * With a key log, a TLS connection that carried no request (a preconnect, a backup socket)
-  belongs to the page loading: it does not start a page, end it, or make it partial.
+  belongs to the page loading: it does not start a page, end it, or make it partial. Without
+  keys, one whose client sent no record after its handshake (TLS 1.3: after its Finished), or
+  closed it (FIN) before the handshake was whole, is one too: HTTP's client speaks first, so
+  it carried no request, and what its server sent after (TLS 1.3 session tickets, a late
+  answer to an abandoned handshake) is no object.
+* Without keys, a TLS connection's objects end at the server's last byte delivered in order
+  (``TlsSession.server_last_byte_ns``): a spurious retransmission of bytes the client already
+  had does not extend the page.
 * QUIC connections are grouped among themselves; a QUIC page that overlaps a TCP page of the
   same client (within ``idle_gap_s``) is merged into it (``_then_quic``). A QUIC page's RTT
   comes from its ACK frames (RFC 9002 §5, :mod:`qoe.web.quic`), its ``loss_wait_s`` from its
@@ -336,6 +351,8 @@ class _QuicAsTls:
     error: str | None = None
     version: int = 0x0304  # QUIC's handshake is TLS 1.3's (RFC 9001 §4): one round trip
     version_name: str = "QUIC"
+    client_last_byte_ns: int | None = None  # (its end is its last server burst's, above)
+    server_last_byte_ns: int | None = None
 
 
 def _quic_pages(capture: Any, opts: WebOptions, keys: Any) -> list[Page]:

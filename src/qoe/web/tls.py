@@ -167,6 +167,11 @@ class TlsSession:
         TCP payload bytes delivered each way (records and their headers).
     client_missing_bytes, server_missing_bytes : int
         Bytes the capture did not hold.
+    client_last_byte_ns, server_last_byte_ns : int or None
+        Capture time of the delivery that held the last byte each way: when that side's last
+        new byte reached the capture point in order (a retransmission of bytes already
+        delivered delivers nothing; one that fills a hole is the delivery). Without keys, the
+        end of the encrypted objects a connection carried.
     client_records, server_records : TlsRecordCounts
     complete : bool
         Both hellos parsed and the end of the handshake found.
@@ -208,6 +213,8 @@ class TlsSession:
     server_records: TlsRecordCounts
     complete: bool
     error: str | None = None
+    client_last_byte_ns: int | None = None
+    server_last_byte_ns: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Every field as plain Python (record counts nested)."""
@@ -258,7 +265,7 @@ def _extensions(r: _Reader) -> list[tuple[int, bytes]]:
 class _Dir:
     __slots__ = (
         "hdr", "rec_type", "rec_left", "rec_ts", "counts", "hs", "hs_ts", "want_hs", "received", "missing",
-        "stopped", "ccs_ts", "hs_after_ccs_ts", "app_times", "first_record_version", "error",
+        "stopped", "ccs_ts", "hs_after_ccs_ts", "app_times", "first_record_version", "error", "last_ts",
     )
 
     def __init__(self) -> None:
@@ -278,6 +285,7 @@ class _Dir:
         self.app_times: list[int] = []
         self.first_record_version: int | None = None
         self.error: str | None = None
+        self.last_ts: int | None = None  # the delivery of the latest byte
 
 
 class _TlsSink:
@@ -325,6 +333,7 @@ class _TlsSink:
         if not payload:
             return
         d.received += len(payload)
+        d.last_ts = ts_ns
         if not d.stopped:
             self._records(direction, d, ts_ns, memoryview(payload))
 
@@ -595,4 +604,6 @@ class _TlsSink:
             server_records=TlsRecordCounts(*s.counts),
             complete=ch is not None and sh is not None and end is not None,
             error=error,
+            client_last_byte_ns=c.last_ts,
+            server_last_byte_ns=s.last_ts,
         )
