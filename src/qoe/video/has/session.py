@@ -593,21 +593,12 @@ def inferred_sessions(capture: str | os.PathLike[str], *, options: StreamingOpti
     one per client, with the manifest of ``options.manifests``."""
 
     man = _read_manifest_files(options.manifests)
-    downloads = opaque_downloads(capture, ports=options.opaque_ports)
-    by_client: dict[str, list[Any]] = {}
-    for d in downloads:
-        by_client.setdefault(d.client, []).append(d)
-    out = []
-    end = max((d.last_byte_ns or d.request_ns for d in downloads), default=0)
-    for client, dls in sorted(by_client.items(), key=lambda kv: kv[1][0].request_ns):
+
+    def infer(dls: list[Any]) -> tuple[list[Any], Manifest | None, list[str]]:
         reqs, notes = infer_requests(dls, man)
-        if not reqs:
-            continue
-        server = reqs[0].url.split(" ", 1)[1].rsplit(":", 1)[0]
-        notes.append(f"the manifest given as a file ({', '.join(options.manifests)})")
-        out.append(_session(len(out), client, man, reqs, dls[0].request_ns, server, end, options, list(notes),
-                            inference="manifest"))
-    return out
+        return reqs, man, [*notes, f"the manifest given as a file ({', '.join(options.manifests)})"]
+
+    return _per_client(opaque_downloads(capture, ports=options.opaque_ports), infer, options, "manifest")
 
 
 def window_sessions(capture: str | os.PathLike[str], *, options: StreamingOptions) -> list[StreamingSession]:
@@ -615,19 +606,29 @@ def window_sessions(capture: str | os.PathLike[str], *, options: StreamingOption
     a segment of ``options.segment_duration_s`` (or the duration estimated from the request
     periodicity), its bitrate per segment-duration window (:func:`qoe.video.has._infer.window_requests`)."""
 
+    def infer(dls: list[Any]) -> tuple[list[Any], Manifest | None, list[str]]:
+        reqs, man, notes = window_requests(dls, segment_duration_s=options.segment_duration_s)
+        return reqs, man, [*notes, "startup, stalls and bitrate replayed from inferred segments: media times are the "
+                                   "order of the downloads, the presentation's end unknown (taken as the last inferred "
+                                   "segment's)"]
+
     downloads = opaque_downloads(capture, ports=options.opaque_ports, keylog=options.keylog)
+    return _per_client(downloads, infer, options, "windows")
+
+
+def _per_client(downloads: list[Any], infer: Any, options: StreamingOptions, inference: str) -> list[StreamingSession]:
+    """One session per client of ``downloads`` (in order of its first request) whose segments
+    ``infer(the client's downloads) -> (requests, manifest, notes)`` finds."""
     by_client: dict[str, list[Any]] = {}
     for d in downloads:
         by_client.setdefault(d.client, []).append(d)
-    out = []
+    out: list[StreamingSession] = []
     end = max((d.last_byte_ns or d.request_ns for d in downloads), default=0)
     for client, dls in sorted(by_client.items(), key=lambda kv: kv[1][0].request_ns):
-        reqs, man, notes = window_requests(dls, segment_duration_s=options.segment_duration_s)
+        reqs, man, notes = infer(dls)
         if not reqs or man is None:
             continue
         server = reqs[0].url.split(" ", 1)[1].rsplit(":", 1)[0]
-        notes.append("startup, stalls and bitrate replayed from inferred segments: media times are the order of the "
-                     "downloads, the presentation's end unknown (taken as the last inferred segment's)")
-        out.append(_session(len(out), client, man, reqs, dls[0].request_ns, server, end, options, notes,
-                            inference="windows"))
+        out.append(_session(len(out), client, man, reqs, dls[0].request_ns, server, end, options, list(notes),
+                            inference=inference))
     return out
