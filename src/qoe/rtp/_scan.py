@@ -189,6 +189,7 @@ class _Scanner:
         self.flows = FlowTable()
         self.held = HeldPackets.empty(keep_packets)  # packets of undecided flows
         self.n_streams = 0  # flows taken as RTP streams
+        self.provisional: set[int] = set()  # flows taken at the end on probation (_provisional)
         self.over_limit = 0  # flows left out for max_streams
         self.flows_left_out = 0  # datagrams of flows left out for max_flows
         self.call_id: dict[int, str | None] = {}  # flow id -> its call (announced streams)
@@ -466,7 +467,8 @@ class _Scanner:
         SDP-announced flows are accepted at once (new flows, or all undecided ones when
         SIP announced something new); the heuristic judges a flow's first
         ``max(16, min_packets)`` packets when it has them (at the end of the capture,
-        whatever it has, if at least ``min_packets``).
+        whatever it has, if at least ``min_packets``; the flows it leaves out then stay on
+        probation, :meth:`_provisional`).
         """
         fl = self.flows
         undecided = np.flatnonzero(fl.state == PROBE)
@@ -485,11 +487,13 @@ class _Scanner:
             self._accept(f)
         if final:
             judge = undecided[(fl.state[undecided] == PROBE) & (fl.held_n[undecided] >= self.min_packets)]
-            fl.state[undecided[(fl.state[undecided] == PROBE) & (fl.held_n[undecided] < self.min_packets)]] = REJECT
+            short = undecided[(fl.state[undecided] == PROBE) & (fl.held_n[undecided] < self.min_packets)]
         else:
             judge = undecided[(fl.state[undecided] == PROBE) & (fl.held_n[undecided] >= self.probe_packets)]
         if judge.size:
-            self._judge(judge)
+            self._judge(judge, final=final)
+        if final:  # after the flows the heuristic took, which come first under max_streams
+            self._provisional(short)
         decided = fl.state[self.held.fid] != PROBE
         if not decided.any():
             return HeldPackets.empty(self.keep)
@@ -497,7 +501,44 @@ class _Scanner:
         self.held = self.held.take(np.flatnonzero(~decided))
         return out
 
-    def _judge(self, fids: np.ndarray) -> None:
+    def _provisional(self, fids: np.ndarray) -> None:
+        """Flows ``fids`` that ended on probation: fewer than ``min_packets`` packets, or
+        fewer than ``max(16, min_packets)`` that the heuristic did not take.
+
+        An unknown flow stays on probation (RFC 3550 A.1: a source is valid after
+        MIN_SEQUENTIAL = 2 packets in sequence; here ``min_packets`` and the heuristic):
+        those are rejected, so that a few datagrams of another protocol are not taken for
+        RTP. An RTX stream (RFC 4588) is not an unknown source, though: its media stream
+        vouches for it, and a clean call's RTX stream holds a few bandwidth probes (one in
+        ``vp8-two-video`` of data/video/webrtc; six with timestamps that jump, which the
+        heuristic rejects, in ``vp8-clean``). So these flows are taken provisionally
+        (:attr:`provisional`), with the heuristic on and off the never-RTP ports, and
+        :meth:`finish` keeps one only if it is tied to a media stream as its RTX
+        (:func:`qoe.rtp._bundle.tie_rtx`: the SDP's ``a=ssrc-group:FID``, its payload
+        type's ``a=fmtp apt=``, or timestamps of the media stream) or the user's SDP lists
+        its SSRC (``a=ssrc``: signalled, not unknown).
+        """
+        fl = self.flows
+        if fids.size == 0:
+            return
+        if not self.heuristic:
+            fl.state[fids] = REJECT
+            return
+        keys = np.asarray([fl.keys[f] for f in fids.tolist()], dtype=np.int64).reshape(-1, 5)
+        ok = (fl.held_n[fids] >= 1) & ~(np.isin(keys[:, 2], _NOT_RTP_PORTS) | np.isin(keys[:, 3], _NOT_RTP_PORTS))
+        fl.state[fids[~ok]] = REJECT
+        take = fids[ok]
+        if self.max_streams is not None:
+            room = max(0, self.max_streams - self.n_streams)
+            fl.state[take[room:]] = REJECT  # not counted as left out: most are not RTP at all
+            take = take[:room]
+        if take.size:
+            self.n_streams += int(take.size)
+            fl.state[take] = RTP
+            fl.sid[take] = self.stats.add(int(take.size))
+            self.provisional.update(take.tolist())
+
+    def _judge(self, fids: np.ndarray, *, final: bool = False) -> None:
         """The heuristic verdict on flows ``fids`` (all undecided, none announced)."""
         fl = self.flows
         if not self.heuristic:
@@ -532,6 +573,8 @@ class _Scanner:
         fl.state[take] = RTP
         if take.size:  # not announced: the static clock-rate and comfort-noise tables
             fl.sid[take] = self.stats.add(int(take.size))
+        if final:  # on probation at the end of the capture: kept if it turns out to be an RTX stream
+            self._provisional(fids[~verdict & ok])
 
     def _accept(self, fid: int) -> None:
         """Take flow ``fid`` as an SDP-announced RTP stream."""
@@ -593,6 +636,7 @@ class _Scanner:
         stats = self.stats.results(sids)
         ranked = self.stats.payload_types_seen(sids)
         streams = []
+        tables = []  # each stream's packets (headers only without keep_packets), for tie_rtx
         for i, (fid, st) in enumerate(zip(fids.tolist(), stats)):
             media = self.media.get(fid)
             call_id = self.call_id.get(fid)
@@ -626,6 +670,7 @@ class _Scanner:
                 st = with_jitter(st, packets, rate, self.jitter_rule)
             if fid in self.cut_of:
                 notes = (*notes, f"{cut_note} ({self.cut_of[fid]} of {st.packets} packets cut)")
+            tables.append(packets)
             streams.append(
                 RtpStream(
                     key=StreamKey(a[src], sport, a[dst], dport, ssrc, self.encaps[src] if self.encaps else ""),
@@ -654,7 +699,10 @@ class _Scanner:
             streams[i] = dataclasses.replace(streams[i], header_bytes=hb.total,
                                              notes=streams[i].notes + ((hb.note,) if hb.note else ()))
         attach_feedback(streams, self.rtcp, self.addresses)
-        tie_rtx(streams, self.user_sdp)
+        tied = tie_rtx(streams, self.user_sdp, tables=tables, mids=[self.mid_of.get(f) for f in fids.tolist()])
+        # a short flow (_keep_short) is a stream only as the RTX of a media stream, or when listed by a=ssrc
+        streams = [s for i, (s, f) in enumerate(zip(streams, fids.tolist()))
+                   if f not in self.provisional or i in tied or s.key.ssrc in self.user_ssrcs]
         return RtpScan(
             path=path,
             streams=tuple(streams),
@@ -731,7 +779,12 @@ def scan_capture(
         packets, or at the end of the capture on all of them. False keeps only
         SDP-announced streams.
     min_packets : int, optional
-        Fewest packets for a flow to be taken as RTP by the heuristic.
+        Fewest packets for a flow to be taken as RTP by the heuristic. A flow with fewer
+        (or one the heuristic rejects on its few packets at the end of the capture) is
+        still a stream when it turns out to be the RTX stream (RFC 4588) of a media stream,
+        however short: tied by the SDP's ``a=ssrc-group:FID`` or its payload type's
+        ``a=fmtp apt=``, or by carrying timestamps of a video stream (every packet's, below
+        three packets); or when ``sdp`` lists its SSRC.
     batch_size : int, optional
         Datagrams read per batch. The statistics do not depend on it (but for float
         rounding); larger batches are faster and take more memory.
