@@ -455,7 +455,7 @@ def test_a_one_packet_rtx_stream_is_kept_as_the_repair_of_its_media_stream(tmp_p
 def test_a_short_rtx_stream_is_tied_by_the_sdps_apt_or_fid(tmp_path):
     # Two padding-only probes (timestamps of their own, as libwebrtc's bandwidth probes) on the
     # RTX payload type: nothing in the packets ties them to the video stream, the SDP does
-    # (RFC 4588 §8.1 apt=96; RFC 5576 §4.2 a=ssrc-group:FID). Without an SDP they stay out.
+    # (RFC 4588 §8: apt=96; RFC 5576 §4.2 a=ssrc-group:FID). Without an SDP they stay out.
     probe = b""
     rtx = [(0x2222, 97, 40 + n, 77_000 + n, probe) for n in range(2)]
     frames = _video_with_rtx([])

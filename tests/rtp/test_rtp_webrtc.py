@@ -368,7 +368,7 @@ def _without_ssrc_lines(call, *, mid_extmap=True):
 @pytest.mark.parametrize(("call", "side", "d"), RECEIVED_VIDEO)
 def test_rtx_is_tied_by_its_payload_types_apt_without_ssrc_lines(call, side, d, tmp_path):
     # Chromium's unified-plan SDP may have no a=ssrc lines: the RTX payload type's
-    # a=fmtp apt= (RFC 4588 §8.1) names the media payload type, and on one 5-tuple (BUNDLE)
+    # a=fmtp apt= (RFC 4588 §8) names the media payload type, and on one 5-tuple (BUNDLE)
     # the MID (RFC 8843 §15) the RTX packets carry picks the transceiver (vp8-two-video: two
     # video sections with payload types 96/97 each). Same truth as above.
     capture, _ = _until_last_report(call, side, d, tmp_path)

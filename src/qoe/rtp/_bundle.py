@@ -14,8 +14,9 @@ video sections sharing payload types (two video transceivers) only the MID tells
 
 RTX (RFC 4588) resends lost packets on a stream of its own (its SSRC, its sequence numbers,
 the original's timestamp, RFC 4588 §4). It is tied to its media stream by
-``a=ssrc-group:FID <media> <rtx>`` (RFC 5576 §4.2, RFC 4588 §8) when an SDP says so, else
-by its packets: an RTX stream on the same UDP direction whose packets carry timestamps of
+``a=ssrc-group:FID <media> <rtx>`` (RFC 5576 §4.2, RFC 4588 §8) when an SDP says so; else by
+its payload type, whose ``a=fmtp apt=`` names the media stream's (the one stream of that payload
+type on its UDP direction, of its MID when it carries one); else by its packets: an RTX stream on the same UDP direction whose packets carry timestamps of
 one video stream (a retransmission carries its original's, §4). An RTX packet's payload starts with the original sequence number (OSN, §4): in plain
 RTP the numbers it repaired are read from it; in SRTP the OSN is encrypted and only the
 count of RTX packets is known.
@@ -183,7 +184,7 @@ def rtx_by_timestamps(streams: Sequence[Any], taken: set[int], tables: Sequence[
 
 def apt_of(payload_type: int, sdp: Sequence[SdpMedia], mid: str | None = None) -> int | None:
     """The media payload type that RTX payload type ``payload_type`` repairs: its ``a=fmtp
-    apt=`` (RFC 4588 §8.1, the required "apt" parameter; §8.6, SDP's ``a=fmtp``), in the
+    apt=`` (RFC 4588 §8: the rtx media types' required "apt" parameter, given in SDP's ``a=fmtp``), in the
     sections with MID ``mid`` when given, else in every section that maps it as ``rtx``
     (None when they disagree, or none does)."""
     found = set()
@@ -251,7 +252,7 @@ def tie_rtx(streams: list[Any], sdp: Sequence[SdpMedia], *, tables: Sequence[Any
         info = RtxInfo(ssrc=r.key.ssrc, packets=r.stats.packets, repaired=repaired_numbers(m, r), found_by=how,
                        header_bytes=r.header_bytes)
         why = {"sdp": "a=ssrc-group:FID in the given SDP",
-               "apt": f"its payload type {r.payload_type} is RTX with apt={m.payload_type} in the given SDP (RFC 4588 §8.1)",
+               "apt": f"its payload type {r.payload_type} is RTX with apt={m.payload_type} in the given SDP (RFC 4588 §8)",
                }.get(how, "its packets carry timestamps of that stream (RFC 4588 §4)")
         streams[i] = dataclasses.replace(r, notes=(*r.notes, f"RTX (RFC 4588) of stream 0x{m.key.ssrc:08x}: {why}; "
                                                               "its packets are repairs, not a stream of its own"))

@@ -526,6 +526,10 @@ class _Scanner:
             return
         keys = np.asarray([fl.keys[f] for f in fids.tolist()], dtype=np.int64).reshape(-1, 5)
         ok = (fl.held_n[fids] >= 1) & ~(np.isin(keys[:, 2], _NOT_RTP_PORTS) | np.isin(keys[:, 3], _NOT_RTP_PORTS))
+        # every tie is on a media stream's UDP direction (RFC 4588 §5.2, SSRC multiplexing): only
+        # flows there can be one, so that a capture's many short UDP flows cost nothing here
+        directions = {fl.keys[f][:4] for f in np.flatnonzero(fl.state == RTP).tolist()}
+        ok &= np.array([tuple(k[:4]) in directions or k[4] in self.user_ssrcs for k in keys.tolist()], dtype=bool)
         fl.state[fids[~ok]] = REJECT
         take = fids[ok]
         if self.max_streams is not None:
