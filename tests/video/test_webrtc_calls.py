@@ -208,7 +208,7 @@ def test_every_stream_is_said_to_be_srtp_from_the_dtls_handshake(call, side):
 
 # The browser counts freezes on rendered frames, after a jitter buffer; the header facts on the
 # times frames completed in the capture: within 1 freeze, and 1.2 s (vp8-bulk under the 775 ms
-# uplink queue: 5.40 s from the headers, 4.285 s the browser's; as tests/video/test_headers.py)
+# uplink queue: 4.89 s from the headers, 4.285 s the browser's; as tests/video/test_headers.py)
 FREEZE_TOL, FREEZE_S_TOL = 1, 1.2
 VIDEO_AT_RECEIVER = [p for p in _cases("receiver") if p.values[2].kind == "video"]
 

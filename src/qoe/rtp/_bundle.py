@@ -14,8 +14,9 @@ video sections sharing payload types (two video transceivers) only the MID tells
 
 RTX (RFC 4588) resends lost packets on a stream of its own (its SSRC, its sequence numbers,
 the original's timestamp, RFC 4588 §4). It is tied to its media stream by
-``a=ssrc-group:FID <media> <rtx>`` (RFC 5576 §4.2, RFC 4588 §8) when an SDP says so, else
-by its packets: an RTX stream on the same UDP direction whose packets carry timestamps of
+``a=ssrc-group:FID <media> <rtx>`` (RFC 5576 §4.2, RFC 4588 §8) when an SDP says so; else by
+its payload type, whose ``a=fmtp apt=`` names the media stream's (the one stream of that payload
+type on its UDP direction, of its MID when it carries one); else by its packets: an RTX stream on the same UDP direction whose packets carry timestamps of
 one video stream (a retransmission carries its original's, §4). An RTX packet's payload starts with the original sequence number (OSN, §4): in plain
 RTP the numbers it repaired are read from it; in SRTP the OSN is encrypted and only the
 count of RTX packets is known.
@@ -97,8 +98,9 @@ class RtxInfo:
         4588 §4: its payload's first two bytes are the original sequence number); None
         when the payloads are encrypted (SRTP) or were not kept.
     found_by : str
-        ``"sdp"`` (``a=ssrc-group:FID``) or ``"timestamps"`` (most RTX packets carry
-        timestamps of the media stream).
+        ``"sdp"`` (``a=ssrc-group:FID``), ``"apt"`` (the RTX payload type's ``a=fmtp apt=``
+        in the given SDP names the media stream's payload type) or ``"timestamps"`` (RTX
+        packets carry timestamps of the media stream).
     header_bytes : int or None
         The RTX stream's RTP header and padding bytes (:attr:`RtpStream.header_bytes`).
     """
@@ -145,22 +147,25 @@ def repaired_numbers(media: Any, rtx: Any) -> int | None:
     return len(out)
 
 
-def rtx_by_timestamps(streams: Sequence[Any], taken: set[int]) -> dict[int, int]:
+def rtx_by_timestamps(streams: Sequence[Any], taken: set[int], tables: Sequence[Any] | None = None) -> dict[int, int]:
     """RTX index -> media index, for streams no SDP pairs (``taken``: indices already paired):
     on the same UDP direction as a video stream, with another payload type (RFC 4588 §8.6:
     RTX has its own), fewer distinct timestamps, and packets carrying timestamps of that
-    video stream (a retransmission keeps its original's, RFC 4588 §4; :data:`_RTX_MIN_SHARED`)."""
+    video stream (a retransmission keeps its original's, RFC 4588 §4; :data:`_RTX_MIN_SHARED`,
+    or every packet of a stream that has fewer). ``tables``: each stream's packets when
+    ``streams`` do not hold them (a scan without ``keep_packets`` reads headers only)."""
     out: dict[int, int] = {}
-    video = [i for i, s in enumerate(streams) if s.packets is not None and s.media == "video"]
+    tables = [s.packets for s in streams] if tables is None else list(tables)
+    video = [i for i, s in enumerate(streams) if tables[i] is not None and s.media == "video"]
     if not video:  # a voice capture: no packet table is loaded
         return out
     directions = {(streams[i].key.src, streams[i].key.sport, streams[i].key.dst, streams[i].key.dport) for i in video}
-    stamps = {i: set(np.unique(streams[i].packets.timestamp).tolist()) for i in video}
+    stamps = {i: set(np.unique(tables[i].timestamp).tolist()) for i in video}
     for i, s in enumerate(streams):
         k = s.key
-        if s.packets is None or i in taken or (k.src, k.sport, k.dst, k.dport) not in directions or len(s.packets) == 0:
+        if tables[i] is None or i in taken or (k.src, k.sport, k.dst, k.dport) not in directions or len(tables[i]) == 0:
             continue
-        ts = s.packets.timestamp.tolist()
+        ts = tables[i].timestamp.tolist()
         mine = len(set(ts))
         best, share = None, 0.0
         for j, st in stamps.items():
@@ -170,17 +175,67 @@ def rtx_by_timestamps(streams: Sequence[Any], taken: set[int]) -> dict[int, int]
             if (o.key.src, o.key.sport, o.key.dst, o.key.dport) != (s.key.src, s.key.sport, s.key.dst, s.key.dport):
                 continue
             shared = sum(t in st for t in ts)
-            if shared >= _RTX_MIN_SHARED and shared / len(ts) > share:
+            if shared >= min(_RTX_MIN_SHARED, len(ts)) and shared / len(ts) > share:
                 best, share = j, shared / len(ts)
         if best is not None and share >= _RTX_TS_SHARE:
             out[i] = best
     return out
 
 
-def tie_rtx(streams: list[Any], sdp: Sequence[SdpMedia]) -> None:
+def apt_of(payload_type: int, sdp: Sequence[SdpMedia], mid: str | None = None) -> int | None:
+    """The media payload type that RTX payload type ``payload_type`` repairs: its ``a=fmtp
+    apt=`` (RFC 4588 §8: the rtx media types' required "apt" parameter, given in SDP's ``a=fmtp``), in the
+    sections with MID ``mid`` when given, else in every section that maps it as ``rtx``
+    (None when they disagree, or none does)."""
+    found = set()
+    for m in sdp:
+        if mid is not None and m.mid != mid:
+            continue
+        enc = m.rtpmap.get(payload_type)
+        apt = m.fmtp.get(payload_type, {}).get("apt")
+        if enc is not None and enc[0].lower() == "rtx" and apt is not None and apt.strip().isdigit():
+            found.add(int(apt))
+    return found.pop() if len(found) == 1 else None
+
+
+def rtx_by_apt(streams: Sequence[Any], taken: set[int], sdp: Sequence[SdpMedia],
+               mids: Sequence[str | None]) -> dict[int, int]:
+    """RTX index -> media index by the SDP's payload types (:func:`apt_of`), for streams not
+    paired yet (``taken``): an RTX payload type's stream on the UDP direction of exactly one
+    unpaired stream of its ``apt`` payload type (of the same MID, RFC 8843 §15, when the RTX
+    stream's packets carry one). Two such media streams (two transceivers sharing payload
+    types, RFC 8843 §9.2) and no MID: not tied."""
+    out: dict[int, int] = {}
+    if not sdp:
+        return out
+    for i, s in enumerate(streams):
+        if i in taken:
+            continue
+        apt = apt_of(s.payload_type, sdp, mids[i])
+        if apt is None:
+            continue
+        k = s.key
+        cands = [j for j, o in enumerate(streams)
+                 if j != i and j not in taken and j not in out.values() and o.payload_type == apt
+                 and (o.key.src, o.key.sport, o.key.dst, o.key.dport) == (k.src, k.sport, k.dst, k.dport)
+                 and (mids[i] is None or mids[j] in (None, mids[i]))]
+        if mids[i] is not None and len(cands) > 1:
+            cands = [j for j in cands if mids[j] == mids[i]]
+        if len(cands) == 1:
+            out[i] = cands[0]
+    return out
+
+
+def tie_rtx(streams: list[Any], sdp: Sequence[SdpMedia], *, tables: Sequence[Any] | None = None,
+            mids: Sequence[str | None] | None = None) -> dict[int, int]:
     """Tie RTX streams to the media streams they repair, in place (RFC 4588; module docstring):
-    the media stream gets :class:`RtxInfo` and a note, the RTX stream a note."""
+    the media stream gets :class:`RtxInfo` and a note, the RTX stream a note. In order: the
+    SDP's ``a=ssrc-group:FID``, its RTX payload types' ``apt=`` (:func:`rtx_by_apt`), the
+    timestamps (:func:`rtx_by_timestamps`; ``tables``: the streams' packets when they do not
+    hold them). ``mids``: the MID each stream's packets carry (RFC 8843 §15), or None.
+    Returns RTX index -> media index."""
     at = {(s.key.src, s.key.sport, s.key.dst, s.key.dport, s.key.ssrc): i for i, s in enumerate(streams)}
+    mids = [None] * len(streams) if mids is None else list(mids)
     pairs: dict[int, tuple[int, str]] = {}
     for rtx_ssrc, media_ssrc in rtx_pairs_from_sdp(sdp).items():
         for i, s in enumerate(streams):
@@ -188,14 +243,17 @@ def tie_rtx(streams: list[Any], sdp: Sequence[SdpMedia]) -> None:
                 j = at.get((s.key.src, s.key.sport, s.key.dst, s.key.dport, media_ssrc))
                 if j is not None:
                     pairs[i] = (j, "sdp")
-    for i, j in rtx_by_timestamps(streams, set(pairs) | {j for j, _ in pairs.values()}).items():
+    for i, j in rtx_by_apt(streams, set(pairs) | {j for j, _ in pairs.values()}, sdp, mids).items():
+        pairs[i] = (j, "apt")
+    for i, j in rtx_by_timestamps(streams, set(pairs) | {j for j, _ in pairs.values()}, tables).items():
         pairs[i] = (j, "timestamps")
     for i, (j, how) in pairs.items():
         r, m = streams[i], streams[j]
         info = RtxInfo(ssrc=r.key.ssrc, packets=r.stats.packets, repaired=repaired_numbers(m, r), found_by=how,
                        header_bytes=r.header_bytes)
-        why = ("a=ssrc-group:FID in the given SDP" if how == "sdp" else
-               "its packets carry timestamps of that stream (RFC 4588 §4)")
+        why = {"sdp": "a=ssrc-group:FID in the given SDP",
+               "apt": f"its payload type {r.payload_type} is RTX with apt={m.payload_type} in the given SDP (RFC 4588 §8)",
+               }.get(how, "its packets carry timestamps of that stream (RFC 4588 §4)")
         streams[i] = dataclasses.replace(r, notes=(*r.notes, f"RTX (RFC 4588) of stream 0x{m.key.ssrc:08x}: {why}; "
                                                               "its packets are repairs, not a stream of its own"))
         note = (f"repaired by RTX stream 0x{r.key.ssrc:08x} ({r.stats.packets} packets"
@@ -203,3 +261,4 @@ def tie_rtx(streams: list[Any], sdp: Sequence[SdpMedia]) -> None:
                    "; which packets they repaired is encrypted (SRTP: the original sequence number is in the "
                    "payload)") + "); lost counts RFC 3550's loss before repair, as the browser's packetsLost")
         streams[j] = dataclasses.replace(m, rtx=info, notes=(*m.notes, note))
+    return {i: j for i, (j, _) in pairs.items()}

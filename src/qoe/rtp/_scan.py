@@ -181,7 +181,8 @@ class _Scanner:
         self.timeout_ns = None if stream_timeout_s is None else int(stream_timeout_s * 1e9)
         self.grace_ns = int(min(BYE_GRACE_S, stream_timeout_s) * 1e9) if stream_timeout_s is not None else None
         self.streaming = streaming  # hand on whole calls as they end (iter_scan), keep nothing of them
-        self.done: list[tuple[int, int, RtpStream]] = []  # streams ended: (first frame, flow id, stream)
+        # streams ended: (first frame, flow id, stream, its packet table or None, its MID or None)
+        self.done: list[tuple[int, int, RtpStream, Any, str | None]] = []
         self.ended_streams = 0  # streams ended before the capture did
         self.out: list[tuple[list[RtpStream], list[Any]]] = []  # (streaming) groups ready, not yet handed on
         self.keep = keep_packets
@@ -206,6 +207,7 @@ class _Scanner:
         self.flows = FlowTable()
         self.held = HeldPackets.empty(keep_packets)  # packets of undecided flows
         self.n_streams = 0  # flows taken as RTP streams
+        self.provisional: set[int] = set()  # flows taken at the end on probation (_provisional)
         self.over_limit = 0  # flows left out for max_streams
         self.flows_left_out = 0  # datagrams of flows left out for max_flows
         self.call_id: dict[int, str | None] = {}  # flow id -> its call (announced streams)
@@ -574,8 +576,9 @@ class _Scanner:
         SDP-announced flows are accepted at once (new flows, or all undecided ones when
         SIP announced something new); the heuristic judges a flow's first
         ``max(16, min_packets)`` packets when it has them (at the end of the capture,
-        whatever it has, if at least ``min_packets``). ``only``: decide these undecided
-        flows only, as at the end of the capture (they have been silent past the timeout).
+        whatever it has, if at least ``min_packets``; the flows it leaves out then stay on
+        probation, :meth:`_provisional`). ``only``: decide these undecided flows only, as at
+        the end of the capture (they have been silent past the timeout).
         """
         fl = self.flows
         undecided = np.flatnonzero(fl.state == PROBE) if only is None else only
@@ -596,11 +599,13 @@ class _Scanner:
             self._accept(f)
         if final:
             judge = undecided[(fl.state[undecided] == PROBE) & (fl.held_n[undecided] >= self.min_packets)]
-            fl.state[undecided[(fl.state[undecided] == PROBE) & (fl.held_n[undecided] < self.min_packets)]] = REJECT
+            short = undecided[(fl.state[undecided] == PROBE) & (fl.held_n[undecided] < self.min_packets)]
         else:
             judge = undecided[(fl.state[undecided] == PROBE) & (fl.held_n[undecided] >= self.probe_packets)]
         if judge.size:
-            self._judge(judge)
+            self._judge(judge, final=final)
+        if final:  # after the flows the heuristic took, which come first under max_streams
+            self._provisional(short)
         decided = fl.state[self.held.fid] != PROBE
         if not decided.any():
             return HeldPackets.empty(self.keep)
@@ -608,7 +613,48 @@ class _Scanner:
         self.held = self.held.take(np.flatnonzero(~decided))
         return out
 
-    def _judge(self, fids: np.ndarray) -> None:
+    def _provisional(self, fids: np.ndarray) -> None:
+        """Flows ``fids`` that ended on probation: fewer than ``min_packets`` packets, or
+        fewer than ``max(16, min_packets)`` that the heuristic did not take.
+
+        An unknown flow stays on probation (RFC 3550 A.1: a source is valid after
+        MIN_SEQUENTIAL = 2 packets in sequence; here ``min_packets`` and the heuristic):
+        those are rejected, so that a few datagrams of another protocol are not taken for
+        RTP. An RTX stream (RFC 4588) is not an unknown source, though: its media stream
+        vouches for it, and a clean call's RTX stream holds a few bandwidth probes (one in
+        ``vp8-two-video`` of data/video/webrtc; six with timestamps that jump, which the
+        heuristic rejects, in ``vp8-clean``). So these flows are taken provisionally
+        (:attr:`provisional`), with the heuristic on and off the never-RTP ports, and
+        :meth:`finish` keeps one only if it is tied to a media stream as its RTX
+        (:func:`qoe.rtp._bundle.tie_rtx`: the SDP's ``a=ssrc-group:FID``, its payload
+        type's ``a=fmtp apt=``, or timestamps of the media stream) or the user's SDP lists
+        its SSRC (``a=ssrc``: signalled, not unknown).
+        """
+        fl = self.flows
+        if fids.size == 0:
+            return
+        if not self.heuristic:
+            fl.state[fids] = REJECT
+            return
+        keys = np.asarray([fl.keys[f] for f in fids.tolist()], dtype=np.int64).reshape(-1, 5)
+        ok = (fl.held_n[fids] >= 1) & ~(np.isin(keys[:, 2], _NOT_RTP_PORTS) | np.isin(keys[:, 3], _NOT_RTP_PORTS))
+        # every tie is on a media stream's UDP direction (RFC 4588 §5.2, SSRC multiplexing): only
+        # flows there can be one, so that a capture's many short UDP flows cost nothing here
+        directions = {fl.keys[f][:4] for f in np.flatnonzero(fl.state == RTP).tolist()}
+        ok &= np.array([tuple(k[:4]) in directions or k[4] in self.user_ssrcs for k in keys.tolist()], dtype=bool)
+        fl.state[fids[~ok]] = REJECT
+        take = fids[ok]
+        if self.max_streams is not None:
+            room = max(0, self.max_streams - self.n_streams)
+            fl.state[take[room:]] = REJECT  # not counted as left out: most are not RTP at all
+            take = take[:room]
+        if take.size:
+            self.n_streams += int(take.size)
+            fl.state[take] = RTP
+            fl.sid[take] = self.stats.add(int(take.size))
+            self.provisional.update(take.tolist())
+
+    def _judge(self, fids: np.ndarray, *, final: bool = False) -> None:
         """The heuristic verdict on flows ``fids`` (all undecided, none announced)."""
         fl = self.flows
         if not self.heuristic:
@@ -643,6 +689,8 @@ class _Scanner:
         fl.state[take] = RTP
         if take.size:  # not announced: the static clock-rate and comfort-noise tables
             fl.sid[take] = self.stats.add(int(take.size))
+        if final:  # on probation at the end of the capture: kept if it turns out to be an RTX stream
+            self._provisional(fids[~verdict & ok])
 
     def _accept(self, fid: int) -> None:
         """Take flow ``fid`` as an SDP-announced RTP stream."""
@@ -730,8 +778,7 @@ class _Scanner:
             return RtpScan(path=path, streams=(), calls=(), rtcp=self.rtcp.summaries(), first_ns=self.first_ns,
                            udp_packets=self.udp, rtcp_packets=self.rtcp.packets, last_ns=self.last_ns)
         self.done.sort(key=lambda x: (x[0], x[1]))  # in order of their first packet
-        streams = [x[2] for x in self.done]
-        self._complete([x[1] for x in self.done], streams)
+        streams = self._complete(self.done)
         self.done = []
         return RtpScan(
             path=path,
@@ -790,6 +837,7 @@ class _Scanner:
         stats = self.stats.results(sids)
         ranked = self.stats.payload_types_seen(sids)
         streams = []
+        tables = []  # each stream's packets (headers only without keep_packets), for tie_rtx
         for i, (fid, st) in enumerate(zip(fids.tolist(), stats)):
             media = self.media.get(fid)
             call_id = self.call_id.get(fid)
@@ -826,6 +874,7 @@ class _Scanner:
                 st = with_jitter(st, packets, rate, self.jitter_rule)
             if fid in self.cut_of:
                 notes = (*notes, f"{self._cut_note()} ({self.cut_of[fid]} of {st.packets} packets cut)")
+            tables.append(packets)
             streams.append(
                 RtpStream(
                     key=StreamKey(a[src], sport, a[dst], dport, ssrc, self.encaps[src] if self.encaps else ""),
@@ -848,7 +897,8 @@ class _Scanner:
                 )
             )
         self.srtp.mark(streams, {int(f): i for i, f in enumerate(fids.tolist())})
-        self.done.extend(zip(fl.first_frame[fids].tolist(), fids.tolist(), streams))
+        self.done.extend(zip(fl.first_frame[fids].tolist(), fids.tolist(), streams, tables,
+                             [self.mid_of.get(f) for f in fids.tolist()]))
         self.stats.release(sids)
         fl.end(fids)
         for f in fids.tolist():
@@ -874,7 +924,7 @@ class _Scanner:
         live = np.flatnonzero((fl.state == RTP) | (fl.state == PROBE)) if not final else np.zeros(0, dtype=np.int64)
         items: list[tuple[int, Any, str | None, bool]] = []  # (first frame, port pair, Call-ID, ended)
         a = self.addresses
-        for ff, _, s in self.done:
+        for ff, _, s, *_ in self.done:
             k = s.key
             items.append((ff, frozenset(((k.src, k.sport), (k.dst, k.dport))), s.call_id, True))
         for f in live.tolist():
@@ -909,15 +959,14 @@ class _Scanner:
             if bound is not None and start > bound:
                 break
             taken.update(g)
-            streams = sorted((self.done[i] for i in g), key=lambda x: (x[0], x[1]))
-            out.append(([x[1] for x in streams], [x[2] for x in streams]))
+            out.append(sorted((self.done[i] for i in g), key=lambda x: (x[0], x[1])))
         if not taken:
             return []
         self.done = [x for i, x in enumerate(self.done) if i not in taken]
         result = []
         code = {x: i for i, x in enumerate(self.addresses)}
-        for fids, streams in out:
-            self._complete(fids, streams)
+        for entries in out:
+            streams = self._complete(entries)
             call_ids = {s.call_id for s in streams if s.call_id}
             calls = group_calls(self.sip.pop_calls(call_ids)) if call_ids else []
             self.rtcp.forget({s.ssrc for s in streams},
@@ -925,17 +974,23 @@ class _Scanner:
             result.append((streams, calls))
         return result
 
-    def _complete(self, fids: list[int], streams: list[RtpStream]) -> None:
-        """What is known of ended streams ``streams`` (flows ``fids``) only together, in place:
-        DTLS-SRTP marking, then header bytes (SRTP padding counted up to the tag), RTCP
-        feedback and RTX ties."""
+    def _complete(self, entries: list[tuple[int, int, RtpStream, Any, str | None]]) -> list[RtpStream]:
+        """The ended streams of ``entries`` (of :attr:`done`) with what is known of them only
+        together: DTLS-SRTP marking, then header bytes (SRTP padding counted up to the tag),
+        RTCP feedback and RTX ties; a provisional flow (:meth:`_provisional`) is kept only as
+        a tied RTX stream or when the user's SDP lists its SSRC."""
+        fids = [x[1] for x in entries]
+        streams = [x[2] for x in entries]
         mark_dtls(streams, self.demux, self.addresses)
         for i, fid in enumerate(fids):
             hb = self.header_bytes.result(fid, streams[i].srtp)
             streams[i] = dataclasses.replace(streams[i], header_bytes=hb.total,
                                              notes=streams[i].notes + ((hb.note,) if hb.note else ()))
         attach_feedback(streams, self.rtcp, self.addresses)
-        tie_rtx(streams, self.user_sdp)
+        tied = tie_rtx(streams, self.user_sdp, tables=[x[3] for x in entries], mids=[x[4] for x in entries])
+        # a short flow (_provisional) is a stream only as the RTX of a media stream, or when listed by a=ssrc
+        return [st for i, (st, f) in enumerate(zip(streams, fids))
+                if f not in self.provisional or i in tied or st.key.ssrc in self.user_ssrcs]
 
     def _active_at_end(self, st: Any, ssrc: int) -> bool:
         """Whether a stream (statistics ``st``) was still sending when the capture's UDP
@@ -1016,7 +1071,12 @@ def scan_capture(
         packets, or at the end of the capture on all of them. False keeps only
         SDP-announced streams.
     min_packets : int, optional
-        Fewest packets for a flow to be taken as RTP by the heuristic.
+        Fewest packets for a flow to be taken as RTP by the heuristic. A flow with fewer
+        (or one the heuristic rejects on its few packets at the end of the capture) is
+        still a stream when it turns out to be the RTX stream (RFC 4588) of a media stream,
+        however short: tied by the SDP's ``a=ssrc-group:FID`` or its payload type's
+        ``a=fmtp apt=``, or by carrying timestamps of a video stream (every packet's, below
+        three packets); or when ``sdp`` lists its SSRC.
     batch_size : int, optional
         Datagrams read per batch. The statistics do not depend on it (but for float
         rounding); larger batches are faster and take more memory.
