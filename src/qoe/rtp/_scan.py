@@ -46,6 +46,7 @@ from qoe.rtp._packet import (
     wrapped_distance,
 )
 from qoe.rtp._bundle import section_for, tie_rtx
+from qoe.rtp._callgroups import Member, ready_groups
 from qoe.rtp._demux import DemuxBook, mark_dtls
 from qoe.rtp._headerbytes import HeaderByteBook
 from qoe.rtp._flows import PROBE, REJECT, RTP, FlowTable, HeldPackets, flow_hash, group_by_key
@@ -922,7 +923,7 @@ class _Scanner:
             return []
         fl = self.flows
         live = np.flatnonzero((fl.state == RTP) | (fl.state == PROBE)) if not final else np.zeros(0, dtype=np.int64)
-        items: list[tuple[int, Any, str | None, bool]] = []  # (first frame, port pair, Call-ID, ended)
+        items: list[Member] = []  # (first frame, port pair, Call-ID, ended)
         a = self.addresses
         for ff, _, s, *_ in self.done:
             k = s.key
@@ -931,33 +932,8 @@ class _Scanner:
             src, dst, sport, dport, _ = fl.keys[f]
             items.append((int(fl.first_frame[f]), frozenset(((a[src], sport), (a[dst], dport))),
                           self.call_id.get(f), False))
-        parent = list(range(len(items)))
-
-        def root(i: int) -> int:
-            while parent[i] != i:
-                parent[i] = parent[parent[i]]
-                i = parent[i]
-            return i
-
-        first: dict[Any, int] = {}
-        for i, (_, pair, cid, _) in enumerate(items):
-            for k in (pair, cid):
-                if k is None:
-                    continue
-                j = first.setdefault(k, i)
-                if j != i:
-                    parent[root(i)] = root(j)
-        groups: dict[int, list[int]] = {}
-        for i in range(len(items)):
-            groups.setdefault(root(i), []).append(i)
-        bound = min((min(items[i][0] for i in g) for g in groups.values() if not all(items[i][3] for i in g)),
-                    default=None)
-        ready = sorted((min(items[i][0] for i in g), g) for g in groups.values()
-                       if all(items[i][3] for i in g))
         out, taken = [], set()
-        for start, g in ready:
-            if bound is not None and start > bound:
-                break
+        for g in ready_groups(items):
             taken.update(g)
             out.append(sorted((self.done[i] for i in g), key=lambda x: (x[0], x[1])))
         if not taken:
