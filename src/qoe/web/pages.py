@@ -21,9 +21,10 @@ then the objects it pulls, until the client goes quiet. The rules:
   the previous page's connections, is therefore not told from such a late fetch; it is the
   quiet time that separates page loads, as for cleartext requests without a ``Referer``.
 * PLT ("fully loaded") runs from the page's first event — its first DNS query for the main
-  host (within ``idle_gap_s`` before), else the SYN of its first connection when that
-  connection was opened for it, else its first request byte — to the last byte of its last
-  object. A capture cannot see the browser's ``onLoad`` event: this is the time the
+  host (within ``idle_gap_s`` before), else the first SYN of the connections opened for it
+  (``_pagemodel.opened_syn_ns``: a preconnect's, or the document's connection whose request came
+  after another connection's ClientHello), else its first request byte — to the last byte of
+  its last object. A capture cannot see the browser's ``onLoad`` event: this is the time the
   network needed, which is what the seed paper measured (§9.1). ``onload_s`` beside it runs
   from the same start to the estimated load event: the last byte of the objects that delay
   it (:func:`onload_end_ns`: not a script's ``fetch()``, requested before the browser's icon
@@ -36,7 +37,9 @@ then the objects it pulls, until the client goes quiet. The rules:
   answer to an abandoned handshake) is no object.
 * Without keys, a TLS connection's objects end at the server's last byte delivered in order
   (``TlsSession.server_last_byte_ns``): a spurious retransmission of bytes the client already
-  had does not extend the page.
+  had does not extend the page. A QUIC connection's end at the server's last packet larger
+  than an ACK (``QuicConnection.server_last_data_ns``): its trailing ACKs, PINGs and probes
+  do not extend it; it is held open until its last packet.
 * QUIC connections are grouped among themselves; a QUIC page that overlaps a TCP page of the
   same client (within ``idle_gap_s``) is merged into it (``_then_quic``). A QUIC page's RTT
   comes from its ACK frames (RFC 9002 §5, :mod:`qoe.web.quic`), its ``loss_wait_s`` from its

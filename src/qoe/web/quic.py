@@ -86,8 +86,8 @@ _AEAD_TAG = 16
 #: The most bytes a 1-RTT packet's packet number and frames take when it carries no data, only
 #: acknowledgements: the packet number (1-4 bytes, RFC 9000 §17.1) and an ACK frame (§19.3:
 #: type, Largest Acknowledged, ACK Delay, ACK Range Count, First ACK Range, each a variable-
-#: length integer, §16) with 2-byte varints and one more range (Gap, ACK Range Length), or a
-#: PING (§19.2) beside it: 4 + 7 + 2 + 1 = 14. Measured on data/web/browser's five HTTP/3 loads
+#: length integer, §16) with 2-byte varints and one more range (Gap, ACK Range Length), and a
+#: PING (§19.2): 4 + 7 + 2 + 1 = 14. Measured on data/web/browser's five HTTP/3 loads
 #: (tshark, decrypted): the server's ACK-only and PING packets take 7-13 bytes there (24-29
 #: bytes of UDP payload: a 1-byte first byte, no DCID, the 16-byte tag), its smallest packet
 #: with a STREAM frame 15 (32 bytes of payload, h3-down); the client's ACK-only packets are
