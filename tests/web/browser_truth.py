@@ -384,7 +384,8 @@ def report() -> str:
             nokey_rows.append(f"| `{name}` | {len(found)} | {p.plt_s * 1000:.1f} | {k.plt_s * 1000:.1f} | "
                               f"{(p.plt_s - k.plt_s) * 1000:+.1f} | {(p.start_ns - k.start_ns) / 1e6:+.1f} | "
                               f"{(p.end_ns - k.end_ns) / 1e6:+.1f} | {_ms(t, p.end_ns) - t.last_response_end_ms:+.1f} | "
-                              f"{_ms(t, p.end_ns) - t.load_event_end_ms:+.1f} |")
+                              f"{_ms(t, p.end_ns) - t.load_event_end_ms:+.1f} | {_ms(t, k.start_ns):+.1f} | "
+                              f"{_ms(t, k.start_ns) - t.navigation['connectStart']:+.1f} |")
         for label, view in (("no", found), ("yes", keyed)):
             if view is None:
                 continue
@@ -435,10 +436,13 @@ def report() -> str:
     lines += ["", "## PLT without the key log against the decrypted page and the browser", "",
               "qoe's first page without keys against the same capture decrypted with its key log, and its end "
               "(the last byte of the connections' activity) against the browser's last responseEnd and "
-              "loadEventEnd. ms; differences without − with keys, and qoe − browser.", "",
+              "loadEventEnd, and the decrypted page's start (its first SYN or QUIC Initial) against the "
+              "navigation's start (timeOrigin) and its connectStart. ms; differences without − with keys, "
+              "and qoe − browser.", "",
               "| capture | pages without keys | plt_s without keys | plt_s with keys | difference | start difference "
-              "| end difference | end − last responseEnd | end − loadEventEnd |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |", *nokey_rows]
+              "| end difference | end − last responseEnd | end − loadEventEnd | start − timeOrigin "
+              "| start − connectStart |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |", *nokey_rows]
     lines += ["", "## Playwright's HAR read by qoe.web.har.read_har", "",
               "| capture | entries | pageTimings.onLoad | HAR page start − timeOrigin | HAR onLoad − loadEventEnd (epoch) "
               "| HAR entry end − responseEnd | httpVersion read |", "| --- | --- | --- | --- | --- | --- | --- |", *har_rows]

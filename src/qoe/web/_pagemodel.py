@@ -320,6 +320,7 @@ class _Item:
     active_ns: int = 0  # when its activity began: its connection's first packet (SYN) if it opened it
     preconnect: bool = False  # a TLS connection that carried no request (opened ahead, unused)
     silent_client: bool = False  # ... told without keys: its client sent nothing after its handshake
+    held_ns: float = -1  # until when its connection was held open, where no TCP connection says it (QUIC)
 
     @property
     def protocol(self) -> str:
@@ -382,8 +383,27 @@ def _tls_items(sessions: Iterable[Any], conns: Mapping[int, Any]) -> list[_Item]
         out.append(_Item(client=s.client[0], start_ns=start, end_ns=max(end, start), conn=s.connection, tls=s,
                          server_name=s.server_name,
                          active_ns=s.connection_start_ns if 0 < start - s.connection_start_ns <= PENDING_HANDSHAKE_NS
-                         else start, preconnect=silent, silent_client=silent))
+                         else start, preconnect=silent, silent_client=silent,
+                         held_ns=getattr(s, "held_until_ns", -1)))
     return out
+
+
+def opened_syn_ns(it: _Item, conn: Any) -> int | None:
+    """The SYN of the connection ``it`` opened for its page, else None.
+
+    A page opened a connection when the item is its TLS session or its first transaction
+    (not ``reused``), and the item is active from its SYN (``it.active_ns``, within
+    ``PENDING_HANDSHAKE_NS`` before its start: the rule that groups it). Such a connection
+    belongs to the page from its SYN on, whether the page's first item is on it or not: a
+    preconnect's SYN, or (decrypted) the document's connection whose request came after a
+    later connection's ClientHello.
+    """
+    if conn is None or conn.syn_ts_ns is None:
+        return None
+    if it.tls is None and (it.txn is None or it.txn.reused):
+        return None
+    syn = int(conn.syn_ts_ns)
+    return syn if it.active_ns <= syn <= it.start_ns else None
 
 
 def held_until_ns(conn: Any) -> float:
@@ -443,7 +463,7 @@ def _group(items: list[_Item], idle_gap_ns: int, conns: Mapping[int, Any] | None
             k = len(pages) - 1
         pages[k].append(it)
         ends[k] = max(ends[k], it.end_ns)
-        held[k] = max(held[k], held_until_ns(it.tcp if it.tcp is not None else conns.get(it.conn)))
+        held[k] = max(held[k], held_until_ns(it.tcp if it.tcp is not None else conns.get(it.conn)), it.held_ns)
         busy_until = max(busy_until, it.end_ns)
         ctype = (it.txn.content_type or "") if it.txn is not None else ""
         if it.txn is not None and it.txn.url and ctype.startswith(("text/html", "application/xhtml")):
@@ -628,7 +648,10 @@ def _query_ts(q: DnsQuery) -> int:
 def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any], queries: list[DnsQuery],
           gap: int, preset: str, bounds: Any, share: float, base_rtt: float | None = None) -> Page:
     first = group[0]
-    main = first.txn
+    # the main document: the first request; a connection opened ahead (a preconnect, decrypted:
+    # no request inside) may come first, it is no document
+    main = first.txn if first.txn is not None or not first.preconnect else next(
+        (it.txn for it in group if it.txn is not None), None)
     host = main.host if main is not None else first.server_name
     url = main.url if main is not None else (f"https://{first.server_name}/" if first.server_name else None)
     start, event = first.start_ns, ("request" if first.tls is None else "client-hello")
@@ -639,6 +662,12 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
     first_conn = conns.get(first.conn)
     if first_conn is not None and first.conn in opened and first_conn.syn_ts_ns is not None:
         start, event = min(start, first_conn.syn_ts_ns), "syn"
+    # "fully loaded" starts at the page's first SYN (issue 22): a connection it opened belongs
+    # to it from its SYN, also when its first item there came after another connection's
+    # (decrypted HTTP/2: the document's request after a preconnect's ClientHello)
+    syns = [s for it in group if (s := opened_syn_ns(it, conns.get(it.conn))) is not None]
+    if syns and min(syns) < start:
+        start, event = min(syns), "syn"
     window = queries[bisect_left(queries, start - gap, key=_query_ts) : bisect_right(queries, start, key=_query_ts)]
     looked_up = [q.ts_ns for q in window if host and q.name.rstrip(".").lower() == host.split(":")[0].lower()]
     if looked_up:

@@ -45,7 +45,7 @@ from typing import Any
 from qoe.web._dispatch import PARSERS, Parser, ProtocolSink
 from qoe.web._dns import DnsQuery, batch_queries, iter_dns_queries
 from qoe.web._pagemodel import (PENDING_HANDSHAKE_NS, Page, _http_items, _Item, _page, _tls_items, held_until_ns,
-                                starts_other_page)
+                                opened_syn_ns, starts_other_page)
 from qoe.web._records import replaced
 from qoe.web.tcp import _is_file, _iter_connections, iter_connections
 
@@ -320,6 +320,9 @@ class _PageStream:
                 self._push_close(last, last.end + gap)
             pages.append(target)
             heapq.heappush(self.unscored, (target.key, target))
+        syn = opened_syn_ns(it, it.tcp)
+        if syn is not None and syn < target.base_start:  # the page starts at its first SYN (_page)
+            target.base_start = syn
         target.items.append(it)
         if it.end_ns > target.end:
             target.end = it.end_ns
