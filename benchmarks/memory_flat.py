@@ -23,6 +23,7 @@ Usage::
     python benchmarks/memory_flat.py                   # 0.25, 1 and 2 GB per kind
     python benchmarks/memory_flat.py --short           # 25 and 100 MB per kind (CI)
     python benchmarks/memory_flat.py --sizes 0.5 --kinds video --trace   # + tracemalloc top lines
+    python benchmarks/memory_flat.py --sizes 0.25 1 --kinds voice --score-kind auto   # a voice trunk, qoe score's default kind
 
 Timings are wall-clock on a shared machine; RSS is what matters here.
 """
@@ -86,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", type=float, nargs="*", default=None, help="capture sizes in GB (0.25 1 2)")
     ap.add_argument("--kinds", nargs="*", default=["voice", "video", "web", "mixed"],
                     choices=("voice", "video", "web", "mixed"))
+    ap.add_argument("--score-kind", default=None, choices=("auto", "voice", "video", "web"),
+                    help="score every capture with --kind SCORE_KIND (default: the capture's kind; auto for mixed)")
     ap.add_argument("--trace", action="store_true", help="also print tracemalloc's top lines at the largest size")
     args = ap.parse_args(argv)
     sizes = args.sizes or ([0.025, 0.1] if args.short else [0.25, 1.0, 2.0])
@@ -99,15 +102,16 @@ def main(argv: list[str] | None = None) -> int:
                 t = time.perf_counter()
                 copies, nbytes = write(cap, kind, size_bytes=int(gb * 1e9))
                 built = time.perf_counter() - t
-                m = measure(cap, "auto" if kind == "mixed" else kind)
+                scored = args.score_kind or ("auto" if kind == "mixed" else kind)
+                m = measure(cap, scored)
                 if m["rc"] != 0:
                     failed.append(f"{kind} {gb} GB: exit {m['rc']}: {m['err'].strip()[-300:]}")
                 got.append((nbytes, m["rss_kb"]))
-                rows.append((kind, nbytes / 1e6, copies, built, m["s"], m["rss_kb"] / 1024))
-                print(f"{kind:6s} {nbytes / 1e6:8.0f} MB  {copies:6d} copies  built {built:5.1f} s  "
+                rows.append((f"{kind}/{scored}" if scored != kind else kind, nbytes / 1e6, copies, built, m["s"], m["rss_kb"] / 1024))
+                print(f"{kind:6s} --kind {scored:5s} {nbytes / 1e6:8.0f} MB  {copies:6d} copies  built {built:5.1f} s  "
                       f"scored {m['s']:6.1f} s  peak RSS {m['rss_kb'] / 1024:7.0f} MiB", flush=True)
                 if args.trace and gb == sizes[-1]:
-                    tr = subprocess.run([sys.executable, "-c", TRACE, str(cap), "auto" if kind == "mixed" else kind],
+                    tr = subprocess.run([sys.executable, "-c", TRACE, str(cap), scored],
                                         capture_output=True, text=True, env=env())
                     print(tr.stdout, tr.stderr[-500:], flush=True)
                 cap.unlink()
@@ -118,9 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print()
-    print(f"{'kind':6s} {'MB':>8s} {'copies':>7s} {'build s':>8s} {'score s':>8s} {'peak RSS MiB':>13s}")
+    print(f"{'kind':11s} {'MB':>8s} {'copies':>7s} {'build s':>8s} {'score s':>8s} {'peak RSS MiB':>13s}")
     for kind, mb, copies, built, s, rss in rows:
-        print(f"{kind:6s} {mb:8.0f} {copies:7d} {built:8.1f} {s:8.1f} {rss:13.0f}")
+        print(f"{kind:11s} {mb:8.0f} {copies:7d} {built:8.1f} {s:8.1f} {rss:13.0f}")
     for f in failed:
         print("FAILED:", f)
     return 1 if failed else 0

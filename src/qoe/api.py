@@ -13,6 +13,7 @@ Kinds: ``"voice"`` (RTP audio calls), ``"video"`` (RTP and UDP video streams),
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import warnings
 from collections.abc import Callable, Generator, Iterator, Sequence
@@ -359,8 +360,15 @@ def _iter_kinds(cap: str, kind: str, refs: dict[str, list[Any]], opts: dict[str,
                 ssrc: Any) -> Generator[Any, None, Report]:
     """The results of each kind asked for, in turn; returns the report without results."""
     parts: list[tuple[Report, int]] = []
-    scan = _scan_once(cap, opts["video"].sdp, opts["voice"].stream_timeout_s) if kind == "auto" else None  # one RTP scan for voice and video
-    if kind in ("voice", "auto"):
+    scan: Callable[[], Any] | None = None
+    if kind == "auto" and sender is None:  # one streaming RTP scan: calls scored as they end, video streams kept
+        kept: dict[str, Any] = {}
+        parts.append((yield from _iter_voice(cap, refs["voice"], sender=None, ssrc=ssrc, options=opts["voice"],
+                                             strict=False, video_scan=kept, sdp=opts["video"].sdp)))
+        scan = functools.partial(kept.pop, "scan")
+    elif kind in ("voice", "auto"):
+        if kind == "auto":  # one RTP scan of the whole capture for voice and video (and the sender capture's)
+            scan = _scan_once(cap, opts["video"].sdp, opts["voice"].stream_timeout_s)
         parts.append((yield from _iter_voice(cap, refs["voice"], sender=sender, ssrc=ssrc, options=opts["voice"],
                                              strict=(kind == "voice"), scan_of=scan)))
     if kind in ("video", "auto"):
@@ -493,7 +501,7 @@ def _decrypt(capture: str, audio: list[Any], want: int | None, keys: tuple[str, 
 
 
 def _iter_voice(capture: str, reference: Any, *, sender: str | None, ssrc: Any, options: Any, strict: bool,
-                scan_of: Any = None) -> _Part:
+                scan_of: Any = None, video_scan: dict[str, Any] | None = None, sdp: Any = None) -> _Part:
     from qoe.rtp import scan_capture  # noqa: PLC0415 - keeps `import qoe` light
     from qoe.voice.call import iter_score_calls  # noqa: PLC0415
     from qoe.voice.identify import recognised_audio  # noqa: PLC0415
@@ -502,7 +510,8 @@ def _iter_voice(capture: str, reference: Any, *, sender: str | None, ssrc: Any, 
     refs, notes = _load_references(reference or None)
     want = parse_ssrc(ssrc)
     if scan_of is None and sender is None:  # one capture: calls scored as they end, memory flat
-        return (yield from _iter_voice_streaming(capture, refs, notes, want=want, options=options, strict=strict))
+        return (yield from _iter_voice_streaming(capture, refs, notes, want=want, options=options, strict=strict,
+                                                 video_scan=video_scan, sdp=sdp))
     scan = scan_capture(capture, stream_timeout_s=options.stream_timeout_s) if scan_of is None else scan_of()
     far = scan_capture(sender, stream_timeout_s=options.stream_timeout_s) if sender is not None else None
     # audio with a known clock, or a dynamic payload type without SDP whose payloads show an audio codec
@@ -548,14 +557,28 @@ def _iter_voice(capture: str, reference: Any, *, sender: str | None, ssrc: Any, 
 
 
 def _iter_voice_streaming(capture: str, refs: list[Any], notes: list[str], *, want: int | None, options: Any,
-                          strict: bool) -> _Part:
+                          strict: bool, video_scan: dict[str, Any] | None = None, sdp: Any = None) -> _Part:
     """:func:`_iter_voice` on one capture, call by call as its streams end (:func:`qoe.rtp.iter_scan`):
-    the same results in the same order, nothing kept of a call once it is given."""
+    the same results in the same order, nothing kept of a call once it is given.
+
+    With ``video_scan`` (``kind="auto"``: one scan for voice and video, ``sdp`` the video
+    options' SDP, applied by the scan as :func:`_scan_once` does), the streams video needs
+    (:func:`qoe.video.flows.needed_for_video`) are kept, with their calls' SIP calls, and
+    ``video_scan["scan"]`` is then the :class:`qoe.rtp.RtpScan` of them that
+    :func:`qoe.video.flows.find_video` takes; every other stream is released with its call.
+    """
     from qoe.rtp import iter_scan  # noqa: PLC0415 - keeps `import qoe` light
     from qoe.voice.call import iter_score_call_groups  # noqa: PLC0415
     from qoe.voice.identify import recognised_audio  # noqa: PLC0415
 
-    stream = iter_scan(capture, stream_timeout_s=options.stream_timeout_s)
+    media: list[Any] = []
+    if video_scan is not None:
+        from qoe.video.flows import load_sdp, needed_for_video  # noqa: PLC0415
+
+        media = load_sdp(sdp)
+    stream = iter_scan(capture, stream_timeout_s=options.stream_timeout_s, sdp=media)
+    kept: list[Any] = []  # the video streams (and their RTX streams), for video_scan
+    kept_calls: dict[str, Any] = {}
     count = {"streams": 0, "audio": 0}
     present: list[int] = []  # the audio SSRCs, only when one was asked for (for the error)
     mark: list[Callable[[Any], Any]] = []  # the cut marker of the group being scored
@@ -565,6 +588,11 @@ def _iter_voice_streaming(capture: str, refs: list[Any], notes: list[str], *, wa
     def groups() -> Generator[tuple[list[Any], Sequence[Any]], None, None]:
         for streams, calls in stream:
             count["streams"] += len(streams)
+            if video_scan is not None:
+                video = needed_for_video(streams, media)
+                kept.extend(video)
+                ids = {s.call_id for s in video if s.call_id}
+                kept_calls.update((c.call_id, c) for c in calls if c.call_id in ids)
             audio = [s for s in streams if (s.media == "audio" and s.clock_rate) or recognised_audio(s) is not None]
             if audio:
                 audio = _decrypt(capture, audio, want, options.srtp_keys, decrypt_notes, strict=strict)
@@ -583,6 +611,9 @@ def _iter_voice_streaming(capture: str, refs: list[Any], notes: list[str], *, wa
         found += len(c.directions)
         yield from map(mark[0], c.directions)
         call_notes.extend(f"call {c.call_id}: {n}" for n in c.notes)
+    if video_scan is not None and stream.scan is not None:  # in order of their first packet, as scan_capture's
+        kept.sort(key=lambda s: int(s.packets.frame[0]))
+        video_scan["scan"] = dataclasses.replace(stream.scan, streams=tuple(kept), calls=tuple(kept_calls.values()))
     notes.extend(decrypt_notes)
     left_out = count["streams"] - count["audio"]
     if left_out and strict:

@@ -45,7 +45,7 @@ from qoe.rtp import (
 )
 from qoe.video.depacketize import looks_like_h264
 
-__all__ = ["VideoSource", "find_video", "load_sdp", "rtx_partner"]
+__all__ = ["VideoSource", "find_video", "load_sdp", "needed_for_video", "rtx_partner"]
 
 _TS = 188
 _SYNC = 0x47
@@ -251,6 +251,46 @@ def _cut_note() -> str:
             "capture may have cut it, and it is scored on what the capture holds")
 
 
+def _as_video(s: RtpStream, media: list[SdpMedia]) -> tuple[SdpMedia | None, tuple[str, ...]] | None:
+    """The SDP section and notes of RTP stream ``s`` when :func:`find_video` takes it as video, else None."""
+    m = _sdp_for(s, media) or next((x for x in media if s.ssrc in x.ssrcs), None)
+    kind = m.media if m is not None else s.media
+    notes: tuple[str, ...] = ()
+    # no SDP names the payload (the media kind may be inferred from the clock rate: qoe.rtp)
+    if m is None and s.codec is None and kind in (None, "video") and looks_like_h264(s.packets.payloads):
+        kind, m = "video", _h264_sdp(s)
+        notes = (f"payload type {s.payload_type} taken for H.264 (RFC 6184) by its NAL units: no SDP names it",)
+    return (m, notes) if kind == "video" else None
+
+
+def needed_for_video(streams: Sequence[RtpStream], sdp: Sequence[SdpMedia] = ()) -> list[RtpStream]:
+    """The RTP streams of a scan that :func:`find_video` needs, of ``streams``: video streams,
+    RTX streams, and every stream on the UDP addresses and ports of a video stream (an RTX
+    stream that no SDP names is told by its timestamps: :func:`rtx_partner`).
+
+    A caller that scans a capture once for voice and video, handing on calls as they end
+    (:func:`qoe.rtp.iter_scan`, ``qoe.score(kind="auto")``), keeps these streams of each call
+    for :func:`find_video` (its ``scan=``) and releases the others.
+
+    Parameters
+    ----------
+    streams : sequence of RtpStream
+        Streams of a scan that kept their packets: one call's (:func:`qoe.rtp.iter_scan`
+        hands on the streams sharing UDP addresses and ports together), or all.
+    sdp : sequence of SdpMedia, optional
+        The media sections of the SDP given to :func:`find_video` (:func:`load_sdp`).
+
+    Returns
+    -------
+    list of RtpStream
+        In the order of ``streams``.
+    """
+    media = list(sdp)
+    video = {(s.key.src, s.key.sport, s.key.dst, s.key.dport) for s in streams if _as_video(s, media) is not None}
+    return [s for s in streams
+            if (s.codec or "").lower() == "rtx" or (s.key.src, s.key.sport, s.key.dst, s.key.dport) in video]
+
+
 def find_video(capture: str | os.PathLike[str], *, sdp: str | os.PathLike[str] | None = None,
                scan: RtpScan | None = None) -> list[VideoSource]:
     """Every video stream of a capture, in order of their first packet.
@@ -285,15 +325,10 @@ def find_video(capture: str | os.PathLike[str], *, sdp: str | os.PathLike[str] |
     for s in scan.streams:
         if (s.codec or "").lower() == "rtx":  # RFC 4588 §8: retransmissions of a media stream, not one of their own
             continue
-        m = _sdp_for(s, media) or next((x for x in media if s.ssrc in x.ssrcs), None)
-        kind = m.media if m is not None else s.media
         rtp_keys.add((s.key.src, s.key.sport, s.key.dst, s.key.dport, s.key.encapsulation))
-        notes: tuple[str, ...] = ()
-        # no SDP names the payload (the media kind may be inferred from the clock rate: qoe.rtp)
-        if m is None and s.codec is None and kind in (None, "video") and looks_like_h264(s.packets.payloads):
-            kind, m = "video", _h264_sdp(s)
-            notes = (f"payload type {s.payload_type} taken for H.264 (RFC 6184) by its NAL units: no SDP names it",)
-        if kind == "video":
+        taken = _as_video(s, media)
+        if taken is not None:
+            m, notes = taken
             call = calls.get(s.call_id) if s.call_id else None
             if call is not None:  # SIP decides: answered and never ended by BYE or CANCEL
                 if call.answer_ns is not None and call.end_ns is None:
