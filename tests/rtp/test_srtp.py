@@ -64,10 +64,12 @@ C80 = "AES_CM_128_HMAC_SHA1_80:" + _key("C80")
 def _alaw_round_trip(wav: Path, tmp: Path) -> np.ndarray:
     """FFmpeg's A-law encode and decode of 3 s of ``wav`` (the commands in the module docstring)."""
     a, s = tmp / "a.alaw", tmp / "a.s16"
-    subprocess.run([FFMPEG, "-hide_banner", "-loglevel", "error", "-y", "-i", str(wav), "-t", "3", "-ac", "1", "-ar",
-                    "8000", "-c:a", "pcm_alaw", "-f", "alaw", str(a)], check=True, timeout=60)
-    subprocess.run([FFMPEG, "-hide_banner", "-loglevel", "error", "-y", "-f", "alaw", "-ar", "8000", "-ac", "1", "-i",
-                    str(a), "-f", "s16le", str(s)], check=True, timeout=60)
+    quiet = [FFMPEG, "-nostdin", "-hide_banner", "-loglevel", "error", "-y"]  # -nostdin: never read the test's stdin
+    subprocess.run([*quiet, "-i", str(wav), "-t", "3", "-ac", "1", "-ar", "8000", "-c:a", "pcm_alaw", "-f", "alaw",
+                    str(a)], check=True, timeout=60, stdin=subprocess.DEVNULL)
+    subprocess.run([*quiet, "-f", "alaw", "-ar", "8000", "-ac", "1", "-i", str(a), "-f", "s16le", str(s)],
+                   check=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert s.stat().st_size > 0, f"ffmpeg wrote no samples for {wav} ({a.stat().st_size} A-law bytes)"
     return np.fromfile(s, dtype="<i2")
 
 
