@@ -34,7 +34,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n### {script.name}  ({' '.join(cmd[1:])})", flush=True)
         t0 = time.perf_counter()
         try:
-            rc = subprocess.run(cmd, timeout=args.timeout).returncode
+            # no stdin: ffmpeg reads commands from it and would take the caller's input
+            rc = subprocess.run(cmd, timeout=args.timeout, stdin=subprocess.DEVNULL).returncode
         except subprocess.TimeoutExpired:
             rc = "timeout"
         print(f"### {script.name}: exit {rc} after {time.perf_counter() - t0:.1f} s", flush=True)

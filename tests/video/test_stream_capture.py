@@ -22,7 +22,10 @@ import pytest
 
 from qoe.video import StreamFacts, VideoOptions, VideoScore, score_capture
 
-pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="needs ffmpeg (make test installs it)")
+# the quick tier (make check) leaves the module out: its captures are made live (ffmpeg sending
+# RTP/UDP in real time, ~15 s)
+pytestmark = [pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="needs ffmpeg (make test installs it)"),
+              pytest.mark.slow]
 
 FRAMES = 50  # 2 s at 25 fps
 
