@@ -500,6 +500,21 @@ def _decrypt(capture: str, audio: list[Any], want: int | None, keys: tuple[str, 
     return out
 
 
+def _voice_inputs(capture: str, sender: str | None, refs: list[Any], want: int | None, options: Any,
+                  left_out: int, strict: bool, notes: list[str]) -> dict[str, Any]:
+    """The voice report's ``inputs``; with ``strict``, a note on the ``left_out`` streams that are not audio."""
+    if left_out and strict:
+        notes.append(f"{left_out} RTP stream(s) that are not audio (video, or a payload type without a known clock "
+                     "rate) were left out")
+    return {
+        "capture": capture,
+        "sender_capture": sender,
+        "references": [r.name for r in refs],
+        "ssrc": None if want is None else f"0x{want:08x}",
+        **options.to_dict(),
+    }
+
+
 def _iter_voice(capture: str, reference: Any, *, sender: str | None, ssrc: Any, options: Any, strict: bool,
                 scan_of: Any = None, video_scan: dict[str, Any] | None = None, sdp: Any = None) -> _Part:
     from qoe.rtp import scan_capture  # noqa: PLC0415 - keeps `import qoe` light
@@ -517,16 +532,7 @@ def _iter_voice(capture: str, reference: Any, *, sender: str | None, ssrc: Any, 
     # audio with a known clock, or a dynamic payload type without SDP whose payloads show an audio codec
     audio = [s for s in scan.streams if (s.media == "audio" and s.clock_rate) or recognised_audio(s) is not None]
     audio = _decrypt(capture, audio, want, options.srtp_keys, notes, strict=strict)
-    left_out = len(scan.streams) - len(audio)
-    if left_out and strict:
-        notes.append(f"{left_out} RTP stream(s) that are not audio (video, or a payload type without a known clock rate) were left out")
-    inputs: dict[str, Any] = {
-        "capture": capture,
-        "sender_capture": sender,
-        "references": [r.name for r in refs],
-        "ssrc": None if want is None else f"0x{want:08x}",
-        **options.to_dict(),
-    }
+    inputs = _voice_inputs(capture, sender, refs, want, options, len(scan.streams) - len(audio), strict, notes)
     if not audio:
         msg = f"{capture}: no RTP audio stream found in {scan.udp_packets} UDP datagrams"
         if strict:
@@ -615,16 +621,7 @@ def _iter_voice_streaming(capture: str, refs: list[Any], notes: list[str], *, wa
         kept.sort(key=lambda s: int(s.packets.frame[0]))
         video_scan["scan"] = dataclasses.replace(stream.scan, streams=tuple(kept), calls=tuple(kept_calls.values()))
     notes.extend(decrypt_notes)
-    left_out = count["streams"] - count["audio"]
-    if left_out and strict:
-        notes.append(f"{left_out} RTP stream(s) that are not audio (video, or a payload type without a known clock rate) were left out")
-    inputs: dict[str, Any] = {
-        "capture": capture,
-        "sender_capture": None,
-        "references": [r.name for r in refs],
-        "ssrc": None if want is None else f"0x{want:08x}",
-        **options.to_dict(),
-    }
+    inputs = _voice_inputs(capture, None, refs, want, options, count["streams"] - count["audio"], strict, notes)
     if not count["audio"]:
         msg = f"{capture}: no RTP audio stream found in {stream.scan.udp_packets if stream.scan else 0} UDP datagrams"
         if strict:
