@@ -10,6 +10,7 @@ unknown name is an :class:`~qoe.errors.InputError` listing the known ones) and
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any, ClassVar, TypeVar
 
 from qoe.errors import InputError
@@ -45,6 +46,23 @@ class OptionsBase:
                 f"unknown {self.KIND} option(s) {', '.join(unknown)}; the options are: {', '.join(self.names())}"
             )
         return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+
+    def _check_keylog(self) -> None:
+        """Check an options object's ``keylog`` field (None, a key log file's path, or a tuple
+        of them) and keep it as plain strings, the options' JSON view.
+
+        Raises
+        ------
+        InputError
+            Anything else.
+        """
+        k = getattr(self, "keylog")
+        if k is not None and not (isinstance(k, (str, os.PathLike)) or
+                                  (isinstance(k, (tuple, list)) and all(isinstance(x, (str, os.PathLike)) for x in k))):
+            raise InputError(f"keylog must be a key log file's path or a tuple of them; given {k!r}")
+        if isinstance(k, (list, os.PathLike)) or (isinstance(k, tuple) and not all(isinstance(x, str) for x in k)):
+            object.__setattr__(self, "keylog", os.fspath(k) if isinstance(k, os.PathLike)
+                               else tuple(os.fspath(x) for x in k))
 
     def to_dict(self) -> dict[str, Any]:
         """The options as plain Python."""

@@ -15,7 +15,6 @@ References
 from __future__ import annotations
 
 import math
-import os
 import warnings
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping
@@ -94,13 +93,7 @@ class WebOptions(OptionsBase):
         if self.base_rtt_s is not None and not (isinstance(self.base_rtt_s, (int, float))
                                                 and 0 <= self.base_rtt_s < math.inf):
             raise InputError(f"base_rtt_s must be a number of seconds >= 0; given {self.base_rtt_s!r}")
-        k = self.keylog
-        if k is not None and not (isinstance(k, (str, os.PathLike)) or
-                                  (isinstance(k, (tuple, list)) and all(isinstance(x, (str, os.PathLike)) for x in k))):
-            raise InputError(f"keylog must be a key log file's path or a tuple of them; given {k!r}")
-        if isinstance(k, (list, os.PathLike)) or (isinstance(k, tuple) and not all(isinstance(x, str) for x in k)):
-            object.__setattr__(self, "keylog", os.fspath(k) if isinstance(k, os.PathLike)
-                               else tuple(os.fspath(x) for x in k))  # plain strings: the options' JSON view
+        self._check_keylog()
 
     @property
     def bounds(self) -> tuple[float, float] | None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 import re
 from dataclasses import dataclass
 from typing import ClassVar
@@ -132,13 +131,7 @@ class StreamingOptions(OptionsBase):
         d = self.segment_duration_s
         if d is not None and not (isinstance(d, (int, float)) and math.isfinite(d) and d > 0):
             raise InputError(f"segment_duration_s must be a positive number of seconds or None; given {d!r}")
-        k = self.keylog
-        if k is not None and not (isinstance(k, (str, os.PathLike)) or
-                                  (isinstance(k, (tuple, list)) and all(isinstance(x, (str, os.PathLike)) for x in k))):
-            raise InputError(f"keylog must be a key log file's path or a tuple of them; given {k!r}")
-        if isinstance(k, (list, os.PathLike)) or (isinstance(k, tuple) and not all(isinstance(x, str) for x in k)):
-            object.__setattr__(self, "keylog", os.fspath(k) if isinstance(k, os.PathLike)
-                               else tuple(os.fspath(x) for x in k))  # plain strings: the options' JSON view
+        self._check_keylog()
         if not isinstance(self.p1203_display, str) or not _RES.match(self.p1203_display):
             raise InputError(f"p1203_display must be WIDTHxHEIGHT (e.g. 1920x1080); given {self.p1203_display!r}")
 

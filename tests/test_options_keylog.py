@@ -1,0 +1,26 @@
+"""The ``keylog`` option of web and streaming options: checked and kept as plain strings alike."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from qoe.errors import InputError
+from qoe.video.has import StreamingOptions
+from qoe.web import WebOptions
+
+
+@pytest.mark.parametrize("cls", [WebOptions, StreamingOptions])
+def test_a_keylog_is_kept_as_plain_strings(cls):
+    assert cls(keylog=Path("a.keylog")).keylog == "a.keylog"
+    assert cls(keylog=[Path("a.keylog"), "b.keylog"]).keylog == ("a.keylog", "b.keylog")
+    assert cls(keylog=("a.keylog",)).keylog == ("a.keylog",)
+    assert cls().keylog is None
+
+
+@pytest.mark.parametrize("cls", [WebOptions, StreamingOptions])
+@pytest.mark.parametrize("bad", [5, ("a.keylog", 7), b"a.keylog"])
+def test_anything_else_is_an_input_error(cls, bad):
+    with pytest.raises(InputError, match="keylog must be a key log file's path"):
+        cls(keylog=bad)
