@@ -208,6 +208,14 @@ class H2Sink:
         d.received += len(payload)
         if d.stopped:
             return
+        if not d.buf and not d.preface:
+            # nothing buffered (the common case): frames read from the payload itself, the rest kept
+            d.start_ts = ts_ns
+            n = len(payload)
+            i = self._parse(direction, d, memoryview(payload), 0, n, ts_ns)
+            if i is not None and i < n:
+                d.buf += payload[i:] if i else payload
+            return
         if not d.buf:
             d.start_ts = ts_ns
         d.buf += payload
@@ -257,33 +265,44 @@ class H2Sink:
                 return
             d.preface = False
             i = len(PREFACE)
-        start_ts = d.start_ts
         n = len(buf)
         if n - i >= 9 and n - i >= 9 + (buf[i] << 16 | buf[i + 1] << 8 | buf[i + 2]):
             # one immutable copy of what is buffered, its frames parsed through views of it
             # (hyperframe copies out what it keeps): no copy per frame
-            view = memoryview(bytes(buf))
-            parse_header = Frame.parse_frame_header
-            while n - i >= 9:
-                length = view[i] << 16 | view[i + 1] << 8 | view[i + 2]  # RFC 9113 §4.1: 24-bit Length
-                if n - i < 9 + length:
-                    break
-                try:
-                    frame, _ = parse_header(view[i:i + 9])
-                    frame.parse_body(view[i + 9:i + 9 + length])
-                except (HyperframeError, ValueError, IndexError) as e:
-                    self._stop(f"{'client' if direction == CLIENT else 'server'}: HTTP/2 frame not parsed ({e})")
-                    return
-                i += 9 + length
-                d.frames += 1
-                try:
-                    self._frame(direction, d, frame, length, start_ts, ts)
-                except (hpack.HPACKError, UnicodeDecodeError, ValueError) as e:
-                    self._stop(f"{'client' if direction == CLIENT else 'server'}: field block not decoded ({e})")
-                    return
-                start_ts = ts  # the next frame starts in this delivery (or a later one)
+            end = self._parse(direction, d, memoryview(bytes(buf)), i, n, ts)
+            if end is None:
+                return
+            i = end
+        elif i >= n:
+            d.start_ts = ts  # nothing left: the next byte comes in a later delivery
         del buf[:i]
-        d.start_ts = start_ts if buf else ts
+
+    def _parse(self, direction: int, d: _Dir, view: memoryview, i: int, n: int, ts: int) -> int | None:
+        """Parse the whole frames in ``view[i:n]``; returns where the first incomplete one
+        starts (None when parsing stopped). ``d.start_ts`` is the time of the delivery that
+        held the first byte of the frame at ``i`` and becomes that of the next frame's."""
+        start_ts = d.start_ts
+        parse_header = Frame.parse_frame_header
+        while n - i >= 9:
+            length = view[i] << 16 | view[i + 1] << 8 | view[i + 2]  # RFC 9113 §4.1: 24-bit Length
+            if n - i < 9 + length:
+                break
+            try:
+                frame, _ = parse_header(view[i:i + 9])
+                frame.parse_body(view[i + 9:i + 9 + length])
+            except (HyperframeError, ValueError, IndexError) as e:
+                self._stop(f"{'client' if direction == CLIENT else 'server'}: HTTP/2 frame not parsed ({e})")
+                return None
+            i += 9 + length
+            d.frames += 1
+            try:
+                self._frame(direction, d, frame, length, start_ts, ts)
+            except (hpack.HPACKError, UnicodeDecodeError, ValueError) as e:
+                self._stop(f"{'client' if direction == CLIENT else 'server'}: field block not decoded ({e})")
+                return None
+            start_ts = ts  # the next frame starts in this delivery (or a later one)
+        d.start_ts = start_ts if i < n else ts
+        return i
 
     def _stream(self, sid: int, pushed: bool = False) -> _Stream:
         s = self._streams.get(sid)
