@@ -168,11 +168,14 @@ def _extensions(body: bytes, i: int) -> list[tuple[int, bytes]]:
     if i >= len(body):
         return []
     block, _ = _vec(body, i, 2)
-    out, j = [], 0
-    while j + 4 <= len(block):
-        t = int.from_bytes(block[j:j + 2], "big")
-        data, j = _vec(block, j + 2, 2)
-        out.append((t, data))
+    out, j, n = [], 0, len(block)
+    while j + 4 <= n:
+        # Extension = extension_type(2) extension_data<0..2^16-1> (RFC 8446 §4.2)
+        end = j + 4 + (block[j + 2] << 8 | block[j + 3])
+        if end > n:
+            raise IndexError("truncated")
+        out.append((block[j] << 8 | block[j + 1], block[j + 4:end]))
+        j = end
     return out
 
 

@@ -331,7 +331,7 @@ class _TlsSink:
 
     def data(self, direction: int, ts_ns: int, offset: int, payload: bytes) -> None:
         """Bytes ``[offset, offset + len(payload))`` of ``direction``, delivered at ``ts_ns``."""
-        d = self._dir(direction)
+        d = self._d[direction] if direction == CLIENT or direction == SERVER else self._dir(direction)
         expected = d.received + d.missing
         if offset > expected:
             self.gap(direction, ts_ns, expected, offset - expected)
