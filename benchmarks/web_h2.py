@@ -208,8 +208,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{label:46s} {'':>7s} {cpu:7.2f} {'':>8s} {size_mb / cpu:7.1f} {ratio}")
         if ts:
             left = ts["cpu"] - floor["hpack"] - floor["read"]
+            spent = best["conns"]["cpu"] - floor["hpack"] - floor["read"]
             print(f"left for TCP, TLS, HTTP/2 framing and transactions at parity: {left:.2f} CPU s "
-                  f"(qoe spends {best['conns']['cpu'] - floor['hpack'] - floor['read']:.2f}); floor ratios are CPU ones")
+                  f"(qoe spends {spent:.2f}); floor ratios are CPU ones")
             agree = "equal" if ts["headers"] == 2 * best["conns"]["tx"] else "DIFFERENT"
             print(f"tshark http2,tree: {ts['headers']} HEADERS frames; qoe: {best['conns']['tx']} transactions "
                   f"({agree}: a request and a response each), {best['pages']['pages']} pages")

@@ -146,7 +146,8 @@ class _Stream:
 
 class _Dir:
     __slots__ = ("buf", "start_ts", "received", "missing", "stopped", "preface", "frames", "decoder",
-                 "block", "block_len", "block_sid", "block_kind", "block_end_stream", "block_start", "block_bytes", "block_promised",
+                 "block", "block_len", "block_sid", "block_kind", "block_end_stream", "block_start", "block_bytes",
+                 "block_promised",
                  "settings")
 
     def __init__(self, direction: int) -> None:
