@@ -111,6 +111,10 @@ STREAM_TIMEOUT_S = 25.0
 #: keep a participant that sent a BYE "for an appropriate delay" since RTP packets may still
 #: be on the way; 2 s is the RTCP BYE timer of Microsoft's RTP profile ([MS-RTPME] §3.2.2).
 BYE_GRACE_S = 2.0
+#: Batches of UDP datagrams the scan has read and decoded ahead, in a background thread
+#: (``read_udp_batches(read_ahead=)``): the capture is read while the batch before it is
+#: scanned. One more batch in memory (about 20 MiB at the default batch size).
+READ_AHEAD = 1
 
 
 def _first_copies(seg: _Segments, seq: np.ndarray, ts: np.ndarray) -> np.ndarray:
@@ -1161,7 +1165,7 @@ def scan_capture(
                   reorder_window=reorder_window, first_ns=first_ns, event_jitter=event_jitter,
                   max_streams=max_streams, max_flows=max_flows, loss_rule=loss_rule, jitter_rule=jitter_rule,
                   infer_clock=infer_clock, sdp=sdp, stream_timeout_s=stream_timeout_s)
-    for b in read_udp_batches(name, batch_size=batch_size):
+    for b in read_udp_batches(name, batch_size=batch_size, read_ahead=READ_AHEAD):
         sc.batch(b)
         del b  # not held while the next batch is read: one batch in memory at a time
         sc.expire()
@@ -1297,7 +1301,7 @@ def iter_scan(
                   reorder_window=reorder_window, first_ns=first_ns, event_jitter=event_jitter,
                   max_streams=max_streams, max_flows=max_flows, loss_rule=loss_rule, jitter_rule=jitter_rule,
                   infer_clock=infer_clock, sdp=sdp, stream_timeout_s=stream_timeout_s, streaming=True)
-    return ScanStream(sc, read_udp_batches(name, batch_size=batch_size), name)
+    return ScanStream(sc, read_udp_batches(name, batch_size=batch_size, read_ahead=READ_AHEAD), name)
 
 
 def find_streams(
