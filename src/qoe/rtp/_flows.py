@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from qoe.rtp._order import stable_order_of_any
+
 # The flow table: at least this many slots, and this many per known flow (a flow shares its
 # slot with another with probability about 1/16).
 _MIN_SLOTS = 1 << 12
@@ -50,7 +52,7 @@ def group_by_key(rows: np.ndarray, k1: np.ndarray, k2: np.ndarray) -> tuple[np.n
     """``rows`` ordered by flow key (k1, k2), frame order kept within a key; and where
     each key's run starts. One stable sort of the keys' hashes; a hash shared by two
     keys (checked) falls back to sorting the keys themselves."""
-    o = rows[np.argsort(flow_hash(k1[rows], k2[rows]), kind="stable")]
+    o = rows[stable_order_of_any(flow_hash(k1[rows], k2[rows]))]
     a1, a2 = k1[o], k2[o]
     same1, same2 = a1[1:] == a1[:-1], a2[1:] == a2[:-1]
     h = flow_hash(a1, a2)

@@ -50,6 +50,7 @@ from qoe.rtp._callgroups import Member, ready_groups
 from qoe.rtp._demux import DemuxBook, mark_dtls
 from qoe.rtp._headerbytes import HeaderByteBook
 from qoe.rtp._flows import PROBE, REJECT, RTP, FlowTable, HeldPackets, flow_hash, group_by_key
+from qoe.rtp._order import stable_order, stable_order_of_any
 from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtpScan, RtpStream, StreamKey
 from qoe.rtp._rtcpbook import RtcpBook, attach_feedback, feedback_kinds
 from qoe.rtp._sipbook import SipBook
@@ -294,7 +295,7 @@ class _Scanner:
             if late.any():
                 first = int(cand[late][0])
         if long_batch:  # a flow silent past the timeout between two of its packets of this batch
-            o = np.argsort(flow_hash(k1, k2), kind="stable")  # by key (its 64-bit hash), then in batch order
+            o = stable_order_of_any(flow_hash(k1, k2))  # by key (its 64-bit hash), then in batch order
             same = (k1[o[1:]] == k1[o[:-1]]) & (k2[o[1:]] == k2[o[:-1]])
             gap = same & (t[o[1:]] - t[o[:-1]] > self.timeout_ns)
             if gap.any():
@@ -445,7 +446,7 @@ class _Scanner:
         if self.keep:  # payloads of flows taken or undecided go to the store, a flow's together
             pay = np.full((rows.size, 2), -1, dtype=np.int64)
             put = np.flatnonzero(st != REJECT)
-            put = put[np.argsort(fid[put], kind="stable")]
+            put = put[stable_order(fid[put], len(fl))]
             pay[put, 0] = self.store.put_payloads(u8.data, h.payload_start[put], h.payload_end[put])  # type: ignore[union-attr]
             pay[put, 1] = h.payload_end[put] - h.payload_start[put]
         pk = HeldPackets(fid, cols, pay)
@@ -539,7 +540,7 @@ class _Scanner:
             place[ranked] += rank[rows[ranked]]  # type: ignore[index]
         rest = np.flatnonzero(~ranked)
         if rest.size:  # flows held since an earlier batch: rank their packets here
-            o = np.argsort(f[rest], kind="stable")
+            o = stable_order(f[rest], len(self.flows))
             place[rest[o]] += _Segments(f[rest][o]).pos
         return place
 
@@ -674,7 +675,7 @@ class _Scanner:
             ok &= np.array([(a[k[1]], k[3]) not in rtcp_ports and (a[k[0]], k[2]) not in rtcp_ports
                             for k in keys.tolist()], dtype=bool)
         rows = np.flatnonzero(np.isin(self.held.fid, fids))
-        rows = rows[np.argsort(self.held.fid[rows], kind="stable")]
+        rows = rows[stable_order(self.held.fid[rows], len(self.flows))]
         seg = _Segments(self.held.fid[rows])
         first = rows[seg.pos < self.probe_packets]  # a flow's first packets only
         seg = _Segments(self.held.fid[first])

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from qoe.rtp._order import stable_order
+
 from qoe.rtp.sip import SdesCrypto
 from qoe.rtp.srtp import SrtpInfo, _encrypted_verdicts
 
@@ -57,7 +59,7 @@ class SrtpSampler:
         r = np.flatnonzero(self.sampled[fid] < SAMPLE)
         if r.size == 0:
             return
-        o = r[np.argsort(fid[r], kind="stable")]  # by flow, arrival order kept
+        o = r[stable_order(fid[r], self.sampled.size)]  # by flow, arrival order kept
         f = fid[o]
         start = np.flatnonzero(np.concatenate(([True], f[1:] != f[:-1])))
         place = np.arange(o.size) - np.repeat(start, np.diff(np.append(start, o.size))) + self.sampled[f].astype(np.int64)
