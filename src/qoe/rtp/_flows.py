@@ -40,7 +40,7 @@ def flow_hash(k1: np.ndarray, k2: np.ndarray) -> np.ndarray:
     return k1 * np.int64(-0x61C8864680B583EB) ^ k2  # 2**64 / golden ratio, as a signed word
 
 
-def _slot(h: np.ndarray, size: int) -> np.ndarray:
+def slot_of(h: np.ndarray, size: int) -> np.ndarray:
     """Slots of hashes ``h`` in a table of ``size`` (a power of two) slots: the top bits
     of ``h`` times 2**64 / golden ratio (Knuth's multiplicative hashing, TAOCP vol. 3
     §6.4), so that every bit of the hash counts."""
@@ -131,7 +131,7 @@ class FlowTable:
         """
         if self.fk1.size == 0:
             return np.full(k1.size, -1, dtype=np.int64)
-        cand = self.slot_fid[_slot(flow_hash(k1, k2), self.slot_fid.size)]
+        cand = self.slot_fid[slot_of(flow_hash(k1, k2), self.slot_fid.size)]
         known = np.maximum(cand, 0)
         hit = (cand >= 0) & (self.fk1[known] == k1) & (self.fk2[known] == k2)
         return np.where(hit, cand, -1).astype(np.int64)
@@ -188,7 +188,7 @@ class FlowTable:
                 size *= 2
             self.slot_fid = np.full(size, -1, dtype=np.int32)
             k1, k2, fids = self.fk1, self.fk2, np.arange(self.fk1.size)
-        self.slot_fid[_slot(flow_hash(k1, k2), size)] = fids
+        self.slot_fid[slot_of(flow_hash(k1, k2), size)] = fids
 
     def _grow(self) -> None:
         extra = len(self.keys) - self.state.size

@@ -49,7 +49,7 @@ from qoe.rtp._bundle import section_for, tie_rtx
 from qoe.rtp._callgroups import Member, ready_groups
 from qoe.rtp._demux import DemuxBook, mark_dtls
 from qoe.rtp._headerbytes import HeaderByteBook
-from qoe.rtp._flows import PROBE, REJECT, RTP, FlowTable, HeldPackets, flow_hash, group_by_key
+from qoe.rtp._flows import PROBE, REJECT, RTP, FlowTable, HeldPackets, flow_hash, group_by_key, slot_of
 from qoe.rtp._order import stable_order, stable_order_of_any
 from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtpScan, RtpStream, StreamKey
 from qoe.rtp._rtcpbook import RtcpBook, attach_feedback, feedback_kinds
@@ -116,6 +116,9 @@ BYE_GRACE_S = 2.0
 #: (``read_udp_batches(read_ahead=)``): the capture is read while the batch before it is
 #: scanned. One more batch in memory (about 20 MiB at the default batch size).
 READ_AHEAD = 1
+# Buckets of flows (by key hash) whose time spans in a batch are compared with the timeout
+# before the packets of the wide ones are grouped by flow (``_first_late``).
+_SPAN_BUCKETS = 1 << 12
 
 
 def _first_copies(seg: _Segments, seq: np.ndarray, ts: np.ndarray) -> np.ndarray:
@@ -295,12 +298,22 @@ class _Scanner:
             if late.any():
                 first = int(cand[late][0])
         if long_batch:  # a flow silent past the timeout between two of its packets of this batch
-            o = stable_order_of_any(flow_hash(k1, k2))  # by key (its 64-bit hash), then in batch order
-            same = (k1[o[1:]] == k1[o[:-1]]) & (k2[o[1:]] == k2[o[:-1]])
-            gap = same & (t[o[1:]] - t[o[:-1]] > self.timeout_ns)
-            if gap.any():
-                k = int(cand[o[1:][gap]].min())
-                first = k if first is None else min(first, k)
+            hsh = flow_hash(k1, k2)
+            # Only a flow whose packets here span more than the timeout can have such a
+            # silence; the span of a bucket of flows (by hash) bounds each of theirs.
+            bucket = slot_of(hsh, _SPAN_BUCKETS)
+            lo = np.full(_SPAN_BUCKETS, np.iinfo(np.int64).max)
+            hi = np.full(_SPAN_BUCKETS, np.iinfo(np.int64).min)
+            np.minimum.at(lo, bucket, t)
+            np.maximum.at(hi, bucket, t)
+            wide = np.flatnonzero((hi - lo > self.timeout_ns)[bucket])
+            if wide.size:
+                o = wide[stable_order_of_any(hsh[wide])]  # by key (its 64-bit hash), then in batch order
+                same = (k1[o[1:]] == k1[o[:-1]]) & (k2[o[1:]] == k2[o[:-1]])
+                gap = same & (t[o[1:]] - t[o[:-1]] > self.timeout_ns)
+                if gap.any():
+                    k = int(cand[o[1:][gap]].min())
+                    first = k if first is None else min(first, k)
         return first
 
     def _deadlines(self, fids: np.ndarray) -> np.ndarray:
@@ -436,7 +449,7 @@ class _Scanner:
         # RTP header and padding bytes (W3C headerBytesReceived); a cut packet's padding is unknown
         at, length = s[h.rows], ln[h.rows] if cut is None else ln[h.rows] + cut
         self.header_bytes.add(fid, h.payload_start - at, at + ln[h.rows] - h.payload_end, h.padding, length, len(fl))
-        self.srtp.sample(fid, h, u8)
+        self.srtp.sample(fid, h, u8, rank)
         cols = {
             "frame": b.index[rows].astype(np.int64, copy=False), "arr": b.ts_ns[rows].astype(np.int64, copy=False),
             "seq": h.seq, "ts": h.timestamp, "pt": h.payload_type, "mk": h.marker, "wire": wire,
