@@ -913,6 +913,7 @@ class _Scanner:
                     fmtp=dict(media.fmtp.get(main, {})) if media is not None else {},
                     active_at_end=self._active_at_end(st, ssrc),
                     notes=notes,
+                    header_bytes=self.header_bytes.settled(fid),
                 )
             )
         self.srtp.mark(streams, {int(f): i for i, f in enumerate(fids.tolist())})
@@ -977,9 +978,10 @@ class _Scanner:
         streams = [x[2] for x in entries]
         mark_dtls(streams, self.demux, self.addresses)
         for i, fid in enumerate(fids):
-            hb = self.header_bytes.result(fid, streams[i].srtp)
-            streams[i] = dataclasses.replace(streams[i], header_bytes=hb.total,
-                                             notes=streams[i].notes + ((hb.note,) if hb.note else ()))
+            if streams[i].header_bytes is None:  # not settled when the stream ended (_end)
+                hb = self.header_bytes.result(fid, streams[i].srtp)
+                streams[i] = dataclasses.replace(streams[i], header_bytes=hb.total,
+                                                 notes=streams[i].notes + ((hb.note,) if hb.note else ()))
         attach_feedback(streams, self.rtcp, self.addresses)
         tied = tie_rtx(streams, self.user_sdp, tables=[x[3] for x in entries], mids=[x[4] for x in entries])
         # a short flow (_provisional) is a stream only as the RTX of a media stream, or when listed by a=ssrc
