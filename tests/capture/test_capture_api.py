@@ -75,7 +75,7 @@ def test_read_ahead_gives_the_same_batches_and_stops_when_left(cap, write):
     before = threading.active_count()
     it = read_udp_batches(path, batch_size=8, chunk_size=512, read_ahead=2)
     next(it)
-    assert threading.active_count() == before + 1  # the reading thread, blocked: two batches ahead
+    assert threading.active_count() == before + 1  # the reading thread, waiting: two batches made ahead
     it.close()  # type: ignore[attr-defined]
     assert threading.active_count() == before
     with pytest.raises(StopIteration):

@@ -22,6 +22,9 @@ _POLL_S = 0.05
 class ReadAhead(Iterator[T], Generic[T]):
     """The items of ``source``, taken from it by a background thread up to ``depth`` ahead.
 
+    The thread asks ``source`` for an item only when fewer than ``depth`` items are
+    waiting or being made: with ``depth`` 1, while the reader works on one item the next
+    is made, and no more (memory: one item more than reading in the caller's thread).
     Items come in the order ``source`` gives them. An exception ``source`` raises is raised
     here, at the item where it occurred, once the items before it were taken. Warnings
     ``source`` issues are issued from the thread, when it gets there. :meth:`close` (also
@@ -29,7 +32,8 @@ class ReadAhead(Iterator[T], Generic[T]):
     """
 
     def __init__(self, source: Iterator[T], depth: int) -> None:
-        self._queue: queue.Queue[tuple[str, object]] = queue.Queue(maxsize=depth)
+        self._queue: queue.Queue[tuple[str, object]] = queue.Queue()
+        self._room = threading.Semaphore(depth)  # items the thread may make before the reader takes one
         self._stop = threading.Event()
         self._done = False
         self._thread = threading.Thread(target=self._run, args=(source,), name="qoe-read-ahead", daemon=True)
@@ -37,26 +41,26 @@ class ReadAhead(Iterator[T], Generic[T]):
 
     def _run(self, source: Iterator[T]) -> None:
         try:
-            for item in source:
-                if not self._put(("item", item)):
+            while self._wait_for_room():
+                try:
+                    item = next(source)
+                except StopIteration:
+                    self._queue.put(("end", None))
                     break
-            else:
-                self._put(("end", None))
+                self._queue.put(("item", item))
         except BaseException as exc:  # noqa: BLE001 - handed to the reader, raised there
-            self._put(("error", exc))
+            self._queue.put(("error", exc))
         finally:
             close = getattr(source, "close", None)
             if close is not None:
                 close()
 
-    def _put(self, entry: tuple[str, object]) -> bool:
-        """Queue ``entry``; False if the reader closed the iterator first."""
+    def _wait_for_room(self) -> bool:
+        """Wait until the thread may make another item; False if the reader closed the
+        iterator first."""
         while not self._stop.is_set():
-            try:
-                self._queue.put(entry, timeout=_POLL_S)
-                return True
-            except queue.Full:
-                continue
+            if self._room.acquire(timeout=_POLL_S):
+                return not self._stop.is_set()
         return False
 
     def __iter__(self) -> ReadAhead[T]:
@@ -67,6 +71,7 @@ class ReadAhead(Iterator[T], Generic[T]):
             raise StopIteration
         kind, value = self._queue.get()
         if kind == "item":
+            self._room.release()  # the next one may be made while the reader works on this
             return value  # type: ignore[return-value]
         self._done = True
         self._thread.join()
@@ -80,12 +85,12 @@ class ReadAhead(Iterator[T], Generic[T]):
             return
         self._done = True
         self._stop.set()
-        while True:  # room for a thread waiting to put
+        self._thread.join()
+        while True:  # what it read ahead
             try:
                 self._queue.get_nowait()
             except queue.Empty:
                 break
-        self._thread.join()
 
     def __del__(self) -> None:
         self.close()
