@@ -583,7 +583,9 @@ class _Scanner:
         (:class:`SrtpSampler`). The key is the sender's ``a=crypto`` (RFC 4568 §5.1,
         :func:`qoe.rtp.sip.sender_crypto`).
         """
-        s_media, r_media = self.sip.both_ends(*self._ends(fid), int(self.flows.first_frame[fid]))
+        s_media = r_media = None
+        if self.sip.announced:
+            s_media, r_media = self.sip.both_ends(*self._ends(fid), int(self.flows.first_frame[fid]))
         sdes = sender_crypto(s_media, r_media)
         if any(m is not None and m.secure for m in (r_media, s_media)):
             return SrtpInfo(found_by="sdp", sdes=sdes)
@@ -863,6 +865,7 @@ class _Scanner:
         ranked = self.stats.payload_types_seen(sids)
         streams = []
         tables = []  # each stream's packets (headers only without keep_packets), for tie_rtx
+        stored = self.store.packets_of(fids) if self.store is not None else [None] * fids.size
         for i, (fid, st) in enumerate(zip(fids.tolist(), stats)):
             media = self.media.get(fid)
             call_id = self.call_id.get(fid)
@@ -874,7 +877,7 @@ class _Scanner:
             pts = ranked[i]
             main = pts[0]
             src, dst, sport, dport, ssrc = fl.keys[fid]
-            packets = self.store.packets(fid) if self.store is not None else None  # headers only without keep
+            packets = stored[i]  # headers only without keep_packets
             notes: tuple[str, ...] = ()
             if media is None and self.user_sdp:  # the user's SDP, matched under BUNDLE (not by port)
                 match = section_for(ssrc, main, self.user_sdp, mid=self.mid_of.get(fid))
