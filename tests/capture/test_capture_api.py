@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 import pytest
 
@@ -56,6 +57,29 @@ def test_udp_batch_columns(cap, write):
     assert b.lengths.tolist() == list(range(7)) and b.data.dtype.name == "uint8"
     assert [b.data[a : a + n].tobytes() for a, n in zip(b.starts, b.lengths)] == [bytes([i]) * i for i in range(7)]
     assert b.payload.tobytes() == b"".join(bytes([i]) * i for i in range(7))
+
+
+def test_read_ahead_gives_the_same_batches_and_stops_when_left(cap, write):
+    frames = [cap.eth(cap.ipv4(f"10.0.0.{i % 7}", "10.0.1.1", 17, cap.udp(i, 2, bytes([i % 251]) * (i % 40))))
+              for i in range(500)]
+    path = write(cap.pcap([(cap.T0, i, f) for i, f in enumerate(frames)]))
+
+    def columns(batches):  # type: ignore[no-untyped-def]
+        return [(b.index.tolist(), b.ts_ns.tolist(), [b.addresses[c] for c in b.src], b.sport.tolist(),
+                 [b.payload_of(i) for i in range(len(b))]) for b in batches]
+
+    plain = columns(read_udp_batches(path, batch_size=64, chunk_size=4096))
+    assert len(plain) == 8
+    for depth in (1, 3):
+        assert columns(read_udp_batches(path, batch_size=64, chunk_size=4096, read_ahead=depth)) == plain
+    before = threading.active_count()
+    it = read_udp_batches(path, batch_size=8, chunk_size=512, read_ahead=2)
+    next(it)
+    assert threading.active_count() == before + 1  # the reading thread, waiting: two batches made ahead
+    it.close()  # type: ignore[attr-defined]
+    assert threading.active_count() == before
+    with pytest.raises(StopIteration):
+        next(it)
 
 
 def test_address_codes_stable_across_batches(cap, write):

@@ -49,7 +49,8 @@ from qoe.rtp._bundle import section_for, tie_rtx
 from qoe.rtp._callgroups import Member, ready_groups
 from qoe.rtp._demux import DemuxBook, mark_dtls
 from qoe.rtp._headerbytes import HeaderByteBook
-from qoe.rtp._flows import PROBE, REJECT, RTP, FlowTable, HeldPackets, flow_hash, group_by_key
+from qoe.rtp._flows import PROBE, REJECT, RTP, FlowTable, HeldPackets, flow_hash, group_by_key, slot_of
+from qoe.rtp._order import stable_order, stable_order_of_any
 from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtpScan, RtpStream, StreamKey
 from qoe.rtp._rtcpbook import RtcpBook, attach_feedback, feedback_kinds
 from qoe.rtp._sipbook import SipBook
@@ -111,6 +112,19 @@ STREAM_TIMEOUT_S = 25.0
 #: keep a participant that sent a BYE "for an appropriate delay" since RTP packets may still
 #: be on the way; 2 s is the RTCP BYE timer of Microsoft's RTP profile ([MS-RTPME] §3.2.2).
 BYE_GRACE_S = 2.0
+#: Batches of UDP datagrams the scan has read and decoded ahead, in a background thread
+#: (``read_udp_batches(read_ahead=)``): the capture is read while the batch before it is
+#: scanned. One more batch in memory (about 20 MiB at the default batch size).
+READ_AHEAD = 1
+#: Default of ``batch_size``: UDP datagrams scanned at a time. Measured on 1.4 million
+#: packets of 4,000 streams (``benchmarks/rtp_many_streams.py``): 32,768 scans as fast as
+#: 65,536 (shorter runs of a stream per batch: fewer steps in the jitter's prefix scan)
+#: with 60 MiB less peak memory once a second batch is read ahead; 16,384 and less is
+#: slower.
+BATCH_SIZE = 32768
+# Buckets of flows (by key hash) whose time spans in a batch are compared with the timeout
+# before the packets of the wide ones are grouped by flow (``_first_late``).
+_SPAN_BUCKETS = 1 << 12
 
 
 def _first_copies(seg: _Segments, seq: np.ndarray, ts: np.ndarray) -> np.ndarray:
@@ -290,12 +304,22 @@ class _Scanner:
             if late.any():
                 first = int(cand[late][0])
         if long_batch:  # a flow silent past the timeout between two of its packets of this batch
-            o = np.argsort(flow_hash(k1, k2), kind="stable")  # by key (its 64-bit hash), then in batch order
-            same = (k1[o[1:]] == k1[o[:-1]]) & (k2[o[1:]] == k2[o[:-1]])
-            gap = same & (t[o[1:]] - t[o[:-1]] > self.timeout_ns)
-            if gap.any():
-                k = int(cand[o[1:][gap]].min())
-                first = k if first is None else min(first, k)
+            hsh = flow_hash(k1, k2)
+            # Only a flow whose packets here span more than the timeout can have such a
+            # silence; the span of a bucket of flows (by hash) bounds each of theirs.
+            bucket = slot_of(hsh, _SPAN_BUCKETS)
+            lo = np.full(_SPAN_BUCKETS, np.iinfo(np.int64).max)
+            hi = np.full(_SPAN_BUCKETS, np.iinfo(np.int64).min)
+            np.minimum.at(lo, bucket, t)
+            np.maximum.at(hi, bucket, t)
+            wide = np.flatnonzero((hi - lo > self.timeout_ns)[bucket])
+            if wide.size:
+                o = wide[stable_order_of_any(hsh[wide])]  # by key (its 64-bit hash), then in batch order
+                same = (k1[o[1:]] == k1[o[:-1]]) & (k2[o[1:]] == k2[o[:-1]])
+                gap = same & (t[o[1:]] - t[o[:-1]] > self.timeout_ns)
+                if gap.any():
+                    k = int(cand[o[1:][gap]].min())
+                    first = k if first is None else min(first, k)
         return first
 
     def _deadlines(self, fids: np.ndarray) -> np.ndarray:
@@ -431,7 +455,7 @@ class _Scanner:
         # RTP header and padding bytes (W3C headerBytesReceived); a cut packet's padding is unknown
         at, length = s[h.rows], ln[h.rows] if cut is None else ln[h.rows] + cut
         self.header_bytes.add(fid, h.payload_start - at, at + ln[h.rows] - h.payload_end, h.padding, length, len(fl))
-        self.srtp.sample(fid, h, u8)
+        self.srtp.sample(fid, h, u8, rank)
         cols = {
             "frame": b.index[rows].astype(np.int64, copy=False), "arr": b.ts_ns[rows].astype(np.int64, copy=False),
             "seq": h.seq, "ts": h.timestamp, "pt": h.payload_type, "mk": h.marker, "wire": wire,
@@ -441,7 +465,7 @@ class _Scanner:
         if self.keep:  # payloads of flows taken or undecided go to the store, a flow's together
             pay = np.full((rows.size, 2), -1, dtype=np.int64)
             put = np.flatnonzero(st != REJECT)
-            put = put[np.argsort(fid[put], kind="stable")]
+            put = put[stable_order(fid[put], len(fl))]
             pay[put, 0] = self.store.put_payloads(u8.data, h.payload_start[put], h.payload_end[put])  # type: ignore[union-attr]
             pay[put, 1] = h.payload_end[put] - h.payload_start[put]
         pk = HeldPackets(fid, cols, pay)
@@ -535,7 +559,7 @@ class _Scanner:
             place[ranked] += rank[rows[ranked]]  # type: ignore[index]
         rest = np.flatnonzero(~ranked)
         if rest.size:  # flows held since an earlier batch: rank their packets here
-            o = np.argsort(f[rest], kind="stable")
+            o = stable_order(f[rest], len(self.flows))
             place[rest[o]] += _Segments(f[rest][o]).pos
         return place
 
@@ -559,7 +583,9 @@ class _Scanner:
         (:class:`SrtpSampler`). The key is the sender's ``a=crypto`` (RFC 4568 §5.1,
         :func:`qoe.rtp.sip.sender_crypto`).
         """
-        s_media, r_media = self.sip.both_ends(*self._ends(fid), int(self.flows.first_frame[fid]))
+        s_media = r_media = None
+        if self.sip.announced:
+            s_media, r_media = self.sip.both_ends(*self._ends(fid), int(self.flows.first_frame[fid]))
         sdes = sender_crypto(s_media, r_media)
         if any(m is not None and m.secure for m in (r_media, s_media)):
             return SrtpInfo(found_by="sdp", sdes=sdes)
@@ -670,7 +696,7 @@ class _Scanner:
             ok &= np.array([(a[k[1]], k[3]) not in rtcp_ports and (a[k[0]], k[2]) not in rtcp_ports
                             for k in keys.tolist()], dtype=bool)
         rows = np.flatnonzero(np.isin(self.held.fid, fids))
-        rows = rows[np.argsort(self.held.fid[rows], kind="stable")]
+        rows = rows[stable_order(self.held.fid[rows], len(self.flows))]
         seg = _Segments(self.held.fid[rows])
         first = rows[seg.pos < self.probe_packets]  # a flow's first packets only
         seg = _Segments(self.held.fid[first])
@@ -839,6 +865,7 @@ class _Scanner:
         ranked = self.stats.payload_types_seen(sids)
         streams = []
         tables = []  # each stream's packets (headers only without keep_packets), for tie_rtx
+        stored = self.store.packets_of(fids) if self.store is not None else [None] * fids.size
         for i, (fid, st) in enumerate(zip(fids.tolist(), stats)):
             media = self.media.get(fid)
             call_id = self.call_id.get(fid)
@@ -850,7 +877,7 @@ class _Scanner:
             pts = ranked[i]
             main = pts[0]
             src, dst, sport, dport, ssrc = fl.keys[fid]
-            packets = self.store.packets(fid) if self.store is not None else None  # headers only without keep
+            packets = stored[i]  # headers only without keep_packets
             notes: tuple[str, ...] = ()
             if media is None and self.user_sdp:  # the user's SDP, matched under BUNDLE (not by port)
                 match = section_for(ssrc, main, self.user_sdp, mid=self.mid_of.get(fid))
@@ -895,6 +922,7 @@ class _Scanner:
                     fmtp=dict(media.fmtp.get(main, {})) if media is not None else {},
                     active_at_end=self._active_at_end(st, ssrc),
                     notes=notes,
+                    header_bytes=self.header_bytes.settled(fid),
                 )
             )
         self.srtp.mark(streams, {int(f): i for i, f in enumerate(fids.tolist())})
@@ -959,9 +987,10 @@ class _Scanner:
         streams = [x[2] for x in entries]
         mark_dtls(streams, self.demux, self.addresses)
         for i, fid in enumerate(fids):
-            hb = self.header_bytes.result(fid, streams[i].srtp)
-            streams[i] = dataclasses.replace(streams[i], header_bytes=hb.total,
-                                             notes=streams[i].notes + ((hb.note,) if hb.note else ()))
+            if streams[i].header_bytes is None:  # not settled when the stream ended (_end)
+                hb = self.header_bytes.result(fid, streams[i].srtp)
+                streams[i] = dataclasses.replace(streams[i], header_bytes=hb.total,
+                                                 notes=streams[i].notes + ((hb.note,) if hb.note else ()))
         attach_feedback(streams, self.rtcp, self.addresses)
         tied = tie_rtx(streams, self.user_sdp, tables=[x[3] for x in entries], mids=[x[4] for x in entries])
         # a short flow (_provisional) is a stream only as the RTX of a media stream, or when listed by a=ssrc
@@ -1013,7 +1042,7 @@ def scan_capture(
     keep_packets: bool = True,
     heuristic: bool = True,
     min_packets: int = 4,
-    batch_size: int = 65536,
+    batch_size: int = BATCH_SIZE,
     reorder_window: int = REORDER_WINDOW,
     event_jitter: bool = False,
     max_streams: int | None = MAX_STREAMS,
@@ -1054,8 +1083,9 @@ def scan_capture(
         ``a=fmtp apt=``, or by carrying timestamps of a video stream (every packet's, below
         three packets); or when ``sdp`` lists its SSRC.
     batch_size : int, optional
-        Datagrams read per batch. The statistics do not depend on it (but for float
-        rounding); larger batches are faster and take more memory.
+        Datagrams read per batch (default 32,768). The statistics do not depend on it (but
+        for float rounding); memory grows with it. The capture is read one batch ahead, in
+        a second thread (:func:`qoe.capture.read_udp_batches`, ``read_ahead``).
     reorder_window : int, optional
         How many sequence numbers behind a stream's highest one a packet may arrive and
         still be told apart as a duplicate or a late packet (default 4096; see
@@ -1161,7 +1191,7 @@ def scan_capture(
                   reorder_window=reorder_window, first_ns=first_ns, event_jitter=event_jitter,
                   max_streams=max_streams, max_flows=max_flows, loss_rule=loss_rule, jitter_rule=jitter_rule,
                   infer_clock=infer_clock, sdp=sdp, stream_timeout_s=stream_timeout_s)
-    for b in read_udp_batches(name, batch_size=batch_size):
+    for b in read_udp_batches(name, batch_size=batch_size, read_ahead=READ_AHEAD):
         sc.batch(b)
         del b  # not held while the next batch is read: one batch in memory at a time
         sc.expire()
@@ -1238,7 +1268,7 @@ def iter_scan(
     keep_packets: bool = True,
     heuristic: bool = True,
     min_packets: int = 4,
-    batch_size: int = 65536,
+    batch_size: int = BATCH_SIZE,
     reorder_window: int = REORDER_WINDOW,
     event_jitter: bool = False,
     max_streams: int | None = MAX_STREAMS,
@@ -1297,7 +1327,7 @@ def iter_scan(
                   reorder_window=reorder_window, first_ns=first_ns, event_jitter=event_jitter,
                   max_streams=max_streams, max_flows=max_flows, loss_rule=loss_rule, jitter_rule=jitter_rule,
                   infer_clock=infer_clock, sdp=sdp, stream_timeout_s=stream_timeout_s, streaming=True)
-    return ScanStream(sc, read_udp_batches(name, batch_size=batch_size), name)
+    return ScanStream(sc, read_udp_batches(name, batch_size=batch_size, read_ahead=READ_AHEAD), name)
 
 
 def find_streams(
