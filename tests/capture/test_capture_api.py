@@ -8,7 +8,7 @@ import threading
 import pytest
 
 import qoe.capture as capture
-from qoe.capture import Packet, TcpInfo, read_packets, read_udp_batches
+from qoe.capture import Packet, TcpInfo, read_ahead, read_packets, read_udp_batches
 
 
 def test_all_names_exist_and_are_complete():
@@ -17,7 +17,7 @@ def test_all_names_exist_and_are_complete():
     public = {n for n in vars(capture) if not n.startswith("_") and n not in {"annotations"}}
     modules = {n for n in public if type(getattr(capture, n)).__name__ == "module"}
     assert public - modules == set(capture.__all__)
-    for name in ("read_packets", "read_udp_batches", "Packet", "TcpInfo", "UdpBatch"):
+    for name in ("read_packets", "read_udp_batches", "read_ahead", "Packet", "TcpInfo", "UdpBatch"):
         assert name in capture.__all__
 
 
@@ -71,9 +71,9 @@ def test_read_ahead_gives_the_same_batches_and_stops_when_left(cap, write):
     plain = columns(read_udp_batches(path, batch_size=64, chunk_size=4096))
     assert len(plain) == 8
     for depth in (1, 3):
-        assert columns(read_udp_batches(path, batch_size=64, chunk_size=4096, read_ahead=depth)) == plain
+        assert columns(read_ahead(read_udp_batches(path, batch_size=64, chunk_size=4096), depth)) == plain
     before = threading.active_count()
-    it = read_udp_batches(path, batch_size=8, chunk_size=512, read_ahead=2)
+    it = read_ahead(read_udp_batches(path, batch_size=8, chunk_size=512), 2)
     next(it)
     assert threading.active_count() == before + 1  # the reading thread, waiting: two batches made ahead
     it.close()  # type: ignore[attr-defined]

@@ -1,4 +1,4 @@
-"""Read ahead: a batch iterator run in a background thread, a few batches ahead of its reader.
+"""``read_ahead``: an iterator run in a background thread, a few items ahead of its reader.
 
 Reading and decoding a capture (file reads, NumPy gathers over the records) and what a
 caller does with a batch (NumPy again) both spend most of their time outside the GIL, so
@@ -9,14 +9,50 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Generic, TypeVar
+
+from qoe.errors import InputError
 
 T = TypeVar("T")
 
 # How long the reading thread waits for room in the queue before it looks again whether
 # the reader has gone (s): the time a thread of an abandoned reader lives on.
 _POLL_S = 0.05
+
+
+def read_ahead(items: Iterable[T], depth: int = 1) -> Iterator[T]:
+    """The items of ``items``, made by a background thread while the caller works.
+
+    For the batches of a large capture (:func:`read_udp_batches`, :func:`tcp_segment_rows`,
+    or a generator that reads and prepares them): file reads and NumPy release the GIL, so
+    with two cores or more the next batch is read and decoded while the caller works on
+    the one before.
+
+    Parameters
+    ----------
+    items : iterable
+        What to iterate over; its iterator is advanced only in the background thread.
+    depth : int, optional
+        Items made ahead at most (default 1): the thread asks for the next item only while
+        fewer than ``depth`` are waiting or being made, so memory grows by ``depth`` items.
+
+    Returns
+    -------
+    iterator
+        The same items in the same order. An exception ``items`` raises is raised here, at
+        the item where it occurred, after the items before it; warnings are issued from the
+        thread when it meets them. ``close()`` (also when the iterator is collected) stops
+        the thread and closes the source there.
+
+    Raises
+    ------
+    InputError
+        ``depth`` is not a positive integer.
+    """
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise InputError(f"read_ahead: depth must be a positive integer, given {depth!r}")
+    return ReadAhead(iter(items), depth)
 
 
 class ReadAhead(Iterator[T], Generic[T]):

@@ -26,11 +26,9 @@ from qoe.capture._linktypes import (
     VLAN_TPIDS,
 )
 from qoe.capture._options import positive_int
-from qoe.capture._readahead import ReadAhead
 from qoe.capture._reassembly import ReassemblyLimits, reassembly_limits
 from qoe.capture._tunnels import IP_TUNNEL_PROTOCOLS, MPLS_ETHERTYPES, UDP_TUNNEL_PORTS
 from qoe.capture._types import HEAD_BYTES, UdpBatch
-from qoe.errors import InputError
 
 
 class AddressBook:
@@ -76,7 +74,6 @@ def read_udp_batches(
     batch_size: int = 65536,
     chunk_size: int = CHUNK_SIZE,
     reassembly: ReassemblyLimits = ReassemblyLimits(),
-    read_ahead: int = 0,
 ) -> Iterator[UdpBatch]:
     """Stream the UDP datagrams of a capture as columns of NumPy arrays.
 
@@ -89,14 +86,6 @@ def read_udp_batches(
     chunk_size, reassembly : optional
         As for :func:`~qoe.capture.read_packets`: bytes read from the file at a time, and
         the bounds of IP fragment reassembly.
-    read_ahead : int, optional
-        Batches read and decoded ahead in a background thread (default 0: none, each batch
-        is read when asked for). File reads and NumPy release the GIL, so with two cores
-        or more reading overlaps the caller's work on the batch before; memory grows by
-        ``read_ahead + 1`` batches. The batches are the same; an error of the read is raised
-        at the batch where it occurred, and its warnings are issued from that thread as it
-        reads.
-
     Yields
     ------
     UdpBatch
@@ -110,7 +99,7 @@ def read_udp_batches(
         As :func:`~qoe.capture.read_packets` (at the call).
     InputError
         ``batch_size`` or ``chunk_size`` is not a positive integer; ``reassembly`` is not
-        a :class:`~qoe.capture.ReassemblyLimits`; ``read_ahead`` is negative.
+        a :class:`~qoe.capture.ReassemblyLimits`.
 
     Warns
     -----
@@ -124,11 +113,8 @@ def read_udp_batches(
     batch_size = positive_int(batch_size, "batch_size")
     chunk_size = positive_int(chunk_size, "chunk_size")
     reassembly = reassembly_limits(reassembly)
-    if isinstance(read_ahead, bool) or not isinstance(read_ahead, (int, np.integer)) or read_ahead < 0:
-        raise InputError(f"read_ahead must be an integer >= 0 (batches), given {read_ahead!r}")
     probe(path, chunk_size=chunk_size)  # raise CaptureError now, not at the first next()
-    batches = _iter_batches(path, batch_size, chunk_size, reassembly)
-    return ReadAhead(batches, int(read_ahead)) if read_ahead else batches
+    return _iter_batches(path, batch_size, chunk_size, reassembly)
 
 
 # The columns of a _Piece, in its constructor's order (``buf`` last).
