@@ -636,13 +636,30 @@ class StreamStats:
             lo[sid] = np.minimum(lo[sid], np.minimum.reduceat(np.where(inc, x, np.inf), sg.starts))
             hi[sid] = np.maximum(hi[sid], np.maximum.reduceat(np.where(inc, x, -np.inf), sg.starts))
             count[sid] += c
-        # mean_k = (1 - 1/k) mean_{k'} + x / k; left-out packets leave it (a = 1, b = 0)
-        inv_k = np.where(inc, 1.0 / k, 0.0)
-        b = np.stack([x * inv_k for x, *_ in series], axis=1)
-        y0 = np.stack([m[sid] for *_, m, _ in series], axis=1)
-        y = sg.affine(1.0 - inv_k, b, y0)[sg.last]
+        # mean_k = (1 - 1/k) mean_{k-1} + x_k / k, k the packets before this one. Over a run of
+        # included packets k1..k2 it telescopes, k2 mean_k2 = (k1 - 1) mean_{k1-1} + sum x:
+        # one sum per segment whose packets are all included and consecutive (k one more at
+        # each); the others (a left-out packet leaves the mean: a = 1, b = 0; a packet that
+        # is not in the series still counts in k) take the recurrence.
+        whole = (c == sg.lens) & (k[sg.last] - k[sg.starts] == sg.lens - 1)
+        if whole.any():
+            w = np.flatnonzero(whole)
+            ws = sid[w]
+            k1, k2 = k[sg.starts[w]], k[sg.last[w]]
+            for x, *_, mean, _ in series:
+                total = np.add.reduceat(x, sg.starts)[w]
+                mean[ws] = ((k1 - 1.0) * mean[ws] + total) / k2
+        if whole.all():
+            return
+        part = np.flatnonzero(np.repeat(~whole, sg.lens))
+        sp = sg.sub(part)
+        psid = sid[sp.ids]
+        inv_k = np.where(inc[part], 1.0 / k[part], 0.0)
+        b = np.stack([x[part] * inv_k for x, *_ in series], axis=1)
+        y0 = np.stack([m[psid] for *_, m, _ in series], axis=1)
+        y = sp.affine(1.0 - inv_k, b, y0)[sp.last]
         for i, (*_, mean, _) in enumerate(series):
-            mean[sid] = y[:, i]
+            mean[psid] = y[:, i]
 
     def _cycles(self, seg: _Segments, ok: np.ndarray, seq: np.ndarray, prev_seq: np.ndarray) -> None:
         """Wireshark-compatible cycle count (qoe.rtp's docstring), over the packets with a
