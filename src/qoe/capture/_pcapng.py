@@ -22,9 +22,6 @@ from typing import BinaryIO
 
 import numpy as np
 
-import dpkt
-from dpkt import pcapng as dpkt_pcapng
-
 from qoe.capture._records import (
     CHUNK_SIZE,
     MAX_RECORD,
@@ -44,19 +41,22 @@ from qoe.errors import CaptureError
 
 # pcapng Section Header Block type, draft-ietf-opsawg-pcapng §4.1 (a palindrome, so it reads
 # the same in both byte orders).
-SHB = dpkt_pcapng.PCAPNG_BT_SHB
-_BOM = dpkt_pcapng.BYTE_ORDER_MAGIC  # 0x1A2B3C4D, §4.1 Byte-Order Magic
-_IDB = dpkt_pcapng.PCAPNG_BT_IDB  # 1, §4.2
-_PB = dpkt_pcapng.PCAPNG_BT_PB  # 2, Appendix A (obsolete Packet Block)
-_SPB = dpkt_pcapng.PCAPNG_BT_SPB  # 3, §4.4
-_EPB = dpkt_pcapng.PCAPNG_BT_EPB  # 6, §4.3
+# The block types and option codes are written here (dpkt.pcapng holds the same values):
+# dpkt is imported only to parse an Interface Description Block's options (_parse_idb).
+SHB = 0x0A0D0D0A
+_BOM = 0x1A2B3C4D  # §4.1 Byte-Order Magic
+_VERSION_MAJOR = 1  # §4.1 Major Version
+_IDB = 0x00000001  # §4.2
+_PB = 0x00000002  # Appendix A (obsolete Packet Block)
+_SPB = 0x00000003  # §4.4
+_EPB = 0x00000006  # §4.3
 _DSB = 0x0000000A  # §4.7 Decryption Secrets Block
 # Blocks that Wireshark shows as frames although they hold no packet: the Systemd Journal
 # Export Block (pcapng §4.7, type 9) and Custom Blocks (§4.8, 0x00000BAD / 0x40000BAD).
 # They take a frame number (checked with tshark 4.0), so that ours stay equal to Wireshark's.
 _FRAME_WITHOUT_PACKET = frozenset({0x00000009, 0x00000BAD, 0x40000BAD})
-_OPT_TSRESOL = dpkt_pcapng.PCAPNG_OPT_IF_TSRESOL  # 9, §4.2 if_tsresol
-_OPT_TSOFFSET = dpkt_pcapng.PCAPNG_OPT_IF_TSOFFSET  # 14, §4.2 if_tsoffset
+_OPT_TSRESOL = 9  # §4.2 if_tsresol
+_OPT_TSOFFSET = 14  # §4.2 if_tsoffset
 
 
 def parse_shb(name: str, head: bytes) -> CaptureInfo:
@@ -72,13 +72,18 @@ def parse_shb(name: str, head: bytes) -> CaptureInfo:
         raise CaptureError(f"{name}: pcapng byte-order magic is {head[8:12].hex()}, expected 1a2b3c4d")
     if len(head) >= 14:
         vmaj = struct.unpack(bo + "H", head[12:14])[0]
-        if vmaj != dpkt_pcapng.PCAPNG_VERSION_MAJOR:
+        if vmaj != _VERSION_MAJOR:
             raise CaptureError(f"{name}: pcapng major version {vmaj}, expected 1")
     return CaptureInfo(name, "pcapng", bo)
 
 
 def _parse_idb(name: str, block: bytes, bo: str) -> Interface:
     """pcapng §4.2 Interface Description Block, options parsed by dpkt."""
+    # dpkt loads here, with the first pcapng interface: a pcap file is read without it (its
+    # import costs 25 ms of CPU)
+    import dpkt  # noqa: PLC0415
+    from dpkt import pcapng as dpkt_pcapng  # noqa: PLC0415
+
     cls = dpkt_pcapng.InterfaceDescriptionBlockLE if bo == "<" else dpkt_pcapng.InterfaceDescriptionBlock
     try:
         idb = cls(block)

@@ -31,18 +31,35 @@ YOUNG = 20_000
 
 
 def relaxed(items: Iterator[T]) -> Iterator[T]:
-    """``items``, each produced with the young generation's threshold at :data:`YOUNG` (the
-    caller's threshold restored before each item is given, and at the end or on an error)."""
-    while True:
-        old = gc.get_threshold()
-        gc.set_threshold(max(YOUNG, old[0]), *old[1:])
-        try:
+    """``items``, each produced with the young generation's threshold at :data:`YOUNG`.
+
+    When an item is given, the caller's threshold is back, counted from that moment (its
+    first young collection comes after as many of its own allocations as its threshold
+    says, not at once over the objects the pass left young); at the end, on an error or
+    when the iterator is closed, the caller's threshold exactly. A threshold the caller sets
+    while iterating is taken as its own; a threshold of 0 (automatic collection off) is left
+    alone.
+    """
+    caller = gc.get_threshold()
+    mine: tuple[int, ...] | None = None  # what was left set when the last item was given
+    try:
+        while True:
+            now = gc.get_threshold()
+            if mine is not None and now != mine:
+                caller = now  # the caller set its own meanwhile
+            if caller[0]:
+                gc.set_threshold(max(YOUNG, caller[0]), *caller[1:])
             item = next(items, _END)
-        finally:
-            gc.set_threshold(*old)
-        if item is _END:
-            return
-        yield item  # type: ignore[misc]
+            if item is _END:
+                return
+            if caller[0]:
+                mine = (caller[0] + gc.get_count()[0], *caller[1:])
+                gc.set_threshold(*mine)
+            else:
+                mine = caller
+            yield item  # type: ignore[misc]
+    finally:
+        gc.set_threshold(*caller)
 
 
 _END = object()
