@@ -238,7 +238,8 @@ class _Conn(_Delivery):
             if (
                 tcp[_ACK] == o.ack_raw and not tcp[_SACK] and h.closed is None and h.fin is None
                 and prev is not None and ts - prev <= MIN_RTO_NS and not self.rtt_neg
-                and not h.gap_len and len(payload) == dl and -HALF32 <= o.acked - o.high < HALF32  # type: ignore[operator]
+                and not h.gap_len and len(payload) == dl
+                and -HALF32 <= o.acked - o.high < HALF32  # type: ignore[operator]
             ):
                 high = h.high
                 if high == h.nxt and (tcp[_SEQ] - h.base - high) & M32 == 0:  # offset == high
