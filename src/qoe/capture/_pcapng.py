@@ -16,6 +16,7 @@ References
 
 from __future__ import annotations
 
+import io
 import struct
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -163,6 +164,9 @@ class _PcapngWalk:
         self.found = False  # probe_only: the first packet has been reached
         self.buf = already
         self.pos = 0
+        # a plain file (not a pipe, not gzip): a block a chunk cuts is read again with the
+        # next chunk (a seek back), not copied in front of it
+        self.reread = isinstance(f, io.BufferedReader) and f.seekable()
         self.ifaces: list[Interface] = []  # the current section's
         self.base = 0  # our number of the current section's interface 0
         self.index = 0  # frames in the chunks yielded so far
@@ -195,10 +199,15 @@ class _PcapngWalk:
                     break
                 if blen < 0 or self.pos + blen > len(self.buf):  # not whole in the buffer: read on
                     yield from self._flush()
+                    left = len(self.buf) - self.pos
+                    if self.reread and self.pos and left:
+                        # (as pcap_chunks does: the cut block is read again, not copied)
+                        self.f.seek(-left, io.SEEK_CUR)
+                        left = 0
                     chunk = read_bytes(self.f, self.chunk_size, name)
                     if not chunk:
                         break
-                    self.buf = self.buf[self.pos :] + chunk
+                    self.buf = self.buf[self.pos :] + chunk if left else chunk
                     self.pos = 0
                     continue
                 problem = self._take(btype, blen)
