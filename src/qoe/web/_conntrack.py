@@ -63,7 +63,6 @@ _SEQ, _ACK, _FLAGS, _WIN, _DLEN, _MSS, _WSCALE, _SACK_OK, _SACK, _TSVAL, _TSECR,
     )
 )
 _H0 = _SEQ
-_PLAIN = TCP_SYN | TCP_ACK | TCP_FIN | TCP_RST  # the flags whose absence or presence changes a segment's handling
 _HDR = slice(_SEQ, _IPID + 1)
 assert _IPID == _TSECR + 1, "the header fields a copy repeats are contiguous in a row"
 
@@ -220,47 +219,13 @@ class _Conn(_Delivery):
 
     def packet(self, d: int, tcp: tuple[Any, ...]) -> None:
         """Segment row ``tcp`` (fields: ``qoe.capture.TCP_SEGMENT_FIELDS``) from side ``d``."""
-        ts, payload = tcp[1], tcp[6]
+        index, ts, payload = tcp[0], tcp[1], tcp[6]
         self.packets += 1
         self.last_ts = ts
         h = self.halves[d]
         h.packets += 1
         flags = tcp[_FLAGS]
         dl = tcp[_DLEN]
-        if dl and flags & _PLAIN == TCP_ACK:
-            # The common case of a transfer, in one step: new bytes right after the last one
-            # delivered (no hole, no gap, no FIN, not cut by the snap length), within an RTO of
-            # the sender's previous data (no stall), repeating the highest ACK (so ``_ack``
-            # would keep only the window). Exactly what the general steps below do with it
-            # (``_ack``'s and ``_segment``'s first branches); anything else takes them.
-            o = self.halves[1 - d]
-            prev = h.last_data_ts
-            if (
-                tcp[_ACK] == o.ack_raw and not tcp[_SACK] and h.closed is None and h.fin is None
-                and prev is not None and ts - prev <= MIN_RTO_NS and not self.rtt_neg
-                and not h.gap_len and len(payload) == dl
-                and -HALF32 <= o.acked - o.high < HALF32  # type: ignore[operator]
-            ):
-                high = h.high
-                if high == h.nxt and (tcp[_SEQ] - h.base - high) & M32 == 0:  # offset == high
-                    o.ack_win = tcp[_WIN]
-                    h.data_packets += 1
-                    h.wire_bytes += dl
-                    h.last_data_ts = ts
-                    e = high + dl
-                    h.high = h.nxt = e
-                    sent = h.sent
-                    sent.append([high, e, ts, 0, payload, ts, tcp[_HDR]])
-                    h.pl_bytes += dl
-                    limits = self.limits
-                    if len(sent) - h.sent_head > limits.max_tracked_segments or h.pl_bytes > limits.max_buffered_bytes:
-                        self._trim_sent(h)
-                    h.delivered += dl
-                    if self.sink is not None:
-                        self.sink.data(d, ts, high, payload)
-                    h.last_ts = ts
-                    return
-        index = tcp[0]
         if flags & TCP_SYN:
             self._syn(h, d, index, tcp, ts, flags)
         if flags & TCP_ACK:
