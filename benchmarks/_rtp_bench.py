@@ -11,6 +11,7 @@ import io
 import math
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -48,6 +49,17 @@ t = time.perf_counter()
 from qoe.rtp import scan_capture
 scan = scan_capture(sys.argv[1], keep_packets=False)
 print(len(scan.streams), time.perf_counter() - t)
+"""
+
+
+# Reading alone, in a fresh process: every UDP datagram of the capture in NumPy batches,
+# nothing done with them (the floor under the scan: its stdout, datagrams and seconds).
+READ_SNIPPET = """
+import sys, time
+t = time.perf_counter()
+from qoe.capture import read_udp_batches
+n = sum(len(b) for b in read_udp_batches(sys.argv[1]))
+print(n, time.perf_counter() - t)
 """
 
 
@@ -137,31 +149,48 @@ def print_table(rows: list[tuple]) -> None:
     for kind, streams, packets, tool, secs, cpu, mem, ratio, cpu_ratio, agree in rows:
         print(f"{kind:<14} {streams:>7} {packets:>9} {tool:<23} {secs:>7.2f} {cpu:>7.2f} {mem:>12.1f} "
               f"{ratio:>8.2f} {cpu_ratio:>8.2f}  {agree}".replace("nan", "  -"))
-    print("(x tshark: tshark's time / this tool's time in the same run, wall clock and CPU (user + system);\n"
+    print("(x tshark: tshark's time / this tool's time in the same round, wall clock and CPU (user + system),\n"
+          " the median over the rounds; the times are medians too;\n"
           " peak RSS: the process's own ru_maxrss; wall clock suffers most when other processes share the CPUs)")
 
 
-def run_tools(kind: str, capture: Path, tmp: Path, tl: dict[str, str | None], streams: int, packets: int) -> list[tuple]:
-    """Time ``qoe streams`` (CLI), ``scan_capture`` (library) and tshark on ``capture``;
-    compare the CLI's CSV with tshark's table; the table rows."""
+def run_tools(kind: str, capture: Path, tmp: Path, tl: dict[str, str | None], streams: int, packets: int,
+              repeat: int = 1) -> list[tuple]:
+    """Time ``qoe streams`` (CLI), ``scan_capture`` (library), reading alone and tshark on
+    ``capture``, ``repeat`` rounds of one run each (in that order); compare the CLI's CSV
+    with tshark's table; the table rows. Times are the median over the rounds, and each
+    ratio to tshark the median of the rounds' ratios (paired runs)."""
     cli_out = tmp / f"{kind}.qoe.csv"
-    cli = measured([tl["qoe"], "streams", str(capture), "--format", "csv"], cli_out)  # type: ignore[list-item]
-    lib = measured([sys.executable, "-c", LIB_SNIPPET, str(capture)], tmp / f"{kind}.lib.txt")
-    ts = (float("nan"),) * 3
+    cmds = {
+        "qoe streams (CLI)": ([tl["qoe"], "streams", str(capture), "--format", "csv"], cli_out),
+        "scan_capture (process)": ([sys.executable, "-c", LIB_SNIPPET, str(capture)], tmp / f"{kind}.lib.txt"),
+        "floor: reading alone": ([sys.executable, "-c", READ_SNIPPET, str(capture)], tmp / f"{kind}.read.txt"),
+    }
+    if tl["tshark"]:
+        cmds["tshark -z rtp,streams"] = (tshark_command(tl["tshark"], capture), tmp / f"{kind}.tshark.txt")
+    runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in cmds}
+    for _ in range(repeat):
+        for name, (cmd, out) in cmds.items():
+            runs[name].append(measured(cmd, out))  # type: ignore[arg-type]
     agree = "tshark not installed"
     if tl["tshark"]:
-        ts_out = tmp / f"{kind}.tshark.txt"
-        ts = measured(tshark_command(tl["tshark"], capture), ts_out)
-        ts_rows = parse_tshark(ts_out.read_text())
+        ts_rows = parse_tshark(cmds["tshark -z rtp,streams"][1].read_text())
         problems = compare(ts_rows, parse_csv(cli_out.read_text()))
         agree = verdict(problems, len(ts_rows), streams)
         for p in problems[:10]:
             print("   ", p)
-    return [
-        (kind, streams, packets, "qoe streams (CLI)", *cli, ts[0] / cli[0], ts[1] / cli[1], agree),
-        (kind, streams, packets, "scan_capture (process)", *lib, ts[0] / lib[0], ts[1] / lib[1], ""),
-        (kind, streams, packets, "tshark -z rtp,streams", *ts, 1.0, 1.0, ""),
-    ]
+    ts = runs.get("tshark -z rtp,streams")
+    rows = []
+    for name, got in runs.items():
+        wall, cpu, mem = (statistics.median(x[i] for x in got) for i in range(3))
+        if ts is None:
+            ratio = cpu_ratio = float("nan")
+        else:
+            ratio = statistics.median(t[0] / x[0] for t, x in zip(ts, got))
+            cpu_ratio = statistics.median(t[1] / x[1] for t, x in zip(ts, got))
+        rows.append((kind, streams, packets, name, wall, cpu, mem, ratio, cpu_ratio,
+                     agree if name == "qoe streams (CLI)" else ""))
+    return rows
 
 
 def failed(rows: list[tuple]) -> bool:

@@ -23,7 +23,9 @@ arrival spacing are the sample's, so every copy has the sample's statistics. For
 capture, in the same run and each in a fresh process, it times
 
 * ``qoe streams CAPTURE --format csv`` (the CLI, what a user runs),
-* the library call ``qoe.rtp.scan_capture(CAPTURE, keep_packets=False)``, and
+* the library call ``qoe.rtp.scan_capture(CAPTURE, keep_packets=False)``,
+* reading alone, ``qoe.capture.read_udp_batches(CAPTURE)`` with nothing done with the
+  batches (the floor under the scan), and
 * ``tshark -r CAPTURE -q --enable-heuristic rtp_udp -z rtp,streams``,
 
 measuring wall time and the child's peak resident memory (``ru_maxrss`` of
@@ -37,7 +39,11 @@ Usage::
     python benchmarks/rtp_many_streams.py            # 2,000 calls; 20,000 short streams
     python benchmarks/rtp_many_streams.py --short    # 150 calls; 2,000 short streams (CI)
 
-Timings are wall-clock on a shared machine: compare ratios measured in the same run.
+Each is run ``--repeat`` times (default 5) in rounds, one run of each tool per round; the
+table shows the median times and the median of the rounds' ratios to tshark. The scan
+reads the capture one batch ahead in a second thread (``read_udp_batches(read_ahead=)``),
+so its wall time gains from a second core and its CPU time does not: both are shown.
+Timings are taken on a shared machine: compare ratios measured in the same run.
 """
 
 from __future__ import annotations
@@ -164,13 +170,13 @@ def build(kind: str, sample: Path, out: Path, count: int, seed: int = 1) -> tupl
 # ----------------------------------------------------------------------------- running
 
 
-def run_case(kind: str, count: int, sample: Path, tmp: Path, tl: dict[str, str | None]) -> list[tuple]:
+def run_case(kind: str, count: int, sample: Path, tmp: Path, tl: dict[str, str | None], repeat: int) -> list[tuple]:
     cap = tmp / f"{kind}.pcap"
     t = time.perf_counter()
     packets, streams = build(kind, sample, cap, count)
     print(f"{kind}: {packets} packets, {streams} streams, {cap.stat().st_size / 2**20:.0f} MiB, "
           f"built in {time.perf_counter() - t:.1f} s", flush=True)
-    rows = run_tools(kind, cap, tmp, tl, streams, packets)
+    rows = run_tools(kind, cap, tmp, tl, streams, packets, repeat)
     cap.unlink()  # the next capture's room
     return rows
 
@@ -183,7 +189,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sample", type=Path, default=DEFAULT_SAMPLE, help="capture whose RTP frames are copied")
     ap.add_argument("--only", nargs="*", default=None, choices=("concurrent", "sequential", "short-streams"))
     ap.add_argument("--keep", type=Path, default=None, help="keep the outputs in this directory")
+    ap.add_argument("--repeat", type=int, default=None,
+                    help="rounds of paired runs; the medians are shown (default 5, --short: 1)")
     args = ap.parse_args(argv)
+    repeat = args.repeat or (1 if args.short else 5)
     calls = args.calls or (150 if args.short else 2000)
     n_short = args.streams or (2000 if args.short else 20000)
     tl = tools()
@@ -194,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for kind, count in cases:
             if args.only is None or kind in args.only:
-                rows += run_case(kind, count, args.sample, tmp, tl)
+                rows += run_case(kind, count, args.sample, tmp, tl, repeat)
     finally:
         if args.keep is None:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -14,6 +14,17 @@ Default N = 200 (33 MB), ``--short``: 20. Each in a fresh subprocess (peak RSS p
 
 It prints wall-clock and CPU seconds, the ratio to tshark (target: parity) and compares the
 number of HTTP/2 HEADERS frames tshark counts with qoe's (a request and a response each).
+
+The floor rows show how close parity can get with the libraries the project mandates
+(measured in a subprocess of their own, CPU seconds of the part named only):
+
+- ``hpack alone``: ``hpack.Decoder.decode(block, raw=True)`` on every header block of the
+  capture, in the order qoe fed them, one fresh decoder per connection direction as qoe
+  keeps them (the blocks are collected first by recording what qoe's run gave hpack);
+- ``reading alone``: ``qoe.capture.tcp_segment_rows`` over the file (pcap read, headers
+  to rows), the least any pass over the packets costs;
+- their sum: what is left for TCP reassembly, TLS decryption, HTTP/2 framing and the
+  transactions if qoe is to reach tshark's time.
 Usage::
 
     python benchmarks/web_h2.py [--short] [--copies N] [--repeat R] [--keep FILE]
@@ -59,6 +70,40 @@ print(json.dumps({"s": dt, "cpu": cpu, "pages": pages, "tx": tx,
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
+FLOOR = r"""
+import json, sys, time, warnings
+import hpack
+from qoe.capture import tcp_segment_rows
+from qoe.web.http import connection_results
+path, keylog = sys.argv[1:3]
+blocks = []  # (the decoder qoe used, the block it was given), in the order qoe gave them
+_decode = hpack.Decoder.decode
+def _record(self, data, raw=False):
+    blocks.append((self, bytes(data)))
+    return _decode(self, data, raw=raw)
+hpack.Decoder.decode = _record  # recording only: the measurement below calls hpack unchanged
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    for _ in connection_results(path, keylog=keylog):
+        pass
+hpack.Decoder.decode = _decode
+fresh = {}
+c = time.process_time()
+for owner, block in blocks:
+    d = fresh.get(id(owner))
+    if d is None:
+        d = fresh[id(owner)] = hpack.Decoder()
+        d.max_header_list_size = 1 << 20  # as qoe.web._h2 sets it
+    d.decode(block, raw=True)
+hp = time.process_time() - c
+c = time.process_time()
+n = 0
+for _ in tcp_segment_rows(path):
+    n += 1
+rd = time.process_time() - c
+print(json.dumps({"hpack_cpu": hp, "blocks": len(blocks), "decoders": len(fresh), "read_cpu": rd, "segments": n}))
+"""
+
 
 def write_capture(out: str, copies: int) -> int:
     """``copies`` copies of :data:`SOURCE`, one after the other, each from its own client address."""
@@ -98,6 +143,13 @@ def _qoe(path: str, what: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _floor(path: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "src"), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", FLOOR, path, KEYLOG], check=True, capture_output=True,
+                         text=True, env=env)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def _tshark(path: str) -> dict | None:
     if shutil.which("tshark") is None:
         return None
@@ -130,11 +182,15 @@ def main(argv: list[str] | None = None) -> int:
         size_mb = os.path.getsize(path) / 1e6
         print(f"HTTP/2 capture: {n} copies of {os.path.basename(SOURCE)}, {packets} packets, {size_mb:.1f} MB")
         runs: dict[str, list] = {"pages": [], "conns": [], "ts": []}
+        floors = []
         for _ in range(max(1, args.repeat)):
             runs["pages"].append(_qoe(path, "pages"))
             runs["conns"].append(_qoe(path, "conns"))
             runs["ts"].append(_tshark(path))
+            floors.append(_floor(path))
         best = {k: min((r for r in v if r is not None), key=lambda r: r["cpu"], default=None) for k, v in runs.items()}
+        floor = {"hpack": min(r["hpack_cpu"] for r in floors), "read": min(r["read_cpu"] for r in floors),
+                 "blocks": floors[0]["blocks"]}
         ts = best["ts"]
         print(f"{'tool':46s} {'s':>7s} {'CPU s':>7s} {'tx/s':>8s} {'MB/s':>7s} {'vs tshark':>10s} {'peak RSS MB':>12s}")
         for label, r in (("qoe iter_page_loads(keylog=) [pages]", best["pages"]),
@@ -145,6 +201,16 @@ def main(argv: list[str] | None = None) -> int:
         if ts:
             print(f"{'tshark -o tls.keylog_file -q -z http2,tree':46s} {ts['s']:7.2f} {ts['cpu']:7.2f} "
                   f"{best['conns']['tx'] / ts['s']:8.0f} {size_mb / ts['s']:7.1f} {1.0:9.2f}x")
+        for label, cpu in ((f"floor: hpack alone ({floor['blocks']} blocks)", floor["hpack"]),
+                           ("floor: reading alone (tcp_segment_rows)", floor["read"]),
+                           ("floor: hpack + reading", floor["hpack"] + floor["read"])):
+            ratio = f"{ts['cpu'] / cpu:9.2f}x" if ts else f"{'':>10s}"
+            print(f"{label:46s} {'':>7s} {cpu:7.2f} {'':>8s} {size_mb / cpu:7.1f} {ratio}")
+        if ts:
+            left = ts["cpu"] - floor["hpack"] - floor["read"]
+            spent = best["conns"]["cpu"] - floor["hpack"] - floor["read"]
+            print(f"left for TCP, TLS, HTTP/2 framing and transactions at parity: {left:.2f} CPU s "
+                  f"(qoe spends {spent:.2f}); floor ratios are CPU ones")
             agree = "equal" if ts["headers"] == 2 * best["conns"]["tx"] else "DIFFERENT"
             print(f"tshark http2,tree: {ts['headers']} HEADERS frames; qoe: {best['conns']['tx']} transactions "
                   f"({agree}: a request and a response each), {best['pages']['pages']} pages")

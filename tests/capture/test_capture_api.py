@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 import pytest
 
 import qoe.capture as capture
-from qoe.capture import Packet, TcpInfo, read_packets, read_udp_batches
+from qoe.capture import Packet, TcpInfo, read_ahead, read_packets, read_udp_batches
 
 
 def test_all_names_exist_and_are_complete():
@@ -16,7 +17,7 @@ def test_all_names_exist_and_are_complete():
     public = {n for n in vars(capture) if not n.startswith("_") and n not in {"annotations"}}
     modules = {n for n in public if type(getattr(capture, n)).__name__ == "module"}
     assert public - modules == set(capture.__all__)
-    for name in ("read_packets", "read_udp_batches", "Packet", "TcpInfo", "UdpBatch"):
+    for name in ("read_packets", "read_udp_batches", "read_ahead", "Packet", "TcpInfo", "UdpBatch"):
         assert name in capture.__all__
 
 
@@ -56,6 +57,29 @@ def test_udp_batch_columns(cap, write):
     assert b.lengths.tolist() == list(range(7)) and b.data.dtype.name == "uint8"
     assert [b.data[a : a + n].tobytes() for a, n in zip(b.starts, b.lengths)] == [bytes([i]) * i for i in range(7)]
     assert b.payload.tobytes() == b"".join(bytes([i]) * i for i in range(7))
+
+
+def test_read_ahead_gives_the_same_batches_and_stops_when_left(cap, write):
+    frames = [cap.eth(cap.ipv4(f"10.0.0.{i % 7}", "10.0.1.1", 17, cap.udp(i, 2, bytes([i % 251]) * (i % 40))))
+              for i in range(500)]
+    path = write(cap.pcap([(cap.T0, i, f) for i, f in enumerate(frames)]))
+
+    def columns(batches):  # type: ignore[no-untyped-def]
+        return [(b.index.tolist(), b.ts_ns.tolist(), [b.addresses[c] for c in b.src], b.sport.tolist(),
+                 [b.payload_of(i) for i in range(len(b))]) for b in batches]
+
+    plain = columns(read_udp_batches(path, batch_size=64, chunk_size=4096))
+    assert len(plain) == 8
+    for depth in (1, 3):
+        assert columns(read_ahead(read_udp_batches(path, batch_size=64, chunk_size=4096), depth)) == plain
+    before = threading.active_count()
+    it = read_ahead(read_udp_batches(path, batch_size=8, chunk_size=512), 2)
+    next(it)
+    assert threading.active_count() == before + 1  # the reading thread, waiting: two batches made ahead
+    it.close()  # type: ignore[attr-defined]
+    assert threading.active_count() == before
+    with pytest.raises(StopIteration):
+        next(it)
 
 
 def test_address_codes_stable_across_batches(cap, write):

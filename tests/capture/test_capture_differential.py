@@ -106,3 +106,31 @@ def test_random_bytes_never_raise(cap, write, rng, linktype):  # type: ignore[no
         udp = [p for p in pkts if p.proto == 17]
         got = [b.packet(i) for b in read_udp_batches(path) for i in range(len(b))]
     assert got == udp
+
+
+@pytest.mark.parametrize("cut_below_42", [False, True], ids=["all-plain", "some-cut-short"])
+def test_plain_udp_trunk_chunks_agree_with_the_packet_reader(cap, write, rng, cut_below_42):  # type: ignore[no-untyped-def]
+    """Chunks of nothing but Ethernet II + IPv4 + UDP (a trunk of RTP) are read in one
+    gather per row; with odd UDP lengths, Ethernet padding, IPv4 total lengths short of the
+    frame and snap-length cuts, the datagrams, payloads and cut bytes must still be those
+    of the per-packet reader (``wire_len - caplen`` beyond the UDP length's end)."""
+    frames, want_cut = [], []
+    for i in range(700):
+        payload = bytes(rng.integers(0, 256, int(rng.integers(0, 200)), dtype=np.uint8))
+        r = rng.random()
+        length = None if r < 0.8 else int(rng.choice([0, 7, 8 + len(payload) // 2, 8 + len(payload) + 9]))
+        ip = cap.ipv4(f"10.1.{i % 7}.{1 + i % 5}", "198.51.100.2", 17, cap.udp(4000 + i % 50, 5004, payload, length=length))
+        frame = cap.eth(ip, pad_to=60 if rng.random() < 0.5 else 0)
+        wire = len(frame)
+        if rng.random() < 0.1:  # a snap length cut, past the UDP header (or, in one variant, into it)
+            frame = frame[: int(rng.integers(1 if cut_below_42 else 42, len(frame) + 1))]
+        frames.append((frame, wire))
+        ulen = length if length is not None else 8 + len(payload)
+        want_cut.append(max(0, 34 + ulen - len(frame)) if ulen >= 8 and len(frame) >= 42 else 0)
+    path = write(cap.pcap([(cap.T0, i, f, w) for i, (f, w) in enumerate(frames)]))
+    pkts = list(read_packets(path, protocols=("udp",)))
+    for chunk in (512, 4096, 1 << 20):
+        batches = list(read_udp_batches(path, batch_size=64, chunk_size=chunk))
+        assert [b.packet(i) for b in batches for i in range(len(b))] == pkts
+        got_cut = {int(b.index[i]): int(b.cut[i]) for b in batches for i in range(len(b))}
+        assert got_cut == {p.index: want_cut[p.index - 1] for p in pkts}

@@ -9,12 +9,15 @@ import warnings
 
 import pytest
 
-from qoe.capture import ReassemblyLimits, probe, read_packets, read_udp_batches
+from qoe.capture import ReassemblyLimits, probe, read_ahead, read_packets, read_udp_batches
 from qoe.errors import CaptureError, InputError, QoEWarning
 
 READERS = [
     pytest.param(lambda p: [x.index for x in read_packets(p)], id="read_packets"),
     pytest.param(lambda p: [int(i) for b in read_udp_batches(p, batch_size=2) for i in b.index], id="read_udp_batches"),
+    # the read in a background thread: its warnings still reach the caller, naming the record
+    pytest.param(lambda p: [int(i) for b in read_ahead(read_udp_batches(p, batch_size=2), 2) for i in b.index],
+                 id="read_udp_batches-read_ahead"),
 ]
 
 
@@ -122,6 +125,24 @@ def test_unknown_linktype_on_interface_described_later(cap, write):  # type: ign
     assert next(it).index == 1
     with pytest.raises(CaptureError, match=r"189 \(USB_LINUX\) on pcapng interface 1"):
         next(it)
+
+
+def test_an_error_of_a_read_ahead_comes_at_its_batch(cap, write):  # type: ignore[no-untyped-def]
+    f = _frames(cap, 3)
+    data = cap.shb() + cap.idb("<", 1) + b"".join(cap.epb("<", 0, i, x) for i, x in enumerate(f))
+    data += cap.idb("<", 189) + cap.epb("<", 1, 0, b"\0" * 40)
+    it = read_ahead(read_udp_batches(write(data, "late.pcapng"), batch_size=1, chunk_size=64))
+    assert [int(next(it).index[0]) for _ in range(3)] == [1, 2, 3]  # the batches before the error first
+    with pytest.raises(CaptureError, match=r"189 \(USB_LINUX\) on pcapng interface 1"):
+        next(it)
+    with pytest.raises(StopIteration):
+        next(it)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True])
+def test_bad_read_ahead_depth(cap, write, bad):  # type: ignore[no-untyped-def]
+    with pytest.raises(InputError, match=r"read_ahead: depth must be a positive integer"):
+        read_ahead(read_udp_batches(write(cap.pcap([]))), bad)
 
 
 def test_pcapng_bad_byte_order_magic(cap, write):  # type: ignore[no-untyped-def]

@@ -202,3 +202,93 @@ def test_without_keys_bursts_hold_every_application_data_record(name):
     assert sum(b.bytes for b in d.bursts) == total
     assert {b.direction for b in d.bursts} == {"client", "server"}
     assert all(a.direction != b.direction for a, b in zip(d.bursts, d.bursts[1:]))  # alternating by definition
+
+
+def test_tls13_padded_records_open_to_their_content():
+    """RFC 8446 §5.2/§5.4: TLSInnerPlaintext = content, then the real content type, then any
+    number of zero bytes. A TLS 1.3 connection written here with ``cryptography``'s AES-GCM
+    (the other side of the primitive qoe opens records with) and keys from the RFC's key
+    schedule (§7.1 HKDF-Expand-Label, §7.3 traffic keys, §5.3 nonce): records with 0, 1 and
+    300 bytes of padding give the HTTP exchange that was written, every record opened; an
+    inner plaintext of zeros alone (no content type) fails, and is counted so."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDFExpand
+
+    from qoe.capture import TCP_ACK, TCP_FIN, TCP_PSH, TCP_SYN, Packet, TcpInfo
+    from qoe.web.keylog import parse_keylog
+
+    def expand_label(secret: bytes, label: bytes, length: int) -> bytes:
+        full = b"tls13 " + label  # §7.1 HkdfLabel: length, "tls13 " + label, empty context
+        info = length.to_bytes(2, "big") + bytes([len(full)]) + full + b"\x00"
+        return HKDFExpand(hashes.SHA256(), length, info).derive(secret)
+
+    class Writer:
+        def __init__(self, secret: bytes) -> None:
+            self.aead = AESGCM(expand_label(secret, b"key", 16))
+            self.iv = int.from_bytes(expand_label(secret, b"iv", 12), "big")
+            self.seq = 0
+
+        def record(self, content: bytes, ctype: int, pad: int = 0, zeros_only: bool = False) -> bytes:
+            inner = bytes(pad) if zeros_only else content + bytes([ctype]) + bytes(pad)
+            header = b"\x17\x03\x03" + (len(inner) + 16).to_bytes(2, "big")  # §5.2: opaque_type 23
+            nonce = (self.iv ^ self.seq).to_bytes(12, "big")
+            self.seq += 1
+            return header + self.aead.encrypt(nonce, inner, header)
+
+    def handshake(mtype: int, body: bytes) -> bytes:
+        return bytes([mtype]) + len(body).to_bytes(3, "big") + body
+
+    cr, sr = bytes(range(32)), bytes(range(32, 64))
+    secrets = {name: bytes([k + 1]) * 32 for k, name in enumerate(
+        ("CLIENT_HANDSHAKE_TRAFFIC_SECRET", "SERVER_HANDSHAKE_TRAFFIC_SECRET", "CLIENT_TRAFFIC_SECRET_0",
+         "SERVER_TRAFFIC_SECRET_0"))}
+    log = parse_keylog("".join(f"{n} {cr.hex()} {s.hex()}\n" for n, s in secrets.items()))
+    versions = (43).to_bytes(2, "big")  # §4.2.1 supported_versions
+    hello = (b"\x03\x03" + cr + b"\x00" + b"\x00\x02\x13\x01" + b"\x01\x00"
+             + (7).to_bytes(2, "big") + versions + b"\x00\x03\x02\x03\x04")
+    shello = (b"\x03\x03" + sr + b"\x00" + b"\x13\x01" + b"\x00"
+              + (6).to_bytes(2, "big") + versions + b"\x00\x02\x03\x04")
+    chs, shs = Writer(secrets["CLIENT_HANDSHAKE_TRAFFIC_SECRET"]), Writer(secrets["SERVER_HANDSHAKE_TRAFFIC_SECRET"])
+    cap, sap = Writer(secrets["CLIENT_TRAFFIC_SECRET_0"]), Writer(secrets["SERVER_TRAFFIC_SECRET_0"])
+    finished = handshake(20, bytes(32))  # §4.4.4 (not verified by a passive reader)
+    request = b"GET /a HTTP/1.1\r\nHost: example.org\r\n\r\n"
+    body = b"x" * 1000
+    response = b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + body
+    flights = [
+        (0, b"\x16\x03\x01" + (len(hello) + 4).to_bytes(2, "big") + handshake(1, hello)),
+        (1, b"\x16\x03\x03" + (len(shello) + 4).to_bytes(2, "big") + handshake(2, shello)
+         + shs.record(finished, 22, pad=1)),
+        (0, chs.record(finished, 22) + cap.record(request, 23, pad=300)),
+        (1, sap.record(response[:500], 23) + sap.record(response[500:], 23, pad=1)),
+        (1, sap.record(b"", 23, pad=20, zeros_only=True)),
+    ]
+    c, s = ("192.0.2.1", 50000), ("198.51.100.2", 443)
+    seq = [1000, 5000]
+    tcp_proto = 6  # IANA protocol number of TCP
+    packets, t = [], 1_000_000
+
+    def segment(direction: int, flags: int, payload: bytes = b"") -> None:
+        nonlocal t
+        src, dst = (c, s) if direction == 0 else (s, c)
+        tcp = TcpInfo(seq=seq[direction], ack=seq[1 - direction], flags=flags, window=65535, data_len=len(payload))
+        packets.append(Packet(len(packets) + 1, t, src[0], dst[0], tcp_proto, src[1], dst[1], payload, tcp, 0,
+                              54 + len(payload)))
+        seq[direction] += len(payload) + (1 if flags & (TCP_SYN | TCP_FIN) else 0)
+        t += 1_000_000
+
+    segment(0, TCP_SYN)
+    segment(1, TCP_SYN | TCP_ACK)
+    segment(0, TCP_ACK)
+    for direction, data in flights:
+        segment(direction, TCP_ACK | TCP_PSH, data)
+    segment(0, TCP_FIN | TCP_ACK)
+    segment(1, TCP_FIN | TCP_ACK)
+    (r,) = connection_results(packets, keylog=log)
+    d = r.decryption
+    assert d is not None and d.keys_found and d.cipher_suite == "TLS_AES_128_GCM_SHA256"
+    assert (d.client_records, d.server_records) == (2, 3)  # Finished + data each way
+    assert (d.client_failed_records, d.server_failed_records) == (0, 1)  # the record of zeros alone
+    (tx,) = r.transactions
+    assert (tx.method, tx.url, tx.status, tx.response_body_bytes) == ("GET", "https://example.org/a", 200, 1000)
+    assert tx.complete

@@ -237,3 +237,153 @@ def test_push_priority_reset_and_goaway_frames():
     assert main.priority == "weight=256 depends_on=0 exclusive=True"
     assert slow.priority == "u=5" and slow.reset == "RST_STREAM CANCEL" and not slow.complete
     assert pushed.pushed and pushed.target == "/pushed.css" and pushed.status == 200 and pushed.complete
+
+
+def _cut(packets, sizes=(1, 4, 5, 9, 13, 300)):
+    """Each TCP segment's payload cut into pieces of the sizes in turn (same time, sequence
+    numbers moved on, FIN on the last piece): the bytes each way are the same."""
+    import dataclasses
+
+    from qoe.capture import TCP_FIN
+
+    k = 0
+    for p in packets:
+        if p.tcp is None or len(p.payload) <= 1:
+            yield p
+            continue
+        data, off = p.payload, 0
+        while off < len(data):
+            n = sizes[k % len(sizes)]
+            k += 1
+            piece = data[off:off + n]
+            last = off + n >= len(data)
+            flags = p.tcp.flags if last else p.tcp.flags & ~TCP_FIN
+            tcp = dataclasses.replace(p.tcp, seq=(p.tcp.seq + off) % 2**32, flags=flags, data_len=len(piece))
+            yield dataclasses.replace(p, payload=piece, tcp=tcp)
+            off += n
+
+
+@pytest.mark.parametrize("name", ["tls13-h2-aes128", "tls12-h2-chacha", "h2c-prior"])
+def test_records_and_frames_cut_anywhere_give_the_same_transactions(name):
+    """TLS record headers and bodies (and, in clear, HTTP/2 frames) cut at every kind of place
+    (segments of 1 to 300 bytes instead of the captured ones): the same transactions, times
+    and sizes, and every record still opens (the captured segmentation's values are tshark's,
+    test_streams_requests_statuses_and_times_equal_tshark)."""
+    from qoe.capture import read_packets
+
+    path = TLS / f"{name}.pcapng"
+    whole = connection_results(path, keylog=keylog(name))
+    cut = connection_results(_cut(read_packets(path, protocols=("tcp",))), keylog=keylog(name))
+    assert sum(len(r.transactions) for r in whole) > 0
+    assert [[t.to_dict() for t in r.transactions] for r in cut] == [[t.to_dict() for t in r.transactions]
+                                                                    for r in whole]
+    assert [r.http2.to_dict() for r in cut] == [r.http2.to_dict() for r in whole]
+    assert [r.decryption and (r.decryption.client_records, r.decryption.server_records,
+                              r.decryption.failed_records) for r in cut] == \
+        [r.decryption and (r.decryption.client_records, r.decryption.server_records, r.decryption.failed_records)
+         for r in whole]
+
+
+def test_frames_cut_at_every_byte_keep_streams_and_times():
+    """An HTTP/2 connection written with hyperframe and hpack's encoder (RFC 9113 §4.1 frames,
+    §6.10 a field block over HEADERS + CONTINUATION, §6.1 a padded DATA frame), each direction
+    delivered in two pieces cut at every byte: the streams are what was written, and each
+    time is that of the delivery holding the frame's first byte (request/response start) or
+    last byte (end), as qoe.web._h2 defines them."""
+    from hpack import Encoder
+    from hyperframe.frame import ContinuationFrame, DataFrame, HeadersFrame, SettingsFrame, WindowUpdateFrame
+
+    from qoe.web.http import parse
+    from qoe.web.tcp import CLIENT, SERVER, ConnectionId
+
+    ce, se = Encoder(), Encoder()
+    frames: dict[int, list[tuple[str, int, bytes]]] = {CLIENT: [], SERVER: []}  # (what, stream, bytes)
+
+    def add(direction, what, sid, frame):
+        frames[direction].append((what, sid, frame.serialize()))
+
+    def headers(direction, enc, sid, fields, end, split=False):
+        block = enc.encode(fields)
+        f = HeadersFrame(sid)
+        f.data = block[:len(block) // 2] if split else block
+        if end:
+            f.flags.add("END_STREAM")
+        if not split:
+            f.flags.add("END_HEADERS")
+        add(direction, "headers", sid, f)
+        if split:
+            c = ContinuationFrame(sid)
+            c.data = block[len(block) // 2:]
+            c.flags.add("END_HEADERS")
+            add(direction, "continuation", sid, c)
+
+    def data(direction, sid, body, end, pad=0):
+        f = DataFrame(sid)
+        f.data = body
+        if pad:
+            f.flags.add("PADDED")
+            f.pad_length = pad
+        if end:
+            f.flags.add("END_STREAM")
+        add(direction, "data", sid, f)
+
+    req = [(":method", "GET"), (":scheme", "http"), (":authority", "example.org")]
+    add(CLIENT, "settings", 0, SettingsFrame(0))
+    headers(CLIENT, ce, 1, [*req, (":path", "/")], end=True)
+    headers(CLIENT, ce, 3, [*req, (":path", "/big"), ("cookie", "x" * 300)], end=True, split=True)
+    add(SERVER, "settings", 0, SettingsFrame(0))
+    headers(SERVER, se, 1, [(":status", "200"), ("content-type", "text/html")], end=False)
+    data(SERVER, 1, b"a" * 100, end=False, pad=7)
+    w = WindowUpdateFrame(0)
+    w.window_increment = 1000
+    add(SERVER, "window", 0, w)
+    headers(SERVER, se, 3, [(":status", "404")], end=False, split=True)
+    data(SERVER, 1, b"b" * 50, end=True)
+    data(SERVER, 3, b"gone", end=True)
+    streams = {CLIENT: b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"".join(f for _, _, f in frames[CLIENT]),
+               SERVER: b"".join(f for _, _, f in frames[SERVER])}
+
+    def spans(direction):
+        """(what, stream, first byte, end) of each frame of a direction."""
+        out, at = [], 24 if direction == CLIENT else 0
+        for what, sid, f in frames[direction]:
+            out.append((what, sid, at, at + len(f)))
+            at += len(f)
+        return out
+
+    def expected(direction, k):
+        """Start and end times per stream of a direction cut at k (bytes before k at 1_000 ns,
+        the rest at 2_000 ns)."""
+        first = {}
+        last = {}
+        for what, sid, a, b in spans(direction):
+            if what in ("headers", "continuation", "data") and sid:
+                first.setdefault(sid, 1_000 if a < k else 2_000)
+                last[sid] = 1_000 if b <= k else 2_000
+        return first, last
+
+    conn = ConnectionId(("192.0.2.1", 50000), ("198.51.100.2", 80), 0, 0, True)
+    for cut_dir in (CLIENT, SERVER):
+        other = SERVER if cut_dir == CLIENT else CLIENT
+        whole = streams[cut_dir]
+        for k in range(1, len(whole)):
+            events = [("data", cut_dir, 1_000, 0, whole[:k]), ("data", cut_dir, 2_000, k, whole[k:]),
+                      ("data", other, 3_000, 0, streams[other]),
+                      ("close", CLIENT, 4_000, 0, "fin"), ("close", SERVER, 4_000, 0, "fin")]
+            res = parse(conn, events, protocol="h2")
+            assert res.http2.error is None, (cut_dir, k)
+            by = {t.stream_id: t for t in res.transactions}
+            assert sorted(by) == [1, 3]
+            one, three = by[1], by[3]
+            assert (one.target, one.status, one.response_body_bytes) == ("/", 200, 150)
+            assert one.response_body_wire_bytes == 150 + 1 + 7  # RFC 9113 §6.1: Pad Length field and padding
+            assert (three.target, three.status, three.response_body_bytes) == ("/big", 404, 4)
+            assert dict(three.request_headers)["cookie"] == "x" * 300 and one.complete and three.complete
+            first, last = expected(cut_dir, k)
+            for sid, t in by.items():
+                if cut_dir == CLIENT:
+                    assert (t.request_start_ns, t.request_end_ns) == (first[sid], last[sid]), (k, sid)
+                    assert (t.response_start_ns, t.response_end_ns) == (3_000, 3_000)
+                else:
+                    assert (t.response_start_ns, t.response_end_ns) == (first[sid], last[sid]), (k, sid)
+                    assert (t.request_start_ns, t.request_end_ns) == (3_000, 3_000)

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from qoe.rtp._order import stable_order_of_any
+
 # The flow table: at least this many slots, and this many per known flow (a flow shares its
 # slot with another with probability about 1/16).
 _MIN_SLOTS = 1 << 12
@@ -38,7 +40,7 @@ def flow_hash(k1: np.ndarray, k2: np.ndarray) -> np.ndarray:
     return k1 * np.int64(-0x61C8864680B583EB) ^ k2  # 2**64 / golden ratio, as a signed word
 
 
-def _slot(h: np.ndarray, size: int) -> np.ndarray:
+def slot_of(h: np.ndarray, size: int) -> np.ndarray:
     """Slots of hashes ``h`` in a table of ``size`` (a power of two) slots: the top bits
     of ``h`` times 2**64 / golden ratio (Knuth's multiplicative hashing, TAOCP vol. 3
     §6.4), so that every bit of the hash counts."""
@@ -50,7 +52,7 @@ def group_by_key(rows: np.ndarray, k1: np.ndarray, k2: np.ndarray) -> tuple[np.n
     """``rows`` ordered by flow key (k1, k2), frame order kept within a key; and where
     each key's run starts. One stable sort of the keys' hashes; a hash shared by two
     keys (checked) falls back to sorting the keys themselves."""
-    o = rows[np.argsort(flow_hash(k1[rows], k2[rows]), kind="stable")]
+    o = rows[stable_order_of_any(flow_hash(k1[rows], k2[rows]))]
     a1, a2 = k1[o], k2[o]
     same1, same2 = a1[1:] == a1[:-1], a2[1:] == a2[:-1]
     h = flow_hash(a1, a2)
@@ -129,7 +131,7 @@ class FlowTable:
         """
         if self.fk1.size == 0:
             return np.full(k1.size, -1, dtype=np.int64)
-        cand = self.slot_fid[_slot(flow_hash(k1, k2), self.slot_fid.size)]
+        cand = self.slot_fid[slot_of(flow_hash(k1, k2), self.slot_fid.size)]
         known = np.maximum(cand, 0)
         hit = (cand >= 0) & (self.fk1[known] == k1) & (self.fk2[known] == k2)
         return np.where(hit, cand, -1).astype(np.int64)
@@ -186,7 +188,7 @@ class FlowTable:
                 size *= 2
             self.slot_fid = np.full(size, -1, dtype=np.int32)
             k1, k2, fids = self.fk1, self.fk2, np.arange(self.fk1.size)
-        self.slot_fid[_slot(flow_hash(k1, k2), size)] = fids
+        self.slot_fid[slot_of(flow_hash(k1, k2), size)] = fids
 
     def _grow(self) -> None:
         extra = len(self.keys) - self.state.size

@@ -51,6 +51,13 @@ class HeaderByteBook:
         for col, w in enumerate((header, padding, rest, has_p.astype(np.int64))):
             self.sums[:, col] += np.bincount(fid, weights=w, minlength=self.sums.shape[0]).astype(np.int64)[:self.sums.shape[0]]
 
+    def settled(self, fid: int) -> int | None:
+        """The header and padding bytes of flow ``fid`` when they do not depend on SRTP (no
+        packet with the padding bit), else None: :meth:`result` needs its SRTP status."""
+        if fid < self.sums.shape[0] and self.sums[fid, 3]:
+            return None
+        return self.result(fid, None).total
+
     def result(self, fid: int, srtp: SrtpInfo | None) -> HeaderBytes:
         """The header and padding bytes of flow ``fid``, given what is known of its SRTP."""
         header, clear_pad, rest, n_p = (int(x) for x in self.sums[fid]) if fid < self.sums.shape[0] else (0, 0, 0, 0)

@@ -33,23 +33,21 @@ import numpy as np
 
 from qoe.errors import InputError, QoEWarning
 from qoe.rtp._packet import (
-    RTCP_SR,
-    RTCP_XR,
     RTP_FIXED_HEADER,
-    RTP_VERSION,
     SEQ_MOD,
     STATIC_PAYLOAD_TYPES,
     TS_MOD,
-    header_columns,
     media_kind,
     parse_rtcp,
     wrapped_distance,
 )
+from qoe.rtp._batchprep import PreparedBatch, prepare
 from qoe.rtp._bundle import section_for, tie_rtx
 from qoe.rtp._callgroups import Member, ready_groups
 from qoe.rtp._demux import DemuxBook, mark_dtls
 from qoe.rtp._headerbytes import HeaderByteBook
-from qoe.rtp._flows import PROBE, REJECT, RTP, FlowTable, HeldPackets, flow_hash, group_by_key
+from qoe.rtp._flows import PROBE, REJECT, RTP, FlowTable, HeldPackets, flow_hash, group_by_key, slot_of
+from qoe.rtp._order import stable_order, stable_order_of_any
 from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtpScan, RtpStream, StreamKey
 from qoe.rtp._rtcpbook import RtcpBook, attach_feedback, feedback_kinds
 from qoe.rtp._sipbook import SipBook
@@ -69,7 +67,7 @@ from qoe.rtp._stats import (
     with_jitter,
 )
 from qoe.rtp.extensions import SDES_MID, extension_elements
-from qoe.rtp.sip import _SIP_METHODS, SdpMedia, group_calls, sender_crypto
+from qoe.rtp.sip import SdpMedia, group_calls, sender_crypto
 from qoe.rtp.srtp import SrtpInfo, bytes_per_tick, _looks_srtcp
 
 # UDP ports whose traffic is never taken for RTP by the heuristic (it can look like RTP
@@ -77,12 +75,6 @@ from qoe.rtp.srtp import SrtpInfo, bytes_per_tick, _looks_srtcp
 # QUIC/HTTP3 443, IKE 500/4500, syslog 514, SSDP 1900, mDNS 5353, LLMNR 5355 (IANA
 # service-name registry). SDP-announced ports are always accepted.
 _NOT_RTP_PORTS = np.array([53, 67, 68, 123, 137, 138, 161, 162, 443, 500, 514, 1900, 4500, 5353, 5355])
-
-# First four bytes of a SIP message: a request method of RFC 3261 §27.4 and its extensions
-# (qoe.rtp.sip._SIP_METHODS), or the "SIP/" of a status line (RFC 3261 §7.2).
-_SIP_PREFIXES = np.array(
-    [int.from_bytes((m + " ").encode()[:4], "big") for m in _SIP_METHODS] + [int.from_bytes(b"SIP/", "big")]
-)
 
 # Heuristic: packets looked at before a flow is accepted as RTP or rejected.
 _PROBE_PACKETS = 16
@@ -111,6 +103,20 @@ STREAM_TIMEOUT_S = 25.0
 #: keep a participant that sent a BYE "for an appropriate delay" since RTP packets may still
 #: be on the way; 2 s is the RTCP BYE timer of Microsoft's RTP profile ([MS-RTPME] §3.2.2).
 BYE_GRACE_S = 2.0
+#: Batches of UDP datagrams the scan has read, decoded and sorted by kind ahead, in a
+#: background thread (:func:`qoe.capture.read_ahead`, :mod:`qoe.rtp._batchprep`): the
+#: capture is read while the batch before it is scanned. One more batch in memory (about
+#: 10 MiB at the default batch size).
+READ_AHEAD = 1
+#: Default of ``batch_size``: UDP datagrams scanned at a time. Measured on 1.4 million
+#: packets of 4,000 streams (``benchmarks/rtp_many_streams.py``): 32,768 scans as fast as
+#: 65,536 (shorter runs of a stream per batch: fewer steps in the jitter's prefix scan)
+#: with 60 MiB less peak memory once a second batch is read ahead; 16,384 and less is
+#: slower.
+BATCH_SIZE = 32768
+# Buckets of flows (by key hash) whose time spans in a batch are compared with the timeout
+# before the packets of the wide ones are grouped by flow (``_first_late``).
+_SPAN_BUCKETS = 1 << 12
 
 
 def _first_copies(seg: _Segments, seq: np.ndarray, ts: np.ndarray) -> np.ndarray:
@@ -243,25 +249,29 @@ class _Scanner:
 
     # -- per batch ---------------------------------------------------------------
     def batch(self, b: Any) -> None:
-        """Take one batch of UDP datagrams. With a timeout, a flow that has a packet in the
-        batch after its deadline (:meth:`_deadlines`) is ended at that packet first, so that
-        the packet starts a new segment whatever the batch size."""
+        """Take one batch of UDP datagrams (a :class:`PreparedBatch`, or a UdpBatch prepared
+        here). With a timeout, a flow that has a packet in the batch after its deadline
+        (:meth:`_deadlines`) is ended at that packet first, so that the packet starts a new
+        segment whatever the batch size."""
+        pb = b if isinstance(b, PreparedBatch) else prepare(b)
         if self.timeout_ns is not None:
-            k = self._first_late(b)
+            k = self._first_late(pb)
             while k is not None:
+                b = pb.batch
                 if k > 0:
-                    self._batch(_rows(b, slice(0, k)))
-                b = _rows(b, slice(k, len(b)))
-                self.expire(now=int(b.ts_ns[0]))
+                    self._batch(prepare(_rows(b, slice(0, k))))
+                pb = prepare(_rows(b, slice(k, len(b))))
+                self.expire(now=int(pb.batch.ts_ns[0]))
                 if self.streaming:  # handed on before the late packet's new segment begins
                     self.out.extend(self.ready())
-                k = self._first_late(b)
-        self._batch(b)
+                k = self._first_late(pb)
+        self._batch(pb)
 
-    def _first_late(self, b: Any) -> int | None:
-        """The first datagram of ``b`` that may be RTP of a flow past its deadline: of a
-        tracked flow (:meth:`_deadlines`), or of a flow whose previous packet in ``b`` came
-        more than the timeout before it (looked for only when ``b`` spans that long)."""
+    def _first_late(self, pb: PreparedBatch) -> int | None:
+        """The first datagram of ``pb`` that may be RTP of a flow past its deadline: of a
+        tracked flow (:meth:`_deadlines`), or of a flow whose previous packet in ``pb`` came
+        more than the timeout before it (looked for only when ``pb`` spans that long)."""
+        b = pb.batch
         if len(b) == 0:
             return None
         fl = self.flows
@@ -273,13 +283,9 @@ class _Scanner:
         known_late = dl is not None and t_max > dl.min()
         if not (known_late or long_batch):
             return None
-        h, ln = b.head, b.lengths
-        cand = np.flatnonzero((ln >= RTP_FIXED_HEADER) & ((h[:, 0] >> 6) == RTP_VERSION))
+        cand, k1, k2 = pb.late_rows, pb.late_k1, pb.late_k2
         if cand.size == 0:
             return None
-        ssrc = np.ascontiguousarray(h[cand, 8:12]).view(">u4")[:, 0].astype(np.int64)
-        k1 = b.src[cand].astype(np.int64) << 32 | b.dst[cand].astype(np.int64)
-        k2 = b.sport[cand].astype(np.int64) << 48 | b.dport[cand].astype(np.int64) << 32 | ssrc
         t = ts[cand]
         first = None
         if known_late:
@@ -290,12 +296,22 @@ class _Scanner:
             if late.any():
                 first = int(cand[late][0])
         if long_batch:  # a flow silent past the timeout between two of its packets of this batch
-            o = np.argsort(flow_hash(k1, k2), kind="stable")  # by key (its 64-bit hash), then in batch order
-            same = (k1[o[1:]] == k1[o[:-1]]) & (k2[o[1:]] == k2[o[:-1]])
-            gap = same & (t[o[1:]] - t[o[:-1]] > self.timeout_ns)
-            if gap.any():
-                k = int(cand[o[1:][gap]].min())
-                first = k if first is None else min(first, k)
+            hsh = flow_hash(k1, k2)
+            # Only a flow whose packets here span more than the timeout can have such a
+            # silence; the span of a bucket of flows (by hash) bounds each of theirs.
+            bucket = slot_of(hsh, _SPAN_BUCKETS)
+            lo = np.full(_SPAN_BUCKETS, np.iinfo(np.int64).max)
+            hi = np.full(_SPAN_BUCKETS, np.iinfo(np.int64).min)
+            np.minimum.at(lo, bucket, t)
+            np.maximum.at(hi, bucket, t)
+            wide = np.flatnonzero((hi - lo > self.timeout_ns)[bucket])
+            if wide.size:
+                o = wide[stable_order_of_any(hsh[wide])]  # by key (its 64-bit hash), then in batch order
+                same = (k1[o[1:]] == k1[o[:-1]]) & (k2[o[1:]] == k2[o[:-1]])
+                gap = same & (t[o[1:]] - t[o[:-1]] > self.timeout_ns)
+                if gap.any():
+                    k = int(cand[o[1:][gap]].min())
+                    first = k if first is None else min(first, k)
         return first
 
     def _deadlines(self, fids: np.ndarray) -> np.ndarray:
@@ -324,7 +340,8 @@ class _Scanner:
             out[rtp] = np.where(n > 0, last + np.maximum(wait, ACTIVE_AT_END_INTERVALS * interval), np.inf)
         return out
 
-    def _batch(self, b: Any) -> None:
+    def _batch(self, pb: PreparedBatch) -> None:
+        b = pb.batch
         n = len(b)
         if n == 0:
             return
@@ -335,33 +352,15 @@ class _Scanner:
             self.first_ns = int(b.ts_ns[0])
         last = int(b.ts_ns.max())
         self.last_ns = last if self.last_ns is None or last > self.last_ns else self.last_ns
-        u8 = b.data  # payload i: u8[start[i] : start[i] + length[i]]
-        start = b.starts
-        length = b.lengths
-        if u8.size == 0 or not length.any():
+        if b.data.size == 0 or not b.lengths.any():
             return
-        head = b.head  # each payload's first 16 bytes, zeros past its end
-        b0 = head[:, 0].astype(np.int64)
-        b1 = head[:, 1].astype(np.int64)
-        # SIP: text messages starting with a method or "SIP/2.0" (RFC 3261 §7.1, §7.2),
-        # told apart by their first four bytes (never RTP/RTCP: "A"-"Z" is version 1).
-        cand = np.flatnonzero((length >= 12) & (b0 >= 0x41) & (b0 <= 0x5A))
-        sip_rows = cand
-        if cand.size:
-            first4 = head[cand, :4].view(">u4")[:, 0].astype(np.int64)
-            sip_rows = cand[np.isin(first4, _SIP_PREFIXES)]
         addrs = b.addresses
-        for i in sip_rows.tolist():
+        for i in pb.sip.tolist():
             self.sip.add(b.payload_of(i), time_ns=int(b.ts_ns[i]), frame=int(b.index[i]),
                          src=addrs[b.src[i]], sport=int(b.sport[i]), dst=addrs[b.dst[i]], dport=int(b.dport[i]))
-        # RFC 7983 §7 / RFC 9443 §4: STUN, ZRTP, DTLS and TURN channels start below 80
-        other = np.flatnonzero((b0 < 80) & (length > 0))
-        if other.size:
-            self.demux.add(b, other)
-        v2 = (length >= 8) & ((b0 >> 6) == RTP_VERSION)
-        # RFC 5761 §4: RTCP packet types 200-204 (RFC 3550), 205-206 (RFC 4585 feedback), 207 (XR)
-        is_rtcp = v2 & (b1 >= RTCP_SR) & (b1 <= RTCP_XR)
-        for i in np.flatnonzero(is_rtcp).tolist():
+        if pb.other.size:
+            self.demux.add(b, pb.other)
+        for i in pb.rtcp.tolist():
             data = b.payload_of(i)
             encrypted = _looks_srtcp(data)
             self.rtcp.add_feedback((int(b.src[i]), int(b.sport[i]), int(b.dst[i]), int(b.dport[i])),
@@ -371,25 +370,16 @@ class _Scanner:
                 items = [{"type": items[0]["type"], "ssrc": items[0]["ssrc"]}]
             if items:
                 self.rtcp.add(int(b.ts_ns[i]), items)
-        rows = np.flatnonzero(v2 & ~is_rtcp & (length >= RTP_FIXED_HEADER))
-        if rows.size:
-            self._rtp(b, u8, rows, start[rows], length[rows], head[rows])
+        if pb.rows.size:
+            self._rtp(pb)
         elif self.sip.new_announcements:
             self._feed(self._decide(final=False))
 
-    def _rtp(self, b: Any, u8: np.ndarray, rows: np.ndarray, s: np.ndarray, ln: np.ndarray, first: np.ndarray) -> None:
-        h = header_columns(u8, s, ln, head=first)
-        if h.rows.size == 0:
-            if self.sip.new_announcements:
-                self._feed(self._decide(final=False))
-            return
-        rows = rows[h.rows]
-        src = b.src[rows].astype(np.int64)
-        dst = b.dst[rows].astype(np.int64)
-        sport = b.sport[rows].astype(np.int64)
-        dport = b.dport[rows].astype(np.int64)
-        k1 = src << 32 | dst
-        k2 = sport << 48 | dport << 32 | h.ssrc
+    def _rtp(self, pb: PreparedBatch) -> None:
+        b, h, rows = pb.batch, pb.h, pb.rows
+        u8 = b.data  # payload i: u8[starts[i] : starts[i] + lengths[i]]
+        s, ln = b.starts[rows], b.lengths[rows]
+        src, dst, sport, dport, k1, k2 = pb.src, pb.dst, pb.sport, pb.dport, pb.k1, pb.k2
         fl = self.flows
         fid = fl.known(k1, k2)
         miss = np.flatnonzero(fid < 0)
@@ -415,7 +405,7 @@ class _Scanner:
             rank = np.full(rows.size, -1, dtype=np.int64)
             rank[o] = np.arange(o.size) - np.repeat(starts, lens)
         if self.mid_ids:
-            self._read_mids(u8, s[h.rows], fid, h)
+            self._read_mids(u8, s, fid, h)
         if self.timeout_ns is not None:  # each flow's latest arrival, for the silence timeout
             np.maximum.at(fl.last_ns, fid, b.ts_ns[rows].astype(np.int64, copy=False))
         wire = h.payload_end - h.payload_start
@@ -426,12 +416,12 @@ class _Scanner:
             for f, k in zip(*np.unique(fid[c], return_counts=True)):
                 self.cut_of[int(f)] = self.cut_of.get(int(f), 0) + int(k)
             self.snap = max(self.snap, int((b.wire_len[rows[c]] - cut[c]).max()))
-            wire[c] = (s[h.rows[c]] + ln[h.rows[c]]) - h.payload_start[c] + cut[c]
-            h.payload_end[c] = s[h.rows[c]] + ln[h.rows[c]]
+            wire[c] = (s[c] + ln[c]) - h.payload_start[c] + cut[c]
+            h.payload_end[c] = s[c] + ln[c]
         # RTP header and padding bytes (W3C headerBytesReceived); a cut packet's padding is unknown
-        at, length = s[h.rows], ln[h.rows] if cut is None else ln[h.rows] + cut
-        self.header_bytes.add(fid, h.payload_start - at, at + ln[h.rows] - h.payload_end, h.padding, length, len(fl))
-        self.srtp.sample(fid, h, u8)
+        length = ln if cut is None else ln + cut
+        self.header_bytes.add(fid, h.payload_start - s, s + ln - h.payload_end, h.padding, length, len(fl))
+        self.srtp.sample(fid, h, u8, rank)
         cols = {
             "frame": b.index[rows].astype(np.int64, copy=False), "arr": b.ts_ns[rows].astype(np.int64, copy=False),
             "seq": h.seq, "ts": h.timestamp, "pt": h.payload_type, "mk": h.marker, "wire": wire,
@@ -441,7 +431,7 @@ class _Scanner:
         if self.keep:  # payloads of flows taken or undecided go to the store, a flow's together
             pay = np.full((rows.size, 2), -1, dtype=np.int64)
             put = np.flatnonzero(st != REJECT)
-            put = put[np.argsort(fid[put], kind="stable")]
+            put = put[stable_order(fid[put], len(fl))]
             pay[put, 0] = self.store.put_payloads(u8.data, h.payload_start[put], h.payload_end[put])  # type: ignore[union-attr]
             pay[put, 1] = h.payload_end[put] - h.payload_start[put]
         pk = HeldPackets(fid, cols, pay)
@@ -535,7 +525,7 @@ class _Scanner:
             place[ranked] += rank[rows[ranked]]  # type: ignore[index]
         rest = np.flatnonzero(~ranked)
         if rest.size:  # flows held since an earlier batch: rank their packets here
-            o = np.argsort(f[rest], kind="stable")
+            o = stable_order(f[rest], len(self.flows))
             place[rest[o]] += _Segments(f[rest][o]).pos
         return place
 
@@ -559,7 +549,9 @@ class _Scanner:
         (:class:`SrtpSampler`). The key is the sender's ``a=crypto`` (RFC 4568 §5.1,
         :func:`qoe.rtp.sip.sender_crypto`).
         """
-        s_media, r_media = self.sip.both_ends(*self._ends(fid), int(self.flows.first_frame[fid]))
+        s_media = r_media = None
+        if self.sip.announced:
+            s_media, r_media = self.sip.both_ends(*self._ends(fid), int(self.flows.first_frame[fid]))
         sdes = sender_crypto(s_media, r_media)
         if any(m is not None and m.secure for m in (r_media, s_media)):
             return SrtpInfo(found_by="sdp", sdes=sdes)
@@ -670,7 +662,7 @@ class _Scanner:
             ok &= np.array([(a[k[1]], k[3]) not in rtcp_ports and (a[k[0]], k[2]) not in rtcp_ports
                             for k in keys.tolist()], dtype=bool)
         rows = np.flatnonzero(np.isin(self.held.fid, fids))
-        rows = rows[np.argsort(self.held.fid[rows], kind="stable")]
+        rows = rows[stable_order(self.held.fid[rows], len(self.flows))]
         seg = _Segments(self.held.fid[rows])
         first = rows[seg.pos < self.probe_packets]  # a flow's first packets only
         seg = _Segments(self.held.fid[first])
@@ -839,6 +831,7 @@ class _Scanner:
         ranked = self.stats.payload_types_seen(sids)
         streams = []
         tables = []  # each stream's packets (headers only without keep_packets), for tie_rtx
+        stored = self.store.packets_of(fids) if self.store is not None else [None] * fids.size
         for i, (fid, st) in enumerate(zip(fids.tolist(), stats)):
             media = self.media.get(fid)
             call_id = self.call_id.get(fid)
@@ -850,7 +843,7 @@ class _Scanner:
             pts = ranked[i]
             main = pts[0]
             src, dst, sport, dport, ssrc = fl.keys[fid]
-            packets = self.store.packets(fid) if self.store is not None else None  # headers only without keep
+            packets = stored[i]  # headers only without keep_packets
             notes: tuple[str, ...] = ()
             if media is None and self.user_sdp:  # the user's SDP, matched under BUNDLE (not by port)
                 match = section_for(ssrc, main, self.user_sdp, mid=self.mid_of.get(fid))
@@ -895,6 +888,7 @@ class _Scanner:
                     fmtp=dict(media.fmtp.get(main, {})) if media is not None else {},
                     active_at_end=self._active_at_end(st, ssrc),
                     notes=notes,
+                    header_bytes=self.header_bytes.settled(fid),
                 )
             )
         self.srtp.mark(streams, {int(f): i for i, f in enumerate(fids.tolist())})
@@ -959,9 +953,10 @@ class _Scanner:
         streams = [x[2] for x in entries]
         mark_dtls(streams, self.demux, self.addresses)
         for i, fid in enumerate(fids):
-            hb = self.header_bytes.result(fid, streams[i].srtp)
-            streams[i] = dataclasses.replace(streams[i], header_bytes=hb.total,
-                                             notes=streams[i].notes + ((hb.note,) if hb.note else ()))
+            if streams[i].header_bytes is None:  # not settled when the stream ended (_end)
+                hb = self.header_bytes.result(fid, streams[i].srtp)
+                streams[i] = dataclasses.replace(streams[i], header_bytes=hb.total,
+                                                 notes=streams[i].notes + ((hb.note,) if hb.note else ()))
         attach_feedback(streams, self.rtcp, self.addresses)
         tied = tie_rtx(streams, self.user_sdp, tables=[x[3] for x in entries], mids=[x[4] for x in entries])
         # a short flow (_provisional) is a stream only as the RTX of a media stream, or when listed by a=ssrc
@@ -1013,7 +1008,7 @@ def scan_capture(
     keep_packets: bool = True,
     heuristic: bool = True,
     min_packets: int = 4,
-    batch_size: int = 65536,
+    batch_size: int = BATCH_SIZE,
     reorder_window: int = REORDER_WINDOW,
     event_jitter: bool = False,
     max_streams: int | None = MAX_STREAMS,
@@ -1054,8 +1049,9 @@ def scan_capture(
         ``a=fmtp apt=``, or by carrying timestamps of a video stream (every packet's, below
         three packets); or when ``sdp`` lists its SSRC.
     batch_size : int, optional
-        Datagrams read per batch. The statistics do not depend on it (but for float
-        rounding); larger batches are faster and take more memory.
+        Datagrams read per batch (default 32,768). The statistics do not depend on it (but
+        for float rounding); memory grows with it. The capture is read one batch ahead, in
+        a second thread (:func:`qoe.capture.read_ahead`).
     reorder_window : int, optional
         How many sequence numbers behind a stream's highest one a packet may arrive and
         still be told apart as a duplicate or a late packet (default 4096; see
@@ -1139,7 +1135,7 @@ def scan_capture(
     """
     # the capture layer (dpkt and the readers, about half the time of `import qoe.rtp`) is
     # loaded when a capture is scanned, not when qoe.rtp is imported for its numbers
-    from qoe.capture import probe, read_udp_batches  # noqa: PLC0415
+    from qoe.capture import probe, read_ahead, read_udp_batches  # noqa: PLC0415
 
     if min_packets < 2:
         raise InputError(f"min_packets must be at least 2, given {min_packets}")
@@ -1161,7 +1157,7 @@ def scan_capture(
                   reorder_window=reorder_window, first_ns=first_ns, event_jitter=event_jitter,
                   max_streams=max_streams, max_flows=max_flows, loss_rule=loss_rule, jitter_rule=jitter_rule,
                   infer_clock=infer_clock, sdp=sdp, stream_timeout_s=stream_timeout_s)
-    for b in read_udp_batches(name, batch_size=batch_size):
+    for b in read_ahead((prepare(b) for b in read_udp_batches(name, batch_size=batch_size)), READ_AHEAD):
         sc.batch(b)
         del b  # not held while the next batch is read: one batch in memory at a time
         sc.expire()
@@ -1238,7 +1234,7 @@ def iter_scan(
     keep_packets: bool = True,
     heuristic: bool = True,
     min_packets: int = 4,
-    batch_size: int = 65536,
+    batch_size: int = BATCH_SIZE,
     reorder_window: int = REORDER_WINDOW,
     event_jitter: bool = False,
     max_streams: int | None = MAX_STREAMS,
@@ -1278,7 +1274,7 @@ def iter_scan(
     CaptureError, InputError
         As :func:`scan_capture` (the capture is read while iterating).
     """
-    from qoe.capture import probe, read_udp_batches  # noqa: PLC0415 - as scan_capture
+    from qoe.capture import probe, read_ahead, read_udp_batches  # noqa: PLC0415 - as scan_capture
 
     if min_packets < 2:
         raise InputError(f"min_packets must be at least 2, given {min_packets}")
@@ -1297,7 +1293,8 @@ def iter_scan(
                   reorder_window=reorder_window, first_ns=first_ns, event_jitter=event_jitter,
                   max_streams=max_streams, max_flows=max_flows, loss_rule=loss_rule, jitter_rule=jitter_rule,
                   infer_clock=infer_clock, sdp=sdp, stream_timeout_s=stream_timeout_s, streaming=True)
-    return ScanStream(sc, read_udp_batches(name, batch_size=batch_size), name)
+    batches = read_ahead((prepare(b) for b in read_udp_batches(name, batch_size=batch_size)), READ_AHEAD)
+    return ScanStream(sc, batches, name)
 
 
 def find_streams(

@@ -131,11 +131,15 @@ class PacketStore:
         self._index = None
 
     # -- reading, per flow ------------------------------------------------------
-    def _entries(self, fid: int) -> tuple[np.ndarray, np.ndarray]:
+    def _sorted_entries(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every run of stored packets: (flow id, first record, records), by flow id."""
         if self._index is None:
             o = np.argsort(self._e_fid.view(), kind="stable")
             self._index = (self._e_fid.view()[o], self._e_start.view()[o], self._e_count.view()[o])
-        f, s, c = self._index
+        return self._index
+
+    def _entries(self, fid: int) -> tuple[np.ndarray, np.ndarray]:
+        f, s, c = self._sorted_entries()
         lo, hi = np.searchsorted(f, fid, side="left"), np.searchsorted(f, fid, side="right")
         return s[lo:hi], c[lo:hi]
 
@@ -182,6 +186,13 @@ class PacketStore:
     def packets(self, fid: int) -> RtpPackets:
         """Flow ``fid``'s packet table, loaded from the files when first used."""
         return _Stored._of(self, fid, self.count(fid))
+
+    def packets_of(self, fids: np.ndarray) -> list[RtpPackets]:
+        """:meth:`packets` of each flow of ``fids``, their counts looked up at once."""
+        f, _, c = self._sorted_entries()
+        before = np.concatenate(([0], np.cumsum(c)))
+        n = before[np.searchsorted(f, fids, side="right")] - before[np.searchsorted(f, fids, side="left")]
+        return [_Stored._of(self, fid, k) for fid, k in zip(fids.tolist(), n.tolist())]
 
 
 def _anonymous_file(directory: str | None) -> tuple[int, str | None]:

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from qoe.rtp._order import stable_order
+
 from qoe.rtp.sip import SdesCrypto
 from qoe.rtp.srtp import SrtpInfo, _encrypted_verdicts
 
@@ -51,16 +53,27 @@ class SrtpSampler:
         self.length = np.concatenate((self.length, np.zeros((extra, SAMPLE), dtype=self.length.dtype)))
         self.nibbles = np.concatenate((self.nibbles, np.zeros((extra, 32), dtype=self.nibbles.dtype)))
 
-    def sample(self, fid: np.ndarray, h: Any, u8: np.ndarray) -> None:
+    def sample(self, fid: np.ndarray, h: Any, u8: np.ndarray, rank: np.ndarray | None = None) -> None:
         """Take what the SRTP heuristic needs from each flow's first :data:`SAMPLE` packets
-        (``fid``: each packet's flow; ``h``: their RTP header columns; ``u8``: the batch's bytes)."""
-        r = np.flatnonzero(self.sampled[fid] < SAMPLE)
-        if r.size == 0:
+        (``fid``: each packet's flow; ``h``: their RTP header columns; ``u8``: the batch's
+        bytes; ``rank``: where known, each packet's place among its flow's packets of the
+        batch, else -1)."""
+        need = self.sampled[fid] < SAMPLE
+        ranked = np.zeros(0, dtype=np.int64)
+        if rank is not None:  # these need no sort to be placed
+            ranked = np.flatnonzero(need & (rank >= 0) & (rank < SAMPLE))
+            need &= rank < 0
+        r = np.flatnonzero(need)
+        if r.size + ranked.size == 0:
             return
-        o = r[np.argsort(fid[r], kind="stable")]  # by flow, arrival order kept
+        o = r[stable_order(fid[r], self.sampled.size)]  # by flow, arrival order kept
         f = fid[o]
         start = np.flatnonzero(np.concatenate(([True], f[1:] != f[:-1])))
-        place = np.arange(o.size) - np.repeat(start, np.diff(np.append(start, o.size))) + self.sampled[f].astype(np.int64)
+        place = np.arange(o.size) - np.repeat(start, np.diff(np.append(start, o.size)))
+        if ranked.size:
+            o, place = np.concatenate((o, ranked)), np.concatenate((place, rank[ranked]))  # type: ignore[index]
+            f = fid[o]
+        place = place + self.sampled[f].astype(np.int64)
         keep = place < SAMPLE
         o, f, place = o[keep], f[keep], place[keep]
         self.seq[f, place] = h.seq[o]

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from qoe.errors import InputError
+from qoe.rtp._order import stable_order
 from qoe.rtp._packet import SEQ_MOD, STATIC_PAYLOAD_TYPES, TS_MOD, RtpPackets, wrapped_distance
 from qoe.rtp.lossmodel import LossRunCounts
 
@@ -262,15 +263,6 @@ class _Segments:
                 A[A < 1e-250] = 0.0
             step *= 2
         return B
-
-
-def _stable_order(keys: np.ndarray, bound: int) -> np.ndarray:
-    """``np.argsort(keys, kind="stable")`` for keys in ``[0, bound)``: in the narrowest
-    unsigned type, where NumPy's stable sort of 8- and 16-bit keys is a radix sort."""
-    for t in (np.uint8, np.uint16, np.uint32):
-        if bound <= np.iinfo(t).max + 1:
-            return np.argsort(keys.astype(t), kind="stable")
-    return np.argsort(keys, kind="stable")
 
 
 def _ranges(lo: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -524,7 +516,7 @@ class StreamStats:
                 np.asarray(timestamp, dtype=np.int64), np.asarray(payload_type, dtype=np.int64),
                 np.asarray(marker, dtype=bool)]
         if sid.size > 1 and bool(np.any(sid[1:] < sid[:-1])):
-            o = _stable_order(sid, self.size)
+            o = stable_order(sid, self.size)
             sid = sid[o]
             cols = [c[o] for c in cols]
         arr, seq, ts, pt, mk = cols

@@ -146,7 +146,8 @@ class _Stream:
 
 class _Dir:
     __slots__ = ("buf", "start_ts", "received", "missing", "stopped", "preface", "frames", "decoder",
-                 "block", "block_sid", "block_kind", "block_end_stream", "block_start", "block_bytes", "block_promised",
+                 "block", "block_len", "block_sid", "block_kind", "block_end_stream", "block_start", "block_bytes",
+                 "block_promised",
                  "settings")
 
     def __init__(self, direction: int) -> None:
@@ -159,7 +160,8 @@ class _Dir:
         self.frames = 0
         self.decoder = hpack.Decoder()
         self.decoder.max_header_list_size = _MAX_HEADER_LIST
-        self.block: bytearray | None = None
+        self.block: list[bytes] | None = None  # the fragments of a field block being gathered
+        self.block_len = 0
         self.block_sid = 0
         self.block_kind = ""
         self.block_end_stream = False
@@ -206,6 +208,14 @@ class H2Sink:
             return
         d.received += len(payload)
         if d.stopped:
+            return
+        if not d.buf and not d.preface:
+            # nothing buffered (the common case): frames read from the payload itself, the rest kept
+            d.start_ts = ts_ns
+            n = len(payload)
+            i = self._parse(direction, d, memoryview(payload), 0, n, ts_ns)
+            if i is not None and i < n:
+                d.buf += payload[i:] if i else payload
             return
         if not d.buf:
             d.start_ts = ts_ns
@@ -256,28 +266,44 @@ class H2Sink:
                 return
             d.preface = False
             i = len(PREFACE)
-        start_ts = d.start_ts
         n = len(buf)
+        if n - i >= 9 and n - i >= 9 + (buf[i] << 16 | buf[i + 1] << 8 | buf[i + 2]):
+            # one immutable copy of what is buffered, its frames parsed through views of it
+            # (hyperframe copies out what it keeps): no copy per frame
+            end = self._parse(direction, d, memoryview(bytes(buf)), i, n, ts)
+            if end is None:
+                return
+            i = end
+        elif i >= n:
+            d.start_ts = ts  # nothing left: the next byte comes in a later delivery
+        del buf[:i]
+
+    def _parse(self, direction: int, d: _Dir, view: memoryview, i: int, n: int, ts: int) -> int | None:
+        """Parse the whole frames in ``view[i:n]``; returns where the first incomplete one
+        starts (None when parsing stopped). ``d.start_ts`` is the time of the delivery that
+        held the first byte of the frame at ``i`` and becomes that of the next frame's."""
+        start_ts = d.start_ts
+        parse_header = Frame.parse_frame_header
         while n - i >= 9:
-            length = int.from_bytes(buf[i:i + 3], "big")
+            length = view[i] << 16 | view[i + 1] << 8 | view[i + 2]  # RFC 9113 §4.1: 24-bit Length
             if n - i < 9 + length:
                 break
             try:
-                frame, _ = Frame.parse_frame_header(memoryview(bytes(buf[i:i + 9])))
-                frame.parse_body(memoryview(bytes(buf[i + 9:i + 9 + length])))
+                frame, _ = parse_header(view[i:i + 9])
+                frame.parse_body(view[i + 9:i + 9 + length])
             except (HyperframeError, ValueError, IndexError) as e:
                 self._stop(f"{'client' if direction == CLIENT else 'server'}: HTTP/2 frame not parsed ({e})")
-                return
+                return None
             i += 9 + length
             d.frames += 1
             try:
                 self._frame(direction, d, frame, length, start_ts, ts)
             except (hpack.HPACKError, UnicodeDecodeError, ValueError) as e:
                 self._stop(f"{'client' if direction == CLIENT else 'server'}: field block not decoded ({e})")
-                return
+                return None
             start_ts = ts  # the next frame starts in this delivery (or a later one)
-        del buf[:i]
-        d.start_ts = start_ts if buf else ts
+        d.start_ts = start_ts if i < n else ts
+        return i
 
     def _stream(self, sid: int, pushed: bool = False) -> _Stream:
         s = self._streams.get(sid)
@@ -308,7 +334,8 @@ class H2Sink:
                     if "END_STREAM" in f.flags:
                         s.resp_end = end
         elif isinstance(f, (HeadersFrame, PushPromiseFrame)):
-            d.block = bytearray(f.data)
+            d.block = [f.data]
+            d.block_len = len(f.data)
             d.block_sid = sid
             d.block_kind = "push" if isinstance(f, PushPromiseFrame) else "headers"
             d.block_promised = f.promised_stream_id if isinstance(f, PushPromiseFrame) else 0
@@ -322,9 +349,10 @@ class H2Sink:
         elif isinstance(f, ContinuationFrame):
             if d.block is None or sid != d.block_sid:
                 raise ValueError("CONTINUATION without its HEADERS (RFC 9113 §6.10)")
-            d.block += f.data
+            d.block.append(f.data)
+            d.block_len += len(f.data)
             d.block_bytes += 9 + length
-            if len(d.block) > _MAX_BLOCK:
+            if d.block_len > _MAX_BLOCK:
                 raise ValueError(f"field block longer than {_MAX_BLOCK} bytes")
             if "END_HEADERS" in f.flags:
                 self._block_done(direction, d, end)
@@ -363,7 +391,8 @@ class H2Sink:
             self._pending_priority[sid] = text
 
     def _block_done(self, direction: int, d: _Dir, end: int) -> None:
-        block, d.block = bytes(d.block or b""), None
+        pieces, d.block = d.block or [b""], None
+        block = pieces[0] if len(pieces) == 1 else b"".join(pieces)
         fields = d.decoder.decode(block, raw=True)
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in fields]
         sid, start, nbytes = d.block_sid, d.block_start, d.block_bytes

@@ -144,15 +144,17 @@ class RecordCipher:
         TLS 1.3: the traffic secret the key came from (for :meth:`update`).
     """
 
-    __slots__ = ("suite", "tls13", "secret", "seq", "_aead", "_iv", "_explicit")
+    __slots__ = ("suite", "tls13", "secret", "seq", "_aead", "_iv", "_iv_int", "_explicit")
 
     def __init__(self, suite: Suite, key: bytes, iv: bytes, *, tls13: bool, secret: bytes | None = None) -> None:
         self.suite = suite
         self.tls13 = tls13
         self.secret = secret
         self.seq = 0
+        # one AEAD object per key, made once and used for every record it protects
         self._aead = AESGCM(key) if suite.aead == "aes-gcm" else ChaCha20Poly1305(key)
         self._iv = iv
+        self._iv_int = int.from_bytes(iv, "big")
         # RFC 5288 §3: TLS 1.2 GCM carries an 8-byte explicit nonce before the ciphertext
         self._explicit = (not tls13) and suite.aead == "aes-gcm"
 
@@ -162,19 +164,24 @@ class RecordCipher:
             raise ValueError("no traffic secret to update")
         new = next_traffic_secret(self.secret, self.suite)
         fresh = tls13_cipher(self.suite, new)
-        self.secret, self.seq, self._aead, self._iv = new, 0, fresh._aead, fresh._iv
+        self.secret, self.seq, self._aead, self._iv, self._iv_int = new, 0, fresh._aead, fresh._iv, fresh._iv_int
 
-    def open(self, ctype: int, version: int, body: bytes) -> tuple[int, bytes] | None:
-        """Decrypt one record's body; returns (content type, plaintext), or None when it fails
-        authentication (the sequence number moves on either way)."""
+    def open(self, ctype: int, version: int, body: bytes | memoryview) -> tuple[int, bytes] | None:
+        """Decrypt one record's body (any bytes-like object: read, not kept); returns (content
+        type, plaintext), or None when it fails authentication (the sequence number moves on
+        either way)."""
         seq = self.seq
         self.seq += 1
         try:
             if self.tls13:
-                # RFC 8446 §5.2: additional_data = opaque_type || legacy_record_version || length
-                aad = bytes([ctype]) + version.to_bytes(2, "big") + len(body).to_bytes(2, "big")
-                inner = self._aead.decrypt(self._xor_nonce_for(seq), body, aad)
+                # RFC 8446 §5.2: additional_data = opaque_type || legacy_record_version || length;
+                # §5.3: nonce = iv XOR the sequence number left-padded to the IV's length
+                aad = (ctype << 32 | version << 16 | len(body)).to_bytes(5, "big")
+                inner = self._aead.decrypt((self._iv_int ^ seq).to_bytes(12, "big"), body, aad)
                 # TLSInnerPlaintext: content || ContentType type || uint8 zeros[length_of_padding]
+                last = inner[-1] if inner else 0
+                if last:
+                    return last, inner[:-1]  # no padding (the common case): the type is the last byte
                 end = len(inner.rstrip(b"\x00"))
                 if end == 0:
                     return None  # RFC 8446 §5.4: all zeros is an unexpected_message
@@ -182,7 +189,7 @@ class RecordCipher:
             if self._explicit:
                 if len(body) < 8 + 16:
                     return None
-                nonce, ct = self._iv + body[:8], body[8:]
+                nonce, ct = self._iv + bytes(body[:8]), body[8:]
             else:
                 nonce, ct = self._xor_nonce_for(seq), body
             # RFC 5246 §6.2.3.3: additional_data = seq_num + type + version + length (of the plaintext)
@@ -196,8 +203,7 @@ class RecordCipher:
 
     def _xor_nonce_for(self, seq: int) -> bytes:
         # RFC 8446 §5.3 / RFC 7905 §2: iv XOR (seq left-padded to the IV length)
-        n = int.from_bytes(self._iv, "big") ^ seq
-        return n.to_bytes(len(self._iv), "big")
+        return (self._iv_int ^ seq).to_bytes(len(self._iv), "big")
 
 
 def tls13_cipher(suite: Suite, secret: bytes) -> RecordCipher:

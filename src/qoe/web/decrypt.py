@@ -168,11 +168,14 @@ def _extensions(body: bytes, i: int) -> list[tuple[int, bytes]]:
     if i >= len(body):
         return []
     block, _ = _vec(body, i, 2)
-    out, j = [], 0
-    while j + 4 <= len(block):
-        t = int.from_bytes(block[j:j + 2], "big")
-        data, j = _vec(block, j + 2, 2)
-        out.append((t, data))
+    out, j, n = [], 0, len(block)
+    while j + 4 <= n:
+        # Extension = extension_type(2) extension_data<0..2^16-1> (RFC 8446 §4.2)
+        end = j + 4 + (block[j + 2] << 8 | block[j + 3])
+        if end > n:
+            raise IndexError("truncated")
+        out.append((block[j] << 8 | block[j + 1], block[j + 4:end]))
+        j = end
     return out
 
 
@@ -291,20 +294,23 @@ class DecryptingTlsSink:
 
     def _records(self, direction: int, d: _Dir, ts: int) -> None:
         buf = d.buf
-        i = 0
         n = len(buf)
+        if n < 5 or n < 5 + (buf[3] << 8 | buf[4]):
+            if n >= 5:
+                self._check_header(direction, d, buf[0], buf[1], buf[3] << 8 | buf[4])
+            return  # the first record is not whole yet
+        # one immutable copy of what is buffered, its records read through views of it (no copy per record)
+        view = memoryview(bytes(buf))
+        i = 0
         while n - i >= 5:
-            ctype, major = buf[i], buf[i + 1]
-            rlen = int.from_bytes(buf[i + 3:i + 5], "big")
-            if not (_CCS <= ctype <= 24) or major != 3 or rlen > _MAX_RECORD:
-                d.stopped = True
-                del buf[:]
-                self._note = self._note or f"{_SIDE[direction]}: bytes that are not TLS records; decryption stopped"
+            ctype, major = view[i], view[i + 1]
+            rlen = view[i + 3] << 8 | view[i + 4]
+            if not self._check_header(direction, d, ctype, major, rlen):
                 return
             if n - i < 5 + rlen:
                 break
-            version = int.from_bytes(buf[i + 1:i + 3], "big")
-            body = bytes(buf[i + 5:i + 5 + rlen])
+            version = view[i + 1] << 8 | view[i + 2]
+            body = view[i + 5:i + 5 + rlen]
             rec_ts = d.rec_ts
             i += 5 + rlen
             d.rec_ts = ts
@@ -314,6 +320,16 @@ class DecryptingTlsSink:
             else:
                 self._record(direction, d, rec_ts, ts, ctype, version, body)
         del buf[:i]
+
+    def _check_header(self, direction: int, d: _Dir, ctype: int, major: int, rlen: int) -> bool:
+        """A record header's type, major version and length are TLS's (RFC 8446 §5.1); if not,
+        this direction's decryption stops."""
+        if not (_CCS <= ctype <= 24) or major != 3 or rlen > _MAX_RECORD:
+            d.stopped = True
+            del d.buf[:]
+            self._note = self._note or f"{_SIDE[direction]}: bytes that are not TLS records; decryption stopped"
+            return False
+        return True
 
     def _burst_add(self, direction: int, start: int, end: int, nbytes: int) -> None:
         b = self._burst
@@ -335,7 +351,8 @@ class DecryptingTlsSink:
         else:
             self._bursts_dropped += 1
 
-    def _record(self, direction: int, d: _Dir, start: int, ts: int, ctype: int, version: int, body: bytes) -> None:
+    def _record(self, direction: int, d: _Dir, start: int, ts: int, ctype: int, version: int,
+                body: bytes | memoryview) -> None:
         if ctype == _APPDATA:
             self._burst_add(direction, start, ts, len(body))
         if ctype == _CCS:
@@ -347,13 +364,13 @@ class DecryptingTlsSink:
             # RFC 8446 §4.2.10: 0-RTT data follows the ClientHello, protected with the client's early
             # traffic secret; its keys are set up with the ServerHello's cipher suite: held until then
             if len(self._early_held) < _MAX_EARLY_RECORDS:
-                self._early_held.append((ts, ctype, version, body))
+                self._early_held.append((ts, ctype, version, bytes(body)))
             else:
                 d.failed += 1
             return
         self._open(direction, d, ts, ctype, version, body)
 
-    def _open(self, direction: int, d: _Dir, ts: int, ctype: int, version: int, body: bytes) -> None:
+    def _open(self, direction: int, d: _Dir, ts: int, ctype: int, version: int, body: bytes | memoryview) -> None:
         protected = (ctype == _APPDATA and self._version is not None and self._version >= 0x0304) or d.encrypted
         if not protected:
             if ctype == _HANDSHAKE:

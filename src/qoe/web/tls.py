@@ -254,11 +254,18 @@ def _extensions(r: _Reader) -> list[tuple[int, bytes]]:
     # RFC 8446 §4.2 / RFC 5246 §7.4.1.4: extensions<...> after the fixed fields, optional in <= 1.2
     if r.done():
         return []
-    ext = _Reader(r.vec(2))
+    block = r.vec(2)
     out = []
-    while not ext.done():
-        t = ext.u16()
-        out.append((t, ext.vec(2)))
+    i, n = 0, len(block)
+    while i < n:
+        # Extension = extension_type(2) extension_data<0..2^16-1>
+        if i + 4 > n:
+            raise IndexError("truncated")
+        size = block[i + 2] << 8 | block[i + 3]
+        if i + 4 + size > n:
+            raise IndexError("truncated")
+        out.append((block[i] << 8 | block[i + 1], block[i + 4:i + 4 + size]))
+        i += 4 + size
     return out
 
 
@@ -324,7 +331,7 @@ class _TlsSink:
 
     def data(self, direction: int, ts_ns: int, offset: int, payload: bytes) -> None:
         """Bytes ``[offset, offset + len(payload))`` of ``direction``, delivered at ``ts_ns``."""
-        d = self._dir(direction)
+        d = self._d[direction] if direction == CLIENT or direction == SERVER else self._dir(direction)
         expected = d.received + d.missing
         if offset > expected:
             self.gap(direction, ts_ns, expected, offset - expected)
@@ -382,16 +389,23 @@ class _TlsSink:
         i, n = 0, len(buf)
         while i < n:
             if d.rec_left == 0:
-                if not d.hdr:
-                    d.rec_ts = ts  # the record starts in this delivery
-                take = min(5 - len(d.hdr), n - i)
-                d.hdr += buf[i:i + take]
-                i += take
-                if len(d.hdr) < 5:
-                    return
-                ctype, major, minor = d.hdr[0], d.hdr[1], d.hdr[2]
-                length = int.from_bytes(d.hdr[3:5], "big")
-                d.hdr = bytearray()
+                if not d.hdr and n - i >= 5:
+                    # the whole header in this delivery (the common case): read in place
+                    d.rec_ts = ts
+                    ctype, major, minor = buf[i], buf[i + 1], buf[i + 2]
+                    length = buf[i + 3] << 8 | buf[i + 4]
+                    i += 5
+                else:
+                    if not d.hdr:
+                        d.rec_ts = ts  # the record starts in this delivery
+                    take = min(5 - len(d.hdr), n - i)
+                    d.hdr += buf[i:i + take]
+                    i += take
+                    if len(d.hdr) < 5:
+                        return
+                    ctype, major, minor = d.hdr[0], d.hdr[1], d.hdr[2]
+                    length = int.from_bytes(d.hdr[3:5], "big")
+                    d.hdr = bytearray()
                 if not (_CHANGE_CIPHER_SPEC <= ctype <= _HEARTBEAT) or major != 3 or length > _MAX_RECORD:
                     d.stopped = True
                     d.error = f"not a TLS record header: type {ctype}, version {major}.{minor}, length {length}"
@@ -484,8 +498,8 @@ class _TlsSink:
         offered: tuple[int, ...] = (legacy,)
         self._early = False
         for etype, data in exts:
-            e = _Reader(data)
             if etype == _EXT_SERVER_NAME:
+                e = _Reader(data)
                 names = _Reader(e.vec(2))  # RFC 6066 §3: ServerNameList
                 while not names.done():
                     kind = names.u8()
@@ -493,13 +507,13 @@ class _TlsSink:
                     if kind == 0 and self.server_name is None:  # host_name
                         self.server_name = name.decode("ascii", "replace")
             elif etype == _EXT_ALPN:
-                protos = _Reader(e.vec(2))  # RFC 7301 §3.1: ProtocolNameList
+                protos = _Reader(_Reader(data).vec(2))  # RFC 7301 §3.1: ProtocolNameList
                 out = []
                 while not protos.done():
                     out.append(protos.vec(1).decode("ascii", "replace"))
                 self._alpn_offered = tuple(out)
             elif etype == _EXT_SUPPORTED_VERSIONS:
-                vs = _Reader(e.vec(1))  # RFC 8446 §4.2.1: versions<2..254>
+                vs = _Reader(_Reader(data).vec(1))  # RFC 8446 §4.2.1: versions<2..254>
                 listed = []
                 while not vs.done():
                     v = vs.u16()

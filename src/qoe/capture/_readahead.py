@@ -1,0 +1,132 @@
+"""``read_ahead``: an iterator run in a background thread, a few items ahead of its reader.
+
+Reading and decoding a capture (file reads, NumPy gathers over the records) and what a
+caller does with a batch (NumPy again) both spend most of their time outside the GIL, so
+on a machine with two cores or more the next batch is ready when the caller asks for it.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterable, Iterator
+from typing import Generic, TypeVar
+
+from qoe.errors import InputError
+
+T = TypeVar("T")
+
+# How long the reading thread waits for room in the queue before it looks again whether
+# the reader has gone (s): the time a thread of an abandoned reader lives on.
+_POLL_S = 0.05
+
+
+def read_ahead(items: Iterable[T], depth: int = 1) -> Iterator[T]:
+    """The items of ``items``, made by a background thread while the caller works.
+
+    For the batches of a large capture (:func:`read_udp_batches`, :func:`tcp_segment_rows`,
+    or a generator that reads and prepares them): file reads and NumPy release the GIL, so
+    with two cores or more the next batch is read and decoded while the caller works on
+    the one before.
+
+    Parameters
+    ----------
+    items : iterable
+        What to iterate over; its iterator is advanced only in the background thread.
+    depth : int, optional
+        Items made ahead at most (default 1): the thread asks for the next item only while
+        fewer than ``depth`` are waiting or being made, so memory grows by ``depth`` items.
+
+    Returns
+    -------
+    iterator
+        The same items in the same order. An exception ``items`` raises is raised here, at
+        the item where it occurred, after the items before it; warnings are issued from the
+        thread when it meets them. ``close()`` (also when the iterator is collected) stops
+        the thread and closes the source there.
+
+    Raises
+    ------
+    InputError
+        ``depth`` is not a positive integer.
+    """
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise InputError(f"read_ahead: depth must be a positive integer, given {depth!r}")
+    return ReadAhead(iter(items), depth)
+
+
+class ReadAhead(Iterator[T], Generic[T]):
+    """The items of ``source``, taken from it by a background thread up to ``depth`` ahead.
+
+    The thread asks ``source`` for an item only when fewer than ``depth`` items are
+    waiting or being made: with ``depth`` 1, while the reader works on one item the next
+    is made, and no more (memory: one item more than reading in the caller's thread).
+    Items come in the order ``source`` gives them. An exception ``source`` raises is raised
+    here, at the item where it occurred, once the items before it were taken. Warnings
+    ``source`` issues are issued from the thread, when it gets there. :meth:`close` (also
+    called when the iterator is collected) stops the thread and closes ``source`` there.
+    """
+
+    def __init__(self, source: Iterator[T], depth: int) -> None:
+        self._queue: queue.Queue[tuple[str, object]] = queue.Queue()
+        self._room = threading.Semaphore(depth)  # items the thread may make before the reader takes one
+        self._stop = threading.Event()
+        self._done = False
+        self._thread = threading.Thread(target=self._run, args=(source,), name="qoe-read-ahead", daemon=True)
+        self._thread.start()
+
+    def _run(self, source: Iterator[T]) -> None:
+        try:
+            while self._wait_for_room():
+                try:
+                    item = next(source)
+                except StopIteration:
+                    self._queue.put(("end", None))
+                    break
+                self._queue.put(("item", item))
+        except BaseException as exc:  # noqa: BLE001 - handed to the reader, raised there
+            self._queue.put(("error", exc))
+        finally:
+            close = getattr(source, "close", None)
+            if close is not None:
+                close()
+
+    def _wait_for_room(self) -> bool:
+        """Wait until the thread may make another item; False if the reader closed the
+        iterator first."""
+        while not self._stop.is_set():
+            if self._room.acquire(timeout=_POLL_S):
+                return not self._stop.is_set()
+        return False
+
+    def __iter__(self) -> ReadAhead[T]:
+        return self
+
+    def __next__(self) -> T:
+        if self._done:
+            raise StopIteration
+        kind, value = self._queue.get()
+        if kind == "item":
+            self._room.release()  # the next one may be made while the reader works on this
+            return value  # type: ignore[return-value]
+        self._done = True
+        self._thread.join()
+        if kind == "error":
+            raise value  # type: ignore[misc]
+        raise StopIteration
+
+    def close(self) -> None:
+        """Stop the thread (it closes ``source``) and drop what it read ahead."""
+        if self._done:
+            return
+        self._done = True
+        self._stop.set()
+        self._thread.join()
+        while True:  # what it read ahead
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                break
+
+    def __del__(self) -> None:
+        self.close()

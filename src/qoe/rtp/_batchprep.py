@@ -1,0 +1,113 @@
+"""What the scan reads of a batch of UDP datagrams before it looks at any flow state.
+
+:func:`prepare` sorts a batch's datagrams into SIP, STUN/DTLS/TURN, RTCP and RTP by
+their first bytes, parses the RTP fixed headers and builds each RTP packet's flow key.
+It is a pure function of the batch, so the scan runs it in the thread that reads the
+capture ahead (:func:`qoe.capture.read_ahead`), and the scan's own thread starts from
+the flows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from qoe.rtp._packet import RTCP_SR, RTCP_XR, RTP_FIXED_HEADER, RTP_VERSION, header_columns
+from qoe.rtp.sip import _SIP_METHODS
+
+# First four bytes of a SIP message: a request method of RFC 3261 §27.4 and its extensions
+# (qoe.rtp.sip._SIP_METHODS), or the "SIP/" of a status line (RFC 3261 §7.2).
+_SIP_PREFIXES = np.array(
+    [int.from_bytes((m + " ").encode()[:4], "big") for m in _SIP_METHODS] + [int.from_bytes(b"SIP/", "big")]
+)
+_NONE = np.zeros(0, dtype=np.int64)
+
+
+class PreparedBatch:
+    """A batch of UDP datagrams (:class:`qoe.capture.UdpBatch`) and its datagrams by kind.
+
+    Attributes
+    ----------
+    batch : UdpBatch
+    sip, other, rtcp : numpy.ndarray of int64
+        Rows (in the batch) of SIP messages, of datagrams that start below 80 (STUN,
+        ZRTP, DTLS, TURN channels: RFC 7983 §7, RFC 9443 §4) and of RTCP packets.
+    late_rows, late_k1, late_k2 : numpy.ndarray of int64
+        Rows that may be RTP (version 2, 12 bytes or more, RTCP included) and their flow
+        key words read as if they were: what the scan looks at for flows silent past the
+        timeout.
+    rows, h, k1, k2, src, dst, sport, dport
+        The RTP packets with a whole header: their rows, header columns, flow key words
+        (``src << 32 | dst`` and ``sport << 48 | dport << 32 | ssrc``) and addresses and
+        ports as int64.
+    """
+
+    __slots__ = ("batch", "sip", "other", "rtcp", "late_rows", "late_k1", "late_k2",
+                 "rows", "h", "k1", "k2", "src", "dst", "sport", "dport")
+
+    def __init__(self, batch: Any) -> None:
+        self.batch = batch
+
+    def __len__(self) -> int:
+        return len(self.batch)
+
+
+def prepare(b: Any) -> PreparedBatch:
+    """Sort the datagrams of batch ``b`` by kind and read the RTP headers (see the module).
+
+    References
+    ----------
+    RFC 3261 §7.1, §7.2 (a SIP message's first line); RFC 7983 §7 (demultiplexing by the
+    first byte); RFC 5761 §4 (RTCP packet types 200-207 beside RTP); RFC 3550 §5.1.
+    """
+    p = PreparedBatch(b)
+    length = b.lengths
+    if b.data.size == 0 or not length.any():
+        p.sip = p.other = p.rtcp = p.late_rows = p.late_k1 = p.late_k2 = _NONE
+        _no_rtp(p)
+        return p
+    head = b.head  # each payload's first 16 bytes, zeros past its end
+    b0 = head[:, 0].astype(np.int64)
+    b1 = head[:, 1].astype(np.int64)
+    # SIP: text messages starting with a method or "SIP/2.0" (RFC 3261 §7.1, §7.2),
+    # told apart by their first four bytes (never RTP/RTCP: "A"-"Z" is version 1).
+    cand = np.flatnonzero((length >= 12) & (b0 >= 0x41) & (b0 <= 0x5A))
+    p.sip = cand
+    if cand.size:
+        first4 = head[cand, :4].view(">u4")[:, 0].astype(np.int64)
+        p.sip = cand[np.isin(first4, _SIP_PREFIXES)]
+    # RFC 7983 §7 / RFC 9443 §4: STUN, ZRTP, DTLS and TURN channels start below 80
+    p.other = np.flatnonzero((b0 < 80) & (length > 0))
+    version2 = (b0 >> 6) == RTP_VERSION
+    v2 = (length >= 8) & version2
+    # RFC 5761 §4: RTCP packet types 200-204 (RFC 3550), 205-206 (RFC 4585 feedback), 207 (XR)
+    is_rtcp = v2 & (b1 >= RTCP_SR) & (b1 <= RTCP_XR)
+    p.rtcp = np.flatnonzero(is_rtcp)
+    # every row that may be RTP, and its key: looked at for flows past their deadline
+    late = np.flatnonzero((length >= RTP_FIXED_HEADER) & version2)
+    ssrc = np.ascontiguousarray(head[late, 8:12]).view(">u4")[:, 0].astype(np.int64)
+    src = b.src[late].astype(np.int64)
+    dst = b.dst[late].astype(np.int64)
+    sport = b.sport[late].astype(np.int64)
+    dport = b.dport[late].astype(np.int64)
+    p.late_rows = late
+    p.late_k1 = src << 32 | dst
+    p.late_k2 = sport << 48 | dport << 32 | ssrc
+    rows = np.flatnonzero(v2 & ~is_rtcp & (length >= RTP_FIXED_HEADER))
+    if rows.size == 0:
+        _no_rtp(p)
+        return p
+    h = header_columns(b.data, b.starts[rows], length[rows], head=head[rows])
+    rows = rows[h.rows]
+    at = np.searchsorted(late, rows)  # RTP rows are rows that may be RTP
+    p.rows, p.h = rows, h
+    p.k1, p.k2 = p.late_k1[at], p.late_k2[at]
+    p.src, p.dst, p.sport, p.dport = src[at], dst[at], sport[at], dport[at]
+    return p
+
+
+def _no_rtp(p: PreparedBatch) -> None:
+    p.rows = p.k1 = p.k2 = p.src = p.dst = p.sport = p.dport = _NONE
+    p.h = None
+
