@@ -97,3 +97,12 @@ def test_automatic_collection_left_off_stays_off(caller_threshold):
     connections(CAPTURE, sinks=lambda cid: _Seen(inside))
     assert inside and all(t[0] == 0 for t in inside)
     assert gc.get_threshold() == (0, 10, 10)
+
+
+def test_a_threshold_set_after_the_last_item_stays_when_the_pass_is_dropped(caller_threshold):
+    mine = (4321, 7, 8)
+    it = iter_connections(CAPTURE)
+    next(it)
+    gc.set_threshold(*mine)
+    del it  # closed by its finalizer: the caller's later threshold is not overwritten
+    assert gc.get_threshold() == mine

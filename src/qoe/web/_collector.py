@@ -41,29 +41,29 @@ def relaxed(items: Iterator[T]) -> Iterator[T]:
     first young collection comes after as many of its own allocations as its threshold
     says, not at once over the objects the pass left young); at the end, on an error or
     when the iterator is closed, the caller's threshold exactly. A threshold the caller sets
-    while iterating is taken as its own; a threshold of 0 (automatic collection off) is left
-    alone.
+    while iterating is taken as its own (and left as it is at the end); a threshold of 0
+    (automatic collection off) is left alone.
     """
     caller = gc.get_threshold()
-    mine: tuple[int, ...] | None = None  # what was left set when the last item was given
+    ours = caller  # the threshold this pass set last
     try:
         while True:
             now = gc.get_threshold()
-            if mine is not None and now != mine:
+            if now != ours:
                 caller = now  # the caller set its own meanwhile
             if caller[0]:
-                gc.set_threshold(max(YOUNG, caller[0]), *caller[1:])
+                ours = (max(YOUNG, caller[0]), *caller[1:])
+                gc.set_threshold(*ours)
             item = next(items, _END)
             if item is _END:
                 return
             if caller[0]:
-                mine = (caller[0] + gc.get_count()[0], *caller[1:])
-                gc.set_threshold(*mine)
-            else:
-                mine = caller
+                ours = (caller[0] + gc.get_count()[0], *caller[1:])
+                gc.set_threshold(*ours)
             yield item  # type: ignore[misc]
     finally:
-        gc.set_threshold(*caller)
+        if gc.get_threshold() == ours:  # (one the caller set last stays)
+            gc.set_threshold(*caller)
 
 
 _END = object()
