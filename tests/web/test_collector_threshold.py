@@ -8,13 +8,15 @@ a pass works its threshold is at least 20,000; whenever the caller's code runs (
 given, the end, a close, an error) the caller's own threshold is in force: the same value, or
 counted from that moment (its first young collection after as many of its own allocations).
 What is observed here: the threshold a sink sees from inside the pass (``sinks=`` is public),
-the threshold in the caller's loop body, and after the loop.
+the threshold in the caller's loop body, and after the loop. The threshold is the process's:
+a pass in a thread other than the main one leaves it alone.
 """
 
 from __future__ import annotations
 
 import gc
 import os
+import threading
 import warnings
 
 import pytest
@@ -106,3 +108,13 @@ def test_a_threshold_set_after_the_last_item_stays_when_the_pass_is_dropped(call
     gc.set_threshold(*mine)
     del it  # closed by its finalizer: the caller's later threshold is not overwritten
     assert gc.get_threshold() == mine
+
+
+def test_a_pass_in_another_thread_leaves_the_threshold_alone(caller_threshold):
+    inside: list = []
+    done: list = []
+    t = threading.Thread(target=lambda: done.append(connections(CAPTURE, sinks=lambda cid: _Seen(inside))))
+    t.start()
+    t.join()
+    assert done and inside and all(x == CALLER for x in inside)
+    assert gc.get_threshold() == CALLER

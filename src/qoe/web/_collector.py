@@ -22,6 +22,7 @@ References
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from typing import TypeVar
 
@@ -42,8 +43,14 @@ def relaxed(items: Iterator[T]) -> Iterator[T]:
     says, not at once over the objects the pass left young); at the end, on an error or
     when the iterator is closed, the caller's threshold exactly. A threshold the caller sets
     while iterating is taken as its own (and left as it is at the end); a threshold of 0
-    (automatic collection off) is left alone.
+    (automatic collection off) is left alone. In any thread but the main one, ``items`` as
+    they are (the threshold is the process's, not the thread's).
     """
+    if threading.current_thread() is not threading.main_thread():
+        # the threshold is the process's: passes in several threads (a Dask worker's) would
+        # take each other's for the caller's, so only the main thread's pass relaxes it
+        yield from items
+        return
     caller = gc.get_threshold()
     ours = caller  # the threshold this pass set last
     try:
