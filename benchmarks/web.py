@@ -18,7 +18,9 @@ in a fresh subprocess (peak RSS per run), on the whole capture and on its first 
   every message head of the capture (each request, each response's head with its first
   segment, as ``qoe.web.http`` hands them to h11), and their sum: a bound on the ratio to
   tshark of any pipeline that reads the segments with qoe's reader and frames every
-  message with h11.
+  message with h11; reading + TCP reassembly (``qoe.web.tcp.iter_connections`` without
+  sinks, in a fresh process: every segment classified, RTT, retransmissions, each
+  connection's result, no HTTP): what the pipeline spends before any HTTP or page work.
 
 It prints wall-clock and CPU seconds (user + system), transactions per second, MB of
 capture per second, the ratio to tshark of both, peak RSS (flat in the capture's size when
@@ -141,6 +143,24 @@ for _ in tcp_segment_rows(sys.argv[1]):
     n += 1
 print(json.dumps({"s": time.perf_counter() - t, "cpu": time.process_time() - c, "segments": n}))
 """
+
+
+READ_TCP = r"""
+import json, sys, time
+from qoe.web.tcp import iter_connections
+t, c = time.perf_counter(), time.process_time()
+n = 0
+for _ in iter_connections(sys.argv[1]):
+    n += 1
+print(json.dumps({"s": time.perf_counter() - t, "cpu": time.process_time() - c, "connections": n}))
+"""
+
+
+def _tcp_floor(path: str) -> dict:
+    """Reading + TCP reassembly without sinks (no HTTP, no pages), in a fresh process."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "src"), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", READ_TCP, path], check=True, capture_output=True, text=True, env=env)
+    return json.loads(out.stdout)
 
 
 def _read_floor(path: str) -> dict:
@@ -292,7 +312,8 @@ def main(argv: list[str] | None = None) -> int:
             _half(path, packets, half)
         # each measurement --repeat times, interleaved (a load change hits every tool alike),
         # the run with the least CPU kept
-        runs: dict[str, list] = {k: [] for k in ("ours", "half", "ts", "ts_ooo", "floor", "reading", "httptools")}
+        runs: dict[str, list] = {k: [] for k in ("ours", "half", "ts", "ts_ooo", "floor", "reading", "httptools",
+                                                  "tcp")}
         for _ in range(args.repeat):
             runs["ours"].append(_qoe(path))
             runs["half"].append(_qoe(half) if have_half else None)
@@ -300,8 +321,9 @@ def main(argv: list[str] | None = None) -> int:
             runs["ts_ooo"].append(_tshark(path, ("-o", "tcp.reassemble_out_of_order:TRUE")))
             runs["floor"].append(_h11_floor(n))
             runs["reading"].append(_read_floor(path))
+            runs["tcp"].append(_tcp_floor(path))
             runs["httptools"].append(_httptools_floor(n))
-        ours, ours_half, ts, ts_ooo, floor, reading, ht = (_best(runs[k]) for k in runs)
+        ours, ours_half, ts, ts_ooo, floor, reading, ht, tcp = (_best(runs[k]) for k in runs)
         both = {"s": floor["s"] + reading["s"], "cpu": floor["cpu"] + reading["cpu"]}
         print()
         print(f"{'tool':34s} {'s':>7s} {'CPU s':>7s} {'tx/s':>8s} {'MB/s':>7s} {'vs tshark':>10s} "
@@ -315,6 +337,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{'':>7s} {'':>10s} {'':>14s} {ours_half['rss_mb']:12.0f}")
         heads = [("floor: reading alone", reading), ("floor: h11 alone, every msg head", floor),
                  ("floor: reading + h11 (sum)", both)]
+        heads.append(("floor: reading + TCP (no sinks)", tcp))
         if ht:
             heads.append(("floor: httptools alone, same heads", ht))
         for label, f in heads:

@@ -16,14 +16,12 @@ References
 
 from __future__ import annotations
 
+import io
 import struct
 from collections.abc import Iterator
 from typing import BinaryIO
 
 import numpy as np
-
-import dpkt
-from dpkt import pcapng as dpkt_pcapng
 
 from qoe.capture._records import (
     CHUNK_SIZE,
@@ -44,19 +42,22 @@ from qoe.errors import CaptureError
 
 # pcapng Section Header Block type, draft-ietf-opsawg-pcapng §4.1 (a palindrome, so it reads
 # the same in both byte orders).
-SHB = dpkt_pcapng.PCAPNG_BT_SHB
-_BOM = dpkt_pcapng.BYTE_ORDER_MAGIC  # 0x1A2B3C4D, §4.1 Byte-Order Magic
-_IDB = dpkt_pcapng.PCAPNG_BT_IDB  # 1, §4.2
-_PB = dpkt_pcapng.PCAPNG_BT_PB  # 2, Appendix A (obsolete Packet Block)
-_SPB = dpkt_pcapng.PCAPNG_BT_SPB  # 3, §4.4
-_EPB = dpkt_pcapng.PCAPNG_BT_EPB  # 6, §4.3
+# The block types and option codes are written here (dpkt.pcapng holds the same values):
+# dpkt is imported only to parse an Interface Description Block's options (_parse_idb).
+SHB = 0x0A0D0D0A
+_BOM = 0x1A2B3C4D  # §4.1 Byte-Order Magic
+_VERSION_MAJOR = 1  # §4.1 Major Version
+_IDB = 0x00000001  # §4.2
+_PB = 0x00000002  # Appendix A (obsolete Packet Block)
+_SPB = 0x00000003  # §4.4
+_EPB = 0x00000006  # §4.3
 _DSB = 0x0000000A  # §4.7 Decryption Secrets Block
 # Blocks that Wireshark shows as frames although they hold no packet: the Systemd Journal
 # Export Block (pcapng §4.7, type 9) and Custom Blocks (§4.8, 0x00000BAD / 0x40000BAD).
 # They take a frame number (checked with tshark 4.0), so that ours stay equal to Wireshark's.
 _FRAME_WITHOUT_PACKET = frozenset({0x00000009, 0x00000BAD, 0x40000BAD})
-_OPT_TSRESOL = dpkt_pcapng.PCAPNG_OPT_IF_TSRESOL  # 9, §4.2 if_tsresol
-_OPT_TSOFFSET = dpkt_pcapng.PCAPNG_OPT_IF_TSOFFSET  # 14, §4.2 if_tsoffset
+_OPT_TSRESOL = 9  # §4.2 if_tsresol
+_OPT_TSOFFSET = 14  # §4.2 if_tsoffset
 
 
 def parse_shb(name: str, head: bytes) -> CaptureInfo:
@@ -72,13 +73,18 @@ def parse_shb(name: str, head: bytes) -> CaptureInfo:
         raise CaptureError(f"{name}: pcapng byte-order magic is {head[8:12].hex()}, expected 1a2b3c4d")
     if len(head) >= 14:
         vmaj = struct.unpack(bo + "H", head[12:14])[0]
-        if vmaj != dpkt_pcapng.PCAPNG_VERSION_MAJOR:
+        if vmaj != _VERSION_MAJOR:
             raise CaptureError(f"{name}: pcapng major version {vmaj}, expected 1")
     return CaptureInfo(name, "pcapng", bo)
 
 
 def _parse_idb(name: str, block: bytes, bo: str) -> Interface:
     """pcapng §4.2 Interface Description Block, options parsed by dpkt."""
+    # dpkt loads here, with the first pcapng interface: a pcap file is read without it (its
+    # import costs 25 ms of CPU)
+    import dpkt  # noqa: PLC0415
+    from dpkt import pcapng as dpkt_pcapng  # noqa: PLC0415
+
     cls = dpkt_pcapng.InterfaceDescriptionBlockLE if bo == "<" else dpkt_pcapng.InterfaceDescriptionBlock
     try:
         idb = cls(block)
@@ -158,6 +164,9 @@ class _PcapngWalk:
         self.found = False  # probe_only: the first packet has been reached
         self.buf = already
         self.pos = 0
+        # a plain file (not a pipe, not gzip): a block a chunk cuts is read again with the
+        # next chunk (a seek back), not copied in front of it
+        self.reread = isinstance(f, io.BufferedReader) and f.seekable()
         self.ifaces: list[Interface] = []  # the current section's
         self.base = 0  # our number of the current section's interface 0
         self.index = 0  # frames in the chunks yielded so far
@@ -190,10 +199,15 @@ class _PcapngWalk:
                     break
                 if blen < 0 or self.pos + blen > len(self.buf):  # not whole in the buffer: read on
                     yield from self._flush()
+                    left = len(self.buf) - self.pos
+                    if self.reread and self.pos and left:
+                        # (as pcap_chunks does: the cut block is read again, not copied)
+                        self.f.seek(-left, io.SEEK_CUR)
+                        left = 0
                     chunk = read_bytes(self.f, self.chunk_size, name)
                     if not chunk:
                         break
-                    self.buf = self.buf[self.pos :] + chunk
+                    self.buf = self.buf[self.pos :] + chunk if left else chunk
                     self.pos = 0
                     continue
                 problem = self._take(btype, blen)

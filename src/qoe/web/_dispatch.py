@@ -35,15 +35,17 @@ import dataclasses
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from qoe.errors import InputError
-from qoe.web._decrypted import DecryptedTlsParser, H2cParser, looks_like_h2_preface
 from qoe.web.keylog import KeyLog
 from qoe.web._http1 import DEFAULT_MAX_HEAD_BYTES, DEFAULT_MAX_HELD_BYTES, HttpLimits, HttpSink
 from qoe.web._results import ConnectionResult, Transaction
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
 from qoe.web.tls import TlsSession, looks_like_tls
+
+if TYPE_CHECKING:
+    from qoe.web._decrypted import DecryptedTlsParser, H2cParser
 
 __all__ = [
     "ConnectionParser", "Parser", "PARSERS", "parsers", "sniff", "UnknownSink", "ProtocolSink", "connection_sink", "Collector",
@@ -125,6 +127,10 @@ def _http1(conn: ConnectionId, limits: HttpLimits) -> HttpSink:
 
 def _tls(conn: ConnectionId, limits: HttpLimits) -> DecryptedTlsParser:
     # without a key log: the timing of _TlsSink plus the encrypted bursts (qoe.web.decrypt)
+    # (the TLS and HTTP/2 parsers, cryptography and hpack load with the first connection that
+    # needs them: 30 ms of CPU that a capture of cleartext HTTP/1.x never spends)
+    from qoe.web._decrypted import DecryptedTlsParser  # noqa: PLC0415
+
     return DecryptedTlsParser(conn, _NO_KEYS, limits)
 
 
@@ -132,7 +138,23 @@ _NO_KEYS = KeyLog()
 
 
 def _h2c(conn: ConnectionId, limits: HttpLimits) -> H2cParser:
+    from qoe.web._decrypted import H2cParser  # noqa: PLC0415 - loaded when needed (see _tls)
+
     return H2cParser(conn, limits)
+
+
+#: RFC 9113 §3.4: the client connection preface (``qoe.web._h2.PREFACE``, written here so
+#: that recognising it does not load the HTTP/2 parser).
+_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+
+def _looks_like_h2_preface(prefix: bytes) -> bool | None:
+    """Whether a connection's first client bytes are the HTTP/2 preface (RFC 9113 §3.4);
+    None while they are a prefix of it (as ``qoe.web._decrypted.looks_like_h2_preface``)."""
+    n = min(len(prefix), len(_H2_PREFACE))
+    if bytes(prefix[:n]) != _H2_PREFACE[:n]:
+        return False
+    return True if n == len(_H2_PREFACE) else None
 
 
 #: The parsers asked, in this order: a TLS handshake record header (``0x16 0x03 0x00..0x04``,
@@ -140,7 +162,7 @@ def _h2c(conn: ConnectionId, limits: HttpLimits) -> H2cParser:
 #: pass for an HTTP/1.x request line, ``PRI * HTTP/2.0``), then an HTTP/1.x request line.
 PARSERS: tuple[Parser, ...] = (
     Parser("tls", looks_like_tls, _tls),
-    Parser("h2", looks_like_h2_preface, _h2c),
+    Parser("h2", _looks_like_h2_preface, _h2c),
     Parser("http", _looks_like_http1, _http1),
 )
 
@@ -153,6 +175,8 @@ def parsers(keylog: Any = None) -> tuple[Parser, ...]:
         return PARSERS
 
     def tls(conn: ConnectionId, limits: HttpLimits) -> DecryptedTlsParser:
+        from qoe.web._decrypted import DecryptedTlsParser  # noqa: PLC0415 - loaded when needed (see _tls)
+
         return DecryptedTlsParser(conn, keylog, limits)
 
     return tuple(Parser("tls", looks_like_tls, tls) if p.name == "tls" else p for p in PARSERS)
