@@ -138,14 +138,15 @@ def main(argv: list[str] | None = None) -> int:
               f"({n_half} packets) in {time.perf_counter() - t:.1f} s from {args.sample.name}")
         half_t, half_cpu, half_m = measured([sys.executable, "-c", LIB_SNIPPET, str(half)], tmp / "half.lib.txt")
         rows = run_tools("8 streams", big, tmp, tl, 8, n_big)
-        rows.insert(2, ("8 streams", 8, n_half, "scan_capture, half size", half_t, half_cpu, half_m,
+        lib_at = next(i for i, r in enumerate(rows) if r[3] == "scan_capture (process)")
+        rows.insert(lib_at + 1, ("8 streams", 8, n_half, "scan_capture, half size", half_t, half_cpu, half_m,
                         float("nan"), float("nan"), ""))
     finally:
         if args.keep is None:
             shutil.rmtree(tmp, ignore_errors=True)
     print()
     print_table(rows)
-    print(f"memory flat in the streams' length: half-size capture {half_m:.1f} MiB, full size {rows[1][6]:.1f} MiB")
+    print(f"memory flat in the streams' length: half-size capture {half_m:.1f} MiB, full size {next(r[6] for r in rows if r[3] == 'scan_capture (process)'):.1f} MiB")
     return 1 if failed(rows) else 0
 
 

@@ -176,3 +176,25 @@ def test_qoe_streams_takes_the_timeout(tmp_path):
         assert res.exit_code == 0, res.output
         rows[timeout] = res.stdout.strip().splitlines()[1:]
     assert (len(rows["25"]), len(rows["60"])) == (2, 1)  # two segments, or one stream of 100 packets
+    ahead = CliRunner().invoke(cli, ["streams", path, "--format", "csv", "--read-ahead"])
+    assert ahead.exit_code == 0 and ahead.stdout.strip().splitlines()[1:] == rows["25"]
+
+
+def test_a_scan_reading_ahead_gives_the_same_streams_and_calls(tmp_path):
+    # read_ahead=True reads and prepares batches in a second thread (qoe.capture.read_ahead):
+    # the streams, their statistics and the calls handed on must be those of the plain scan,
+    # also with a stream that resumes after the timeout (a split of a batch) and small batches
+    first = voice(50, 0x33)
+    second = [(t + 31.0, f) for t, f in voice(50, 0x33, seq0=1050, ts0=5000 + 160 * 50 + 8000 * 31)]
+    calls = _call("one@x", T0 + 40, 7000, 9000, 50) + _call("two@x", T0 + 40.5, 7002, 9002, 120, bye=False)
+    path = _capture(tmp_path, first + second + voice(4, 0x44, sport=6100, t0=T0 + 40) + calls)
+    for batch in (7, 64, 65536):
+        plain = scan_capture(path, batch_size=batch)
+        ahead = scan_capture(path, batch_size=batch, read_ahead=True)
+        assert [s.to_dict() for s in ahead.streams] == [s.to_dict() for s in plain.streams]
+        assert len(plain.streams) == 7 and [c.call_id for c in ahead.calls] == [c.call_id for c in plain.calls]
+
+        def handed(**kw):  # type: ignore[no-untyped-def]
+            return [([s.to_dict() for s in streams], [c.call_id for c in cs]) for streams, cs in iter_scan(path, **kw)]
+
+        assert handed(batch_size=batch, read_ahead=True) == handed(batch_size=batch)

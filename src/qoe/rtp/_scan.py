@@ -103,10 +103,12 @@ STREAM_TIMEOUT_S = 25.0
 #: keep a participant that sent a BYE "for an appropriate delay" since RTP packets may still
 #: be on the way; 2 s is the RTCP BYE timer of Microsoft's RTP profile ([MS-RTPME] §3.2.2).
 BYE_GRACE_S = 2.0
-#: Batches of UDP datagrams the scan has read, decoded and sorted by kind ahead, in a
-#: background thread (:func:`qoe.capture.read_ahead`, :mod:`qoe.rtp._batchprep`): the
-#: capture is read while the batch before it is scanned. One more batch in memory (about
-#: 10 MiB at the default batch size).
+#: ``read_ahead=True``: batches of UDP datagrams read, decoded and sorted by kind
+#: (:mod:`qoe.rtp._batchprep`) ahead of the scan, in a background thread
+#: (:func:`qoe.capture.read_ahead`). Measured on 1.4 M packets of 4,000 streams (2 vCPUs,
+#: ``benchmarks/rtp_many_streams.py``): 10-20 % less wall time and 20-30 % more CPU time
+#: (the two threads take turns with the GIL and share the cores' caches), so it is off by
+#: default: a pool of scans (``qoe.batch``) already keeps every core busy.
 READ_AHEAD = 1
 #: Default of ``batch_size``: UDP datagrams scanned at a time. Measured on 1.4 million
 #: packets of 4,000 streams (``benchmarks/rtp_many_streams.py``): 32,768 scans as fast as
@@ -1018,6 +1020,7 @@ def scan_capture(
     infer_clock: bool = True,
     sdp: Sequence[SdpMedia] = (),
     stream_timeout_s: float | None = STREAM_TIMEOUT_S,
+    read_ahead: bool = False,
 ) -> RtpScan:
     """Find every RTP stream, SIP call and RTCP report in a capture, in one pass.
 
@@ -1049,9 +1052,9 @@ def scan_capture(
         ``a=fmtp apt=``, or by carrying timestamps of a video stream (every packet's, below
         three packets); or when ``sdp`` lists its SSRC.
     batch_size : int, optional
-        Datagrams read per batch (default 32,768). The statistics do not depend on it (but
-        for float rounding); memory grows with it. The capture is read one batch ahead, in
-        a second thread (:func:`qoe.capture.read_ahead`).
+        Datagrams read per batch (default 32,768: as fast as 65,536 and half the memory,
+        measured on 1.4 M packets). The statistics do not depend on it (but for float
+        rounding); memory grows with it.
     reorder_window : int, optional
         How many sequence numbers behind a stream's highest one a packet may arrive and
         still be told apart as a duplicate or a late packet (default 4096; see
@@ -1114,6 +1117,10 @@ def scan_capture(
         the same flow (direction and SSRC) starts a new stream: a second *segment*,
         reported as a stream of its own. An undecided flow silent this long is decided as
         at the end of the capture. None: streams end with the capture only.
+    read_ahead : bool, optional
+        Read and prepare the next batch in a second thread while one is scanned
+        (:data:`READ_AHEAD`): less wall time on a machine with a core to spare, more CPU
+        time. The streams are the same. Default False.
 
     Returns
     -------
@@ -1135,7 +1142,7 @@ def scan_capture(
     """
     # the capture layer (dpkt and the readers, about half the time of `import qoe.rtp`) is
     # loaded when a capture is scanned, not when qoe.rtp is imported for its numbers
-    from qoe.capture import probe, read_ahead, read_udp_batches  # noqa: PLC0415
+    from qoe.capture import probe  # noqa: PLC0415
 
     if min_packets < 2:
         raise InputError(f"min_packets must be at least 2, given {min_packets}")
@@ -1157,11 +1164,20 @@ def scan_capture(
                   reorder_window=reorder_window, first_ns=first_ns, event_jitter=event_jitter,
                   max_streams=max_streams, max_flows=max_flows, loss_rule=loss_rule, jitter_rule=jitter_rule,
                   infer_clock=infer_clock, sdp=sdp, stream_timeout_s=stream_timeout_s)
-    for b in read_ahead((prepare(b) for b in read_udp_batches(name, batch_size=batch_size)), READ_AHEAD):
+    for b in _batches(name, batch_size, read_ahead):
         sc.batch(b)
         del b  # not held while the next batch is read: one batch in memory at a time
         sc.expire()
     return sc.finish(name)
+
+
+def _batches(name: str, batch_size: int, read_ahead: bool) -> Any:
+    """The capture's UDP datagrams in prepared batches (:func:`prepare`), read in a second
+    thread with ``read_ahead``."""
+    from qoe.capture import read_ahead as ahead, read_udp_batches  # noqa: PLC0415 - as scan_capture
+
+    batches = (prepare(b) for b in read_udp_batches(name, batch_size=batch_size))
+    return ahead(batches, READ_AHEAD) if read_ahead else batches
 
 
 def _check_timeout(stream_timeout_s: float | None) -> None:
@@ -1244,6 +1260,7 @@ def iter_scan(
     infer_clock: bool = True,
     sdp: Sequence[SdpMedia] = (),
     stream_timeout_s: float = STREAM_TIMEOUT_S,
+    read_ahead: bool = False,
 ) -> ScanStream:
     """:func:`scan_capture` as a stream: each call's streams as soon as they have all ended,
     the scan's state of them released, so that memory follows the calls in progress, not
@@ -1251,7 +1268,7 @@ def iter_scan(
 
     Parameters
     ----------
-    path, keep_packets, heuristic, min_packets, batch_size, reorder_window, event_jitter, max_streams, max_flows, loss_rule, jitter_rule, infer_clock, sdp, stream_timeout_s
+    path, keep_packets, heuristic, min_packets, batch_size, reorder_window, event_jitter, max_streams, max_flows, loss_rule, jitter_rule, infer_clock, sdp, stream_timeout_s, read_ahead
         As :func:`scan_capture` (``stream_timeout_s`` cannot be None here).
 
     Returns
@@ -1274,7 +1291,7 @@ def iter_scan(
     CaptureError, InputError
         As :func:`scan_capture` (the capture is read while iterating).
     """
-    from qoe.capture import probe, read_ahead, read_udp_batches  # noqa: PLC0415 - as scan_capture
+    from qoe.capture import probe  # noqa: PLC0415 - as scan_capture
 
     if min_packets < 2:
         raise InputError(f"min_packets must be at least 2, given {min_packets}")
@@ -1293,8 +1310,7 @@ def iter_scan(
                   reorder_window=reorder_window, first_ns=first_ns, event_jitter=event_jitter,
                   max_streams=max_streams, max_flows=max_flows, loss_rule=loss_rule, jitter_rule=jitter_rule,
                   infer_clock=infer_clock, sdp=sdp, stream_timeout_s=stream_timeout_s, streaming=True)
-    batches = read_ahead((prepare(b) for b in read_udp_batches(name, batch_size=batch_size)), READ_AHEAD)
-    return ScanStream(sc, batches, name)
+    return ScanStream(sc, _batches(name, batch_size, read_ahead), name)
 
 
 def find_streams(
