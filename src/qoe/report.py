@@ -239,7 +239,8 @@ def _csv_column(values: list[Any]) -> list[str]:
     """The CSV cells of one column (:func:`_csv_cell` of each value).
 
     A column of one plain type is converted in one C-level pass (``str`` of ints,
-    ``repr`` of finite floats, strings as they are); others cell by cell.
+    ``repr`` of finite floats, strings as they are), one of a plain type and None in one
+    comprehension; others cell by cell.
     """
     kinds = set(map(type, values))
     if kinds == {str}:
@@ -248,6 +249,15 @@ def _csv_column(values: list[Any]) -> list[str]:
         return list(map(str, values))
     if kinds == {float} and all(map(math.isfinite, values)):
         return list(map(repr, values))
+    kinds.discard(type(None))  # one plain type with empty cells: the same, None as ""
+    if kinds == {str}:
+        return ["" if v is None else v for v in values]
+    if kinds == {int}:
+        return ["" if v is None else str(v) for v in values]
+    if kinds == {bool}:
+        return ["" if v is None else "true" if v else "false" for v in values]
+    if kinds == {float}:
+        return ["" if v is None or not math.isfinite(v) else repr(v) for v in values]
     return [_csv_cell(v) for v in values]
 
 

@@ -51,12 +51,14 @@ class HeaderByteBook:
         for col, w in enumerate((header, padding, rest, has_p.astype(np.int64))):
             self.sums[:, col] += np.bincount(fid, weights=w, minlength=self.sums.shape[0]).astype(np.int64)[:self.sums.shape[0]]
 
-    def settled(self, fid: int) -> int | None:
-        """The header and padding bytes of flow ``fid`` when they do not depend on SRTP (no
-        packet with the padding bit), else None: :meth:`result` needs its SRTP status."""
-        if fid < self.sums.shape[0] and self.sums[fid, 3]:
-            return None
-        return self.result(fid, None).total
+    def settled(self, fids: np.ndarray) -> list[int | None]:
+        """The header and padding bytes of each flow of ``fids`` when they do not depend on
+        SRTP (no packet with the padding bit), else None: :meth:`result` needs its SRTP status."""
+        rows = np.zeros((fids.size, 4), dtype=np.int64)
+        have = fids < self.sums.shape[0]
+        rows[have] = self.sums[fids[have]]
+        total = (rows[:, 0] + rows[:, 1]).tolist()  # header + padding read in clear, as result()
+        return [None if n_p else t for t, n_p in zip(total, rows[:, 3].tolist())]
 
     def result(self, fid: int, srtp: SrtpInfo | None) -> HeaderBytes:
         """The header and padding bytes of flow ``fid``, given what is known of its SRTP."""

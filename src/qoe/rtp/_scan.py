@@ -834,6 +834,7 @@ class _Scanner:
         streams = []
         tables = []  # each stream's packets (headers only without keep_packets), for tie_rtx
         stored = self.store.packets_of(fids) if self.store is not None else [None] * fids.size
+        header_bytes = self.header_bytes.settled(fids)
         for i, (fid, st) in enumerate(zip(fids.tolist(), stats)):
             media = self.media.get(fid)
             call_id = self.call_id.get(fid)
@@ -890,7 +891,7 @@ class _Scanner:
                     fmtp=dict(media.fmtp.get(main, {})) if media is not None else {},
                     active_at_end=self._active_at_end(st, ssrc),
                     notes=notes,
-                    header_bytes=self.header_bytes.settled(fid),
+                    header_bytes=header_bytes[i],
                 )
             )
         self.srtp.mark(streams, {int(f): i for i, f in enumerate(fids.tolist())})
