@@ -106,7 +106,7 @@ BYE_GRACE_S = 2.0
 #: ``read_ahead=True``: batches of UDP datagrams read, decoded and sorted by kind
 #: (:mod:`qoe.rtp._batchprep`) ahead of the scan, in a background thread
 #: (:func:`qoe.capture.read_ahead`). Measured on 1.4 M packets of 4,000 streams (2 vCPUs,
-#: ``benchmarks/rtp_many_streams.py``): 3-10 % less wall time and 20-30 % more CPU time
+#: ``benchmarks/rtp_many_streams.py``): 7-10 % less wall time and 15-25 % more CPU time
 #: (the two threads take turns with the GIL and share the cores' caches), so it is off by
 #: default: a pool of scans (``qoe.batch``) already keeps every core busy.
 READ_AHEAD = 1
