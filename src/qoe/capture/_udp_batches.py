@@ -309,10 +309,7 @@ class _Extractor:
         off = ch.data_off
         starts = off + _PLAIN_PAYLOAD
         lens = np.maximum(off + pend, starts) - starts
-        head = g[:, _PLAIN_PAYLOAD : _PLAIN_PAYLOAD + HEAD_BYTES].copy()
-        short = np.flatnonzero(lens < HEAD_BYTES)
-        if short.size:
-            head[short] *= _HEAD_COLUMNS < lens[short, None]
+        head = _zero_past_end(g[:, _PLAIN_PAYLOAD : _PLAIN_PAYLOAD + HEAD_BYTES].copy(), lens)
         codes = self._addr_codes(np.concatenate([g[:, 26:30], g[:, 30:34]]))
         return _Piece(
             np.arange(k, dtype=np.int64) + ch.index0,
@@ -422,7 +419,11 @@ def _v4_slot(keys: np.ndarray) -> np.ndarray:
 def _heads(u8: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
     """The first :data:`HEAD_BYTES` of the payloads at ``starts`` in ``u8`` (of ``lens``
     bytes), zeros past their ends: a k × HEAD_BYTES uint8 copy."""
-    head = sliding_window_view(u8, HEAD_BYTES)[starts]
+    return _zero_past_end(sliding_window_view(u8, HEAD_BYTES)[starts], lens)
+
+
+def _zero_past_end(head: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """``head`` (k × HEAD_BYTES, a copy) with the bytes past each payload's ``lens`` zeroed."""
     short = np.flatnonzero(lens < HEAD_BYTES)
     if short.size:
         head[short] *= _HEAD_COLUMNS < lens[short, None]

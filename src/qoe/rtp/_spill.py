@@ -143,10 +143,6 @@ class PacketStore:
         lo, hi = np.searchsorted(f, fid, side="left"), np.searchsorted(f, fid, side="right")
         return s[lo:hi], c[lo:hi]
 
-    def count(self, fid: int) -> int:
-        """Packets stored for flow ``fid``."""
-        return int(self._entries(fid)[1].sum())
-
     def load(self, fid: int) -> RtpPackets:
         """Flow ``fid``'s packets (columns and payloads), read from the files (or the cache)."""
         hit = self._cache.get(fid)
@@ -183,12 +179,9 @@ class PacketStore:
             out.extend(data[r:r + k] for r, k in zip(rel, n[a:b].tolist()))
         return out
 
-    def packets(self, fid: int) -> RtpPackets:
-        """Flow ``fid``'s packet table, loaded from the files when first used."""
-        return _Stored._of(self, fid, self.count(fid))
-
     def packets_of(self, fids: np.ndarray) -> list[RtpPackets]:
-        """:meth:`packets` of each flow of ``fids``, their counts looked up at once."""
+        """Each flow of ``fids``' packet table, loaded from the files when first used (the
+        flows' counts looked up at once)."""
         f, _, c = self._sorted_entries()
         before = np.concatenate(([0], np.cumsum(c)))
         n = before[np.searchsorted(f, fids, side="right")] - before[np.searchsorted(f, fids, side="left")]
