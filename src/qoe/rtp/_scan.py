@@ -1141,35 +1141,45 @@ def scan_capture(
     (an announcement holds until the next one for its address and port: a stream
     follows the one in force at its first packet); RFC 4733 §2.3.
     """
-    # the capture layer (dpkt and the readers, about half the time of `import qoe.rtp`) is
-    # loaded when a capture is scanned, not when qoe.rtp is imported for its numbers
-    from qoe.capture import probe  # noqa: PLC0415
+    _check_rules(min_packets, loss_rule, jitter_rule)
+    if max_streams is not None and max_streams < 1:
+        raise InputError(f"max_streams must be at least 1 (or None: no limit), given {max_streams}")
+    if max_flows is not None and max_flows < 1:
+        raise InputError(f"max_flows must be at least 1 (or None: no limit), given {max_flows}")
+    _check_timeout(stream_timeout_s)
+    name, sc = _new_scanner(path, keep_packets=keep_packets, heuristic=heuristic, min_packets=min_packets,
+                            reorder_window=reorder_window, event_jitter=event_jitter, max_streams=max_streams,
+                            max_flows=max_flows, loss_rule=loss_rule, jitter_rule=jitter_rule,
+                            infer_clock=infer_clock, sdp=sdp, stream_timeout_s=stream_timeout_s)
+    for b in _batches(name, batch_size, read_ahead):
+        sc.batch(b)
+        del b  # not held while the next batch is read: one batch in memory at a time
+        sc.expire()
+    return sc.finish(name)
 
+
+def _check_rules(min_packets: int, loss_rule: str, jitter_rule: str) -> None:
+    """The checks :func:`scan_capture` and :func:`iter_scan` both make first."""
     if min_packets < 2:
         raise InputError(f"min_packets must be at least 2, given {min_packets}")
     if loss_rule not in LOSS_RULES:
         raise InputError(f"loss_rule must be one of {LOSS_RULES}, given {loss_rule!r}")
     if jitter_rule not in JITTER_RULES:
         raise InputError(f"jitter_rule must be one of {JITTER_RULES}, given {jitter_rule!r}")
-    if max_streams is not None and max_streams < 1:
-        raise InputError(f"max_streams must be at least 1 (or None: no limit), given {max_streams}")
-    if max_flows is not None and max_flows < 1:
-        raise InputError(f"max_flows must be at least 1 (or None: no limit), given {max_flows}")
-    _check_timeout(stream_timeout_s)
+
+
+def _new_scanner(path: str | os.PathLike[str], **options: Any) -> tuple[str, _Scanner]:
+    """The capture's name and a scanner of it with ``options``, which knows the time of its frame 1."""
+    # the capture layer (dpkt and the readers, about half the time of `import qoe.rtp`) is
+    # loaded when a capture is scanned, not when qoe.rtp is imported for its numbers
+    from qoe.capture import probe  # noqa: PLC0415
+
     name = os.fspath(path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the read below reports a damaged file once
         # frame 1, even when a later frame has an earlier time (as tshark)
         first_ns = probe(name).first_frame_ns
-    sc = _Scanner(keep_packets=keep_packets, heuristic=heuristic, min_packets=min_packets,
-                  reorder_window=reorder_window, first_ns=first_ns, event_jitter=event_jitter,
-                  max_streams=max_streams, max_flows=max_flows, loss_rule=loss_rule, jitter_rule=jitter_rule,
-                  infer_clock=infer_clock, sdp=sdp, stream_timeout_s=stream_timeout_s)
-    for b in _batches(name, batch_size, read_ahead):
-        sc.batch(b)
-        del b  # not held while the next batch is read: one batch in memory at a time
-        sc.expire()
-    return sc.finish(name)
+    return name, _Scanner(first_ns=first_ns, **options)
 
 
 def _batches(name: str, batch_size: int, read_ahead: bool) -> Any:
@@ -1292,25 +1302,14 @@ def iter_scan(
     CaptureError, InputError
         As :func:`scan_capture` (the capture is read while iterating).
     """
-    from qoe.capture import probe  # noqa: PLC0415 - as scan_capture
-
-    if min_packets < 2:
-        raise InputError(f"min_packets must be at least 2, given {min_packets}")
-    if loss_rule not in LOSS_RULES:
-        raise InputError(f"loss_rule must be one of {LOSS_RULES}, given {loss_rule!r}")
-    if jitter_rule not in JITTER_RULES:
-        raise InputError(f"jitter_rule must be one of {JITTER_RULES}, given {jitter_rule!r}")
+    _check_rules(min_packets, loss_rule, jitter_rule)
     if stream_timeout_s is None:
         raise InputError("iter_scan needs a stream_timeout_s (streams must end to be handed on)")
     _check_timeout(stream_timeout_s)
-    name = os.fspath(path)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        first_ns = probe(name).first_frame_ns
-    sc = _Scanner(keep_packets=keep_packets, heuristic=heuristic, min_packets=min_packets,
-                  reorder_window=reorder_window, first_ns=first_ns, event_jitter=event_jitter,
-                  max_streams=max_streams, max_flows=max_flows, loss_rule=loss_rule, jitter_rule=jitter_rule,
-                  infer_clock=infer_clock, sdp=sdp, stream_timeout_s=stream_timeout_s, streaming=True)
+    name, sc = _new_scanner(path, keep_packets=keep_packets, heuristic=heuristic, min_packets=min_packets,
+                            reorder_window=reorder_window, event_jitter=event_jitter, max_streams=max_streams,
+                            max_flows=max_flows, loss_rule=loss_rule, jitter_rule=jitter_rule,
+                            infer_clock=infer_clock, sdp=sdp, stream_timeout_s=stream_timeout_s, streaming=True)
     return ScanStream(sc, _batches(name, batch_size, read_ahead), name)
 
 
