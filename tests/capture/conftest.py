@@ -256,7 +256,7 @@ def udp_both():  # type: ignore[no-untyped-def]
 
     def _both(path, **kw):  # type: ignore[no-untyped-def]
         pkts = list(read_packets(path, protocols=("udp",), **kw))
-        for bs in (1, 3, 65536):
+        for bs in (1, 3, 65536, None):  # None: a batch per chunk read
             batches = list(read_udp_batches(path, batch_size=bs, **kw))
             got = [b.packet(i) for b in batches for i in range(len(b))]
             assert got == pkts, f"batch_size={bs}"

@@ -9,6 +9,7 @@ import pytest
 
 import qoe.capture as capture
 from qoe.capture import Packet, TcpInfo, read_ahead, read_packets, read_udp_batches
+from qoe.errors import InputError
 
 
 def test_all_names_exist_and_are_complete():
@@ -80,6 +81,22 @@ def test_read_ahead_gives_the_same_batches_and_stops_when_left(cap, write):
     assert threading.active_count() == before
     with pytest.raises(StopIteration):
         next(it)
+
+
+def test_a_batch_per_chunk_holds_that_chunk_s_datagrams(cap, write):
+    """batch_size=None: one batch for each chunk_size bytes read, the same datagrams as
+    fixed-size batches, none empty, each from records that fit in one chunk."""
+    frames = [cap.eth(cap.ipv4(f"10.0.0.{i % 7}", "10.0.1.1", 17, cap.udp(i, 2, bytes([i % 251]) * (i % 40))))
+              for i in range(500)]
+    frames[100:300] = [cap.eth(cap.ipv4("10.0.0.1", "10.0.1.1", 6, bytes(40)))] * 200  # a stretch without UDP
+    path = write(cap.pcap([(cap.T0, i, f) for i, f in enumerate(frames)]))
+    sized = [b.packet(i) for b in read_udp_batches(path, batch_size=64) for i in range(len(b))]
+    per_chunk = list(read_udp_batches(path, batch_size=None, chunk_size=4096))
+    assert [b.packet(i) for b in per_chunk for i in range(len(b))] == sized
+    assert len(per_chunk) > 4 and all(len(b) for b in per_chunk)
+    assert all(int(b.wire_len.sum()) + 16 * len(b) <= 4096 for b in per_chunk)  # pcap record header: 16 bytes
+    with pytest.raises(InputError, match="batch_size must be a positive integer"):
+        read_udp_batches(path, batch_size=0)
 
 
 def test_address_codes_stable_across_batches(cap, write):

@@ -311,10 +311,11 @@ def _assert_same_stats(got, want, where=""):
             assert getattr(got, k) == v, (where, k)
 
 
-@pytest.mark.parametrize("batch_size", [1, 7, 250, 65536])
+@pytest.mark.parametrize("batch_size", [1, 7, 250, 65536, None])
 def test_capture_read_in_batches_equals_the_whole_table(tmp_path, batch_size):
     """Five interleaved streams with loss, duplicates, reordering, comfort noise and
-    markers, read 1, 7, 250 or 65536 datagrams at a time: each stream's statistics are
+    markers, read 1, 7, 250 or 65536 datagrams at a time, or a batch per chunk of the file
+    (None, the default): each stream's statistics are
     those of rtp_stats over its whole packet table."""
     rng = np.random.default_rng(batch_size)
     streams = [_random_stream(rng, int(rng.integers(300, 1500))) for _ in range(5)]

@@ -71,7 +71,7 @@ class AddressBook:
 def read_udp_batches(
     path: PathOrFile,
     *,
-    batch_size: int = 65536,
+    batch_size: int | None = 65536,
     chunk_size: int = CHUNK_SIZE,
     reassembly: ReassemblyLimits = ReassemblyLimits(),
 ) -> Iterator[UdpBatch]:
@@ -81,8 +81,12 @@ def read_udp_batches(
     ----------
     path : str, os.PathLike or binary file object
         A pcap or pcapng capture, as for :func:`~qoe.capture.read_packets`.
-    batch_size : int, optional
-        Datagrams per batch (every batch but the last is full).
+    batch_size : int or None, optional
+        Datagrams per batch (every batch but the last is full). None: a batch for each
+        chunk read (the datagrams in ``chunk_size`` bytes of the file, however many; a chunk
+        without any gives none), whose payloads stay in the chunk as read: no batch buffer
+        is assembled from several chunks, which saves a copy of the capture (0.08 s of
+        0.31 s CPU reading 1.4 M datagrams of 230 bytes, ``benchmarks/rtp_many_streams.py``).
     chunk_size, reassembly : optional
         As for :func:`~qoe.capture.read_packets`: bytes read from the file at a time, and
         the bounds of IP fragment reassembly.
@@ -110,7 +114,7 @@ def read_udp_batches(
     ----------
     .. [1] draft-ietf-opsawg-pcap §5; draft-ietf-opsawg-pcapng §4.3; RFC 791; RFC 768.
     """
-    batch_size = positive_int(batch_size, "batch_size")
+    batch_size = None if batch_size is None else positive_int(batch_size, "batch_size")
     chunk_size = positive_int(chunk_size, "chunk_size")
     reassembly = reassembly_limits(reassembly)
     probe(path, chunk_size=chunk_size)  # raise CaptureError now, not at the first next()
@@ -623,20 +627,22 @@ def _take(pending: list[_Piece], k: int) -> _Piece:
 
 
 def _iter_batches(
-    path: PathOrFile, batch_size: int, chunk_size: int, reassembly: ReassemblyLimits
+    path: PathOrFile, batch_size: int | None, chunk_size: int, reassembly: ReassemblyLimits
 ) -> Iterator[UdpBatch]:
     ex = _Extractor(reassembly)
-    pending: list[_Piece] = []
-    count = 0
-    for ch in raw_chunks(path, chunk_size=chunk_size):
-        piece = ex.extract(ch)
-        if piece is None:
-            continue
-        pending.append(_compact(piece))
-        count += len(piece)
-        while count >= batch_size:
-            yield _to_batch(_take(pending, batch_size), ex.book)
-            count -= batch_size
-    if count:
-        yield _to_batch(_concat(pending), ex.book)
+    pieces = (p for p in (ex.extract(ch) for ch in raw_chunks(path, chunk_size=chunk_size)) if p is not None and len(p))
+    if batch_size is None:  # a batch per chunk, its payloads left in the chunk's buffer
+        for piece in pieces:
+            yield _to_batch(piece, ex.book)
+    else:
+        pending: list[_Piece] = []
+        count = 0
+        for piece in pieces:
+            pending.append(_compact(piece))
+            count += len(piece)
+            while count >= batch_size:
+                yield _to_batch(_take(pending, batch_size), ex.book)
+                count -= batch_size
+        if count:
+            yield _to_batch(_concat(pending), ex.book)
     warn_unread_esp(name_of(path), ex.decoder.esp_unread)
