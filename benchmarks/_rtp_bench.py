@@ -53,12 +53,14 @@ print(len(scan.streams), time.perf_counter() - t)
 
 
 # Reading alone, in a fresh process: every UDP datagram of the capture in NumPy batches,
-# nothing done with them (the floor under the scan: its stdout, datagrams and seconds).
+# nothing done with them (the floor under the scan: its stdout, datagrams and seconds),
+# read as the scan reads them (a batch per chunk of qoe.rtp's CHUNK_BYTES).
 READ_SNIPPET = """
 import sys, time
 t = time.perf_counter()
 from qoe.capture import read_udp_batches
-n = sum(len(b) for b in read_udp_batches(sys.argv[1]))
+from qoe.rtp import CHUNK_BYTES
+n = sum(len(b) for b in read_udp_batches(sys.argv[1], batch_size=None, chunk_size=CHUNK_BYTES))
 print(n, time.perf_counter() - t)
 """
 

@@ -25,7 +25,8 @@ capture, in the same run and each in a fresh process, it times
 * ``qoe streams CAPTURE --format csv`` (the CLI, what a user runs), and the same with
   ``--read-ahead`` (the capture read in a second thread),
 * the library call ``qoe.rtp.scan_capture(CAPTURE, keep_packets=False)``,
-* reading alone, ``qoe.capture.read_udp_batches(CAPTURE)`` with nothing done with the
+* reading alone, ``qoe.capture.read_udp_batches(CAPTURE, batch_size=None,
+  chunk_size=qoe.rtp.CHUNK_BYTES)`` (as the scan reads) with nothing done with the
   batches (the floor under the scan), and
 * ``tshark -r CAPTURE -q --enable-heuristic rtp_udp -z rtp,streams``,
 

@@ -209,6 +209,7 @@ from qoe.rtp._packet import (
 from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtcpSummary, RtpScan, RtpStream, StreamKey
 from qoe.rtp._scan import (
     BYE_GRACE_S,
+    CHUNK_BYTES,
     MAX_FLOWS,
     MAX_STREAMS,
     STREAM_TIMEOUT_S,
@@ -238,6 +239,7 @@ __all__ = [
     "ACTIVE_AT_END_INTERVALS",
     "STREAM_TIMEOUT_S",
     "BYE_GRACE_S",
+    "CHUNK_BYTES",
     # streams and statistics
     "RtpPackets",
     "StreamKey",
