@@ -207,8 +207,8 @@ from qoe.rtp._packet import (
     parse_rtp_header,
 )
 from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtcpSummary, RtpScan, RtpStream, StreamKey
+from qoe.rtp._scanner import BYE_GRACE_S
 from qoe.rtp._scan import (
-    BYE_GRACE_S,
     CHUNK_BYTES,
     MAX_FLOWS,
     MAX_STREAMS,

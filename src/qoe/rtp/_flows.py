@@ -10,7 +10,7 @@ direct-mapped hash table answers "which flow is this packet's" for a whole batch
 few NumPy gathers; the dict behind it is the truth. :class:`HeldPackets` are the columns
 of packets held for undecided flows (or passed on to the statistics), batch by batch.
 
-The table knows nothing of SIP, RTCP or SRTP: :mod:`qoe.rtp._scan` drives it.
+The table knows nothing of SIP, RTCP or SRTP: :mod:`qoe.rtp._scanner` drives it.
 """
 
 from __future__ import annotations
