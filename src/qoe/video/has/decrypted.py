@@ -36,6 +36,7 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from aioquic.buffer import Buffer, BufferReadError
 from hyperframe.frame import Frame
 
 from qoe.video.has._bodies import MAX_BODY_BYTES, decode_response
@@ -187,19 +188,6 @@ def keylog_bodies(capture: str | os.PathLike[str], keylog: Any
     return bodies
 
 
-def _varint(b: bytes, i: int) -> tuple[int, int] | None:
-    """RFC 9000 §16: a variable-length integer at ``b[i]`` (its two top bits give its length)."""
-    if i >= len(b):
-        return None
-    n = 1 << (b[i] >> 6)
-    if i + n > len(b):
-        return None
-    v = b[i] & 0x3F
-    for x in b[i + 1:i + n]:
-        v = (v << 8) | x
-    return v, i + n
-
-
 def h3_data(stream: bytes) -> tuple[bytes, bool]:
     """The payload of the DATA frames of one HTTP/3 response stream, and whether the frames were whole.
 
@@ -212,17 +200,19 @@ def h3_data(stream: bytes) -> tuple[bytes, bool]:
     --------
     >>> h3_data(bytes([0x01, 0x02, 0xD9, 0xC1, 0x00, 0x03]) + b"abc" + bytes([0x00, 0x01]) + b"d")
     (b'abcd', True)
+    >>> h3_data(bytes([0x00, 0x02]) + b"ab" + bytes([0x00, 0x05]) + b"abc")  # the second frame cut short
+    (b'ab', False)
     """
     out = bytearray()
-    i = 0
-    while i < len(stream):
-        t = _varint(stream, i)
-        n = _varint(stream, t[1]) if t is not None else None
-        if t is None or n is None or n[1] + n[0] > len(stream):
-            return bytes(out), False
-        if t[0] == _H3_DATA:
-            out += stream[n[1]:n[1] + n[0]]
-        i = n[1] + n[0]
+    buf = Buffer(data=stream)
+    try:
+        while not buf.eof():
+            kind = buf.pull_uint_var()  # RFC 9114 §7.1: type and length, RFC 9000 §16 integers
+            payload = buf.pull_bytes(buf.pull_uint_var())
+            if kind == _H3_DATA:
+                out += payload
+    except BufferReadError:  # a frame cut short: what came before it
+        return bytes(out), False
     return bytes(out), True
 
 
