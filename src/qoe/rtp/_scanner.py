@@ -10,15 +10,8 @@ that SDP announced or the heuristic accepts (``_decide``, ``_provisional``, ``_j
 or a silence (``expire``, ``_end``) and are handed on by call (``ready``) or at the end
 (``finish``). :mod:`qoe.rtp._scan` holds the public entry points that drive it.
 
-References
-----------
-.. [1] RFC 3550, "RTP: A Transport Protocol for Real-Time Applications", §5.1 (header),
-   §6.4.1 (round-trip time from LSR/DLSR), §11 (RTP and RTCP ports).
-.. [2] RFC 5761, "Multiplexing RTP Data and Control Packets on a Single Port", §4.
-.. [3] RFC 3261, "SIP: Session Initiation Protocol", §7.1-§7.2 (start lines), §27.4
-   (methods); RFC 4566, "SDP", §5; RFC 3605 (RTCP attribute in SDP).
-.. [4] Wireshark and tshark number frames from 1 and time streams from frame 1
-   (:attr:`qoe.capture.CaptureInfo.first_frame_ns`).
+The standards it follows are those of :mod:`qoe.rtp._scan`'s References (RFC 3550, 5761, 3261,
+4566, 3605; tshark's frame numbering).
 """
 
 from __future__ import annotations
