@@ -558,7 +558,9 @@ class Collector:
     ) -> None:
         chosen = _checked(protocols if protocols is not None else [p.name for p in parsers], parsers)
         self._options: dict[str, Any] = {
-            "protocols": tuple(sorted(chosen)), "max_head_bytes": max_head_bytes, "max_held_bytes": max_held_bytes,
+            # (None: every parser's, as ProtocolSink takes it without checking the names per connection)
+            "protocols": None if protocols is None else tuple(sorted(chosen)), "max_head_bytes": max_head_bytes,
+            "max_held_bytes": max_held_bytes,
             "parsers": parsers,
         }
         self._on_result = on_result
