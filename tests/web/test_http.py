@@ -441,6 +441,20 @@ def test_request_line_split_across_deliveries_is_recognised():
     assert r.protocol == "http" and r.transactions[0].status == 204 and r.transactions[0].request_start_ns == 100
 
 
+@pytest.mark.parametrize("name", ["http10", "keepalive", "pipelined", "continue", "framing", "tls12", "tls13"])
+def test_first_delivery_decided_at_once_is_the_held_and_replayed_path(name):
+    """The sniffing sink hands a first client delivery that shows its protocol straight to the
+    parser (the common case); the same bytes with that delivery's first byte alone (which
+    cannot tell: held, then replayed once the rest comes) give the same result."""
+    for conn, evs in connection_events(SAMPLES / f"{name}.pcap"):
+        k = next(i for i, e in enumerate(evs) if e[0] == "data" and e[1] == CLIENT)
+        kind, d, ts, off, data = evs[k]
+        split = [*evs[:k], (kind, d, ts, off, data[:1]), (kind, d, ts, off + 1, data[1:]), *evs[k + 1:]]
+        whole, held = parse_events(conn, evs), parse_events(conn, split)
+        assert whole.protocol in {"http", "tls"} and whole.client_bytes == len(stream(evs, CLIENT))
+        assert repr(whole.to_dict()) == repr(held.to_dict())
+
+
 def test_transaction_to_dict_is_plain():
     tx = parse("continue")[0]
     d = tx.to_dict()

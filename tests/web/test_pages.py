@@ -179,3 +179,31 @@ def test_a_fetch_of_another_server_after_the_client_closed_the_page_is_a_page(tm
     assert [(p.url, p.objects) for p in same] == [("https://www.example.test/", 2)]
     # the held page ends at the second fetch's last byte (tls12.pcap's last server data, shifted)
     assert held[0].end_ns == apart[1].end_ns and held[0].plt_s > apart[0].plt_s + 0.5
+
+
+def test_page_notes_count_the_tls_connections_as_the_connection_results_show_them():
+    """Each kind of TLS connection the notes of a page count (opened and never used without
+    keys; objects hidden without keys; opened and never used, decrypted) is the number of its
+    connections whose public TLS facts say so (``connection_results``), with and without the
+    key log (data/web/resume/h2-hrr: a connection given up after a HelloRetryRequest)."""
+    from qoe.web.http import connection_results
+
+    cap = Path(__file__).resolve().parents[2] / "data" / "web" / "resume" / "h2-hrr.pcap"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pages = page_loads(cap)
+        keyed = page_loads(cap, options=WebOptions(keylog=str(cap.with_suffix(".keylog"))))
+        tls = {r.connection.index: r.tls for r in connection_results(cap) if r.tls is not None}
+    silent = {i for i, s in tls.items() if s.complete and s.handshake_end_ns is not None
+              and s.client_first_app_data_ns is None}
+    assert silent and len(silent) < len(tls)  # the capture shows both kinds
+
+    def counted(notes, words):
+        return sum(int(n.split(" ", 1)[0]) for n in notes if words in n)
+
+    notes = [n for p in pages for n in p.notes]
+    assert counted(notes, "opened and never used (without keys") == len(silent)
+    assert sum(int(n.split(": ", 1)[1].split(" ", 1)[0]) for n in notes if n.startswith("encrypted without keys")) \
+        == len(tls) - len(silent)
+    assert counted(notes, "(decrypted: no request inside") == 0
+    assert not [n for p in keyed for n in p.notes if "without keys" in n]

@@ -32,6 +32,7 @@ References
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -298,6 +299,13 @@ class _Rebased:
         return dataclasses.replace(r, note=why if r.note is None else f"{why}; {r.note}")
 
 
+@functools.lru_cache(maxsize=16)
+def _limits(max_head_bytes: int, max_held_bytes: int) -> HttpLimits:
+    """The (frozen, shared) :class:`HttpLimits` of these bounds: one per connection cost a
+    dataclass and its checks each time (an InputError is raised, not cached)."""
+    return HttpLimits(max_head_bytes, max_held_bytes)
+
+
 def _checked(protocols: Sequence[str], parsers: Sequence[Parser]) -> frozenset[str]:
     names = {p.name for p in parsers}
     bad = set(protocols) - names
@@ -343,7 +351,8 @@ class ProtocolSink:
         on_started: Callable[[ProtocolSink, int], None] | None = None,
         parsers: Sequence[Parser] = PARSERS,
     ) -> None:
-        self._protocols = _checked(protocols if protocols is not None else [p.name for p in parsers], parsers)
+        # (None: every parser's protocol, the common case, without building the set per connection)
+        self._protocols = _checked(protocols, parsers) if protocols is not None else None
         self.conn = conn
         self._parsers = parsers
         self._max_head = max_head_bytes
@@ -379,6 +388,15 @@ class ProtocolSink:
             started(self, ts_ns)
         if self._midstream and not self._prefix and not self._starts(direction, offset, payload):
             return
+        if direction == CLIENT and not self._pending:
+            # the common case: the client's first delivery says which protocol it speaks; the
+            # parser takes it at once (what holding, sniffing the held prefix and replaying it
+            # would give, without the copies)
+            found = sniff(payload[:_MAX_SNIFF], self._parsers)
+            if found is not None and found != "unknown":
+                self._decide(found, "")
+                self._inner.data(direction, ts_ns, offset, payload)  # type: ignore[union-attr]
+                return
         self._pending.append((0, direction, ts_ns, offset, bytes(payload)))
         self._pending_bytes += len(payload)
         if direction == CLIENT:
@@ -454,12 +472,17 @@ class ProtocolSink:
             self._decide("unknown", f"no request found in the first {self._skipped[CLIENT]} client bytes")
 
     def _decide(self, protocol: str, why: str) -> None:
-        if protocol != "unknown" and protocol not in self._protocols:
+        if protocol != "unknown" and self._protocols is not None and protocol not in self._protocols:
             protocol, why = "unknown", f"{protocol} connection; its parser was not asked for"
         inner: ConnectionParser | UnknownSink
-        entry = next((p for p in self._parsers if p.name == protocol), None) if protocol != "unknown" else None
+        entry = None
+        if protocol != "unknown":
+            for p in self._parsers:
+                if p.name == protocol:
+                    entry = p
+                    break
         if entry is not None:
-            inner = entry.make(self.conn, HttpLimits(self._max_head, self._max_held))
+            inner = entry.make(self.conn, _limits(self._max_head, self._max_held))
             if self._midstream:
                 inner = _Rebased(inner, self._base, self._skipped)
         else:
@@ -535,7 +558,9 @@ class Collector:
     ) -> None:
         chosen = _checked(protocols if protocols is not None else [p.name for p in parsers], parsers)
         self._options: dict[str, Any] = {
-            "protocols": tuple(sorted(chosen)), "max_head_bytes": max_head_bytes, "max_held_bytes": max_held_bytes,
+            # (None: every parser's, as ProtocolSink takes it without checking the names per connection)
+            "protocols": None if protocols is None else tuple(sorted(chosen)), "max_head_bytes": max_head_bytes,
+            "max_held_bytes": max_held_bytes,
             "parsers": parsers,
         }
         self._on_result = on_result

@@ -257,19 +257,22 @@ class HttpSink:
     def data(self, direction: int, ts_ns: int, offset: int, payload: bytes) -> None:
         """Bytes ``[offset, offset + len(payload))`` of ``direction``, delivered at ``ts_ns``."""
         h = self._req if direction == CLIENT else self._resp if direction == SERVER else self._half(direction)
-        expected = h.received + h.missing
-        n = len(payload)
-        if h.mode == _SKIP and offset == expected and n and (h.skip_left is None or n < h.skip_left):
-            # the common case, inside a body whose end lies beyond these bytes (or at the
-            # close): what _push would do, counting them, without copying them; no mode
-            # changes, so nothing held can be released (_settle has nothing to do)
-            h.received += n
-            h.last_ts = ts_ns
-            h.pos += n
-            h.body += n
-            if h.skip_left is not None:
-                h.skip_left -= n
-            return
+        received = h.received
+        expected = received + h.missing
+        if h.mode == _SKIP and offset == expected:
+            n = len(payload)
+            left = h.skip_left
+            if n and (left is None or n < left):
+                # the common case, inside a body whose end lies beyond these bytes (or at the
+                # close): what _push would do, counting them, without copying them; no mode
+                # changes, so nothing held can be released (_settle has nothing to do)
+                h.received = received + n
+                h.last_ts = ts_ns
+                h.pos += n
+                h.body += n
+                if left is not None:
+                    h.skip_left = left - n
+                return
         if offset > expected:  # bytes skipped without a gap() call: the same thing
             self.gap(direction, ts_ns, expected, offset - expected)
         elif offset < expected:  # overlaps bytes already delivered: keep only the new ones
@@ -409,13 +412,20 @@ class HttpSink:
             return None
         if version not in ("1.0", "1.1") or not head.done:
             return None
-        fields = tuple((str(k, "latin-1"), str(v, "latin-1")) for k, v in head.fields)
+        # the fields as text pairs (names as sent) and the first value of each lower-cased name
+        # (as _fields gives them from h11), read in one loop
+        pairs = []
         first: dict[bytes, bytes] = {}
         hosts = 0
         for k, v in head.fields:
+            pairs.append((str(k, "latin-1"), str(v, "latin-1")))
             key = k.lower()
-            first.setdefault(key, v)
-            hosts += key == b"host"
+            if key not in first:
+                first[key] = v
+            elif key == b"host":
+                hosts += 1
+        fields = tuple(pairs)
+        hosts += b"host" in first
         if b"transfer-encoding" in first:
             return None
         if request:

@@ -664,38 +664,83 @@ def _query_ts(q: DnsQuery) -> int:
 def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any], queries: list[DnsQuery],
           gap: int, preset: str, bounds: Any, share: float, base_rtt: float | None = None) -> Page:
     first = group[0]
+    # the page's items read once (each figure below is what a pass of its own over them gave:
+    # sets, counts, integer sums and maxima, so the order they are taken in changes nothing)
+    used_set: set[int] = set()
+    opened: set[int] = set()  # the page opened a connection when its first exchange there is the connection's first (or it is TLS)
+    protocols_set: set[str] = set()
+    txn_list: list[Any] = []
+    syn_min: int | None = None
+    end_objects: int | None = None  # the last byte of an object (a preconnect's holds none)
+    end_any: int | None = None
+    tls_bytes = hidden = unused = silent = 0
+    tls_complete = True
+    tls13_hidden = False
+    for it in group:
+        ci = it.conn
+        used_set.add(ci)
+        txn, tls = it.txn, it.tls
+        if tls is not None or (txn is not None and not txn.reused):
+            opened.add(ci)
+            # "fully loaded" starts at the page's first SYN (issue 22): a connection it opened
+            # belongs to it from its SYN, also when its first item there came after another
+            # connection's (decrypted HTTP/2: the document's request after a preconnect's
+            # ClientHello); opened_syn_ns's rule, inline
+            c = conns.get(ci)
+            if c is not None:
+                syn = c.syn_ts_ns
+                if syn is not None:
+                    syn = int(syn)
+                    if it.active_ns <= syn <= it.start_ns and (syn_min is None or syn < syn_min):
+                        syn_min = syn
+        e = it.end_ns
+        if end_any is None or e > end_any:
+            end_any = e
+        if it.preconnect:
+            if not it.silent_client:
+                unused += 1
+        elif end_objects is None or e > end_objects:
+            end_objects = e
+        if it.silent_client:
+            silent += 1
+        if txn is not None:
+            txn_list.append(txn)
+            protocols_set.add(txn.protocol or "http")
+        else:
+            protocols_set.add(it.protocol)
+        if tls is not None:
+            tls_bytes += tls.server_bytes
+            if not it.preconnect:
+                if txn is None:
+                    hidden += 1
+                if not tls.complete:
+                    tls_complete = False
+                if tls.version == _TLS13 and not tls.alpn:
+                    tls13_hidden = True
     # the main document: the first request; a connection opened ahead (a preconnect, decrypted:
     # no request inside) may come first, it is no document
-    main = first.txn if first.txn is not None or not first.preconnect else next(
-        (it.txn for it in group if it.txn is not None), None)
+    main = first.txn if first.txn is not None or not first.preconnect else (txn_list[0] if txn_list else None)
     host = main.host if main is not None else first.server_name
     url = main.url if main is not None else (f"https://{first.server_name}/" if first.server_name else None)
     start, event = first.start_ns, ("request" if first.tls is None else "client-hello")
-    used = sorted({it.conn for it in group})
+    used = sorted(used_set)
     page_conns = [conns[i] for i in used if i in conns]
-    # the page opened a connection when its first exchange there is the connection's first (or it is TLS)
-    opened = {it.conn for it in group if it.tls is not None or (it.txn is not None and not it.txn.reused)}
     first_conn = conns.get(first.conn)
     if first_conn is not None and first.conn in opened and first_conn.syn_ts_ns is not None:
         start, event = min(start, first_conn.syn_ts_ns), "syn"
-    # "fully loaded" starts at the page's first SYN (issue 22): a connection it opened belongs
-    # to it from its SYN, also when its first item there came after another connection's
-    # (decrypted HTTP/2: the document's request after a preconnect's ClientHello)
-    syns = [s for it in group if (s := opened_syn_ns(it, conns.get(it.conn))) is not None]
-    if syns and min(syns) < start:
-        start, event = min(syns), "syn"
-    window = queries[bisect_left(queries, start - gap, key=_query_ts) : bisect_right(queries, start, key=_query_ts)]
-    looked_up = [q.ts_ns for q in window if host and q.name.rstrip(".").lower() == host.split(":")[0].lower()]
-    if looked_up:
-        start, event = min(looked_up), "dns"
+    if syn_min is not None and syn_min < start:
+        start, event = syn_min, "syn"
+    if queries:
+        window = queries[bisect_left(queries, start - gap, key=_query_ts) : bisect_right(queries, start, key=_query_ts)]
+        looked_up = [q.ts_ns for q in window if host and q.name.rstrip(".").lower() == host.split(":")[0].lower()]
+        if looked_up:
+            start, event = min(looked_up), "dns"
     # fully loaded ends at the last byte of an object: a connection opened and never used (a
     # preconnect) holds none, even when its handshake ends later (a backup connection after loss)
-    end = max(it.end_ns for it in group if not it.preconnect) if not all(it.preconnect for it in group) \
-        else max(it.end_ns for it in group)
+    end = end_objects if end_objects is not None else end_any
     plt = (end - start) / _NS
-    loaded = onload_end_ns(it.txn for it in group if it.txn is not None)
-    hidden_objects = any(it.tls is not None and it.txn is None and not it.preconnect for it in group)
-    onload = (loaded - start) / _NS if loaded is not None and not hidden_objects else math.nan
+    loaded = onload_end_ns(txn_list)
+    onload = (loaded - start) / _NS if loaded is not None and not hidden else math.nan
     ttfb = math.nan
     if main is not None and main.response_start_ns is not None:
         ttfb = (main.response_start_ns - start) / _NS
@@ -705,22 +750,26 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
     path = _critical_path(group)
     rounds = _round_trips([it for it, _, _ in path], conns, opened)
     wait = _path_wait(path, conns) / _NS
-    retrans = sum(c.client.retransmissions + c.server.retransmissions for c in page_conns)
+    retrans = 0
+    for c in page_conns:
+        retrans += c.client.retransmissions + c.server.retransmissions
     baseline, baseline_name = (base_rtt, "given") if base_rtt is not None else (rtt_min, "page minimum")
     label, rtt_comp, rtt_share, loss_share = _diagnose(plt, rounds, rtt, baseline, wait, share)
-    txns = tuple(it.txn for it in group if it.txn is not None)
-    nbytes = sum(_response_bytes(t) for t in txns)
-    nbytes += sum(it.tls.server_bytes for it in group if it.tls is not None)
+    txns = tuple(txn_list)
+    nbytes = tls_bytes
+    statuses = []
+    complete = tls_complete
+    for t in txns:
+        nbytes += (t.response_header_bytes or 0) + (t.response_body_wire_bytes or 0)  # _response_bytes
+        if t.status is not None:
+            statuses.append(t.status)
+        if not t.complete:
+            complete = False
     # a connection opened and never used (a preconnect) holds no object: its handshake, whole
     # or not, does not make the page partial (the note counts it)
-    complete = all(t.complete for t in txns) and all(it.tls.complete for it in group
-                                                     if it.tls is not None and not it.preconnect)
     notes = []
     if not page_conns:
         notes.append("no TCP facts for the page's connections: RTT and loss unknown")
-    hidden = sum(1 for it in group if it.tls is not None and it.txn is None and not it.preconnect)
-    unused = sum(1 for it in group if it.preconnect and not it.silent_client)
-    silent = sum(1 for it in group if it.silent_client)
     if silent:
         notes.append(f"{silent} TLS connection(s) opened and never used (without keys: the client sent nothing "
                      "after the handshake, or closed the connection before it was whole, so no request)")
@@ -739,8 +788,8 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
     if math.isfinite(rtt) and rtt_comp < rounds * rtt:
         notes.append(f"RTT component capped at the time not spent waiting for retransmissions "
                      f"({rounds} round trips x {rtt:.3f} s = {rounds * rtt:.3f} s > {plt - wait:.3f} s)")
-    protocols = sorted({it.protocol for it in group})
-    if any(it.tls is not None and not it.preconnect and it.tls.version == _TLS13 and not it.tls.alpn for it in group):
+    protocols = sorted(protocols_set)
+    if tls13_hidden:
         notes.append("TLS 1.3: the protocol inside (ALPN) is encrypted; objects are not visible without a key log")
     b = tuple(bounds) if bounds is not None else None
     mos = _mos(plt, preset, b)
@@ -753,7 +802,7 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
         rtt_component_s=rtt_comp, retransmissions=int(retrans),
         loss_wait_s=wait, diagnosis=label, rtt_share=rtt_share, loss_share=loss_share, mos=mos,
         preset="custom" if b is not None else preset, complete=complete,
-        statuses=tuple(t.status for t in txns if t.status is not None), notes=tuple(notes), transactions=txns,
+        statuses=tuple(statuses), notes=tuple(notes), transactions=txns,
     )
 
 
@@ -765,7 +814,9 @@ FAVICON_PATH = "/favicon.ico"
 
 def _fetch_dest(t: Any) -> str | None:
     for name, value in getattr(t, "request_headers", ()) or ():
-        if name.lower() == "sec-fetch-dest":
+        # (str.lower keeps the length of every character but U+0130, which no name of 14
+        # characters lowering to this one holds: the length test only skips the call)
+        if len(name) == 14 and name.lower() == "sec-fetch-dest":
             return value.strip().lower()
     return None
 
@@ -792,13 +843,24 @@ def onload_end_ns(transactions: Iterable[Any]) -> int | None:
     browser's ``loadEventEnd`` by the time the browser needs after the last byte (decoding,
     layout, running the load handlers); see docs/guide/web.md for the differences measured.
     """
-    txns = [t for t in transactions if t.request_start_ns is not None]
-    marks = [t.request_start_ns for t in txns if (t.target or "").split("?", 1)[0] == FAVICON_PATH]
-    cut = min(marks) if marks else None
-    ends = [t.response_end_ns or t.response_start_ns or t.request_end_ns or t.request_start_ns for t in txns
-            if _fetch_dest(t) != "empty" and (cut is None or t.request_start_ns < cut)
-            and (t.target or "").split("?", 1)[0] != FAVICON_PATH]
-    return max(ends) if ends else None
+    txns = []  # (transaction, whether it is the icon request)
+    cut = None
+    for t in transactions:
+        start = t.request_start_ns
+        if start is None:
+            continue
+        icon = (t.target or "").split("?", 1)[0] == FAVICON_PATH
+        txns.append((t, icon))
+        if icon and (cut is None or start < cut):
+            cut = start
+    end = None
+    for t, icon in txns:
+        if icon or (cut is not None and t.request_start_ns >= cut) or _fetch_dest(t) == "empty":
+            continue
+        e = t.response_end_ns or t.response_start_ns or t.request_end_ns or t.request_start_ns
+        if end is None or e > end:
+            end = e
+    return end
 
 
 def _tls_incomplete(s: Any) -> str:
