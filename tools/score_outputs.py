@@ -5,7 +5,8 @@ Runs the CLI in this process (``click.testing.CliRunner``) on each pcap/pcapng u
 standard output) and each ``--details`` table (csv and table; a table the report does not
 have gives its error), plus a few runs with reference speech or video (the ``plays`` and
 ``frames`` tables). For each run it writes the output, the standard error (warnings and
-errors) and the exit code to ``OUT/<n>.out`` and ``OUT/<n>.err``, and the command line to
+errors) and the exit code to ``OUT/<n>.out`` and ``OUT/<n>.err`` (the checkout's own path
+written ``ROOT``, so that two checkouts compare), and the command line to
 ``OUT/index.txt``; each run starts with the warning registries cleared, as a fresh
 process would. Then compare two folders::
 
@@ -91,8 +92,9 @@ def write(out: Path, under: str | None = None, kind: str | None = None, json_onl
             if dest is not None:
                 dest.unlink(missing_ok=True)
             exc = "" if res.exception is None or isinstance(res.exception, SystemExit) else repr(res.exception)
-            (out / f"{n}.out").write_text(text)
-            (out / f"{n}.err").write_text(f"exit {res.exit_code} {exc}\n{res.stderr}")
+            # the tree's own path (in JSON's file names, messages) as ROOT: two checkouts compare
+            (out / f"{n}.out").write_text(text.replace(str(ROOT), "ROOT"))
+            (out / f"{n}.err").write_text(f"exit {res.exit_code} {exc}\n{res.stderr}".replace(str(ROOT), "ROOT"))
             index.append(" ".join(a.replace(str(ROOT) + "/", "").replace(tmp, "TMP") for a in args))
             print(f"{n + 1}/{len(runs)} {time.perf_counter() - t0:.0f}s {index[-1]}", file=sys.stderr, flush=True)
     (out / "index.txt").write_text("\n".join(index) + "\n")
