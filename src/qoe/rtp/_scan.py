@@ -57,11 +57,14 @@ STREAM_TIMEOUT_S = 25.0
 #: default: a pool of scans (``qoe.batch``) already keeps every core busy.
 READ_AHEAD = 1
 #: Bytes of capture read at a time; with ``batch_size=None`` (the default) each such chunk's
-#: datagrams are one batch, their payloads left where they were read. Measured on the same
-#: 1.4 M packets (230 bytes a frame): 4 MiB chunks (about 18,000 datagrams) scan in 0.91 s
-#: CPU where batches of 32,768 datagrams assembled from 1 MiB chunks took 1.03 s (a copy
-#: of the capture saved); 2 MiB: 1.01-1.08 s; 8 MiB: 0.96-0.99 s. (Batches of 16,384
-#: datagrams and fewer were slower: shorter runs of a stream per batch.)
+#: datagrams are one batch, their payloads left where they were read (no batch buffer joined
+#: from several chunks: a copy of the capture saved). Measured on the 1.4 M packets of
+#: ``benchmarks/rtp_many_streams.py`` (230-byte frames; ``perf stat -e task-clock``, process
+#: CPU with imports, alternating runs): concurrent calls 1.29-1.32 s against 1.35-1.44 s for
+#: batches of 32,768 datagrams joined from 1 MiB chunks, sequential 1.33-1.49 s against
+#: 1.44-1.71 s (2 and 8 MiB chunks: 1.45-1.58 s); peak RSS of ``qoe streams`` 75 MiB
+#: (92 MiB before). Batches of 16,384 datagrams and fewer were slower (shorter runs of a
+#: stream per batch).
 CHUNK_BYTES = 4 << 20
 
 
@@ -115,9 +118,9 @@ def scan_capture(
     batch_size : int or None, optional
         Datagrams read per batch; None (the default): the datagrams of each
         :data:`qoe.rtp.CHUNK_BYTES` (4 MiB) of the capture, without assembling a batch's payloads
-        into one buffer (a copy of the capture saved: 0.91 against 1.03 s CPU for batches
-        of 32,768, measured on 1.4 M packets). The statistics do not depend on it (but for
-        float rounding); memory grows with it.
+        into one buffer (a copy of the capture saved: about 7 % of the scan's CPU time and
+        17 MiB of peak memory on 1.4 M packets, against batches of 32,768). The statistics
+        do not depend on it (but for float rounding); memory grows with it.
     reorder_window : int, optional
         How many sequence numbers behind a stream's highest one a packet may arrive and
         still be told apart as a duplicate or a late packet (default 4096; see
