@@ -18,15 +18,14 @@ default limits and at tiny ones.
 
 from __future__ import annotations
 
-import dataclasses
 import glob
 import os
 import random
 import struct
 import warnings
 
-import numpy as np
 import pytest
+from web.as_plain import as_plain  # tests/web/as_plain.py
 
 from qoe.capture import TCP_ACK, TCP_FIN, TCP_PSH, TCP_RST, TCP_SYN, read_packets
 from qoe.errors import QoEError
@@ -35,17 +34,6 @@ from qoe.web.tcp import ConnectionId, TcpLimits, iter_connections
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 M = 2**32
 MS = 1_000_000
-
-
-def _plain(x):  # type: ignore[no-untyped-def]
-    """A dataclass tree as nested tuples (arrays as lists), comparable with ==."""
-    if dataclasses.is_dataclass(x):
-        return tuple((f.name, _plain(getattr(x, f.name))) for f in dataclasses.fields(x))
-    if isinstance(x, np.ndarray):
-        return ("array", str(x.dtype), x.tolist())
-    if isinstance(x, (tuple, list)):
-        return tuple(_plain(v) for v in x)
-    return x
 
 
 class _Log:
@@ -68,7 +56,7 @@ def _run(capture, limits: TcpLimits = TcpLimits()):  # type: ignore[no-untyped-d
     log: list = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        conns = [_plain(c) for c in iter_connections(capture, sinks=lambda cid: _Log(log, cid), limits=limits)]
+        conns = [as_plain(c) for c in iter_connections(capture, sinks=lambda cid: _Log(log, cid), limits=limits)]
     # (the TCP layer's own warnings: the limits crossed; a reader's warnings are the reader's)
     return conns, log, sorted(str(w.message).split(": ", 1)[-1] for w in caught if "TCP connection" in str(w.message))
 

@@ -9,13 +9,12 @@ and TLS sessions.
 
 from __future__ import annotations
 
-import dataclasses
 import glob
 import os
 import warnings
 
-import numpy as np
 import pytest
+from web.as_plain import as_plain  # tests/web/as_plain.py
 
 from qoe.capture import read_packets
 from qoe.web.http import connection_results
@@ -25,17 +24,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # (data/web/browser/captures/h3-*.pcap: HTTP/3 over QUIC, no TCP at all)
 CAPTURES = sorted(p for p in glob.glob(os.path.join(ROOT, "data", "web", "**", "*.pcap"), recursive=True)
                   if not (os.path.basename(p).startswith("h3-") and os.sep + "browser" + os.sep in p))
-
-
-def _plain(x):  # type: ignore[no-untyped-def]
-    """A dataclass tree as nested tuples (arrays as lists), comparable with ==."""
-    if dataclasses.is_dataclass(x):
-        return tuple((f.name, _plain(getattr(x, f.name))) for f in dataclasses.fields(x))
-    if isinstance(x, np.ndarray):
-        return ("array", str(x.dtype), x.tolist())
-    if isinstance(x, (tuple, list)):
-        return tuple(_plain(v) for v in x)
-    return x
 
 
 def test_there_are_captures():
@@ -53,5 +41,5 @@ def test_file_and_packets_give_the_same_results(path):  # type: ignore[no-untype
     if not a and os.path.basename(path).startswith("h3-"):
         pytest.skip("HTTP/3 only (QUIC over UDP): no TCP connection to compare")
     assert a, "a web capture with no TCP connection"
-    assert _plain(a) == _plain(b)
-    assert _plain(by_file) == _plain(by_packets)
+    assert as_plain(a) == as_plain(b)
+    assert as_plain(by_file) == as_plain(by_packets)
