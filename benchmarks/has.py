@@ -53,6 +53,7 @@ ROOT = HERE.parent
 SESSIONS = ROOT / "data" / "video" / "has" / "sessions"
 sys.path.insert(0, str(ROOT / "tests"))
 from big_capture import Template  # noqa: E402 - the copy-with-a-new-client generator of the memory benchmark
+from video.has.player_log import player_view  # noqa: E402 - the tests' reading of the players' logs
 
 # Runs the command given in argv; prints its wall time, CPU time and peak RSS (a fresh process each).
 WRAPPER = r"""
@@ -77,21 +78,6 @@ def _wrapped(cmd: list[str]) -> dict:
     if r["rc"] != 0:
         raise SystemExit(f"{cmd[0]} failed: {r['err']}")
     return r
-
-
-def _player_view(log: dict) -> tuple[float, list[tuple[float, float]]]:
-    """(first ``playing``, [(stall start, duration)]) from the video element's events, in seconds."""
-    ev = log["events"]
-    start = next(e["ts_ms"] / 1e3 for e in ev if e["type"] == "video_playing")
-    stalls, waiting = [], None
-    for e in ev:
-        t = e["ts_ms"] / 1e3
-        if e["type"] == "video_waiting" and t > start:
-            waiting = t
-        elif e["type"] == "video_playing" and waiting is not None:
-            stalls.append((waiting, t - waiting))
-            waiting = None
-    return start, stalls
 
 
 def _tshark_cpu(capture: Path, keylog: Path | None, tree: str) -> float:
@@ -129,7 +115,7 @@ def accuracy(tshark: bool) -> None:
             loaded = sum(1 for e in log["events"] if e["type"] == "segment_loaded"
                          and e["segment_type"] == "MediaSegment")
             done = sum(1 for r in s.segments if not r.init and not r.aborted)
-            start, stalls = _player_view(log)
+            start, stalls = player_view(log)
             ours = [(s.start_ns / 1e9 + x.start_s, x.duration_s) for x in s.replay.stalls]
             pairs = list(zip(ours, stalls))
             d_start = max((abs(a - b) for (a, _), (b, _) in pairs), default=0.0)

@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 
 import pytest
+from video.has.player_log import player_view  # tests/video/has/player_log.py
 
 from qoe.video.has import StreamingOptions, p1203_input, sessions
 from qoe.video.has.p1203 import AUDIO_SEGMENT_FIELDS, P1203_KEYS, VIDEO_SEGMENT_FIELDS
@@ -41,22 +42,6 @@ STALL_TOL_S = 0.35
 
 def _log(name: str) -> dict:
     return json.loads((SESSIONS / f"{name}.player.json").read_text())
-
-
-def _player_view(log: dict) -> tuple[float, list[tuple[float, float]]]:
-    """(first `playing`, [(stall start, duration)]) from the video element's events (ms → s)."""
-    ev = log["events"]
-    playing = [e["ts_ms"] / 1e3 for e in ev if e["type"] == "video_playing"]
-    start = playing[0]
-    stalls, waiting = [], None
-    for e in ev:
-        t = e["ts_ms"] / 1e3
-        if e["type"] == "video_waiting" and t > start:
-            waiting = t
-        elif e["type"] == "video_playing" and waiting is not None:
-            stalls.append((waiting, t - waiting))
-            waiting = None
-    return start, stalls
 
 
 @pytest.fixture(scope="module", params=NAMES)
@@ -97,7 +82,7 @@ def test_every_segment_the_player_loaded_is_found_and_mapped(session):
 def test_startup_matches_the_player(session):
     name, s = session
     log = _log(name)
-    start, _ = _player_view(log)
+    start, _ = player_view(log)
     ours = s.start_ns / 1e9 + s.join_time_s
     assert ours == pytest.approx(start, abs=START_TOL_S[log["player"]])
     assert ours <= start + 0.05  # the replay cannot be later than the player: it has no append delay
@@ -116,7 +101,7 @@ TOTAL_TOL_S = 2.0  # total stall time of the diverging sessions
 
 
 def _compare(name, s, n=None):
-    _, stalls = _player_view(_log(name))
+    _, stalls = player_view(_log(name))
     ours = [(s.start_ns / 1e9 + x.start_s, x.duration_s) for x in s.replay.stalls]
     if n is None:
         assert len(ours) == len(stalls), f"{name}: replay {ours}, player {stalls}"
