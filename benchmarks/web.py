@@ -134,40 +134,34 @@ print(json.dumps({"s": time.perf_counter() - t, "cpu": time.process_time() - c})
 """
 
 
-READ = r"""
+# Iterates ``{call}(path)`` to its end, nothing done with the items (a floor's pass), and prints
+# its wall and CPU seconds and how many items it gave.
+COUNT = r"""
 import json, sys, time
-from qoe.capture import tcp_segment_rows
+from {module} import {call}
 t, c = time.perf_counter(), time.process_time()
 n = 0
-for _ in tcp_segment_rows(sys.argv[1]):
+for _ in {call}(sys.argv[1]):
     n += 1
-print(json.dumps({"s": time.perf_counter() - t, "cpu": time.process_time() - c, "segments": n}))
+print(json.dumps({{"s": time.perf_counter() - t, "cpu": time.process_time() - c, "items": n}}))
 """
 
 
-READ_TCP = r"""
-import json, sys, time
-from qoe.web.tcp import iter_connections
-t, c = time.perf_counter(), time.process_time()
-n = 0
-for _ in iter_connections(sys.argv[1]):
-    n += 1
-print(json.dumps({"s": time.perf_counter() - t, "cpu": time.process_time() - c, "connections": n}))
-"""
+def _child(script: str, *args: str) -> dict:
+    """Run ``script`` in a fresh Python with this tree's ``src`` on the path; its JSON output."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "src"), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", script, *args], check=True, capture_output=True, text=True, env=env)
+    return json.loads(out.stdout)
 
 
 def _tcp_floor(path: str) -> dict:
     """Reading + TCP reassembly without sinks (no HTTP, no pages), in a fresh process."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "src"), os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run([sys.executable, "-c", READ_TCP, path], check=True, capture_output=True, text=True, env=env)
-    return json.loads(out.stdout)
+    return _child(COUNT.format(module="qoe.web.tcp", call="iter_connections"), path)
 
 
 def _read_floor(path: str) -> dict:
     """Reading alone: every TCP segment of the capture as a row, in a fresh process."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "src"), os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run([sys.executable, "-c", READ, path], check=True, capture_output=True, text=True, env=env)
-    return json.loads(out.stdout)
+    return _child(COUNT.format(module="qoe.capture", call="tcp_segment_rows"), path)
 
 
 def _h11_floor(pages: int) -> dict:
@@ -233,15 +227,11 @@ print(json.dumps(best))
 def _parts(path: str) -> dict:
     """CPU seconds of each stage alone (best of 3, collector paused): reading the segments,
     + the TCP state machine, + HTTP parsing, + pages (DNS, grouping, scoring)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "src"), os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run([sys.executable, "-c", PARTS, path], check=True, capture_output=True, text=True, env=env)
-    return json.loads(out.stdout)
+    return _child(PARTS, path)
 
 
 def _qoe(path: str) -> dict:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "src"), os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run([sys.executable, "-c", CHILD, path], check=True, capture_output=True, text=True, env=env)
-    return json.loads(out.stdout)
+    return _child(CHILD, path)
 
 
 def _tshark(path: str, options: tuple[str, ...] = ()) -> dict | None:
