@@ -22,7 +22,7 @@ Two parts.
    tshark time).
 
 2. The hard case: ``--copies`` sessions one after the other in one capture (copies of
-   ``dash-ample``, each from its own client address, ``tests/big_capture.py``; default 200,
+   ``dash-ample``, each from its own client address, 50 ms apart, ``tests/big_capture.py``; default 200,
    ``--short`` 20), ``qoe has sessions CAPTURE --format csv`` in a fresh process (wall, CPU,
    peak RSS) against ``tshark -q -z http,tree``, and the sessions and segments each found.
 
@@ -36,7 +36,6 @@ Timings are taken on a shared machine: compare ratios of one run.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import resource
@@ -52,7 +51,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SESSIONS = ROOT / "data" / "video" / "has" / "sessions"
 sys.path.insert(0, str(ROOT / "tests"))
-from big_capture import Template  # noqa: E402 - the copy-with-a-new-client generator of the memory benchmark
+from big_capture import write  # noqa: E402 - the copy-with-a-new-client generator of the memory benchmark
 from video.has.player_log import player_view  # noqa: E402 - the tests' reading of the players' logs
 
 # Runs the command given in argv; prints its wall time, CPU time and peak RSS (a fresh process each).
@@ -137,16 +136,8 @@ def accuracy(tshark: bool) -> None:
 def scale(copies: int, tshark: bool) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="qoe-has-bench-"))
     try:
-        sample = tmp / "dash-ample.pcap"
-        sample.write_bytes(gzip.decompress((SESSIONS / "dash-ample.pcap.gz").read_bytes()))
-        tpl = Template(sample)
         cap = tmp / "sessions.pcap"
-        start = 1_700_000_000 * 10**9
-        with open(cap, "wb") as fh:
-            fh.write(tpl.header)
-            for k in range(copies):
-                fh.write(tpl.copy(k + 1, start))
-                start += tpl.duration_ns + 1_000_000_000
+        write(cap, "has", copies=copies)
         mb = cap.stat().st_size / 1e6
         print(f"\n{copies} sessions one after the other (copies of dash-ample, each its own client): {mb:.0f} MB")
         qoe = _wrapped([sys.executable, "-c", "from qoe_cli.main import main; main()", "has", "sessions",

@@ -17,6 +17,7 @@ Used by ``tests/test_memory_flat.py`` and ``benchmarks/memory_flat.py``.
 
 from __future__ import annotations
 
+import gzip
 import struct
 from pathlib import Path
 
@@ -30,16 +31,20 @@ SAMPLES = {
     "video": ROOT / "data" / "video" / "captures" / "h264-down-b64_client.pcap",  # RTP H.264 + RTP audio
     "udpts": ROOT / "data" / "video" / "captures" / "udpts-down-b64_client.pcap",  # MPEG-TS in plain UDP
     "web": ROOT / "data" / "web" / "captures" / "http11-idle-b64-curl-x3_client.pcap",  # three page loads
+    "has": ROOT / "data" / "video" / "has" / "sessions" / "dash-ample.pcap.gz",  # a DASH session (dash.js)
 }
 
 _ETH = 14  # Ethernet II header (IEEE 802.3 §3.2.6 + the EtherType)
 
 
 class Template:
-    """One sample read once: its pcap records as bytes, and where to patch them per copy."""
+    """One sample read once (a pcap, or a gzip-compressed one): its pcap records as bytes, and
+    where to patch them per copy."""
 
     def __init__(self, sample: Path) -> None:
         raw = Path(sample).read_bytes()
+        if Path(sample).suffix == ".gz":
+            raw = gzip.decompress(raw)
         magic = struct.unpack_from("<I", raw, 0)[0]
         if magic not in (0xA1B2C3D4, 0xA1B23C4D):
             raise ValueError(f"{sample}: a little-endian pcap is needed")
