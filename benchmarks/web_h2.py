@@ -136,18 +136,19 @@ def write_capture(out: str, copies: int) -> int:
     return n
 
 
-def _qoe(path: str, what: str) -> dict:
+def _child(script: str, *args: str) -> dict:
+    """Run ``script`` in a fresh Python with this tree's ``src`` on the path; its last line, as JSON."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "src"), os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run([sys.executable, "-c", CHILD, path, KEYLOG, what], check=True, capture_output=True,
-                         text=True, env=env)
+    out = subprocess.run([sys.executable, "-c", script, *args], check=True, capture_output=True, text=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _qoe(path: str, what: str) -> dict:
+    return _child(CHILD, path, KEYLOG, what)
 
 
 def _floor(path: str) -> dict:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "src"), os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run([sys.executable, "-c", FLOOR, path, KEYLOG], check=True, capture_output=True,
-                         text=True, env=env)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return _child(FLOOR, path, KEYLOG)
 
 
 def _tshark(path: str) -> dict | None:
