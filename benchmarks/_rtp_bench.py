@@ -158,7 +158,8 @@ def print_table(rows: list[tuple]) -> None:
 
 def run_tools(kind: str, capture: Path, tmp: Path, tl: dict[str, str | None], streams: int, packets: int,
               repeat: int = 1) -> list[tuple]:
-    """Time ``qoe streams`` (CLI; also with ``--read-ahead``), ``scan_capture`` (library),
+    """Time ``qoe streams`` (CLI, which reads ahead in a second thread when it has two cores;
+    also with ``--no-read-ahead``), ``scan_capture`` (library, one thread),
     reading alone and tshark on
     ``capture``, ``repeat`` rounds of one run each (in that order); compare the CLI's CSV
     with tshark's table; the table rows. Times are the median over the rounds, and each
@@ -166,8 +167,8 @@ def run_tools(kind: str, capture: Path, tmp: Path, tl: dict[str, str | None], st
     cli_out = tmp / f"{kind}.qoe.csv"
     cmds = {
         "qoe streams (CLI)": ([tl["qoe"], "streams", str(capture), "--format", "csv"], cli_out),
-        "  with --read-ahead": ([tl["qoe"], "streams", str(capture), "--format", "csv", "--read-ahead"],
-                                tmp / f"{kind}.qoe-ahead.csv"),
+        "  --no-read-ahead": ([tl["qoe"], "streams", str(capture), "--format", "csv", "--no-read-ahead"],
+                              tmp / f"{kind}.qoe-one-thread.csv"),
         "scan_capture (process)": ([sys.executable, "-c", LIB_SNIPPET, str(capture)], tmp / f"{kind}.lib.txt"),
         "floor: reading alone": ([sys.executable, "-c", READ_SNIPPET, str(capture)], tmp / f"{kind}.read.txt"),
     }
@@ -181,7 +182,8 @@ def run_tools(kind: str, capture: Path, tmp: Path, tl: dict[str, str | None], st
     if tl["tshark"]:
         ts_rows = parse_tshark(cmds["tshark -z rtp,streams"][1].read_text())
         problems = compare(ts_rows, parse_csv(cli_out.read_text()))
-        problems += [f"--read-ahead: {p}" for p in compare(ts_rows, parse_csv(cmds["  with --read-ahead"][1].read_text()))]
+        problems += [f"--no-read-ahead: {p}"
+                     for p in compare(ts_rows, parse_csv(cmds["  --no-read-ahead"][1].read_text()))]
         agree = verdict(problems, len(ts_rows), streams)
         for p in problems[:10]:
             print("   ", p)

@@ -22,8 +22,8 @@ which RFC 768 allows); sequence numbers, RTP timestamps and
 arrival spacing are the sample's, so every copy has the sample's statistics. For each
 capture, in the same run and each in a fresh process, it times
 
-* ``qoe streams CAPTURE --format csv`` (the CLI, what a user runs), and the same with
-  ``--read-ahead`` (the capture read in a second thread),
+* ``qoe streams CAPTURE --format csv`` (the CLI, what a user runs: with two cores it reads
+  the capture in a second thread), and the same with ``--no-read-ahead`` (one thread),
 * the library call ``qoe.rtp.scan_capture(CAPTURE, keep_packets=False)``,
 * reading alone, ``qoe.capture.read_udp_batches(CAPTURE, batch_size=None,
   chunk_size=qoe.rtp.CHUNK_BYTES)`` (as the scan reads) with nothing done with the
@@ -42,8 +42,8 @@ Usage::
     python benchmarks/rtp_many_streams.py --short    # 150 calls; 2,000 short streams (CI)
 
 Each is run ``--repeat`` times (default 5) in rounds, one run of each tool per round; the
-table shows the median times and the median of the rounds' ratios to tshark. With
-``--read-ahead`` the scan reads the capture one batch ahead in a second thread
+table shows the median times and the median of the rounds' ratios to tshark. Reading
+ahead, the scan reads the capture one batch ahead in a second thread
 (``qoe.capture.read_ahead``): its wall time gains from a second core, its CPU time grows.
 Timings are taken on a shared machine: compare ratios measured in the same run.
 """

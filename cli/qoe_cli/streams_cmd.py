@@ -21,9 +21,10 @@ from qoe_cli._output import emit, format_option, output_option, table
 @click.option("--stream-timeout-s", type=click.FloatRange(min=0, min_open=True), default=25.0, show_default=True,
               help="A stream silent this long has ended (2 s after an RTCP or SIP BYE); a later packet of its flow "
                    "is a second stream (RFC 3550 §6.3.5: 5 RTCP intervals of at least 5 s).")
-@click.option("--read-ahead", is_flag=True,
+@click.option("--read-ahead/--no-read-ahead", default=None,
               help="Read the capture in a second thread while it is scanned: less wall time with a core to spare, "
-                   "more CPU time (the streams are the same).")
+                   "more CPU time (the streams are the same). Default: on when the process may run on two cores "
+                   "or more.")
 @click.option("--all-columns", is_flag=True, help="Print every field in the table (JSON and CSV always have them all).")
 @format_option
 @output_option

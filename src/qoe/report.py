@@ -250,6 +250,8 @@ def _csv_column(values: list[Any]) -> list[str]:
     if kinds == {float} and all(map(math.isfinite, values)):
         return list(map(repr, values))
     kinds.discard(type(None))  # one plain type with empty cells: the same, None as ""
+    if not kinds:  # a column of None only
+        return [""] * len(values)
     if kinds == {str}:
         return ["" if v is None else v for v in values]
     if kinds == {int}:
@@ -259,6 +261,31 @@ def _csv_column(values: list[Any]) -> list[str]:
     if kinds == {float}:
         return ["" if v is None or not math.isfinite(v) else repr(v) for v in values]
     return [_csv_cell(v) for v in values]
+
+
+def _values(record: Mapping[str, Any]) -> Iterable[Any]:
+    return record.values()
+
+
+# Characters that make the csv module quote a cell (RFC 4180 §2 rules 6 and 7: a cell holding
+# the delimiter, a double quote or a line break is enclosed in double quotes).
+_CSV_SPECIAL = (",", '"', "\n", "\r")
+
+
+def _plain_csv(names: list[str], cells: list[list[str]]) -> str | None:
+    """The CSV text of a header and columns of cells when no cell needs quoting (what
+    ``csv.writer`` writes for them, joined in a few C-level passes), else None.
+
+    Two columns at least: the csv module quotes the empty cell of a one-column row (``""``),
+    so that the line is not blank.
+    """
+    if len(names) < 2:
+        return None
+    for column in (names, *cells):
+        joined = "\x00".join(column)
+        if any(c in joined for c in _CSV_SPECIAL):
+            return None
+    return "\n".join((",".join(names), *map(",".join, zip(*cells)))) + "\n"
 
 
 def to_csv(rows: Iterable[Mapping[str, Any]]) -> str:
@@ -272,8 +299,16 @@ def to_csv(rows: Iterable[Mapping[str, Any]]) -> str:
     rows = list(rows)
     if not rows:
         return ""
-    names = columns(rows)
-    cells = [_csv_column([r.get(k) for r in rows]) for k in names]
+    keys = tuple(rows[0])
+    if all(map(keys.__eq__, map(tuple, rows))):  # the usual table: every record has the same columns
+        names = list(keys)
+        cells = [_csv_column(list(c)) for c in zip(*map(_values, rows))] if keys else []
+        text = _plain_csv(names, cells)
+        if text is not None:
+            return text
+    else:
+        names = columns(rows)
+        cells = [_csv_column([r.get(k) for r in rows]) for k in names]
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(names)

@@ -203,20 +203,14 @@ def run(
         elif workers == 0:
             run_inline(tasks, done)
         else:
-            n = workers or _cores()
+            from qoe.capture import usable_cores  # noqa: PLC0415 - as the executors
+
+            n = workers or usable_cores()
             run_local(tasks, min(n, max(1, len(tasks))), done)
     finally:
         sink.close()
         bar.close()
     return _frame(m, keys, kept, fresh)
-
-
-def _cores() -> int:
-    """The cores this process may run on (its CPU affinity where the OS tells it, else all)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS, Windows
-        return os.cpu_count() or 1
 
 
 def _previous(resume: Any, out_path: Path | None) -> list[dict[str, Any]]:

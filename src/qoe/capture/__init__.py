@@ -8,7 +8,8 @@ nothing of QoE.
 - :func:`read_udp_batches` streams :class:`UdpBatch` columns of NumPy arrays, the fast
   path for large captures (vectorised header extraction for the common layouts).
   :func:`read_ahead` runs such a reader in a background thread, one batch ahead of its
-  caller (reading overlaps the caller's work on two cores).
+  caller (reading overlaps the caller's work on two cores); :func:`usable_cores` says
+  whether there is a second core to run it on.
 - :func:`read_tcp_segments` streams the same TCP :class:`Packet` records as
   ``read_packets(..., protocols=("tcp",))`` with the headers of each chunk read in NumPy
   columns; :func:`tcp_segment_rows` gives them as plain tuples of the fields
@@ -63,7 +64,7 @@ References
 from __future__ import annotations
 
 from qoe.capture._udp_batches import read_udp_batches
-from qoe.capture._readahead import read_ahead
+from qoe.capture._readahead import read_ahead, usable_cores
 from qoe.capture._files import probe
 from qoe.capture._records import CaptureInfo, Interface
 from qoe.capture._linktypes import SUPPORTED_LINKTYPES
@@ -89,6 +90,7 @@ __all__ = [
     "read_packets",
     "read_udp_batches",
     "read_ahead",
+    "usable_cores",
     "read_tcp_segments",
     "tcp_segment_rows",
     "tcp_segment_row",

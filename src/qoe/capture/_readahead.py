@@ -7,6 +7,7 @@ on a machine with two cores or more the next batch is ready when the caller asks
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 from collections.abc import Iterable, Iterator
@@ -19,6 +20,15 @@ T = TypeVar("T")
 # How long the reading thread waits for room in the queue before it looks again whether
 # the reader has gone (s): the time a thread of an abandoned reader lives on.
 _POLL_S = 0.05
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity where the OS tells it
+    (``os.sched_getaffinity``, Linux), else every core (``os.cpu_count``)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
 
 
 def read_ahead(items: Iterable[T], depth: int = 1) -> Iterator[T]:

@@ -84,7 +84,7 @@ def scan_capture(
     infer_clock: bool = True,
     sdp: Sequence[SdpMedia] = (),
     stream_timeout_s: float | None = STREAM_TIMEOUT_S,
-    read_ahead: bool = False,
+    read_ahead: bool | None = False,
 ) -> RtpScan:
     """Find every RTP stream, SIP call and RTCP report in a capture, in one pass.
 
@@ -183,10 +183,12 @@ def scan_capture(
         the same flow (direction and SSRC) starts a new stream: a second *segment*,
         reported as a stream of its own. An undecided flow silent this long is decided as
         at the end of the capture. None: streams end with the capture only.
-    read_ahead : bool, optional
+    read_ahead : bool or None, optional
         Read and prepare the next batch in a second thread while one is scanned
         (:data:`READ_AHEAD`): less wall time on a machine with a core to spare, more CPU
-        time. The streams are the same. Default False.
+        time. The streams are the same. None: when this process may run on two cores or
+        more (:func:`qoe.capture.usable_cores`), as ``qoe streams`` does. Default False (a
+        pool of scans, :mod:`qoe.batch`, keeps every core busy already).
 
     Returns
     -------
@@ -247,12 +249,14 @@ def _new_scanner(path: str | os.PathLike[str], **options: Any) -> tuple[str, _Sc
     return name, _Scanner(first_ns=first_ns, **options)
 
 
-def _batches(name: str, batch_size: int | None, read_ahead: bool) -> Any:
+def _batches(name: str, batch_size: int | None, read_ahead: bool | None) -> Any:
     """The capture's UDP datagrams in prepared batches (:func:`prepare`), read in a second
-    thread with ``read_ahead``."""
-    from qoe.capture import read_ahead as ahead, read_udp_batches  # noqa: PLC0415 - as scan_capture
+    thread with ``read_ahead`` (None: when there is a second core)."""
+    from qoe.capture import read_ahead as ahead, read_udp_batches, usable_cores  # noqa: PLC0415 - as scan_capture
 
     batches = (prepare(b) for b in read_udp_batches(name, batch_size=batch_size, chunk_size=CHUNK_BYTES))
+    if read_ahead is None:
+        read_ahead = usable_cores() > 1
     return ahead(batches, READ_AHEAD) if read_ahead else batches
 
 
@@ -335,7 +339,7 @@ def iter_scan(
     infer_clock: bool = True,
     sdp: Sequence[SdpMedia] = (),
     stream_timeout_s: float = STREAM_TIMEOUT_S,
-    read_ahead: bool = False,
+    read_ahead: bool | None = False,
 ) -> ScanStream:
     """:func:`scan_capture` as a stream: each call's streams as soon as they have all ended,
     the scan's state of them released, so that memory follows the calls in progress, not
