@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import pytest
 
 from qoe.errors import InputError
@@ -93,3 +95,17 @@ def test_loss_run_counts_in_pieces_equal_loss_pattern(seed):
     for i, m in enumerate(seqs):
         lp = loss_pattern(m)
         assert {k: v[i] for k, v in got.items()} == pytest.approx(lp.to_dict())
+
+
+@settings(max_examples=300, deadline=None)
+@given(lost=st.lists(st.booleans(), min_size=1, max_size=40))
+def test_the_counts_of_a_whole_sequence_are_those_of_its_runs_added(lost):
+    """LossRunCounts.of_sequence (what loss_pattern counts with) counts a whole sequence
+    from its loss runs: every count must be what add_sequence on an empty sequence gives
+    (the reference: the runs fed through add_runs), first or last packet lost or not."""
+    m = np.array(lost)
+    fed = LossRunCounts(1)
+    fed.add_sequence(0, m)
+    whole = LossRunCounts.of_sequence(m)
+    for name in ("n", "lost", "tail", "rx_to_lost", "lost_to_rx", "max_burst", "lead_rx", "first", "last"):
+        assert getattr(whole, name).tolist() == getattr(fed, name).tolist(), name

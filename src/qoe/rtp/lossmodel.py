@@ -191,6 +191,38 @@ class LossRunCounts:
         self.last[seqs] = value[ge]
         self.tail[seqs] = eff[ge]
 
+    @classmethod
+    def of_sequence(cls, lost: np.ndarray) -> LossRunCounts:
+        """The counts of one whole received/lost sequence (True = lost, at least one entry):
+        what :meth:`add_sequence` gives an empty sequence, counted straight from the loss
+        runs (a few scalar steps instead of :meth:`add_runs`' array passes).
+
+        Loss runs and received runs alternate, so every loss run not at the start follows a
+        received run (a transition received -> lost) and every one not at the end is
+        followed by one (lost -> received).
+        """
+        starts, lengths = runs(lost)
+        n = int(np.asarray(lost).size)
+        out = cls(1)
+        out.n[0] = n
+        if starts.size == 0:  # one received run
+            out.first[0] = out.last[0] = 0
+            out.tail[0] = out.lead_rx[0] = n
+            return out
+        k = int(starts.size)
+        first_lost = int(starts[0]) == 0
+        end = int(starts[-1] + lengths[-1])
+        last_lost = end == n
+        out.lost[0] = int(lengths.sum())
+        out.first[0] = int(first_lost)
+        out.last[0] = int(last_lost)
+        out.tail[0] = int(lengths[-1]) if last_lost else n - end
+        out.rx_to_lost[0] = k - first_lost
+        out.lost_to_rx[0] = k - last_lost
+        out.max_burst[0] = int(lengths.max())
+        out.lead_rx[0] = int(starts[0])  # received before the first loss (0: the first packet is lost)
+        return out
+
     def add_sequence(self, i: int, lost: np.ndarray) -> None:
         """Append a received/lost sequence (True = lost) to sequence ``i``."""
         starts, lengths = runs(lost)  # loss runs; the received runs are between them
@@ -283,9 +315,7 @@ def loss_pattern(lost: ArrayLike) -> LossPattern:
     m = m.astype(bool)
     if m.size == 0:
         raise InputError("lost is empty: a loss pattern needs at least one packet")
-    counts = LossRunCounts(1)
-    counts.add_sequence(0, m)
-    f = counts.patterns()
+    f = LossRunCounts.of_sequence(m).patterns()
     return LossPattern(
         packets=int(f["packets"][0]), lost=int(f["lost"][0]), ppl=float(f["ppl"][0]), p=float(f["p"][0]),
         q=float(f["q"][0]), burst_r=float(f["burst_r"][0]), bursts=int(f["bursts"][0]),

@@ -275,6 +275,11 @@ class SimplifiedResult:
 
 def _check(name: str, value: FloatArray, *, min_value: float | None = None,
            max_value: float | None = None, strict: bool = False) -> None:
+    if value.ndim == 0:  # one value (the usual call): compared as a Python float, the same test
+        x = float(value)
+        if not (x != x or (min_value is not None and (x <= min_value if strict else x < min_value))
+                or (max_value is not None and x > max_value)):
+            return
     if np.isnan(value).any():
         raise InputError(f"{name} contains NaN")
     if min_value is not None:
@@ -344,6 +349,8 @@ def _resolve(
         if name in _NOT_WARNED or (band == "wb" and name not in _WB_CHECKED):
             continue
         value = out[name]
+        if value.ndim == 0 and low <= float(value) <= high:  # one value inside the range
+            continue
         # Every range the same way, BurstR's lower bound included (issue 25): BurstR < 1 (loss
         # spread more evenly than random, 0.92-0.99 on short windows of the sample captures)
         # is computed by eq. (7-29) as written, and said, like any input Table 3 does not cover.
@@ -628,8 +635,18 @@ def r_factor(
 
     nb = _narrowband_terms(p)
     fields = _wideband(p, nb, nfor_given="nfor" in params) if band == "wb" else _narrowband(p, nb)
-    shape = np.broadcast_shapes(*(v.shape for v in fields.values()))
-    return EModelResult(**{k: np.broadcast_to(v, shape) for k, v in fields.items()}, band=band)
+    shape = np.broadcast_shapes(*(np.shape(v) for v in fields.values()))
+    return EModelResult(**{k: _read_only(v, shape) for k, v in fields.items()}, band=band)
+
+
+def _read_only(value: Any, shape: tuple[int, ...]) -> FloatArray:
+    """``np.broadcast_to(value, shape)``: a read-only array of ``shape``; for a single value
+    (``shape == ()``) a read-only 0-d copy, made without ``broadcast_to``'s Python steps."""
+    if shape:
+        return np.broadcast_to(value, shape)
+    out = np.array(value)
+    out.flags.writeable = False
+    return out
 
 
 def _narrowband_terms(p: Mapping[str, FloatArray]) -> dict[str, FloatArray]:
