@@ -572,8 +572,11 @@ def _adaptive(
     """Playout times of Ramjee et al. (1994) Algorithms 1 + 4, packets in arrival order."""
     n = a.shape[0]
     alpha = jb.alpha
+    gain = 1.0 - alpha  # the same double at every packet as (1.0 - alpha) computed there
+    spike, enter_ms, exit_ms = jb.spike, jb.spike_enter_ms, jb.spike_exit_ms
+    beta, min_delay_ms = jb.beta, jb.min_delay_ms
     speech = np.ones(n, dtype=bool) if silent is None else ~np.asarray(silent, dtype=bool)
-    p = np.empty(n)
+    p = [math.nan] * n  # NaN for a repeat: filled from the original by the caller
     delay_of: dict[int, float] = {}  # talkspurt -> playout delay D
     # End of the speech scheduled so far, per talkspurt (for the no-overlap guard).
     speech_end: dict[int, float] = {}
@@ -582,53 +585,51 @@ def _adaptive(
     spike_mode = False
     var = 0.0
     n1 = n2 = 0.0
-    # the loop reads Python numbers (the same doubles: the arithmetic is unchanged), which
-    # it indexes several times faster than NumPy scalars
-    first_l, transit_l, talkspurt_l, t_l, speech_l = (
-        first.tolist(), transit.tolist(), talkspurt.tolist(), t.tolist(), speech.tolist())
-    for i in range(n):
-        if not first_l[i]:
-            p[i] = np.nan  # filled from the original by the caller
+    # the loop reads and writes Python numbers (the same doubles: the arithmetic is
+    # unchanged), several times faster than indexing NumPy arrays one element at a time
+    for i, (is_first, ni, k, ti, is_speech) in enumerate(
+            zip(first.tolist(), transit.tolist(), talkspurt.tolist(), t.tolist(), speech.tolist())):
+        if not is_first:
             continue
-        ni = float(transit_l[i])
+        ni = float(ni)
         if d is None:
             d, v = ni, jb.initial_variation_ms
             n1 = n2 = ni
         else:
             update = True
-            if jb.spike:
+            if spike:
                 if not spike_mode:
-                    if abs(ni - n1) > 2.0 * abs(v) + jb.spike_enter_ms:  # Algorithm 4: spike starts
+                    if abs(ni - n1) > 2.0 * abs(v) + enter_ms:  # Algorithm 4: spike starts
                         var = 0.0
                         spike_mode = True
                 else:
                     var = var / 2.0 + abs(2.0 * ni - n1 - n2) / 8.0  # Algorithm 4
-                    if var <= jb.spike_exit_ms:  # Algorithm 4: spike over, no update
+                    if var <= exit_ms:  # Algorithm 4: spike over, no update
                         spike_mode = False
                         update = False
             if update:
                 if spike_mode:
                     d = d + (ni - n1)  # Algorithm 4: follow the spike
                 else:
-                    d = alpha * d + (1.0 - alpha) * ni  # Algorithm 1
-                v = alpha * v + (1.0 - alpha) * abs(d - ni)  # Algorithm 1
+                    d = alpha * d + gain * ni  # Algorithm 1
+                v = alpha * v + gain * abs(d - ni)  # Algorithm 1
             n2, n1 = n1, ni
-        k = int(talkspurt_l[i])
-        ti = float(t_l[i])
+        k = int(k)
+        ti = float(ti)
         if k not in delay_of:
-            D = d + jb.beta * v
-            D = max(D, ni + jb.min_delay_ms)
+            D = d + beta * v
+            D = max(D, ni + min_delay_ms)
             # No overlap with earlier talkspurts' speech.
             prev_end = max((e for kk, e in speech_end.items() if kk < k), default=-math.inf)
             D = max(D, prev_end - ti)
             delay_of[k] = D
         pi = ti + delay_of[k]
         p[i] = pi
-        if speech_l[i]:
+        if is_speech:
             end = pi + frame_ms
             if end > speech_end.get(k, -math.inf):
                 speech_end[k] = end
-    return p
+    return np.array(p, dtype=np.float64)
 
 
 def _frame_ms(t: np.ndarray) -> float:
