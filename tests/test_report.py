@@ -135,6 +135,11 @@ def test_csv_text_of_records_with_the_same_columns_is_the_csv_modules(data, name
     assert to_csv(rows) == _reference_csv(rows)
 
 
+def test_csv_of_records_whose_columns_are_not_strings_is_the_csv_modules():
+    rows = [{1: "a", 2: 0.5}, {1: "c", 2: None}]  # the csv module writes str() of each name
+    assert to_csv(rows) == _reference_csv(rows) == "1,2\na,0.5\nc,\n"
+
+
 def test_csv_writes_empty_cells_for_nan_inf_and_none():
     rows = [{"a": 1, "b": float("nan"), "c": "x,y"}, {"a": np.int64(2), "b": np.inf, "d": None, "e": True},
             {"a": 0.1 + 0.2, "b": [1.0, np.nan], "c": None}]

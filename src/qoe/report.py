@@ -279,7 +279,7 @@ def _plain_csv(names: list[str], cells: list[list[str]]) -> str | None:
     Two columns at least: the csv module quotes the empty cell of a one-column row (``""``),
     so that the line is not blank.
     """
-    if len(names) < 2:
+    if len(names) < 2 or not all(isinstance(n, str) for n in names):  # (the csv module writes str() of a name)
         return None
     for column in (names, *cells):
         joined = "\x00".join(column)
