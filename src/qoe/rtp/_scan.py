@@ -52,7 +52,7 @@ STREAM_TIMEOUT_S = 25.0
 #: ``read_ahead=True``: batches of UDP datagrams read, decoded and sorted by kind
 #: (:mod:`qoe.rtp._batchprep`) ahead of the scan, in a background thread
 #: (:func:`qoe.capture.read_ahead`). Measured on 1.4 M packets of 4,000 streams (2 vCPUs,
-#: ``benchmarks/rtp_many_streams.py``): 7-19 % less wall time and 5-25 % more CPU time
+#: ``benchmarks/rtp_many_streams.py``): 4-19 % less wall time and 5-25 % more CPU time
 #: (the two threads take turns with the GIL and share the cores' caches), so the library
 #: leaves it off by default (a pool of scans, ``qoe.batch``, already keeps every core busy)
 #: and ``qoe streams``, which scans one capture, turns it on with two cores (``read_ahead=None``).
