@@ -685,14 +685,10 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
             # "fully loaded" starts at the page's first SYN (issue 22): a connection it opened
             # belongs to it from its SYN, also when its first item there came after another
             # connection's (decrypted HTTP/2: the document's request after a preconnect's
-            # ClientHello); opened_syn_ns's rule, inline
-            c = conns.get(ci)
-            if c is not None:
-                syn = c.syn_ts_ns
-                if syn is not None:
-                    syn = int(syn)
-                    if it.active_ns <= syn <= it.start_ns and (syn_min is None or syn < syn_min):
-                        syn_min = syn
+            # ClientHello)
+            syn = opened_syn_ns(it, conns.get(ci))
+            if syn is not None and (syn_min is None or syn < syn_min):
+                syn_min = syn
         e = it.end_ns
         if end_any is None or e > end_any:
             end_any = e
@@ -760,7 +756,7 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
     statuses = []
     complete = tls_complete
     for t in txns:
-        nbytes += (t.response_header_bytes or 0) + (t.response_body_wire_bytes or 0)  # _response_bytes
+        nbytes += _response_bytes(t)
         if t.status is not None:
             statuses.append(t.status)
         if not t.complete:

@@ -46,6 +46,7 @@ from qoe.web._dispatch import PARSERS, Parser, ProtocolSink
 from qoe.web._dns import DnsQuery, batch_queries, iter_dns_queries
 from qoe.web._pagemodel import (PENDING_HANDSHAKE_NS, Page, _http_items, _Item, _page, _tls_items, held_until_ns,
                                 opened_syn_ns, starts_other_page)
+from qoe.web._records import replaced
 from qoe.web.tcp import _is_file, _iter_connections, iter_connections
 
 _INF = math.inf
@@ -371,10 +372,7 @@ class _PageStream:
             if key[0] >= w or (unscored and unscored[0][0] < key):
                 return
             _, page = heapq.heappop(ready)
-            # its index, known now: set on the record made in _finish_pages, which nothing else
-            # holds yet (what dataclasses.replace would give, without copying its fields)
-            page.__dict__["index"] = self.index
-            self.out.append(page)
+            self.out.append(replaced(page, index=self.index))
             self.index += 1
             while unscored and unscored[0][1].done:
                 heapq.heappop(unscored)
