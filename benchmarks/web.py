@@ -57,6 +57,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
+from _child import child_json  # noqa: E402 - benchmarks/_child.py
 from web_tcp import MSS, OBJECTS, request_bytes, response_bytes, write_capture  # noqa: E402 - benchmarks/web_tcp.py
 
 CHILD = r"""
@@ -147,21 +148,14 @@ print(json.dumps({{"s": time.perf_counter() - t, "cpu": time.process_time() - c,
 """
 
 
-def _child(script: str, *args: str) -> dict:
-    """Run ``script`` in a fresh Python with this tree's ``src`` on the path; its JSON output."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "src"), os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run([sys.executable, "-c", script, *args], check=True, capture_output=True, text=True, env=env)
-    return json.loads(out.stdout)
-
-
 def _tcp_floor(path: str) -> dict:
     """Reading + TCP reassembly without sinks (no HTTP, no pages), in a fresh process."""
-    return _child(COUNT.format(module="qoe.web.tcp", call="iter_connections"), path)
+    return child_json(COUNT.format(module="qoe.web.tcp", call="iter_connections"), path)
 
 
 def _read_floor(path: str) -> dict:
     """Reading alone: every TCP segment of the capture as a row, in a fresh process."""
-    return _child(COUNT.format(module="qoe.capture", call="tcp_segment_rows"), path)
+    return child_json(COUNT.format(module="qoe.capture", call="tcp_segment_rows"), path)
 
 
 def _h11_floor(pages: int) -> dict:
@@ -169,9 +163,7 @@ def _h11_floor(pages: int) -> dict:
     segment), in a fresh process: what framing with h11 costs before any TCP or bookkeeping."""
     reqs = [request_bytes(k).decode("latin-1") for k in range(len(OBJECTS))]
     resps = [response_bytes(size)[:MSS].decode("latin-1") for size in OBJECTS]
-    out = subprocess.run([sys.executable, "-c", FLOOR, json.dumps([reqs, resps]), str(pages)],
-                         check=True, capture_output=True, text=True)
-    return json.loads(out.stdout)
+    return child_json(FLOOR, json.dumps([reqs, resps]), str(pages))
 
 
 def _httptools_floor(pages: int) -> dict | None:
@@ -183,9 +175,7 @@ def _httptools_floor(pages: int) -> dict | None:
         return None
     reqs = [request_bytes(k).decode("latin-1") for k in range(len(OBJECTS))]
     resps = [response_bytes(size)[:MSS].decode("latin-1") for size in OBJECTS]
-    out = subprocess.run([sys.executable, "-c", FLOOR_HTTPTOOLS, json.dumps([reqs, resps]), str(pages)],
-                         check=True, capture_output=True, text=True)
-    return json.loads(out.stdout)
+    return child_json(FLOOR_HTTPTOOLS, json.dumps([reqs, resps]), str(pages))
 
 
 PARTS = r"""
@@ -227,11 +217,11 @@ print(json.dumps(best))
 def _parts(path: str) -> dict:
     """CPU seconds of each stage alone (best of 3, collector paused): reading the segments,
     + the TCP state machine, + HTTP parsing, + pages (DNS, grouping, scoring)."""
-    return _child(PARTS, path)
+    return child_json(PARTS, path)
 
 
 def _qoe(path: str) -> dict:
-    return _child(CHILD, path)
+    return child_json(CHILD, path)
 
 
 def _tshark(path: str, options: tuple[str, ...] = ()) -> dict | None:

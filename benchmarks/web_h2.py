@@ -45,6 +45,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+from _child import child_json  # noqa: E402 - benchmarks/_child.py
 SOURCE = os.path.join(ROOT, "data", "web", "browser", "captures", "h2-idle.pcap")
 KEYLOG = SOURCE[:-5] + ".keylog"
 SERVERS = {"198.51.100.2", "198.51.100.3", "198.51.100.4"}  # data/web/browser/README.md
@@ -136,19 +139,12 @@ def write_capture(out: str, copies: int) -> int:
     return n
 
 
-def _child(script: str, *args: str) -> dict:
-    """Run ``script`` in a fresh Python with this tree's ``src`` on the path; its last line, as JSON."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "src"), os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run([sys.executable, "-c", script, *args], check=True, capture_output=True, text=True, env=env)
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def _qoe(path: str, what: str) -> dict:
-    return _child(CHILD, path, KEYLOG, what)
+    return child_json(CHILD, path, KEYLOG, what)
 
 
 def _floor(path: str) -> dict:
-    return _child(FLOOR, path, KEYLOG)
+    return child_json(FLOOR, path, KEYLOG)
 
 
 def _tshark(path: str) -> dict | None:
