@@ -22,9 +22,9 @@ from qoe_cli._output import emit, format_option, output_option, table
               help="A stream silent this long has ended (2 s after an RTCP or SIP BYE); a later packet of its flow "
                    "is a second stream (RFC 3550 §6.3.5: 5 RTCP intervals of at least 5 s).")
 @click.option("--read-ahead/--no-read-ahead", default=None,
-              help="Read the capture in a second thread while it is scanned: less wall time with a core to spare, "
-                   "more CPU time (the streams are the same). Default: on when the process may run on two cores "
-                   "or more.")
+              help="Read the capture in a child process (Linux; elsewhere a second thread) while it is scanned: "
+                   "less wall time with a core to spare, more CPU time (the streams are the same). Default: on "
+                   "when the process may run on two cores or more.")
 @click.option("--all-columns", is_flag=True, help="Print every field in the table (JSON and CSV always have them all).")
 @format_option
 @output_option

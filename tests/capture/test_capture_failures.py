@@ -18,6 +18,9 @@ READERS = [
     # the read in a background thread: its warnings still reach the caller, naming the record
     pytest.param(lambda p: [int(i) for b in read_ahead(read_udp_batches(p, batch_size=2), 2) for i in b.index],
                  id="read_udp_batches-read_ahead"),
+    # the read in a child process: its warnings are issued here, with the batch they came with
+    pytest.param(lambda p: [int(i) for b in read_ahead(read_udp_batches(p, batch_size=2), 2, process=True)
+                            for i in b.index], id="read_udp_batches-read_ahead-process"),
 ]
 
 
@@ -127,11 +130,12 @@ def test_unknown_linktype_on_interface_described_later(cap, write):  # type: ign
         next(it)
 
 
-def test_an_error_of_a_read_ahead_comes_at_its_batch(cap, write):  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("process", [False, True], ids=["thread", "process"])
+def test_an_error_of_a_read_ahead_comes_at_its_batch(cap, write, process):  # type: ignore[no-untyped-def]
     f = _frames(cap, 3)
     data = cap.shb() + cap.idb("<", 1) + b"".join(cap.epb("<", 0, i, x) for i, x in enumerate(f))
     data += cap.idb("<", 189) + cap.epb("<", 1, 0, b"\0" * 40)
-    it = read_ahead(read_udp_batches(write(data, "late.pcapng"), batch_size=1, chunk_size=64))
+    it = read_ahead(read_udp_batches(write(data, "late.pcapng"), batch_size=1, chunk_size=64), process=process)
     assert [int(next(it).index[0]) for _ in range(3)] == [1, 2, 3]  # the batches before the error first
     with pytest.raises(CaptureError, match=r"189 \(USB_LINUX\) on pcapng interface 1"):
         next(it)

@@ -50,12 +50,14 @@ MAX_FLOWS = 100_000
 #: least Tmin = 5 s (§6.2): 5 x 5 s = 25 s.
 STREAM_TIMEOUT_S = 25.0
 #: ``read_ahead=True``: batches of UDP datagrams read, decoded and sorted by kind
-#: (:mod:`qoe.rtp._batchprep`) ahead of the scan, in a background thread
-#: (:func:`qoe.capture.read_ahead`). Measured on 1.4 M packets of 4,000 streams (2 vCPUs,
-#: ``benchmarks/rtp_many_streams.py``): 4-19 % less wall time and 5-25 % more CPU time
-#: (the two threads take turns with the GIL and share the cores' caches), so the library
-#: leaves it off by default (a pool of scans, ``qoe.batch``, already keeps every core busy)
-#: and ``qoe streams``, which scans one capture, turns it on with two cores (``read_ahead=None``).
+#: (:mod:`qoe.rtp._batchprep`) ahead of the scan, in a child process (or, where it cannot
+#: fork, a thread: :func:`qoe.capture.read_ahead`). Measured on 1.4 M packets of 4,000
+#: streams (2 vCPUs, ``benchmarks/rtp_many_streams.py``, 2026-11-27): ``qoe streams``
+#: 0.86 s wall for concurrent calls and 0.88 s for sequential ones, against 0.92 s and
+#: 1.05 s reading in a thread (which takes turns with the scan for the GIL) and 1.03 s and
+#: 1.12 s not reading ahead, for 10-15 % more CPU time; so the library leaves it off by
+#: default (a pool of scans, ``qoe.batch``, already keeps every core busy) and
+#: ``qoe streams``, which scans one capture, turns it on with two cores (``read_ahead=None``).
 READ_AHEAD = 1
 #: Bytes of capture read at a time; with ``batch_size=None`` (the default) each such chunk's
 #: datagrams are one batch, their payloads left where they were read (no batch buffer joined
@@ -185,9 +187,10 @@ def scan_capture(
         reported as a stream of its own. An undecided flow silent this long is decided as
         at the end of the capture. None: streams end with the capture only.
     read_ahead : bool or None, optional
-        Read and prepare the next batch in a second thread while one is scanned
-        (:data:`READ_AHEAD`): less wall time on a machine with a core to spare, more CPU
-        time. The streams are the same. None: when this process may run on two cores or
+        Read and prepare the next batch in a child process while one is scanned
+        (:func:`qoe.capture.read_ahead` with ``process=True``: on Linux, when this process
+        runs no other thread; else in a second thread; :data:`READ_AHEAD`): less wall time
+        on a machine with a core to spare, more CPU time. The streams are the same. None: when this process may run on two cores or
         more (:func:`qoe.capture.usable_cores`), as ``qoe streams`` does. Default False (a
         pool of scans, :mod:`qoe.batch`, keeps every core busy already).
 
@@ -258,7 +261,7 @@ def _batches(name: str, batch_size: int | None, read_ahead: bool | None) -> Any:
     batches = (prepare(b) for b in read_udp_batches(name, batch_size=batch_size, chunk_size=CHUNK_BYTES))
     if read_ahead is None:
         read_ahead = usable_cores() > 1
-    return ahead(batches, READ_AHEAD) if read_ahead else batches
+    return ahead(batches, READ_AHEAD, process=True) if read_ahead else batches
 
 
 def _check_timeout(stream_timeout_s: float | None) -> None:
