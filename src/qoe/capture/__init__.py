@@ -7,9 +7,10 @@ nothing of QoE.
   :class:`TcpInfo` for TCP), one Python object per packet.
 - :func:`read_udp_batches` streams :class:`UdpBatch` columns of NumPy arrays, the fast
   path for large captures (vectorised header extraction for the common layouts).
-  :func:`read_ahead` runs such a reader in a background thread, one batch ahead of its
-  caller (reading overlaps the caller's work on two cores); :func:`usable_cores` says
-  whether there is a second core to run it on.
+  :func:`read_ahead` runs such a reader in a background thread or (``process=True``, on
+  Linux) a forked child process, one batch ahead of its caller (reading overlaps the
+  caller's work on two cores); :func:`usable_cores` says whether there is a second core
+  to run it on.
 - :func:`read_tcp_segments` streams the same TCP :class:`Packet` records as
   ``read_packets(..., protocols=("tcp",))`` with the headers of each chunk read in NumPy
   columns; :func:`tcp_segment_rows` gives them as plain tuples of the fields
