@@ -1,4 +1,4 @@
-"""``read_ahead``: an iterator run in a background thread, a few items ahead of its reader.
+"""``read_ahead``: an iterator run a few items ahead of its reader, in a thread or a child process.
 
 Reading and decoding a capture (file reads, NumPy gathers over the records) and what a
 caller does with a batch (NumPy again) both spend most of their time outside the GIL, so
