@@ -164,6 +164,7 @@ def test_read_ahead_in_a_process_passes_large_and_plain_items_and_reports_a_kill
     assert [(i, s) for i, s, _, _ in got] == [(i, s) for i, s, _, _ in items]
     for (_, _, a, d), (_, _, b, e) in zip(got, items):
         assert np.array_equal(a, b) and np.array_equal(d["kept"], e["kept"])
+        assert d["kept"].flags.c_contiguous  # a strided view comes as a contiguous array (out of band)
     before = _children()
 
     def endless():  # type: ignore[no-untyped-def]

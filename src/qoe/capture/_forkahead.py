@@ -78,11 +78,13 @@ def _array(buffer: Any, code: str, shape: tuple[int, ...]) -> np.ndarray:
 
 
 class _Pickler(pickle.Pickler):
-    """Protocol 5 with C-contiguous arrays of built-in dtypes out of band (see :func:`_array`)."""
+    """Protocol 5 with arrays of built-in dtypes out of band (see :func:`_array`); a strided
+    view (a column of a table) is made contiguous here, in the child, rather than copied
+    into the pickle."""
 
     def reducer_override(self, obj: Any) -> Any:
-        if type(obj) is np.ndarray and obj.dtype.isbuiltin == 1 and obj.flags.c_contiguous:
-            return _array, (pickle.PickleBuffer(obj), obj.dtype.str, obj.shape)
+        if type(obj) is np.ndarray and obj.dtype.isbuiltin == 1:
+            return _array, (pickle.PickleBuffer(np.ascontiguousarray(obj)), obj.dtype.str, obj.shape)
         return NotImplemented
 
 
