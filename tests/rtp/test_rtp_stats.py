@@ -384,6 +384,23 @@ def test_loss_bursts_are_loss_pattern_of_the_missing_numbers():
     assert (st.mean_burst_length, st.mean_gap_length, st.burst_ratio) == (lp.mean_burst, lp.mean_gap, lp.burst_r)
 
 
+@pytest.mark.parametrize("window", [64, 4096])
+@pytest.mark.parametrize("last_loss", [150, 990], ids=["clean-last-window", "loss-in-last-window"])
+def test_loss_runs_of_a_window_received_whole_or_not(window, last_loss):
+    """The numbers still in the window at the end are settled into the loss runs too: a
+    window received whole (one run, counted without looking at each number) or with a
+    loss in it; both equal loss_pattern (G.107) over the stream's numbers."""
+    rng = np.random.default_rng(3)
+    keep = np.ones(1000, dtype=bool)
+    keep[rng.choice(np.arange(1, 140), 25, replace=False)] = False
+    keep[last_loss] = False
+    seqs = np.flatnonzero(keep)
+    st = rtp_stats(_table(seqs.size, seqs=seqs.tolist()), 8000, reorder_window=window)
+    lp = loss_pattern(~keep)
+    assert (st.loss_bursts, st.max_burst_length) == (lp.bursts, lp.max_burst)
+    assert (st.mean_burst_length, st.mean_gap_length, st.burst_ratio) == (lp.mean_burst, lp.mean_gap, lp.burst_r)
+
+
 def _reordered(rng, n, late_by):
     """Sequence numbers 0..n-1 with 5 % lost, 2 % duplicated a few packets later and
     every packet delayed by up to ``late_by`` packet times."""

@@ -59,6 +59,7 @@ LOSS_RULES = ("rfc3550", "tshark")
 # Packets processed at once: bounds the temporaries of an update (some 60 arrays of this
 # many elements) whatever the batch; larger chunks only save array passes.
 _CHUNK = 1 << 16
+_ONES = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)  # set bits of each byte value
 
 
 @dataclass(frozen=True, slots=True)
@@ -793,10 +794,17 @@ class StreamStats:
         runs = self.runs.copy()
         top = self.max_e[sids]
         a = np.maximum(self.lo[sids], top - self.window + 1)
+        # A window's bits are set for the numbers received in a..top and for no other
+        # (numbers entering it have their bits cleared first, _advance): where as many are
+        # set as the window spans, every number was received, one run of them.
+        full = _ONES[self.ring[sids]].sum(axis=1, dtype=np.int64) == top - a + 1
+        if full.any():
+            runs.add_runs(sids[full], np.zeros(int(full.sum()), dtype=bool), (top - a + 1)[full])
+        rest = np.flatnonzero(~full)
         none = np.zeros(0, dtype=np.int64)
-        group = (np.cumsum(top - a + 1) - 1) // _CHUNK  # about _CHUNK numbers at a time
+        group = (np.cumsum(top[rest] - a[rest] + 1) - 1) // _CHUNK  # about _CHUNK numbers at a time
         cuts = np.flatnonzero(np.diff(group)) + 1
-        for part in np.split(np.arange(sids.size), cuts):
+        for part in np.split(rest, cuts):
             self._settle(runs, sids[part], a[part], top[part], top[part], none, none)
         pat = runs.patterns(sids)
         n = self.n[sids]
