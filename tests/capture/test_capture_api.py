@@ -193,3 +193,14 @@ def test_an_item_that_does_not_pickle_is_an_error_at_that_item():
         next(it)
     with pytest.raises(StopIteration):
         next(it)
+
+
+@needs_fork
+def test_a_reader_that_keeps_every_item_gets_an_error_not_a_hang():
+    """Each item the reader keeps a view of holds its slot of shared memory; past 255 of
+    them the child says so (an error at that item) instead of filling memory."""
+    kept = []
+    with pytest.raises(CaptureError, match="holds views of all 255 items"):
+        for a in read_ahead((np.zeros(16) for _ in range(400)), process=True):
+            kept.append(a)
+    assert len(kept) == 255

@@ -20,9 +20,9 @@ the start and one per item it takes), or a slot's number below it, that slot is 
 again. The child ignores SIGINT (the parent's Ctrl-C stops both: the parent kills the
 child when closed) and ends when the parent's end of the socket closes.
 
-Only where ``os.fork`` and ``os.memfd_create`` exist (Linux) and the process runs no
-other Python thread (a fork copies only the calling thread: a lock another thread holds
-would stay locked in the child); :func:`fork_available` says so.
+Only where ``os.fork``, ``os.memfd_create`` and descriptor passing exist (Linux) and the
+process runs no other Python thread (a fork copies only the calling thread: a lock
+another thread holds would stay locked in the child); :func:`fork_available` says so.
 """
 
 from __future__ import annotations
@@ -315,8 +315,10 @@ def _child(source: Iterator[Any], sock: socket.socket) -> None:
             slot = min(fits, key=lambda k: len(slots[k]))
             free.discard(slot)
         else:
-            if len(slots) >= _MORE:
-                raise CaptureError(f"read-ahead: the parent holds {len(slots)} items of shared memory")
+            if len(slots) >= _MORE:  # slot numbers are bytes below _MORE
+                send(("error", CaptureError(f"read_ahead(process=True): the reader holds views of all {len(slots)} "
+                                            "items in shared memory; take copies of the arrays it keeps"), said))
+                return
             size = max(SLOT_BYTES, -(-need // _SLOT_STEP) * _SLOT_STEP)
             new = os.memfd_create("qoe-read-ahead", os.MFD_CLOEXEC)
             os.ftruncate(new, size)
