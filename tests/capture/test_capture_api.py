@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import os
-import signal
-import sys
 import threading
-from pathlib import Path
 
-import numpy as np
 import pytest
 
 import qoe.capture as capture
 from qoe.capture import Packet, TcpInfo, read_ahead, read_packets, read_udp_batches
-from qoe.errors import CaptureError, InputError
+from qoe.errors import InputError
 
 
 def test_all_names_exist_and_are_complete():
@@ -113,94 +108,3 @@ def test_address_codes_stable_across_batches(cap, write):
     assert batches[0].dst[0] == batches[2].dst[0]
     assert batches[-1].addresses[: len(batches[0].addresses)] == batches[0].addresses
 
-
-def _children() -> set[int]:
-    """This process's child processes (Linux /proc)."""
-    out: set[int] = set()
-    for task in Path("/proc/self/task").iterdir():
-        out.update(int(x) for x in (task / "children").read_text().split())
-    return out
-
-
-needs_fork = pytest.mark.skipif(not (sys.platform.startswith("linux") and hasattr(os, "memfd_create")),
-                                reason="read_ahead(process=True) reads in a child process on Linux only")
-
-
-@needs_fork
-def test_read_ahead_in_a_process_gives_the_same_batches_and_ends_its_child(cap, write):
-    frames = [cap.eth(cap.ipv4(f"10.0.0.{i % 7}", "10.0.1.1", 17, cap.udp(i, 2, bytes([i % 251]) * (i % 40))))
-              for i in range(500)]
-    path = write(cap.pcap([(cap.T0, i, f) for i, f in enumerate(frames)]))
-    plain = list(read_udp_batches(path, batch_size=64, chunk_size=4096))
-    before = _children()
-    it = read_ahead(read_udp_batches(path, batch_size=64, chunk_size=4096), 2, process=True)
-    first = next(it)
-    (child,) = _children() - before  # the batches are made there
-    rest = list(it)
-    assert _children() == before  # ended (and waited for) with the last batch
-    got = [first, *rest]
-    assert len(got) == len(plain) == 8
-    for a, b in zip(got, plain):
-        for name in ("index", "ts_ns", "src", "dst", "sport", "dport", "starts", "lengths", "head", "wire_len"):
-            x, y = getattr(a, name), getattr(b, name)
-            assert np.array_equal(x, y) and x.dtype == y.dtype, name
-            assert x.dtype is np.dtype(x.dtype.str)  # NumPy's own dtype instance, not an unpickled copy
-        assert a.addresses == b.addresses
-        assert [a.payload_of(i) for i in range(len(a))] == [b.payload_of(i) for i in range(len(b))]
-    it = read_ahead(read_udp_batches(path, batch_size=8, chunk_size=512), 2, process=True)
-    next(it)
-    (child,) = _children() - before
-    it.close()  # type: ignore[attr-defined]
-    assert _children() == before
-    with pytest.raises(StopIteration):
-        next(it)
-
-
-@needs_fork
-def test_read_ahead_in_a_process_passes_large_and_plain_items_and_reports_a_killed_child():
-    big = [np.arange(n, dtype=np.float64) for n in (3 << 20, 10, 1 << 21)]  # 24 MiB: above a slot's 8 MiB
-    items = [(i, f"item {i}", a, {"kept": a[::2]}) for i, a in enumerate(big)]
-    got = list(read_ahead(iter(items), process=True))
-    assert [(i, s) for i, s, _, _ in got] == [(i, s) for i, s, _, _ in items]
-    for (_, _, a, d), (_, _, b, e) in zip(got, items):
-        assert np.array_equal(a, b) and np.array_equal(d["kept"], e["kept"])
-        assert d["kept"].flags.c_contiguous  # a strided view comes as a contiguous array (out of band)
-    before = _children()
-
-    def endless():  # type: ignore[no-untyped-def]
-        while True:
-            yield np.zeros(4)
-
-    it = read_ahead(endless(), process=True)
-    next(it)
-    (child,) = _children() - before
-    os.kill(child, signal.SIGKILL)
-    with pytest.raises(CaptureError, match="process reading the capture ahead was killed by signal 9"):
-        for _ in range(10):
-            next(it)
-    assert _children() == before
-
-
-@needs_fork
-def test_an_item_that_does_not_pickle_is_an_error_at_that_item():
-    def items():  # type: ignore[no-untyped-def]
-        yield 1
-        yield lambda: 2  # a lambda does not pickle
-
-    it = read_ahead(items(), process=True)
-    assert next(it) == 1
-    with pytest.raises(Exception, match="lambda|pickle"):
-        next(it)
-    with pytest.raises(StopIteration):
-        next(it)
-
-
-@needs_fork
-def test_a_reader_that_keeps_every_item_gets_an_error_not_a_hang():
-    """Each item the reader keeps a view of holds its slot of shared memory; past 255 of
-    them the child says so (an error at that item) instead of filling memory."""
-    kept = []
-    with pytest.raises(CaptureError, match="holds views of all 255 items"):
-        for a in read_ahead((np.zeros(16) for _ in range(400)), process=True):
-            kept.append(a)
-    assert len(kept) == 255
