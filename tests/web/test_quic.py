@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from qoe.capture import read_packets
 from qoe.web.keylog import KeyLog, read_keylog
 from qoe.web.quic import quic_connections
 
@@ -143,3 +144,16 @@ def test_wrong_keys_are_counted_not_raised():
     (c,) = quic_connections(CAP, keylog=bad)
     assert c.keys_found and c.client_failed_packets + c.server_failed_packets > 0
     assert c.transactions == () and "failed authentication" in c.note
+
+
+@pytest.mark.parametrize("name", ["quic-h3.pcapng", "../browser/captures/h3-loss.pcap"])
+def test_a_file_and_its_packets_give_the_same_connections(name):
+    """quic_connections reads a file's UDP datagrams with the columnar reader, and takes
+    packets already read as they come: the connections (and their HTTP/3 transactions with
+    the keys) are the same either way."""
+    cap = TLS / name
+    keylog = cap.with_suffix(".keylog")
+    from_file = quic_connections(cap, keylog=keylog)
+    from_packets = quic_connections(list(read_packets(cap)), keylog=keylog)
+    assert from_file and [c.to_dict() for c in from_file] == [c.to_dict() for c in from_packets]
+    assert any(c.transactions for c in from_file)

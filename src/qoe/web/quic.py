@@ -51,17 +51,18 @@ References
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from aioquic._crypto import CryptoError
 from aioquic.buffer import Buffer, BufferReadError
 from aioquic.quic.crypto import CryptoContext, CryptoPair, apply_key_phase, next_key_phase
 from aioquic.quic.packet import QuicPacketType, pull_ack_frame, pull_quic_header, pull_quic_transport_parameters
 from aioquic.tls import CipherSuite
 
-from qoe.capture import read_packets
+from qoe.capture import read_udp_batches
 from qoe.report import as_dict
 from qoe.web._quicloss import LossRecord, QuicLoss, QuicRetransmission, analyse
 from qoe.web._quicrtt import NOT_ACK_ELICITING, AckRtt
@@ -753,31 +754,44 @@ def iter_quic_connections(capture: Any, *, keylog: Any = None, stream_tap: Any =
     keylog = load_keylog(capture if isinstance(capture, (str, os.PathLike)) else None, keylog)
     conns: dict[tuple[Any, ...], _Conn] = {}
     count = 0
-    if isinstance(capture, (str, os.PathLike)) or hasattr(capture, "read"):
-        packets: Iterable[Any] = read_packets(capture, protocols=("udp",))
-    else:
-        packets = capture
-    for p in packets:
-        if p.proto != 17 or not p.payload:
-            continue
-        a, b = (p.src, p.sport), (p.dst, p.dport)
+    for ts_ns, a, b, payload in _datagrams(capture):
         key = (a, b) if a <= b else (b, a)
         c = conns.get(key)
-        if c is not None and p.ts_ns - c.last > _IDLE_NS:
+        if c is not None and ts_ns - c.last > _IDLE_NS:
             yield conns.pop(key).result(Transaction)
             c = None
         if c is None:
-            payload = bytes(p.payload)
             if not _looks_like_quic_initial(payload):
                 continue
             dcid = payload[6:6 + payload[5]]
-            c = _Conn(count, a, b, p.ts_ns, _QUIC_V1, dcid, keylog)
+            c = _Conn(count, a, b, ts_ns, _QUIC_V1, dcid, keylog)
             c.tap = stream_tap
             count += 1
             conns[key] = c
-        c.datagram(CLIENT if (p.src, p.sport) == c.client else SERVER, p.ts_ns, bytes(p.payload))
+        c.datagram(CLIENT if a == c.client else SERVER, ts_ns, payload)
     for c in sorted(conns.values(), key=lambda x: x.index):
         yield c.result(Transaction)
+
+
+def _datagrams(capture: Any) -> Iterator[tuple[int, tuple[str, int], tuple[str, int], bytes]]:
+    """``(ts_ns, (src, sport), (dst, dport), payload)`` of each UDP datagram with a payload, in
+    capture order: from a file, through the columnar reader (``qoe.capture.read_udp_batches``:
+    the same datagrams as ``read_packets(capture, protocols=("udp",))``, without decoding
+    each TCP segment of the file in Python); from packets already read, as they come."""
+    if isinstance(capture, (str, os.PathLike)) or hasattr(capture, "read"):
+        for batch in read_udp_batches(capture):
+            names = batch.addresses
+            rows = np.flatnonzero(batch.lengths > 0)
+            starts, ends = batch.starts[rows], batch.starts[rows] + batch.lengths[rows]
+            data = batch.data
+            for ts, s, sp, d, dp, lo, hi in zip(batch.ts_ns[rows].tolist(), batch.src[rows].tolist(),
+                                                batch.sport[rows].tolist(), batch.dst[rows].tolist(),
+                                                batch.dport[rows].tolist(), starts.tolist(), ends.tolist()):
+                yield ts, (names[s], sp), (names[d], dp), data[lo:hi].tobytes()
+        return
+    for p in capture:
+        if p.proto == 17 and p.payload:
+            yield p.ts_ns, (p.src, p.sport), (p.dst, p.dport), bytes(p.payload)
 
 
 def quic_connections(capture: Any, *, keylog: Any = None) -> list[QuicConnection]:
