@@ -18,6 +18,7 @@ default limits and at tiny ones.
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import os
 import random
@@ -266,3 +267,33 @@ def test_the_same_at_small_limits(tmp_path):
     limits = TcpLimits(max_buffered_bytes=3000, max_tracked_segments=4, max_rtt_samples=4,
                        max_retransmission_events=2, max_connections=3, close_delay_s=0.01)
     _same_both_ways(path, limits)
+
+
+@pytest.mark.parametrize("seed", [1, 3])  # 3: four ports, so 4-tuples are reused
+def test_only_the_connections_between_given_endpoints(tmp_path, seed):
+    """iter_connections(..., endpoints=pairs) gives the connections between those endpoints
+    (either way round) and the sink calls for them exactly as the whole capture's run does,
+    but for ``id.index``, which numbers the connections read."""
+    path = str(tmp_path / f"gen{seed}.pcap")
+    _write_capture(path, seed, connections=40, ports=1000 if seed % 3 else 4)
+    whole: list = []
+    every = list(iter_connections(path, sinks=lambda cid: _Log(whole, cid)))
+    chosen = every[::7]
+    pairs = [(c.id.client, c.id.server) for c in chosen]
+    pairs = [p if i % 2 else (p[1], p[0]) for i, p in enumerate(pairs)]  # either way round
+    keys = {frozenset(p) for p in pairs}
+    mine = [c for c in every if frozenset((c.id.client, c.id.server)) in keys]
+    assert len(chosen) >= 5 and len(mine) >= len(chosen)
+    log: list = []
+    got = list(iter_connections(path, sinks=lambda cid: _Log(log, cid), endpoints=pairs))
+    assert [c.id.index for c in got] != [c.id.index for c in mine]  # (so the test below means something)
+    renumbered = [dataclasses.replace(c, id=dataclasses.replace(c.id, index=m.id.index)) for c, m in zip(got, mine)]
+    assert [as_plain(c) for c in renumbered] == [as_plain(c) for c in mine]
+    index = {c.id.index: m.id.index for c, m in zip(got, mine)}
+    assert [(index[e[0]], *e[1:]) for e in log] == [e for e in whole if e[0] in set(index.values())]
+
+
+@pytest.mark.parametrize("bad", [[("192.0.2.1", 80)], [(("192.0.2.1", "80"), ("192.0.2.2", 1))], 5])
+def test_endpoints_must_be_pairs_of_address_and_port(bad):
+    with pytest.raises(QoEError, match="endpoints must be pairs of"):
+        iter_connections("x.pcap", endpoints=bad)

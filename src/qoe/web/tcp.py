@@ -148,6 +148,7 @@ __all__ = [
 ]
 
 _FLAGS = TCP_SEGMENT_FIELDS.index("flags")
+_SRC, _SPORT, _DST, _DPORT = (TCP_SEGMENT_FIELDS.index(f) for f in ("src", "sport", "dst", "dport"))
 _SWEEP_EVERY = 4096  # packets between looks at the closed connections past their close delay
 
 _LIMIT_TEXT = {
@@ -169,6 +170,7 @@ def connections(
     *,
     sinks: SinkFactory | None = None,
     limits: TcpLimits = TcpLimits(),
+    endpoints: Iterable[tuple[tuple[str, int], tuple[str, int]]] | None = None,
 ) -> list[Connection]:
     """Every TCP connection of a capture, reassembled, in order of first packet.
 
@@ -184,6 +186,13 @@ def connections(
         connections are analysed, their bytes not kept).
     limits : TcpLimits, optional
         Memory bounds (see :class:`TcpLimits` for the defaults).
+    endpoints : iterable of ((address, port), (address, port)), optional
+        Only the connections between these pairs of endpoints (either way round): the
+        segments of every other connection are left out before reassembly, as if they
+        had not been captured, which makes reading a few connections of a large capture
+        again (a streaming session's manifests) cost little more than reading the file.
+        The connections kept, and what their sinks are given, are the same as without it,
+        but for ``id.index``, which numbers the connections read. Default: every connection.
 
     Returns
     -------
@@ -216,7 +225,7 @@ def connections(
     >>> c.id.server, c.client.bytes, c.rtt_syn_ns, c.rtt_synack_ns
     (('198.51.100.2', 80), 18, 1000, 1000)
     """
-    return sorted(iter_connections(capture, sinks=sinks, limits=limits), key=_index)
+    return sorted(iter_connections(capture, sinks=sinks, limits=limits, endpoints=endpoints), key=_index)
 
 
 def _index(c: Connection) -> int:
@@ -232,6 +241,7 @@ def iter_connections(
     *,
     sinks: SinkFactory | None = None,
     limits: TcpLimits = TcpLimits(),
+    endpoints: Iterable[tuple[tuple[str, int], tuple[str, int]]] | None = None,
 ) -> Iterator[Connection]:
     """Like :func:`connections`, but each Connection as soon as it is final (streaming).
 
@@ -252,8 +262,23 @@ def iter_connections(
         raise InputError(f"TcpLimits.close_delay_s must be >= 0 seconds, got {limits.close_delay_s!r}")
     if sinks is not None and not callable(sinks):
         raise InputError(f"sinks must be a callable (ConnectionId -> ByteSink | None), got {type(sinks).__name__}")
+    pairs = None if endpoints is None else _endpoint_pairs(endpoints)
     # (the collector's young generation relaxed while the pass works: qoe.web._collector)
-    return relaxed(_iter_connections(capture, sinks, limits))
+    return relaxed(_iter_connections(capture, sinks, limits, pairs=pairs))
+
+
+def _endpoint_pairs(endpoints: Any) -> frozenset[tuple[str, int, str, int]]:
+    """``(src, sport, dst, dport)`` of both directions of each pair of ``endpoints``."""
+    out = set()
+    try:
+        for (a, p), (b, q) in endpoints:
+            if not (isinstance(a, str) and isinstance(b, str) and isinstance(p, int) and isinstance(q, int)):
+                raise TypeError
+            out.update(((a, p, b, q), (b, q, a, p)))
+    except (TypeError, ValueError):
+        raise InputError("endpoints must be pairs of (address, port), e.g. [(('192.0.2.1', 40000), "
+                         f"('198.51.100.2', 443))], got {endpoints!r}"[:300]) from None
+    return frozenset(out)
 
 
 def _is_file(capture: Any) -> bool:
@@ -262,17 +287,21 @@ def _is_file(capture: Any) -> bool:
 
 
 def _iter_connections(
-    capture: Any, sinks: SinkFactory | None, limits: TcpLimits, udp: Any = None
+    capture: Any, sinks: SinkFactory | None, limits: TcpLimits, udp: Any = None,
+    pairs: frozenset[tuple[str, int, str, int]] | None = None,
 ) -> Iterator[Connection]:
     """:func:`iter_connections` without the checks; ``udp``, for a capture file: called with the
     UDP datagrams of each chunk as the file is read (``qoe.capture.tcp_segment_rows``: one pass
-    gives the page reader its TCP and its DNS)."""
+    gives the page reader its TCP and its DNS); ``pairs``: only segments whose ``(src, sport,
+    dst, dport)`` is one of these."""
     if _is_file(capture):
         name = os.fspath(capture) if isinstance(capture, (str, os.PathLike)) else "the capture"
         rows: Iterable[tuple[Any, ...]] = tcp_segment_rows(capture, udp=udp)
     else:
         name = "the packets"
         rows = _rows(capture)
+    if pairs is not None:
+        rows = (r for r in rows if (r[_SRC], r[_SPORT], r[_DST], r[_DPORT]) in pairs)
     return _track(rows, sinks, limits, str(name))
 
 

@@ -176,7 +176,7 @@ def keylog_bodies(capture: str | os.PathLike[str], keylog: Any
             sinks.extend((h1, h2))
             return DecryptingTlsSink(conn, log, http1=lambda _c: h1, h2=lambda _c: h2)
 
-        connections(capture, sinks=factory)
+        connections(capture, sinks=factory, endpoints=list(wanted))  # the others' segments skipped
         out: dict[int, tuple[bytes, bool]] = {}
         for s in sinks:
             out.update(s.bodies())
