@@ -41,13 +41,20 @@ class PreparedBatch:
         The RTP packets with a whole header: their rows, header columns, flow key words
         (``src << 32 | dst`` and ``sport << 48 | dport << 32 | ssrc``) and addresses and
         ports as int64.
+    in_late : numpy.ndarray of int64
+        Where each RTP packet is among ``late_rows``.
+    late_fid : numpy.ndarray of int64 or None
+        Set by the scan when it looked up the flows of ``late_rows`` (their ids, -1 where
+        not known) and the flow table has not changed since: the RTP packets' flows are
+        ``late_fid[in_late]``.
     """
 
     __slots__ = ("batch", "sip", "other", "rtcp", "late_rows", "late_k1", "late_k2",
-                 "rows", "h", "k1", "k2", "src", "dst", "sport", "dport")
+                 "rows", "h", "k1", "k2", "src", "dst", "sport", "dport", "in_late", "late_fid")
 
     def __init__(self, batch: Any) -> None:
         self.batch = batch
+        self.late_fid: Any = None
 
     def __len__(self) -> int:
         return len(self.batch)
@@ -101,13 +108,13 @@ def prepare(b: Any) -> PreparedBatch:
     h = header_columns(b.data, b.starts[rows], length[rows], head=head[rows])
     rows = rows[h.rows]
     at = np.searchsorted(late, rows)  # RTP rows are rows that may be RTP
-    p.rows, p.h = rows, h
+    p.rows, p.h, p.in_late = rows, h, at
     p.k1, p.k2 = p.late_k1[at], p.late_k2[at]
     p.src, p.dst, p.sport, p.dport = src[at], dst[at], sport[at], dport[at]
     return p
 
 
 def _no_rtp(p: PreparedBatch) -> None:
-    p.rows = p.k1 = p.k2 = p.src = p.dst = p.sport = p.dport = _NONE
+    p.rows = p.k1 = p.k2 = p.src = p.dst = p.sport = p.dport = p.in_late = _NONE
     p.h = None
 

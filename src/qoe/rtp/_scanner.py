@@ -253,7 +253,7 @@ class _Scanner:
         t = ts[cand]
         first = None
         if known_late:
-            fid = fl.known(k1, k2)
+            fid = pb.late_fid = fl.known(k1, k2)  # kept for _rtp, if the batch is not split first
             at = np.full(fl.state.size, np.inf)
             at[tracked] = dl
             late = (fid >= 0) & (t > at[np.maximum(fid, 0)])
@@ -345,7 +345,7 @@ class _Scanner:
         s, ln = b.starts[rows], b.lengths[rows]
         src, dst, sport, dport, k1, k2 = pb.src, pb.dst, pb.sport, pb.dport, pb.k1, pb.k2
         fl = self.flows
-        fid = fl.known(k1, k2)
+        fid = fl.known(k1, k2) if pb.late_fid is None else pb.late_fid[pb.in_late]
         miss = np.flatnonzero(fid < 0)
         new = np.zeros(0, dtype=np.int64)
         rank = None  # of the packets of flows first seen here: their place in their flow
