@@ -7,7 +7,9 @@ in a fresh subprocess (peak RSS per run), on the whole capture and on its first 
 
 - ``qoe.web.iter_page_loads(path)``: TCP reassembly, HTTP/1.x transactions, DNS, page grouping,
   PLT, diagnosis and G.1030 per page (everything ``qoe web pages`` does but printing), each
-  page counted as it is given and dropped (the streaming form of ``page_loads``);
+  page counted as it is given and dropped (the streaming form of ``page_loads``); and the
+  same with ``WebOptions(read_ahead=True)`` (the segments read in a child process, as ``qoe
+  web pages`` does with two cores; its CPU time is both processes');
 - ``tshark -r FILE -q -z http,tree`` (HTTP dissection with TCP reassembly: the tool people
   would otherwise use for transaction counts);
 - the same with ``-o tcp.reassemble_out_of_order:TRUE``: tshark's default leaves a PDU whose
@@ -62,19 +64,21 @@ from web_tcp import MSS, OBJECTS, request_bytes, response_bytes, write_capture  
 
 CHILD = r"""
 import json, resource, sys, time, warnings
-from qoe.web import iter_page_loads
-path = sys.argv[1]
+from qoe.web import WebOptions, iter_page_loads
+path, ahead = sys.argv[1], len(sys.argv) > 2 and sys.argv[2] == "ahead"
 t, c = time.perf_counter(), time.process_time()
 pages = tx = loss = 0
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
-    for p in iter_page_loads(path):  # each page as it is final, then dropped: memory flat
+    # each page as it is final, then dropped: memory flat
+    for p in iter_page_loads(path, options=WebOptions(read_ahead=ahead)):
         pages += 1
         tx += p.objects
         loss += p.diagnosis == "loss-dominated"
 dt, cpu = time.perf_counter() - t, time.process_time() - c
-print(json.dumps({"s": dt, "cpu": cpu, "pages": pages, "tx": tx, "loss_dominated": loss,
-                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+kids = resource.getrusage(resource.RUSAGE_CHILDREN)  # the process that read ahead, if any
+print(json.dumps({"s": dt, "cpu": cpu + kids.ru_utime + kids.ru_stime, "pages": pages, "tx": tx,
+                  "loss_dominated": loss, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
 
@@ -220,8 +224,8 @@ def _parts(path: str) -> dict:
     return child_json(PARTS, path)
 
 
-def _qoe(path: str) -> dict:
-    return child_json(CHILD, path)
+def _qoe(path: str, *how: str) -> dict:
+    return child_json(CHILD, path, *how)
 
 
 def _tshark(path: str, options: tuple[str, ...] = ()) -> dict | None:
@@ -293,9 +297,10 @@ def main(argv: list[str] | None = None) -> int:
         # each measurement --repeat times, interleaved (a load change hits every tool alike),
         # the run with the least CPU kept
         runs: dict[str, list] = {k: [] for k in ("ours", "half", "ts", "ts_ooo", "floor", "reading", "httptools",
-                                                  "tcp")}
+                                                  "tcp", "ahead")}
         for _ in range(args.repeat):
             runs["ours"].append(_qoe(path))
+            runs["ahead"].append(_qoe(path, "ahead"))
             runs["half"].append(_qoe(half) if have_half else None)
             runs["ts"].append(_tshark(path))
             runs["ts_ooo"].append(_tshark(path, ("-o", "tcp.reassemble_out_of_order:TRUE")))
@@ -303,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
             runs["reading"].append(_read_floor(path))
             runs["tcp"].append(_tcp_floor(path))
             runs["httptools"].append(_httptools_floor(n))
-        ours, ours_half, ts, ts_ooo, floor, reading, ht, tcp = (_best(runs[k]) for k in runs)
+        ours, ours_half, ts, ts_ooo, floor, reading, ht, tcp, ahead = (_best(runs[k]) for k in runs)
         both = {"s": floor["s"] + reading["s"], "cpu": floor["cpu"] + reading["cpu"]}
         print()
         print(f"{'tool':34s} {'s':>7s} {'CPU s':>7s} {'tx/s':>8s} {'MB/s':>7s} {'vs tshark':>10s} "
@@ -315,6 +320,11 @@ def main(argv: list[str] | None = None) -> int:
         if ours_half:
             print(f"{'  same, first half of the capture':34s} {ours_half['s']:7.2f} {ours_half['cpu']:7.2f} {'':>8s} "
                   f"{'':>7s} {'':>10s} {'':>14s} {ours_half['rss_mb']:12.0f}")
+        # WebOptions(read_ahead=True): the segments read in a child process (CPU: both processes)
+        a_ratio = f"{ts['s'] / ahead['s']:9.2f}x" if ts else f"{'':>10s}"
+        a_cpu = f"{ts['cpu'] / ahead['cpu']:13.2f}x" if ts else f"{'':>14s}"
+        print(f"{'  same, reading ahead (a process)':34s} {ahead['s']:7.2f} {ahead['cpu']:7.2f} "
+              f"{ahead['tx'] / ahead['s']:8.0f} {size_mb / ahead['s']:7.1f} {a_ratio} {a_cpu} {ahead['rss_mb']:12.0f}")
         heads = [("floor: reading alone", reading), ("floor: h11 alone, every msg head", floor),
                  ("floor: reading + h11 (sum)", both)]
         heads.append(("floor: reading + TCP (no sinks)", tcp))

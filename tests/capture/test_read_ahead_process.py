@@ -10,11 +10,11 @@ it exited cleanly and printed what it found.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import textwrap
 
+import numpy as np
 import pytest
+from fresh_python import run_fresh  # tests/fresh_python.py
 
 pytestmark = pytest.mark.skipif(not (sys.platform.startswith("linux") and hasattr(os, "memfd_create")),
                                 reason="read_ahead(process=True) reads in a child process on Linux only")
@@ -38,11 +38,7 @@ assert threading.active_count() == 1
 
 
 def _run(code: str, *args: object) -> str:
-    """Run ``code`` after the prelude in a fresh interpreter; its stdout."""
-    r = subprocess.run([sys.executable, "-c", _PRELUDE + textwrap.dedent(code), *map(str, args)],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return r.stdout
+    return run_fresh(code, *args, prelude=_PRELUDE)
 
 
 def test_the_same_batches_made_in_a_child_that_ends_with_them(cap, write):
@@ -166,3 +162,53 @@ def test_a_scan_reading_ahead_in_a_child_finds_the_same_streams():
         print(len(plain.streams), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss > 0, children() == set())
     ''', data)
     assert out.split() == ["1", "True", "True"]
+
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+
+
+@pytest.mark.parametrize("name", ["web/captures/http11-down-b8-curl-dns_client.pcap", "web/browser/captures/h3-idle.pcap",
+                                  "web/tls/quic-h3.pcapng", "video/has/sessions/dash-ample.pcap.gz"])
+def test_tcp_segment_rows_read_in_a_child_are_the_same(name):
+    """tcp_segment_rows(read_ahead=True): the headers decoded in a child, the rows built
+    here: the same rows, and the same UDP batches handed to ``udp`` at the same points."""
+    out = _run('''
+        import resource
+        from qoe.capture import tcp_segment_rows
+        path = sys.argv[1]
+        log_a, log_b = [], []
+        def seen(log):  # the UDP batches, each with the number of rows taken before it
+            return lambda b: log.append((len(rows_now), b.index.tolist(), b.ts_ns.tolist(),
+                                         [b.addresses[s] for s in b.src], [b.payload_of(i) for i in range(len(b))]))
+        rows_now = []
+        plain = []
+        for r in tcp_segment_rows(path, udp=seen(log_a), chunk_size=65536):
+            plain.append(r); rows_now.append(r)
+        rows_now = []
+        ahead = []
+        for r in tcp_segment_rows(path, udp=seen(log_b), chunk_size=65536, read_ahead=True):
+            ahead.append(r); rows_now.append(r)
+        assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss > 0  # a child read it
+        assert ahead == plain and log_b == log_a
+        print(len(plain), len(log_a))
+    ''', os.path.join(ROOT, "data", name))
+    rows, batches = map(int, out.split())
+    assert rows > 100 or "h3" in name  # (HTTP/3 captures: QUIC, UDP only)
+    assert batches > 0 or "dash" in name  # (the DASH session: TCP only)
+
+
+def test_random_mixtures_of_segments_read_in_a_child(cap, write):
+    """IPv4 and IPv6, options in and out of the columns' layouts, cut frames, fragments."""
+    from capture.test_capture_tcp_segments import _tcp_frames  # tests/capture's generator
+
+    frames = _tcp_frames(cap, np.random.default_rng(5), 800)
+    path = write(cap.pcap([(cap.T0 + i // 1000, i % 1000, f) for i, f in enumerate(frames)]))
+    out = _run('''
+        from qoe.capture import tcp_segment_rows
+        plain = list(tcp_segment_rows(sys.argv[1], chunk_size=4096))
+        ahead = list(tcp_segment_rows(sys.argv[1], chunk_size=4096, read_ahead=True))
+        assert ahead == plain
+        print(len(plain), sum(r[2].count(":") > 1 for r in plain))
+    ''', path)
+    rows, v6 = map(int, out.split())
+    assert rows > 300 and v6 > 0

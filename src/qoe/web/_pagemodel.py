@@ -72,6 +72,12 @@ class WebOptions(OptionsBase):
         NSS key log file(s) (``SSLKEYLOGFILE``) to decrypt TLS and QUIC with
         (:mod:`qoe.web.decrypt`, :mod:`qoe.web.quic`); a pcapng capture's Decryption Secrets
         Blocks are used as well. Without, HTTPS objects are not visible.
+    read_ahead : bool or None
+        Read a capture file's TCP segments (and its DNS) in a child process while the pages
+        are built (:func:`qoe.capture.tcp_segment_rows`; on Linux, else a second thread):
+        less wall time with a core to spare, more CPU time, the same pages. None: when the
+        process may run on two cores or more, as ``qoe web pages`` and ``qoe score`` do.
+        Default False (a pool of runs, :mod:`qoe.batch`, keeps every core busy already).
     """
 
     idle_gap_s: float = DEFAULT_IDLE_GAP_S
@@ -81,6 +87,7 @@ class WebOptions(OptionsBase):
     share: float = 0.5
     base_rtt_s: float | None = None
     keylog: str | tuple[str, ...] | None = None
+    read_ahead: bool | None = False
 
     KIND: ClassVar[str] = "web"
 
@@ -97,6 +104,9 @@ class WebOptions(OptionsBase):
                                                 and 0 <= self.base_rtt_s < math.inf):
             raise InputError(f"base_rtt_s must be a number of seconds >= 0; given {self.base_rtt_s!r}")
         self._check_keylog()
+        if self.read_ahead is not None and not isinstance(self.read_ahead, bool):
+            raise InputError(f"read_ahead must be True, False or None (when there are two cores); "
+                             f"given {self.read_ahead!r}")
 
     @property
     def bounds(self) -> tuple[float, float] | None:

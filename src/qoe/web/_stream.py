@@ -86,7 +86,7 @@ class _Client:
 def stream_pages(
     capture: Any, *, gap: int, preset: str, bounds: tuple[float, float] | None, share: float, limits: Any,
     base_rtt: float | None = None, parsers: Sequence[Parser] = PARSERS, quic_seen: list[bool] | None = None,
-    read_ahead: list[Any] | None = None,
+    dns_until: list[Any] | None = None, read_ahead: bool | None = False,
 ) -> Iterator[Page]:
     """The pages of ``capture`` in order of start, each as soon as it is final (see module notes).
 
@@ -98,20 +98,22 @@ def stream_pages(
     ``parsers`` (``qoe.web._dispatch.parsers(keylog)``) decides how connections are parsed
     (TLS decrypted with a key log); ``quic_seen``, when given, has its first item set when the
     capture's UDP holds a QUIC Initial (the DNS reader sees every datagram, and reads them all
-    at the end); ``read_ahead``, when given, gets a callable appended, ``f(ts)``: read the UDP
-    datagrams up to ``ts`` now (so that ``quic_seen`` says whether a QUIC Initial came by then).
+    at the end); ``dns_until``, when given, gets a callable appended, ``f(ts)``: read the UDP
+    datagrams up to ``ts`` now (so that ``quic_seen`` says whether a QUIC Initial came by then);
+    ``read_ahead``: a capture file's segments are read in a child process
+    (:func:`qoe.capture.tcp_segment_rows`).
     """
     run = _PageStream(capture, gap=gap, preset=preset, bounds=bounds, share=share, base_rtt=base_rtt,
                       parsers=parsers, quic_seen=quic_seen)
-    if read_ahead is not None:
-        read_ahead.append(run.dns.read_until)
+    if dns_until is not None:
+        dns_until.append(run.dns.read_until)
     iter_connections(capture, sinks=run.sink_for, limits=limits)  # (checks the arguments now)
     # one pass over a capture file: its UDP (DNS queries, QUIC Initials) fed to the DNS buffer
     # chunk by chunk as the TCP segments are read
     folded = _is_file(capture)
     if folded:
         run.dns.fold()
-    conns = _iter_connections(capture, run.sink_for, limits, run.dns.feed if folded else None)
+    conns = _iter_connections(capture, run.sink_for, limits, run.dns.feed if folded else None, read_ahead=read_ahead)
     finished = 0
     while True:
         conn = next(conns, None)

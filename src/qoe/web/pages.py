@@ -187,15 +187,15 @@ def _iter_page_loads(capture: str | os.PathLike[str], opts: WebOptions, limits: 
 
     keys = load_keylog(capture, opts.keylog)  # a missing or empty key log file fails now
     quic_seen = [False]
-    read_ahead: list[Any] = []
+    dns_until: list[Any] = []
     tcp = stream_pages(capture, gap=int(round(opts.idle_gap_s * 1e9)), preset=opts.preset, bounds=b,
                        share=opts.share, limits=limits, base_rtt=opts.base_rtt_s, parsers=parsers(keys),
-                       quic_seen=quic_seen, read_ahead=read_ahead)
-    return _then_quic(tcp, capture, opts, keys, quic_seen, read_ahead)
+                       quic_seen=quic_seen, dns_until=dns_until, read_ahead=opts.read_ahead)
+    return _then_quic(tcp, capture, opts, keys, quic_seen, dns_until)
 
 
 def _then_quic(tcp: Iterator[Page], capture: Any, opts: WebOptions, keys: Any, quic_seen: list[bool],
-               read_ahead: list[Any] = ()) -> Iterator[Page]:  # type: ignore[assignment]
+               dns_until: list[Any] = ()) -> Iterator[Page]:  # type: ignore[assignment]
     """The TCP pages, with the capture's QUIC connections in the same page model.
 
     QUIC connections are grouped among themselves (:func:`_quic_pages`, at the end of the
@@ -211,8 +211,8 @@ def _then_quic(tcp: Iterator[Page], capture: Any, opts: WebOptions, keys: Any, q
     n = 0
     held: list[Page] = []
     for page in tcp:
-        if not quic_seen[0] and read_ahead:
-            read_ahead[0](page.end_ns + gap)
+        if not quic_seen[0] and dns_until:
+            dns_until[0](page.end_ns + gap)
         if quic_seen[0]:
             held.append(page)
             continue

@@ -288,15 +288,16 @@ def _is_file(capture: Any) -> bool:
 
 def _iter_connections(
     capture: Any, sinks: SinkFactory | None, limits: TcpLimits, udp: Any = None,
-    pairs: frozenset[tuple[str, int, str, int]] | None = None,
+    pairs: frozenset[tuple[str, int, str, int]] | None = None, read_ahead: bool | None = False,
 ) -> Iterator[Connection]:
     """:func:`iter_connections` without the checks; ``udp``, for a capture file: called with the
     UDP datagrams of each chunk as the file is read (``qoe.capture.tcp_segment_rows``: one pass
     gives the page reader its TCP and its DNS); ``pairs``: only segments whose ``(src, sport,
-    dst, dport)`` is one of these."""
+    dst, dport)`` is one of these; ``read_ahead``: a capture file is read in a child process
+    (:func:`qoe.capture.tcp_segment_rows`)."""
     if _is_file(capture):
         name = os.fspath(capture) if isinstance(capture, (str, os.PathLike)) else "the capture"
-        rows: Iterable[tuple[Any, ...]] = tcp_segment_rows(capture, udp=udp)
+        rows: Iterable[tuple[Any, ...]] = tcp_segment_rows(capture, udp=udp, read_ahead=read_ahead)
     else:
         name = "the packets"
         rows = _rows(capture)
