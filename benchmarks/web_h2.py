@@ -7,7 +7,8 @@ copy is a page of its own and the one key log opens all of them (the same Client
 Default N = 200 (33 MB), ``--short``: 20. Each in a fresh subprocess (peak RSS per run):
 
 - ``qoe.web.iter_page_loads(path, options=WebOptions(keylog=K))``: TCP reassembly, TLS 1.3
-  decryption, HTTP/2 (hyperframe, hpack), DNS, pages, PLT, G.1030 per page;
+  decryption, HTTP/2 (hyperframe, hpack), DNS, pages, PLT, G.1030 per page; and the same with
+  ``read_ahead=True`` (the segments read in a child process; its CPU time is both processes');
 - ``qoe.web.http.connection_results(path, keylog=K)``: the same without the pages;
 - ``tshark -r F -o tls.keylog_file:K -o tcp.reassemble_out_of_order:TRUE -q -z http2,tree``
   (TLS decryption and HTTP/2 dissection; the option as DESIGN.md's traps say).
@@ -61,15 +62,16 @@ t, c = time.perf_counter(), time.process_time()
 pages = tx = 0
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
-    if what == "pages":
-        for p in iter_page_loads(path, options=WebOptions(keylog=keylog)):
+    if what in ("pages", "ahead"):  # ahead: the segments read in a child process
+        for p in iter_page_loads(path, options=WebOptions(keylog=keylog, read_ahead=what == "ahead")):
             pages += 1
             tx += p.objects
     else:
         for r in connection_results(path, keylog=keylog):
             tx += len(r.transactions)
 dt, cpu = time.perf_counter() - t, time.process_time() - c
-print(json.dumps({"s": dt, "cpu": cpu, "pages": pages, "tx": tx,
+kids = resource.getrusage(resource.RUSAGE_CHILDREN)  # the process that read ahead, if any
+print(json.dumps({"s": dt, "cpu": cpu + kids.ru_utime + kids.ru_stime, "pages": pages, "tx": tx,
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -178,10 +180,11 @@ def main(argv: list[str] | None = None) -> int:
         packets = write_capture(path, n)
         size_mb = os.path.getsize(path) / 1e6
         print(f"HTTP/2 capture: {n} copies of {os.path.basename(SOURCE)}, {packets} packets, {size_mb:.1f} MB")
-        runs: dict[str, list] = {"pages": [], "conns": [], "ts": []}
+        runs: dict[str, list] = {"pages": [], "ahead": [], "conns": [], "ts": []}
         floors = []
         for _ in range(max(1, args.repeat)):
             runs["pages"].append(_qoe(path, "pages"))
+            runs["ahead"].append(_qoe(path, "ahead"))
             runs["conns"].append(_qoe(path, "conns"))
             runs["ts"].append(_tshark(path))
             floors.append(_floor(path))
@@ -191,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         ts = best["ts"]
         print(f"{'tool':46s} {'s':>7s} {'CPU s':>7s} {'tx/s':>8s} {'MB/s':>7s} {'vs tshark':>10s} {'peak RSS MB':>12s}")
         for label, r in (("qoe iter_page_loads(keylog=) [pages]", best["pages"]),
+                         ("  same, reading ahead (a process; CPU: both)", best["ahead"]),
                          ("qoe http.connection_results(keylog=)", best["conns"])):
             ratio = f"{ts['s'] / r['s']:9.2f}x" if ts else f"{'':>10s}"
             print(f"{label:46s} {r['s']:7.2f} {r['cpu']:7.2f} {r['tx'] / r['s']:8.0f} {size_mb / r['s']:7.1f} {ratio} "
