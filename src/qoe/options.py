@@ -65,5 +65,14 @@ class OptionsBase:
                                else tuple(os.fspath(x) for x in k))
 
     def to_dict(self) -> dict[str, Any]:
-        """The options as plain Python."""
-        return as_dict(self)
+        """The options as plain Python: what a report records of how it was scored.
+
+        A field that says how the work is done rather than what is computed (its dataclass
+        field's ``metadata={"in_report": False}``: :attr:`qoe.web.WebOptions.read_ahead`) is
+        left out, so that a report is the same however it was computed.
+        """
+        d = as_dict(self)
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            if f.metadata.get("in_report") is False:
+                d.pop(f.name, None)
+        return d

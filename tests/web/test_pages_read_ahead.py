@@ -48,3 +48,13 @@ def test_read_ahead_is_true_false_or_none(bad):
 
     with pytest.raises(InputError, match="read_ahead must be True, False or None"):
         WebOptions(read_ahead=bad)
+
+
+def test_read_ahead_is_not_in_the_reports_options():
+    """How the pages were read is not what was computed: a report's options leave it out,
+    so that `qoe score` (on with two cores) and qoe.score (off) write the same report."""
+    from qoe.web import WebOptions
+
+    assert "read_ahead" in WebOptions.names()
+    assert "read_ahead" not in WebOptions(read_ahead=True).to_dict()
+    assert WebOptions(read_ahead=True).to_dict() == WebOptions().to_dict()

@@ -78,6 +78,8 @@ class WebOptions(OptionsBase):
         less wall time with a core to spare, more CPU time, the same pages. None: when the
         process may run on two cores or more, as ``qoe web pages`` and ``qoe score`` do.
         Default False (a pool of runs, :mod:`qoe.batch`, keeps every core busy already).
+        How the work is done, not what is computed: not in a report's options
+        (:meth:`to_dict`).
     """
 
     idle_gap_s: float = DEFAULT_IDLE_GAP_S
@@ -87,7 +89,7 @@ class WebOptions(OptionsBase):
     share: float = 0.5
     base_rtt_s: float | None = None
     keylog: str | tuple[str, ...] | None = None
-    read_ahead: bool | None = False
+    read_ahead: bool | None = field(default=False, metadata={"in_report": False})  # how, not what: not in reports
 
     KIND: ClassVar[str] = "web"
 
