@@ -212,3 +212,21 @@ def test_random_mixtures_of_segments_read_in_a_child(cap, write):
     ''', path)
     rows, v6 = map(int, out.split())
     assert rows > 300 and v6 > 0
+
+
+def test_a_file_object_is_read_ahead_in_a_thread_not_a_child():
+    """A child process would move the file offset it shares with the caller's file object:
+    tcp_segment_rows(file, read_ahead=True) reads it in a thread, and the file object reads
+    on afterwards."""
+    out = _run('''
+        import resource
+        from qoe.capture import tcp_segment_rows
+        plain = list(tcp_segment_rows(sys.argv[1]))
+        with open(sys.argv[1], "rb") as f:
+            ahead = list(tcp_segment_rows(f, read_ahead=True))
+            f.seek(0)
+            again = list(tcp_segment_rows(f))
+        assert ahead == plain == again
+        print(len(plain), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss == 0)
+    ''', os.path.join(ROOT, "data", "web", "captures", "http11-down-b8-curl-dns_client.pcap"))
+    assert out.split()[1] == "True" and int(out.split()[0]) > 100

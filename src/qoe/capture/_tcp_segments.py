@@ -20,6 +20,7 @@ References
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from itertools import chain, repeat
 from typing import Any
@@ -112,7 +113,8 @@ def tcp_segment_rows(
 
     ``read_ahead=True`` reads the file and decodes each chunk's headers into columns in a
     child process (:func:`~qoe.capture.read_ahead` with ``process=True``; a thread where it
-    cannot fork), which hands them over in shared memory; the rows are built here. The same
+    cannot fork, and for a file object, whose offset a child would share), which hands them
+    over in shared memory; the rows are built here. The same
     rows, and ``udp`` called here with the same batches at the same points. None: when
     this process may run on two cores or more (:func:`~qoe.capture.usable_cores`). Default
     False. Measured on the 3,000 page loads of ``benchmarks/web.py`` (343,500 segments,
@@ -134,8 +136,8 @@ def _iter_rows(
     # the rows of each chunk's list, one chunk read at a time, taken by chain (C) rather than
     # a generator resumed for every row
     parts: Iterator[_Part] = _parts(path, chunk_size, reassembly, udp is not None)
-    if read_ahead:
-        parts = ahead(parts, process=True)
+    if read_ahead:  # a file object is read in a thread: a child would move the offset it shares with it
+        parts = ahead(parts, process=isinstance(path, (str, os.PathLike)))
     return chain.from_iterable(_rows_of(p, udp) for p in parts)
 
 
