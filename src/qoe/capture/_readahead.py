@@ -54,13 +54,15 @@ def read_ahead(items: Iterable[T], depth: int = 1, *, process: bool = False) -> 
     process : bool, optional
         Make the items in a child process (default False): where ``os.fork`` and
         ``os.memfd_create`` exist (Linux) and this process runs no other Python thread
-        (a fork copies only the calling thread), else in a thread as without it. The
-        items must pickle: NumPy arrays of built-in dtypes in them are handed
-        over in slots of shared memory (8 MiB at least, each mapped once; two in use at a
-        time, more while the caller keeps views of older items), the rest is pickled
-        through a socket. Measured on the RTP scan of 1.4 M packets of 4,000 streams
-        (``benchmarks/rtp_many_streams.py``'s captures, 2 vCPUs, the scan alone): wall time
-        0.59-0.61 s in a process, 0.62-0.79 s in a thread, 0.77-0.84 s without.
+        (a fork copies only the calling thread), else in a thread as without it. The items
+        must pickle: NumPy arrays of built-in dtypes in them are handed over in slots of
+        shared memory (8 MiB at least, each mapped once; two in use at a time, more while
+        the caller keeps views of older items), the rest is pickled through a socket. A
+        source that reads a file object the caller also uses would share the file's offset
+        with it across the processes: give such a source a path. Measured on the RTP scan
+        of 1.4 M packets of 4,000 streams (``benchmarks/rtp_many_streams.py``'s captures,
+        2 vCPUs, the scan alone): wall time 0.59-0.61 s in a process, 0.62-0.79 s in a
+        thread, 0.77-0.84 s without.
 
     Returns
     -------
