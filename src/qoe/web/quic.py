@@ -70,6 +70,7 @@ from qoe.web._results import Transaction
 from qoe.web._sink import CLIENT, SERVER
 from qoe.web.decrypt import MAX_BURSTS, EncryptedBurst, _alpn, _extensions
 from qoe.web.keylog import KeyLog, load_keylog
+from qoe.web.tcp import _is_file
 
 __all__ = ["QuicConnection", "QuicLoss", "QuicRetransmission", "quic_connections", "iter_quic_connections"]
 
@@ -778,11 +779,12 @@ def _datagrams(capture: Any) -> Iterator[tuple[int, tuple[str, int], tuple[str, 
     capture order: from a file, through the columnar reader (``qoe.capture.read_udp_batches``:
     the same datagrams as ``read_packets(capture, protocols=("udp",))``, without decoding
     each TCP segment of the file in Python); from packets already read, as they come."""
-    if isinstance(capture, (str, os.PathLike)) or hasattr(capture, "read"):
+    if _is_file(capture):
         for batch in read_udp_batches(capture):
             names = batch.addresses
             rows = np.flatnonzero(batch.lengths > 0)
-            starts, ends = batch.starts[rows], batch.starts[rows] + batch.lengths[rows]
+            starts = batch.starts[rows]
+            ends = starts + batch.lengths[rows]
             data = batch.data
             for ts, s, sp, d, dp, lo, hi in zip(batch.ts_ns[rows].tolist(), batch.src[rows].tolist(),
                                                 batch.sport[rows].tolist(), batch.dst[rows].tolist(),
