@@ -15,6 +15,7 @@ from qoe.web.pages import WebOptions
 from qoe_cli._flags import renamed
 from qoe_cli._output import emit_chunks, format_option, iter_table, output_option
 from qoe_cli.has_cmd import make_options, streaming_options
+from qoe_cli.web_cmd import READ_AHEAD_HELP
 
 #: The kinds whose options have a jitter buffer (CallOptions.jitter_buffer, VideoOptions.jitter_buffer).
 _JITTER_KINDS = ("voice", "video")
@@ -69,10 +70,7 @@ _JITTER_KINDS = ("voice", "video")
               help="Web: G.1030 bounds of the seed paper §9.1 (access: 0.56 s → 5; backbone: 0.85 s → 5; 6 s → 1).")
 @click.option("--keylog", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Web: NSS key log (SSLKEYLOGFILE) to decrypt TLS/QUIC with; repeat for several.")
-@click.option("--read-ahead/--no-read-ahead", default=None,
-              help="Web: read the capture's segments in a child process (Linux; elsewhere a second thread) while "
-                   "the pages are built: less wall time with a core to spare, the same pages. Default: on when "
-                   "the process may run on two cores or more.")
+@click.option("--read-ahead/--no-read-ahead", default=None, help="Web: " + READ_AHEAD_HELP)
 @streaming_options
 @click.option("--kind", type=click.Choice(list(KINDS)), default="auto", show_default=True,
               help="What to score (auto: every kind the capture holds).")
