@@ -143,11 +143,6 @@ class ForkAhead(Iterator[T], Generic[T]):
         self._done = False
         self._send(bytes([_MORE]) * depth)
 
-    @property
-    def pid(self) -> int:
-        """The child process's id."""
-        return self._pid
-
     def _send(self, token: bytes) -> None:
         if self._done or os.getpid() != self._owner:
             return
