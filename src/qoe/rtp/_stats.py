@@ -59,6 +59,8 @@ LOSS_RULES = ("rfc3550", "tshark")
 # Packets processed at once: bounds the temporaries of an update (some 60 arrays of this
 # many elements) whatever the batch; larger chunks only save array passes.
 _CHUNK = 1 << 16
+# Sequence numbers whose loss runs are read from the window's bits at once (a byte each)
+_BIT_CHUNK = 1 << 20
 _ONES = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)  # set bits of each byte value
 
 
@@ -489,6 +491,39 @@ class StreamStats:
         idx[tail_at], val[tail_at], length[tail_at] = sids, True, b - last
         runs.add_runs(idx, val, length)
 
+    def _window_runs(self, runs: LossRunCounts, sids: np.ndarray, a: np.ndarray, top: np.ndarray) -> None:
+        """Append the numbers ``a[i]..top[i]`` (at most a window) of stream ``sids[i]`` to its
+        loss runs, received where their bit is set: :meth:`_settle` without numbers of a
+        batch, for a window of whole bytes. Each stream's bytes are unpacked and its runs
+        start where a bit differs from the one before it, so the passes over every number
+        are on bytes, not on 64-bit integers (about a tenth of :meth:`_settle`'s time)."""
+        if sids.size == 0:
+            return
+        nb = self._nbytes
+        pos = a % self.window
+        off = pos & 7  # the first number's bit in its byte
+        span = top - a + 1
+        nbytes = (off + span - 1) // 8 + 1  # bytes each stream's numbers touch (a wrapped window: nb + 1)
+        item, k = _ranges(np.zeros(sids.size, dtype=np.int64), nbytes)
+        byte = sids[item] * nb + ((pos[item] >> 3) + k) % nb
+        bits = np.unpackbits(self.ring.reshape(-1)[byte], bitorder="little")  # bit j of byte: number j (_write_bits)
+        lead = 8 * (np.cumsum(nbytes) - nbytes)
+        first = lead + off  # where each stream's first number is among the bits
+        end = first + span
+        turn = np.flatnonzero(bits[1:] != bits[:-1]) + 1  # a bit that differs from the one before
+        owner = np.searchsorted(first, turn, side="right") - 1
+        turn = turn[(turn > first[owner]) & (turn < end[owner])]  # inside a stream's numbers
+        at = np.concatenate((first, turn))
+        who = np.concatenate((np.arange(sids.size), np.searchsorted(first, turn, side="right") - 1))
+        o = np.argsort(at, kind="stable")
+        at, who = at[o], who[o]
+        stop = np.empty_like(at)
+        stop[:-1] = at[1:]
+        last = np.ones(at.size, dtype=bool)
+        last[:-1] = who[1:] != who[:-1]
+        stop[last] = end[who[last]]
+        runs.add_runs(sids[who], bits[at] == 0, stop - at)
+
     def _count_types(self, rk: np.ndarray, rc: np.ndarray) -> None:
         """Add counts ``rc`` to the (stream, type) keys ``rk`` (sorted, distinct)."""
         at = np.searchsorted(self._pt_keys, rk)
@@ -802,10 +837,15 @@ class StreamStats:
             runs.add_runs(sids[full], np.zeros(int(full.sum()), dtype=bool), (top - a + 1)[full])
         rest = np.flatnonzero(~full)
         none = np.zeros(0, dtype=np.int64)
-        group = (np.cumsum(top[rest] - a[rest] + 1) - 1) // _CHUNK  # about _CHUNK numbers at a time
+        # with whole bytes per window, the runs are read from the bits a byte at a time
+        chunk, settle = (_BIT_CHUNK, self._window_runs) if self.window % 8 == 0 else (_CHUNK, None)
+        group = (np.cumsum(top[rest] - a[rest] + 1) - 1) // chunk  # about this many numbers at a time
         cuts = np.flatnonzero(np.diff(group)) + 1
         for part in np.split(rest, cuts):
-            self._settle(runs, sids[part], a[part], top[part], top[part], none, none)
+            if settle is not None:
+                settle(runs, sids[part], a[part], top[part])
+            else:
+                self._settle(runs, sids[part], a[part], top[part], top[part], none, none)
         pat = runs.patterns(sids)
         n = self.n[sids]
         if self.loss_rule == "rfc3550":
