@@ -2,9 +2,12 @@
 
 :func:`prepare` sorts a batch's datagrams into SIP, STUN/DTLS/TURN, RTCP and RTP by
 their first bytes, parses the RTP fixed headers and builds each RTP packet's flow key.
-It is a pure function of the batch, so the scan runs it in the thread that reads the
-capture ahead (:func:`qoe.capture.read_ahead`), and the scan's own thread starts from
-the flows.
+It also groups those packets by flow key (one sort, where a packet's key is looked up
+once per key rather than once per packet) and, given the scan's silence timeout, finds
+the first packet that comes more than that after the previous one of its key. It is a
+pure function of the batch, so the scan runs it in the process (or thread) that reads
+the capture ahead (:func:`qoe.capture.read_ahead`), and the scan's own process starts
+from the flows.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from qoe.rtp._flows import group_by_key
 from qoe.rtp._packet import RTCP_SR, RTCP_XR, RTP_FIXED_HEADER, RTP_VERSION, header_columns
 from qoe.rtp.sip import _SIP_METHODS
 
@@ -37,20 +41,32 @@ class PreparedBatch:
         Rows that may be RTP (version 2, 12 bytes or more, RTCP included) and their flow
         key words read as if they were: what the scan looks at for flows silent past the
         timeout.
+    key1, key2 : numpy.ndarray of int64
+        Each flow key of ``late_rows`` once (:func:`qoe.rtp._flows.group_by_key`'s order).
+    late_key, late_order : numpy.ndarray of int64
+        Each of ``late_rows``' key (an index into ``key1``), and the indices of
+        ``late_rows`` by key, batch order kept within a key.
+    gap_row, gap_for : int or None
+        The first row (in batch order) that comes more than ``gap_for`` ns after the
+        previous row of its key in the batch (None: none does); ``gap_for``: the timeout it
+        was looked for with (None: not looked for).
     rows, h, k1, k2, src, dst, sport, dport
         The RTP packets with a whole header: their rows, header columns, flow key words
         (``src << 32 | dst`` and ``sport << 48 | dport << 32 | ssrc``) and addresses and
         ports as int64.
     in_late : numpy.ndarray of int64
         Where each RTP packet is among ``late_rows``.
+    rtp_order : numpy.ndarray of int64
+        The RTP packets (indices into ``rows``) by key, batch order kept within a key.
     late_fid : numpy.ndarray of int64 or None
         Set by the scan when it looked up the flows of ``late_rows`` (their ids, -1 where
         not known) and the flow table has not changed since: the RTP packets' flows are
         ``late_fid[in_late]``.
     """
 
-    __slots__ = ("batch", "sip", "other", "rtcp", "late_rows", "late_k1", "late_k2",
-                 "rows", "h", "k1", "k2", "src", "dst", "sport", "dport", "in_late", "late_fid")
+    __slots__ = ("batch", "sip", "other", "rtcp", "late_rows", "late_k1", "late_k2", "key1", "key2", "late_key",
+                 "late_order", "gap_row", "gap_for", "rows", "h", "k1", "k2", "src", "dst", "sport", "dport",
+                 "in_late", "rtp_order", "late_fid")
 
     def __init__(self, batch: Any) -> None:
         self.batch = batch
@@ -60,8 +76,10 @@ class PreparedBatch:
         return len(self.batch)
 
 
-def prepare(b: Any) -> PreparedBatch:
-    """Sort the datagrams of batch ``b`` by kind and read the RTP headers (see the module).
+def prepare(b: Any, timeout_ns: int | None = None) -> PreparedBatch:
+    """Sort the datagrams of batch ``b`` by kind, read the RTP headers and group them by
+    flow key; with ``timeout_ns``, find the first packet silent that long in its key
+    (:func:`first_gap`). See the module.
 
     References
     ----------
@@ -70,8 +88,10 @@ def prepare(b: Any) -> PreparedBatch:
     """
     p = PreparedBatch(b)
     length = b.lengths
+    p.gap_row = p.gap_for = None
     if b.data.size == 0 or not length.any():
         p.sip = p.other = p.rtcp = p.late_rows = p.late_k1 = p.late_k2 = _NONE
+        p.key1 = p.key2 = p.late_key = p.late_order = _NONE
         _no_rtp(p)
         return p
     head = b.head  # each payload's first 16 bytes, zeros past its end
@@ -92,8 +112,9 @@ def prepare(b: Any) -> PreparedBatch:
     is_rtcp = v2 & (b1 >= RTCP_SR) & (b1 <= RTCP_XR)
     p.rtcp = np.flatnonzero(is_rtcp)
     # every row that may be RTP, and its key: looked at for flows past their deadline
-    late = np.flatnonzero((length >= RTP_FIXED_HEADER) & version2)
-    ssrc = np.ascontiguousarray(head[late, 8:12]).view(">u4")[:, 0].astype(np.int64)
+    maybe = (length >= RTP_FIXED_HEADER) & version2
+    late = np.flatnonzero(maybe)
+    ssrc = np.ascontiguousarray(head).view(">u4")[late, 2].astype(np.int64)  # bytes 8-11 (HEAD_BYTES is 16)
     src = b.src[late].astype(np.int64)
     dst = b.dst[late].astype(np.int64)
     sport = b.sport[late].astype(np.int64)
@@ -101,20 +122,44 @@ def prepare(b: Any) -> PreparedBatch:
     p.late_rows = late
     p.late_k1 = src << 32 | dst
     p.late_k2 = sport << 48 | dport << 32 | ssrc
+    o, starts = group_by_key(np.arange(late.size), p.late_k1, p.late_k2)
+    p.late_order, p.key1, p.key2 = o, p.late_k1[o[starts]], p.late_k2[o[starts]]
+    p.late_key = np.empty(late.size, dtype=np.int64)
+    p.late_key[o] = np.repeat(np.arange(starts.size), np.diff(np.append(starts, o.size)))
+    if timeout_ns is not None:
+        p.gap_row, p.gap_for = first_gap(p, timeout_ns), timeout_ns
     rows = np.flatnonzero(v2 & ~is_rtcp & (length >= RTP_FIXED_HEADER))
     if rows.size == 0:
         _no_rtp(p)
         return p
     h = header_columns(b.data, b.starts[rows], length[rows], head=head[rows])
     rows = rows[h.rows]
-    at = np.searchsorted(late, rows)  # RTP rows are rows that may be RTP
+    at = (np.cumsum(maybe) - 1)[rows]  # RTP rows are rows that may be RTP: their place among them
     p.rows, p.h, p.in_late = rows, h, at
     p.k1, p.k2 = p.late_k1[at], p.late_k2[at]
     p.src, p.dst, p.sport, p.dport = src[at], dst[at], sport[at], dport[at]
+    rtp_of = np.full(late.size, -1, dtype=np.int64)  # each of late_rows' place among the RTP packets
+    rtp_of[at] = np.arange(rows.size)
+    by_key = rtp_of[o]
+    p.rtp_order = by_key[by_key >= 0]
     return p
 
 
+def first_gap(p: PreparedBatch, timeout_ns: int) -> int | None:
+    """The first row of batch ``p`` (in batch order) among ``late_rows`` that comes more
+    than ``timeout_ns`` after the previous row of its flow key in the batch; None when none
+    does (always when the batch spans no more than that)."""
+    ts = p.batch.ts_ns
+    if p.late_rows.size < 2 or int(ts.max()) - int(ts.min()) <= timeout_ns:
+        return None
+    o = p.late_order
+    t = ts[p.late_rows[o]].astype(np.int64)
+    k = p.late_key[o]
+    gap = (k[1:] == k[:-1]) & (t[1:] - t[:-1] > timeout_ns)
+    return int(p.late_rows[o[1:][gap]].min()) if gap.any() else None
+
+
 def _no_rtp(p: PreparedBatch) -> None:
-    p.rows = p.k1 = p.k2 = p.src = p.dst = p.sport = p.dport = p.in_late = _NONE
+    p.rows = p.k1 = p.k2 = p.src = p.dst = p.sport = p.dport = p.in_late = p.rtp_order = _NONE
     p.h = None
 

@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from qoe.rtp._order import stable_order_of_any
+from qoe.rtp._order import stable_order
 
 # The flow table: at least this many slots, and this many per known flow (a flow shares its
 # slot with another with probability about 1/16).
 _MIN_SLOTS = 1 << 12
 _SLOTS_PER_FLOW = 16
+# Slots of the hash a batch's packets are grouped by (group_by_key): a 16-bit key, which
+# NumPy's stable sort orders with a radix sort.
+_GROUP_SLOTS = 1 << 16
 
 # What the scan decided about a flow. ENDED: a stream the scan has handed on (its state
 # released); a later packet with its key starts a new flow (a second segment).
@@ -49,19 +52,23 @@ def slot_of(h: np.ndarray, size: int) -> np.ndarray:
 
 
 def group_by_key(rows: np.ndarray, k1: np.ndarray, k2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``rows`` ordered by flow key (k1, k2), frame order kept within a key; and where
-    each key's run starts. One stable sort of the keys' hashes; a hash shared by two
-    keys (checked) falls back to sorting the keys themselves."""
-    o = rows[stable_order_of_any(flow_hash(k1[rows], k2[rows]))]
-    a1, a2 = k1[o], k2[o]
-    same1, same2 = a1[1:] == a1[:-1], a2[1:] == a2[:-1]
-    h = flow_hash(a1, a2)
-    if bool(np.any((h[1:] == h[:-1]) & ~(same1 & same2))):  # a collision: sort by the keys
-        o = rows[np.lexsort((k2[rows], k1[rows]))]
-        a1, a2 = k1[o], k2[o]
-        same1, same2 = a1[1:] == a1[:-1], a2[1:] == a2[:-1]
+    """``rows`` grouped by flow key (k1, k2), frame order kept within a key; and where each
+    key's run starts. The keys are grouped by a 16-bit slot of their hash (a radix sort,
+    :func:`qoe.rtp._order.stable_order`); the rows of a slot that two keys share (checked)
+    are sorted by the keys themselves."""
+    a1, a2 = k1[rows], k2[rows]
+    slot = slot_of(flow_hash(a1, a2), _GROUP_SLOTS)
+    by_slot = stable_order(slot, _GROUP_SLOTS)
+    o, slot, a1, a2 = rows[by_slot], slot[by_slot], a1[by_slot], a2[by_slot]
+    same = (a1[1:] == a1[:-1]) & (a2[1:] == a2[:-1])
+    clash = (slot[1:] == slot[:-1]) & ~same
+    if clash.any():  # lexsort is stable: frame order kept within a key, each slot's rows where they were
+        p = np.flatnonzero(np.isin(slot, slot[1:][clash]))
+        by_key = p[np.lexsort((a2[p], a1[p], slot[p]))]
+        o[p], a1[p], a2[p] = o[by_key], a1[by_key], a2[by_key]
+        same = (a1[1:] == a1[:-1]) & (a2[1:] == a2[:-1])
     brk = np.ones(o.size, dtype=bool)
-    brk[1:] = ~(same1 & same2)
+    brk[1:] = ~same
     return o, np.flatnonzero(brk)
 
 

@@ -18,21 +18,3 @@ def stable_order(keys: np.ndarray, bound: int) -> np.ndarray:
         if bound <= np.iinfo(t).max + 1:
             return np.argsort(keys.astype(t), kind="stable")
     return np.argsort(keys, kind="stable")
-
-
-def stable_order_of_any(keys: np.ndarray) -> np.ndarray:
-    """``np.argsort(keys, kind="stable")`` for any integer keys (a 64-bit hash of a flow).
-
-    One sort that need not be stable finds the distinct keys and numbers them in order;
-    the numbers (as many as distinct keys) are then sorted stably by :func:`stable_order`.
-    """
-    if keys.size < 2:
-        return np.arange(keys.size)
-    o = np.argsort(keys)
-    s = keys[o]
-    new = np.empty(s.size, dtype=bool)
-    new[0] = True
-    np.not_equal(s[1:], s[:-1], out=new[1:])
-    number = np.empty(s.size, dtype=np.int64)
-    number[o] = np.cumsum(new) - 1
-    return stable_order(number, int(np.count_nonzero(new)))

@@ -222,7 +222,7 @@ def scan_capture(
                             reorder_window=reorder_window, event_jitter=event_jitter, max_streams=max_streams,
                             max_flows=max_flows, loss_rule=loss_rule, jitter_rule=jitter_rule,
                             infer_clock=infer_clock, sdp=sdp, stream_timeout_s=stream_timeout_s)
-    for b in _batches(name, batch_size, read_ahead):
+    for b in _batches(name, batch_size, read_ahead, sc.timeout_ns):
         sc.batch(b)
         del b  # not held while the next batch is read: one batch in memory at a time
         sc.expire()
@@ -253,12 +253,13 @@ def _new_scanner(path: str | os.PathLike[str], **options: Any) -> tuple[str, _Sc
     return name, _Scanner(first_ns=first_ns, **options)
 
 
-def _batches(name: str, batch_size: int | None, read_ahead: bool | None) -> Any:
-    """The capture's UDP datagrams in prepared batches (:func:`prepare`), read in a second
-    thread with ``read_ahead`` (None: when there is a second core)."""
+def _batches(name: str, batch_size: int | None, read_ahead: bool | None, timeout_ns: int | None) -> Any:
+    """The capture's UDP datagrams in prepared batches (:func:`prepare`, with the scan's
+    silence timeout), read ahead in a child process with ``read_ahead`` (None: when there
+    is a second core)."""
     from qoe.capture import read_ahead as ahead, read_udp_batches, usable_cores  # noqa: PLC0415 - as scan_capture
 
-    batches = (prepare(b) for b in read_udp_batches(name, batch_size=batch_size, chunk_size=CHUNK_BYTES))
+    batches = (prepare(b, timeout_ns) for b in read_udp_batches(name, batch_size=batch_size, chunk_size=CHUNK_BYTES))
     if read_ahead is None:
         read_ahead = usable_cores() > 1
     return ahead(batches, READ_AHEAD, process=True) if read_ahead else batches
@@ -382,7 +383,7 @@ def iter_scan(
                             reorder_window=reorder_window, event_jitter=event_jitter, max_streams=max_streams,
                             max_flows=max_flows, loss_rule=loss_rule, jitter_rule=jitter_rule,
                             infer_clock=infer_clock, sdp=sdp, stream_timeout_s=stream_timeout_s, streaming=True)
-    return ScanStream(sc, _batches(name, batch_size, read_ahead), name)
+    return ScanStream(sc, _batches(name, batch_size, read_ahead, sc.timeout_ns), name)
 
 
 def find_streams(

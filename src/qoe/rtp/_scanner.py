@@ -33,13 +33,13 @@ from qoe.rtp._packet import (
     parse_rtcp,
     wrapped_distance,
 )
-from qoe.rtp._batchprep import PreparedBatch, prepare
+from qoe.rtp._batchprep import PreparedBatch, first_gap, prepare
 from qoe.rtp._bundle import section_for, tie_rtx
 from qoe.rtp._callgroups import Member, ready_groups
 from qoe.rtp._demux import DemuxBook, mark_dtls
 from qoe.rtp._headerbytes import HeaderByteBook
-from qoe.rtp._flows import PROBE, REJECT, RTP, FlowTable, HeldPackets, flow_hash, group_by_key, slot_of
-from qoe.rtp._order import stable_order, stable_order_of_any
+from qoe.rtp._flows import PROBE, REJECT, RTP, FlowTable, HeldPackets
+from qoe.rtp._order import stable_order
 from qoe.rtp._results import ACTIVE_AT_END_INTERVALS, RtpScan, RtpStream, StreamKey
 from qoe.rtp._rtcpbook import RtcpBook, attach_feedback, feedback_kinds
 from qoe.rtp._sipbook import SipBook
@@ -78,10 +78,6 @@ _MID_LOOK = 256
 #: keep a participant that sent a BYE "for an appropriate delay" since RTP packets may still
 #: be on the way; 2 s is the RTCP BYE timer of Microsoft's RTP profile ([MS-RTPME] §3.2.2).
 BYE_GRACE_S = 2.0
-# Buckets of flows (by key hash) whose time spans in a batch are compared with the timeout
-# before the packets of the wide ones are grouped by flow (``_first_late``).
-_SPAN_BUCKETS = 1 << 12
-
 
 def _first_copies(seg: _Segments, seq: np.ndarray, ts: np.ndarray) -> np.ndarray:
     """Which packets are the first of their segment with their sequence number and timestamp.
@@ -217,14 +213,14 @@ class _Scanner:
         here). With a timeout, a flow that has a packet in the batch after its deadline
         (:meth:`_deadlines`) is ended at that packet first, so that the packet starts a new
         segment whatever the batch size."""
-        pb = b if isinstance(b, PreparedBatch) else prepare(b)
+        pb = b if isinstance(b, PreparedBatch) else prepare(b, self.timeout_ns)
         if self.timeout_ns is not None:
             k = self._first_late(pb)
             while k is not None:
                 b = pb.batch
                 if k > 0:
-                    self._batch(prepare(_rows(b, slice(0, k))))
-                pb = prepare(_rows(b, slice(k, len(b))))
+                    self._batch(prepare(_rows(b, slice(0, k)), self.timeout_ns))
+                pb = prepare(_rows(b, slice(k, len(b))), self.timeout_ns)
                 self.expire(now=int(pb.batch.ts_ns[0]))
                 if self.streaming:  # handed on before the late packet's new segment begins
                     self.out.extend(self.ready())
@@ -247,36 +243,29 @@ class _Scanner:
         known_late = dl is not None and t_max > dl.min()
         if not (known_late or long_batch):
             return None
-        cand, k1, k2 = pb.late_rows, pb.late_k1, pb.late_k2
+        cand = pb.late_rows
         if cand.size == 0:
             return None
-        t = ts[cand]
         first = None
         if known_late:
-            fid = pb.late_fid = fl.known(k1, k2)  # kept for _rtp, if the batch is not split first
+            fid = self._late_fids(pb)
             at = np.full(fl.state.size, np.inf)
             at[tracked] = dl
-            late = (fid >= 0) & (t > at[np.maximum(fid, 0)])
+            late = (fid >= 0) & (ts[cand] > at[np.maximum(fid, 0)])
             if late.any():
                 first = int(cand[late][0])
         if long_batch:  # a flow silent past the timeout between two of its packets of this batch
-            hsh = flow_hash(k1, k2)
-            # Only a flow whose packets here span more than the timeout can have such a
-            # silence; the span of a bucket of flows (by hash) bounds each of theirs.
-            bucket = slot_of(hsh, _SPAN_BUCKETS)
-            lo = np.full(_SPAN_BUCKETS, np.iinfo(np.int64).max)
-            hi = np.full(_SPAN_BUCKETS, np.iinfo(np.int64).min)
-            np.minimum.at(lo, bucket, t)
-            np.maximum.at(hi, bucket, t)
-            wide = np.flatnonzero((hi - lo > self.timeout_ns)[bucket])
-            if wide.size:
-                o = wide[stable_order_of_any(hsh[wide])]  # by key (its 64-bit hash), then in batch order
-                same = (k1[o[1:]] == k1[o[:-1]]) & (k2[o[1:]] == k2[o[:-1]])
-                gap = same & (t[o[1:]] - t[o[:-1]] > self.timeout_ns)
-                if gap.any():
-                    k = int(cand[o[1:][gap]].min())
-                    first = k if first is None else min(first, k)
+            k = pb.gap_row if pb.gap_for == self.timeout_ns else first_gap(pb, self.timeout_ns)  # type: ignore[arg-type]
+            if k is not None:
+                first = k if first is None else min(first, k)
         return first
+
+    def _late_fids(self, pb: PreparedBatch) -> np.ndarray:
+        """The flow of each of ``pb.late_rows`` (-1 where not known), looked up once per key
+        and kept in ``pb`` for :meth:`_rtp` (the flow table does not change in between)."""
+        if pb.late_fid is None:
+            pb.late_fid = self.flows.known(pb.key1, pb.key2)[pb.late_key]
+        return pb.late_fid
 
     def _deadlines(self, fids: np.ndarray) -> np.ndarray:
         """When tracked flows ``fids`` end if no packet of theirs comes first (ns; ended when
@@ -345,12 +334,14 @@ class _Scanner:
         s, ln = b.starts[rows], b.lengths[rows]
         src, dst, sport, dport, k1, k2 = pb.src, pb.dst, pb.sport, pb.dport, pb.k1, pb.k2
         fl = self.flows
-        fid = fl.known(k1, k2) if pb.late_fid is None else pb.late_fid[pb.in_late]
-        miss = np.flatnonzero(fid < 0)
+        fid = self._late_fids(pb)[pb.in_late]
+        miss = fid < 0
         new = np.zeros(0, dtype=np.int64)
         rank = None  # of the packets of flows first seen here: their place in their flow
-        if miss.size:  # packets of flows first seen here (or whose hash collided): by key
-            o, starts = group_by_key(miss, k1, k2)
+        if miss.any():  # packets of flows first seen here (or whose hash collided): by key
+            o = pb.rtp_order[miss[pb.rtp_order]]
+            key = pb.late_key[pb.in_late[o]]
+            starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
             first = o[starts]  # each key's first packet
             found = fl.lookup(k1[first], k2[first])
             fresh = np.flatnonzero(found < 0)

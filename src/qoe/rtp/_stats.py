@@ -829,22 +829,21 @@ class StreamStats:
         runs = self.runs.copy()
         top = self.max_e[sids]
         a = np.maximum(self.lo[sids], top - self.window + 1)
-        # A window's bits are set for the numbers received in a..top and for no other
-        # (numbers entering it have their bits cleared first, _advance): where as many are
-        # set as the window spans, every number was received, one run of them.
-        full = _ONES[self.ring[sids]].sum(axis=1, dtype=np.int64) == top - a + 1
-        if full.any():
-            runs.add_runs(sids[full], np.zeros(int(full.sum()), dtype=bool), (top - a + 1)[full])
-        rest = np.flatnonzero(~full)
-        none = np.zeros(0, dtype=np.int64)
-        # with whole bytes per window, the runs are read from the bits a byte at a time
-        chunk, settle = (_BIT_CHUNK, self._window_runs) if self.window % 8 == 0 else (_CHUNK, None)
-        group = (np.cumsum(top[rest] - a[rest] + 1) - 1) // chunk  # about this many numbers at a time
-        cuts = np.flatnonzero(np.diff(group)) + 1
-        for part in np.split(rest, cuts):
-            if settle is not None:
-                settle(runs, sids[part], a[part], top[part])
-            else:
+        if self.window % 8 == 0:  # windows of whole bytes: their runs read a byte at a time
+            group = (np.cumsum(top - a + 1) - 1) // _BIT_CHUNK  # about this many numbers at a time
+            for part in np.split(np.arange(sids.size), np.flatnonzero(np.diff(group)) + 1):
+                self._window_runs(runs, sids[part], a[part], top[part])
+        else:
+            # A window's bits are set for the numbers received in a..top and for no other
+            # (numbers entering it have their bits cleared first, _advance): where as many
+            # are set as the window spans, every number was received, one run of them.
+            full = _ONES[self.ring[sids]].sum(axis=1, dtype=np.int64) == top - a + 1
+            if full.any():
+                runs.add_runs(sids[full], np.zeros(int(full.sum()), dtype=bool), (top - a + 1)[full])
+            rest = np.flatnonzero(~full)
+            none = np.zeros(0, dtype=np.int64)
+            group = (np.cumsum(top[rest] - a[rest] + 1) - 1) // _CHUNK  # about _CHUNK numbers at a time
+            for part in np.split(rest, np.flatnonzero(np.diff(group)) + 1):
                 self._settle(runs, sids[part], a[part], top[part], top[part], none, none)
         pat = runs.patterns(sids)
         n = self.n[sids]
