@@ -47,8 +47,12 @@ class HeaderByteBook:
         padding counts read in clear (0 where unknown), P bits and RTP lengths on the wire."""
         if self.sums.shape[0] < n_flows:
             self.sums = np.concatenate((self.sums, np.zeros((n_flows - self.sums.shape[0], 4), dtype=np.int64)))
-        rest = np.where(has_p, length - header, 0)
-        for col, w in enumerate((header, padding, rest, has_p.astype(np.int64))):
+        cols = [(0, header)]
+        if padding.any():
+            cols.append((1, padding))
+        if has_p.any():  # else the P packets' columns gain nothing
+            cols += [(2, np.where(has_p, length - header, 0)), (3, has_p.astype(np.int64))]
+        for col, w in cols:
             self.sums[:, col] += np.bincount(fid, weights=w, minlength=self.sums.shape[0]).astype(np.int64)[:self.sums.shape[0]]
 
     def settled(self, fids: np.ndarray) -> list[int | None]:

@@ -694,7 +694,8 @@ class _Scanner:
                 flows = np.unique(fid[ann])
                 ok = np.concatenate([f * 128 + self.clocked[f] for f in flows.tolist()])
                 clockless[ann] = ~np.isin(key, ok)
-        new = np.unique(fid[clockless & ~self.stored[fid]])
+        first = clockless & ~self.stored[fid]
+        new = np.unique(fid[first]) if first.any() else np.zeros(0, dtype=np.int64)
         if new.size:
             self.stored[new] = True
             seen = new[self.stats.n[self.flows.sid[new]] > 0]  # packets of theirs were not stored

@@ -420,14 +420,20 @@ class StreamStats:
         self._cap = cap
 
     # -- the presence window -------------------------------------------------------
+    def _pos(self, x: np.ndarray) -> np.ndarray:
+        """The window bit of each number ``x``: ``x % window`` (a mask when the window is a
+        power of two, as the default, which an integer division costs several times)."""
+        w = self.window
+        return x & (w - 1) if w & (w - 1) == 0 else x % w
+
     def _bits(self, sids: np.ndarray, x: np.ndarray) -> np.ndarray:
-        pos = x % self.window
+        pos = self._pos(x)
         return ((self.ring.reshape(-1)[sids * self._nbytes + (pos >> 3)] >> (pos & 7)) & 1).astype(bool)
 
     def _write_bits(self, sids: np.ndarray, x: np.ndarray, value: bool) -> None:
         if sids.size == 0:
             return
-        pos = x % self.window
+        pos = self._pos(x)
         byte = sids * self._nbytes + (pos >> 3)
         mask = (1 << (pos & 7)).astype(np.uint8)
         if byte.size > 1 and bool(np.any(byte[1:] < byte[:-1])):
@@ -500,7 +506,7 @@ class StreamStats:
         if sids.size == 0:
             return
         nb = self._nbytes
-        pos = a % self.window
+        pos = self._pos(a)
         off = pos & 7  # the first number's bit in its byte
         span = top - a + 1
         nbytes = (off + span - 1) // 8 + 1  # bytes each stream's numbers touch (a wrapped window: nb + 1)
