@@ -23,9 +23,6 @@ from qoe.rtp._order import stable_order
 # slot with another with probability about 1/16).
 _MIN_SLOTS = 1 << 12
 _SLOTS_PER_FLOW = 16
-# Slots of the hash a batch's packets are grouped by (group_by_key): a 16-bit key, which
-# NumPy's stable sort orders with a radix sort.
-_GROUP_SLOTS = 1 << 16
 
 # What the scan decided about a flow. ENDED: a stream the scan has handed on (its state
 # released); a later packet with its key starts a new flow (a second segment).
@@ -53,12 +50,14 @@ def slot_of(h: np.ndarray, size: int) -> np.ndarray:
 
 def group_by_key(rows: np.ndarray, k1: np.ndarray, k2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``rows`` grouped by flow key (k1, k2), frame order kept within a key; and where each
-    key's run starts. The keys are grouped by a 16-bit slot of their hash (a radix sort,
-    :func:`qoe.rtp._order.stable_order`); the rows of a slot that two keys share (checked)
-    are sorted by the keys themselves."""
+    key's run starts. The keys are grouped by a 32-bit slot of their hash (two passes of a
+    radix sort on 16-bit digits, :func:`qoe.rtp._order.stable_order`); the rows of a slot
+    that two keys share (checked; about one batch in 500 with 4,000 flows) are sorted by
+    the keys themselves."""
     a1, a2 = k1[rows], k2[rows]
-    slot = slot_of(flow_hash(a1, a2), _GROUP_SLOTS)
-    by_slot = stable_order(slot, _GROUP_SLOTS)
+    slot = slot_of(flow_hash(a1, a2), 1 << 32)
+    by_slot = stable_order(slot & 0xFFFF, 1 << 16)  # least significant digit first: two radix passes
+    by_slot = by_slot[stable_order(slot[by_slot] >> 16, 1 << 16)]
     o, slot, a1, a2 = rows[by_slot], slot[by_slot], a1[by_slot], a2[by_slot]
     same = (a1[1:] == a1[:-1]) & (a2[1:] == a2[:-1])
     clash = (slot[1:] == slot[:-1]) & ~same
