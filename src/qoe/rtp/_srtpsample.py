@@ -82,25 +82,23 @@ class SrtpSampler:
         self.length[f, place] = n
         flows, local = np.unique(f, return_inverse=True)
         self.sampled[flows] += np.bincount(local, minlength=flows.size).astype(np.uint8)
-        # the first SAMPLE_BYTES bytes of each of those payloads, counted per flow and byte
-        # value (a 257th value for the places past a payload's end; a value's count goes to
-        # both its nibbles), in chunks of rows sorted by flow, so that the temporaries stay
-        # small and each chunk's counts span only its own flows
+        # the first SAMPLE_BYTES bytes of each of those payloads: their nibbles, counted per flow,
+        # in chunks of rows sorted by flow, so that the temporaries stay small and each chunk's
+        # counts span only its own flows
         by_flow = stable_order(local, flows.size)
         local, first = local[by_flow], h.payload_start[o[by_flow]].astype(np.int64)
         w = np.minimum(n[by_flow], SAMPLE_BYTES)
         cols = np.arange(SAMPLE_BYTES)
-        counts = np.zeros(flows.size * 257, dtype=np.int64)
-        top = u8.size - 1
+        counts = np.zeros(flows.size * 32, dtype=np.int64)
         for c in range(0, o.size, _CHUNK):
-            lo = int(local[c]) * 257  # the chunk's first flow
-            b = u8[np.minimum(first[c:c + _CHUNK, None] + cols, top)].astype(np.int64)
-            b[cols >= w[c:c + _CHUNK, None]] = 256
-            key = local[c:c + _CHUNK, None] * 257 - lo + b
-            span = int(local[min(c + _CHUNK, o.size) - 1]) * 257 + 257 - lo
-            counts[lo:lo + span] += np.bincount(key.reshape(-1), minlength=span)
-        by_byte = counts.reshape(flows.size, 257)[:, :256].reshape(flows.size, 16, 16)  # [flow, high, low]
-        self.nibbles[flows] += np.concatenate((by_byte.sum(axis=2), by_byte.sum(axis=1)), axis=1).astype(np.uint16)
+            wc = w[c:c + _CHUNK]
+            inside = cols[None, :] < wc[:, None]
+            b = u8[(first[c:c + _CHUNK, None] + cols[None, :])[inside]].astype(np.int64)
+            lo = int(local[c]) * 32  # the chunk's first flow (rows are by flow)
+            at = np.repeat(local[c:c + _CHUNK] * 32 - lo, wc)
+            span = int(local[min(c + _CHUNK, o.size) - 1]) * 32 + 32 - lo
+            counts[lo:lo + span] += np.bincount(np.concatenate((at + (b >> 4), at + 16 + (b & 15))), minlength=span)
+        self.nibbles[flows] += counts.reshape(flows.size, 32).astype(np.uint16)
 
     def judge_later(self, fid: int, per_tick: int, sdes: SdesCrypto | None) -> None:
         """Have flow ``fid`` judged at the end (a codec of ``per_tick`` payload bytes per tick)."""
