@@ -10,7 +10,10 @@ nothing of QoE.
   :func:`read_ahead` runs such a reader in a background thread or (``process=True``, on
   Linux) a forked child process, one batch ahead of its caller (reading overlaps the
   caller's work on two cores); :func:`usable_cores` says whether there is a second core
-  to run it on.
+  to run it on. :func:`relaxed_gc` and :func:`relaxed_gc_scope` relax the garbage
+  collector's young generation while a pass over a capture works (its many short-lived
+  objects are freed before the collector looks) and give the caller its own threshold
+  whenever its code runs.
 - :func:`read_tcp_segments` streams the same TCP :class:`Packet` records as
   ``read_packets(..., protocols=("tcp",))`` with the headers of each chunk read in NumPy
   columns; :func:`tcp_segment_rows` gives them as plain tuples of the fields
@@ -65,6 +68,7 @@ References
 from __future__ import annotations
 
 from qoe.capture._udp_batches import read_udp_batches
+from qoe.capture._collector import relaxed_gc, relaxed_gc_scope
 from qoe.capture._readahead import read_ahead, usable_cores
 from qoe.capture._files import probe
 from qoe.capture._records import CaptureInfo, Interface
@@ -92,6 +96,8 @@ __all__ = [
     "read_udp_batches",
     "read_ahead",
     "usable_cores",
+    "relaxed_gc",
+    "relaxed_gc_scope",
     "read_tcp_segments",
     "tcp_segment_rows",
     "tcp_segment_row",

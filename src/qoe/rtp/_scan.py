@@ -228,11 +228,14 @@ def scan_capture(
                             reorder_window=reorder_window, event_jitter=event_jitter, max_streams=max_streams,
                             max_flows=max_flows, loss_rule=loss_rule, jitter_rule=jitter_rule,
                             infer_clock=infer_clock, sdp=sdp, stream_timeout_s=stream_timeout_s)
-    for b in _batches(name, batch_size, read_ahead, sc.timeout_ns):
-        sc.batch(b)
-        del b  # not held while the next batch is read: one batch in memory at a time
-        sc.expire()
-    return sc.finish(name)
+    from qoe.capture import relaxed_gc_scope  # noqa: PLC0415 - as _new_scanner
+
+    with relaxed_gc_scope():  # the collector's young generation relaxed while the scan works
+        for b in _batches(name, batch_size, read_ahead, sc.timeout_ns):
+            sc.batch(b)
+            del b  # not held while the next batch is read: one batch in memory at a time
+            sc.expire()
+        return sc.finish(name)
 
 
 def _check_rules(min_packets: int, loss_rule: str, jitter_rule: str) -> None:
@@ -288,8 +291,10 @@ class ScanStream:
     """
 
     def __init__(self, scanner: _Scanner, batches: Any, path: str) -> None:
+        from qoe.capture import relaxed_gc  # noqa: PLC0415 - as _new_scanner
+
         self._sc = scanner
-        self._gen = self._run(batches, path)
+        self._gen = relaxed_gc(self._run(batches, path))  # the collector relaxed between the calls given
         self.scan: RtpScan | None = None
 
     def __iter__(self) -> ScanStream:

@@ -85,7 +85,6 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from qoe.web._collector import relaxed
 from qoe.web._dns import DnsQuery, dns_queries, iter_dns_queries
 from qoe.web._pagemodel import (DEFAULT_IDLE_GAP_S, Page, WebOptions, _critical_path, _custom_bounds, _diagnose,
                                 _http_items, _mos, _path_wait, _resolve, build_pages, onload_end_ns)
@@ -167,8 +166,11 @@ def iter_page_loads(
     CaptureError
         The file cannot be read as a capture (at the call).
     """
-    # (the collector's young generation relaxed while the pass works: qoe.web._collector)
-    return relaxed(_iter_page_loads(capture, _resolve("iter_page_loads", options, deprecated), limits))
+    # the collector's young generation relaxed while the pass works; the capture layer loads
+    # when a capture is read (qoe.web.pages, which the CLI imports for WebOptions, stays light)
+    from qoe.capture import relaxed_gc  # noqa: PLC0415
+
+    return relaxed_gc(_iter_page_loads(capture, _resolve("iter_page_loads", options, deprecated), limits))
 
 
 def _iter_page_loads(capture: str | os.PathLike[str], opts: WebOptions, limits: Any) -> Iterator[Page]:

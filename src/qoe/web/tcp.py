@@ -127,7 +127,7 @@ from typing import Any
 
 from qoe.capture import TCP_ACK, TCP_SEGMENT_FIELDS, TCP_SYN, Packet, tcp_segment_row, tcp_segment_rows
 from qoe.errors import InputError, QoEWarning
-from qoe.web._collector import relaxed
+from qoe.capture import relaxed_gc
 from qoe.web._sink import CLIENT, SERVER, ByteSink, ConnectionId, SinkFactory
 from qoe.web._conntrack import _Conn
 from qoe.web._connresults import Connection, Direction, Retransmission, RttSamples, TcpLimits
@@ -263,8 +263,8 @@ def iter_connections(
     if sinks is not None and not callable(sinks):
         raise InputError(f"sinks must be a callable (ConnectionId -> ByteSink | None), got {type(sinks).__name__}")
     pairs = None if endpoints is None else _endpoint_pairs(endpoints)
-    # (the collector's young generation relaxed while the pass works: qoe.web._collector)
-    return relaxed(_iter_connections(capture, sinks, limits, pairs=pairs))
+    # (the collector's young generation relaxed while the pass works: qoe.capture.relaxed_gc)
+    return relaxed_gc(_iter_connections(capture, sinks, limits, pairs=pairs))
 
 
 def _endpoint_pairs(endpoints: Any) -> frozenset[tuple[str, int, str, int]]:
