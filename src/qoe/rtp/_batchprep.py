@@ -37,12 +37,13 @@ class PreparedBatch:
     sip, other, rtcp : numpy.ndarray of int64
         Rows (in the batch) of SIP messages, of datagrams that start below 80 (STUN,
         ZRTP, DTLS, TURN channels: RFC 7983 §7, RFC 9443 §4) and of RTCP packets.
-    late_rows, late_k1, late_k2 : numpy.ndarray of int64
-        Rows that may be RTP (version 2, 12 bytes or more, RTCP included) and their flow
-        key words read as if they were: what the scan looks at for flows silent past the
-        timeout.
+    late_rows : numpy.ndarray of int64
+        Rows that may be RTP (version 2, 12 bytes or more, RTCP included): what the scan
+        looks at for flows silent past the timeout.
     key1, key2 : numpy.ndarray of int64
-        Each flow key of ``late_rows`` once (:func:`qoe.rtp._flows.group_by_key`'s order).
+        Each flow key of ``late_rows`` once (:func:`qoe.rtp._flows.group_by_key`'s order),
+        as two words: ``src << 32 | dst`` (address codes) and
+        ``sport << 48 | dport << 32 | ssrc``, the SSRC read as if the row were RTP.
     late_key, late_order : numpy.ndarray of int64
         Each of ``late_rows``' key (an index into ``key1``), and the indices of
         ``late_rows`` by key, batch order kept within a key.
@@ -50,10 +51,8 @@ class PreparedBatch:
         The first row (in batch order) that comes more than ``gap_for`` ns after the
         previous row of its key in the batch (None: none does); ``gap_for``: the timeout it
         was looked for with (None: not looked for).
-    rows, h, k1, k2, src, dst, sport, dport
-        The RTP packets with a whole header: their rows, header columns, flow key words
-        (``src << 32 | dst`` and ``sport << 48 | dport << 32 | ssrc``) and addresses and
-        ports as int64.
+    rows, h
+        The RTP packets with a whole header: their rows and header columns.
     in_late : numpy.ndarray of int64
         Where each RTP packet is among ``late_rows``.
     rtp_order : numpy.ndarray of int64
@@ -64,9 +63,8 @@ class PreparedBatch:
         ``late_fid[in_late]``.
     """
 
-    __slots__ = ("batch", "sip", "other", "rtcp", "late_rows", "late_k1", "late_k2", "key1", "key2", "late_key",
-                 "late_order", "gap_row", "gap_for", "rows", "h", "k1", "k2", "src", "dst", "sport", "dport",
-                 "in_late", "rtp_order", "late_fid")
+    __slots__ = ("batch", "sip", "other", "rtcp", "late_rows", "key1", "key2", "late_key", "late_order", "gap_row",
+                 "gap_for", "rows", "h", "in_late", "rtp_order", "late_fid")
 
     def __init__(self, batch: Any) -> None:
         self.batch = batch
@@ -90,8 +88,7 @@ def prepare(b: Any, timeout_ns: int | None = None) -> PreparedBatch:
     length = b.lengths
     p.gap_row = p.gap_for = None
     if b.data.size == 0 or not length.any():
-        p.sip = p.other = p.rtcp = p.late_rows = p.late_k1 = p.late_k2 = _NONE
-        p.key1 = p.key2 = p.late_key = p.late_order = _NONE
+        p.sip = p.other = p.rtcp = p.late_rows = p.key1 = p.key2 = p.late_key = p.late_order = _NONE
         _no_rtp(p)
         return p
     head = b.head  # each payload's first 16 bytes, zeros past its end
@@ -120,10 +117,10 @@ def prepare(b: Any, timeout_ns: int | None = None) -> PreparedBatch:
     sport = b.sport[late].astype(np.int64)
     dport = b.dport[late].astype(np.int64)
     p.late_rows = late
-    p.late_k1 = src << 32 | dst
-    p.late_k2 = sport << 48 | dport << 32 | ssrc
-    o, starts = group_by_key(np.arange(late.size), p.late_k1, p.late_k2)
-    p.late_order, p.key1, p.key2 = o, p.late_k1[o[starts]], p.late_k2[o[starts]]
+    k1 = src << 32 | dst
+    k2 = sport << 48 | dport << 32 | ssrc
+    o, starts = group_by_key(np.arange(late.size), k1, k2)
+    p.late_order, p.key1, p.key2 = o, k1[o[starts]], k2[o[starts]]
     p.late_key = np.empty(late.size, dtype=np.int64)
     p.late_key[o] = np.repeat(np.arange(starts.size), np.diff(np.append(starts, o.size)))
     if timeout_ns is not None:
@@ -136,8 +133,6 @@ def prepare(b: Any, timeout_ns: int | None = None) -> PreparedBatch:
     rows = rows[h.rows]
     at = (np.cumsum(maybe) - 1)[rows]  # RTP rows are rows that may be RTP: their place among them
     p.rows, p.h, p.in_late = rows, h, at
-    p.k1, p.k2 = p.late_k1[at], p.late_k2[at]
-    p.src, p.dst, p.sport, p.dport = src[at], dst[at], sport[at], dport[at]
     rtp_of = np.full(late.size, -1, dtype=np.int64)  # each of late_rows' place among the RTP packets
     rtp_of[at] = np.arange(rows.size)
     by_key = rtp_of[o]
@@ -160,6 +155,6 @@ def first_gap(p: PreparedBatch, timeout_ns: int) -> int | None:
 
 
 def _no_rtp(p: PreparedBatch) -> None:
-    p.rows = p.k1 = p.k2 = p.src = p.dst = p.sport = p.dport = p.in_late = p.rtp_order = _NONE
+    p.rows = p.in_late = p.rtp_order = _NONE
     p.h = None
 

@@ -332,7 +332,6 @@ class _Scanner:
         b, h, rows = pb.batch, pb.h, pb.rows
         u8 = b.data  # payload i: u8[starts[i] : starts[i] + lengths[i]]
         s, ln = b.starts[rows], b.lengths[rows]
-        src, dst, sport, dport, k1, k2 = pb.src, pb.dst, pb.sport, pb.dport, pb.k1, pb.k2
         fl = self.flows
         fid = self._late_fids(pb)[pb.in_late]
         miss = fid < 0
@@ -343,16 +342,18 @@ class _Scanner:
             key = pb.late_key[pb.in_late[o]]
             starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
             first = o[starts]  # each key's first packet
-            found = fl.lookup(k1[first], k2[first])
+            k1, k2 = pb.key1[key[starts]], pb.key2[key[starts]]
+            ends = _KeyEnds(b, rows[first])
+            found = fl.lookup(k1, k2)
             fresh = np.flatnonzero(found < 0)
             if fresh.size:
-                fresh = self._admit(fresh, first, found, src, dst, sport, dport, lens=np.diff(np.append(starts, o.size)))
+                fresh = self._admit(fresh, first, found, ends, lens=np.diff(np.append(starts, o.size)))
             if fresh.size:
-                r = first[fresh]
                 keys = [(int(a), int(c), int(d), int(e), int(f))
-                        for a, c, d, e, f in zip(src[r].tolist(), dst[r].tolist(), sport[r].tolist(),
-                                                 dport[r].tolist(), h.ssrc[r].tolist())]
-                new = fl.add(keys, k1[r], k2[r], b.index[rows[r]])
+                        for a, c, d, e, f in zip(ends.src[fresh].tolist(), ends.dst[fresh].tolist(),
+                                                 ends.sport[fresh].tolist(), ends.dport[fresh].tolist(),
+                                                 h.ssrc[first[fresh]].tolist())]
+                new = fl.add(keys, k1[fresh], k2[fresh], b.index[rows[first[fresh]]])
                 self.srtp.grow(len(fl))
                 found[fresh] = new
             lens = np.diff(np.append(starts, o.size))
@@ -433,33 +434,33 @@ class _Scanner:
                     self.mid_looked[f] = _MID_LOOK
                     break
 
-    def _admit(self, fresh: np.ndarray, first: np.ndarray, found: np.ndarray, src: np.ndarray, dst: np.ndarray,
-               sport: np.ndarray, dport: np.ndarray, *, lens: np.ndarray) -> np.ndarray:
-        """Of new flows ``fresh`` (indices into ``first``, their first rows), those the scan
-        tracks. Flows to or from a port that is never RTP (``_NOT_RTP_PORTS``: DNS, NTP,
-        ...; one flow per query would fill the table) are not tracked; under ``max_flows``
-        (flows tracked that are not streams), the new flows first seen are tracked, and past
-        it only those a SIP/SDP announcement names. The others get the rejected sink flow in
-        ``found``; the datagrams of those left out for ``max_flows`` are counted."""
+    def _admit(self, fresh: np.ndarray, first: np.ndarray, found: np.ndarray, ends: _KeyEnds, *,
+               lens: np.ndarray) -> np.ndarray:
+        """Of new flows ``fresh`` (indices into ``first``, their first packets, and into
+        ``ends``, those packets' addresses and ports), those the scan tracks. Flows to or
+        from a port that is never RTP (``_NOT_RTP_PORTS``: DNS, NTP, ...; one flow per query
+        would fill the table) are not tracked; under ``max_flows`` (flows tracked that are
+        not streams), the new flows first seen are tracked, and past it only those a SIP/SDP
+        announcement names. The others get the rejected sink flow in ``found``; the
+        datagrams of those left out for ``max_flows`` are counted."""
         a = self.addresses
-        r = first[fresh]
 
-        def announced(rows: np.ndarray) -> np.ndarray:
+        def announced(keys: np.ndarray) -> np.ndarray:
             if not self.sip.announced:
-                return np.zeros(rows.size, dtype=bool)
-            return np.array([self.sip.names(a[src[i]], int(sport[i]), a[dst[i]], int(dport[i]))
-                             for i in rows.tolist()], dtype=bool)
+                return np.zeros(keys.size, dtype=bool)
+            return np.array([self.sip.names(a[ends.src[i]], int(ends.sport[i]), a[ends.dst[i]], int(ends.dport[i]))
+                             for i in keys.tolist()], dtype=bool)
 
-        never = np.isin(sport[r], _NOT_RTP_PORTS) | np.isin(dport[r], _NOT_RTP_PORTS)
+        never = np.isin(ends.sport[fresh], _NOT_RTP_PORTS) | np.isin(ends.dport[fresh], _NOT_RTP_PORTS)
         if never.any():
-            never[never] = ~announced(r[never])
+            never[never] = ~announced(fresh[never])
         out = fresh[never]
         fresh = fresh[~never]
         room = None if self.max_flows is None else self.max_flows - (len(self.flows) - self.n_streams)
         if room is not None and fresh.size > room:
             fresh = fresh[np.argsort(first[fresh], kind="stable")]  # the first seen are kept
             take, late = fresh[:max(room, 0)], fresh[max(room, 0):]
-            named = announced(first[late])  # an announced stream is never left out
+            named = announced(late)  # an announced stream is never left out
             fresh = np.sort(np.concatenate((take, late[named])))
             late = late[~named]
             self.flows_left_out += int(lens[late].sum())
@@ -932,6 +933,17 @@ class _Scanner:
             return False
         interval = (st.last_ns - st.first_ns) / (st.packets - 1)
         return self.last_ns - st.last_ns <= ACTIVE_AT_END_INTERVALS * interval
+
+
+class _KeyEnds:
+    """The address codes and ports (int64) of a batch's rows ``rows``: each new flow key's
+    first packet, read from the batch's columns when a key is new, not for every packet."""
+
+    __slots__ = ("src", "dst", "sport", "dport")
+
+    def __init__(self, b: Any, rows: np.ndarray) -> None:
+        self.src, self.dst = b.src[rows].astype(np.int64), b.dst[rows].astype(np.int64)
+        self.sport, self.dport = b.sport[rows].astype(np.int64), b.dport[rows].astype(np.int64)
 
 
 def _rows(b: Any, sl: slice) -> Any:
