@@ -42,7 +42,7 @@ def make_frames(tmp: str, name: str, w: int, h: int, n: int) -> tuple[str, str, 
     """Raw luma files ref.y / dist.y of ``n`` frames, and the same frames as arrays."""
     ref_yuv, dist_mp4, dist_yuv = (os.path.join(tmp, f"{name}-{s}") for s in ("ref.yuv", "dist.mp4", "dist.yuv"))
     src = f"testsrc2=size={w}x{h}:rate=25"
-    q = ["-hide_banner", "-loglevel", "error", "-y"]
+    q = ["-nostdin", "-hide_banner", "-loglevel", "error", "-y"]  # -nostdin: ffmpeg takes commands from stdin ('q' ends it)
     subprocess.run(["ffmpeg", *q, "-f", "lavfi", "-i", src, "-frames:v", str(n), "-pix_fmt", "yuv420p",
                     "-f", "rawvideo", ref_yuv], check=True)
     subprocess.run(["ffmpeg", *q, "-f", "rawvideo", "-pix_fmt", "yuv420p", "-s", f"{w}x{h}", "-r", "25",
@@ -88,7 +88,7 @@ def ffmpeg_filter_fps(ref: str, dist: str, w: int, h: int, n: int, loops: int, f
     """
     threads = ["-threads", "1", "-filter_threads", "1", "-filter_complex_threads", "1"] if one_thread else []
     inp = ["-f", "rawvideo", "-pix_fmt", "gray", "-s", f"{w}x{h}", "-r", "25"]
-    base = ["ffmpeg", "-hide_banner", "-nostats", *threads, *inp, "-i", dist, *inp, "-i", ref]  # main input first
+    base = ["ffmpeg", "-nostdin", "-hide_banner", "-nostats", *threads, *inp, "-i", dist, *inp, "-i", ref]  # main input first
     replay = f"[0:v]loop=loop={loops - 1}:size={n}:start=0[a];[1:v]loop=loop={loops - 1}:size={n}:start=0[b]"
     with_filter = [*base, "-lavfi", f"{replay};[a][b]{filt}", "-f", "null", "-"]
     without = [*base, "-lavfi", replay, "-map", "[a]", "-map", "[b]", "-f", "null", "-"]
