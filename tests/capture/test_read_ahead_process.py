@@ -76,6 +76,44 @@ def test_the_same_batches_made_in_a_child_that_ends_with_them(cap, write):
     assert out.split() == ["batches", "8"]
 
 
+def test_batches_read_into_reused_shared_memory_are_the_same(cap, write):
+    """The child reads each chunk of a plain file straight into the shared memory its batch
+    is handed over in, and reads into a slot again only once the parent has let go of it and
+    the child holds no view of it: a batch of datagrams from two chunks leaves the rest of
+    the second one waiting for the next batch (payloads of over half a chunk are not copied
+    out of it), in a slot the parent may already have given back. Batches taken one at a
+    time and dropped (the parent pausing after each, so that the child finds slots given
+    back) equal those read in this process, payloads included. (Reusing such a slot while
+    the child still held the rest of a chunk in it gave other payloads.)"""
+    frames = [cap.eth(cap.ipv4(f"10.0.{i % 5}.{i % 7}", "10.0.1.1", 17, cap.udp(i, 2, bytes([i % 251]) * (600 + i % 700))))
+              for i in range(3000)]
+    path = write(cap.pcap([(cap.T0, i, f) for i, f in enumerate(frames)]))
+    out = _run('''
+        import hashlib, time
+        path = sys.argv[1]
+
+        def digest(b):
+            h = hashlib.sha256()
+            for name in ("index", "ts_ns", "src", "dst", "sport", "dport", "lengths", "wire_len"):
+                h.update(np.ascontiguousarray(getattr(b, name)).tobytes())
+            for i in range(len(b)):
+                h.update(b.payload_of(i))
+            return h.hexdigest()
+
+        for batch_size, chunk_size in ((100, 65536), (None, 65536), (37, 1 << 20)):
+            plain = [digest(b) for b in read_udp_batches(path, batch_size=batch_size, chunk_size=chunk_size)]
+            it = read_ahead(read_udp_batches(path, batch_size=batch_size, chunk_size=chunk_size), 2, process=True)
+            ahead = []
+            for b in it:
+                ahead.append(digest(b))
+                del b
+                time.sleep(0.003)
+            assert ahead == plain, (batch_size, chunk_size)
+            print(len(plain))
+    ''', path)
+    assert [int(x) for x in out.split()] == [30, 46, 82]  # batches of each pass
+
+
 def test_large_plain_and_strided_items_and_a_killed_child():
     out = _run('''
         big = [np.arange(n, dtype=np.float64) for n in (3 << 20, 10, 1 << 21)]  # 24 MiB: above a slot's 8 MiB

@@ -216,7 +216,7 @@ def records(source: PathOrFile, *, chunk_size: int = CHUNK_SIZE) -> Iterator[Rec
         yield from chunk.records()
 
 
-def raw_chunks(source: PathOrFile, *, chunk_size: int = CHUNK_SIZE) -> Iterator[RawChunk]:
+def raw_chunks(source: PathOrFile, *, chunk_size: int = CHUNK_SIZE, shared: bool = False) -> Iterator[RawChunk]:
     """Stream a capture as :class:`RawChunk` arrays, reading ``chunk_size`` bytes at a time.
 
     Raises :class:`~qoe.errors.CaptureError` for a file that cannot be read at all (at
@@ -227,4 +227,4 @@ def raw_chunks(source: PathOrFile, *, chunk_size: int = CHUNK_SIZE) -> Iterator[
         if info.format == "pcapng":
             yield from pcapng_chunks(f, info, head, chunk_size=chunk_size)
         else:
-            yield from pcap_chunks(f, info, chunk_size)
+            yield from pcap_chunks(f, info, chunk_size, shared=shared)

@@ -13,12 +13,21 @@ the slot (no copy), and the slot is given back for the next items when the last 
 is gone; a slot is mapped once in each process, so its pages are not faulted in again.
 
 Messages (a Unix socket pair, parent <- child): an 8-byte length and a pickled tuple,
-``("item", slot, sizes, meta, warnings)`` (a new slot's descriptor comes with its first
+``("item", slot, places, meta, warnings)`` (``places``: each array's offset and size in the
+slot; a new slot's descriptor comes with its first
 byte), ``("end", warnings)`` or ``("error", exception, warnings)``. Tokens (parent ->
 child, one byte each): :data:`_MORE`, make the next item (the parent sends ``depth`` at
 the start and one per item it takes), or a slot's number below it, that slot is free
 again. The child ignores SIGINT (the parent's Ctrl-C stops both: the parent kills the
 child when closed) and ends when the parent's end of the socket closes.
+
+The reader may read straight into the slot an item goes to (:func:`shared_buffer`: the
+capture's bytes, the largest of an item's arrays): an array that already lies in that
+slot is not copied again, the message gives each array's place in the slot. A slot is
+written again only when the parent has given it back and the child holds no view of it
+any more (a reader may keep a chunk's bytes for its next item): the slot's mapping then
+exports no buffer, which resizing it to its own size tells (Python raises BufferError
+for a mapping with buffers exported, and this is its only way to ask).
 
 Only where ``os.fork``, ``os.memfd_create`` and descriptor passing exist (Linux) and the
 process runs no other Python thread (a fork copies only the calling thread: a lock
@@ -93,6 +102,47 @@ def _dumps(obj: Any) -> tuple[bytes, list[memoryview]]:
     buffers: list[pickle.PickleBuffer] = []
     _Pickler(f, protocol=5, buffer_callback=buffers.append).dump(obj)
     return f.getvalue(), [b.raw() for b in buffers]
+
+
+class _Arena:
+    """The slot an item is being made in (in the child), as the reader fills it."""
+
+    __slots__ = ("slot", "mm", "used", "base")
+
+    def __init__(self, slot: int, mm: mmap.mmap) -> None:
+        self.slot, self.mm, self.used = slot, mm, 0
+        self.base = _address(memoryview(mm))
+
+    def take(self, n: int) -> memoryview | None:
+        if _aligned(self.used + n) > len(self.mm) // 2:  # half the slot left for the item's other arrays
+            return None
+        view = memoryview(self.mm)[self.used:self.used + n]
+        self.used = _aligned(self.used + n)
+        return view
+
+
+_ARENA: _Arena | None = None  # set in the child while an item is made
+
+
+def shared_buffer(n: int) -> memoryview | None:
+    """``n`` writable bytes of the shared memory the item being made goes to, when called in
+    a child reading ahead (:class:`ForkAhead`) while it makes an item; else None. An array
+    of the item that views them is handed over without a copy."""
+    return None if _ARENA is None else _ARENA.take(n)
+
+
+def _address(buffer: Any) -> int:
+    """Where a buffer's first byte is in this process's memory."""
+    return int(np.frombuffer(buffer, dtype=np.uint8).ctypes.data) if len(buffer) else 0
+
+
+def _unexported(mm: mmap.mmap) -> bool:
+    """Whether this process holds no view of slot ``mm`` (see the module)."""
+    try:
+        mm.resize(len(mm))
+    except BufferError:
+        return False
+    return True
 
 
 class ForkAhead(Iterator[T], Generic[T]):
@@ -197,14 +247,11 @@ class ForkAhead(Iterator[T], Generic[T]):
         for w in message[-1]:
             warnings.warn_explicit(*w)
         if message[0] == "item":
-            _, slot, sizes, meta, _ = message
+            _, slot, places, meta, _ = message
             base = self._slots[slot][:]  # its own view object: the slot is free when it goes
             weakref.finalize(base, self._free, slot).atexit = False
             view = memoryview(base)
-            buffers, at = [], 0
-            for s in sizes:
-                buffers.append(view[at:at + s])
-                at += _aligned(s)
+            buffers = [view[at:at + size] for at, size in places]
             del view, base
             self._send(bytes([_MORE]))
             return pickle.loads(meta, buffers=buffers)  # type: ignore[no-any-return]
@@ -249,6 +296,7 @@ def _portable(error: BaseException) -> BaseException:
 
 def _child(source: Iterator[Any], sock: socket.socket) -> None:
     """The child's loop: an item for each :data:`_MORE` token, into a free slot."""
+    global _ARENA
     slots: list[mmap.mmap] = []
     free: set[int] = set()
     wanted = 0
@@ -284,6 +332,12 @@ def _child(source: Iterator[Any], sock: socket.socket) -> None:
             if not take(block=True):
                 return
         wanted -= 1
+        if not take(block=False):
+            return
+        # the slot the reader may read into: the smallest free one (the parent gave it back)
+        # of which the child holds no view either; a new slot is made only for an item
+        ready = sorted((k for k in free if _unexported(slots[k])), key=lambda k: len(slots[k]))
+        _ARENA = _Arena(ready[0], slots[ready[0]]) if ready else None
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
             try:
@@ -293,6 +347,8 @@ def _child(source: Iterator[Any], sock: socket.socket) -> None:
                 kind = "end"
             except BaseException as exc:  # noqa: BLE001 - raised in the parent
                 kind, error = "error", exc
+            finally:
+                arena, _ARENA = _ARENA, None
         said = [(str(w.message), w.category, w.filename, w.lineno) for w in seen]
         if kind == "end":
             send(("end", said))
@@ -300,16 +356,30 @@ def _child(source: Iterator[Any], sock: socket.socket) -> None:
         if kind == "error":
             send(("error", _portable(error), said))
             return
-        sizes = [b.nbytes for b in buffers]
-        need = sum(_aligned(s) for s in sizes)
         if not take(block=False):
             return
-        fits = [k for k in free if len(slots[k]) >= need]
+        sizes = [b.nbytes for b in buffers]
         new = None
-        if fits:
-            slot = min(fits, key=lambda k: len(slots[k]))
+        places: list[tuple[int, int] | None] = [None] * len(buffers)
+        if arena is not None and arena.used:  # arrays read into the arena stay where they are
+            for i, b in enumerate(buffers):
+                at = _address(b) - arena.base
+                if 0 <= at and at + sizes[i] <= arena.used:
+                    places[i] = (at, sizes[i])
+            need = arena.used + sum(_aligned(sizes[i]) for i, p in enumerate(places) if p is None)
+            if need > len(arena.mm):
+                places = [None] * len(buffers)  # it does not fit there: copied whole elsewhere
+        if any(p is not None for p in places):
+            slot, at = arena.slot, arena.used  # type: ignore[union-attr]
             free.discard(slot)
         else:
+            need = sum(_aligned(s) for s in sizes)
+            fits = [k for k in free if len(slots[k]) >= need and (arena is None or k != arena.slot or not arena.used)
+                    and _unexported(slots[k])]
+            slot, at = (min(fits, key=lambda k: len(slots[k])), 0) if fits else (-1, 0)
+            if fits:
+                free.discard(slot)
+        if slot < 0:
             if len(slots) >= _MORE:  # slot numbers are bytes below _MORE
                 send(("error", CaptureError(f"read_ahead(process=True): the reader holds views of all {len(slots)} "
                                             "items in shared memory; take copies of the arrays it keeps"), said))
@@ -319,10 +389,13 @@ def _child(source: Iterator[Any], sock: socket.socket) -> None:
             os.ftruncate(new, size)
             slot = len(slots)
             slots.append(mmap.mmap(new, size))
-        whole, at = slots[slot], 0
-        for b in buffers:
-            whole[at:at + b.nbytes] = b
-            at += _aligned(b.nbytes)
-        send(("item", slot, sizes, meta, said), new)
+        whole = slots[slot]
+        for i, b in enumerate(buffers):
+            if places[i] is None:
+                whole[at:at + sizes[i]] = b
+                places[i] = (at, sizes[i])
+                at += _aligned(sizes[i])
+        buffers = b = arena = None  # no view of the item's arrays kept here
+        send(("item", slot, places, meta, said), new)
         if new is not None:
             os.close(new)

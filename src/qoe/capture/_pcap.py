@@ -29,6 +29,7 @@ from qoe.capture._records import (
     check_linktype,
     gather_u32,
     read_bytes,
+    read_into,
     warn_corrupt,
     warn_truncated,
 )
@@ -79,7 +80,11 @@ def pcap_first_frame_ns(f: BinaryIO, info: CaptureInfo) -> int | None:
     return sec * NS_PER_S + frac * (1 if info.nanosecond else 1000)
 
 
-def pcap_chunks(f: BinaryIO, info: CaptureInfo, chunk_size: int) -> Iterator[RawChunk]:
+def pcap_chunks(f: BinaryIO, info: CaptureInfo, chunk_size: int, *, shared: bool = False) -> Iterator[RawChunk]:
+    """The file's records in chunks of about ``chunk_size`` bytes. ``shared``: in a child
+    process reading ahead, a plain file's chunks are read straight into the shared memory
+    their batch is handed over in (``qoe.capture._forkahead.shared_buffer``; a chunk's
+    ``buf`` is then a memoryview)."""
     name = info.name
     bo = info.byte_order
     caplen_at = struct.Struct(bo + "I").unpack_from
@@ -90,14 +95,18 @@ def pcap_chunks(f: BinaryIO, info: CaptureInfo, chunk_size: int) -> Iterator[Raw
     # chunk (a seek back over at most one record), not copied in front of it (a second 1 MiB
     # copy and allocation per chunk: 2.5% of a pass over benchmarks/web.py's capture).
     reread = isinstance(f, io.BufferedReader) and f.seekable()
-    buf = b""
-    pos = 0
+    shared_buffer = None
+    if shared and reread:
+        from qoe.capture._forkahead import shared_buffer  # noqa: PLC0415 - only for a child reading ahead
+    buf: bytes | memoryview = b""
+    pos = n = 0  # (n, not len(buf): a shared chunk already given is not looked at again)
     index = 0
     while True:
-        chunk = read_bytes(f, chunk_size, name)
-        if not chunk:
+        view = shared_buffer(chunk_size) if shared_buffer is not None else None
+        chunk = view[:read_into(f, view, name)] if view is not None else read_bytes(f, chunk_size, name)
+        if not len(chunk):
             break
-        buf = buf[pos:] + chunk if pos < len(buf) else chunk
+        buf = b"".join((buf[pos:], chunk)) if pos < n else chunk  # a cut record carried over (a pipe, gzip)
         pos = 0
         n = len(buf)
         st, pos = _pcap_record_starts(buf, pos, rec, bo)
@@ -122,10 +131,10 @@ def pcap_chunks(f: BinaryIO, info: CaptureInfo, chunk_size: int) -> Iterator[Raw
                 linktype=lt,
             )
             index += k
-        if not chunk:
+        if not len(chunk):
             return
-    if pos < len(buf):
-        warn_truncated(name, index + 1, f"{len(buf) - pos} bytes of it present")
+    if pos < n:
+        warn_truncated(name, index + 1, f"{n - pos} bytes of it present")
 
 
 def _pcap_record_starts(buf: bytes, pos: int, rec: int, bo: str) -> tuple["np.ndarray", int]:

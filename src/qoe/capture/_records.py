@@ -130,6 +130,14 @@ class CaptureInfo:
     decryption_secrets: list[tuple[int, bytes]] = field(default_factory=list)
 
 
+def read_into(f: BinaryIO, view: memoryview, name: str) -> int:
+    """Read into ``view`` (a plain file: what :func:`read_bytes` reads, into memory given)."""
+    try:
+        return f.readinto(view) or 0  # type: ignore[attr-defined]
+    except OSError as e:
+        raise CaptureError(f"{name}: read error ({e})") from None
+
+
 def read_bytes(f: BinaryIO, n: int, name: str) -> bytes:
     try:
         data = f.read(n)

@@ -383,7 +383,7 @@ class _Extractor:
         decode = self.decoder.decode
         code = self.book.code
         lt = ch.linktype
-        buf = ch.buf
+        buf = ch.buf if isinstance(ch.buf, bytes) else bytes(ch.buf)  # (frames as bytes, not views of shared memory)
         rows = []
         cuts: list[int] = []
         for r in si.tolist():
@@ -443,7 +443,7 @@ def _padded(ch: RawChunk) -> bytes:
     where its captured length covers the bytes read.
     """
     if len(ch) and int(ch.data_off.max()) + len(_PAD_BYTES) > len(ch.buf):
-        return ch.buf + _PAD_BYTES
+        return bytes(ch.buf) + _PAD_BYTES
     return ch.buf
 
 
@@ -630,7 +630,9 @@ def _iter_batches(
     path: PathOrFile, batch_size: int | None, chunk_size: int, reassembly: ReassemblyLimits
 ) -> Iterator[UdpBatch]:
     ex = _Extractor(reassembly)
-    pieces = (p for p in (ex.extract(ch) for ch in raw_chunks(path, chunk_size=chunk_size)) if p is not None and len(p))
+    # (in a child reading ahead, a chunk is read straight into the memory its batch is handed over in)
+    chunks = raw_chunks(path, chunk_size=chunk_size, shared=True)
+    pieces = (p for p in (ex.extract(ch) for ch in chunks) if p is not None and len(p))
     if batch_size is None:  # a batch per chunk, its payloads left in the chunk's buffer
         for piece in pieces:
             yield _to_batch(piece, ex.book)
