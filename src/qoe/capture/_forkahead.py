@@ -66,6 +66,10 @@ _SLOT_STEP = 1 << 20
 #: Arrays start on this boundary in a slot (bytes): NumPy's loops for aligned data.
 _ALIGN = 64
 _MORE = 255  # token: make one more item (slots are numbered below it)
+#: Slots the child makes for its reader to read into when none is free: with two items
+#: ahead, three are in use at a time and the parent gives one back just after it asks for
+#: the next item, so a fourth lets the reader read into shared memory every time.
+_ARENA_SLOTS = 4
 _LEN = struct.Struct("<Q")
 
 
@@ -236,14 +240,14 @@ class ForkAhead(Iterator[T], Generic[T]):
             first, fds = b"", []
         if not first:
             raise self._died()
-        for fd in fds:  # a new slot, for this item
-            try:
-                size = os.fstat(fd).st_size
-                self._slots[len(self._slots)] = np.frombuffer(mmap.mmap(fd, size), dtype=np.uint8)
-            finally:
+        try:
+            (n,) = _LEN.unpack(first + self._read(_LEN.size - 1))
+            message = pickle.loads(self._read(n))
+            for fd in fds:  # a slot new to this process, the item's (numbered by the child)
+                self._slots[message[1]] = np.frombuffer(mmap.mmap(fd, os.fstat(fd).st_size), dtype=np.uint8)
+        finally:
+            for fd in fds:
                 os.close(fd)
-        (n,) = _LEN.unpack(first + self._read(_LEN.size - 1))
-        message = pickle.loads(self._read(n))
         for w in message[-1]:
             warnings.warn_explicit(*w)
         if message[0] == "item":
@@ -299,7 +303,15 @@ def _child(source: Iterator[Any], sock: socket.socket) -> None:
     global _ARENA
     slots: list[mmap.mmap] = []
     free: set[int] = set()
+    unsent: dict[int, int] = {}  # slots the parent has not mapped yet -> their descriptors
     wanted = 0
+
+    def new_slot(size: int) -> int:
+        fd = os.memfd_create("qoe-read-ahead", os.MFD_CLOEXEC)
+        os.ftruncate(fd, size)
+        slots.append(mmap.mmap(fd, size))
+        unsent[len(slots) - 1] = fd
+        return len(slots) - 1
 
     def take(block: bool) -> bool:  # read tokens; False: the parent has gone
         nonlocal wanted
@@ -335,8 +347,12 @@ def _child(source: Iterator[Any], sock: socket.socket) -> None:
         if not take(block=False):
             return
         # the slot the reader may read into: the smallest free one (the parent gave it back)
-        # of which the child holds no view either; a new slot is made only for an item
+        # of which the child holds no view either, else a new one while there are fewer
+        # than _ARENA_SLOTS (the parent gives a slot back a moment after it asks for more)
         ready = sorted((k for k in free if _unexported(slots[k])), key=lambda k: len(slots[k]))
+        if not ready and len(slots) < _ARENA_SLOTS:
+            ready = [new_slot(SLOT_BYTES)]
+            free.add(ready[0])
         _ARENA = _Arena(ready[0], slots[ready[0]]) if ready else None
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
@@ -359,7 +375,6 @@ def _child(source: Iterator[Any], sock: socket.socket) -> None:
         if not take(block=False):
             return
         sizes = [b.nbytes for b in buffers]
-        new = None
         places: list[tuple[int, int] | None] = [None] * len(buffers)
         if arena is not None and arena.used:  # arrays read into the arena stay where they are
             for i, b in enumerate(buffers):
@@ -384,11 +399,7 @@ def _child(source: Iterator[Any], sock: socket.socket) -> None:
                 send(("error", CaptureError(f"read_ahead(process=True): the reader holds views of all {len(slots)} "
                                             "items in shared memory; take copies of the arrays it keeps"), said))
                 return
-            size = max(SLOT_BYTES, -(-need // _SLOT_STEP) * _SLOT_STEP)
-            new = os.memfd_create("qoe-read-ahead", os.MFD_CLOEXEC)
-            os.ftruncate(new, size)
-            slot = len(slots)
-            slots.append(mmap.mmap(new, size))
+            slot = new_slot(max(SLOT_BYTES, -(-need // _SLOT_STEP) * _SLOT_STEP))
         whole = slots[slot]
         for i, b in enumerate(buffers):
             if places[i] is None:
@@ -396,6 +407,7 @@ def _child(source: Iterator[Any], sock: socket.socket) -> None:
                 places[i] = (at, sizes[i])
                 at += _aligned(sizes[i])
         buffers = b = arena = None  # no view of the item's arrays kept here
+        new = unsent.pop(slot, None)  # the slot's descriptor goes with its first item
         send(("item", slot, places, meta, said), new)
         if new is not None:
             os.close(new)
