@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
 
@@ -19,6 +20,19 @@ def pytest_configure(config: pytest.Config) -> None:
     fd = os.open(os.devnull, os.O_RDONLY)
     os.dup2(fd, 0)
     os.close(fd)
+
+
+@pytest.fixture
+def caller_threshold():
+    """The collector's threshold set to one of a caller's own (not the default) while a test
+    runs, and given back after it: that threshold (for the passes that relax it)."""
+    old = gc.get_threshold()
+    mine = (900, 11, 12)
+    gc.set_threshold(*mine)
+    try:
+        yield mine
+    finally:
+        gc.set_threshold(*old)
 
 
 @pytest.fixture

@@ -20,17 +20,6 @@ import pytest
 from qoe.rtp import iter_scan, scan_capture
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "voice" / "captures"
-CALLER = (900, 11, 12)  # a threshold of the caller's own (not the default)
-
-
-@pytest.fixture
-def caller_threshold():
-    old = gc.get_threshold()
-    gc.set_threshold(*CALLER)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
 
 
 @pytest.fixture
@@ -56,8 +45,8 @@ def _thresholds_at_warnings(run):
 def test_scan_capture_works_with_a_relaxed_young_generation(caller_threshold, cut_capture):
     seen, scan = _thresholds_at_warnings(lambda: scan_capture(cut_capture, keep_packets=False))
     assert scan.streams and seen  # the streams of the call, and the reader's warning
-    assert all(t[0] >= 20_000 and t[1:] == CALLER[1:] for t in seen), seen
-    assert gc.get_threshold() == CALLER  # the caller's, exactly, after the scan
+    assert all(t[0] >= 20_000 and t[1:] == caller_threshold[1:] for t in seen), seen
+    assert gc.get_threshold() == caller_threshold  # the caller's, exactly, after the scan
 
 
 def test_iter_scan_relaxes_it_only_while_it_works(caller_threshold, cut_capture):
@@ -72,10 +61,10 @@ def test_iter_scan_relaxes_it_only_while_it_works(caller_threshold, cut_capture)
 
     seen, calls = _thresholds_at_warnings(run)
     assert calls and seen and in_loop
-    assert all(t[0] >= 20_000 and t[1:] == CALLER[1:] for t in seen), seen
+    assert all(t[0] >= 20_000 and t[1:] == caller_threshold[1:] for t in seen), seen
     # counted from when the call was given: the caller's own plus what the scan left young
-    assert all(t[1:] == CALLER[1:] and CALLER[0] <= t[0] < 20_000 for t in in_loop), in_loop
-    assert gc.get_threshold() == CALLER
+    assert all(t[1:] == caller_threshold[1:] and caller_threshold[0] <= t[0] < 20_000 for t in in_loop), in_loop
+    assert gc.get_threshold() == caller_threshold
 
 
 def test_a_threshold_of_zero_is_left_alone(cut_capture):

@@ -26,7 +26,6 @@ from qoe.web.tcp import connections, iter_connections
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CAPTURE = os.path.join(ROOT, "data", "web", "captures", "http10-idle-b64-wget_client.pcap")
-CALLER = (900, 11, 12)  # a threshold of the caller's own (not the default)
 YOUNG_MAX = 20_000 + 1_000  # young objects a pass may leave: its threshold, and a few made after
 
 
@@ -46,22 +45,12 @@ class _Seen:
         pass
 
 
-@pytest.fixture
-def caller_threshold():
-    old = gc.get_threshold()
-    gc.set_threshold(*CALLER)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
-
-
 def test_the_pass_works_with_a_relaxed_young_generation(caller_threshold):
     inside: list = []
     found = connections(CAPTURE, sinks=lambda cid: _Seen(inside))
     assert found and inside
-    assert all(t[0] >= 20_000 and t[1:] == CALLER[1:] for t in inside), sorted(set(inside))[:3]
-    assert gc.get_threshold() == CALLER  # the caller's, exactly, after the pass
+    assert all(t[0] >= 20_000 and t[1:] == caller_threshold[1:] for t in inside), sorted(set(inside))[:3]
+    assert gc.get_threshold() == caller_threshold  # the caller's, exactly, after the pass
 
 
 def test_the_callers_threshold_is_in_force_in_its_loop_and_after(caller_threshold):
@@ -74,15 +63,15 @@ def test_the_callers_threshold_is_in_force_in_its_loop_and_after(caller_threshol
     # counted from the moment the page was given: the caller's own plus the young objects the
     # pass left (at most its 20,000 and the few made before the collector looked), never the
     # pass's relaxed threshold on top of them
-    assert all(t[1:] == CALLER[1:] and CALLER[0] <= t[0] <= CALLER[0] + YOUNG_MAX for t in seen), seen
-    assert gc.get_threshold() == CALLER
+    assert all(t[1:] == caller_threshold[1:] and caller_threshold[0] <= t[0] <= caller_threshold[0] + YOUNG_MAX for t in seen), seen
+    assert gc.get_threshold() == caller_threshold
 
 
 def test_a_pass_closed_early_gives_back_the_callers_threshold(caller_threshold):
     it = iter_connections(CAPTURE)
     next(it)
     it.close()
-    assert gc.get_threshold() == CALLER
+    assert gc.get_threshold() == caller_threshold
 
 
 def test_a_threshold_set_in_the_loop_is_kept(caller_threshold):
@@ -116,5 +105,5 @@ def test_a_pass_in_another_thread_leaves_the_threshold_alone(caller_threshold):
     t = threading.Thread(target=lambda: done.append(connections(CAPTURE, sinks=lambda cid: _Seen(inside))))
     t.start()
     t.join()
-    assert done and inside and all(x == CALLER for x in inside)
-    assert gc.get_threshold() == CALLER
+    assert done and inside and all(x == caller_threshold for x in inside)
+    assert gc.get_threshold() == caller_threshold
