@@ -149,6 +149,24 @@ def _unexported(mm: mmap.mmap) -> bool:
     return True
 
 
+def _exports_seen() -> bool:
+    """Whether :func:`_unexported` can tell here: a mapping's resize refused while a view of
+    it exists and allowed after (else the reader never reads into a slot, and a slot only
+    ever holds copies, which the child does not view)."""
+    fd = os.memfd_create("qoe-read-ahead-probe", os.MFD_CLOEXEC)
+    try:
+        os.ftruncate(fd, mmap.PAGESIZE)
+        mm = mmap.mmap(fd, mmap.PAGESIZE)
+        view = memoryview(mm)
+        refused = not _unexported(mm)
+        view.release()
+        return refused and _unexported(mm)
+    except (OSError, ValueError, SystemError):
+        return False
+    finally:
+        os.close(fd)
+
+
 class ForkAhead(Iterator[T], Generic[T]):
     """The items of ``source``, made in a forked child process up to ``depth`` ahead.
 
@@ -305,6 +323,7 @@ def _child(source: Iterator[Any], sock: socket.socket) -> None:
     free: set[int] = set()
     unsent: dict[int, int] = {}  # slots the parent has not mapped yet -> their descriptors
     wanted = 0
+    arenas = _exports_seen()  # the reader may read into slots
 
     def new_slot(size: int) -> int:
         fd = os.memfd_create("qoe-read-ahead", os.MFD_CLOEXEC)
@@ -349,8 +368,8 @@ def _child(source: Iterator[Any], sock: socket.socket) -> None:
         # the slot the reader may read into: the smallest free one (the parent gave it back)
         # of which the child holds no view either, else a new one while there are fewer
         # than _ARENA_SLOTS (the parent gives a slot back a moment after it asks for more)
-        ready = sorted((k for k in free if _unexported(slots[k])), key=lambda k: len(slots[k]))
-        if not ready and len(slots) < _ARENA_SLOTS:
+        ready = sorted((k for k in free if _unexported(slots[k])), key=lambda k: len(slots[k])) if arenas else []
+        if arenas and not ready and len(slots) < _ARENA_SLOTS:
             ready = [new_slot(SLOT_BYTES)]
             free.add(ready[0])
         _ARENA = _Arena(ready[0], slots[ready[0]]) if ready else None
@@ -390,7 +409,7 @@ def _child(source: Iterator[Any], sock: socket.socket) -> None:
         else:
             need = sum(_aligned(s) for s in sizes)
             fits = [k for k in free if len(slots[k]) >= need and (arena is None or k != arena.slot or not arena.used)
-                    and _unexported(slots[k])]
+                    and (not arenas or _unexported(slots[k]))]
             slot, at = (min(fits, key=lambda k: len(slots[k])), 0) if fits else (-1, 0)
             if fits:
                 free.discard(slot)
