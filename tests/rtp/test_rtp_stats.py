@@ -389,8 +389,7 @@ def test_loss_bursts_are_loss_pattern_of_the_missing_numbers():
 @pytest.mark.parametrize("length", [1000, 1003], ids=["window-from-a-byte", "window-across-a-byte"])
 def test_loss_runs_of_a_window_received_whole_or_not(window, last_loss, length):
     """The numbers still in the window at the end are settled into the loss runs too: a
-    window received whole (one run, counted without looking at each number) or with a
-    loss in it; both equal loss_pattern (G.107) over the stream's numbers. Windows of
+    window received whole (one run) or with a loss in it; both equal loss_pattern (G.107) over the stream's numbers. Windows of
     whole bytes (64, 4096) are read a byte at a time, a window of 100 a number at a time;
     with 1003 numbers the last 64 start in the middle of a byte and wrap round the window."""
     rng = np.random.default_rng(3)

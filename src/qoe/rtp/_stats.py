@@ -61,7 +61,6 @@ LOSS_RULES = ("rfc3550", "tshark")
 _CHUNK = 1 << 16
 # Sequence numbers whose loss runs are read from the window's bits at once (a byte each)
 _BIT_CHUNK = 1 << 20
-_ONES = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)  # set bits of each byte value
 
 
 @dataclass(frozen=True, slots=True)
@@ -518,9 +517,9 @@ class StreamStats:
         end = first + span
         turn = np.flatnonzero(bits[1:] != bits[:-1]) + 1  # a bit that differs from the one before
         owner = np.searchsorted(first, turn, side="right") - 1
-        turn = turn[(turn > first[owner]) & (turn < end[owner])]  # inside a stream's numbers
-        at = np.concatenate((first, turn))
-        who = np.concatenate((np.arange(sids.size), np.searchsorted(first, turn, side="right") - 1))
+        inside = (turn > first[owner]) & (turn < end[owner])  # inside a stream's numbers
+        at = np.concatenate((first, turn[inside]))
+        who = np.concatenate((np.arange(sids.size), owner[inside]))
         o = np.argsort(at, kind="stable")
         at, who = at[o], who[o]
         stop = np.empty_like(at)
@@ -839,17 +838,10 @@ class StreamStats:
             group = (np.cumsum(top - a + 1) - 1) // _BIT_CHUNK  # about this many numbers at a time
             for part in np.split(np.arange(sids.size), np.flatnonzero(np.diff(group)) + 1):
                 self._window_runs(runs, sids[part], a[part], top[part])
-        else:
-            # A window's bits are set for the numbers received in a..top and for no other
-            # (numbers entering it have their bits cleared first, _advance): where as many
-            # are set as the window spans, every number was received, one run of them.
-            full = _ONES[self.ring[sids]].sum(axis=1, dtype=np.int64) == top - a + 1
-            if full.any():
-                runs.add_runs(sids[full], np.zeros(int(full.sum()), dtype=bool), (top - a + 1)[full])
-            rest = np.flatnonzero(~full)
+        else:  # a number at a time
             none = np.zeros(0, dtype=np.int64)
-            group = (np.cumsum(top[rest] - a[rest] + 1) - 1) // _CHUNK  # about _CHUNK numbers at a time
-            for part in np.split(rest, np.flatnonzero(np.diff(group)) + 1):
+            group = (np.cumsum(top - a + 1) - 1) // _CHUNK  # about _CHUNK numbers at a time
+            for part in np.split(np.arange(sids.size), np.flatnonzero(np.diff(group)) + 1):
                 self._settle(runs, sids[part], a[part], top[part], top[part], none, none)
         pat = runs.patterns(sids)
         n = self.n[sids]
