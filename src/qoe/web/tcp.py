@@ -125,9 +125,8 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from qoe.capture import TCP_ACK, TCP_SEGMENT_FIELDS, TCP_SYN, Packet, tcp_segment_row, tcp_segment_rows
+from qoe.capture import TCP_ACK, TCP_SEGMENT_FIELDS, TCP_SYN, Packet, relaxed_gc, tcp_segment_row, tcp_segment_rows
 from qoe.errors import InputError, QoEWarning
-from qoe.capture import relaxed_gc
 from qoe.web._sink import CLIENT, SERVER, ByteSink, ConnectionId, SinkFactory
 from qoe.web._conntrack import _Conn
 from qoe.web._connresults import Connection, Direction, Retransmission, RttSamples, TcpLimits
