@@ -268,3 +268,55 @@ def test_a_file_object_is_read_ahead_in_a_thread_not_a_child():
         print(len(plain), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss == 0)
     ''', os.path.join(ROOT, "data", "web", "captures", "http11-down-b8-curl-dns_client.pcap"))
     assert out.split()[1] == "True" and int(out.split()[0]) > 100
+
+
+def test_then_runs_in_the_process_that_would_otherwise_wait():
+    """read_ahead(then=f): f(item) is given instead of each item, made in the child while the
+    caller still holds an item it has not taken, else by the caller as it takes the item."""
+    out = _run('''
+        import time
+        me = os.getpid()
+
+        def then(x):
+            if x == 13:
+                raise ValueError("item 13")
+            return x * x, os.getpid()
+
+        def made(n, pause=0.0):
+            for i in range(n):
+                time.sleep(pause)
+                yield i
+
+        def where(results):
+            return sorted({"caller" if pid == me else "child" for _, pid in results})
+
+        # a slow source: the caller has taken every item when the next is made
+        got = list(read_ahead(made(12, 0.03), 2, process=True, then=then))
+        assert [x for x, _ in got] == [i * i for i in range(12)]
+        print("slow source:", where(got))
+        # a slow caller: the child is ahead, the caller holds an item it has not taken
+        got = []
+        for r in read_ahead(made(12), 2, process=True, then=then):
+            time.sleep(0.03)
+            got.append(r)
+        assert [x for x, _ in got] == [i * i for i in range(12)]
+        print("slow caller:", where(got[3:]))  # (the first items are made before the caller holds any)
+        # depth 1: the caller never holds one ahead; then runs in the child, as in a thread
+        got = list(read_ahead(made(12, 0.01), 1, process=True, then=then))
+        print("depth 1:", where(got))
+        thread = list(read_ahead(made(12), 2, then=then))
+        assert [x for x, _ in thread] == [i * i for i in range(12)] and where(thread) == ["caller"]
+        # an error of then comes at its item, on either side
+        for pause_source, pause_caller in ((0.02, 0.0), (0.0, 0.02)):
+            seen = []
+            try:
+                for x, _ in read_ahead(made(20, pause_source), 2, process=True, then=then):
+                    time.sleep(pause_caller)
+                    seen.append(x)
+                raise AssertionError("no error")
+            except ValueError as e:
+                print("error after", len(seen), str(e))
+        assert children() == set()
+    ''')
+    assert out.splitlines() == ["slow source: ['caller']", "slow caller: ['child']", "depth 1: ['child']",
+                                "error after 13 item 13", "error after 13 item 13"]

@@ -13,13 +13,21 @@ the slot (no copy), and the slot is given back for the next items when the last 
 is gone; a slot is mapped once in each process, so its pages are not faulted in again.
 
 Messages (a Unix socket pair, parent <- child): an 8-byte length and a pickled tuple,
-``("item", slot, places, meta, warnings)`` (``places``: each array's offset and size in the
-slot; a new slot's descriptor comes with its first
-byte), ``("end", warnings)`` or ``("error", exception, warnings)``. Tokens (parent ->
+``("item", slot, places, meta, finished, warnings)`` (``places``: each array's offset and
+size in the slot; ``finished``: whether ``then`` was applied, below; a new slot's
+descriptor comes with its first byte), ``("end", warnings)`` or ``("error", exception,
+warnings)``. Tokens (parent ->
 child, one byte each): :data:`_MORE`, make the next item (the parent sends ``depth`` at
 the start and one per item it takes), or a slot's number below it, that slot is free
 again. The child ignores SIGINT (the parent's Ctrl-C stops both: the parent kills the
 child when closed) and ends when the parent's end of the socket closes.
+
+A pure function ``then`` of each item may run on either side: in the child while the
+parent has an item it has not taken yet (the parent is the slower one), else in the parent
+(the child is the slower one: the parent has taken every item and would wait for the
+next). The child knows from the tokens: while it makes an item, the parent holds
+``depth - 1 - wanted`` items it has not taken, ``wanted`` being the items asked for beyond
+the one being made. So the work of ``then`` goes to the process that would otherwise wait.
 
 The reader may read straight into the slot an item goes to (:func:`shared_buffer`: the
 capture's bytes, the largest of an item's arrays): an array that already lies in that
@@ -48,7 +56,7 @@ import threading
 import traceback
 import warnings
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -176,7 +184,7 @@ class ForkAhead(Iterator[T], Generic[T]):
     :func:`fork_available`.
     """
 
-    def __init__(self, source: Iterator[T], depth: int) -> None:
+    def __init__(self, source: Iterator[Any], depth: int, then: Callable[[Any], T] | None = None) -> None:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         _ignored = np.empty(SLOT_BYTES, dtype=np.uint8)  # see below
         for f in (sys.stdout, sys.stderr):  # nothing buffered is written twice
@@ -195,7 +203,7 @@ class ForkAhead(Iterator[T], Generic[T]):
             try:
                 mine.close()
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
-                _child(source, theirs)
+                _child(source, theirs, depth, then)
             except BaseException:  # noqa: BLE001 - the parent sees the socket close early
                 code = 1
             finally:
@@ -213,6 +221,7 @@ class ForkAhead(Iterator[T], Generic[T]):
         self._sock = mine
         self._slots: dict[int, np.ndarray] = {}
         self._done = False
+        self._then = then
         self._send(bytes([_MORE]) * depth)
 
     def _send(self, token: bytes) -> None:
@@ -269,14 +278,15 @@ class ForkAhead(Iterator[T], Generic[T]):
         for w in message[-1]:
             warnings.warn_explicit(*w)
         if message[0] == "item":
-            _, slot, places, meta, _ = message
+            _, slot, places, meta, finished, _ = message
             base = self._slots[slot][:]  # its own view object: the slot is free when it goes
             weakref.finalize(base, self._free, slot).atexit = False
             view = memoryview(base)
             buffers = [view[at:at + size] for at, size in places]
             del view, base
             self._send(bytes([_MORE]))
-            return pickle.loads(meta, buffers=buffers)  # type: ignore[no-any-return]
+            item = pickle.loads(meta, buffers=buffers)
+            return item if finished or self._then is None else self._then(item)
         self._finish(kill=False)
         if message[0] == "error":
             raise message[1]
@@ -316,8 +326,9 @@ def _portable(error: BaseException) -> BaseException:
     return error
 
 
-def _child(source: Iterator[Any], sock: socket.socket) -> None:
-    """The child's loop: an item for each :data:`_MORE` token, into a free slot."""
+def _child(source: Iterator[Any], sock: socket.socket, depth: int, then: Callable[[Any], Any] | None) -> None:
+    """The child's loop: an item for each :data:`_MORE` token, into a free slot; ``then``
+    applied to it when the parent holds an item it has not taken (see the module)."""
     global _ARENA
     slots: list[mmap.mmap] = []
     free: set[int] = set()
@@ -376,7 +387,11 @@ def _child(source: Iterator[Any], sock: socket.socket) -> None:
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
             try:
-                meta, buffers = _dumps(next(source))
+                item = next(source)
+                # with depth 1 the parent never holds one: then is applied here, as by a thread
+                finished = then is None or depth == 1 or (take(block=False) and wanted < depth - 1)
+                meta, buffers = _dumps(then(item) if then is not None and finished else item)
+                item = None
                 kind = "item"
             except StopIteration:
                 kind = "end"
@@ -427,6 +442,6 @@ def _child(source: Iterator[Any], sock: socket.socket) -> None:
                 at += _aligned(sizes[i])
         buffers = b = arena = None  # no view of the item's arrays kept here
         new = unsent.pop(slot, None)  # the slot's descriptor goes with its first item
-        send(("item", slot, places, meta, said), new)
+        send(("item", slot, places, meta, finished, said), new)
         if new is not None:
             os.close(new)

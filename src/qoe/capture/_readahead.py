@@ -10,13 +10,14 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from collections.abc import Iterable, Iterator
-from typing import Generic, TypeVar
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Generic, TypeVar, overload
 
 from qoe.capture._forkahead import ForkAhead, fork_available
 from qoe.errors import InputError
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 # How long the reading thread waits for room in the queue before it looks again whether
 # the reader has gone (s): the time a thread of an abandoned reader lives on.
@@ -32,7 +33,12 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def read_ahead(items: Iterable[T], depth: int = 1, *, process: bool = False) -> Iterator[T]:
+@overload
+def read_ahead(items: Iterable[T], depth: int = ..., *, process: bool = ..., then: None = ...) -> Iterator[T]: ...
+@overload
+def read_ahead(items: Iterable[T], depth: int = ..., *, process: bool = ..., then: Callable[[T], U]) -> Iterator[U]: ...
+def read_ahead(items: Iterable[Any], depth: int = 1, *, process: bool = False,
+               then: Callable[[Any], Any] | None = None) -> Iterator[Any]:
     """The items of ``items``, made by a background thread (or process) while the caller works.
 
     For the batches of a large capture (:func:`read_udp_batches`, :func:`tcp_segment_rows`,
@@ -63,6 +69,15 @@ def read_ahead(items: Iterable[T], depth: int = 1, *, process: bool = False) -> 
         of 1.4 M packets of 4,000 streams (``benchmarks/rtp_many_streams.py``'s captures,
         2 vCPUs, the scan alone): wall time 0.59-0.61 s in a process, 0.62-0.79 s in a
         thread, 0.77-0.84 s without.
+    then : callable, optional
+        A function of one item whose result is the item given instead (``then(item)``). It
+        must be pure: its result may not depend on the process it runs in. In a thread it
+        runs there; with ``process=True`` in whichever process would otherwise wait: the
+        child while the caller has an item it has not taken yet (the caller is the slower
+        one), else the caller, as it takes the item (the child is the slower one). With
+        ``depth`` 1 the caller never holds an item ahead, and it runs in the child. For the
+        RTP scan (:func:`qoe.rtp.scan_capture`) it sorts and parses each batch: on 4,000
+        concurrent calls the child was the slower one by 0.17-0.23 s.
 
     Returns
     -------
@@ -81,8 +96,8 @@ def read_ahead(items: Iterable[T], depth: int = 1, *, process: bool = False) -> 
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
         raise InputError(f"read_ahead: depth must be a positive integer, given {depth!r}")
     if process and fork_available():
-        return ForkAhead(iter(items), depth)
-    return ReadAhead(iter(items), depth)
+        return ForkAhead(iter(items), depth, then)
+    return ReadAhead(iter(items) if then is None else map(then, items), depth)
 
 
 class ReadAhead(Iterator[T], Generic[T]):
