@@ -29,6 +29,8 @@ from qoe.rtp.srtp import SrtpInfo
 #: §6.4), Generic NACK (RFC 4585 §6.2.1), PLI (§6.3.1), FIR (RFC 5104 §4.3.1) and
 #: transport-wide feedback (draft-holmer-rmcat-transport-wide-cc-extensions-01 §3.1).
 FEEDBACK_KINDS = ("sr", "rr", "nack", "pli", "fir", "transport_cc")
+_FEEDBACK_COLUMNS = tuple((f"feedback_{k}", k) for k in FEEDBACK_KINDS)
+_NO_FEEDBACK = {c: 0 for c, _ in _FEEDBACK_COLUMNS}
 
 #: How close to the capture's end (in the stream's own mean packet intervals) a stream's last
 #: packet must be for the stream to count as still sending when the capture ended
@@ -236,7 +238,8 @@ class RtpStream:
         }
         out.update(SrtpInfo.record(self.srtp))
         out["notes"] = "; ".join(self.notes) if self.notes else None
-        out.update({f"feedback_{k}": self.feedback.get(k, 0) for k in FEEDBACK_KINDS})
+        fb = self.feedback
+        out.update({c: fb.get(k, 0) for c, k in _FEEDBACK_COLUMNS} if fb else _NO_FEEDBACK)
         out.update(RtxInfo.record(self.rtx))
         out["header_bytes"] = self.header_bytes
         out["header_bytes_received"] = (None if self.header_bytes is None else self.header_bytes + (

@@ -505,12 +505,12 @@ class _Scanner:
         (:class:`SrtpSampler`). The key is the sender's ``a=crypto`` (RFC 4568 §5.1,
         :func:`qoe.rtp.sip.sender_crypto`).
         """
-        s_media = r_media = None
+        sdes = None
         if self.sip.announced:
             s_media, r_media = self.sip.both_ends(*self._ends(fid), int(self.flows.first_frame[fid]))
-        sdes = sender_crypto(s_media, r_media)
-        if any(m is not None and m.secure for m in (r_media, s_media)):
-            return SrtpInfo(found_by="sdp", sdes=sdes)
+            sdes = sender_crypto(s_media, r_media)
+            if (r_media is not None and r_media.secure) or (s_media is not None and s_media.secure):
+                return SrtpInfo(found_by="sdp", sdes=sdes)
         channels = 1
         if media is not None and pt in media.rtpmap:
             channels = media.rtpmap[pt][2]

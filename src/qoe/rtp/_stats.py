@@ -910,8 +910,9 @@ class StreamStats:
         at, pt = at[o], pt[o]
         out: list[tuple[int, ...]] = [()] * sids.size
         starts = np.flatnonzero(np.concatenate(([True], at[1:] != at[:-1]))) if at.size else at
-        for a, row in zip(at[starts].tolist(), np.split(pt, starts[1:])):
-            out[a] = tuple(row.tolist())
+        types = pt.tolist()
+        for a, lo, hi in zip(at[starts].tolist(), starts.tolist(), [*starts[1:].tolist(), at.size]):
+            out[a] = tuple(types[lo:hi])
         return out
 
 
