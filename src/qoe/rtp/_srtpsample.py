@@ -14,6 +14,7 @@ import dataclasses
 from typing import Any
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from qoe.rtp._order import stable_order
 
@@ -84,21 +85,30 @@ class SrtpSampler:
         self.sampled[flows] += np.bincount(local, minlength=flows.size).astype(np.uint8)
         # the first SAMPLE_BYTES bytes of each of those payloads: their nibbles, counted per flow,
         # in chunks of rows sorted by flow, so that the temporaries stay small and each chunk's
-        # counts span only its own flows
+        # counts span only its own flows. Each payload's bytes are read as one row of
+        # SAMPLE_BYTES (a copy of a window, not a gather of each byte); the bytes past its
+        # end are counted in a bin of their own, left out.
         by_flow = stable_order(local, flows.size)
         local, first = local[by_flow], h.payload_start[o[by_flow]].astype(np.int64)
         w = np.minimum(n[by_flow], SAMPLE_BYTES)
+        if first.size and int(first.max()) + SAMPLE_BYTES > u8.size:  # a batch's bytes that end soon after a payload
+            u8 = np.concatenate((u8, np.zeros(SAMPLE_BYTES, dtype=np.uint8)))
+        windows = sliding_window_view(u8, SAMPLE_BYTES)  # row i: bytes i .. i + SAMPLE_BYTES - 1
         cols = np.arange(SAMPLE_BYTES)
-        counts = np.zeros(flows.size * 32, dtype=np.int64)
+        counts = np.zeros(flows.size * 32 + 1, dtype=np.int64)
         for c in range(0, o.size, _CHUNK):
-            wc = w[c:c + _CHUNK]
-            inside = cols[None, :] < wc[:, None]
-            b = u8[(first[c:c + _CHUNK, None] + cols[None, :])[inside]].astype(np.int64)
-            lo = int(local[c]) * 32  # the chunk's first flow (rows are by flow)
-            at = np.repeat(local[c:c + _CHUNK] * 32 - lo, wc)
-            span = int(local[min(c + _CHUNK, o.size) - 1]) * 32 + 32 - lo
-            counts[lo:lo + span] += np.bincount(np.concatenate((at + (b >> 4), at + 16 + (b & 15))), minlength=span)
-        self.nibbles[flows] += counts.reshape(flows.size, 32).astype(np.uint16)
+            at = local[c:c + _CHUNK]
+            lo = int(at[0])  # the chunk's first flow (rows are by flow)
+            span = (int(at[-1]) + 1 - lo) * 32
+            b = windows[first[c:c + _CHUNK]]
+            base = ((at - lo) * 32)[:, None]
+            past = cols[None, :] >= w[c:c + _CHUNK, None]  # past the payload's end: the last bin
+            high = np.where(past, span, base + (b >> 4))
+            low = np.where(past, span, base + 16 + (b & 15))
+            counts[lo * 32:lo * 32 + span + 1] += np.bincount(np.concatenate((high.reshape(-1), low.reshape(-1))),
+                                                               minlength=span + 1)
+            counts[lo * 32 + span] = 0  # those bytes: the next flow's first bin, which no earlier chunk counted
+        self.nibbles[flows] += counts[:-1].reshape(flows.size, 32).astype(np.uint16)
 
     def judge_later(self, fid: int, per_tick: int, sdes: SdesCrypto | None) -> None:
         """Have flow ``fid`` judged at the end (a codec of ``per_tick`` payload bytes per tick)."""
