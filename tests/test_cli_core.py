@@ -126,3 +126,28 @@ def test_a_capture_cut_short_is_warned_about_once(run, data_dir, tmp_path):
     assert res.exit_code == 0
     lines = [ln for ln in res.stderr.splitlines() if ln.startswith("qoe: warning:") and str(cut) in ln]
     assert len(lines) == 1, res.stderr
+
+
+@pytest.mark.parametrize("args", [["emodel"], ["emodel", "--bogus"]])
+def test_the_console_entry_leaves_the_heap_to_the_exit(args):
+    """qoe_cli.main.main (the `qoe` command) freezes what is alive when the command ends,
+    succeeded or failed, so that the interpreter's shutdown runs no collection over it;
+    its output is whole."""
+    from fresh_python import run_fresh  # noqa: PLC0415 - tests/fresh_python.py, a helper module
+
+    out = run_fresh('''
+        import gc, sys
+        from qoe_cli.main import main
+        sys.argv = ["qoe", *sys.argv[1:]]
+        assert gc.get_freeze_count() == 0
+        try:
+            main()
+        except SystemExit as e:
+            print("exit", e.code)
+        print("frozen", gc.get_freeze_count() > 1000)
+    ''', *args)
+    lines = out.splitlines()
+    assert lines[-1] == "frozen True"
+    assert lines[-2] == ("exit 0" if args == ["emodel"] else "exit 2")
+    if args == ["emodel"]:
+        assert out.startswith("r       93.2062\nmos     4.4094\n")  # as test_emodel_defaults

@@ -7,6 +7,7 @@ exception is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import sys
 import warnings
@@ -80,5 +81,15 @@ def cli() -> None:
 
 
 def main() -> None:
-    """Console-script entry point."""
-    cli()
+    """Console-script entry point.
+
+    The process ends with the command: what is still alive is then moved out of the
+    garbage collector's reach (``gc.freeze``), so that the interpreter's shutdown does not
+    run full collections over NumPy's, Click's and qoe's modules only for the exit to free
+    them (20-25 ms of every command on 2 vCPUs; reference counts still free what they
+    hold, and the standard streams are still flushed).
+    """
+    try:
+        cli()
+    finally:
+        gc.freeze()
