@@ -5,10 +5,11 @@ from __future__ import annotations
 import dataclasses
 import threading
 
+import numpy as np
 import pytest
 
 import qoe.capture as capture
-from qoe.capture import Packet, TcpInfo, read_ahead, read_packets, read_udp_batches
+from qoe.capture import Packet, TcpInfo, byte_rows, read_ahead, read_packets, read_udp_batches
 from qoe.errors import InputError
 
 
@@ -108,3 +109,20 @@ def test_address_codes_stable_across_batches(cap, write):
     assert batches[0].dst[0] == batches[2].dst[0]
     assert batches[-1].addresses[: len(batches[0].addresses)] == batches[0].addresses
 
+
+
+@pytest.mark.parametrize("width", [1, 12, 16, 33, 64, 72])
+def test_byte_rows_are_the_bytes_at_each_start(width):
+    """qoe.capture.byte_rows against slicing the buffer row by row (the rows of a read-only
+    buffer, starts in any order and repeated, the last one flush with its end)."""
+    rng = np.random.default_rng(width)
+    data = rng.integers(0, 256, 5000, dtype=np.uint8).tobytes()
+    u8 = np.frombuffer(data, dtype=np.uint8)
+    starts = np.concatenate((rng.integers(0, len(data) - width + 1, 300), [0, len(data) - width, 7, 7]))
+    rows = byte_rows(u8, starts, width)
+    assert rows.shape == (starts.size, width) and rows.dtype == np.uint8 and rows.flags.writeable
+    assert [r.tobytes() for r in rows] == [data[s:s + width] for s in starts.tolist()]
+    assert byte_rows(u8, np.zeros(0, dtype=np.int64), width).shape == (0, width)
+    for bad in (len(data) - width + 1, -len(data) - 1):
+        with pytest.raises(IndexError):
+            byte_rows(u8, np.array([bad]), width)

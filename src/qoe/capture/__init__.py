@@ -71,7 +71,7 @@ from qoe.capture._udp_batches import read_udp_batches
 from qoe.capture._collector import relaxed_gc, relaxed_gc_scope
 from qoe.capture._readahead import read_ahead, usable_cores
 from qoe.capture._files import probe
-from qoe.capture._records import CaptureInfo, Interface
+from qoe.capture._records import CaptureInfo, Interface, byte_rows
 from qoe.capture._linktypes import SUPPORTED_LINKTYPES
 from qoe.capture._reader import read_packets
 from qoe.capture._reassembly import ReassemblyLimits
@@ -96,6 +96,7 @@ __all__ = [
     "read_udp_batches",
     "read_ahead",
     "usable_cores",
+    "byte_rows",
     "relaxed_gc",
     "relaxed_gc_scope",
     "read_tcp_segments",

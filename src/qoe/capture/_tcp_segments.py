@@ -26,12 +26,11 @@ from itertools import chain, repeat
 from typing import Any
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from qoe.capture._udp_batches import _IS_IPV6_EXTENSION, _compact, _Extractor, _link_layer, _padded, _to_batch, _u16
 from qoe.capture._decode import IPPROTO_TCP, Decoder, parse_tcp_options, warn_unread_esp
 from qoe.capture._files import name_of, probe, raw_chunks
-from qoe.capture._records import CHUNK_SIZE, PathOrFile, RawChunk
+from qoe.capture._records import CHUNK_SIZE, PathOrFile, RawChunk, byte_rows
 from qoe.capture._options import positive_int
 from qoe.capture._readahead import read_ahead as ahead, usable_cores
 from qoe.capture._reassembly import ReassemblyLimits, reassembly_limits
@@ -192,7 +191,7 @@ def _part(ch: RawChunk, decoder: Decoder, names: dict[object, str], batch: UdpBa
     u8 = np.frombuffer(buf, dtype=np.uint8)
     cap = ch.caplen
     l3, ver, _not_ip = _link_layer(u8, ch.data_off, cap, ch.linktype)
-    g = sliding_window_view(u8, _GATHER)[ch.data_off + np.maximum(l3, 0)]  # k × 72 uint8
+    g = byte_rows(u8, ch.data_off + np.maximum(l3, 0), _GATHER)  # k × 72 uint8
     # IPv4 (RFC 791 §3.1): IHL 5, not a fragment, protocol 6, Total Length covering both headers
     total4 = _u16(g, 2)
     v4 = (ver == 4) & (g[:, 0] == 0x45) & ((_u16(g, 6) & 0x3FFF) == 0) & (g[:, 9] == IPPROTO_TCP) & (total4 >= 40)

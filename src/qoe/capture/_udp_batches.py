@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from qoe.capture._decode import IPPROTO_UDP, Decoder, warn_unread_esp
 from qoe.capture._files import name_of, probe, raw_chunks
-from qoe.capture._records import CHUNK_SIZE, PathOrFile, RawChunk
+from qoe.capture._records import CHUNK_SIZE, PathOrFile, RawChunk, byte_rows
 from qoe.capture._linktypes import (
     AF_INET,
     AF_INET6_VALUES,
@@ -269,7 +268,7 @@ class _Extractor:
                 return piece
         l3, ver, not_ip = _link_layer(u8, ch.data_off, ch.caplen, ch.linktype)
         # IP + UDP headers (48 bytes: enough for IPv6 + UDP) of every row, at once.
-        g = sliding_window_view(u8, 48)[ch.data_off + np.maximum(l3, 0)]  # uint8, k × 48
+        g = byte_rows(u8, ch.data_off + np.maximum(l3, 0), 48)  # uint8, k × 48
         fast4, other4 = _ipv4_rows(g, ver, ch.caplen, l3)
         fast6, other6 = _ipv6_rows(g, ver, ch.caplen, l3)
         slow = ~(fast4 | fast6 | other4 | other6 | not_ip)
@@ -295,7 +294,7 @@ class _Extractor:
         the columns of :meth:`_udp_piece` read from one gather of each row's first
         :data:`_PLAIN_BYTES` bytes; None when a row is anything else (the general path
         then takes the chunk)."""
-        g = sliding_window_view(u8, _PLAIN_BYTES)[ch.data_off]  # k × 64 uint8, a copy
+        g = byte_rows(u8, ch.data_off, _PLAIN_BYTES)  # k × 64 uint8
         w = g.view(">u2")  # big-endian 16-bit words: word i is bytes 2i, 2i+1
         cap = ch.caplen
         # Ethernet II: EtherType at 12 (IEEE 802.3 §3.2.6); RFC 791 §3.1: version/IHL at
@@ -423,7 +422,7 @@ def _v4_slot(keys: np.ndarray) -> np.ndarray:
 def _heads(u8: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
     """The first :data:`HEAD_BYTES` of the payloads at ``starts`` in ``u8`` (of ``lens``
     bytes), zeros past their ends: a k × HEAD_BYTES uint8 copy."""
-    return _zero_past_end(sliding_window_view(u8, HEAD_BYTES)[starts], lens)
+    return _zero_past_end(byte_rows(u8, starts, HEAD_BYTES), lens)
 
 
 def _zero_past_end(head: np.ndarray, lens: np.ndarray) -> np.ndarray:

@@ -242,11 +242,13 @@ def header_columns(
     16-bit profile word, then its length in 32-bit words).
     """
     # RFC 3550 §5.1: the fixed header is three 32-bit words in network byte order. Each
-    # packet's 12 bytes are taken as one row (from ``head``, or gathered as a row of a
-    # sliding-window view of the buffer, whatever their alignment), then read as
-    # big-endian words.
+    # packet's 12 bytes are taken as one row (from ``head``, or gathered as a row of the
+    # buffer, whatever their alignment: qoe.capture.byte_rows), then read as big-endian
+    # words.
     if head is None:
-        head = np.lib.stride_tricks.sliding_window_view(u8, RTP_FIXED_HEADER)[starts]
+        from qoe.capture import byte_rows  # noqa: PLC0415 - the capture layer is not loaded with qoe.rtp
+
+        head = byte_rows(u8, starts, RTP_FIXED_HEADER)
     words = np.ascontiguousarray(head[:, :RTP_FIXED_HEADER]).view(">u4").astype(np.int64)
     w0 = words[:, 0]  # V P X CC | M PT | sequence number
     b0 = w0 >> 24

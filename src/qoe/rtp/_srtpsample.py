@@ -14,7 +14,6 @@ import dataclasses
 from typing import Any
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from qoe.rtp._order import stable_order
 
@@ -86,21 +85,22 @@ class SrtpSampler:
         # the first SAMPLE_BYTES bytes of each of those payloads: their nibbles, counted per flow,
         # in chunks of rows sorted by flow, so that the temporaries stay small and each chunk's
         # counts span only its own flows. Each payload's bytes are read as one row of
-        # SAMPLE_BYTES (a copy of a window, not a gather of each byte); the bytes past its
+        # SAMPLE_BYTES (qoe.capture.byte_rows, not a gather of each byte); the bytes past its
         # end are counted in a bin of their own, left out.
+        from qoe.capture import byte_rows  # noqa: PLC0415 - the capture layer loads with the first scan, not with qoe.rtp
+
         by_flow = stable_order(local, flows.size)
         local, first = local[by_flow], h.payload_start[o[by_flow]].astype(np.int64)
         w = np.minimum(n[by_flow], SAMPLE_BYTES)
         if first.size and int(first.max()) + SAMPLE_BYTES > u8.size:  # a batch's bytes that end soon after a payload
             u8 = np.concatenate((u8, np.zeros(SAMPLE_BYTES, dtype=np.uint8)))
-        windows = sliding_window_view(u8, SAMPLE_BYTES)  # row i: bytes i .. i + SAMPLE_BYTES - 1
         cols = np.arange(SAMPLE_BYTES)
         counts = np.zeros(flows.size * 32 + 1, dtype=np.int64)
         for c in range(0, o.size, _CHUNK):
             at = local[c:c + _CHUNK]
             lo = int(at[0])  # the chunk's first flow (rows are by flow)
             span = (int(at[-1]) + 1 - lo) * 32
-            b = windows[first[c:c + _CHUNK]]
+            b = byte_rows(u8, first[c:c + _CHUNK], SAMPLE_BYTES)
             base = ((at - lo) * 32)[:, None]
             past = cols[None, :] >= w[c:c + _CHUNK, None]  # past the payload's end: the last bin
             high = np.where(past, span, base + (b >> 4))
