@@ -203,13 +203,15 @@ def _part(ch: RawChunk, decoder: Decoder, names: dict[object, str], batch: UdpBa
     plen6 = _u16(g, 4)
     dend = np.where(v6, np.where(plen6 > 0, l3 + 40 + plen6, cap), l3 + total4)
     end = np.minimum(dend, cap)
-    t = np.where(v6, 40, 20)[:, None] + np.arange(20)  # the 20 TCP header bytes of each row
-    tcp = np.take_along_axis(g, t, axis=1).astype(np.int64)
+    # the 20 TCP header bytes of each row (a choice of two slices: take_along_axis on a
+    # built index was twice the time)
+    tcp = np.where(v6[:, None], g[:, 40:60], g[:, 20:40]).astype(np.int64)
     hlen = (tcp[:, 12] >> 4) << 2
     fast = (v4 | v6) & (cap >= l4 + 20) & (hlen >= 20) & (l4 + hlen <= end)
     fi = np.flatnonzero(fast)
-    cols, codes, texts, options = _fast_columns(ch, buf, g[fi], tcp[fi], hlen[fi], l4[fi], end[fi], dend[fi],
-                                                v6[fi], fi, names, decoder)
+    # (np.take along the rows: a 2-D array indexed by a row list is copied a byte at a time)
+    cols, codes, texts, options = _fast_columns(ch, buf, np.take(g, fi, axis=0), np.take(tcp, fi, axis=0), hlen[fi],
+                                                l4[fi], end[fi], dend[fi], v6[fi], fi, names, decoder)
     si = np.flatnonzero(~fast)
     slow = _slow_rows(ch, si, decoder) if len(si) else []
     return _Part(batch, u8, cols, codes, texts, options, slow)

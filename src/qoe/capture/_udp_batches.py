@@ -276,7 +276,8 @@ class _Extractor:
         for fast, version in ((fast4, 4), (fast6, 6)):
             fi = np.flatnonzero(fast)
             if len(fi):
-                pieces.append(self._udp_piece(ch, padded, u8, g[fi], l3[fi], fi, version))
+                # (np.take along the rows: a 2-D array indexed by a row list is copied a byte at a time)
+                pieces.append(self._udp_piece(ch, padded, u8, np.take(g, fi, axis=0), l3[fi], fi, version))
         si = np.flatnonzero(slow)
         if len(si):
             decoded = self._decoded_piece(ch, si)

@@ -129,7 +129,8 @@ def prepare(b: Any, timeout_ns: int | None = None) -> PreparedBatch:
     if rows.size == 0:
         _no_rtp(p)
         return p
-    h = header_columns(b.data, b.starts[rows], length[rows], head=head[rows])
+    # (np.take along the rows: indexing a 2-D array with a row list copies a byte at a time)
+    h = header_columns(b.data, b.starts[rows], length[rows], head=np.take(head, rows, axis=0))
     rows = rows[h.rows]
     at = (np.cumsum(maybe) - 1)[rows]  # RTP rows are rows that may be RTP: their place among them
     p.rows, p.h, p.in_late = rows, h, at
