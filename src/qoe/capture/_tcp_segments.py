@@ -235,8 +235,7 @@ def _fast_columns(
     off = ch.data_off[fi]
     p0 = off + l4 + hlen  # payload start in buf
     # options: none, the NOP NOP Timestamps layout (columns), or anything else (per row)
-    o = np.where(v6, 60, 40)[:, None] + np.arange(12)
-    opt = np.take_along_axis(g, o, axis=1).astype(np.int64)
+    opt = np.where(v6[:, None], g[:, 60:72], g[:, 40:52]).astype(np.int64)  # (as the TCP header's bytes)
     ts_layout = (hlen == 32) & (opt[:, 0] == 1) & (opt[:, 1] == 1) & (opt[:, 2] == 8) & (opt[:, 3] == 10)
     # kind: 0 no options, 1 timestamps layout, 2 parse per row
     kind = np.where(hlen == 20, 0, np.where(ts_layout, 1, 2))
