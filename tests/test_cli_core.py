@@ -128,26 +128,43 @@ def test_a_capture_cut_short_is_warned_about_once(run, data_dir, tmp_path):
     assert len(lines) == 1, res.stderr
 
 
-@pytest.mark.parametrize("args", [["emodel"], ["emodel", "--bogus"]])
-def test_the_console_entry_leaves_the_heap_to_the_exit(args):
-    """qoe_cli.main.main (the `qoe` command) freezes what is alive when the command ends,
-    succeeded or failed, so that the interpreter's shutdown runs no collection over it;
-    its output is whole."""
+@pytest.mark.parametrize("args", [["emodel"], ["emodel", "--bogus"], ["--help"]])
+def test_the_console_entry_runs_the_command_with_the_collector_on_and_leaves_the_heap_frozen(args):
+    """qoe_cli.main.main (the `qoe` command) imports the command's modules with the garbage
+    collector off, then freezes what they made and turns it back on for the command; when the
+    command ends (succeeded or failed) what is alive is frozen too, so that the interpreter's
+    shutdown runs no collection over it. Its output is whole, and a collector the caller had
+    turned off stays off."""
     from fresh_python import run_fresh  # noqa: PLC0415 - tests/fresh_python.py, a helper module
 
     out = run_fresh('''
         import gc, sys
+        import click
+        import qoe_cli.emodel_cmd as cmd  # the emodel command's module: its callback is watched
         from qoe_cli.main import main
+        seen = []
+        callback = cmd.emodel.callback
+        def watched(*a, **k):
+            seen.append((gc.isenabled(), gc.get_freeze_count() > 1000))
+            return callback(*a, **k)
+        cmd.emodel.callback = watched
         sys.argv = ["qoe", *sys.argv[1:]]
-        assert gc.get_freeze_count() == 0
+        assert gc.get_freeze_count() == 0 and gc.isenabled()
         try:
             main()
         except SystemExit as e:
             print("exit", e.code)
-        print("frozen", gc.get_freeze_count() > 1000)
+        print("during", seen, "after", gc.isenabled(), gc.get_freeze_count() > 1000)
+        gc.disable()
+        try:
+            main()
+        except SystemExit:
+            pass
+        print("off stays off", not gc.isenabled())
     ''', *args)
-    lines = out.splitlines()
-    assert lines[-1] == "frozen True"
-    assert lines[-2] == ("exit 0" if args == ["emodel"] else "exit 2")
+    lines = [x for x in out.splitlines() if x.startswith(("exit ", "during ", "off "))]
     if args == ["emodel"]:
         assert out.startswith("r       93.2062\nmos     4.4094\n")  # as test_emodel_defaults
+        assert lines == ["exit 0", "during [(True, True)] after True True", "off stays off True"]
+    else:  # no command ran: the collector is back on all the same
+        assert lines == [f"exit {0 if args == ['--help'] else 2}", "during [] after True True", "off stays off True"]
