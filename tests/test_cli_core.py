@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -168,3 +171,16 @@ def test_the_console_entry_runs_the_command_with_the_collector_on_and_leaves_the
         assert lines == ["exit 0", "during [(True, True)] after True True", "off stays off True"]
     else:  # no command ran: the collector is back on all the same
         assert lines == [f"exit {0 if args == ['--help'] else 2}", "during [] after True True", "off stays off True"]
+
+
+def test_the_command_sets_openblas_idle_workers_to_sleep_before_numpy_loads():
+    """The qoe command puts NumPy's idle OpenBLAS workers to sleep at once
+    (OPENBLAS_THREAD_TIMEOUT=4) unless the user set it: the variable is set before NumPy is
+    imported (OpenBLAS reads it when it loads), and a user's value is kept."""
+    code = "import os, sys, qoe_cli.main; print(os.environ['OPENBLAS_THREAD_TIMEOUT'], 'numpy' in sys.modules)"
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    ours = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    theirs = subprocess.run([sys.executable, "-c", code], env={**env, "OPENBLAS_THREAD_TIMEOUT": "12"},
+                            capture_output=True, text=True, check=True)
+    assert ours.stdout.split() == ["4", "False"]
+    assert theirs.stdout.split() == ["12", "False"]
