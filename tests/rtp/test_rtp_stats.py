@@ -19,16 +19,27 @@ write captures with dpkt and read them with ``scan_capture(..., batch_size=...)`
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import socket
 import struct
+from pathlib import Path
 
 import dpkt
 import numpy as np
 import pytest
 
 from qoe.errors import InputError
-from qoe.rtp import RtpPackets, extend_sequence, in_order_jitter_ms, make_packets, rtp_stats, scan_capture
+from qoe.rtp import (
+    RtpPackets,
+    RtpStats,
+    StreamKey,
+    extend_sequence,
+    in_order_jitter_ms,
+    make_packets,
+    rtp_stats,
+    scan_capture,
+)
 from qoe.rtp.lossmodel import loss_pattern
 
 # tshark prints milliseconds with 3 decimals: its values are exact to +-0.0005 ms.
@@ -487,3 +498,21 @@ def test_in_order_jitter_skips_late_packets_and_repeated_timestamps():
     # The every-packet rule counts the late packet: |D| = 25 ms for 3 after 4, then more.
     assert rtp_stats(p, 8000).max_jitter_ms > 1.0
     assert rtp_stats(p, 8000, jitter_rule="in-order").max_jitter_ms == 0.0
+
+
+def test_scanned_statistics_and_keys_equal_their_constructors():
+    """A scan builds its streams' RtpStats and StreamKey without the frozen dataclass
+    ``__init__`` (thousands at the end of a trunk's capture); each equals the one its class
+    builds from the same field values, has the same repr and hash, and is still frozen."""
+    root = Path(__file__).resolve().parents[2] / "data" / "voice" / "captures"
+    streams = [s for cap in ("both-b64_client.pcapng", "both-b64_server.pcap") for s in scan_capture(root / cap).streams]
+    assert len(streams) >= 4
+    for s in streams:
+        for rec, cls in ((s.stats, RtpStats), (s.key, StreamKey)):
+            again = cls(**{f.name: getattr(rec, f.name) for f in dataclasses.fields(cls)})
+            assert type(rec) is cls and rec == again and repr(rec) == repr(again) and hash(rec) == hash(again)
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                setattr(rec, "ssrc" if cls is StreamKey else "packets", 0)
+    keys = [s.key for s in streams]
+    rebuilt = [StreamKey(*dataclasses.astuple(k)) for k in keys]
+    assert sorted(keys) == sorted(rebuilt)  # keys still order as their class's (order=True)

@@ -1,7 +1,7 @@
 """The result records of a page-load pass behave as their classes' own constructors make them.
 
 Connections, directions, transactions and pages are built on the hot path without the frozen
-dataclass ``__init__`` (``qoe.web._records``); here every record of a real capture is compared
+dataclass ``__init__`` (``qoe._records``); here every record of a real capture is compared
 with the one its class builds from the same field values: equal, same ``repr``, still frozen.
 """
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from qoe._records import builder
 from qoe.errors import QoEWarning
 from qoe.rtp._packet import (
     RTP_FIXED_HEADER,
@@ -78,6 +79,9 @@ _MID_LOOK = 256
 #: keep a participant that sent a BYE "for an appropriate delay" since RTP packets may still
 #: be on the way; 2 s is the RTCP BYE timer of Microsoft's RTP profile ([MS-RTPME] §3.2.2).
 BYE_GRACE_S = 2.0
+
+_make_key = builder(StreamKey, positional=True)  # a stream's key, thousands at a trunk's end (qoe._records)
+
 
 def _first_copies(seg: _Segments, seq: np.ndarray, ts: np.ndarray) -> np.ndarray:
     """Which packets are the first of their segment with their sequence number and timestamp.
@@ -834,7 +838,7 @@ class _Scanner:
             tables.append(packets)
             streams.append(
                 RtpStream(
-                    key=StreamKey(a[src], sport, a[dst], dport, ssrc, self.encaps[src] if self.encaps else ""),
+                    key=_make_key(a[src], sport, a[dst], dport, ssrc, self.encaps[src] if self.encaps else ""),
                     payload_type=main,
                     codec=codec,
                     clock_rate=rate,

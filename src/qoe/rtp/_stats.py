@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from qoe._records import builder
 from qoe.errors import InputError
 from qoe.rtp._order import stable_order
 from qoe.rtp._packet import SEQ_MOD, STATIC_PAYLOAD_TYPES, TS_MOD, RtpPackets, wrapped_distance
@@ -164,6 +165,7 @@ class RtpStats:
 
 
 _STATS_FIELDS = tuple(f.name for f in fields(RtpStats))  # all flat numbers: no deep copy needed
+_make_stats = builder(RtpStats, positional=True)  # thousands at a trunk's end: see qoe._records
 
 
 def clock_table(clock_rates: dict[int, int] | None = None) -> np.ndarray:
@@ -887,7 +889,7 @@ class StreamStats:
             "burst_ratio": pat["burst_r"],
         }
         assert tuple(cols) == _STATS_FIELDS
-        return [RtpStats(*row) for row in zip(*(c.tolist() for c in cols.values()))]
+        return [_make_stats(*row) for row in zip(*(c.tolist() for c in cols.values()))]
 
     def payload_type_counts(self, sid: int) -> np.ndarray:
         """Packets per payload type 0..127 of stream ``sid``."""

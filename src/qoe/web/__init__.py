@@ -13,7 +13,8 @@
 The private modules, by layer: ``_sink`` (the byte-stream contract), ``_conntrack`` and
 ``_delivery`` (TCP), ``_connresults``; ``_results`` (records), ``_http1`` (the HTTP/1.x parser),
 ``_dispatch`` (which parser a connection gets); ``_dns``, ``_pagemodel`` (grouping, PLT,
-diagnosis), ``_stream`` (the streaming pass); ``_records`` (fast constructors).
+diagnosis), ``_stream`` (the streaming pass); the records' fast constructors are
+:mod:`qoe._records`'s (shared with :mod:`qoe.rtp`).
 
 Submodules load lazily: ``import qoe.web`` (for :mod:`~qoe.web.g1030` alone) does not load
 the page model, HAR and report code, and :mod:`qoe.web.pages` loads TCP reassembly, the

@@ -35,7 +35,7 @@ import numpy as np
 from qoe.capture import TCP_ACK, TCP_FIN, TCP_RST, TCP_SEGMENT_FIELDS, TCP_SYN
 from qoe.web._connresults import Connection, Direction, Retransmission, RttSamples, TcpLimits
 from qoe.web._delivery import _H_END, _H_START, _Delivery, _start
-from qoe.web._records import builder
+from qoe._records import builder
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
 
 M32 = 0xFFFFFFFF
@@ -785,7 +785,7 @@ class _Conn(_Delivery):
 
 
 # the result records of every connection, built without a frozen __init__'s per-field
-# object.__setattr__ (qoe.web._records): two Directions and a Connection per connection
+# object.__setattr__ (qoe._records): two Directions and a Connection per connection
 _make_connection = builder(Connection)
 _make_direction = builder(Direction)
 _make_rtt = builder(RttSamples)

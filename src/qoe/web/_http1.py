@@ -21,7 +21,7 @@ import h11
 import httptools
 
 from qoe.errors import InputError
-from qoe.web._records import builder
+from qoe._records import builder
 from qoe.web._results import ConnectionResult, Transaction
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
 
@@ -857,7 +857,7 @@ class HttpSink:
 #: HTTP/1.x version -> its ALPN protocol id (RFC 7301 §6; IANA "TLS ALPN Protocol IDs").
 _ALPN = {"1.0": "http/1.0", "1.1": "http/1.1"}
 
-_make_transaction = builder(Transaction)  # one per transaction, see qoe.web._records
+_make_transaction = builder(Transaction)  # one per transaction, see qoe._records
 _make_result = builder(ConnectionResult)  # one per HTTP connection
 
 _SCHEME = re.compile(r"(?i)^([a-z][a-z0-9+.-]*)://([^/?#]*)")

@@ -30,7 +30,7 @@ from qoe.report import as_dict, brief
 from qoe.web import g1030
 from qoe.web.g1030 import PRESETS
 from qoe.web._dns import DnsQuery
-from qoe.web._records import builder
+from qoe._records import builder
 from qoe.web.tls import TlsSession
 
 __all__ = ["Page", "WebOptions", "build_pages", "onload_end_ns", "DEFAULT_IDLE_GAP_S"]
@@ -929,4 +929,4 @@ def _path_wait(path: list[tuple[_Item, int, int]], conns: Mapping[int, Any]) -> 
     return total
 
 
-_make_page = builder(Page)  # one per page, see qoe.web._records
+_make_page = builder(Page)  # one per page, see qoe._records

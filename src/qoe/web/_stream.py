@@ -46,7 +46,7 @@ from qoe.web._dispatch import PARSERS, Parser, ProtocolSink
 from qoe.web._dns import DnsQuery, batch_queries, iter_dns_queries
 from qoe.web._pagemodel import (PENDING_HANDSHAKE_NS, Page, _http_items, _Item, _page, _tls_items, held_until_ns,
                                 opened_syn_ns, starts_other_page)
-from qoe.web._records import replaced
+from qoe._records import replaced
 from qoe.web.tcp import _is_file, _iter_connections, iter_connections
 
 _INF = math.inf
