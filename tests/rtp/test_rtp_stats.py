@@ -33,6 +33,7 @@ from qoe.errors import InputError
 from qoe.rtp import (
     RtpPackets,
     RtpStats,
+    RtpStream,
     StreamKey,
     extend_sequence,
     in_order_jitter_ms,
@@ -501,18 +502,22 @@ def test_in_order_jitter_skips_late_packets_and_repeated_timestamps():
 
 
 def test_scanned_statistics_and_keys_equal_their_constructors():
-    """A scan builds its streams' RtpStats and StreamKey without the frozen dataclass
-    ``__init__`` (thousands at the end of a trunk's capture); each equals the one its class
-    builds from the same field values, has the same repr and hash, and is still frozen."""
+    """A scan builds its streams (RtpStream, its RtpStats and StreamKey) without the frozen
+    dataclass ``__init__`` (thousands at the end of a trunk's capture); each equals the one its
+    class builds from the same field values (RtpStream's media and its dict fields made as
+    its __init__ makes them), has the same repr (and hash), and is still frozen."""
     root = Path(__file__).resolve().parents[2] / "data" / "voice" / "captures"
     streams = [s for cap in ("both-b64_client.pcapng", "both-b64_server.pcap") for s in scan_capture(root / cap).streams]
     assert len(streams) >= 4
     for s in streams:
-        for rec, cls in ((s.stats, RtpStats), (s.key, StreamKey)):
+        for rec, cls in ((s, RtpStream), (s.stats, RtpStats), (s.key, StreamKey)):
             again = cls(**{f.name: getattr(rec, f.name) for f in dataclasses.fields(cls)})
-            assert type(rec) is cls and rec == again and repr(rec) == repr(again) and hash(rec) == hash(again)
+            assert type(rec) is cls and rec == again and repr(rec) == repr(again)
+            assert cls is RtpStream or hash(rec) == hash(again)
             with pytest.raises(dataclasses.FrozenInstanceError):
                 setattr(rec, "ssrc" if cls is StreamKey else "packets", 0)
+        assert s.media == "audio" and type(s.fmtp) is dict and type(s.feedback) is dict
+    assert len({id(s.feedback) for s in streams}) == len(streams)  # a dict of its own each, as __init__ makes
     keys = [s.key for s in streams]
     rebuilt = [StreamKey(*dataclasses.astuple(k)) for k in keys]
     assert sorted(keys) == sorted(rebuilt)  # keys still order as their class's (order=True)

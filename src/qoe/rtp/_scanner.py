@@ -80,7 +80,8 @@ _MID_LOOK = 256
 #: be on the way; 2 s is the RTCP BYE timer of Microsoft's RTP profile ([MS-RTPME] §3.2.2).
 BYE_GRACE_S = 2.0
 
-_make_key = builder(StreamKey, positional=True)  # a stream's key, thousands at a trunk's end (qoe._records)
+# a stream, its key: thousands at a trunk's end (qoe._records)
+_make_stream, _make_key = builder(RtpStream), builder(StreamKey, positional=True)
 
 
 def _first_copies(seg: _Segments, seq: np.ndarray, ts: np.ndarray) -> np.ndarray:
@@ -837,7 +838,7 @@ class _Scanner:
                 notes = (*notes, f"{self._cut_note()} ({self.cut_of[fid]} of {st.packets} packets cut)")
             tables.append(packets)
             streams.append(
-                RtpStream(
+                _make_stream(
                     key=_make_key(a[src], sport, a[dst], dport, ssrc, self.encaps[src] if self.encaps else ""),
                     payload_type=main,
                     codec=codec,
