@@ -100,20 +100,6 @@ def test_a_batch_per_chunk_holds_that_chunk_s_datagrams(cap, write):
         read_udp_batches(path, batch_size=0)
 
 
-def test_the_first_read_of_a_pcap_file_is_at_most_512_kib(cap, write):
-    """A reader working ahead hands its first batch over sooner: with 4 MiB chunks, the
-    first batch of a 2 MB pcap holds the records of its first 512 KiB at most, the second
-    the rest, and together the datagrams of fixed-size batches."""
-    frames = [cap.eth(cap.ipv4("10.0.0.1", "10.0.1.1", 17, cap.udp(i % 60000, 2, bytes(1000)))) for i in range(2000)]
-    path = write(cap.pcap([(cap.T0, i, f) for i, f in enumerate(frames)]))
-    per_chunk = list(read_udp_batches(path, batch_size=None, chunk_size=4 << 20))
-    assert len(per_chunk) == 2
-    first = int(per_chunk[0].wire_len.sum()) + 16 * len(per_chunk[0]) + 24  # + record headers, file header
-    assert 500 << 10 < first <= 512 << 10
-    sized = [b.packet(i) for b in read_udp_batches(path, batch_size=300) for i in range(len(b))]
-    assert [b.packet(i) for b in per_chunk for i in range(len(b))] == sized
-
-
 def test_address_codes_stable_across_batches(cap, write):
     frames = [cap.eth(cap.ipv4(f"10.0.0.{i}", "10.0.1.1", 17, cap.udp(1, 2, b""))) for i in range(1, 9)]
     frames += [cap.eth(cap.ipv4("10.0.0.1", "10.0.1.1", 17, cap.udp(1, 2, b"")))]

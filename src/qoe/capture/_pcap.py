@@ -80,18 +80,6 @@ def pcap_first_frame_ns(f: BinaryIO, info: CaptureInfo) -> int | None:
     return sec * NS_PER_S + frac * (1 if info.nanosecond else 1000)
 
 
-#: Bytes of the first read of a plain pcap file (when ``chunk_size`` is larger): the first
-#: chunk of a file costs a reader about five times a later one (its memory is touched for
-#: the first time), and a process reading ahead hands it over that much later, while the
-#: scan waits. On 4,000 concurrent calls (``benchmarks/rtp_many_streams.py``, 4 MiB chunks)
-#: ``qoe streams`` took 0.937 s with a first read of 4 MiB, 0.928 with 1 MiB, 0.910 with
-#: 512 KiB, 0.912 with 256 KiB and 0.935 with 128 KiB (means of 6 alternating runs);
-#: sequential calls and short streams the same within the noise. Batches are cut elsewhere
-#: then, which moves the scan's running means and jitter by a few units in their last
-#: place (up to 1.6e-15 of their value); nothing of ``data/`` changed.
-FIRST_CHUNK = 512 << 10
-
-
 def pcap_chunks(f: BinaryIO, info: CaptureInfo, chunk_size: int, *, shared: bool = False) -> Iterator[RawChunk]:
     """The file's records in chunks of about ``chunk_size`` bytes. ``shared``: in a child
     process reading ahead, a plain file's chunks are read straight into the shared memory
@@ -113,11 +101,9 @@ def pcap_chunks(f: BinaryIO, info: CaptureInfo, chunk_size: int, *, shared: bool
     buf: bytes | memoryview = b""
     pos = n = 0  # (n, not len(buf): a shared chunk already given is not looked at again)
     index = 0
-    size = min(chunk_size, FIRST_CHUNK)
     while True:
-        view = shared_buffer(size) if shared_buffer is not None else None
-        chunk = view[:read_into(f, view, name)] if view is not None else read_bytes(f, size, name)
-        size = chunk_size
+        view = shared_buffer(chunk_size) if shared_buffer is not None else None
+        chunk = view[:read_into(f, view, name)] if view is not None else read_bytes(f, chunk_size, name)
         if not len(chunk):
             break
         buf = b"".join((buf[pos:], chunk)) if pos < n else chunk  # a cut record carried over (a pipe, gzip)

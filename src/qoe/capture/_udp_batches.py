@@ -88,10 +88,7 @@ def read_udp_batches(
         0.31 s CPU reading 1.4 M datagrams of 230 bytes, ``benchmarks/rtp_many_streams.py``).
     chunk_size, reassembly : optional
         As for :func:`~qoe.capture.read_packets`: bytes read from the file at a time, and
-        the bounds of IP fragment reassembly. From a plain pcap file the first read is
-        smaller (at most 512 KiB), so that a reader working ahead
-        (:func:`~qoe.capture.read_ahead`) hands its first batch over sooner.
-
+        the bounds of IP fragment reassembly.
     Yields
     ------
     UdpBatch
