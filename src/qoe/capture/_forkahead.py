@@ -202,6 +202,7 @@ class ForkAhead(Iterator[T], Generic[T]):
             code = 0
             try:
                 mine.close()
+                del _ignored  # (as in the parent, below)
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
                 _child(source, theirs, depth, then)
             except BaseException:  # noqa: BLE001 - the parent sees the socket close early
