@@ -16,10 +16,15 @@ SHARED = REPO.parent / "shared"
 
 def pytest_configure(config: pytest.Config) -> None:
     """The tools the tests run (ffmpeg above all, which takes commands from its standard input:
-    a 'q' there ends its output early) read an empty stdin, whatever the caller's is."""
-    fd = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(fd, 0)
-    os.close(fd)
+    a 'q' there ends its output early) read an empty stdin, whatever the caller's is: the read
+    end of a pipe whose write end is closed, an end of file at once. Not ``/dev/null``, which
+    is empty only while it is the device: a program run as root that renames a file over it
+    leaves a regular file there, which every ``> /dev/null`` then fills with text for ffmpeg
+    to take as commands."""
+    r, w = os.pipe()
+    os.close(w)
+    os.dup2(r, 0)
+    os.close(r)
 
 
 @pytest.fixture

@@ -6,6 +6,13 @@ within one file system), so a reader never sees half a file and a failure leaves
 previous file intact. An output path that names one of the inputs is refused before
 anything is written.
 
+Only a regular file is replaced that way. A destination that exists and is not a regular
+file (``/dev/null``, ``/dev/stdout``, a terminal, a named pipe) is written in place: a rename
+would put a regular file where the device or the pipe was (run as root, ``-o /dev/null``
+turned the system's ``/dev/null`` into a file, which every later ``> /dev/null`` then
+filled and every reader of ``/dev/null`` read back). A symbolic link is followed: the file
+it names is replaced, and the link stays.
+
 References
 ----------
 .. [1] IEEE Std 1003.1-2017 (POSIX), ``rename()``: "If the link named by the new argument
@@ -17,13 +24,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from qoe.errors import InputError
 
-__all__ = ["atomic_output", "check_output"]
+__all__ = ["atomic_output", "check_output", "written_in_place"]
 
 PathLike = str | os.PathLike[str]
 
@@ -79,6 +87,16 @@ def check_output(path: PathLike, *, inputs: Iterable[PathLike | None] = ()) -> P
     return dest
 
 
+def written_in_place(path: PathLike) -> bool:
+    """Whether ``path`` exists and is not a regular file (a device such as ``/dev/null``, a
+    terminal, a named pipe, a socket; symbolic links followed): such an output is opened
+    and written where it is, never replaced by a rename (see the module)."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):  # absent, or a dangling link: a new regular file
+        return False
+
+
 @contextlib.contextmanager
 def atomic_output(path: PathLike, *, inputs: Iterable[PathLike | None] = ()) -> Iterator[Path]:
     """A temporary path to write ``path``'s content to; renamed to ``path`` on success.
@@ -93,8 +111,10 @@ def atomic_output(path: PathLike, *, inputs: Iterable[PathLike | None] = ()) -> 
     Yields
     ------
     pathlib.Path
-        A new empty file next to ``path``, with the same suffix (libraries that choose a
-        format by the suffix, such as matplotlib and pandas, still see it).
+        A new empty file next to ``path`` (next to the file it names, for a symbolic link),
+        with the same suffix (libraries that choose a format by the suffix, such as
+        matplotlib and pandas, still see it); ``path`` itself when it is not a regular file
+        (:func:`written_in_place`).
 
     Raises
     ------
@@ -111,6 +131,11 @@ def atomic_output(path: PathLike, *, inputs: Iterable[PathLike | None] = ()) -> 
     'done'
     """
     dest = check_output(path, inputs=inputs)
+    if written_in_place(dest):  # a device or a pipe: written where it is
+        yield dest
+        return
+    if dest.is_symlink():  # the file the link names is replaced; the link stays
+        dest = Path(os.path.realpath(dest))
     folder = dest.parent
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=dest.suffix, dir=folder)

@@ -6,7 +6,10 @@ it must refuse with one line and exit status 2, and the input must be unchanged.
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -64,3 +67,95 @@ def test_a_batch_never_writes_its_results_over_the_manifest_or_a_capture(tmp_pat
         with pytest.raises(InputError, match="over an input"):
             qoe.batch.run(manifest, workers=0, progress=False, output=out)
     assert (manifest.read_bytes(), cap.read_bytes()) == before
+
+
+def _read_fifo_in_background(path: Path) -> tuple[threading.Thread, list[bytes]]:
+    got: list[bytes] = []
+
+    def read() -> None:
+        with open(path, "rb") as fh:
+            got.append(fh.read())
+
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    return t, got
+
+
+def test_an_output_that_is_not_a_regular_file_is_written_where_it_is(tmp_path):
+    """``-o`` naming a device or a pipe (``/dev/null``, ``/dev/stdout``, a FIFO) writes into it:
+    a rename over it would leave a regular file in its place (as root, ``-o /dev/null`` once
+    replaced the system's /dev/null). A FIFO stands for the device here: the suite must not
+    touch the machine's /dev/null."""
+    fifo = tmp_path / "streams.csv"
+    os.mkfifo(fifo)
+    reader, got = _read_fifo_in_background(fifo)
+    res = CliRunner().invoke(cli, ["streams", str(VOICE), "--format", "csv", "-o", str(fifo)])
+    reader.join(timeout=30)
+    assert res.exit_code == 0, res.output
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # still the pipe, not a file put in its place
+    assert got and got[0].startswith(b"source,destination,src,sport,")  # the CSV went through the pipe
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["streams.csv"]  # no temporary file left
+
+
+def test_written_in_place_tells_devices_and_pipes_from_files(tmp_path):
+    from qoe.outputs import written_in_place
+
+    assert written_in_place(os.devnull)  # a character device (only looked at: never written here)
+    fifo = tmp_path / "p"
+    os.mkfifo(fifo)
+    assert written_in_place(fifo)
+    plain = tmp_path / "f.csv"
+    plain.write_text("x\n")
+    assert not written_in_place(plain)
+    assert not written_in_place(tmp_path / "absent.csv")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    assert not written_in_place(tmp_path / "dangling")
+
+
+def test_an_output_through_a_symbolic_link_replaces_the_file_and_keeps_the_link(tmp_path):
+    target = tmp_path / "real.csv"
+    target.write_text("old\n")
+    link = tmp_path / "latest.csv"
+    link.symlink_to(target)
+    res = CliRunner().invoke(cli, ["streams", str(VOICE), "--format", "csv", "-o", str(link)])
+    assert res.exit_code == 0, res.output
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert target.read_text().startswith("source,destination,src,sport,")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["latest.csv", "real.csv"]
+
+
+def test_a_batch_writes_its_results_into_a_pipe_where_it_is(tmp_path):
+    """The batch results file named by a FIFO is written into (each time the sink writes it),
+    never renamed over."""
+    import qoe.batch
+
+    cap = tmp_path / VOICE.name
+    shutil.copy(VOICE, cap)
+    manifest = tmp_path / "manifest.csv"
+    manifest.write_text(f"capture,run\n{cap.name},1\n")
+    fifo = tmp_path / "results.csv"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    done = threading.Event()
+
+    def read() -> None:  # each time the sink opens the pipe, until told to stop
+        while not done.is_set():
+            with open(fifo, "rb") as fh:
+                got.append(fh.read())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    qoe.batch.run(manifest, workers=0, progress=False, output=fifo)
+    done.set()
+    for _ in range(600):  # a reader waiting in open() for a writer is let go
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:  # ENXIO: no reader has it open now
+            pass
+        reader.join(timeout=0.05)
+        if not reader.is_alive():
+            break
+    assert not reader.is_alive()
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    text = b"".join(got).decode()
+    assert text.startswith("row,row_key,capture,") and cap.name in text

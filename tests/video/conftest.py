@@ -25,10 +25,12 @@ RATE = 25
 
 
 #: Attempts at a tool run before the fixture gives up. A CI run once saw ``ffmpeg ... ssim ...
-#: psnr`` exit with status 1 in one worker while the other wrote the suite's gigabyte
-#: captures (tests/test_memory_flat.py), with stderr lost; the same command passed 480
-#: times here under load. So a failed run is tried again, and its stderr is kept: in a
-#: warning when a later attempt passes, in the error when none does.
+#: psnr`` exit with status 1, its stderr lost; it was not reproduced. A possible cause was
+#: found later: the development machine's /dev/null had become a regular file (a rename
+#: over it, as root; see qoe.outputs), which the suite gave ffmpeg as its stdin, and ffmpeg
+#: takes keys from stdin as commands. ffmpeg now runs with ``-nostdin`` and the suite's
+#: stdin is an empty pipe (tests/conftest.py); a failed run is still tried again, its
+#: stderr kept: in a warning when a later attempt passes, in the error when none does.
 ATTEMPTS = 3
 
 
@@ -40,7 +42,7 @@ def run(*args: str, cwd: Path | None = None) -> str:
     """
     failures = []
     for attempt in range(ATTEMPTS):
-        out = subprocess.run([*args], capture_output=True, text=True, cwd=cwd, stdin=subprocess.DEVNULL)
+        out = subprocess.run([*args], capture_output=True, text=True, cwd=cwd)  # stdin: see tests/conftest.py
         if out.returncode == 0:
             if failures:
                 warnings.warn(f"{' '.join(args)} passed on attempt {attempt + 1}; it had failed:\n"
@@ -52,8 +54,8 @@ def run(*args: str, cwd: Path | None = None) -> str:
 
 
 def encode(source: str, path: Path, *codec: str) -> Path:
-    """``ffmpeg -f lavfi -i SOURCE -frames:v 20 -pix_fmt yuv420p CODEC... PATH``."""
-    run(FFMPEG, "-hide_banner", "-y", "-f", "lavfi", "-i", source, "-frames:v", str(N_FRAMES),
+    """``ffmpeg -nostdin -f lavfi -i SOURCE -frames:v 20 -pix_fmt yuv420p CODEC... PATH``."""
+    run(FFMPEG, "-nostdin", "-hide_banner", "-y", "-f", "lavfi", "-i", source, "-frames:v", str(N_FRAMES),
         "-pix_fmt", "yuv420p", *codec, str(path))
     return path
 
@@ -99,7 +101,7 @@ def ffmpeg_scores(dist: Path, ref: Path, workdir: Path) -> FFmpegScores:
     s_log, p_log = workdir / f"{dist.stem}-ssim.log", workdir / f"{dist.stem}-psnr.log"
     graph = (f"[0:v]split[a][b];[1:v]split[c][d];[a][c]ssim=stats_file={s_log.name};"
              f"[b][d]psnr=stats_file={p_log.name}")
-    err = run(FFMPEG, "-hide_banner", "-nostats", "-i", str(dist), "-i", str(ref), "-lavfi", graph,
+    err = run(FFMPEG, "-nostdin", "-hide_banner", "-nostats", "-i", str(dist), "-i", str(ref), "-lavfi", graph,
               "-f", "null", "-", cwd=workdir)
     ssim_line = next(l for l in err.splitlines() if "SSIM Y:" in l)
     psnr_line = next(l for l in err.splitlines() if "PSNR y:" in l)
@@ -179,7 +181,7 @@ def variants(clip, tmp_path_factory) -> dict[str, Path]:
     out["shifted"] = d / "shifted.mkv"
     run(FFMPEG, "-hide_banner", "-y", "-itsoffset", "5", "-i", dist, "-c", "copy", str(out["shifted"]))
     out["small"] = encode(f"testsrc2=size=352x288:rate={RATE}", d / "small.mp4", "-c:v", "libx264", "-crf", "20")
-    run(FFMPEG, "-hide_banner", "-y", "-f", "lavfi", "-i", "sine=duration=0.2", str(out["audio"]))
+    run(FFMPEG, "-nostdin", "-hide_banner", "-y", "-f", "lavfi", "-i", "sine=duration=0.2", str(out["audio"]))
     out["text"].write_text("not a video\n")
     return out
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from qoe.errors import InputError
+from qoe.outputs import written_in_place
 from qoe.report import columns, read_table, to_csv
 
 __all__: list[str] = []
@@ -128,7 +129,9 @@ class Sink:
     def _rewrite(self) -> None:
         assert self.path is not None
         t0 = time.monotonic()
-        tmp = self.path.with_name(self.path.name + ".tmp")
+        # a device or a pipe (/dev/null) is written where it is, never renamed over
+        # (qoe.outputs.written_in_place); a regular file is replaced whole
+        tmp = self.path if written_in_place(self.path) else self.path.with_name(self.path.name + ".tmp")
         if self.fmt == "csv":
             text = to_csv([{k: r.get(k) for k in self.header} for r in self.rows]) if self.rows else ""
             if not self.rows and self.header:
@@ -138,7 +141,8 @@ class Sink:
             import pandas as pd  # noqa: PLC0415 - pandas only when results are read back
 
             pd.DataFrame(_json_cells(self.rows, self.header), columns=self.header).to_parquet(tmp, index=False)
-        os.replace(tmp, self.path)
+        if tmp != self.path:
+            os.replace(tmp, self.path)
         self._last_write = time.monotonic()
         self._write_s = self._last_write - t0
         self._dirty = False
