@@ -813,8 +813,12 @@ class StreamStats:
             pick = np.flatnonzero(np.isin(ug, leave) & (ue <= b[ug]))
             item = np.searchsorted(leave, ug[pick])
             self._settle(self.runs, ids[leave], a[leave], b[leave], top0[leave], item, ue[pick])
-        # numbers entering the window: their old bits cleared, then the received ones set
-        moved = np.flatnonzero(top > top0)
+        # numbers entering the window: their old bits cleared, then the received ones set. A
+        # segment that received every number above its old top (no loss in this batch, the
+        # usual case) sets the bits of all those that enter: clearing them first is skipped.
+        moved = top > top0
+        moved &= np.bincount(ug[ue > top0[ug]], minlength=ids.size) != top - top0
+        moved = np.flatnonzero(moved)
         if moved.size:
             first_new = np.maximum(top0[moved], top[moved] - w) + 1
             item, x = _ranges(first_new, top[moved] - first_new + 1)
