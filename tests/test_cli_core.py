@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -184,3 +185,25 @@ def test_the_command_sets_openblas_idle_workers_to_sleep_before_numpy_loads():
                             capture_output=True, text=True, check=True)
     assert ours.stdout.split() == ["4", "False"]
     assert theirs.stdout.split() == ["12", "False"]
+
+
+def test_a_command_without_blas_work_loads_numpy_with_one_openblas_thread():
+    """``qoe streams`` (no BLAS in its work) sets OPENBLAS_NUM_THREADS=1 before NumPy loads, so
+    OpenBLAS starts no worker threads; ``qoe video`` (frame alignment and PSNR use BLAS) does
+    not; a user's value is kept. Read back after the command ran, in a fresh interpreter."""
+    code = ("import os, sys\n"
+            "from qoe_cli.main import main\n"
+            "sys.argv = ['qoe', *sys.argv[1:]]\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print('BLAS', os.environ.get('OPENBLAS_NUM_THREADS'), 'numpy' in sys.modules)")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    voice = str(Path(__file__).resolve().parents[1] / "data" / "voice" / "field" / "dtmf.pcap")
+
+    def blas(*args: str, **extra: str) -> list[str]:
+        out = subprocess.run([sys.executable, "-c", code, *args], env={**env, **extra}, capture_output=True,
+                             text=True, check=True).stdout
+        return next(line for line in out.splitlines() if line.startswith("BLAS ")).split()[1:]
+
+    assert blas("streams", voice, "--format", "csv") == ["1", "True"]
+    assert blas("streams", voice, "--format", "csv", OPENBLAS_NUM_THREADS="3") == ["3", "True"]
+    assert blas("video", "--help")[0] == "None"

@@ -38,9 +38,11 @@ class QoEGroup(click.Group):
         return sorted(set(super().list_commands(ctx)) | set(COMMANDS))
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:  # noqa: D102
-        from qoe_cli.commands import COMMANDS
+        from qoe_cli.commands import COMMANDS, ONE_BLAS_THREAD
 
         if cmd_name in COMMANDS:
+            if cmd_name in ONE_BLAS_THREAD and "numpy" not in sys.modules:
+                os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
             module_name, attr = COMMANDS[cmd_name].split(":")
             command = getattr(importlib.import_module(module_name), attr)
         else:
