@@ -241,17 +241,15 @@ if TYPE_CHECKING:
 # Loaded when first used (PEP 562): a scan needs neither the jitter buffers nor the one-way
 # delay matcher, and their modules cost 3.7 ms of the import of ``qoe streams`` (eight frozen
 # dataclasses at about 0.4 ms each to make, on Python 3.11).
-_LAZY = {
-    **dict.fromkeys(("OneWayDelay", "delays_between", "one_way_delay", "stream_delay"), "qoe.rtp.delay"),
-    **dict.fromkeys(("AdaptiveBuffer", "FixedBuffer", "JitterBuffer", "NoBuffer", "PlayoutResult",
-                     "parse_jitter_buffer", "simulate"), "qoe.rtp.jitterbuffer"),
-}
-
-
 def __getattr__(name: str) -> Any:
-    """The names of :data:`_LAZY`, from their module (imported at the first use)."""
-    module = _LAZY.get(name)
-    if module is None:
+    """A name of :mod:`qoe.rtp.delay` or :mod:`qoe.rtp.jitterbuffer`, from its module
+    (imported at the first use of one of its names)."""
+    if name in ("OneWayDelay", "delays_between", "one_way_delay", "stream_delay"):
+        module = "qoe.rtp.delay"
+    elif name in ("AdaptiveBuffer", "FixedBuffer", "JitterBuffer", "NoBuffer", "PlayoutResult", "parse_jitter_buffer",
+                  "simulate"):
+        module = "qoe.rtp.jitterbuffer"
+    else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
@@ -259,7 +257,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(__all__))
 
 
 __all__ = [
