@@ -172,20 +172,23 @@ def _concat(pieces: list[_Piece]) -> _Piece:
 
 
 def _to_batch(p: _Piece, book: AddressBook) -> UdpBatch:
+    # contiguous columns (a copy only where one is strided or of another type): a read-ahead
+    # child hands a contiguous array over in shared memory, a strided one inside the pickle
+    c = np.ascontiguousarray
     return UdpBatch(
-        index=p.index.astype(np.int64, copy=False),
-        ts_ns=p.ts.astype(np.int64, copy=False),
-        src=p.src.astype(np.int32, copy=False),
-        dst=p.dst.astype(np.int32, copy=False),
-        sport=p.sport.astype(np.uint16, copy=False),
-        dport=p.dport.astype(np.uint16, copy=False),
+        index=c(p.index, dtype=np.int64),
+        ts_ns=c(p.ts, dtype=np.int64),
+        src=c(p.src, dtype=np.int32),
+        dst=c(p.dst, dtype=np.int32),
+        sport=c(p.sport, dtype=np.uint16),
+        dport=c(p.dport, dtype=np.uint16),
         data=np.frombuffer(p.buf, dtype=np.uint8),
-        starts=p.starts.astype(np.int64, copy=False),
-        lengths=p.lens.astype(np.int64, copy=False),
+        starts=c(p.starts, dtype=np.int64),
+        lengths=c(p.lens, dtype=np.int64),
         head=p.head,
-        interface=p.iface.astype(np.int32, copy=False),
-        wire_len=p.wire.astype(np.int64, copy=False),
-        cut=p.cut.astype(np.int64, copy=False),
+        interface=c(p.iface, dtype=np.int32),
+        wire_len=c(p.wire, dtype=np.int64),
+        cut=c(p.cut, dtype=np.int64),
         addresses=book.snapshot(),
         encapsulations=book.encapsulations(),
     )

@@ -249,8 +249,10 @@ def header_columns(
         from qoe.capture import byte_rows  # noqa: PLC0415 - the capture layer is not loaded with qoe.rtp
 
         head = byte_rows(u8, starts, RTP_FIXED_HEADER)
-    words = np.ascontiguousarray(head[:, :RTP_FIXED_HEADER]).view(">u4").astype(np.int64)
-    w0 = words[:, 0]  # V P X CC | M PT | sequence number
+    # the three words as three contiguous rows (a column of an n x 3 array is strided: a
+    # strided array is copied into the pickle that hands a batch to a read-ahead parent)
+    words = np.ascontiguousarray(np.ascontiguousarray(head[:, :RTP_FIXED_HEADER]).view(">u4").T, dtype=np.int64)
+    w0 = words[0]  # V P X CC | M PT | sequence number
     b0 = w0 >> 24
     cc = b0 & 0x0F
     has_x = (b0 & 0x10) != 0
@@ -264,7 +266,8 @@ def header_columns(
     rows = np.flatnonzero(valid)
     if rows.size < valid.size:
         starts, lengths, words, w0, hdr, cc, has_x, has_p = (
-            starts[rows], lengths[rows], words[rows], w0[rows], hdr[rows], cc[rows], has_x[rows], has_p[rows]
+            starts[rows], lengths[rows], np.take(words, rows, axis=1), w0[rows], hdr[rows], cc[rows], has_x[rows],
+            has_p[rows]
         )
     pad = np.zeros(starts.size, dtype=np.int64)
     pi = np.flatnonzero(has_p)
@@ -279,8 +282,8 @@ def header_columns(
         marker=(w0 & 0x800000) != 0,
         payload_type=(w0 >> 16) & 0x7F,
         seq=w0 & 0xFFFF,
-        timestamp=words[:, 1],
-        ssrc=words[:, 2],
+        timestamp=words[1],
+        ssrc=words[2],
         payload_start=starts + hdr,
         payload_end=starts + lengths - pad,
     )
