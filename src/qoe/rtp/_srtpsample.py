@@ -85,10 +85,8 @@ class SrtpSampler:
         # the first SAMPLE_BYTES bytes of each of those payloads: their nibbles, counted per flow,
         # in chunks of rows sorted by flow, so that the temporaries stay small and each chunk's
         # counts span only its own flows. Each payload's bytes are read as one row of
-        # SAMPLE_BYTES (qoe.capture.byte_rows, not a gather of each byte) and counted by byte
-        # value (one bin per flow and value: half the items to count of a bin per nibble), the
-        # bytes past its end in a bin of their own, left out; a flow's 256 byte counts then
-        # fold into its 16 high and 16 low nibble counts (value = 16 * high + low).
+        # SAMPLE_BYTES (qoe.capture.byte_rows, not a gather of each byte); the bytes past its
+        # end are counted in a bin of their own, left out.
         from qoe.capture import byte_rows  # noqa: PLC0415 - the capture layer loads with the first scan, not with qoe.rtp
 
         by_flow = stable_order(local, flows.size)
@@ -97,19 +95,20 @@ class SrtpSampler:
         if first.size and int(first.max()) + SAMPLE_BYTES > u8.size:  # a batch's bytes that end soon after a payload
             u8 = np.concatenate((u8, np.zeros(SAMPLE_BYTES, dtype=np.uint8)))
         cols = np.arange(SAMPLE_BYTES)
-        counts = np.zeros((flows.size, 32), dtype=np.int64)  # per flow: 16 high nibbles, then 16 low
+        counts = np.zeros(flows.size * 32 + 1, dtype=np.int64)
         for c in range(0, o.size, _CHUNK):
             at = local[c:c + _CHUNK]
-            lo, hi = int(at[0]), int(at[-1]) + 1  # the chunk's flows (rows are by flow)
-            span = (hi - lo) * 256
-            by_value = ((at - lo) * 256)[:, None] + byte_rows(u8, first[c:c + _CHUNK], SAMPLE_BYTES)
-            wc = w[c:c + _CHUNK]
-            if int(wc.min()) < SAMPLE_BYTES:  # payloads shorter than SAMPLE_BYTES: their bytes past the end
-                by_value = np.where(cols[None, :] >= wc[:, None], span, by_value)
-            per_value = np.bincount(by_value.reshape(-1), minlength=span + 1)[:span].reshape(hi - lo, 16, 16)
-            counts[lo:hi, :16] += per_value.sum(axis=2)
-            counts[lo:hi, 16:] += per_value.sum(axis=1)
-        self.nibbles[flows] += counts.astype(np.uint16)
+            lo = int(at[0])  # the chunk's first flow (rows are by flow)
+            span = (int(at[-1]) + 1 - lo) * 32
+            b = byte_rows(u8, first[c:c + _CHUNK], SAMPLE_BYTES)
+            base = ((at - lo) * 32)[:, None]
+            past = cols[None, :] >= w[c:c + _CHUNK, None]  # past the payload's end: the last bin
+            high = np.where(past, span, base + (b >> 4))
+            low = np.where(past, span, base + 16 + (b & 15))
+            counts[lo * 32:lo * 32 + span + 1] += np.bincount(np.concatenate((high.reshape(-1), low.reshape(-1))),
+                                                               minlength=span + 1)
+            counts[lo * 32 + span] = 0  # those bytes: the next flow's first bin, which no earlier chunk counted
+        self.nibbles[flows] += counts[:-1].reshape(flows.size, 32).astype(np.uint16)
 
     def judge_later(self, fid: int, per_tick: int, sdes: SdesCrypto | None) -> None:
         """Have flow ``fid`` judged at the end (a codec of ``per_tick`` payload bytes per tick)."""
