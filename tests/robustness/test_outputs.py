@@ -159,3 +159,22 @@ def test_a_batch_writes_its_results_into_a_pipe_where_it_is(tmp_path):
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
     text = b"".join(got).decode()
     assert text.startswith("row,row_key,capture,") and cap.name in text
+
+
+def test_a_batch_writes_its_results_through_a_symbolic_link(tmp_path):
+    """The results file named by a symbolic link: the file it names is replaced, the link stays."""
+    import qoe.batch
+
+    cap = tmp_path / VOICE.name
+    shutil.copy(VOICE, cap)
+    manifest = tmp_path / "manifest.csv"
+    manifest.write_text(f"capture,run\n{cap.name},1\n")
+    target = tmp_path / "runs" / "results.csv"
+    target.parent.mkdir()
+    target.write_text("old\n")
+    link = tmp_path / "latest.csv"
+    link.symlink_to(target)
+    qoe.batch.run(manifest, workers=0, progress=False, output=link)
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert target.read_text().startswith("row,row_key,capture,")
+    assert sorted(p.name for p in target.parent.iterdir()) == ["results.csv"]  # no temporary file left

@@ -18,14 +18,13 @@ attempts before running them again.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from qoe.errors import InputError
-from qoe.outputs import written_in_place
+from qoe.outputs import atomic_output
 from qoe.report import columns, read_table, to_csv
 
 __all__: list[str] = []
@@ -129,20 +128,18 @@ class Sink:
     def _rewrite(self) -> None:
         assert self.path is not None
         t0 = time.monotonic()
-        # a device or a pipe (/dev/null) is written where it is, never renamed over
-        # (qoe.outputs.written_in_place); a regular file is replaced whole
-        tmp = self.path if written_in_place(self.path) else self.path.with_name(self.path.name + ".tmp")
-        if self.fmt == "csv":
-            text = to_csv([{k: r.get(k) for k in self.header} for r in self.rows]) if self.rows else ""
-            if not self.rows and self.header:
-                text = ",".join(self.header) + "\n"
-            tmp.write_text(text, encoding="utf-8")
-        else:
-            import pandas as pd  # noqa: PLC0415 - pandas only when results are read back
+        # replaced whole (qoe.outputs.atomic_output: a device or a pipe such as /dev/null is
+        # written where it is, a symbolic link followed)
+        with atomic_output(self.path) as tmp:
+            if self.fmt == "csv":
+                text = to_csv([{k: r.get(k) for k in self.header} for r in self.rows]) if self.rows else ""
+                if not self.rows and self.header:
+                    text = ",".join(self.header) + "\n"
+                tmp.write_text(text, encoding="utf-8")
+            else:
+                import pandas as pd  # noqa: PLC0415 - pandas only when results are read back
 
-            pd.DataFrame(_json_cells(self.rows, self.header), columns=self.header).to_parquet(tmp, index=False)
-        if tmp != self.path:
-            os.replace(tmp, self.path)
+                pd.DataFrame(_json_cells(self.rows, self.header), columns=self.header).to_parquet(tmp, index=False)
         self._last_write = time.monotonic()
         self._write_s = self._last_write - t0
         self._dirty = False
