@@ -74,8 +74,8 @@ def check_output(path: PathLike, *, inputs: Iterable[PathLike | None] = ()) -> P
     Raises
     ------
     InputError
-        ``path`` names one of ``inputs`` (the same file, or the same path), or its folder
-        does not exist.
+        ``path`` names one of ``inputs`` (the same file, or the same path), or a folder, or
+        its folder does not exist.
     """
     dest = Path(path)
     for src in inputs:
@@ -84,6 +84,8 @@ def check_output(path: PathLike, *, inputs: Iterable[PathLike | None] = ()) -> P
     folder = dest.parent if str(dest.parent) else Path(".")
     if not folder.is_dir():
         raise InputError(f"{dest}: cannot write the output, folder {folder} does not exist")
+    if dest.is_dir():
+        raise InputError(f"{dest}: cannot write the output, it is a folder (give a file name in it)")
     return dest
 
 

@@ -178,3 +178,14 @@ def test_a_batch_writes_its_results_through_a_symbolic_link(tmp_path):
     assert link.is_symlink() and os.readlink(link) == str(target)
     assert target.read_text().startswith("row,row_key,capture,")
     assert sorted(p.name for p in target.parent.iterdir()) == ["results.csv"]  # no temporary file left
+
+
+def test_an_output_that_names_a_folder_is_refused(tmp_path):
+    """A folder is neither replaced nor written into: a clear InputError (the library's
+    writers; the CLI's options already refuse one)."""
+    from qoe.errors import InputError
+    from qoe.outputs import atomic_output
+
+    with pytest.raises(InputError, match="it is a folder"), atomic_output(tmp_path):
+        pass
+    assert tmp_path.is_dir() and list(tmp_path.iterdir()) == []
