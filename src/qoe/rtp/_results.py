@@ -220,8 +220,13 @@ class RtpStream:
 
     def to_dict(self) -> dict[str, Any]:
         """One flat record: identification, codec, statistics, RTCP summary."""
+        return self._record({})
+
+    def _record(self, out: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`to_dict`'s fields added to ``out`` (after what it holds): a table's record
+        starts with its own columns without copying this one into it."""
         k = self.key
-        out: dict[str, Any] = {
+        out.update({
             "src": k.src,
             "sport": k.sport,
             "dst": k.dst,
@@ -235,7 +240,7 @@ class RtpStream:
             "call_id": self.call_id,
             "found_by": self.found_by,
             "active_at_end": self.active_at_end,
-        }
+        })
         out.update(SrtpInfo.record(self.srtp))
         out["notes"] = "; ".join(self.notes) if self.notes else None
         fb = self.feedback
@@ -320,7 +325,7 @@ class RtpScan:
             names = tuple(n for n in names if n != "encapsulation")
         for s in self.streams:
             c = calls.get(s.call_id) if s.call_id else None
-            d = {"source": f"{s.key.src}:{s.key.sport}", "destination": f"{s.key.dst}:{s.key.dport}", **s.to_dict()}
+            d = s._record({"source": f"{s.key.src}:{s.key.sport}", "destination": f"{s.key.dst}:{s.key.dport}"})
             d["call_from"] = c.from_uri if c else None
             d["call_to"] = c.to_uri if c else None
             d["start_s"] = (s.stats.first_ns - self.first_ns) / 1e9 if self.first_ns is not None else None
