@@ -13,13 +13,13 @@ import sys
 import textwrap
 
 
-def run_fresh(code: str, *args: object, prelude: str = "") -> str:
+def run_fresh(code: str, *args: object, prelude: str = "", env: dict[str, str] | None = None) -> str:
     """Run ``prelude`` then ``code`` (dedented) with ``sys.argv[1:]`` = ``args``; its stdout.
 
-    The test fails with the child's output when it exits with an error (an assertion in
-    ``code`` included).
+    ``env``: the child's whole environment (default: this process's). The test fails with
+    the child's output when it exits with an error (an assertion in ``code`` included).
     """
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(prelude) + textwrap.dedent(code), *map(str, args)],
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     return r.stdout

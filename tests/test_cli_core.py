@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -178,30 +176,35 @@ def test_the_command_sets_openblas_idle_workers_to_sleep_before_numpy_loads():
     """The qoe command puts NumPy's idle OpenBLAS workers to sleep at once
     (OPENBLAS_THREAD_TIMEOUT=4) unless the user set it: the variable is set before NumPy is
     imported (OpenBLAS reads it when it loads), and a user's value is kept."""
+    from fresh_python import run_fresh  # noqa: PLC0415 - tests/fresh_python.py, a helper module
+
     code = "import os, sys, qoe_cli.main; print(os.environ['OPENBLAS_THREAD_TIMEOUT'], 'numpy' in sys.modules)"
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
-    ours = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    theirs = subprocess.run([sys.executable, "-c", code], env={**env, "OPENBLAS_THREAD_TIMEOUT": "12"},
-                            capture_output=True, text=True, check=True)
-    assert ours.stdout.split() == ["4", "False"]
-    assert theirs.stdout.split() == ["12", "False"]
+    assert run_fresh(code, env=env).split() == ["4", "False"]
+    assert run_fresh(code, env={**env, "OPENBLAS_THREAD_TIMEOUT": "12"}).split() == ["12", "False"]
 
 
 def test_a_command_without_blas_work_loads_numpy_with_one_openblas_thread():
     """``qoe streams`` (no BLAS in its work) sets OPENBLAS_NUM_THREADS=1 before NumPy loads, so
     OpenBLAS starts no worker threads; ``qoe video`` (frame alignment and PSNR use BLAS) does
     not; a user's value is kept. Read back after the command ran, in a fresh interpreter."""
-    code = ("import os, sys\n"
-            "from qoe_cli.main import main\n"
-            "sys.argv = ['qoe', *sys.argv[1:]]\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "print('BLAS', os.environ.get('OPENBLAS_NUM_THREADS'), 'numpy' in sys.modules)")
+    from fresh_python import run_fresh  # noqa: PLC0415 - tests/fresh_python.py, a helper module
+
+    code = """
+        import os, sys
+        from qoe_cli.main import main
+        sys.argv = ['qoe', *sys.argv[1:]]
+        try:
+            main()
+        except SystemExit:
+            pass
+        print('BLAS', os.environ.get('OPENBLAS_NUM_THREADS'), 'numpy' in sys.modules)
+    """
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     voice = str(Path(__file__).resolve().parents[1] / "data" / "voice" / "field" / "dtmf.pcap")
 
     def blas(*args: str, **extra: str) -> list[str]:
-        out = subprocess.run([sys.executable, "-c", code, *args], env={**env, **extra}, capture_output=True,
-                             text=True, check=True).stdout
+        out = run_fresh(code, *args, env={**env, **extra})
         return next(line for line in out.splitlines() if line.startswith("BLAS ")).split()[1:]
 
     assert blas("streams", voice, "--format", "csv") == ["1", "True"]
