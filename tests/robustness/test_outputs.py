@@ -10,6 +10,7 @@ import os
 import shutil
 import stat
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -69,16 +70,34 @@ def test_a_batch_never_writes_its_results_over_the_manifest_or_a_capture(tmp_pat
     assert (manifest.read_bytes(), cap.read_bytes()) == before
 
 
-def _read_fifo_in_background(path: Path) -> tuple[threading.Thread, list[bytes]]:
+def _read_fifo(path: Path) -> tuple[list[bytes], Callable[[], bool]]:
+    """What writers put through FIFO ``path``, read in a thread each time one opens it; and a
+    ``stop()`` that lets the thread go (it may wait in ``open()`` for a writer) and says
+    whether it ended."""
     got: list[bytes] = []
+    done = threading.Event()
 
     def read() -> None:
-        with open(path, "rb") as fh:
-            got.append(fh.read())
+        while not done.is_set():
+            with open(path, "rb") as fh:
+                got.append(fh.read())
 
-    t = threading.Thread(target=read, daemon=True)
-    t.start()
-    return t, got
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+
+    def stop() -> bool:
+        done.set()
+        for _ in range(600):  # a reader waiting in open() for a writer is let go
+            try:
+                os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:  # ENXIO: no reader has it open now
+                pass
+            reader.join(timeout=0.05)
+            if not reader.is_alive():
+                return True
+        return False
+
+    return got, stop
 
 
 def test_an_output_that_is_not_a_regular_file_is_written_where_it_is(tmp_path):
@@ -88,9 +107,9 @@ def test_an_output_that_is_not_a_regular_file_is_written_where_it_is(tmp_path):
     touch the machine's /dev/null."""
     fifo = tmp_path / "streams.csv"
     os.mkfifo(fifo)
-    reader, got = _read_fifo_in_background(fifo)
+    got, stop = _read_fifo(fifo)
     res = CliRunner().invoke(cli, ["streams", str(VOICE), "--format", "csv", "-o", str(fifo)])
-    reader.join(timeout=30)
+    assert stop()
     assert res.exit_code == 0, res.output
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # still the pipe, not a file put in its place
     assert got and got[0].startswith(b"source,destination,src,sport,")  # the CSV went through the pipe
@@ -135,27 +154,9 @@ def test_a_batch_writes_its_results_into_a_pipe_where_it_is(tmp_path):
     manifest.write_text(f"capture,run\n{cap.name},1\n")
     fifo = tmp_path / "results.csv"
     os.mkfifo(fifo)
-    got: list[bytes] = []
-    done = threading.Event()
-
-    def read() -> None:  # each time the sink opens the pipe, until told to stop
-        while not done.is_set():
-            with open(fifo, "rb") as fh:
-                got.append(fh.read())
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    got, stop = _read_fifo(fifo)  # each time the sink opens the pipe
     qoe.batch.run(manifest, workers=0, progress=False, output=fifo)
-    done.set()
-    for _ in range(600):  # a reader waiting in open() for a writer is let go
-        try:
-            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-        except OSError:  # ENXIO: no reader has it open now
-            pass
-        reader.join(timeout=0.05)
-        if not reader.is_alive():
-            break
-    assert not reader.is_alive()
+    assert stop()
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
     text = b"".join(got).decode()
     assert text.startswith("row,row_key,capture,") and cap.name in text
