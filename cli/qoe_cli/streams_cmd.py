@@ -24,7 +24,7 @@ from qoe_cli._output import emit, format_option, output_option, table
 @click.option("--read-ahead/--no-read-ahead", default=None,
               help="Read the capture in a child process (Linux; elsewhere a second thread) while it is scanned: "
                    "less wall time with a core to spare, more CPU time (the streams are the same). Default: on "
-                   "when the process may run on two cores or more.")
+                   "when the process may run on two cores or more and the capture holds 8 MiB or more.")
 @click.option("--all-columns", is_flag=True, help="Print every field in the table (JSON and CSV always have them all).")
 @format_option
 @output_option

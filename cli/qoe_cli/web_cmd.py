@@ -34,7 +34,8 @@ _KEYLOG_HELP = ("NSS key log (SSLKEYLOGFILE of the browser, curl...) to decrypt 
                 "repeat for several. A pcapng capture's own Decryption Secrets Blocks are used as well.")
 READ_AHEAD_HELP = ("Read the capture's segments in a child process (Linux; elsewhere a second thread) while the "
                    "pages are built (WebOptions.read_ahead): less wall time with a core to spare, more CPU time, the "
-                   "same pages. Default: on when the process may run on two cores or more.")
+                   "same pages. Default: on when the process may run on two cores or more and the capture holds 8 MiB "
+                   "or more.")
 read_ahead_option = click.option("--read-ahead/--no-read-ahead", default=None, help=READ_AHEAD_HELP)
 
 

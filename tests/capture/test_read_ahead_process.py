@@ -320,3 +320,71 @@ def test_then_runs_in_the_process_that_would_otherwise_wait():
     ''')
     assert out.splitlines() == ["slow source: ['caller']", "slow caller: ['child']", "depth 1: ['child']",
                                 "error after 13 item 13", "error after 13 item 13"]
+
+
+def test_read_ahead_pays_only_for_a_capture_of_8_mib_or_more(tmp_path):
+    """``read_ahead=None`` reads ahead only with a second core and a capture of at least
+    READ_AHEAD_MIN_BYTES: below it the child process costs more wall time than it saves
+    (measured: the constant's comment). A file object counts from its position; a pipe, whose
+    length cannot be told, counts as large; a path that cannot be read, as small."""
+    from qoe.capture import READ_AHEAD_MIN_BYTES, read_ahead_pays, usable_cores
+
+    assert READ_AHEAD_MIN_BYTES == 8 << 20
+    two = usable_cores() > 1
+    small, big = tmp_path / "small.pcap", tmp_path / "big.pcap"
+    small.write_bytes(b"\0" * 1000)
+    with big.open("wb") as f:
+        f.truncate(READ_AHEAD_MIN_BYTES)  # sparse: its size without the disk
+    assert read_ahead_pays(small) is False
+    assert read_ahead_pays(str(big)) is two
+    assert read_ahead_pays(tmp_path / "missing.pcap") is False
+    with big.open("rb") as f:
+        assert read_ahead_pays(f) is two
+        f.seek(1)  # one byte less from here
+        assert read_ahead_pays(f) is False
+    r, w = os.pipe()
+    with os.fdopen(r, "rb") as pipe, os.fdopen(w, "wb"):
+        assert read_ahead_pays(pipe) is two
+
+
+def test_the_automatic_choice_forks_no_reader_for_a_small_capture(cap, write):
+    """``read_ahead=None`` on a capture under 8 MiB reads it in this process: the page-load
+    pass and the RTP scan fork no child (they do with ``read_ahead=True``), and on one of
+    8 MiB or more they do when there is a second core."""
+    small = write(cap.pcap([(cap.T0, i, cap.eth(cap.ipv4("10.0.0.1", "10.0.1.1", 17, cap.udp(5004, 5004, b"x" * 200))))
+                            for i in range(50)]))
+    out = _run('''
+        import qoe.rtp, qoe.web
+        from qoe.capture import usable_cores
+        forks = []
+        real = os.fork
+        def counted():
+            forks.append(1)
+            return real()
+        os.fork = counted
+
+        def count(run):
+            del forks[:]
+            run()
+            return len(forks)
+
+        def pages(path, how):
+            return list(qoe.web.iter_page_loads(path, options=qoe.web.WebOptions(read_ahead=how)))
+
+        small, big = sys.argv[1], sys.argv[2]
+        frame = bytes.fromhex(sys.argv[3])
+        with open(small, "rb") as f:
+            head = f.read(24)
+        with open(big, "wb") as f:  # a capture of over 8 MiB: the small one's datagram, repeated
+            f.write(head)
+            rec = (1).to_bytes(4, "little") * 2 + len(frame).to_bytes(4, "little") * 2 + frame
+            f.write(rec * ((8 << 20) // len(rec) + 1))
+        two = usable_cores() > 1
+        for path, expect in ((small, 0), (big, int(two))):
+            assert count(lambda: pages(path, None)) == expect, path
+            assert count(lambda: qoe.rtp.scan_capture(path, read_ahead=None)) == expect, path
+        assert count(lambda: pages(small, True)) == 1
+        assert count(lambda: qoe.rtp.scan_capture(small, read_ahead=True)) == 1
+        print("ok", two)
+    ''', small, small.with_name("big.pcap"), cap.eth(cap.ipv4("10.0.0.1", "10.0.1.1", 17, cap.udp(5004, 5004, b"x" * 200))).hex())
+    assert out.split()[0] == "ok"

@@ -10,7 +10,8 @@ nothing of QoE.
   :func:`read_ahead` runs such a reader in a background thread or (``process=True``, on
   Linux) a forked child process, one batch ahead of its caller (reading overlaps the
   caller's work on two cores); :func:`usable_cores` says whether there is a second core
-  to run it on. :func:`relaxed_gc` and :func:`relaxed_gc_scope` relax the garbage
+  to run it on, :func:`read_ahead_pays` whether a capture is large enough to gain from
+  it. :func:`relaxed_gc` and :func:`relaxed_gc_scope` relax the garbage
   collector's young generation while a pass over a capture works (its many short-lived
   objects are freed before the collector looks) and give the caller its own threshold
   whenever its code runs.
@@ -69,7 +70,7 @@ from __future__ import annotations
 
 from qoe.capture._udp_batches import read_udp_batches
 from qoe.capture._collector import relaxed_gc, relaxed_gc_scope
-from qoe.capture._readahead import read_ahead, usable_cores
+from qoe.capture._readahead import READ_AHEAD_MIN_BYTES, read_ahead, read_ahead_pays, usable_cores
 from qoe.capture._files import probe
 from qoe.capture._records import CaptureInfo, Interface, byte_rows
 from qoe.capture._linktypes import SUPPORTED_LINKTYPES
@@ -96,6 +97,8 @@ __all__ = [
     "read_udp_batches",
     "read_ahead",
     "usable_cores",
+    "read_ahead_pays",
+    "READ_AHEAD_MIN_BYTES",
     "byte_rows",
     "relaxed_gc",
     "relaxed_gc_scope",

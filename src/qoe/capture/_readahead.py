@@ -7,6 +7,7 @@ on a machine with two cores or more the next batch is ready when the caller asks
 
 from __future__ import annotations
 
+import io
 import os
 import queue
 import threading
@@ -24,6 +25,16 @@ U = TypeVar("U")
 _POLL_S = 0.05
 
 
+#: The smallest capture that ``read_ahead=None`` reads ahead, in bytes (8 MiB). Below it the
+#: child process costs more wall time than the overlap saves: ``qoe web pages`` and ``qoe
+#: streams`` on the first 2, 4, 8, 16 and 32 MiB of ``benchmarks/web.py``'s and
+#: ``benchmarks/rtp_many_streams.py``'s captures (2 vCPUs, 2026-11-27 19:40 UTC, wall s with /
+#: without reading ahead, three runs each): web 0.16-0.17 / 0.15, 0.17-0.18 / 0.16-0.17,
+#: 0.20 / 0.20-0.21, 0.26-0.27 / 0.27-0.28; RTP 0.16-0.17 / 0.16, 0.19 / 0.18, 0.22-0.23 /
+#: 0.22-0.23, 0.27-0.28 / 0.28, 0.31-0.33 / 0.33-0.36.
+READ_AHEAD_MIN_BYTES = 8 << 20
+
+
 def usable_cores() -> int:
     """The cores this process may run on: its CPU affinity where the OS tells it
     (``os.sched_getaffinity``, Linux), else every core (``os.cpu_count``)."""
@@ -31,6 +42,42 @@ def usable_cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # macOS, Windows
         return os.cpu_count() or 1
+
+
+def read_ahead_pays(source: Any) -> bool:
+    """What ``read_ahead=None`` decides for a capture: read it ahead or not.
+
+    True when this process may run on two cores or more (:func:`usable_cores`) and the
+    capture holds at least :data:`READ_AHEAD_MIN_BYTES` (its size on disk; for a file
+    object, from its position to its end): a smaller one is read before a child process
+    could overlap anything with it. A source whose size cannot be told (a pipe) counts as
+    large; a path that cannot be read, as small (the reader says why).
+
+    Parameters
+    ----------
+    source : str, os.PathLike or binary file object
+        The capture, as the readers take it.
+
+    Returns
+    -------
+    bool
+    """
+    if usable_cores() < 2:
+        return False
+    if isinstance(source, (str, bytes, os.PathLike)):
+        try:
+            return os.stat(source).st_size >= READ_AHEAD_MIN_BYTES
+        except OSError:
+            return False
+    try:
+        if not source.seekable():
+            return True  # a pipe: its length is unknown
+        at = source.tell()
+        end = source.seek(0, io.SEEK_END)
+        source.seek(at)
+    except (OSError, AttributeError, ValueError):
+        return True
+    return end - at >= READ_AHEAD_MIN_BYTES
 
 
 @overload

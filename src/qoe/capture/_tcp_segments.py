@@ -32,7 +32,7 @@ from qoe.capture._decode import IPPROTO_TCP, Decoder, parse_tcp_options, warn_un
 from qoe.capture._files import name_of, probe, raw_chunks
 from qoe.capture._records import CHUNK_SIZE, PathOrFile, RawChunk, byte_rows
 from qoe.capture._options import positive_int
-from qoe.capture._readahead import read_ahead as ahead, usable_cores
+from qoe.capture._readahead import read_ahead as ahead, read_ahead_pays
 from qoe.capture._reassembly import ReassemblyLimits, reassembly_limits
 from qoe.capture._types import Packet, UdpBatch, make_packet, make_tcpinfo
 
@@ -115,8 +115,8 @@ def tcp_segment_rows(
     cannot fork, and for a file object, whose offset a child would share), which hands them
     over in shared memory; the rows are built here. The same
     rows, and ``udp`` called here with the same batches at the same points. None: when
-    this process may run on two cores or more (:func:`~qoe.capture.usable_cores`). Default
-    False. Measured on the 3,000 page loads of ``benchmarks/web.py`` (343,500 segments,
+    this process may run on two cores or more and the capture is not small
+    (:func:`~qoe.capture.read_ahead_pays`). Default False. Measured on the 3,000 page loads of ``benchmarks/web.py`` (343,500 segments,
     268 MB, 2 vCPUs): ``qoe.web.iter_page_loads`` 1.97-2.01 s of wall time against
     2.39-2.40 s.
     """
@@ -124,7 +124,7 @@ def tcp_segment_rows(
     reassembly = reassembly_limits(reassembly)
     probe(path, chunk_size=chunk_size)  # raise CaptureError now, not at the first next()
     if read_ahead is None:
-        read_ahead = usable_cores() > 1
+        read_ahead = read_ahead_pays(path)
     return _iter_rows(path, chunk_size, reassembly, udp, read_ahead=read_ahead)
 
 

@@ -58,7 +58,8 @@ STREAM_TIMEOUT_S = 25.0
 #: 1.05 s reading in a thread (which takes turns with the scan for the GIL) and 1.03 s and
 #: 1.12 s not reading ahead, for 10-15 % more CPU time; so the library leaves it off by
 #: default (a pool of scans, ``qoe.batch``, already keeps every core busy) and
-#: ``qoe streams``, which scans one capture, turns it on with two cores (``read_ahead=None``).
+#: ``qoe streams``, which scans one capture, turns it on with two cores (``read_ahead=None``;
+#: not for a capture under 8 MiB, :data:`qoe.capture.READ_AHEAD_MIN_BYTES`).
 #: Two batches ahead rather than one: the two processes take turns being the slower (a batch
 #: of new calls costs the scan more, a batch of many calls the reader), and a second batch
 #: in hand evens that out: ``qoe streams`` 1.14 -> 1.08 s (concurrent) and 1.06 -> 1.00 s
@@ -202,7 +203,7 @@ def scan_capture(
         (:func:`qoe.capture.read_ahead` with ``process=True``: on Linux, when this process
         runs no other thread; else in a second thread; :data:`READ_AHEAD`): less wall time
         on a machine with a core to spare, more CPU time. The streams are the same. None: when this process may run on two cores or
-        more (:func:`qoe.capture.usable_cores`), as ``qoe streams`` does. Default False (a
+        more and the capture holds 8 MiB or more (:func:`qoe.capture.read_ahead_pays`), as ``qoe streams`` does. Default False (a
         pool of scans, :mod:`qoe.batch`, keeps every core busy already).
 
     Returns
@@ -270,12 +271,12 @@ def _new_scanner(path: str | os.PathLike[str], **options: Any) -> tuple[str, _Sc
 def _batches(name: str, batch_size: int | None, read_ahead: bool | None, timeout_ns: int | None) -> Any:
     """The capture's UDP datagrams in prepared batches (:func:`prepare`, with the scan's
     silence timeout), read ahead in a child process with ``read_ahead`` (None: when there
-    is a second core)."""
-    from qoe.capture import read_ahead as ahead, read_udp_batches, usable_cores  # noqa: PLC0415 - as scan_capture
+    is a second core and the capture is not small, :func:`qoe.capture.read_ahead_pays`)."""
+    from qoe.capture import read_ahead as ahead, read_ahead_pays, read_udp_batches  # noqa: PLC0415 - as scan_capture
 
     batches = read_udp_batches(name, batch_size=batch_size, chunk_size=CHUNK_BYTES)
     if read_ahead is None:
-        read_ahead = usable_cores() > 1
+        read_ahead = read_ahead_pays(name)
     if read_ahead:  # prepared by whichever process would otherwise wait (read_ahead's then)
         return ahead(batches, READ_AHEAD, process=True, then=partial(prepare, timeout_ns=timeout_ns))
     return (prepare(b, timeout_ns) for b in batches)

@@ -76,7 +76,8 @@ class WebOptions(OptionsBase):
         Read a capture file's TCP segments (and its DNS) in a child process while the pages
         are built (:func:`qoe.capture.tcp_segment_rows`; on Linux, else a second thread):
         less wall time with a core to spare, more CPU time, the same pages. None: when the
-        process may run on two cores or more, as ``qoe web pages`` and ``qoe score`` do.
+        process may run on two cores or more and the capture holds 8 MiB or more
+        (:func:`qoe.capture.read_ahead_pays`), as ``qoe web pages`` and ``qoe score`` do.
         Default False (a pool of runs, :mod:`qoe.batch`, keeps every core busy already).
         How the work is done, not what is computed: not in a report's options
         (:meth:`to_dict`).
