@@ -249,6 +249,27 @@ def test_resume_skips_the_rows_done_and_runs_the_failed_ones_again(tmp_path):
         assert len(pd.read_parquet(tmp_path / "r.parquet")) == len(third)
 
 
+def test_a_script_without_the_main_guard_gets_one_clear_error_at_once(tmp_path):
+    """Pool workers are spawned, and each imports the caller's script again: one that calls
+    qoe.batch.run at its top level starts a batch inside every worker, which dies there.
+    That raises InputError (the guard named) as soon as the pool breaks with no worker ever
+    up, instead of every row being retried and reported as a crash of its own (a batch of
+    two rows took 2.9 s and said "a crash in a native library?"; one of 168 rows, 144 s)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "unguarded.py"
+    script.write_text("import qoe.batch\n"
+                      f"qoe.batch.run([{{'capture': {str(WEB)!r}, 'kind': 'web', 'run': i}} for i in (1, 2)], workers=2, "
+                      "progress=False)\n"
+                      "print('finished')\n")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert r.returncode == 1 and "finished" not in r.stdout
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("qoe.errors.InputError: qoe.batch: every worker process died as it started"), last
+    assert 'if __name__ == "__main__":' in last and "workers=0" in last
+
+
 def test_a_process_pool_gives_the_same_results():
     manifest = _manifest()[:2]  # each spawned worker imports the scorers it needs: voice and web only
     df = qoe.batch.run(manifest, workers=2, progress=False)

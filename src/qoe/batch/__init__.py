@@ -146,8 +146,10 @@ def run(
         A manifest that cannot be read (no ``capture`` column, an unknown
         ``<kind>.<field>`` option, a column the batch adds), an output that is neither
         ``.csv`` nor ``.parquet``, ``resume`` without an output to resume from, both
-        ``workers`` and ``scheduler``, or a scheduler that cannot be reached. Bad rows do
-        not raise: see the ``error`` column.
+        ``workers`` and ``scheduler``, or a scheduler that cannot be reached; every local
+        worker process died as it started (a script that calls ``run`` at its top level,
+        outside ``if __name__ == "__main__":``: each spawned worker imports it again and
+        starts a batch there). Bad rows do not raise: see the ``error`` column.
 
     Examples
     --------

@@ -52,6 +52,23 @@ def _thread_env() -> Iterator[None]:
                 os.environ.pop(k, None)
 
 
+#: Why worker processes that die before any of them could start mean the caller's script.
+NEVER_STARTED = (
+    "qoe.batch: every worker process died as it started, before scoring a row. Worker processes "
+    "are started with 'spawn', which imports the main script again in each of them: a script that "
+    "calls qoe.batch.run at its top level starts a batch in every worker. Call it under "
+    "'if __name__ == \"__main__\":' (Python's multiprocessing guide, 'Safe importing of the main "
+    "module'), or score in this process with workers=0. The workers' own error is on standard error."
+)
+
+
+def _started(flag: Any) -> None:
+    """A worker's initializer: it came up (the caller's main script imported), then
+    :func:`limit_threads`."""
+    flag.set()
+    limit_threads()
+
+
 def run_local(tasks: Sequence[dict[str, Any]], workers: int, done: Done) -> None:
     """The tasks on ``workers`` processes of this machine.
 
@@ -60,8 +77,16 @@ def run_local(tasks: Sequence[dict[str, Any]], workers: int, done: Done) -> None
     two tasks per worker are queued at a time, so that when a worker process dies only the
     tasks it held are at stake: they run again in a new pool, each alone if it was at
     stake twice; a task that kills a worker when alone gets an error.
+
+    Raises
+    ------
+    InputError
+        The pool broke before any worker process came up (:data:`NEVER_STARTED`: a spawned
+        worker imports the caller's main script, and one without the ``__main__`` guard
+        starts a batch of its own there and dies); no row has a result then.
     """
     ctx = multiprocessing.get_context("spawn")
+    up = ctx.Event()  # set by the first worker that comes up
     todo = list(tasks)
     strikes: dict[int, int] = {}
     while todo:
@@ -69,7 +94,7 @@ def run_local(tasks: Sequence[dict[str, Any]], workers: int, done: Done) -> None
         if alone:  # each suspect on its own one-worker pool: a death is then its own
             task = alone[0]
             todo.remove(task)
-            pool = ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=limit_threads)
+            pool = ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=_started, initargs=(up,))
             try:
                 with _thread_env():
                     fut = pool.submit(score_task, task)
@@ -79,14 +104,14 @@ def run_local(tasks: Sequence[dict[str, Any]], workers: int, done: Done) -> None
             finally:
                 pool.shutdown(wait=True, cancel_futures=True)
             continue
-        todo = _run_pool(ctx, todo, workers, strikes, done)
+        todo = _run_pool(ctx, todo, workers, strikes, done, up)
 
 
 def _run_pool(ctx: Any, todo: list[dict[str, Any]], workers: int, strikes: dict[int, int],
-              done: Done) -> list[dict[str, Any]]:
+              done: Done, up: Any) -> list[dict[str, Any]]:
     """Run ``todo`` on one pool until it ends or breaks; the tasks left when it broke."""
     queue = list(reversed(todo))
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=limit_threads)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_started, initargs=(up,))
     running: dict[Any, dict[str, Any]] = {}
 
     def fill() -> None:
@@ -104,6 +129,8 @@ def _run_pool(ctx: Any, todo: list[dict[str, Any]], workers: int, strikes: dict[
                 try:
                     done(fut.result())
                 except BrokenProcessPool:
+                    if not up.is_set():
+                        raise InputError(NEVER_STARTED) from None
                     for t in [task, *running.values()]:
                         strikes[t["row"]] = strikes.get(t["row"], 0) + 1
                     return [task, *running.values(), *reversed(queue)]
