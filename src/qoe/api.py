@@ -25,7 +25,7 @@ import numpy as np
 from qoe.errors import InputError, QoEWarning, StreamNotFoundError
 from qoe.report import Report
 
-__all__ = ["score", "iter_score", "ScoreStream", "KINDS"]
+__all__ = ["score", "iter_score", "ScoreStream", "KINDS", "SHARED_OPTIONS"]
 
 #: Every kind :func:`score` knows (all implemented; the flag is kept for callers that check it).
 KINDS = {"auto": True, "voice": True, "video": True, "web": True, "streaming": True}
@@ -114,6 +114,12 @@ def _option_classes() -> dict[str, type]:
     return {"voice": CallOptions, "video": VideoOptions, "web": WebOptions, "streaming": StreamingOptions}
 
 
+#: Options that name the same secrets for every kind that takes them (an NSS key log, SRTP
+#: keys): as a keyword one goes to each of those kinds, as ``qoe score --keylog`` and
+#: ``--srtp-key`` do, rather than being ambiguous.
+SHARED_OPTIONS = frozenset({"keylog", "srtp_keys"})
+
+
 def _options_for(options: Any, fields: dict[str, Any], kind: str = "auto") -> dict[str, Any]:
     """The options of each kind from ``options`` and the option ``fields`` given as keywords.
 
@@ -150,19 +156,20 @@ def _options_for(options: Any, fields: dict[str, Any], kind: str = "auto") -> di
         if not owners:
             lists = "; ".join(f"{k} options: {', '.join(cls.names())}" for k, cls in classes.items())
             raise InputError(f"unknown option(s) {name}; {lists}")
-        if len(owners) > 1:
+        if len(owners) > 1 and name not in SHARED_OPTIONS:
             spelled = ", ".join(f"{k}: {classes[k].__name__}({name}=...)" for k in owners)
             raise InputError(
                 f"option {name!r} is ambiguous: it is an option of {' and '.join(owners)}; pass kind= or "
                 f"options={{{spelled}}}"
             )
-        if owners[0] in explicit:
-            cls = classes[owners[0]].__name__
-            raise InputError(
-                f"option {name!r} given both as a keyword and in options={cls}(...): give it once, "
-                f"as {cls}({name}=...)"
-            )
-        taken[owners[0]][name] = value
+        for owner in owners:
+            if owner in explicit:
+                cls = classes[owner].__name__
+                raise InputError(
+                    f"option {name!r} given both as a keyword and in options={cls}(...): give it once, "
+                    f"as {cls}({name}=...)"
+                )
+            taken[owner][name] = value
     return {k: out[k].replace(**taken[k]) if taken[k] else out[k] for k in classes}
 
 
@@ -209,7 +216,9 @@ def score(
         Fields of :class:`~qoe.voice.CallOptions`, :class:`~qoe.video.VideoOptions` or
         :class:`~qoe.web.WebOptions` given as keywords (``qoe.score(cap, kind="voice",
         jitter_buffer="fixed:60")``), for a kind whose options object is not given. A name
-        two kinds share (``jitter_buffer``) needs ``kind=`` or the options objects.
+        two kinds share (``jitter_buffer``) needs ``kind=`` or the options objects, but for
+        the keys (``keylog``: web and streaming; ``srtp_keys``: voice and video), which go
+        to every kind that takes them (:data:`SHARED_OPTIONS`), as on the command line.
 
     Returns
     -------

@@ -86,7 +86,9 @@ class Manifest:
     root : Path
         The folder relative paths are resolved against.
     options : dict
-        Option column -> (kind or None, field name).
+        Option column -> the (kind, field name) pairs it sets: one, or for a key option
+        named bare (``keylog``, ``srtp_keys``: :data:`qoe.api.SHARED_OPTIONS`) one per kind
+        that takes it.
     labels : tuple of str
         The label columns.
     source : str
@@ -96,7 +98,7 @@ class Manifest:
     columns: tuple[str, ...]
     rows: tuple[dict[str, Any], ...]
     root: Path
-    options: dict[str, tuple[str, str]]
+    options: dict[str, tuple[tuple[str, str], ...]]
     labels: tuple[str, ...]
     source: str
 
@@ -161,9 +163,11 @@ def read_manifest(manifest: Any, *, root: str | os.PathLike[str] | None = None) 
     return Manifest(tuple(columns), tuple(rows), base, options, labels, source)
 
 
-def _classify(columns: Sequence[str], source: str) -> tuple[dict[str, tuple[str, str]], tuple[str, ...]]:
+def _classify(columns: Sequence[str], source: str) -> tuple[dict[str, tuple[tuple[str, str], ...]], tuple[str, ...]]:
+    from qoe.api import SHARED_OPTIONS  # noqa: PLC0415 - as _option_names: only when a manifest is read
+
     names = _option_names()
-    options: dict[str, tuple[str, str]] = {}
+    options: dict[str, tuple[tuple[str, str], ...]] = {}
     labels = []
     for c in columns:
         if c in INPUTS:
@@ -175,22 +179,23 @@ def _classify(columns: Sequence[str], source: str) -> tuple[dict[str, tuple[str,
                     f"manifest {source}: column {c!r}: {prefix} has no option {field!r}; "
                     f"its options are: {', '.join(names[prefix])}"
                 )
-            options[c] = (prefix, field)
+            options[c] = ((prefix, field),)
         elif any(c in n for n in names.values()):
             owners = [k for k, n in names.items() if c in n]
-            if len(owners) > 1:
+            if len(owners) > 1 and c not in SHARED_OPTIONS:
                 raise InputError(
                     f"manifest {source}: column {c!r} is an option of {' and '.join(owners)}: name it "
                     + " or ".join(f"{k}.{c}" for k in owners)
                 )
-            options[c] = (owners[0], c)
+            options[c] = tuple((k, c) for k in owners)
         else:
             labels.append(c)
     spelled: dict[tuple[str, str], str] = {}
-    for c, key in options.items():
-        if key in spelled:
-            raise InputError(f"manifest {source}: columns {spelled[key]!r} and {c!r} are the same option: keep one")
-        spelled[key] = c
+    for c, keys in options.items():
+        for key in keys:
+            if key in spelled:
+                raise InputError(f"manifest {source}: columns {spelled[key]!r} and {c!r} are the same option: keep one")
+            spelled[key] = c
     return options, tuple(labels)
 
 
@@ -228,11 +233,12 @@ def make_task(manifest: Manifest, index: int, *, table: str) -> dict[str, Any]:
         "options": {},
         "table": table,
     }
-    for column, (kind, field) in manifest.options.items():
+    for column, keys in manifest.options.items():
         if column not in row:
             continue
-        value = _resolve(row[column], manifest.root) if field in PATH_OPTIONS else row[column]
-        task["options"].setdefault(kind, {})[field] = value
+        for kind, field in keys:
+            value = _resolve(row[column], manifest.root) if field in PATH_OPTIONS else row[column]
+            task["options"].setdefault(kind, {})[field] = value
     return task
 
 
