@@ -198,10 +198,43 @@ def _parse_head(name: str, head: bytes) -> CaptureInfo:
     if magic == SHB:
         return parse_shb(name, head)
     shown = head[:8].hex(" ")
+    what = _looks_like(head)
     raise CaptureError(
         f"{name}: not a pcap or pcapng capture (first bytes {shown}; pcap starts with "
-        "a1b2c3d4/d4c3b2a1/a1b23c4d/4d3cb2a1, pcapng with 0a0d0d0a)"
+        "a1b2c3d4/d4c3b2a1/a1b23c4d/4d3cb2a1, pcapng with 0a0d0d0a)" + (f": {what}" if what else "")
     )
+
+
+# What a file given as a capture often is instead, told by its first bytes, and where it goes.
+# Other capture formats' magic numbers: snoop, RFC 1761 §2 ("snoop\0\0\0"); Network Monitor
+# and btsnoop as Wireshark's wiretap library reads them (not from the vendors' texts, which I
+# could not read). MPEG-TS: ISO/IEC 13818-1 §2.4.3.2, sync byte 0x47 every 188 bytes.
+_OTHER_FORMATS = (
+    (b"snoop\x00\x00\x00", "a snoop capture (RFC 1761)"),
+    (b"GMBU", "a Microsoft Network Monitor 2.x capture"),
+    (b"RTSS", "a Microsoft Network Monitor 1.x capture"),
+    (b"btsnoop\x00", "a btsnoop (Bluetooth HCI) capture"),
+)
+_KEY_LOG_LABELS = (b"CLIENT_", b"SERVER_", b"EXPORTER_SECRET", b"EARLY_EXPORTER", b"# SSL", b"# TLS")
+
+
+def _looks_like(head: bytes) -> str | None:
+    """What the first bytes of a file that is not a capture suggest it is, and what to do."""
+    for magic, what in _OTHER_FORMATS:
+        if head.startswith(magic):
+            return f"this looks like {what}: convert it first (Wireshark's editcap -F pcapng IN OUT.pcapng)"
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if text.startswith(_KEY_LOG_LABELS):
+        return "this looks like an NSS key log (SSLKEYLOGFILE): give it as keylog= / --keylog, beside the capture"
+    if text.startswith((b"{", b"[")):
+        return ("this looks like JSON (a HAR file? qoe.web.pages_from_har(qoe.web.har.read_har(path)) or "
+                "qoe web pages FILE.har read one)")
+    if head.startswith(b"RIFF") and head[8:12] == b"WAVE":
+        return "this looks like a WAV file: speech goes as a reference (reference= / --ref), beside the capture"
+    if head[:1] == b"\x47" and any(b < 0x09 or 0x0E <= b < 0x20 for b in head[1:]):  # (binary, not "GET ...")
+        return ("this may be an MPEG-TS file (sync byte 0x47): a video goes as a reference (reference= / --ref); "
+                "qoe video scores two video files")
+    return None
 
 
 def records(source: PathOrFile, *, chunk_size: int = CHUNK_SIZE) -> Iterator[Record]:
