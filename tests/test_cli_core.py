@@ -210,3 +210,30 @@ def test_a_command_without_blas_work_loads_numpy_with_one_openblas_thread():
     assert blas("streams", voice, "--format", "csv") == ["1", "True"]
     assert blas("streams", voice, "--format", "csv", OPENBLAS_NUM_THREADS="3") == ["3", "True"]
     assert blas("video", "--help")[0] == "None"
+
+
+def test_a_capture_on_standard_input(data_dir):
+    """``-`` reads the capture from standard input (tcpdump -w - | qoe streams -), gzip too, and
+    a HAR for ``qoe web pages -``: the same output as from the file (but the file's name), and the
+    spooled copy is removed when the command ends."""
+    import glob
+    import gzip
+    import tempfile
+
+    cap = data_dir / "voice" / "captures" / "down-b8_client.pcap"
+    har = data_dir / "web" / "browser" / "captures" / "h2-idle.har"
+    if not (cap.is_file() and har.is_file()):
+        pytest.skip("bundled samples not present")
+    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "qoe-stdin-*")))
+    runner = CliRunner()
+    want = runner.invoke(cli, ["streams", str(cap), "--format", "json"], catch_exceptions=False)
+    for data in (cap.read_bytes(), gzip.compress(cap.read_bytes())):
+        got = runner.invoke(cli, ["streams", "-", "--format", "json"], input=data, catch_exceptions=False)
+        assert got.exit_code == 0, got.output
+        assert json.loads(got.stdout)["streams"] == json.loads(want.stdout)["streams"]
+    pages = runner.invoke(cli, ["web", "pages", "-", "--format", "json"], input=har.read_bytes(), catch_exceptions=False)
+    assert pages.exit_code == 0, pages.output
+    assert json.loads(pages.stdout) == json.loads(runner.invoke(cli, ["web", "pages", str(har), "--format", "json"]).stdout)
+    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "qoe-stdin-*"))) == before
+    empty = runner.invoke(cli, ["streams", "-"], input=b"")
+    assert empty.exit_code == 2 and "standard input held no bytes" in empty.output

@@ -6,10 +6,11 @@ import click
 
 from qoe.voice.io import extract_wav
 from qoe_cli._output import emit, format_option, render_pairs
+from qoe_cli._stdin import CAPTURE
 
 
 @click.command("extract")
-@click.argument("capture", type=click.Path(exists=True, dir_okay=False))
+@click.argument("capture", type=CAPTURE)
 @click.option("--ssrc", default=None, help="Stream to extract (0x7a1c0003 or decimal); needed when the capture holds several.")
 @click.option("--jitter-buffer", "jitter_buffer", default="adaptive", show_default=True,
               help="Receiver buffer: fixed:<ms> (e.g. fixed:60), adaptive (Ramjee et al. 1994) or none.")

@@ -8,6 +8,7 @@ from qoe.report import to_json
 from qoe.video.has import PRESETS, StreamingOptions, p1203_input, sessions
 from qoe_cli._flags import renamed
 from qoe_cli._output import emit, format_option, output_option, render
+from qoe_cli._stdin import CAPTURE
 
 _TABLES = ("results", "segments", "seconds", "stalls", "played")
 
@@ -72,7 +73,7 @@ def has() -> None:
 
 
 @has.command("sessions")
-@click.argument("capture", type=click.Path(exists=True, dir_okay=False))
+@click.argument("capture", type=CAPTURE)
 @streaming_options
 @keylog_option
 @click.option("--details", type=click.Choice(_TABLES), default="results", show_default=True,
@@ -99,7 +100,7 @@ def sessions_cmd(capture, details, fmt, output, **flags):
 
 
 @has.command("p1203-input")
-@click.argument("capture", type=click.Path(exists=True, dir_okay=False))
+@click.argument("capture", type=CAPTURE)
 @streaming_options
 @keylog_option
 @click.option("--p1203-device", type=click.Choice(["pc", "mobile"]), default="pc", show_default=True,
@@ -122,7 +123,7 @@ def p1203_cmd(capture, p1203_device, p1203_display, index, output, **flags):
 
 
 @has.command("plot")
-@click.argument("capture", type=click.Path(exists=True, dir_okay=False))
+@click.argument("capture", type=CAPTURE)
 @streaming_options
 @keylog_option
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),

@@ -9,6 +9,7 @@ import click
 
 import qoe
 from qoe_cli._flags import renamed
+from qoe_cli._stdin import CAPTURE
 
 
 def _labels(value: str | None) -> list[str] | None:
@@ -60,7 +61,7 @@ def _safe(name: str) -> str:
 
 
 @click.command("plot")
-@click.argument("capture", type=click.Path(exists=True, dir_okay=False))
+@click.argument("capture", type=CAPTURE)
 @click.option("--ref", "refs", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Reference speech or video (as for `qoe score`); video needs one to plot frames.")
 @click.option("--sdp", type=click.Path(exists=True, dir_okay=False), default=None,

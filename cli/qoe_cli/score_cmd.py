@@ -14,6 +14,7 @@ from qoe.voice.call import CallOptions
 from qoe.web.pages import WebOptions
 from qoe_cli._flags import renamed
 from qoe_cli._output import emit_chunks, format_option, iter_table, output_option
+from qoe_cli._stdin import CAPTURE
 from qoe_cli.has_cmd import make_options, streaming_options
 from qoe_cli.web_cmd import READ_AHEAD_HELP
 
@@ -22,7 +23,7 @@ _JITTER_KINDS = ("voice", "video")
 
 
 @click.command("score")
-@click.argument("capture", type=click.Path(exists=True, dir_okay=False))
+@click.argument("capture", type=CAPTURE)
 @click.option("--ref", "refs", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Reference speech (WAV; repeat for several: each is looked for in every call) or the "
                    "reference video (any other file FFmpeg reads: every video stream is scored against it). "

@@ -7,10 +7,11 @@ import click
 from qoe.report import to_csv, to_json
 from qoe.rtp import parse_sdp, scan_capture
 from qoe_cli._output import emit, format_option, output_option, table
+from qoe_cli._stdin import CAPTURE
 
 
 @click.command("streams")
-@click.argument("capture", type=click.Path(exists=True, dir_okay=False))
+@click.argument("capture", type=CAPTURE)
 @click.option("--heuristic/--sdp-only", default=True, show_default=True,
               help="Also find RTP that no SIP/SDP announced (version 2, one SSRC, progressing sequence numbers).")
 @click.option("--min-packets", type=click.IntRange(min=2), default=4, show_default=True,

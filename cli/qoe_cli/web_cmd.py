@@ -8,6 +8,7 @@ from qoe.report import to_json
 from qoe.web import g1030
 from qoe_cli._flags import renamed
 from qoe_cli._output import emit, format_option, output_option, render
+from qoe_cli._stdin import CAPTURE
 
 
 @click.group("web")
@@ -53,7 +54,7 @@ def _load_pages(source, idle_gap_s, preset, t_min, t_max, base_rtt_s=None, keylo
 
 
 @web.command("pages")
-@click.argument("source", type=click.Path(exists=True, dir_okay=False))
+@click.argument("source", type=CAPTURE)
 @click.option("--preset", type=click.Choice(list(g1030.PRESETS)), default="access", show_default=True,
               help="G.1030 bounds of the seed paper §9.1: access (0.56 s → 5) or backbone (0.85 s → 5); 6 s → 1.")
 @click.option("--t-min", type=float, default=None, help="Load time scored 5 (s); with --t-max, overrides the preset.")
@@ -87,7 +88,7 @@ def pages_cmd(source, preset, t_min, t_max, idle_gap_s, base_rtt_s, objects, key
 
 
 @web.command("har")
-@click.argument("capture", type=click.Path(exists=True, dir_okay=False))
+@click.argument("capture", type=CAPTURE)
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False, writable=True), required=True,
               help="The HAR file to write.")
 @click.option("--idle-gap-s", type=click.FloatRange(min=0, min_open=True), default=2.0,
