@@ -13,7 +13,9 @@ twice), and a length field set to an extreme.
 
 from __future__ import annotations
 
+import os
 import random
+import tempfile
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -82,6 +84,35 @@ def _web(path: Path) -> Any:
     from qoe.web import page_loads
 
     return page_loads(path)
+
+
+# Chromium's captures of data/web/browser with their key logs: TLS 1.3 with HTTP/2, HTTP/3 over
+# QUIC, TLS 1.2 (the decrypting paths: records, QUIC packet protection, hpack, QPACK)
+_KEYED = ("h2-idle", "h3-idle", "tls12-idle", "h3-loss")
+
+
+def _keylog_of_seeds() -> Path:
+    """One key log with the secrets of every :data:`_KEYED` capture (made once)."""
+    out = Path(tempfile.gettempdir()) / f"qoe-fuzz-{os.getpid()}.keylog"
+    if not out.is_file():
+        text = b"".join((DATA / f"web/browser/captures/{n}.keylog").read_bytes() for n in _KEYED
+                        if (DATA / f"web/browser/captures/{n}.keylog").is_file())
+        out.write_bytes(text)
+    return out
+
+
+def _web_keylog(path: Path) -> Any:
+    """A damaged browser capture, decrypted with intact keys."""
+    from qoe.web import WebOptions, page_loads
+
+    return page_loads(path, options=WebOptions(keylog=_keylog_of_seeds()))
+
+
+def _keylog(path: Path) -> Any:
+    """An intact browser capture with a damaged key log."""
+    from qoe.web import WebOptions, page_loads
+
+    return page_loads(DATA / "web/browser/captures/h2-idle.pcap", options=WebOptions(keylog=path))
 
 
 def _tunnels(path: Path) -> Any:
@@ -186,6 +217,9 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("voice-score", ".pcap", _VOICE_SEEDS[:2], _voice),
     Target("video-score", ".pcap", _VIDEO_SEEDS, _video, seed_size=160 * 1024),
     Target("web-pages", ".pcap", _WEB_SEEDS, _web),
+    Target("web-keylog", ".pcap", tuple(f"web/browser/captures/{n}.pcap" for n in _KEYED), _web_keylog,
+           seed_size=160 * 1024),
+    Target("keylog", ".keylog", ("web/browser/captures/h2-idle.keylog",), _keylog),
     Target("sdp", ".sdp", ("video/captures/h264-down-b8.sdp",), _sdp),
     Target("speech-file", ".wav", ("voice/speech/de_male_8k.wav",), _speech),
     Target("video-file", ".ts", ("video/reference/clip.ts",), _video_file, seed_size=160 * 1024),

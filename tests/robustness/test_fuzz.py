@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from fuzz_targets import TARGETS, check, mutate
 
 # examples per target: the fast parsers get more, scoring a video (decoding) fewer
-EXAMPLES = {"video-score": 8, "voice-score": 15, "speech-file": 15, "cli-score": 12}
+EXAMPLES = {"video-score": 8, "voice-score": 15, "speech-file": 15, "cli-score": 12, "web-keylog": 15}
 
 
 @pytest.mark.parametrize("name", sorted(TARGETS))
