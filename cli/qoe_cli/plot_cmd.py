@@ -68,24 +68,30 @@ def _safe(name: str) -> str:
               help="Video: an SDP file for RTP streams the capture does not announce.")
 @click.option("--window-s", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default=True,
               help="Voice: window of the per-window scores (s).")
-@click.option("--kind", type=click.Choice(["auto", "voice", "video"]), default="auto", show_default=True)
+@click.option("--keylog", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Web: NSS key log (SSLKEYLOGFILE) to decrypt HTTPS with, so that its objects can be drawn; "
+                   "repeat for several.")
+@click.option("--kind", type=click.Choice(["auto", "voice", "video", "web"]), default="auto", show_default=True)
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="Figure path; with several items each gets its name before the suffix (out-voice-....png).")
-def plot(capture, refs, sdp, window_s, kind, output):
+def plot(capture, refs, sdp, window_s, keylog, kind, output):
     """Draw per-item figures of CAPTURE: delay, loss and MOS per window of each call
-    direction; PSNR and SSIM per frame of each video stream scored against --ref."""
+    direction; PSNR and SSIM per frame of each video stream scored against --ref; the
+    waterfall of each page load's objects (HTTPS with --keylog)."""
     from qoe.plot import figures, save
     from qoe.video import VideoOptions
     from qoe.voice.call import CallOptions
+    from qoe.web import WebOptions
 
-    options = {"voice": CallOptions(window_s=window_s), "video": VideoOptions(sdp=sdp)}
+    options = {"voice": CallOptions(window_s=window_s), "video": VideoOptions(sdp=sdp),
+               "web": WebOptions(keylog=tuple(keylog) or None)}
     rep = qoe.score(capture, list(refs) or None, kind=kind, options=options)
     figs = figures(rep)
     if not figs:
         raise qoe.InputError(f"{capture}: nothing to plot (no call with network scores, no video scored "
-                             "against a reference)")
+                             "against a reference, no page load with its objects visible: HTTPS needs --keylog)")
     out = Path(output)
-    inputs = [capture, sdp, *refs]
+    inputs = [capture, sdp, *refs, *keylog]
     for name, fig in figs:
         path = out if len(figs) == 1 else out.with_name(f"{out.stem}-{_safe(name)}{out.suffix}")
         save(fig, path, inputs=inputs)

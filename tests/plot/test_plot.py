@@ -28,7 +28,9 @@ from qoe.plot import (  # noqa: E402
     cell_table,
     figures,
     frozen_mask,
+    WATERFALL_PHASES,
     heatmap,
+    page_waterfall,
     read_results,
     save,
     video_frames,
@@ -248,3 +250,64 @@ def test_qoe_plot_writes_one_figure_per_call_direction(tmp_path):
     written = sorted(tmp_path.iterdir())
     assert len(written) == 2 and all(p.read_bytes()[:8] == PNG_MAGIC for p in written)
     assert all(p.name.startswith("call-voice-") and os.sep not in p.name[5:] for p in written)
+
+
+BROWSER = DATA / "web" / "browser" / "captures"
+
+
+def _bars(fig, phase):
+    return [p for p in fig.axes[0].patches if p.get_gid() == phase]
+
+
+@pytest.mark.skipif(not (BROWSER / "h1-idle.pcap").is_file(), reason="data/web/browser not present")
+def test_a_page_waterfall_draws_each_phase_of_each_object_where_the_page_says():
+    """Chromium's cleartext HTTP/1.1 page of 40 objects over 18 connections: one row per
+    transaction in request order; its waiting bar spans request to first byte and its
+    receiving bar first to last byte (s since the page's start), the connect bar of each
+    object that opened its connection starts at the connection's SYN; the fully loaded line
+    stands at plt_s."""
+    from qoe.web import page_loads
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QoEWarning)
+        (page,) = page_loads(BROWSER / "h1-idle.pcap")
+    fig = page_waterfall(page)
+    assert WATERFALL_PHASES == ("connect", "waiting", "receiving")
+    objects = sorted(page.transactions, key=lambda t: (t.request_start_ns, t.connection))
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert len(labels) == len(objects) == 41 and labels[0] == "#0 200 GET /index.html"
+    rows = {round(b.get_y() + b.get_height() / 2): b for b in _bars(fig, "receiving")}
+    waits = {round(b.get_y() + b.get_height() / 2): b for b in _bars(fig, "waiting")}
+    assert len(rows) == len(waits) == 41
+    for i, t in enumerate(objects):
+        assert rows[i].get_x() == pytest.approx((t.response_start_ns - page.start_ns) / 1e9, abs=1e-9)
+        assert rows[i].get_width() == pytest.approx((t.response_end_ns - t.response_start_ns) / 1e9, abs=1e-9)
+        assert waits[i].get_x() == pytest.approx((t.request_start_ns - page.start_ns) / 1e9, abs=1e-9)
+    opened = [t for t in objects if not t.reused]
+    connects = _bars(fig, "connect")
+    assert len(connects) == len(opened) == 18
+    assert sorted(b.get_x() for b in connects) == pytest.approx(
+        sorted((t.connection_start_ns - page.start_ns) / 1e9 for t in opened), abs=1e-9)
+    assert page.plt_s in [line.get_xdata()[0] for line in fig.axes[0].get_lines()]
+
+
+@pytest.mark.skipif(not (BROWSER / "h2-idle.pcap").is_file(), reason="data/web/browser not present")
+def test_an_https_page_is_drawn_with_its_key_log_only(tmp_path):
+    """Without the key log an HTTPS page shows its connections, not its objects: no waterfall
+    (figures() leaves it out, page_waterfall says why); with it, qoe plot --keylog draws it."""
+    from qoe.web import WebOptions, page_loads
+
+    cap, keys = BROWSER / "h2-idle.pcap", BROWSER / "h2-idle.keylog"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QoEWarning)
+        (hidden,) = page_loads(cap)
+        assert figures(qoe.score(cap, kind="web")) == []
+        names = [n for n, _ in figures(qoe.score(cap, kind="web", keylog=keys))]
+    assert names == ["web-page-0"]
+    with pytest.raises(InputError, match="no object with a request or response time to draw .*give keylog="):
+        page_waterfall(hidden)
+    res = CliRunner().invoke(cli, ["plot", str(cap), "--keylog", str(keys), "-o", str(tmp_path / "page.png")])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "page.png").read_bytes()[:8] == PNG_MAGIC
+    res = CliRunner().invoke(cli, ["plot", str(cap), "-o", str(tmp_path / "none.png")])
+    assert res.exit_code == 2 and "HTTPS needs --keylog" in res.output

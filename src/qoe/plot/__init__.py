@@ -10,6 +10,8 @@ itself in a notebook and is saved with :func:`save`).
 * :func:`video_frames` — PSNR and SSIM per frame of a video stream, freezes shaded.
 * :func:`video_rtp` — frames and kbit/s per second of an RTP video stream from its headers.
 * :func:`streaming_series` — bitrate, buffer and stalls of a streaming session.
+* :func:`page_waterfall` — a page load's objects: connect, wait and transfer of each, by
+  connection, with the page's two load times.
 * :func:`figures` — every figure a :class:`qoe.Report` has: one per call direction
   and per scored video stream.
 """
@@ -23,6 +25,7 @@ from qoe.errors import InputError
 from qoe.outputs import atomic_output
 from qoe.plot.heatmap import CATEGORY_COLOURS, Cells, cell_table, heatmap, read_results
 from qoe.plot.series import call_series, frozen_mask, streaming_series, video_frames, video_rtp
+from qoe.plot.waterfall import WATERFALL_PHASES, page_waterfall
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -38,6 +41,8 @@ __all__ = [
     "video_rtp",
     "frozen_mask",
     "streaming_series",
+    "page_waterfall",
+    "WATERFALL_PHASES",
     "figures",
     "save",
 ]
@@ -56,9 +61,10 @@ def figures(report: Any) -> list[tuple[str, Figure]]:
     list of (str, Figure)
         One :func:`call_series` per voice direction with network-side scores, one
         :func:`video_frames` per video stream scored against a reference, one
-        :func:`video_rtp` per RTP video stream, in report order, and one
-        :func:`streaming_series` per streaming session. Items with nothing over time to
-        draw (web pages, MPEG-TS in UDP without a reference) have none.
+        :func:`video_rtp` per RTP video stream, one :func:`streaming_series` per
+        streaming session and one :func:`page_waterfall` per page load with its objects
+        visible, in report order. Items with nothing over time to draw (MPEG-TS in UDP
+        without a reference; an HTTPS page without its key log) have none.
     """
     out = []
     for item in report.results:
@@ -72,6 +78,9 @@ def figures(report: Any) -> list[tuple[str, Figure]]:
                 out.append((f"video-rtp-{item.label}", video_rtp(item)))
         elif kind == "streaming" and item.tables()["seconds"]:
             out.append((f"streaming-{item.index}", streaming_series(item)))
+        elif kind == "web" and any(t.request_start_ns is not None or t.response_start_ns is not None
+                                   for t in item.transactions):
+            out.append((f"web-page-{item.index}", page_waterfall(item)))
     return out
 
 
