@@ -309,7 +309,6 @@ def _object_row(t: Any) -> dict[str, Any]:
         "request_start_s": s(t.request_start_ns), "response_start_s": s(t.response_start_ns),
         "response_end_s": s(t.response_end_ns), "ttfb_s": s(t.ttfb_ns), "content_type": t.content_type,
         "body_bytes": t.response_body_bytes, "reused": t.reused, "complete": t.complete,
-        "protocol": getattr(t, "protocol", None),
     }
 
 
