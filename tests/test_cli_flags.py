@@ -47,7 +47,7 @@ def _params(*funcs) -> set[str]:
 #: What each command's flags are named after: the options it builds, the function it calls.
 VOCABULARY: dict[str, set[str]] = {
     "score": _fields(CallOptions, VideoOptions, WebOptions, StreamingOptions) | _params(qoe.api.iter_score),
-    "plot": _fields(CallOptions, VideoOptions) | _params(qoe.score),
+    "plot": _fields(CallOptions, VideoOptions, WebOptions) | _params(qoe.score),
     "report": _params(qoe.plot.heatmap),
     "batch": _params(qoe.batch.run),
     "delay": _params(capture_delays),

@@ -111,3 +111,22 @@ def test_delay_extract_and_pesq_json_are_strict(tmp_path):
                                 "--format", "json"))
     assert summary["ssrc"] == records[0]["ssrc"]
     assert strict_loads(_run("pesq", SPEECH, SPEECH, "--format", "json"))["mos_lqo"] > 4.0
+
+
+@pytest.mark.parametrize("args, name, first", [
+    ([], "out.json", "{"),                          # no --format: the suffix says JSON
+    ([], "out.CSV", "r,mos,"),                      # ... or CSV, in either case
+    ([], "out.txt", "r "),                          # anything else: the table
+    (["--format", "table"], "out.json", "r "),      # a --format given wins, before or after -o
+    (["--format", "csv"], "out.json", "r,mos,"),
+])
+def test_without_format_an_output_named_json_or_csv_gets_that_format(tmp_path, args, name, first):
+    """`qoe emodel -o out.json` wrote a text table into out.json; --format is now taken from
+    the output's suffix when not given (.json, .csv), on any command with -o."""
+    out = tmp_path / name
+    for order in ([*args, "-o", str(out)], ["-o", str(out), *args]):
+        res = CliRunner().invoke(cli, ["emodel", *order])
+        assert res.exit_code == 0, res.output
+        assert out.read_text().startswith(first), (order, out.read_text()[:40])
+    if first == "{":
+        assert json.loads(out.read_text())["r"] == pytest.approx(93.2062, abs=1e-4)  # G.107's default

@@ -8,6 +8,7 @@ them, for every command, because both come from :func:`qoe.report.to_json` and
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -18,19 +19,45 @@ from qoe.report import columns, to_csv, to_json, to_plain
 
 FORMATS = ("table", "json", "csv")
 
+# Without --format, an output file named *.json or *.csv is written in that format (a table
+# written into "report.json" was no use to anyone); anything else is a table.
+_SUFFIX_FORMATS = {".json": "json", ".csv": "csv"}
+
+
+def _by_suffix(output: str | None) -> str:
+    return _SUFFIX_FORMATS.get(os.path.splitext(output)[1].lower(), "table") if output else "table"
+
+
+def _format_given(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--format, or (not given) what the output's suffix says once -o is known (whichever of
+    the two Click processes first: see :func:`_output_given`)."""
+    if value is not None:
+        return value
+    if "output" in ctx.params or not any(p.name == "output" for p in ctx.command.params):
+        return _by_suffix(ctx.params.get("output"))
+    return None  # -o comes later: its callback decides
+
+
+def _output_given(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if "fmt" in ctx.params and ctx.params["fmt"] is None:
+        ctx.params["fmt"] = _by_suffix(value)
+    return value
+
+
 format_option = click.option(
     "--format",
     "fmt",
     type=click.Choice(FORMATS),
-    default="table",
-    show_default=True,
-    help="Output format.",
+    default=None,
+    callback=_format_given,
+    help="Output format [default: table; with -o FILE.json or FILE.csv, json or csv].",
 )
 output_option = click.option(
     "-o",
     "--output",
     type=click.Path(dir_okay=False, writable=True),
     default=None,
+    callback=_output_given,
     help="Write to this file instead of standard output.",
 )
 
