@@ -69,7 +69,7 @@ VOCABULARY: dict[str, set[str]] = {
 NOT_OPTIONS: dict[str, dict[str, str]] = {
     "*": {"--format": "output format", "--output": "output file", "-o": "output file"},
     "score": {"--ref": "reference files (qoe.score's reference)", "--details": "the table to print"},
-    "plot": {"--ref": "reference files (qoe.score's reference)"},
+    "plot": {"--ref": "reference files (qoe.score's reference)", "--max-figures": "how many figures to draw"},
     "emodel": {"--param": "any G.107 Table 3 parameter as NAME=VALUE"},
     "pesq": {"--frames": "print the per-frame table"},
     "streams": {"--sdp-only": "scan_capture(heuristic=False)", "--all-columns": "the table's columns"},

@@ -72,13 +72,16 @@ def _safe(name: str) -> str:
               help="Web: NSS key log (SSLKEYLOGFILE) to decrypt HTTPS with, so that its objects can be drawn; "
                    "repeat for several.")
 @click.option("--kind", type=click.Choice(["auto", "voice", "video", "web"]), default="auto", show_default=True)
+@click.option("--max-figures", type=click.IntRange(min=1), default=100, show_default=True,
+              help="Draw at most this many figures (the first items of the report); a note says how many were left.")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="Figure path; with several items each gets its name before the suffix (out-voice-....png).")
-def plot(capture, refs, sdp, window_s, keylog, kind, output):
+def plot(capture, refs, sdp, window_s, keylog, kind, max_figures, output):
     """Draw per-item figures of CAPTURE: delay, loss and MOS per window of each call
     direction; PSNR and SSIM per frame of each video stream scored against --ref; the
-    waterfall of each page load's objects (HTTPS with --keylog)."""
-    from qoe.plot import figures, save
+    waterfall of each page load's objects (HTTPS with --keylog). Each figure is drawn,
+    written and dropped in turn."""
+    from qoe.plot import figure_makers, save
     from qoe.video import VideoOptions
     from qoe.voice.call import CallOptions
     from qoe.web import WebOptions
@@ -86,13 +89,16 @@ def plot(capture, refs, sdp, window_s, keylog, kind, output):
     options = {"voice": CallOptions(window_s=window_s), "video": VideoOptions(sdp=sdp),
                "web": WebOptions(keylog=tuple(keylog) or None)}
     rep = qoe.score(capture, list(refs) or None, kind=kind, options=options)
-    figs = figures(rep)
-    if not figs:
+    makers = figure_makers(rep)
+    if not makers:
         raise qoe.InputError(f"{capture}: nothing to plot (no call with network scores, no video scored "
                              "against a reference, no page load with its objects visible: HTTPS needs --keylog)")
     out = Path(output)
     inputs = [capture, sdp, *refs, *keylog]
-    for name, fig in figs:
-        path = out if len(figs) == 1 else out.with_name(f"{out.stem}-{_safe(name)}{out.suffix}")
-        save(fig, path, inputs=inputs)
+    for name, make in makers[:max_figures]:
+        path = out if len(makers) == 1 else out.with_name(f"{out.stem}-{_safe(name)}{out.suffix}")
+        save(make(), path, inputs=inputs)
         click.echo(str(path))
+    if len(makers) > max_figures:
+        click.echo(f"qoe: note: {len(makers)} items have a figure; drew the first {max_figures} (--max-figures)",
+                   err=True)

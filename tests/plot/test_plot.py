@@ -250,6 +250,22 @@ def test_qoe_plot_writes_one_figure_per_call_direction(tmp_path):
     written = sorted(tmp_path.iterdir())
     assert len(written) == 2 and all(p.read_bytes()[:8] == PNG_MAGIC for p in written)
     assert all(p.name.startswith("call-voice-") and os.sep not in p.name[5:] for p in written)
+    # at most --max-figures, the first items, and a note of the rest
+    res = CliRunner().invoke(cli, ["plot", str(VOICE), "--max-figures", "1", "-o", str(tmp_path / "one.png")])
+    assert res.exit_code == 0, res.output
+    (first,) = tmp_path.glob("one-*.png")
+    assert first.name == "one-" + written[0].name[len("call-"):]
+    assert "qoe: note: 2 items have a figure; drew the first 1 (--max-figures)" in res.stderr
+
+
+def test_figure_makers_draw_what_figures_draws_only_when_asked(voice_report):
+    from qoe.plot import figure_makers
+
+    makers = figure_makers(voice_report)
+    drawn = figures(voice_report)
+    assert [n for n, _ in makers] == [n for n, _ in drawn] and len(makers) >= 1
+    fig = makers[0][1]()
+    assert [len(ax.lines) for ax in fig.axes] == [len(ax.lines) for ax in drawn[0][1].axes]
 
 
 BROWSER = DATA / "web" / "browser" / "captures"

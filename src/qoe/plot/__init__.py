@@ -12,13 +12,16 @@ itself in a notebook and is saved with :func:`save`).
 * :func:`streaming_series` — bitrate, buffer and stalls of a streaming session.
 * :func:`page_waterfall` — a page load's objects: connect, wait and transfer of each, by
   connection, with the page's two load times.
-* :func:`figures` — every figure a :class:`qoe.Report` has: one per call direction
-  and per scored video stream.
+* :func:`figures` — every figure a :class:`qoe.Report` has: one per call direction,
+  per scored video stream, per streaming session and per page load;
+  :func:`figure_makers` the same, drawn only when asked (one at a time).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from qoe.errors import InputError
@@ -44,6 +47,7 @@ __all__ = [
     "page_waterfall",
     "WATERFALL_PHASES",
     "figures",
+    "figure_makers",
     "save",
 ]
 
@@ -64,23 +68,46 @@ def figures(report: Any) -> list[tuple[str, Figure]]:
         :func:`video_rtp` per RTP video stream, one :func:`streaming_series` per
         streaming session and one :func:`page_waterfall` per page load with its objects
         visible, in report order. Items with nothing over time to draw (MPEG-TS in UDP
-        without a reference; an HTTPS page without its key log) have none.
+        without a reference; an HTTPS page without its key log) have none. Every figure is
+        held at once: for a report of many items (a trunk's calls, a day of page loads),
+        :func:`figure_makers` draws them one at a time.
     """
-    out = []
+    return [(name, make()) for name, make in figure_makers(report)]
+
+
+def figure_makers(report: Any) -> list[tuple[str, Callable[[], Figure]]]:
+    """The figures :func:`figures` draws, each as a name and a function that draws it.
+
+    Nothing is drawn here: a caller can count the figures, draw the first few, or draw,
+    save and drop each in turn (``qoe plot``), so that memory holds one figure at a time
+    (a figure of a call or a page is 1 to 2 MB; a trunk's thousands of call directions
+    drawn at once would hold gigabytes).
+
+    Parameters
+    ----------
+    report : qoe.Report
+        From :func:`qoe.score`.
+
+    Returns
+    -------
+    list of (str, callable)
+        In the order of :func:`figures`; ``make()`` returns the Figure.
+    """
+    out: list[tuple[str, Callable[[], Figure]]] = []
     for item in report.results:
         kind = getattr(item, "kind", None)
         if kind == "voice" and getattr(getattr(item, "network", None), "windows", None) is not None:
-            out.append((f"voice-{item.stream}", call_series(item)))
+            out.append((f"voice-{item.stream}", partial(call_series, item)))
         elif kind == "video":
             if getattr(item, "comparison", None) is not None:
-                out.append((f"video-{item.label}", video_frames(item)))
+                out.append((f"video-{item.label}", partial(video_frames, item)))
             if getattr(getattr(item, "facts", item), "headers", None) is not None:
-                out.append((f"video-rtp-{item.label}", video_rtp(item)))
+                out.append((f"video-rtp-{item.label}", partial(video_rtp, item)))
         elif kind == "streaming" and item.tables()["seconds"]:
-            out.append((f"streaming-{item.index}", streaming_series(item)))
+            out.append((f"streaming-{item.index}", partial(streaming_series, item)))
         elif kind == "web" and any(t.request_start_ns is not None or t.response_start_ns is not None
                                    for t in item.transactions):
-            out.append((f"web-page-{item.index}", page_waterfall(item)))
+            out.append((f"web-page-{item.index}", partial(page_waterfall, item)))
     return out
 
 
