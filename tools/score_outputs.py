@@ -1,9 +1,9 @@
 """Every output of ``qoe score`` over every capture in ``data/``, written to a folder, to compare two versions.
 
 Runs the CLI in this process (``click.testing.CliRunner``) on each pcap/pcapng under
-``data/``, with every ``--format`` (json written with ``-o`` to a file, csv and table to
-standard output) and each ``--details`` table (csv and table; a table the report does not
-have gives its error), plus a few runs with reference speech or video (the ``plays`` and
+``data/`` (gzip-compressed ones too), with every ``--format`` (json written with ``-o`` to
+a file, csv and table to standard output) and each ``--details`` table (csv and table; a
+table the report does not have gives its error), plus a few runs with reference speech or video (the ``plays`` and
 ``frames`` tables). For each run it writes the output, the standard error (warnings and
 errors) and the exit code to ``OUT/<n>.out`` and ``OUT/<n>.err`` (the checkout's own path
 written ``ROOT``, so that two checkouts compare), and the command line to
@@ -33,9 +33,12 @@ SPEECH = DATA / "voice" / "speech" / "en_us_male_8k.wav"
 VIDEO_REF = DATA / "video" / "reference" / "clip.ts"
 
 
+_SUFFIXES = (".pcap", ".pcapng", ".pcap.gz", ".pcapng.gz")  # (the streaming sessions are gzip-compressed)
+
+
 def _captures(under: str | None = None) -> list[Path]:
     top = DATA / under if under else DATA
-    return sorted(p for p in top.rglob("*") if p.suffix in (".pcap", ".pcapng") and p.is_file())
+    return sorted(p for p in top.rglob("*") if p.name.endswith(_SUFFIXES) and p.is_file())
 
 
 def _cases(under: str | None = None, kind: str | None = None) -> list[list[str]]:
