@@ -356,8 +356,10 @@ def _stream(capture: PathLike, reference: Any, kind: str, options: Any, sender_c
         raise InputError(f"kind must be one of {', '.join(map(repr, KINDS))}; given kind={kind!r}")
     opts = _options_for(options, dict(option_fields), kind)
     refs = _split_references(reference)
-    cap = os.fspath(capture)
-    sender = os.fspath(sender_capture) if sender_capture is not None else None
+    from qoe.capture import capture_path  # noqa: PLC0415 - keeps `import qoe` light
+
+    cap = capture_path(capture)
+    sender = capture_path(sender_capture, "sender_capture") if sender_capture is not None else None
     return ScoreStream(_iter_kinds(cap, kind, refs, opts, sender=sender, ssrc=ssrc))
 
 

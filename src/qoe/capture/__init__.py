@@ -71,7 +71,7 @@ from __future__ import annotations
 from qoe.capture._udp_batches import read_udp_batches
 from qoe.capture._collector import relaxed_gc, relaxed_gc_scope
 from qoe.capture._readahead import READ_AHEAD_MIN_BYTES, read_ahead, read_ahead_pays, usable_cores
-from qoe.capture._files import probe
+from qoe.capture._files import capture_path, probe
 from qoe.capture._records import CaptureInfo, Interface, byte_rows
 from qoe.capture._linktypes import SUPPORTED_LINKTYPES
 from qoe.capture._reader import read_packets
@@ -107,6 +107,7 @@ __all__ = [
     "tcp_segment_row",
     "TCP_SEGMENT_FIELDS",
     "probe",
+    "capture_path",
     "CaptureInfo",
     "Interface",
     "ReassemblyLimits",

@@ -23,15 +23,48 @@ import os
 import struct
 import zlib
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from qoe.capture._options import positive_int
 from qoe.capture._pcap import PCAP_MAGICS, parse_pcap_header, pcap_chunks, pcap_first_frame_ns
 from qoe.capture._pcapng import SHB, parse_shb, pcapng_chunks
 from qoe.capture._records import CHUNK_SIZE, CaptureInfo, PathOrFile, RawChunk, Record, read_bytes
-from qoe.errors import CaptureError
+from qoe.errors import CaptureError, InputError
 
 _GZIP_MAGIC = b"\x1f\x8b"  # RFC 1952 §2.3.1 ID1 ID2
+
+
+def capture_path(value: Any, what: str = "capture") -> str:
+    """The path of a capture file, as text, for a function that opens the file itself.
+
+    Such a function (:func:`qoe.score`, the RTP scan, voice and video from a capture) may
+    read the file more than once, so it takes a path: ``str``, ``os.PathLike``, or
+    ``bytes`` (decoded as the file system does, :func:`os.fsdecode`).
+
+    Parameters
+    ----------
+    value : object
+        What the caller gave.
+    what : str, optional
+        The argument's name, for the message (default ``"capture"``).
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    InputError
+        ``value`` is anything else; for a file object the message says to give its path
+        (the readers of :mod:`qoe.capture` and :mod:`qoe.web` take file objects).
+    """
+    if isinstance(value, bytes):
+        value = os.fsdecode(value)
+    if not isinstance(value, (str, os.PathLike)):
+        hint = (": this reads the file by its path (more than once); give the path (a file object's .name); "
+                "qoe.capture's readers and qoe.web take file objects") if hasattr(value, "read") else ""
+        raise InputError(f"{what} must be a file's path (str or os.PathLike), given {type(value).__name__}{hint}")
+    return os.fspath(value)
 
 
 def name_of(source: PathOrFile) -> str:
@@ -152,6 +185,9 @@ def probe(source: PathOrFile, *, chunk_size: int = CHUNK_SIZE) -> CaptureInfo:
     ('pcap', 1, 1700000000000000000)
     """
     chunk_size = positive_int(chunk_size, "chunk_size")
+    if isinstance(source, (bytes, bytearray, memoryview)):  # (not a file object: it has no read)
+        raise InputError(f"a capture is a path (str or os.PathLike) or a binary file object, given "
+                         f"{type(source).__name__}: decode a bytes path with os.fsdecode, wrap bytes in io.BytesIO")
     name = name_of(source)
     start = None
     if not isinstance(source, (str, os.PathLike)):

@@ -258,9 +258,9 @@ def _new_scanner(path: str | os.PathLike[str], **options: Any) -> tuple[str, _Sc
     """The capture's name and a scanner of it with ``options``, which knows the time of its frame 1."""
     # the capture layer (dpkt and the readers, about half the time of `import qoe.rtp`) is
     # loaded when a capture is scanned, not when qoe.rtp is imported for its numbers
-    from qoe.capture import probe  # noqa: PLC0415
+    from qoe.capture import capture_path, probe  # noqa: PLC0415
 
-    name = os.fspath(path)
+    name = capture_path(path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the read below reports a damaged file once
         # frame 1, even when a later frame has an earlier time (as tshark)

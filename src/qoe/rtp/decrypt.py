@@ -131,7 +131,9 @@ def decrypt_streams(
     QoEWarning
         Some (not all) packets of a stream failed authentication: they count as lost.
     """
-    name = os.fspath(capture)
+    from qoe.capture import capture_path  # noqa: PLC0415 - as read_udp_batches above
+
+    name = capture_path(capture)
     user = [parse_srtp_key(k) for k in keys]
     todo = [s for s in streams if (s.srtp is not None and not s.srtp.decrypted) or (user and s.srtp is None)]
     if not todo:

@@ -303,9 +303,9 @@ def read_header_extensions(
     """
     # the capture layer (dpkt and the readers, about half the time of `import qoe.rtp`) is
     # loaded when extensions are read, not when qoe.rtp is imported for its numbers
-    from qoe.capture import read_udp_batches  # noqa: PLC0415
+    from qoe.capture import capture_path, read_udp_batches  # noqa: PLC0415
 
-    name = os.fspath(capture)
+    name = capture_path(capture)
     want: set[int] = set()
     for s in streams:
         if s.packets is None:

@@ -31,7 +31,7 @@ from typing import IO, overload
 
 import numpy as np
 
-from qoe.capture import read_udp_batches
+from qoe.capture import capture_path, read_udp_batches
 from qoe.errors import InputError
 from qoe.rtp import (
     ACTIVE_AT_END_INTERVALS,
@@ -315,7 +315,7 @@ def find_video(capture: str | os.PathLike[str], *, sdp: str | os.PathLike[str] |
     its payloads are RFC 6184 packets carrying parameter sets
     (:func:`qoe.video.depacketize.looks_like_h264`); the source's ``notes`` say so.
     """
-    name = os.fspath(capture)
+    name = capture_path(capture)
     media = load_sdp(sdp)
     out: list[tuple[int, VideoSource]] = []
     if scan is None:  # the SDP also applies under BUNDLE (a=ssrc, or a payload type only one section maps)

@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from qoe.capture import capture_path
 from qoe.errors import AlignmentError, InputError, QoEWarning, UnsupportedCodecError
 from qoe.options import OptionsBase
 from qoe.report import as_dict, brief
@@ -721,8 +722,8 @@ def iter_score_capture(
     opts = _resolve("iter_score_capture", options, sdp=sdp, buffer=buffer, variant=variant, psnr_table=psnr_table,
                     max_frames=max_frames)
     sdp, jitter_buffer = opts.sdp, opts.jitter_buffer
-    name = os.fspath(capture)
-    for src in find_video(capture, sdp=sdp, scan=scan):
+    name = capture_path(capture)
+    for src in find_video(name, sdp=sdp, scan=scan):
         src, encrypted = decrypt_source(name, src, opts.srtp_keys)
         if encrypted is not None:
             yield _undecoded(src, encrypted)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import soundfile
 
+from qoe.capture import capture_path
 from qoe.errors import InputError, StreamNotFoundError
 from qoe.outputs import atomic_output
 from qoe.rtp import find_streams
@@ -132,7 +133,7 @@ def extract_wav(
         The stream is SRTP and no key decrypts it (the message says what to pass).
     StreamNotFoundError, UnsupportedCodecError, CaptureError, InputError
     """
-    name = os.fspath(capture)
+    name = capture_path(capture)
     keys = [srtp_keys] if isinstance(srtp_keys, str) else list(srtp_keys)
     stream = select_stream(find_streams(name), parse_ssrc(ssrc), source=name)
     (stream,) = decrypt_streams(name, [stream], keys=keys)
@@ -196,7 +197,8 @@ def capture_delays(
         warnings.warn("capture_delays(buffer=) is now capture_delays(jitter_buffer=); the old name goes in the "
                       "next release", DeprecationWarning, stacklevel=2)
         jitter_buffer = buffer
-    s_name, r_name = os.fspath(sender_capture), os.fspath(receiver_capture)
+    s_name = capture_path(sender_capture, "sender_capture")
+    r_name = capture_path(receiver_capture, "receiver_capture")
     sent, recv = find_streams(s_name), find_streams(r_name)
     want = parse_ssrc(ssrc)
     if want is not None:

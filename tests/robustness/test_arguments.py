@@ -1,0 +1,60 @@
+"""A capture argument of the wrong type gets an InputError that says what to give, never a
+TypeError from deep inside (``os.fspath`` of a file object, a number, None).
+
+Functions that read a capture by its path (qoe.score, the RTP scan, voice and video from a
+capture) take ``str``, ``os.PathLike`` or a ``bytes`` path; the readers of qoe.capture and
+qoe.web take file objects too, and any of them refuses raw bytes with a message.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import pytest
+
+import qoe
+from qoe.capture import capture_path, read_packets
+from qoe.errors import InputError
+from qoe.rtp import find_streams, scan_capture
+from qoe.video import find_video
+from qoe.voice.io import capture_delays, extract_wav
+
+CAP = Path(__file__).resolve().parents[2] / "data" / "voice" / "captures" / "down-b8_client.pcap"
+
+
+def test_capture_path_takes_str_pathlike_and_bytes_paths():
+    assert capture_path(CAP) == capture_path(str(CAP)) == capture_path(os.fsencode(CAP)) == str(CAP)
+    with pytest.raises(InputError, match=r"^receiver must be a file's path \(str or os.PathLike\), given int$"):
+        capture_path(3, "receiver")
+    with pytest.raises(InputError, match=r"given BytesIO: this reads the file by its path .* qoe.capture's readers "
+                                         r"and qoe.web take file objects"):
+        capture_path(io.BytesIO(b""))
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: qoe.score(x),
+    lambda x: qoe.score(str(CAP), sender_capture=x),
+    lambda x: find_streams(x),
+    lambda x: scan_capture(x),
+    lambda x: find_video(x),
+    lambda x: capture_delays(str(CAP), x),
+    lambda x: extract_wav(x, "out.wav"),
+], ids=["score", "score-sender", "find_streams", "scan_capture", "find_video", "capture_delays", "extract_wav"])
+@pytest.mark.parametrize("bad", [None, 42, io.BytesIO(b"\xd4\xc3\xb2\xa1")], ids=["None", "int", "file-object"])
+def test_a_path_taking_function_refuses_other_types_with_input_error(call, bad, request):
+    if bad is None and request.node.callspec.id.endswith("score-sender"):
+        pytest.skip("sender_capture=None means no sender capture")
+    with pytest.raises(InputError, match=r"must be a file's path \(str or os.PathLike\), given "):
+        call(bad)
+
+
+@pytest.mark.skipif(not CAP.is_file(), reason="data/voice captures not present")
+def test_a_bytes_path_is_a_path_and_raw_bytes_are_refused_by_the_readers():
+    with pytest.warns(qoe.QoEWarning, match="one-way delay assumed 0 ms"):  # (one capture only)
+        assert len(qoe.score(os.fsencode(CAP), kind="voice").results) == 2
+    assert len(find_streams(os.fsencode(CAP))) == 2
+    with pytest.raises(InputError, match="given bytes: decode a bytes path with os.fsdecode, wrap bytes in io.BytesIO"):
+        read_packets(os.fsencode(CAP))
+    assert sum(1 for _ in read_packets(io.BytesIO(CAP.read_bytes()))) > 0
