@@ -58,3 +58,34 @@ def test_a_bytes_path_is_a_path_and_raw_bytes_are_refused_by_the_readers():
     with pytest.raises(InputError, match="given bytes: decode a bytes path with os.fsdecode, wrap bytes in io.BytesIO"):
         read_packets(os.fsencode(CAP))
     assert sum(1 for _ in read_packets(io.BytesIO(CAP.read_bytes()))) > 0
+
+
+@pytest.mark.parametrize("ssrc, message", [
+    (-1, r"SSRC -1 is outside 0..0xffffffff \(RFC 3550 §5.1: 32 bits\)"),
+    (1 << 32, "is outside 0..0xffffffff"),
+    (1.5, "SSRC must be an integer or its text .* given float"),
+    (True, "given bool"),
+    ("0xzz", "is not a number"),
+])
+def test_an_ssrc_out_of_32_bits_or_of_another_type_is_refused(ssrc, message):
+    """ssrc=-1 was looked for (as 0x-0000001) and not found; a float reached int()."""
+    from qoe.voice.io import parse_ssrc
+
+    with pytest.raises(InputError, match=message):
+        parse_ssrc(ssrc)
+
+
+def test_an_ssrc_of_any_integer_type_is_taken():
+    import numpy as np
+
+    from qoe.voice.io import parse_ssrc
+
+    assert [parse_ssrc(v) for v in (np.int64(5), np.uint32(0x7A1C0008), "0x7a1c0008", " 17 ", None)] == [
+        5, 0x7A1C0008, 0x7A1C0008, 17, None]
+
+
+def test_an_sdp_option_of_another_type_is_refused():
+    from qoe.video import VideoOptions
+
+    with pytest.raises(InputError, match=r"sdp must be an SDP file's path \(str or os.PathLike\); given int"):
+        VideoOptions(sdp=42)

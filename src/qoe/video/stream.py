@@ -101,6 +101,8 @@ class VideoOptions(OptionsBase):
         if self.psnr_table not in PSNR_TABLES:
             raise InputError(f"psnr_table must be one of {', '.join(PSNR_TABLES)}; given {self.psnr_table!r}")
         if self.sdp is not None:
+            if not isinstance(self.sdp, (str, os.PathLike)):
+                raise InputError(f"sdp must be an SDP file's path (str or os.PathLike); given {type(self.sdp).__name__}")
             object.__setattr__(self, "sdp", os.fspath(self.sdp))
         _check_max_frames(self.max_frames)
         keys = (self.srtp_keys,) if isinstance(self.srtp_keys, str) else tuple(self.srtp_keys)

@@ -8,6 +8,7 @@ module is where files are read (through :func:`qoe.rtp.find_streams`) and writte
 
 from __future__ import annotations
 
+import operator
 import os
 import warnings
 from collections.abc import Iterable, Sequence
@@ -44,12 +45,21 @@ def write_wav(audio: ReceivedAudio, path: str | os.PathLike[str], *,
 
 def parse_ssrc(text: str | int | None) -> int | None:
     """``"0x7a1c0003"``, ``"2048655363"`` or an int -> the SSRC as an int (None stays None)."""
-    if text is None or isinstance(text, int):
-        return text
-    try:
-        value = int(str(text).strip(), 0)
-    except ValueError:
-        raise InputError(f"SSRC {text!r} is not a number (write it as 0x7a1c0003 or in decimal)") from None
+    if text is None:
+        return None
+    if isinstance(text, str):
+        try:
+            value = int(text.strip(), 0)
+        except ValueError:
+            raise InputError(f"SSRC {text!r} is not a number (write it as 0x7a1c0003 or in decimal)") from None
+    else:
+        try:
+            value = operator.index(text)  # an integer of any kind (NumPy's too), never a float or a bool
+        except TypeError:
+            raise InputError(f"SSRC must be an integer or its text (0x7a1c0003 or decimal); given "
+                             f"{type(text).__name__}") from None
+        if isinstance(text, bool):
+            raise InputError("SSRC must be an integer or its text (0x7a1c0003 or decimal); given bool")
     if not 0 <= value < 1 << 32:
         raise InputError(f"SSRC {text!r} is outside 0..0xffffffff (RFC 3550 §5.1: 32 bits)")
     return value
