@@ -35,6 +35,7 @@ from numpy.typing import ArrayLike, NDArray
 from qoe.errors import InputError
 
 __all__ = [
+    "as_floats",
     "r_to_mos",
     "mos_to_r",
     "raw_to_mos_lqo",
@@ -63,8 +64,33 @@ P862_MAPPING: dict[str, tuple[float, float, float, float]] = {
 ACR_LABELS = ("bad", "poor", "fair", "good", "excellent")  # P.800 Annex B, scores 1..5
 
 
+def as_floats(x: ArrayLike, name: str) -> FloatArray:
+    """``x`` as an array of float64, for the models' numeric arguments.
+
+    Parameters
+    ----------
+    x : array_like
+        A number, or a sequence or array of numbers.
+    name : str
+        The argument's name, for the message.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+
+    Raises
+    ------
+    InputError
+        ``x`` holds something that is not a number (text, None, a mapping), named with ``name``.
+    """
+    try:
+        return np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number or an array of numbers; given {x!r}"[:300]) from None
+
+
 def _as_float(x: ArrayLike, name: str) -> FloatArray:
-    arr = np.asarray(x, dtype=np.float64)
+    arr = as_floats(x, name)
     if np.isnan(arr).any():
         raise InputError(f"{name} contains NaN; given {name}={x!r}")
     return arr

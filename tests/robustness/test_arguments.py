@@ -19,7 +19,9 @@ from qoe.capture import capture_path, read_packets
 from qoe.errors import InputError
 from qoe.rtp import find_streams, scan_capture
 from qoe.video import find_video
+from qoe.voice import emodel
 from qoe.voice.io import capture_delays, extract_wav
+from qoe.web import g1030
 
 CAP = Path(__file__).resolve().parents[2] / "data" / "voice" / "captures" / "down-b8_client.pcap"
 
@@ -89,3 +91,20 @@ def test_an_sdp_option_of_another_type_is_refused():
 
     with pytest.raises(InputError, match=r"sdp must be an SDP file's path \(str or os.PathLike\); given int"):
         VideoOptions(sdp=42)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: emodel.r_factor(mouth_to_ear_ms="abc"),
+     r"^mouth_to_ear_ms must be a number or an array of numbers; given 'abc'$"),
+    (lambda: emodel.r_factor(telr="high"), "^telr must be a number or an array of numbers"),
+    (lambda: emodel.r_factor(codec=5), r"^codec must be a codec's name \(str\), e.g. 'G.711-plc'; given int$"),
+    (lambda: emodel.delay_impairment("x"), "^mouth_to_ear_ms must be a number"),
+    (lambda: emodel.simplified_r(200.0, "lots"), "^loss must be a number"),
+    (lambda: g1030.mos("fast"), "^page load time must be a number"),
+    (lambda: qoe.mos.mos_to_r({"mos": 4}), "^mos must be a number"),
+], ids=["r_factor", "r_factor-param", "codec", "delay_impairment", "simplified_r", "g1030", "mos_to_r"])
+def test_a_model_given_text_where_a_number_goes_names_the_argument(call, message):
+    """The models took np.asarray(x, float) of their arguments: text gave NumPy's 'could not
+    convert string to float' ValueError, a codec given as a number an AttributeError."""
+    with pytest.raises(InputError, match=message):
+        call()

@@ -184,6 +184,8 @@ def codec(name: str, *, band: Literal["nb", "wb"] = "nb") -> Codec:
         For an unknown name; the message lists the known ones.
     """
     table = CODECS if band == "nb" else CODECS_WB
+    if not isinstance(name, str):
+        raise InputError(f"codec must be a codec's name (str), e.g. 'G.711-plc'; given {type(name).__name__}")
     try:
         return table[name.lower()]
     except KeyError:

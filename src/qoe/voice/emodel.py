@@ -50,7 +50,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from qoe.errors import InputError, QoEWarning
-from qoe.mos import r_to_mos
+from qoe.mos import as_floats, r_to_mos
 from qoe.report import as_dict
 from qoe.voice._g113 import CODECS, CODECS_WB, UNVERIFIED, Codec, codec
 
@@ -335,8 +335,8 @@ def _resolve(
     merged.update(params)  # explicit keywords override the presets
     if "lstr" not in params and ("stmr" in params or "dr" in params):
         # G.107 (06/2015) Table 3: LSTR = STMR + Dr (defaults 15 + 3 = 18 dB); a given LSTR wins
-        merged["lstr"] = np.asarray(merged["stmr"], dtype=np.float64) + np.asarray(merged["dr"], dtype=np.float64)
-    out = {k: np.asarray(v, dtype=np.float64) for k, v in merged.items()}
+        merged["lstr"] = as_floats(merged["stmr"], "stmr") + as_floats(merged["dr"], "dr")
+    out = {k: as_floats(v, k) for k, v in merged.items()}
     for name in _DELAYS + ("ie", "a"):
         _check(name, out[name], min_value=0.0)
     _check("ppl", out["ppl"], min_value=0.0, max_value=100.0)
@@ -399,7 +399,7 @@ def _with_delays(mouth_to_ear_ms: ArrayLike | None, params: Mapping[str, ArrayLi
     """``params`` with the three G.107 clause 7.4 delays of a mouth-to-ear delay D (r_factor Notes)."""
     if mouth_to_ear_ms is None:
         return params
-    d = np.asarray(mouth_to_ear_ms, dtype=np.float64)
+    d = as_floats(mouth_to_ear_ms, "mouth_to_ear_ms")
     _check("mouth_to_ear_ms", d, min_value=0.0)
     return {"ta": d, "t": d, "tr": 2.0 * d, **params}  # explicit ta, t, tr win
 
@@ -911,8 +911,8 @@ def simplified_r(
         g1, g2, g3 = _CR_IE[codec]
     except KeyError:
         raise InputError(f"codec must be one of {list(_CR_IE)}; given codec={codec!r}") from None
-    d = np.asarray(mouth_to_ear_ms, dtype=np.float64)
-    e = np.asarray(loss, dtype=np.float64)
+    d = as_floats(mouth_to_ear_ms, "mouth_to_ear_ms")
+    e = as_floats(loss, "loss")
     _check("mouth_to_ear_ms", d, min_value=0.0)
     _check("loss", e, min_value=0.0, max_value=1.0)
     id_ = 0.024 * d + 0.11 * (d - 177.3) * np.heaviside(d - 177.3, 0.0)  # Cole & Rosenbluth eq. (3)

@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from qoe.errors import InputError
+from qoe.mos import as_floats
 
 __all__ = ["PRESETS", "mos", "plt_for_mos", "bounds"]
 
@@ -110,7 +111,7 @@ def mos(
     [5.0, 4.022, 1.0]
     """
     lo, hi = bounds(preset, t_min=t_min, t_max=t_max)
-    t = np.asarray(plt_s, dtype=np.float64)
+    t = as_floats(plt_s, "page load time")
     if np.isnan(t).any():
         raise InputError("page load time contains NaN")
     if (t < 0).any():
