@@ -108,3 +108,16 @@ def test_a_model_given_text_where_a_number_goes_names_the_argument(call, message
     convert string to float' ValueError, a codec given as a number an AttributeError."""
     with pytest.raises(InputError, match=message):
         call()
+
+
+def test_parse_sdp_and_pages_from_har_name_what_they_take():
+    """parse_sdp(5) and pages_from_har([...]) ended in AttributeError ('splitlines', 'pages')."""
+    from qoe.rtp import parse_sdp
+    from qoe.web import pages_from_har
+
+    with pytest.raises(InputError, match=r"parse_sdp takes the SDP text \(str or bytes\); given int"):
+        parse_sdp(5)
+    sdp = "v=0\r\nc=IN IP4 192.0.2.1\r\nm=audio 4000 RTP/AVP 8\r\n"
+    assert parse_sdp(sdp.encode()) == parse_sdp(sdp)
+    with pytest.raises(InputError, match=r"pages_from_har takes a HAR log as qoe.web.har.read_har .* given list"):
+        pages_from_har([1, 2])

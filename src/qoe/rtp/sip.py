@@ -37,6 +37,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from qoe.errors import InputError
+
 __all__ = [
     "SdesCrypto",
     "SdpMedia",
@@ -422,12 +424,17 @@ def parse_sdp(text: str) -> SessionDescription:
 
     Parameters
     ----------
-    text : str
-        The SDP text (lines separated by CRLF or LF).
+    text : str or bytes
+        The SDP text (lines separated by CRLF or LF); bytes are read as UTF-8.
 
     Returns
     -------
     SessionDescription
+
+    Raises
+    ------
+    InputError
+        ``text`` is neither text nor bytes.
 
     Examples
     --------
@@ -438,6 +445,11 @@ def parse_sdp(text: str) -> SessionDescription:
     >>> (m.address, m.port, m.payload_types, m.encoding(8), m.ptime_ms)
     ('192.0.2.1', 4000, (8, 101), ('PCMA', 8000), 20.0)
     """
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8", "replace")  # RFC 4566 §5: UTF-8 (ISO 10646) text
+    if not isinstance(text, str):
+        raise InputError(f"parse_sdp takes the SDP text (str or bytes); given {type(text).__name__} "
+                         "(an SDP file: give its text, pathlib.Path(file).read_text())")
     origin = None
     session_addr = None
     sections: list[dict[str, Any]] = []

@@ -637,6 +637,11 @@ def pages_from_har(
         ``idle_gap_s``, ``preset``, ``bounds=(t_min, t_max)`` as keywords: still taken for one
         release, with a DeprecationWarning; with ``options`` an InputError.
 
+    Raises
+    ------
+    InputError
+        ``log`` is not a HarLog (a path or a dict: read it with ``read_har`` / ``parse_har``).
+
     Notes
     -----
     Each HAR page keeps its own grouping. Its PLT is ``pageTimings.onLoad`` when the log
@@ -645,6 +650,9 @@ def pages_from_har(
     facts: RTT and loss are unknown (NaN) and the diagnosis is ``neither``.
     """
     opts = _resolve("pages_from_har", options, deprecated, ("idle_gap_s", "preset", "bounds"))
+    if not isinstance(log, HarLog):
+        raise InputError(f"pages_from_har takes a HAR log as qoe.web.har.read_har (a path) or parse_har (its JSON) "
+                         f"gives it; given {type(log).__name__}")
     preset, b = opts.preset, _custom_bounds(opts)
     if not log.pages:
         return build_pages(log.transactions, options=opts)
