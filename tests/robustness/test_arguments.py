@@ -121,3 +121,17 @@ def test_parse_sdp_and_pages_from_har_name_what_they_take():
     assert parse_sdp(sdp.encode()) == parse_sdp(sdp)
     with pytest.raises(InputError, match=r"pages_from_har takes a HAR log as qoe.web.har.read_har .* given list"):
         pages_from_har([1, 2])
+
+
+@pytest.mark.parametrize("shape", [(20, 20, 3), (480, 640, 4), (5, 20, 20, 3)])
+def test_an_image_with_colour_channels_last_is_named_not_scored_as_frames(shape):
+    """psnr/ssim take planes (H, W) or frames (N, H, W): an RGB image (H, W, 3) was read as H
+    frames of W × 3 pixels (PSNR gave a number per row; SSIM said 'planes of at least 11×11')."""
+    import numpy as np
+
+    from qoe.video import psnr, ssim
+
+    img = np.zeros(shape, dtype=np.uint8)
+    for f in (psnr, ssim):
+        with pytest.raises(InputError, match=r"an image with its colour channels last \(H, W, 3\)\? give its luma"):
+            f(img, img, data_range=255)

@@ -152,6 +152,12 @@ def check_choice(value: str, choices: Sequence[str], name: str) -> None:
         raise InputError(f"{name} must be one of {', '.join(map(repr, choices))}; given {value!r}")
 
 
+# An image with its colour channels last (OpenCV's BGR, scikit-image's RGB) is no plane: qoe
+# scores planes of samples, luma by default (the seed paper's PSNR/SSIM, on Y).
+_CHANNELS = ("; an image with its colour channels last (H, W, 3)? give its luma plane Y, e.g. "
+             "cv2.cvtColor(img, cv2.COLOR_BGR2YUV)[..., 0], or the Y, U, V planes with planes='yuv'")
+
+
 def _plane_stack(x: Any, name: str) -> np.ndarray:
     arr = np.asarray(x)
     if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
@@ -159,7 +165,11 @@ def _plane_stack(x: Any, name: str) -> np.ndarray:
     if arr.ndim == 2:
         arr = arr[np.newaxis]
     if arr.ndim != 3:
-        raise InputError(f"{name} must be a frame (H, W) or a sequence of frames (N, H, W); given shape {arr.shape}")
+        raise InputError(f"{name} must be a frame (H, W) or a sequence of frames (N, H, W); given shape {arr.shape}"
+                         + (_CHANNELS if arr.ndim == 4 and arr.shape[-1] in (3, 4) else ""))
+    if arr.shape[-1] in (3, 4) and arr.shape[-2] > 4:  # (H, W, 3): read as N = H frames of W × 3, too narrow to score
+        raise InputError(f"{name} has shape {arr.shape}, read as {arr.shape[0]} frames of "
+                         f"{arr.shape[1]}×{arr.shape[2]} pixels" + _CHANNELS)
     if np.issubdtype(arr.dtype, np.floating) and not np.isfinite(arr).all():
         raise InputError(f"{name} contains NaN or infinite samples")
     return arr
