@@ -91,7 +91,10 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
               help="Show the version and exit.")
 def cli() -> None:
     """Score the quality people perceive (QoE) of voice calls, RTP video and web page
-    loads, from packet captures, reference media and plain network figures."""
+    loads, from packet captures, reference media and plain network figures.
+
+    A CAPTURE may be - (the capture on standard input); -o FILE.json or FILE.csv writes
+    that format."""
     warnings.showwarning = _WarningPrinter()
 
 
