@@ -35,7 +35,7 @@ def _check_rate(fs: object, mode: object) -> int:
     if isinstance(fs, bool) or not isinstance(fs, (int, np.integer)) or int(fs) not in _RATES:
         raise InputError(
             f"PESQ works at 8000 or 16000 Hz only; given fs={fs!r}. "
-            "Resample first, e.g. qoe.voice.load_speech(path, fs=16000)"
+            "Resample first, e.g. qoe.voice.load_speech(path, fs=16000), or qoe pesq --fs 16000"
         )
     if mode == "wb" and int(fs) != 16000:
         raise InputError(
