@@ -79,8 +79,8 @@ def _safe(name: str) -> str:
 def plot(capture, refs, sdp, window_s, keylog, kind, max_figures, output):
     """Draw per-item figures of CAPTURE: delay, loss and MOS per window of each call
     direction; PSNR and SSIM per frame of each video stream scored against --ref; the
-    waterfall of each page load's objects (HTTPS with --keylog). Each figure is drawn,
-    written and dropped in turn."""
+    waterfall of each page load's objects (HTTPS with --keylog; or CAPTURE a browser's
+    .har file). Each figure is drawn, written and dropped in turn."""
     from qoe.plot import figure_makers, save
     from qoe.video import VideoOptions
     from qoe.voice.call import CallOptions
@@ -88,8 +88,13 @@ def plot(capture, refs, sdp, window_s, keylog, kind, max_figures, output):
 
     options = {"voice": CallOptions(window_s=window_s), "video": VideoOptions(sdp=sdp),
                "web": WebOptions(keylog=tuple(keylog) or None)}
-    rep = qoe.score(capture, list(refs) or None, kind=kind, options=options)
-    makers = figure_makers(rep)
+    if capture.lower().endswith(".har"):  # a browser's HAR: its pages' waterfalls
+        from qoe.web import pages_from_har
+        from qoe.web.har import read_har
+
+        makers = figure_makers(pages_from_har(read_har(capture), options=options["web"]))
+    else:
+        makers = figure_makers(qoe.score(capture, list(refs) or None, kind=kind, options=options))
     if not makers:
         raise qoe.InputError(f"{capture}: nothing to plot (no call with network scores, no video scored "
                              "against a reference, no page load with its objects visible: HTTPS needs --keylog)")

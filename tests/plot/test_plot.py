@@ -327,3 +327,19 @@ def test_an_https_page_is_drawn_with_its_key_log_only(tmp_path):
     assert (tmp_path / "page.png").read_bytes()[:8] == PNG_MAGIC
     res = CliRunner().invoke(cli, ["plot", str(cap), "-o", str(tmp_path / "none.png")])
     assert res.exit_code == 2 and "HTTPS needs --keylog" in res.output
+
+
+@pytest.mark.skipif(not (BROWSER / "h2-idle.har").is_file(), reason="data/web/browser not present")
+def test_qoe_plot_draws_the_waterfall_of_a_browsers_har(tmp_path):
+    """The browser's own HAR (Playwright's, beside the capture) is drawn like a capture's page:
+    one row per entry with its times (Chromium's 40 entries)."""
+    from qoe.plot import figure_makers
+    from qoe.web import pages_from_har
+    from qoe.web.har import read_har
+
+    pages = pages_from_har(read_har(BROWSER / "h2-idle.har"))
+    ((name, make),) = figure_makers(pages)
+    assert name == "web-page-0" and len(make().axes[0].get_yticklabels()) == 40
+    res = CliRunner().invoke(cli, ["plot", str(BROWSER / "h2-idle.har"), "-o", str(tmp_path / "har.png")])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "har.png").read_bytes()[:8] == PNG_MAGIC

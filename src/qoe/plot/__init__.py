@@ -86,8 +86,9 @@ def figure_makers(report: Any) -> list[tuple[str, Callable[[], Figure]]]:
 
     Parameters
     ----------
-    report : qoe.Report
-        From :func:`qoe.score`.
+    report : qoe.Report or iterable
+        From :func:`qoe.score`, or scored items themselves (the pages of
+        :func:`qoe.web.pages_from_har`, say).
 
     Returns
     -------
@@ -95,7 +96,7 @@ def figure_makers(report: Any) -> list[tuple[str, Callable[[], Figure]]]:
         In the order of :func:`figures`; ``make()`` returns the Figure.
     """
     out: list[tuple[str, Callable[[], Figure]]] = []
-    for item in report.results:
+    for item in getattr(report, "results", report):
         kind = getattr(item, "kind", None)
         if kind == "voice" and getattr(getattr(item, "network", None), "windows", None) is not None:
             out.append((f"voice-{item.stream}", partial(call_series, item)))
