@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from qoe.report import to_json
+from qoe.report import Report, to_json
 from qoe.web import g1030
 from qoe_cli._flags import renamed
 from qoe_cli._output import emit, format_option, output_option, render
@@ -83,8 +83,11 @@ def pages_cmd(source, preset, t_min, t_max, idle_gap_s, base_rtt_s, objects, key
         rows = [{**p.identity(), **row} for p in found for row in p.tables()["objects"]]
     else:
         rows = [p.to_record(brief=(fmt == "table")) for p in found]
-    emit(render(rows, fmt, digits=3) if rows else ("no page load found\n" if fmt == "table" else ""), output,
-         inputs=[source, *keylog])
+    text = render(rows, fmt, digits=3) if rows else ("no page load found\n" if fmt == "table" else "")
+    if fmt == "table":  # what qoe could not see is said (the JSON and CSV records hold the notes)
+        report = Report(kind="web", source=str(source), results=tuple(found))
+        text += "".join(f"note: {n}\n" for n in report.note_lines())
+    emit(text, output, inputs=[source, *keylog])
 
 
 @web.command("har")

@@ -155,6 +155,25 @@ def test_quic_pages_with_and_without_keys():
     assert shown.start_ns == hidden.start_ns and shown.plt_s == pytest.approx(hidden.plt_s, abs=1e-3)
 
 
+def test_the_cli_table_of_pages_says_what_qoe_could_not_see():
+    """qoe web pages printed a QUIC page without keys as one row and nothing more: the notes
+    (objects not visible, no key log) were in JSON and CSV only. The table is followed by
+    them, as qoe score's is; with the key log, no such note."""
+    from click.testing import CliRunner
+
+    from qoe_cli.main import cli
+
+    cap = str(TLS / "quic-h3.pcapng")
+    (page,) = page_loads(cap)
+    res = CliRunner().invoke(cli, ["web", "pages", cap], catch_exceptions=False)
+    notes = [ln for ln in res.output.splitlines() if ln.startswith("note: ")]
+    assert notes == [f"note: [{page.label}] {n}" for n in page.notes] and len(notes) >= 2
+    assert any("not visible" in n for n in notes)
+    res = CliRunner().invoke(cli, ["web", "pages", cap, "--keylog", str(TLS / "quic-h3.keylog")],
+                             catch_exceptions=False)
+    assert not any("not visible" in ln for ln in res.output.splitlines())
+
+
 def test_cli_pages_har_and_score_take_the_key_log(tmp_path):
     from click.testing import CliRunner
 

@@ -275,8 +275,8 @@ class Page:
 
     @property
     def label(self) -> str:
-        """A short name of the page for notes."""
-        return f"page {self.index} ({self.url})"
+        """A short name of the page for notes: its URL, else its host, else its client."""
+        return f"page {self.index} ({self.url or self.host or 'client ' + self.client})"
 
     def identity(self) -> dict[str, Any]:
         """The columns that name this page in detail tables."""
