@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 __all__ = ["page_waterfall", "WATERFALL_PHASES"]
 
 _NS = 1e9
-#: The bars of each object, as their ``gid`` names them in the figure, bottom of the stack first.
+#: The bars of each object, as their ``gid`` names them in the figure, in the order they follow each other on its row.
 WATERFALL_PHASES = ("connect", "waiting", "receiving")
 # connection colours: matplotlib's tab10, cycled
 _COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
@@ -121,7 +121,8 @@ def page_waterfall(page: Any, *, title: str | None = None, max_objects: int = 15
         ax.axvline(page.onload_s, color="black", lw=1, ls="--", label=f"onload estimate {page.onload_s:.3f} s")
     ends = [(t.response_end_ns - t0) / _NS for t in objects if t.response_end_ns is not None]
     ax.set_xlim(0, max([page.plt_s, *ends]) * 1.03 or 1.0)
-    ax.set_xlabel(f"time since the page's start (s; start: its first {_EVENTS.get(page.start_event, page.start_event)})")
+    event = _EVENTS.get(page.start_event, page.start_event)
+    ax.set_xlabel(f"time since the page's start (s; start: its first {event})")
     ax.grid(axis="x", alpha=0.3)
     from matplotlib.patches import Patch  # noqa: PLC0415 - matplotlib is optional (the plot extra)
 
