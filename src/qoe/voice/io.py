@@ -52,14 +52,10 @@ def parse_ssrc(text: str | int | None) -> int | None:
             value = int(text.strip(), 0)
         except ValueError:
             raise InputError(f"SSRC {text!r} is not a number (write it as 0x7a1c0003 or in decimal)") from None
+    elif isinstance(text, bool) or not hasattr(type(text), "__index__"):  # an integer of any kind, NumPy's too
+        raise InputError(f"SSRC must be an integer or its text (0x7a1c0003 or decimal); given {type(text).__name__}")
     else:
-        try:
-            value = operator.index(text)  # an integer of any kind (NumPy's too), never a float or a bool
-        except TypeError:
-            raise InputError(f"SSRC must be an integer or its text (0x7a1c0003 or decimal); given "
-                             f"{type(text).__name__}") from None
-        if isinstance(text, bool):
-            raise InputError("SSRC must be an integer or its text (0x7a1c0003 or decimal); given bool")
+        value = operator.index(text)
     if not 0 <= value < 1 << 32:
         raise InputError(f"SSRC {text!r} is outside 0..0xffffffff (RFC 3550 §5.1: 32 bits)")
     return value
