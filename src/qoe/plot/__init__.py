@@ -28,7 +28,7 @@ from qoe.errors import InputError
 from qoe.outputs import atomic_output
 from qoe.plot.heatmap import CATEGORY_COLOURS, Cells, cell_table, heatmap, read_results
 from qoe.plot.series import call_series, frozen_mask, streaming_series, video_frames, video_rtp
-from qoe.plot.waterfall import WATERFALL_PHASES, page_waterfall
+from qoe.plot.waterfall import WATERFALL_PHASES, _drawable, page_waterfall
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -107,8 +107,7 @@ def figure_makers(report: Any) -> list[tuple[str, Callable[[], Figure]]]:
                 out.append((f"video-rtp-{item.label}", partial(video_rtp, item)))
         elif kind == "streaming" and item.tables()["seconds"]:
             out.append((f"streaming-{item.index}", partial(streaming_series, item)))
-        elif kind == "web" and any(t.request_start_ns is not None or t.response_start_ns is not None
-                                   for t in item.transactions):
+        elif kind == "web" and _drawable(item):
             out.append((f"web-page-{item.index}", partial(page_waterfall, item)))
     return out
 

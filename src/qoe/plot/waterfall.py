@@ -53,6 +53,12 @@ def _start(t: Any) -> int | None:
     return t.request_start_ns if t.request_start_ns is not None else t.response_start_ns
 
 
+def _drawable(page: Any) -> bool:
+    """Whether :func:`page_waterfall` has an object of ``page`` to draw (one with a request
+    or response time; an HTTPS page without its key log has none)."""
+    return any(_start(t) is not None for t in page.transactions)
+
+
 def _label(t: Any) -> str:
     """``status method path`` of a transaction, shortened from the left of its path."""
     url = t.url or t.target or "?"
