@@ -113,10 +113,10 @@ def tcp_segment_rows(
     ``read_ahead=True`` reads the file and decodes each chunk's headers into columns in a
     child process (:func:`~qoe.capture.read_ahead` with ``process=True``; a thread where it
     cannot fork, and for a file object, whose offset a child would share), which hands them
-    over in shared memory; the rows are built here. The same
-    rows, and ``udp`` called here with the same batches at the same points. None: when
-    this process may run on two cores or more and the capture is not small
-    (:func:`~qoe.capture.read_ahead_pays`). Default False. Measured on the 3,000 page loads of ``benchmarks/web.py`` (343,500 segments,
+    over in shared memory; the rows are built here. The same rows, and ``udp`` called here
+    with the same batches at the same points. None: when this process may run on two cores
+    or more and the capture is not small (:func:`~qoe.capture.read_ahead_pays`). Default
+    False. Measured on the 3,000 page loads of ``benchmarks/web.py`` (343,500 segments,
     268 MB, 2 vCPUs): ``qoe.web.iter_page_loads`` 1.97-2.01 s of wall time against
     2.39-2.40 s.
     """

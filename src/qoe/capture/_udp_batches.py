@@ -89,6 +89,7 @@ def read_udp_batches(
     chunk_size, reassembly : optional
         As for :func:`~qoe.capture.read_packets`: bytes read from the file at a time, and
         the bounds of IP fragment reassembly.
+
     Yields
     ------
     UdpBatch

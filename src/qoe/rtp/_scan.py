@@ -202,8 +202,9 @@ def scan_capture(
         Read and prepare the next batch in a child process while one is scanned
         (:func:`qoe.capture.read_ahead` with ``process=True``: on Linux, when this process
         runs no other thread; else in a second thread; :data:`READ_AHEAD`): less wall time
-        on a machine with a core to spare, more CPU time. The streams are the same. None: when this process may run on two cores or
-        more and the capture holds 8 MiB or more (:func:`qoe.capture.read_ahead_pays`), as ``qoe streams`` does. Default False (a
+        on a machine with a core to spare, more CPU time. The streams are the same. None:
+        when this process may run on two cores or more and the capture holds 8 MiB or more
+        (:func:`qoe.capture.read_ahead_pays`), as ``qoe streams`` does. Default False (a
         pool of scans, :mod:`qoe.batch`, keeps every core busy already).
 
     Returns
