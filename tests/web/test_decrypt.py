@@ -204,6 +204,64 @@ def test_without_keys_bursts_hold_every_application_data_record(name):
     assert all(a.direction != b.direction for a, b in zip(d.bursts, d.bursts[1:]))  # alternating by definition
 
 
+# -- a TLS 1.3 connection written here -------------------------------------------------------
+
+
+def _expand_label(secret: bytes, label: bytes, length: int) -> bytes:
+    """RFC 8446 §7.1 HKDF-Expand-Label with an empty context (SHA-256), with ``cryptography``."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDFExpand
+
+    full = b"tls13 " + label  # HkdfLabel: length, "tls13 " + label, empty context
+    info = length.to_bytes(2, "big") + bytes([len(full)]) + full + b"\x00"
+    return HKDFExpand(hashes.SHA256(), length, info).derive(secret)
+
+
+class _Writer:
+    """One direction's TLS 1.3 record protection (RFC 8446 §7.3 traffic keys, §5.3 nonce,
+    §5.2 record) with ``cryptography``'s AES-128-GCM: the other side of what qoe opens."""
+
+    def __init__(self, secret: bytes) -> None:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        self.aead = AESGCM(_expand_label(secret, b"key", 16))
+        self.iv = int.from_bytes(_expand_label(secret, b"iv", 12), "big")
+        self.seq = 0
+
+    def record(self, content: bytes, ctype: int, pad: int = 0, zeros_only: bool = False) -> bytes:
+        inner = bytes(pad) if zeros_only else content + bytes([ctype]) + bytes(pad)
+        header = b"\x17\x03\x03" + (len(inner) + 16).to_bytes(2, "big")  # §5.2: opaque_type 23
+        nonce = (self.iv ^ self.seq).to_bytes(12, "big")
+        self.seq += 1
+        return header + self.aead.encrypt(nonce, inner, header)
+
+
+def handshake(mtype: int, body: bytes) -> bytes:
+    """RFC 8446 §4: Handshake = msg_type(1) length(3) body."""
+    return bytes([mtype]) + len(body).to_bytes(3, "big") + body
+
+
+def _tls13_connection():
+    """A key log and the hello records of a TLS 1.3 connection (TLS_AES_128_GCM_SHA256, made-up
+    secrets), with the writers of its four traffic secrets: (log, ClientHello record,
+    ServerHello record, client handshake, server handshake, client and server application)."""
+    from qoe.web.keylog import parse_keylog
+
+    cr, sr = bytes(range(32)), bytes(range(32, 64))
+    names = ("CLIENT_HANDSHAKE_TRAFFIC_SECRET", "SERVER_HANDSHAKE_TRAFFIC_SECRET", "CLIENT_TRAFFIC_SECRET_0",
+             "SERVER_TRAFFIC_SECRET_0")
+    secrets = {name: bytes([k + 1]) * 32 for k, name in enumerate(names)}
+    log = parse_keylog("".join(f"{n} {cr.hex()} {s.hex()}\n" for n, s in secrets.items()))
+    versions = (43).to_bytes(2, "big")  # §4.2.1 supported_versions
+    hello = (b"\x03\x03" + cr + b"\x00" + b"\x00\x02\x13\x01" + b"\x01\x00"
+             + (7).to_bytes(2, "big") + versions + b"\x00\x03\x02\x03\x04")
+    shello = (b"\x03\x03" + sr + b"\x00" + b"\x13\x01" + b"\x00"
+              + (6).to_bytes(2, "big") + versions + b"\x00\x02\x03\x04")
+    hello_record = b"\x16\x03\x01" + (len(hello) + 4).to_bytes(2, "big") + handshake(1, hello)
+    shello_record = b"\x16\x03\x03" + (len(shello) + 4).to_bytes(2, "big") + handshake(2, shello)
+    return (log, hello_record, shello_record, *(_Writer(secrets[n]) for n in names))
+
+
 def test_tls13_padded_records_open_to_their_content():
     """RFC 8446 §5.2/§5.4: TLSInnerPlaintext = content, then the real content type, then any
     number of zero bytes. A TLS 1.3 connection written here with ``cryptography``'s AES-GCM
@@ -211,54 +269,16 @@ def test_tls13_padded_records_open_to_their_content():
     schedule (§7.1 HKDF-Expand-Label, §7.3 traffic keys, §5.3 nonce): records with 0, 1 and
     300 bytes of padding give the HTTP exchange that was written, every record opened; an
     inner plaintext of zeros alone (no content type) fails, and is counted so."""
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-    from cryptography.hazmat.primitives.kdf.hkdf import HKDFExpand
-
     from qoe.capture import TCP_ACK, TCP_FIN, TCP_PSH, TCP_SYN, Packet, TcpInfo
-    from qoe.web.keylog import parse_keylog
 
-    def expand_label(secret: bytes, label: bytes, length: int) -> bytes:
-        full = b"tls13 " + label  # §7.1 HkdfLabel: length, "tls13 " + label, empty context
-        info = length.to_bytes(2, "big") + bytes([len(full)]) + full + b"\x00"
-        return HKDFExpand(hashes.SHA256(), length, info).derive(secret)
-
-    class Writer:
-        def __init__(self, secret: bytes) -> None:
-            self.aead = AESGCM(expand_label(secret, b"key", 16))
-            self.iv = int.from_bytes(expand_label(secret, b"iv", 12), "big")
-            self.seq = 0
-
-        def record(self, content: bytes, ctype: int, pad: int = 0, zeros_only: bool = False) -> bytes:
-            inner = bytes(pad) if zeros_only else content + bytes([ctype]) + bytes(pad)
-            header = b"\x17\x03\x03" + (len(inner) + 16).to_bytes(2, "big")  # §5.2: opaque_type 23
-            nonce = (self.iv ^ self.seq).to_bytes(12, "big")
-            self.seq += 1
-            return header + self.aead.encrypt(nonce, inner, header)
-
-    def handshake(mtype: int, body: bytes) -> bytes:
-        return bytes([mtype]) + len(body).to_bytes(3, "big") + body
-
-    cr, sr = bytes(range(32)), bytes(range(32, 64))
-    secrets = {name: bytes([k + 1]) * 32 for k, name in enumerate(
-        ("CLIENT_HANDSHAKE_TRAFFIC_SECRET", "SERVER_HANDSHAKE_TRAFFIC_SECRET", "CLIENT_TRAFFIC_SECRET_0",
-         "SERVER_TRAFFIC_SECRET_0"))}
-    log = parse_keylog("".join(f"{n} {cr.hex()} {s.hex()}\n" for n, s in secrets.items()))
-    versions = (43).to_bytes(2, "big")  # §4.2.1 supported_versions
-    hello = (b"\x03\x03" + cr + b"\x00" + b"\x00\x02\x13\x01" + b"\x01\x00"
-             + (7).to_bytes(2, "big") + versions + b"\x00\x03\x02\x03\x04")
-    shello = (b"\x03\x03" + sr + b"\x00" + b"\x13\x01" + b"\x00"
-              + (6).to_bytes(2, "big") + versions + b"\x00\x02\x03\x04")
-    chs, shs = Writer(secrets["CLIENT_HANDSHAKE_TRAFFIC_SECRET"]), Writer(secrets["SERVER_HANDSHAKE_TRAFFIC_SECRET"])
-    cap, sap = Writer(secrets["CLIENT_TRAFFIC_SECRET_0"]), Writer(secrets["SERVER_TRAFFIC_SECRET_0"])
+    log, hello_record, shello_record, chs, shs, cap, sap = _tls13_connection()
     finished = handshake(20, bytes(32))  # §4.4.4 (not verified by a passive reader)
     request = b"GET /a HTTP/1.1\r\nHost: example.org\r\n\r\n"
     body = b"x" * 1000
     response = b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + body
     flights = [
-        (0, b"\x16\x03\x01" + (len(hello) + 4).to_bytes(2, "big") + handshake(1, hello)),
-        (1, b"\x16\x03\x03" + (len(shello) + 4).to_bytes(2, "big") + handshake(2, shello)
-         + shs.record(finished, 22, pad=1)),
+        (0, hello_record),
+        (1, shello_record + shs.record(finished, 22, pad=1)),
         (0, chs.record(finished, 22) + cap.record(request, 23, pad=300)),
         (1, sap.record(response[:500], 23) + sap.record(response[500:], 23, pad=1)),
         (1, sap.record(b"", 23, pad=20, zeros_only=True)),
@@ -292,3 +312,67 @@ def test_tls13_padded_records_open_to_their_content():
     (tx,) = r.transactions
     assert (tx.method, tx.url, tx.status, tx.response_body_bytes) == ("GET", "https://example.org/a", 200, 1000)
     assert tx.complete
+
+
+class _Plaintext:
+    """The application sink of a test: every call DecryptingTlsSink makes on it, in order."""
+
+    def __init__(self, conn) -> None:
+        self.calls = []
+
+    def data(self, direction, ts_ns, offset, payload):
+        self.calls.append(("data", direction, ts_ns, offset, bytes(payload)))
+
+    def gap(self, direction, ts_ns, offset, length):
+        self.calls.append(("gap", direction, ts_ns, offset, length))
+
+    def close(self, direction, ts_ns, how):
+        self.calls.append(("close", direction, ts_ns, how))
+
+
+@pytest.mark.parametrize("keyed", [True, False])
+def test_a_record_that_two_gaps_cut_costs_that_record_only(keyed):
+    """A gap inside a protected record skips that record whole (its sequence number still
+    counts, RFC 8446 §5.3) and only it: here a server record loses bytes to two gaps, the
+    second reaching its end, and the next record arrives whole in two deliveries. With the
+    keys it opens (it used to be skipped too: the first record was counted lost twice); the
+    bursts begin at each record's first byte (a skipped record's used to begin where it ended).
+    A TLS 1.3 connection written here with ``cryptography`` (see ``_tls13_connection``)."""
+    from qoe.web.decrypt import DecryptingTlsSink
+    from qoe.web.keylog import KeyLog
+    from qoe.web.tcp import CLIENT, SERVER, ConnectionId
+
+    log, hello_record, shello_record, chs, shs, cap, sap = _tls13_connection()
+    finished = handshake(20, bytes(32))
+    server_finished = shs.record(finished, 22)  # (a protected record: application_data outside)
+    first, second = sap.record(b"A" * 1000, 23), sap.record(b"B" * 500, 23)
+    conn = ConnectionId(("192.0.2.1", 50000), ("198.51.100.2", 443), 0, 0, True)
+    apps = []
+    sink = DecryptingTlsSink(conn, log if keyed else KeyLog(), http1=lambda c: apps.append(_Plaintext(c)) or apps[-1])
+    at = [0, 0]
+
+    def data(direction, ts, payload):
+        sink.data(direction, ts, at[direction], payload)
+        at[direction] += len(payload)
+
+    def gap(direction, ts, length):
+        sink.gap(direction, ts, at[direction], length)
+        at[direction] += length
+
+    data(CLIENT, 1, hello_record)
+    data(SERVER, 2, shello_record + server_finished)
+    data(CLIENT, 3, chs.record(finished, 22) + cap.record(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", 23))
+    data(SERVER, 10, first[:105])
+    gap(SERVER, 11, 200)
+    gap(SERVER, 12, len(first) - 305)  # to the record's end
+    data(CLIENT, 15, cap.record(b"GET /b HTTP/1.1\r\nHost: a\r\n\r\n", 23))
+    data(SERVER, 20, second[:300])
+    data(SERVER, 21, second[300:])
+    d = sink.decryption()
+    server = [(b.start_ns, b.end_ns, b.records, b.bytes) for b in d.bursts if b.direction == "server"]
+    assert server == [(2, 2, 1, len(server_finished) - 5), (10, 12, 1, len(first) - 5), (20, 21, 1, len(second) - 5)]
+    if keyed:
+        assert (d.server_records, d.server_failed_records) == (2, 1)  # Finished and the second record; the first
+        (app,) = apps
+        server_calls = [c for c in app.calls if c[1] == SERVER]
+        assert server_calls == [("gap", SERVER, 12, 0, len(first) - 5 - 17), ("data", SERVER, 21, len(first) - 22, b"B" * 500)]

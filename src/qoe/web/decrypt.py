@@ -152,7 +152,9 @@ class _Dir:
         self.updates = 0
         self.hs = bytearray()  # decrypted handshake messages being reassembled
         self.out = 0  # plaintext offset delivered above
-        self.lost = 0  # records whose bytes were missing (body gap): to skip whole
+        # the record being read (the last one buffered: the others were read whole) lost bytes
+        # to a gap: it is skipped whole when it ends
+        self.lost = False
         self.encrypted = False  # TLS 1.2: after this side's ChangeCipherSpec
         self.candidates: list[RecordCipher] = []
 
@@ -265,12 +267,13 @@ class DecryptingTlsSink:
             if need > length:
                 # the rest of the record arrives later: keep a placeholder of the right size
                 d.buf += bytes(length)
-                d.lost += 1
+                d.lost = True
                 return
             length -= need
             ctype = d.buf[0]
             del d.buf[:]
-            self._record_lost(direction, d, ts_ns, ctype, rlen)
+            d.lost = False  # (it may have lost bytes to an earlier gap too: the same one record)
+            self._record_lost(direction, d, d.rec_ts, ts_ns, ctype, rlen)
             if length == 0:
                 return
 
@@ -315,8 +318,8 @@ class DecryptingTlsSink:
             i += 5 + rlen
             d.rec_ts = ts
             if d.lost:
-                d.lost -= 1
-                self._record_lost(direction, d, ts, ctype, rlen)
+                d.lost = False
+                self._record_lost(direction, d, rec_ts, ts, ctype, rlen)
             else:
                 self._record(direction, d, rec_ts, ts, ctype, version, body)
         del buf[:i]
@@ -400,9 +403,10 @@ class DecryptingTlsSink:
         elif inner == _APPDATA:
             self._deliver(direction, ts, plain)
 
-    def _record_lost(self, direction: int, d: _Dir, ts: int, ctype: int, rlen: int) -> None:
+    def _record_lost(self, direction: int, d: _Dir, start: int, ts: int, ctype: int, rlen: int) -> None:
+        """A record that lost bytes to a gap, from its first byte (``start``) to its end (``ts``)."""
         if ctype == _APPDATA:
-            self._burst_add(direction, d.rec_ts, ts, rlen)
+            self._burst_add(direction, start, ts, rlen)
         if d.cipher is not None and (ctype == _APPDATA or d.encrypted):
             d.cipher.seq += 1
             d.failed += 1
