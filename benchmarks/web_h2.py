@@ -8,7 +8,8 @@ Default N = 200 (33 MB), ``--short``: 20. Each in a fresh subprocess (peak RSS p
 
 - ``qoe.web.iter_page_loads(path, options=WebOptions(keylog=K))``: TCP reassembly, TLS 1.3
   decryption, HTTP/2 (hyperframe, hpack), DNS, pages, PLT, G.1030 per page; and the same with
-  ``read_ahead=True`` (the segments read in a child process; its CPU time is both processes');
+  ``read_ahead=True`` (reading, TCP reassembly and TLS decryption in a child process, HTTP/2
+  and the pages here: ``qoe.web._ahead``; its CPU time is both processes');
 - ``qoe.web.http.connection_results(path, keylog=K)``: the same without the pages;
 - ``tshark -r F -o tls.keylog_file:K -o tcp.reassemble_out_of_order:TRUE -q -z http2,tree``
   (TLS decryption and HTTP/2 dissection; the option as DESIGN.md's traps say).

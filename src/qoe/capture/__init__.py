@@ -11,7 +11,7 @@ nothing of QoE.
   Linux) a forked child process, one batch ahead of its caller (reading overlaps the
   caller's work on two cores); :func:`usable_cores` says whether there is a second core
   to run it on, :func:`read_ahead_pays` whether a capture is large enough to gain from
-  it. :func:`relaxed_gc` and :func:`relaxed_gc_scope` relax the garbage
+  it, :func:`fork_available` whether a child process can read it. :func:`relaxed_gc` and :func:`relaxed_gc_scope` relax the garbage
   collector's young generation while a pass over a capture works (its many short-lived
   objects are freed before the collector looks) and give the caller its own threshold
   whenever its code runs.
@@ -70,6 +70,7 @@ from __future__ import annotations
 
 from qoe.capture._udp_batches import read_udp_batches
 from qoe.capture._collector import relaxed_gc, relaxed_gc_scope
+from qoe.capture._forkahead import fork_available
 from qoe.capture._readahead import READ_AHEAD_MIN_BYTES, read_ahead, read_ahead_pays, usable_cores
 from qoe.capture._files import capture_path, probe
 from qoe.capture._records import CaptureInfo, Interface, byte_rows
@@ -97,6 +98,7 @@ __all__ = [
     "read_udp_batches",
     "read_ahead",
     "usable_cores",
+    "fork_available",
     "read_ahead_pays",
     "READ_AHEAD_MIN_BYTES",
     "byte_rows",

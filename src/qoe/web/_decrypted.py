@@ -15,15 +15,18 @@ References
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from typing import Any
 
 from qoe.web._h2 import PREFACE, H2Sink
 from qoe.web._http1 import HttpLimits, HttpSink
 from qoe.web._results import ConnectionResult, Transaction
 from qoe.web._sink import ConnectionId
-from qoe.web.decrypt import DecryptingTlsSink
+from qoe.web.decrypt import DecryptingTlsSink, TlsDecryption
 from qoe.web.keylog import KeyLog
+from qoe.web.tls import TlsSession
 
-__all__ = ["DecryptedTlsParser", "H2cParser", "looks_like_h2_preface"]
+__all__ = ["DecryptedTlsParser", "H2cParser", "looks_like_h2_preface", "tls_apps", "tls_result"]
 
 
 def looks_like_h2_preface(prefix: bytes) -> bool | None:
@@ -42,39 +45,49 @@ def _https(t: Transaction) -> Transaction:
     return t
 
 
-class DecryptedTlsParser(DecryptingTlsSink):
-    """A TLS connection decrypted with the key log, as a dispatch parser."""
+def tls_apps(limits: HttpLimits) -> tuple[Callable[[ConnectionId], HttpSink], Callable[[ConnectionId], H2Sink]]:
+    """The makers of the application-protocol parsers a decrypted connection's plaintext goes
+    to: HTTP/1.x (with ``limits``) and HTTP/2."""
+    return (lambda c: HttpSink(c, max_head_bytes=limits.max_head_bytes, max_held_bytes=limits.max_held_bytes),
+            H2Sink)
 
-    def __init__(self, conn: ConnectionId, keylog: KeyLog, limits: HttpLimits) -> None:
-        super().__init__(conn, keylog,
-                         http1=lambda c: HttpSink(c, max_head_bytes=limits.max_head_bytes,
-                                                  max_held_bytes=limits.max_held_bytes),
-                         h2=H2Sink)
+
+class DecryptedTlsParser(DecryptingTlsSink):
+    """A TLS connection decrypted with the key log, as a dispatch parser (``apps``: the makers
+    of the application parsers, default :func:`tls_apps`)."""
+
+    def __init__(self, conn: ConnectionId, keylog: KeyLog, limits: HttpLimits,
+                 apps: tuple[Callable[[ConnectionId], Any], Callable[[ConnectionId], Any]] | None = None) -> None:
+        http1, h2 = apps if apps is not None else tls_apps(limits)
+        super().__init__(conn, keylog, http1=http1, h2=h2)
 
     def result(self) -> ConnectionResult:
-        s = self.session()
-        d = self.decryption()
-        app = self.app
-        txs: tuple[Transaction, ...] = ()
-        h2 = None
-        error, note = s.error, d.note
-        if isinstance(app, H2Sink):
-            txs = tuple(app.transactions(Transaction))
-            h2 = app.summary()
-            error = error or h2.error
-        elif app is not None:
-            r = app.result()
-            txs = tuple(_https(t) for t in r.transactions)
-            error = error or r.error
-            note = "; ".join(n for n in (note, r.note) if n) or None
-        elif note is None and d.keys_found:
-            note = "no application data was sent"
-        return ConnectionResult(
-            connection=self.conn, protocol="tls", transactions=txs, tls=s,
-            client_bytes=s.client_bytes, server_bytes=s.server_bytes,
-            client_missing_bytes=s.client_missing_bytes, server_missing_bytes=s.server_missing_bytes,
-            error=error, note=note, decryption=d, http2=h2,
-        )
+        return tls_result(self.conn, self.session(), self.decryption(), self.app)
+
+
+def tls_result(conn: ConnectionId, s: TlsSession, d: TlsDecryption, app: Any) -> ConnectionResult:
+    """The result of a TLS connection: its clear-text timing ``s``, what decryption gave ``d``
+    and the transactions of ``app``, the parser the plaintext went to (None: nothing decrypted)."""
+    txs: tuple[Transaction, ...] = ()
+    h2 = None
+    error, note = s.error, d.note
+    if isinstance(app, H2Sink):
+        txs = tuple(app.transactions(Transaction))
+        h2 = app.summary()
+        error = error or h2.error
+    elif app is not None:
+        r = app.result()
+        txs = tuple(_https(t) for t in r.transactions)
+        error = error or r.error
+        note = "; ".join(n for n in (note, r.note) if n) or None
+    elif note is None and d.keys_found:
+        note = "no application data was sent"
+    return ConnectionResult(
+        connection=conn, protocol="tls", transactions=txs, tls=s,
+        client_bytes=s.client_bytes, server_bytes=s.server_bytes,
+        client_missing_bytes=s.client_missing_bytes, server_missing_bytes=s.server_missing_bytes,
+        error=error, note=note, decryption=d, http2=h2,
+    )
 
 
 class H2cParser(H2Sink):

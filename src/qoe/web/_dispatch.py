@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ConnectionParser", "Parser", "PARSERS", "parsers", "sniff", "UnknownSink", "ProtocolSink", "connection_sink", "Collector",
+    "rebased_result", "result_parts",
 ]
 
 
@@ -292,11 +293,16 @@ class _Rebased:
         self._inner.close(direction, ts_ns, how)
 
     def result(self) -> ConnectionResult:
-        r = self._inner.result()
-        c, s = self._skipped
-        why = (f"capture began mid-connection (no handshake): {c} client and {s} server bytes before the first "
-               "request were skipped")
-        return dataclasses.replace(r, note=why if r.note is None else f"{why}; {r.note}")
+        return rebased_result(self._inner.result(), self._skipped)
+
+
+def rebased_result(r: ConnectionResult, skipped: Sequence[int]) -> ConnectionResult:
+    """The result ``r`` of a parser fed from the middle of a connection (:class:`_Rebased`), with
+    the client and server bytes ``skipped`` before its first request said in its note."""
+    c, s = skipped
+    why = (f"capture began mid-connection (no handshake): {c} client and {s} server bytes before the first "
+           "request were skipped")
+    return dataclasses.replace(r, note=why if r.note is None else f"{why}; {r.note}")
 
 
 @functools.lru_cache(maxsize=16)
@@ -336,6 +342,8 @@ class ProtocolSink:
         Called once, as ``on_started(sink, ts_ns)``, with the capture time of the first
         bytes delivered in either direction (nothing before it can become a transaction
         that starts earlier: what a streaming reader needs to know).
+    on_decided : callable, optional, keyword-only
+        Called with this sink once its :attr:`protocol` is decided.
     parsers : sequence of Parser, keyword-only
         The protocols known, in the order they are asked (default :data:`PARSERS`).
     """
@@ -349,6 +357,7 @@ class ProtocolSink:
         max_held_bytes: int = DEFAULT_MAX_HELD_BYTES,
         on_finished: Callable[[ProtocolSink], None] | None = None,
         on_started: Callable[[ProtocolSink, int], None] | None = None,
+        on_decided: Callable[[ProtocolSink], None] | None = None,
         parsers: Sequence[Parser] = PARSERS,
     ) -> None:
         # (None: every parser's protocol, the common case, without building the set per connection)
@@ -359,6 +368,7 @@ class ProtocolSink:
         self._max_held = max_held_bytes
         self._on_finished = on_finished
         self._on_started = on_started
+        self._on_decided = on_decided
         self._inner: ConnectionParser | UnknownSink | None = None
         self._chosen: str | None = None
         self._pending: list[tuple[int, int, int, int, Any]] = []
@@ -491,6 +501,8 @@ class ProtocolSink:
             inner = UnknownSink(self.conn, why)
         self._inner = inner
         self._chosen = protocol
+        if self._on_decided is not None:
+            self._on_decided(self)
         # from now on deliveries go straight to the parser (TCP calls data once per segment)
         self.data = inner.data  # type: ignore[method-assign]
         pending, self._pending, self._prefix = self._pending, [], b""
@@ -511,6 +523,26 @@ class ProtocolSink:
             why = "the client sent no bytes" if not client else "too few client bytes to recognise the protocol"
             return ConnectionResult(self.conn, "unknown", client_bytes=client, server_bytes=server, note=why)
         return inner.result()
+
+
+def result_parts(sink: ProtocolSink) -> tuple[Any, ...]:
+    """What of ``sink``'s result does not come from its application parser (the HTTP/1.x or
+    HTTP/2 parser the bytes, or a TLS connection's plaintext, go to), for a process that holds
+    that parser and makes the result there (``qoe.web._ahead``): ``("whole", result)`` when no
+    such parser is in it; ``("tls", session, decryption, skipped)`` for a TLS connection
+    (``qoe.web._decrypted.tls_result`` makes the result); ``("app", skipped)`` for a protocol
+    in clear (the parser's own result); ``skipped``: the bytes skipped before the first
+    request in a capture that began mid-connection (:func:`rebased_result`), else None."""
+    inner: Any = sink._inner
+    skipped = None
+    if isinstance(inner, _Rebased):
+        skipped = tuple(inner._skipped)
+        inner = inner._inner
+    if inner is None or isinstance(inner, UnknownSink):
+        return ("whole", sink.result())
+    if hasattr(inner, "decryption"):  # a TLS parser (qoe.web.decrypt.DecryptingTlsSink)
+        return ("tls", inner.session(), inner.decryption(), skipped)
+    return ("app", skipped)
 
 
 def connection_sink(

@@ -86,7 +86,7 @@ class _Client:
 def stream_pages(
     capture: Any, *, gap: int, preset: str, bounds: tuple[float, float] | None, share: float, limits: Any,
     base_rtt: float | None = None, parsers: Sequence[Parser] = PARSERS, quic_seen: list[bool] | None = None,
-    dns_until: list[Any] | None = None, read_ahead: bool | None = False,
+    dns_until: list[Any] | None = None, read_ahead: bool | None = False, keylog: Any = None,
 ) -> Iterator[Page]:
     """The pages of ``capture`` in order of start, each as soon as it is final (see module notes).
 
@@ -101,7 +101,8 @@ def stream_pages(
     at the end); ``dns_until``, when given, gets a callable appended, ``f(ts)``: read the UDP
     datagrams up to ``ts`` now (so that ``quic_seen`` says whether a QUIC Initial came by then);
     ``read_ahead``: a capture file's segments are read in a child process
-    (:func:`qoe.capture.tcp_segment_rows`).
+    (:func:`qoe.capture.tcp_segment_rows`); with ``keylog`` (the key log ``parsers`` decrypts
+    with), a capture file is read, reassembled and decrypted there (``qoe.web._ahead``).
     """
     run = _PageStream(capture, gap=gap, preset=preset, bounds=bounds, share=share, base_rtt=base_rtt,
                       parsers=parsers, quic_seen=quic_seen)
@@ -113,7 +114,15 @@ def stream_pages(
     folded = _is_file(capture)
     if folded:
         run.dns.fold()
-    conns = _iter_connections(capture, run.sink_for, limits, run.dns.feed if folded else None, read_ahead=read_ahead)
+    udp = run.dns.feed if folded else None
+    conns: Iterator[Any] | None = None
+    if keylog is not None and len(keylog):
+        from qoe.web import _ahead  # noqa: PLC0415 - with the TLS parsers (see qoe.web._dispatch._tls)
+
+        if _ahead.usable(capture, keylog, read_ahead):
+            conns = _ahead.connections(capture, keylog, limits, new=run.track, started=run.started, udp=udp)
+    if conns is None:
+        conns = _iter_connections(capture, run.sink_for, limits, udp, read_ahead=read_ahead)
     finished = 0
     while True:
         conn = next(conns, None)
@@ -175,7 +184,11 @@ class _PageStream:
         Until its first bytes, a connection can only produce items that start after them: it
         holds nothing back (an unanswered SYN would otherwise hold every later page).
         """
-        sink = ProtocolSink(cid, on_started=self._started, parsers=self.parsers)
+        return self.track(cid, ProtocolSink(cid, on_started=self.started, parsers=self.parsers))
+
+    def track(self, cid: Any, sink: Any) -> Any:
+        """:meth:`sink_for` with the sink given (one that stands for a ``ProtocolSink``:
+        ``conn``, ``protocol``, ``result()``; its ``on_started`` calls :meth:`started`)."""
         i, t = cid.index, cid.first_ts_ns
         self.sinks[i] = sink
         self.first_ts[i] = t
@@ -186,7 +199,7 @@ class _PageStream:
             self.clock = t
         return sink
 
-    def _started(self, sink: Any, ts: int) -> None:
+    def started(self, sink: Any, ts: int) -> None:
         """A connection's first bytes: its items (if any) start no earlier."""
         i = sink.conn.index
         syn = sink.conn.first_ts_ns
