@@ -51,8 +51,10 @@ from qoe.web.tcp import Connection, TcpLimits, _track
 NEW, STARTED, DECIDED, APP, DATA, GAP, CLOSE, UDP, FINAL = range(9)
 
 #: Calls recorded before they go to the parent as one batch (pickled through a socket; about
-#: 10 MB of plaintext per batch at 1,300-byte TCP segments).
-BATCH_CALLS = 8192
+#: 1.3 MB of plaintext per batch at 1,300-byte TCP segments). On ``benchmarks/web_h2.py``'s
+#: capture, 8,192 had the parent wait 0.4-0.5 s for the first batch: wall 1.86-2.25 s in
+#: three pairs of runs against 1.54-1.78 s with 1,024 (256 and 512: the same as 1,024).
+BATCH_CALLS = 1024
 
 _LIMITS = HttpLimits()  # (ProtocolSink's defaults, as qoe.web._stream makes its sinks)
 
