@@ -34,9 +34,9 @@ def g1030_cmd(plt_seconds, preset, t_min, t_max, fmt, output):
 _KEYLOG_HELP = ("NSS key log (SSLKEYLOGFILE of the browser, curl...) to decrypt TLS with (WebOptions.keylog); "
                 "repeat for several. A pcapng capture's own Decryption Secrets Blocks are used as well.")
 READ_AHEAD_HELP = ("Read the capture's segments in a child process (Linux; elsewhere a second thread) while the "
-                   "pages are built (WebOptions.read_ahead): less wall time with a core to spare, more CPU time, the "
-                   "same pages. Default: on when the process may run on two cores or more and the capture holds 8 MiB "
-                   "or more.")
+                   "pages are built (WebOptions.read_ahead); with --keylog the child also reassembles and decrypts: "
+                   "less wall time with a core to spare, more CPU time, the same pages. Default: on when the process "
+                   "may run on two cores or more and the capture holds 8 MiB or more (2 MiB with --keylog).")
 read_ahead_option = click.option("--read-ahead/--no-read-ahead", default=None, help=READ_AHEAD_HELP)
 
 

@@ -26,8 +26,8 @@ reading and the reassembly are issued here as the batch of calls they came with 
 exception is raised after the calls recorded before it are replayed.
 
 Used by :func:`qoe.web._stream.stream_pages` for a capture file decrypted with a key log,
-when reading ahead (``WebOptions(read_ahead=...)``: by default for a capture of 8 MiB or
-more on two cores, :func:`qoe.capture.read_ahead_pays`). Measured on
+when reading ahead (``WebOptions(read_ahead=True)``, or None: for a capture of
+:data:`AHEAD_MIN_BYTES` or more on two cores). Measured on
 ``benchmarks/web_h2.py``'s capture (Chromium's HTTP/2 page load 200 times, 33 MB): see
 there and docs/guide/web.md. Cleartext captures keep reading ahead the segments only: the
 same split measured slower there (the child's reading and reassembly alone take longer
@@ -40,7 +40,7 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from qoe.capture import fork_available, read_ahead, read_ahead_pays, tcp_segment_rows
+from qoe.capture import fork_available, read_ahead, tcp_segment_rows, usable_cores
 from qoe.web._decrypted import DecryptedTlsParser, tls_apps, tls_result
 from qoe.web._dispatch import PARSERS, Parser, ProtocolSink, parsers, rebased_result, result_parts
 from qoe.web._http1 import HttpLimits
@@ -59,14 +59,29 @@ BATCH_CALLS = 1024
 _LIMITS = HttpLimits()  # (ProtocolSink's defaults, as qoe.web._stream makes its sinks)
 
 
+#: Smallest capture decrypted ahead when ``read_ahead`` is None (bytes on disk): the child does
+#: more here than when it only reads, so the split pays on smaller captures than
+#: :data:`qoe.capture.READ_AHEAD_MIN_BYTES`. Copies of Chromium's HTTP/2 page
+#: (``benchmarks/web_h2.py``'s ``write_capture``), wall time, least of 6, ahead / in one
+#: process: 0.8 MB 0.090 / 0.074 s, 1.7 MB 0.143 / 0.145 s, 3.3 MB 0.229 / 0.284 s.
+AHEAD_MIN_BYTES = 2 << 20
+
+
 def usable(capture: Any, keylog: KeyLog | None, read_ahead_option: bool | None) -> bool:
     """Whether to decrypt ``capture`` ahead: a capture file given by its path, with a key log
-    holding secrets, read ahead (``read_ahead_option``, None: when it pays,
-    :func:`qoe.capture.read_ahead_pays`) in a child process (:func:`qoe.capture.fork_available`)."""
+    holding secrets, read ahead (``read_ahead_option``; None: on two cores or more, for a
+    capture of :data:`AHEAD_MIN_BYTES` or more) in a child process
+    (:func:`qoe.capture.fork_available`)."""
     if keylog is None or not len(keylog) or not isinstance(capture, (str, os.PathLike)):
         return False
-    wanted = read_ahead_pays(capture) if read_ahead_option is None else read_ahead_option
-    return bool(wanted) and fork_available()
+    if read_ahead_option is None:
+        try:
+            wanted = usable_cores() > 1 and os.stat(capture).st_size >= AHEAD_MIN_BYTES
+        except OSError:
+            wanted = False
+    else:
+        wanted = read_ahead_option
+    return wanted and fork_available()
 
 
 class _Recorder:
