@@ -32,6 +32,7 @@ SAMPLES = {
     "udpts": ROOT / "data" / "video" / "captures" / "udpts-down-b64_client.pcap",  # MPEG-TS in plain UDP
     "web": ROOT / "data" / "web" / "captures" / "http11-idle-b64-curl-x3_client.pcap",  # three page loads
     "has": ROOT / "data" / "video" / "has" / "sessions" / "dash-ample.pcap.gz",  # a DASH session (dash.js)
+    "quic": ROOT / "data" / "web" / "browser" / "captures" / "h3-idle.pcap",  # Chromium's HTTP/3 page load
 }
 
 _ETH = 14  # Ethernet II header (IEEE 802.3 §3.2.6 + the EtherType)

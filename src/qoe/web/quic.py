@@ -81,6 +81,7 @@ _MAX_CRYPTO = 1 << 17  # CRYPTO bytes reassembled per space and direction (hello
 _MAX_STREAM_HELD = 1 << 20  # out-of-order STREAM bytes held per stream
 _MAX_EARLY_HELD = 64  # 0-RTT packets held until the ServerHello and EncryptedExtensions
 _IDLE_NS = 30_000_000_000  # a 4-tuple quiet this long starts over (RFC 9000 §10.1: idle timeout, 30 s is common)
+_SWEEP_NS = 1_000_000_000  # capture time between looks for connections quiet _IDLE_NS (iter_quic_connections)
 _SIDE = ("client", "server")
 #: RFC 9001 §5.3: the AEADs of QUIC v1's cipher suites (AEAD_AES_128_GCM, AEAD_AES_256_GCM,
 #: AEAD_CHACHA20_POLY1305) add a 16-byte authentication tag to a packet's payload.
@@ -755,7 +756,15 @@ def iter_quic_connections(capture: Any, *, keylog: Any = None, stream_tap: Any =
     keylog = load_keylog(capture if isinstance(capture, (str, os.PathLike)) else None, keylog)
     conns: dict[tuple[Any, ...], _Conn] = {}
     count = 0
+    sweep_at = None  # capture time of the next look for connections idle _IDLE_NS
     for ts_ns, a, b, payload in _datagrams(capture):
+        if sweep_at is None or ts_ns >= sweep_at:
+            # a connection whose 4-tuple is not seen again would otherwise be held (with its
+            # packets and streams) to the end of the capture: memory would grow with it
+            sweep_at = ts_ns + _SWEEP_NS
+            idle = sorted((c.index, key) for key, c in conns.items() if ts_ns - c.last > _IDLE_NS)
+            for _, key in idle:
+                yield conns.pop(key).result(Transaction)
         key = (a, b) if a <= b else (b, a)
         c = conns.get(key)
         if c is not None and ts_ns - c.last > _IDLE_NS:
@@ -780,7 +789,9 @@ def _datagrams(capture: Any) -> Iterator[tuple[int, tuple[str, int], tuple[str, 
     the same datagrams as ``read_packets(capture, protocols=("udp",))``, without decoding
     each TCP segment of the file in Python); from packets already read, as they come."""
     if _is_file(capture):
-        for batch in read_udp_batches(capture):
+        # a batch per chunk read (its payloads left in the chunk): QUIC's datagrams are large,
+        # and a batch of 65,536 of them held a 45 MB capture whole (benchmarks/web_h3.py)
+        for batch in read_udp_batches(capture, batch_size=None):
             names = batch.addresses
             rows = np.flatnonzero(batch.lengths > 0)
             starts = batch.starts[rows]
