@@ -10,8 +10,10 @@ a fresh subprocess (peak RSS per run):
 
 - ``qoe.web.iter_page_loads(path, options=WebOptions(keylog=K))``: the QUIC connections (header
   protection, packet decryption, frames, streams), HTTP/3 with QPACK (``pylsqpack``), RTT and
-  loss recovery (RFC 9002), pages, PLT and G.1030 per page;
-- ``qoe.web.quic.quic_connections(path, keylog=K)``: the same without the pages;
+  loss recovery (RFC 9002), pages, PLT and G.1030 per page; and the same with
+  ``read_ahead=True`` (the QUIC connections read half in a child process; CPU: both);
+- ``qoe.web.quic.quic_connections(path, keylog=K)``: the same without the pages, in one
+  process and with ``read_ahead=True``;
 - ``tshark -r F -o tls.keylog_file:K -q -z io,stat,0,COUNT(http3.frame_type)http3.frame_type``:
   every QUIC packet decrypted and its HTTP/3 frames dissected (tshark 4.0 has no QPACK: the
   header fields are not decoded, so tshark does less than qoe here), nothing printed per
@@ -51,12 +53,12 @@ t, c = time.perf_counter(), time.process_time()
 pages = tx = 0
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
-    if what == "pages":
-        for p in iter_page_loads(path, options=WebOptions(keylog=keylog)):
+    if what in ("pages", "ahead"):
+        for p in iter_page_loads(path, options=WebOptions(keylog=keylog, read_ahead=what == "ahead")):
             pages += 1
             tx += p.objects
     else:
-        for q in quic_connections(path, keylog=keylog):
+        for q in quic_connections(path, keylog=keylog, read_ahead=what == "conns-ahead"):
             tx += len(q.transactions)
 dt, cpu = time.perf_counter() - t, time.process_time() - c
 kids = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -110,16 +112,18 @@ def main(argv: list[str] | None = None) -> int:
         size_mb = os.path.getsize(path) / 1e6
         print(f"HTTP/3 capture: {n} page loads made with aioquic in {time.perf_counter() - t:.1f} s, {packets} "
               f"datagrams, {size_mb:.1f} MB")
-        runs: dict[str, list] = {"pages": [], "conns": [], "ts": []}
+        runs: dict[str, list] = {"pages": [], "ahead": [], "conns": [], "conns-ahead": [], "ts": []}
         for _ in range(max(1, args.repeat)):
-            runs["pages"].append(_qoe(path, keylog, "pages"))
-            runs["conns"].append(_qoe(path, keylog, "conns"))
+            for what in ("pages", "ahead", "conns", "conns-ahead"):
+                runs[what].append(_qoe(path, keylog, what))
             runs["ts"].append(_tshark(path, keylog))
         best = {k: min((r for r in v if r is not None), key=lambda r: r["cpu"], default=None) for k, v in runs.items()}
         ts = best["ts"]
         print(f"{'tool':46s} {'s':>7s} {'CPU s':>7s} {'tx/s':>8s} {'MB/s':>7s} {'vs tshark':>10s} {'peak RSS MB':>12s}")
         for label, r in (("qoe iter_page_loads(keylog=) [pages]", best["pages"]),
-                         ("qoe quic.quic_connections(keylog=)", best["conns"])):
+                         ("  same, reading ahead (a process; CPU: both)", best["ahead"]),
+                         ("qoe quic.quic_connections(keylog=)", best["conns"]),
+                         ("  same, read_ahead=True (CPU: both)", best["conns-ahead"])):
             ratio = f"{ts['s'] / r['s']:9.2f}x" if ts else f"{'':>10s}"
             print(f"{label:46s} {r['s']:7.2f} {r['cpu']:7.2f} {r['tx'] / r['s']:8.0f} {size_mb / r['s']:7.1f} {ratio} "
                   f"{r['rss_mb']:12.0f}")

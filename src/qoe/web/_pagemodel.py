@@ -76,10 +76,12 @@ class WebOptions(OptionsBase):
         Read a capture file's TCP segments (and its DNS) in a child process while the pages
         are built (:func:`qoe.capture.tcp_segment_rows`; on Linux, else a second thread);
         with a key log, the child also reassembles the TCP connections and decrypts them,
-        and HTTP and the pages are made here (on Linux): less wall time with a core to
-        spare, more CPU time, the same pages. None: when the process may run on two cores
-        or more and the capture holds 8 MiB or more (:func:`qoe.capture.read_ahead_pays`),
-        2 MiB with a key log, as ``qoe web pages`` and ``qoe score`` do.
+        and HTTP and the pages are made here (on Linux); QUIC connections are read half
+        here, half in a child (:func:`qoe.web.quic.quic_connections`): less wall time with
+        a core to spare, more CPU time, the same pages. None: when the process may run on
+        two cores or more and the capture holds 8 MiB or more
+        (:func:`qoe.capture.read_ahead_pays`), 2 MiB with a key log or for QUIC, as ``qoe
+        web pages`` and ``qoe score`` do.
         Default False (a pool of runs, :mod:`qoe.batch`, keeps every core busy already).
         How the work is done, not what is computed: not in a report's options
         (:meth:`to_dict`).

@@ -387,7 +387,7 @@ def _quic_pages(capture: Any, opts: WebOptions, keys: Any) -> list[Page]:
     else each connection as a TLS-like item (handshake timing, bytes; objects not visible)."""
     from qoe.web.quic import quic_connections  # noqa: PLC0415 - aioquic, only when a capture holds QUIC
 
-    conns = quic_connections(capture, keylog=keys)
+    conns = quic_connections(capture, keylog=keys, read_ahead=opts.read_ahead)
     txs = [t for c in conns for t in c.transactions]
     hidden = [_QuicAsTls(c.index, c.client, c.server_name, c.client_initial_ns, c.first_ns,
                          _quic_activity_end_ns(c),

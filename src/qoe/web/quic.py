@@ -51,6 +51,7 @@ References
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -62,7 +63,9 @@ from aioquic.quic.crypto import CryptoContext, CryptoPair, apply_key_phase, next
 from aioquic.quic.packet import QuicPacketType, pull_ack_frame, pull_quic_header, pull_quic_transport_parameters
 from aioquic.tls import CipherSuite
 
-from qoe.capture import read_udp_batches
+from qoe.capture import fork_available, read_udp_batches, usable_cores
+from qoe.capture import read_ahead as read_ahead_in
+from qoe.errors import InputError
 from qoe.report import as_dict
 from qoe.web._quicloss import LossRecord, QuicLoss, QuicRetransmission, analyse
 from qoe.web._quicrtt import NOT_ACK_ELICITING, AckRtt
@@ -72,7 +75,8 @@ from qoe.web.decrypt import MAX_BURSTS, EncryptedBurst, _alpn, _extensions
 from qoe.web.keylog import KeyLog, load_keylog
 from qoe.web.tcp import _is_file
 
-__all__ = ["QuicConnection", "QuicLoss", "QuicRetransmission", "quic_connections", "iter_quic_connections"]
+__all__ = ["QuicConnection", "QuicLoss", "QuicRetransmission", "quic_connections", "iter_quic_connections",
+           "SPLIT_MIN_BYTES"]
 
 #: RFC 9000 §15: version 1.
 _QUIC_V1 = 0x00000001
@@ -754,7 +758,28 @@ def iter_quic_connections(capture: Any, *, keylog: Any = None, stream_tap: Any =
     a caller needs to read bodies, which the transactions do not keep (e.g. a streaming
     session's manifests, :mod:`qoe.video.has.decrypted`)."""
     keylog = load_keylog(capture if isinstance(capture, (str, os.PathLike)) else None, keylog)
-    conns: dict[tuple[Any, ...], _Conn] = {}
+    return _connections(capture, keylog, stream_tap)
+
+
+class _Elsewhere:
+    """A connection whose packets the other process reads (:func:`quic_connections` split in
+    two): only what the pass needs to tell its datagrams and its idleness."""
+
+    __slots__ = ("index", "client", "last")
+
+    def __init__(self, index: int, client: tuple[str, int], ts: int) -> None:
+        self.index, self.client, self.last = index, client, ts
+
+    def datagram(self, direction: int, ts: int, data: bytes) -> None:
+        self.last = ts
+
+
+def _connections(capture: Any, keylog: KeyLog | None, stream_tap: Any = None,
+                 half: int | None = None) -> Iterator[QuicConnection]:
+    """The connections of :func:`iter_quic_connections`; with ``half`` (0 or 1), those whose
+    index has that parity only: the datagrams of the others are followed (their connections
+    numbered, their idleness seen, as the whole pass does) but not read."""
+    conns: dict[tuple[Any, ...], Any] = {}
     count = 0
     sweep_at = None  # capture time of the next look for connections idle _IDLE_NS
     for ts_ns, a, b, payload in _datagrams(capture):
@@ -764,23 +789,40 @@ def iter_quic_connections(capture: Any, *, keylog: Any = None, stream_tap: Any =
             sweep_at = ts_ns + _SWEEP_NS
             idle = sorted((c.index, key) for key, c in conns.items() if ts_ns - c.last > _IDLE_NS)
             for _, key in idle:
-                yield conns.pop(key).result(Transaction)
+                c = conns.pop(key)
+                if type(c) is _Conn:
+                    yield c.result(Transaction)
         key = (a, b) if a <= b else (b, a)
         c = conns.get(key)
         if c is not None and ts_ns - c.last > _IDLE_NS:
-            yield conns.pop(key).result(Transaction)
+            c = conns.pop(key)
+            if type(c) is _Conn:
+                yield c.result(Transaction)
             c = None
         if c is None:
             if not _looks_like_quic_initial(payload):
                 continue
-            dcid = payload[6:6 + payload[5]]
-            c = _Conn(count, a, b, ts_ns, _QUIC_V1, dcid, keylog)
-            c.tap = stream_tap
+            if half is not None and count % 2 != half:
+                c = _Elsewhere(count, a, ts_ns)
+            else:
+                dcid = payload[6:6 + payload[5]]
+                c = _Conn(count, a, b, ts_ns, _QUIC_V1, dcid, keylog)
+                c.tap = stream_tap
             count += 1
             conns[key] = c
         c.datagram(CLIENT if a == c.client else SERVER, ts_ns, payload)
     for c in sorted(conns.values(), key=lambda x: x.index):
-        yield c.result(Transaction)
+        if type(c) is _Conn:
+            yield c.result(Transaction)
+
+
+def _other_half(capture: Any, keylog: KeyLog | None) -> Iterator[list[QuicConnection]]:
+    """The odd-numbered connections, as one list (made in the child of :func:`quic_connections`).
+    The capture's reader warns here as in the parent, which reads the same file: the parent's
+    warnings are the ones kept."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield list(_connections(capture, keylog, None, 1))
 
 
 def _datagrams(capture: Any) -> Iterator[tuple[int, tuple[str, int], tuple[str, int], bytes]]:
@@ -807,7 +849,7 @@ def _datagrams(capture: Any) -> Iterator[tuple[int, tuple[str, int], tuple[str, 
             yield p.ts_ns, (p.src, p.sport), (p.dst, p.dport), bytes(p.payload)
 
 
-def quic_connections(capture: Any, *, keylog: Any = None) -> list[QuicConnection]:
+def quic_connections(capture: Any, *, keylog: Any = None, read_ahead: bool | None = False) -> list[QuicConnection]:
     """Every QUIC v1 connection of a capture, in order of first packet.
 
     Parameters
@@ -816,9 +858,42 @@ def quic_connections(capture: Any, *, keylog: Any = None) -> list[QuicConnection
     keylog : path, sequence of paths or KeyLog, optional, keyword-only
         NSS key log(s) (``qoe.web.keylog.read_keylog``); a pcapng capture's Decryption Secrets
         Blocks are used as well. Without any, timing and bursts only.
+    read_ahead : bool or None, optional, keyword-only
+        With a capture file given by its path, read the connections in two processes (on
+        Linux, :func:`qoe.capture.fork_available`): every QUIC connection is read whole by
+        one of them (the even-numbered here, the odd ones in a child process), both follow
+        every datagram to number the connections as one pass does; the same connections.
+        None: when the process may run on two cores or more and the capture holds
+        :data:`SPLIT_MIN_BYTES` or more. Default False (a pool of runs, :mod:`qoe.batch`,
+        keeps every core busy already).
 
     Returns
     -------
     list of QuicConnection
     """
-    return sorted(iter_quic_connections(capture, keylog=keylog), key=lambda c: c.index)
+    keylog = load_keylog(capture if isinstance(capture, (str, os.PathLike)) else None, keylog)
+    if _split(capture, read_ahead):
+        other = read_ahead_in(_other_half(capture, keylog), process=True)  # the child starts now
+        mine = list(_connections(capture, keylog, None, 0))
+        theirs = [c for part in other for c in part]
+        return sorted(mine + theirs, key=lambda c: c.index)
+    return sorted(_connections(capture, keylog), key=lambda c: c.index)
+
+
+#: Smallest capture read in two processes when ``read_ahead`` is None (bytes on disk). A QUIC
+#: connection costs about 12 ms per 230 kB (``benchmarks/web_h3.py``): the child's start pays
+#: from a few connections on.
+SPLIT_MIN_BYTES = 2 << 20
+
+
+def _split(capture: Any, read_ahead: bool | None) -> bool:
+    if read_ahead is not None and not isinstance(read_ahead, bool):
+        raise InputError(f"read_ahead must be True, False or None; given {read_ahead!r}")
+    if read_ahead is False or not isinstance(capture, (str, os.PathLike)) or not fork_available():
+        return False
+    if read_ahead is None:
+        try:
+            return usable_cores() > 1 and os.stat(capture).st_size >= SPLIT_MIN_BYTES
+        except OSError:
+            return False
+    return True
