@@ -175,32 +175,58 @@ def _indented(value: Any, indent: int, level: int, out: list[str], flat: dict[in
     (one generator step per value), so a container whose items are all scalars (a record
     of a table) is written by its C encoder instead, with the indented layout as item
     separator (``flat``: one such encoder per level); only containers that hold
-    containers are walked here.
+    containers are walked here, and in them each run of scalar members is written by one
+    call of that encoder too (the members of a run joined by the same separator as the
+    members of a flat container one level down). A page load's transaction record holds
+    its header fields (lists) among 40 scalars: written member by member, the 8 MB of
+    ``qoe web pages --format json`` on 1,000 page loads took 0.59 s here.
     """
     if not isinstance(value, (dict, list)) or not value:
         out.append(json.dumps(value, allow_nan=False))  # a scalar, {} or []
         return
     inner = "\n" + " " * (indent * (level + 1))
-    items = value.values() if isinstance(value, dict) else value
-    opening, closing = ("{", "}") if isinstance(value, dict) else ("[", "]")
+    is_dict = isinstance(value, dict)
+    items = value.values() if is_dict else value
+    opening, closing = ("{", "}") if is_dict else ("[", "]")
+    enc = flat.get(level)
+    if enc is None:
+        enc = flat[level] = json.JSONEncoder(separators=("," + inner, ": "), allow_nan=False)
     if not any(isinstance(v, (dict, list)) for v in items):
-        if level not in flat:
-            flat[level] = json.JSONEncoder(separators=("," + inner, ": "), allow_nan=False)
-        text = flat[level].encode(value)
+        text = enc.encode(value)
         out.append(opening + inner + text[1:-1] + "\n" + " " * (indent * level) + closing)
         return
     out.append(opening)
     sep = inner
-    if isinstance(value, dict):
+    if is_dict:
+        run: dict[str, Any] = {}  # scalar members not written yet
         for k, v in value.items():
+            if not isinstance(v, (dict, list)):
+                run[k] = v
+                continue
+            if run:
+                out.append(sep + enc.encode(run)[1:-1])
+                run = {}
+                sep = "," + inner
             out.append(sep + json.dumps(k) + ": ")
             _indented(v, indent, level + 1, out, flat)
             sep = "," + inner
+        if run:
+            out.append(sep + enc.encode(run)[1:-1])
     else:
+        scalars: list[Any] = []
         for v in value:
+            if not isinstance(v, (dict, list)):
+                scalars.append(v)
+                continue
+            if scalars:
+                out.append(sep + enc.encode(scalars)[1:-1])
+                scalars = []
+                sep = "," + inner
             out.append(sep)
             _indented(v, indent, level + 1, out, flat)
             sep = "," + inner
+        if scalars:
+            out.append(sep + enc.encode(scalars)[1:-1])
     out.append("\n" + " " * (indent * level) + closing)
 
 
