@@ -49,32 +49,20 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from _child import child_json  # noqa: E402 - benchmarks/_child.py
+from _child import child_json, page_run, print_runs  # noqa: E402 - benchmarks/_child.py
 SOURCE = os.path.join(ROOT, "data", "web", "browser", "captures", "h2-idle.pcap")
 KEYLOG = SOURCE[:-5] + ".keylog"
 SERVERS = {"198.51.100.2", "198.51.100.3", "198.51.100.4"}  # data/web/browser/README.md
 
-CHILD = r"""
-import json, resource, sys, time, warnings
-from qoe.web import WebOptions, iter_page_loads
-from qoe.web.http import connection_results
-path, keylog, what = sys.argv[1:4]
-t, c = time.perf_counter(), time.process_time()
-pages = tx = 0
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    if what in ("pages", "ahead"):  # ahead: the segments read in a child process
-        for p in iter_page_loads(path, options=WebOptions(keylog=keylog, read_ahead=what == "ahead")):
-            pages += 1
-            tx += p.objects
-    else:
-        for r in connection_results(path, keylog=keylog):
-            tx += len(r.transactions)
-dt, cpu = time.perf_counter() - t, time.process_time() - c
-kids = resource.getrusage(resource.RUSAGE_CHILDREN)  # the process that read ahead, if any
-print(json.dumps({"s": dt, "cpu": cpu + kids.ru_utime + kids.ru_stime, "pages": pages, "tx": tx,
-                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
-"""
+CHILD = page_run("""
+if what in ("pages", "ahead"):  # ahead: read, reassembled and decrypted in a child process
+    for p in iter_page_loads(path, options=WebOptions(keylog=keylog, read_ahead=what == "ahead")):
+        pages += 1
+        tx += p.objects
+else:
+    for r in connection_results(path, keylog=keylog):
+        tx += len(r.transactions)
+""", imports="from qoe.web.http import connection_results")
 
 FLOOR = r"""
 import json, sys, time, warnings
@@ -193,16 +181,10 @@ def main(argv: list[str] | None = None) -> int:
         floor = {"hpack": min(r["hpack_cpu"] for r in floors), "read": min(r["read_cpu"] for r in floors),
                  "blocks": floors[0]["blocks"]}
         ts = best["ts"]
-        print(f"{'tool':46s} {'s':>7s} {'CPU s':>7s} {'tx/s':>8s} {'MB/s':>7s} {'vs tshark':>10s} {'peak RSS MB':>12s}")
-        for label, r in (("qoe iter_page_loads(keylog=) [pages]", best["pages"]),
-                         ("  same, reading ahead (a process; CPU: both)", best["ahead"]),
-                         ("qoe http.connection_results(keylog=)", best["conns"])):
-            ratio = f"{ts['s'] / r['s']:9.2f}x" if ts else f"{'':>10s}"
-            print(f"{label:46s} {r['s']:7.2f} {r['cpu']:7.2f} {r['tx'] / r['s']:8.0f} {size_mb / r['s']:7.1f} {ratio} "
-                  f"{r['rss_mb']:12.0f}")
-        if ts:
-            print(f"{'tshark -o tls.keylog_file -q -z http2,tree':46s} {ts['s']:7.2f} {ts['cpu']:7.2f} "
-                  f"{best['conns']['tx'] / ts['s']:8.0f} {size_mb / ts['s']:7.1f} {1.0:9.2f}x")
+        print_runs([("qoe iter_page_loads(keylog=) [pages]", best["pages"]),
+                    ("  same, reading ahead (a process; CPU: both)", best["ahead"]),
+                    ("qoe http.connection_results(keylog=)", best["conns"])],
+                   ts, "tshark -o tls.keylog_file -q -z http2,tree", size_mb, best["conns"]["tx"])
         for label, cpu in ((f"floor: hpack alone ({floor['blocks']} blocks)", floor["hpack"]),
                            ("floor: reading alone (tcp_segment_rows)", floor["read"]),
                            ("floor: hpack + reading", floor["hpack"] + floor["read"])):

@@ -41,30 +41,18 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from _child import child_json  # noqa: E402 - benchmarks/_child.py
+from _child import child_json, page_run, print_runs  # noqa: E402 - benchmarks/_child.py
 from _h3_capture import write_capture  # noqa: E402 - benchmarks/_h3_capture.py
 
-CHILD = r"""
-import json, resource, sys, time, warnings
-from qoe.web import WebOptions, iter_page_loads
-from qoe.web.quic import quic_connections
-path, keylog, what = sys.argv[1:4]
-t, c = time.perf_counter(), time.process_time()
-pages = tx = 0
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    if what in ("pages", "ahead"):
-        for p in iter_page_loads(path, options=WebOptions(keylog=keylog, read_ahead=what == "ahead")):
-            pages += 1
-            tx += p.objects
-    else:
-        for q in quic_connections(path, keylog=keylog, read_ahead=what == "conns-ahead"):
-            tx += len(q.transactions)
-dt, cpu = time.perf_counter() - t, time.process_time() - c
-kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(json.dumps({"s": dt, "cpu": cpu + kids.ru_utime + kids.ru_stime, "pages": pages, "tx": tx,
-                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
-"""
+CHILD = page_run("""
+if what in ("pages", "ahead"):
+    for p in iter_page_loads(path, options=WebOptions(keylog=keylog, read_ahead=what == "ahead")):
+        pages += 1
+        tx += p.objects
+else:
+    for q in quic_connections(path, keylog=keylog, read_ahead=what == "conns-ahead"):
+        tx += len(q.transactions)
+""", imports="from qoe.web.quic import quic_connections")
 
 
 def _qoe(path: str, keylog: str, what: str) -> dict:
@@ -119,17 +107,12 @@ def main(argv: list[str] | None = None) -> int:
             runs["ts"].append(_tshark(path, keylog))
         best = {k: min((r for r in v if r is not None), key=lambda r: r["cpu"], default=None) for k, v in runs.items()}
         ts = best["ts"]
-        print(f"{'tool':46s} {'s':>7s} {'CPU s':>7s} {'tx/s':>8s} {'MB/s':>7s} {'vs tshark':>10s} {'peak RSS MB':>12s}")
-        for label, r in (("qoe iter_page_loads(keylog=) [pages]", best["pages"]),
-                         ("  same, reading ahead (a process; CPU: both)", best["ahead"]),
-                         ("qoe quic.quic_connections(keylog=)", best["conns"]),
-                         ("  same, read_ahead=True (CPU: both)", best["conns-ahead"])):
-            ratio = f"{ts['s'] / r['s']:9.2f}x" if ts else f"{'':>10s}"
-            print(f"{label:46s} {r['s']:7.2f} {r['cpu']:7.2f} {r['tx'] / r['s']:8.0f} {size_mb / r['s']:7.1f} {ratio} "
-                  f"{r['rss_mb']:12.0f}")
+        print_runs([("qoe iter_page_loads(keylog=) [pages]", best["pages"]),
+                    ("  same, reading ahead (a process; CPU: both)", best["ahead"]),
+                    ("qoe quic.quic_connections(keylog=)", best["conns"]),
+                    ("  same, read_ahead=True (CPU: both)", best["conns-ahead"])],
+                   ts, "tshark -o tls.keylog_file -q -z io,stat (http3)", size_mb, best["conns"]["tx"])
         if ts:
-            print(f"{'tshark -o tls.keylog_file -q -z io,stat (http3)':46s} {ts['s']:7.2f} {ts['cpu']:7.2f} "
-                  f"{best['conns']['tx'] / ts['s']:8.0f} {size_mb / ts['s']:7.1f} {1.0:9.2f}x")
             headers = _headers(path, keylog)
             agree = "equal" if headers == 2 * best["conns"]["tx"] else "DIFFERENT"
             print(f"tshark: {headers} HTTP/3 HEADERS frames; qoe: {best['conns']['tx']} transactions ({agree}: a "
