@@ -78,6 +78,7 @@ References
 """
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import gc
 import math
@@ -398,9 +399,15 @@ def _quic_pages(capture: Any, opts: WebOptions, keys: Any) -> list[Page]:
     first_of = {c.index: c.client_initial_ns for c in conns}
     by_index = {c.index: c for c in conns}
 
+    # the connections without keys by their ClientHello's time: a page holds those in its span
+    # (looked up by bisection: one pass over all of them per page was quadratic in a capture
+    # of many keyless QUIC page loads)
+    hellos = sorted((h.client_hello_ns, h.connection) for h in hidden if h.client_hello_ns is not None)
+    hello_ns = [t for t, _ in hellos]
+
     def used_by(p: Page) -> set[int]:  # its transactions' connections, or (no keys) those it holds
-        return {t.connection for t in p.transactions} | {
-            h.connection for h in hidden if h.client_hello_ns is not None and p.start_ns <= h.client_hello_ns <= p.end_ns}
+        lo, hi = bisect.bisect_left(hello_ns, p.start_ns), bisect.bisect_right(hello_ns, p.end_ns)
+        return {t.connection for t in p.transactions} | {c for _, c in hellos[lo:hi]}
 
     out = []
     for p in pages:
