@@ -224,10 +224,13 @@ def _then_quic(tcp: Iterator[Page], capture: Any, opts: WebOptions, keys: Any, q
     if not quic_seen[0]:
         yield from held
         return
-    pages, n_tcp = held, len(held)
+    pages = held
+    tcp_of: dict[str, list[int]] = {}  # a client's TCP pages, by their place in ``pages`` (in order)
+    for i, p in enumerate(held):
+        tcp_of.setdefault(p.client, []).append(i)
     for q in _quic_pages(capture, opts, keys):
-        k = next((i for i, p in enumerate(pages[:n_tcp]) if p.client == q.client and q.start_ns <= p.end_ns + gap
-                  and p.start_ns <= q.end_ns + gap), None)
+        k = next((i for i in tcp_of.get(q.client, ()) if q.start_ns <= pages[i].end_ns + gap
+                  and pages[i].start_ns <= q.end_ns + gap), None)
         if k is None:
             pages.append(q)
         else:
