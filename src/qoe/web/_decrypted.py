@@ -20,7 +20,7 @@ from typing import Any
 
 from qoe.web._h2 import PREFACE, H2Sink
 from qoe.web._http1 import HttpLimits, HttpSink
-from qoe.web._results import ConnectionResult, Transaction
+from qoe.web._results import ConnectionResult, Transaction, make_transaction
 from qoe.web._sink import ConnectionId
 from qoe.web.decrypt import DecryptingTlsSink, TlsDecryption
 from qoe.web.keylog import KeyLog
@@ -72,7 +72,7 @@ def tls_result(conn: ConnectionId, s: TlsSession, d: TlsDecryption, app: Any) ->
     h2 = None
     error, note = s.error, d.note
     if isinstance(app, H2Sink):
-        txs = tuple(app.transactions(Transaction))
+        txs = tuple(app.transactions(make_transaction))
         h2 = app.summary()
         error = error or h2.error
     elif app is not None:
@@ -100,7 +100,7 @@ class H2cParser(H2Sink):
         summary = self.summary()
         c, s = self._d
         return ConnectionResult(
-            connection=self.conn, protocol="h2", transactions=tuple(self.transactions(Transaction)),
+            connection=self.conn, protocol="h2", transactions=tuple(self.transactions(make_transaction)),
             client_bytes=c.received, server_bytes=s.received,
             client_missing_bytes=c.missing, server_missing_bytes=s.missing,
             error=summary.error, http2=summary,

@@ -22,7 +22,7 @@ import httptools
 
 from qoe.errors import InputError
 from qoe._records import builder
-from qoe.web._results import ConnectionResult, Transaction
+from qoe.web._results import ConnectionResult, Transaction, make_transaction
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
 
 __all__ = ["HttpSink", "HttpLimits", "DEFAULT_MAX_HEAD_BYTES", "DEFAULT_MAX_HELD_BYTES"]
@@ -809,7 +809,7 @@ class HttpSink:
                 partial = "response not seen to its end"
         host, url = _host_url(tx.method, tx.target, tx.host, c.server)
         cl = _text(resp.get(b"content-length", b"")).strip()  # type: ignore[union-attr]
-        return _make_transaction(
+        return make_transaction(
             connection=c.index,
             sequence=tx.seq,
             reused=tx.seq > 0,
@@ -857,7 +857,6 @@ class HttpSink:
 #: HTTP/1.x version -> its ALPN protocol id (RFC 7301 §6; IANA "TLS ALPN Protocol IDs").
 _ALPN = {"1.0": "http/1.0", "1.1": "http/1.1"}
 
-_make_transaction = builder(Transaction)  # one per transaction, see qoe._records
 _make_result = builder(ConnectionResult)  # one per HTTP connection
 
 _SCHEME = re.compile(r"(?i)^([a-z][a-z0-9+.-]*)://([^/?#]*)")

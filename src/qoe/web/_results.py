@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from qoe._records import builder
 from qoe.report import as_dict
 from qoe.web._sink import ConnectionId
 
@@ -20,7 +21,7 @@ if TYPE_CHECKING:  # only for the annotation: tls imports nothing of this module
     from qoe.web.decrypt import TlsDecryption
     from qoe.web.tls import TlsSession
 
-__all__ = ["Transaction", "ConnectionResult", "ProtocolName"]
+__all__ = ["Transaction", "ConnectionResult", "ProtocolName", "make_transaction"]
 
 #: What a connection's parser is: the name :func:`qoe.web._dispatch.sniff` gives it.
 ProtocolName = Literal["http", "h2", "tls", "unknown"]
@@ -217,3 +218,8 @@ class ConnectionResult:
     def to_dict(self) -> dict[str, Any]:
         """Every field as plain Python, nested results included."""
         return as_dict(self)
+
+
+#: ``Transaction(**fields)`` made without the frozen class's per-field ``object.__setattr__``
+#: (:func:`qoe._records.builder`): one per transaction, by every protocol's parser.
+make_transaction = builder(Transaction)

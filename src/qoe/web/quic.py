@@ -69,7 +69,7 @@ from qoe.errors import InputError
 from qoe.report import as_dict
 from qoe.web._quicloss import LossRecord, QuicLoss, QuicRetransmission, analyse
 from qoe.web._quicrtt import NOT_ACK_ELICITING, AckRtt
-from qoe.web._results import Transaction
+from qoe.web._results import make_transaction
 from qoe.web._sink import CLIENT, SERVER
 from qoe.web.decrypt import MAX_BURSTS, EncryptedBurst, _alpn, _extensions
 from qoe.web.keylog import KeyLog, load_keylog
@@ -791,13 +791,13 @@ def _connections(capture: Any, keylog: KeyLog | None, stream_tap: Any = None,
             for _, key in idle:
                 c = conns.pop(key)
                 if type(c) is _Conn:
-                    yield c.result(Transaction)
+                    yield c.result(make_transaction)
         key = (a, b) if a <= b else (b, a)
         c = conns.get(key)
         if c is not None and ts_ns - c.last > _IDLE_NS:
             c = conns.pop(key)
             if type(c) is _Conn:
-                yield c.result(Transaction)
+                yield c.result(make_transaction)
             c = None
         if c is None:
             if not _looks_like_quic_initial(payload):
@@ -813,7 +813,7 @@ def _connections(capture: Any, keylog: KeyLog | None, stream_tap: Any = None,
         c.datagram(CLIENT if a == c.client else SERVER, ts_ns, payload)
     for c in sorted(conns.values(), key=lambda x: x.index):
         if type(c) is _Conn:
-            yield c.result(Transaction)
+            yield c.result(make_transaction)
 
 
 def _other_half(capture: Any, keylog: KeyLog | None) -> Iterator[list[QuicConnection]]:
