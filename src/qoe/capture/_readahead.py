@@ -44,19 +44,23 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def read_ahead_pays(source: Any) -> bool:
+def read_ahead_pays(source: Any, min_bytes: int = READ_AHEAD_MIN_BYTES) -> bool:
     """What ``read_ahead=None`` decides for a capture: read it ahead or not.
 
     True when this process may run on two cores or more (:func:`usable_cores`) and the
-    capture holds at least :data:`READ_AHEAD_MIN_BYTES` (its size on disk; for a file
-    object, from its position to its end): a smaller one is read before a child process
-    could overlap anything with it. A source whose size cannot be told (a pipe) counts as
-    large; a path that cannot be read, as small (the reader says why).
+    capture holds at least ``min_bytes`` (its size on disk; for a file object, from its
+    position to its end): a smaller one is read before a child process could overlap
+    anything with it. A source whose size cannot be told (a pipe) counts as large; a path
+    that cannot be read, as small (the reader says why).
 
     Parameters
     ----------
     source : str, os.PathLike or binary file object
         The capture, as the readers take it.
+    min_bytes : int, optional
+        The smallest capture that pays (default :data:`READ_AHEAD_MIN_BYTES`, for a child
+        that reads; a child that does more pays sooner: ``qoe.web._ahead``,
+        :func:`qoe.web.quic.quic_connections`).
 
     Returns
     -------
@@ -66,7 +70,7 @@ def read_ahead_pays(source: Any) -> bool:
         return False
     if isinstance(source, (str, bytes, os.PathLike)):
         try:
-            return os.stat(source).st_size >= READ_AHEAD_MIN_BYTES
+            return os.stat(source).st_size >= min_bytes
         except OSError:
             return False
     try:
@@ -77,7 +81,7 @@ def read_ahead_pays(source: Any) -> bool:
         source.seek(at)
     except (OSError, AttributeError, ValueError):
         return True
-    return end - at >= READ_AHEAD_MIN_BYTES
+    return end - at >= min_bytes
 
 
 @overload

@@ -40,7 +40,7 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from qoe.capture import fork_available, read_ahead, tcp_segment_rows, usable_cores
+from qoe.capture import fork_available, read_ahead, read_ahead_pays, tcp_segment_rows
 from qoe.web._decrypted import DecryptedTlsParser, tls_apps, tls_result
 from qoe.web._dispatch import PARSERS, Parser, ProtocolSink, parsers, rebased_result, result_parts
 from qoe.web._http1 import HttpLimits
@@ -74,13 +74,7 @@ def usable(capture: Any, keylog: KeyLog | None, read_ahead_option: bool | None) 
     (:func:`qoe.capture.fork_available`)."""
     if keylog is None or not len(keylog) or not isinstance(capture, (str, os.PathLike)):
         return False
-    if read_ahead_option is None:
-        try:
-            wanted = usable_cores() > 1 and os.stat(capture).st_size >= AHEAD_MIN_BYTES
-        except OSError:
-            wanted = False
-    else:
-        wanted = read_ahead_option
+    wanted = read_ahead_pays(capture, AHEAD_MIN_BYTES) if read_ahead_option is None else read_ahead_option
     return wanted and fork_available()
 
 

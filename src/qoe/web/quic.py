@@ -63,7 +63,7 @@ from aioquic.quic.crypto import CryptoContext, CryptoPair, apply_key_phase, next
 from aioquic.quic.packet import QuicPacketType, pull_ack_frame, pull_quic_header, pull_quic_transport_parameters
 from aioquic.tls import CipherSuite
 
-from qoe.capture import fork_available, read_udp_batches, usable_cores
+from qoe.capture import fork_available, read_ahead_pays, read_udp_batches
 from qoe.capture import read_ahead as read_ahead_in
 from qoe.errors import InputError
 from qoe.report import as_dict
@@ -891,9 +891,4 @@ def _split(capture: Any, read_ahead: bool | None) -> bool:
         raise InputError(f"read_ahead must be True, False or None; given {read_ahead!r}")
     if read_ahead is False or not isinstance(capture, (str, os.PathLike)) or not fork_available():
         return False
-    if read_ahead is None:
-        try:
-            return usable_cores() > 1 and os.stat(capture).st_size >= SPLIT_MIN_BYTES
-        except OSError:
-            return False
-    return True
+    return read_ahead or read_ahead_pays(capture, SPLIT_MIN_BYTES)
