@@ -521,6 +521,25 @@ def test_iter_connections_gives_a_closed_connection_after_its_close_delay():
     assert [c.id.index for c in it] == [1]
 
 
+def test_a_segment_past_a_closed_connections_close_delay_starts_a_new_connection():
+    """Which connection a segment belongs to does not depend on when the reassembler looks at
+    its closed connections: a segment on the 4-tuple of one closed more than
+    ``close_delay_s`` before starts a new one (no handshake seen: ``initiator_known`` False),
+    even with no new connection or sweep in between; one within the delay is a late packet."""
+    f = Flow().handshake()
+    f.add(CLIENT, 0, TCP_ACK | TCP_FIN, ack=0)
+    f.add(SERVER, 0, TCP_ACK | TCP_FIN, ack=1)
+    f.add(CLIENT, 1, TCP_ACK, ack=1)
+    f.t += 10**9 // 2
+    f.add(CLIENT, 1, TCP_ACK, ack=1)  # 0.5 s later: a late packet of the closed connection
+    f.t += 2 * 10**9
+    f.add(CLIENT, 1, TCP_ACK, ack=1)  # 2.5 s after the close: past the delay
+    found = connections(f.packets, limits=TcpLimits(close_delay_s=1.0))
+    assert [(c.id.index, c.packets, c.id.initiator_known) for c in found] == [
+        (0, len(f.packets) - 1, True), (1, 1, False)]
+    assert [c.packets for c in connections(f.packets, limits=TcpLimits(close_delay_s=5.0))] == [len(f.packets)]
+
+
 def test_results_serialise_to_strict_json():
     (c,), _ = run(_lossy(3).packets)
     d = json.loads(to_json(c))

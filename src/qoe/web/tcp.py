@@ -122,7 +122,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from qoe.capture import TCP_ACK, TCP_SEGMENT_FIELDS, TCP_SYN, Packet, relaxed_gc, tcp_segment_row, tcp_segment_rows
@@ -313,13 +313,30 @@ def _rows(packets: Iterable[Packet]) -> Iterator[tuple[Any, ...]]:
 
 
 def _track(
-    rows: Iterable[tuple[Any, ...]], sinks: SinkFactory | None, limits: TcpLimits, name: str
-) -> Iterator[Connection]:
+    rows: Iterable[tuple[Any, ...] | None], sinks: SinkFactory | None, limits: TcpLimits, name: str, *,
+    number: Callable[[], int] | None = None, hits: dict[str, int] | None = None,
+) -> Iterator[Connection | None]:
+    """The reassembly of ``rows`` (segment rows in frame order), each connection as it is final.
+
+    ``number``: called for the index of each new connection (default: 0, 1, 2... in order);
+    ``hits``: where the limits crossed are counted (``{kind: connections}``), the caller
+    then warning of them (:func:`_warn_hits`; default: warned of here, at the end). A
+    ``None`` among the rows is given back as ``None`` once every row before it is done
+    (a mark of progress for a caller that feeds the rows, ``qoe.web._split``).
+
+    A closed connection is let go when a segment of its 4-tuple comes more than
+    ``limits.close_delay_s`` after its last one (that segment starts a new connection), or
+    when a look at the closed connections (at each new connection, and every
+    ``_SWEEP_EVERY`` segments) finds it so long past: which connection a segment belongs to
+    does not depend on when the looks happen, only when results are given does.
+    """
     table: dict[tuple[str, int, str, int], tuple[_Conn, int]] = {}
     live: dict[int, _Conn] = {}  # every tracked connection, by index
     closing: deque[_Conn] = deque()  # closed connections within their close delay, in closing order
     out: list[Connection] = []
-    hits: dict[str, int] = {}
+    warn = hits is None
+    if hits is None:
+        hits = {}
     counter = 0
     tw_ns = int(limits.close_delay_s * 1e9)
     max_conn = limits.max_connections
@@ -351,9 +368,15 @@ def _track(
 
     n = 0
     for tcp in rows:
+        if tcp is None:
+            yield None
+            continue
         key = tcp[2:6]  # (src, sport, dst, dport)
         ent = table.get(key)
         flags = tcp[_FLAGS]
+        if ent is not None and ent[0].state != "open" and tcp[1] - ent[0].last_ts > tw_ns:
+            finish(ent[0], ent[0].state)  # closed, and past its close delay: the 4-tuple is free
+            ent = None
         if flags & TCP_SYN or ent is None:
             ts, src, sport, dst, dport = tcp[1], tcp[2], tcp[3], tcp[4], tcp[5]
             if flags & TCP_SYN:
@@ -379,7 +402,7 @@ def _track(
                 cid = ConnectionId(
                     client=a if client_is_src else b,
                     server=b if client_is_src else a,
-                    index=counter,
+                    index=counter if number is None else number(),
                     first_ts_ns=ts,
                     initiator_known=known,
                 )
@@ -406,6 +429,12 @@ def _track(
         finish(conn, "end-of-capture")
     yield from out
     out.clear()
+    if warn:
+        _warn_hits(hits, limits, name, stacklevel=3)
+
+
+def _warn_hits(hits: dict[str, int], limits: TcpLimits, name: str, stacklevel: int = 2) -> None:
+    """Warn of the limits crossed (``{kind: connections}``, as :func:`_track` counts them)."""
     for kind, count in sorted(hits.items()):
         text = _LIMIT_TEXT[kind].format(v=getattr(limits, kind))
-        warnings.warn(f"{name}: {count} TCP connection(s) {text}", QoEWarning, stacklevel=2)
+        warnings.warn(f"{name}: {count} TCP connection(s) {text}", QoEWarning, stacklevel=stacklevel)
