@@ -18,8 +18,10 @@ import numpy as np
 import pytest
 
 from qoe.capture import (
-    TCP_SEGMENT_FIELDS, Packet, TcpInfo, read_packets, read_tcp_segments, read_udp_batches, tcp_segment_row, tcp_segment_rows,
+    FLOW_BUCKETS, TCP_SEGMENT_FIELDS, Packet, TcpInfo, flow_bucket, read_packets, read_tcp_segments, read_udp_batches,
+    tcp_segment_chunks, tcp_segment_row, tcp_segment_rows,
 )
+from qoe.errors import InputError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA_CAPTURES = sorted(
@@ -97,6 +99,34 @@ def _rows_as_packets(path, **kw) -> list[Packet]:  # type: ignore[no-untyped-def
         tcp = TcpInfo(**{k: f.pop(k) for k in [x.name for x in dataclasses.fields(TcpInfo)]})
         out.append(Packet(proto=6, tcp=tcp, **f))
     return out
+
+
+def test_chunks_split_by_flow_bucket_partition_the_rows(cap, write):  # type: ignore[no-untyped-def]
+    """``tcp_segment_chunks`` gives the rows of ``tcp_segment_rows`` chunk by chunk; a range of
+    flow buckets takes the rows whose ``flow_bucket`` is in it (the same sum on the columns
+    of the common layouts as on the rows the per-packet decoder made), and the bucket of a
+    4-tuple is the same both ways."""
+    rng = np.random.default_rng(20261127)
+    frames = _tcp_frames(cap, rng, 800)
+    path = write(cap.pcap([(cap.T0 + i // 1000, i % 1000, f) for i, f in enumerate(frames)]))
+    want = list(tcp_segment_rows(path, chunk_size=4096))
+    chunks = list(tcp_segment_chunks(path, chunk_size=4096, udp=True))
+    assert len(chunks) > 10 and [r for c in chunks for r in c.rows()] == want
+    ends = [c.upto for c in chunks]
+    assert ends == sorted(ends) and all(r[0] <= c.upto for c in chunks for r in c.rows())
+    datagrams = []
+    for c in chunks:
+        c.rows(udp=lambda b: datagrams.extend(b.index.tolist()))
+    assert datagrams == [d for b in read_udp_batches(path) for d in b.index.tolist()] and datagrams
+    buckets = {r[0]: flow_bucket(r[2], r[3], r[4], r[5]) for r in want}
+    assert all(flow_bucket(r[4], r[5], r[2], r[3]) == buckets[r[0]] for r in want)
+    assert len(set(buckets.values())) > 30
+    for lo, hi in [(0, 37), (37, FLOW_BUCKETS), (0, 0), (0, FLOW_BUCKETS)]:
+        got = [r for c in chunks for r in c.rows(flows=(lo, hi))]
+        assert got == [r for r in want if lo <= buckets[r[0]] < hi]
+    for bad in [(-1, 10), (10, 5), (0, 101), (0.5, 10)]:
+        with pytest.raises(InputError, match="flows must be"):
+            chunks[0].rows(flows=bad)
 
 
 @pytest.mark.parametrize("linktype", [1, 113, 276, 101])

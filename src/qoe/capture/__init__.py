@@ -19,7 +19,9 @@ nothing of QoE.
   ``read_packets(..., protocols=("tcp",))`` with the headers of each chunk read in NumPy
   columns; :func:`tcp_segment_rows` gives them as plain tuples of the fields
   :data:`TCP_SEGMENT_FIELDS` (for TCP reassembly; :func:`tcp_segment_row` turns a Packet
-  into one).
+  into one), :func:`tcp_segment_chunks` a chunk of the file at a time, optionally only the
+  connections of a range of :func:`flow_bucket` (to split a capture's connections between
+  processes).
 - :func:`probe` checks that a file is a capture qoe reads and describes it
   (:class:`CaptureInfo`: format, interfaces, and the time of frame 1 that Wireshark's
   relative times count from) from the file's first records only.
@@ -77,7 +79,9 @@ from qoe.capture._records import CaptureInfo, Interface, byte_rows
 from qoe.capture._linktypes import SUPPORTED_LINKTYPES
 from qoe.capture._reader import read_packets
 from qoe.capture._reassembly import ReassemblyLimits
-from qoe.capture._tcp_segments import TCP_SEGMENT_FIELDS, read_tcp_segments, tcp_segment_row, tcp_segment_rows
+from qoe.capture._tcp_segments import (FLOW_BUCKETS, TCP_SEGMENT_FIELDS, SegmentChunk, flow_bucket, read_tcp_segments,
+                                       tcp_segment_chunks,
+                                       tcp_segment_row, tcp_segment_rows)
 from qoe.capture._types import (
     TCP_ACK,
     TCP_AE,
@@ -106,6 +110,10 @@ __all__ = [
     "relaxed_gc_scope",
     "read_tcp_segments",
     "tcp_segment_rows",
+    "tcp_segment_chunks",
+    "SegmentChunk",
+    "flow_bucket",
+    "FLOW_BUCKETS",
     "tcp_segment_row",
     "TCP_SEGMENT_FIELDS",
     "probe",

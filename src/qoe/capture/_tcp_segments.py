@@ -21,6 +21,7 @@ References
 from __future__ import annotations
 
 import os
+import zlib
 from collections.abc import Callable, Iterator
 from itertools import chain, repeat
 from typing import Any
@@ -36,6 +37,7 @@ from qoe.capture._options import positive_int
 from qoe.capture._readahead import read_ahead as ahead, read_ahead_pays
 from qoe.capture._reassembly import ReassemblyLimits, reassembly_limits
 from qoe.capture._types import Packet, UdpBatch, make_packet, make_tcpinfo
+from qoe.errors import InputError
 
 _GATHER = 72  # bytes gathered per row from the IP header: IPv6 (40) + TCP (20) + 12 of options
 # What each item of a segment row is: the Packet fields, with the TcpInfo fields inline.
@@ -135,28 +137,108 @@ def _iter_rows(
 ) -> Iterator[SegmentRow]:
     # the rows of each chunk's list, one chunk read at a time, taken by chain (C) rather than
     # a generator resumed for every row
-    parts: Iterator[_Part] = _parts(path, chunk_size, reassembly, udp is not None)
+    parts: Iterator[SegmentChunk] = _parts(path, chunk_size, reassembly, udp is not None)
     if read_ahead:  # a file object is read in a thread: a child would move the offset it shares with it
         parts = ahead(parts, process=isinstance(path, (str, os.PathLike)))
     return chain.from_iterable(_rows_of(p, udp) for p in parts)
 
 
-class _Part:
-    """What the reading of one chunk gives (see :func:`_part`): the columns of its common
-    rows, its other rows whole, its UDP datagrams; :func:`_rows_of` makes the rows.
+#: Flow buckets of :func:`flow_bucket` (``0 <= bucket < FLOW_BUCKETS``).
+FLOW_BUCKETS = 100
+_MIX = 2654435761  # Knuth's multiplicative hash constant (2**32 / golden ratio, odd): spreads the bits
 
-    The split lets a chunk be read in another process (``read_ahead``): everything here
-    pickles, the arrays out of band."""
 
-    __slots__ = ("udp", "buf", "cols", "codes", "texts", "options", "slow")
+def flow_bucket(src: str, sport: int, dst: str, dport: int) -> int:
+    """The bucket (0 to :data:`FLOW_BUCKETS` - 1) of a TCP segment's 4-tuple, the same both ways.
+
+    A hash of the addresses' text (CRC-32) and the ports, symmetric in its two ends: the
+    segments of one connection, either way, have one bucket, so a range of buckets
+    (``tcp_segment_chunks(flows=...)``) takes whole connections, and complementary ranges
+    split a capture's connections between readers (``qoe.web``'s two-process pass).
+    """
+    h = zlib.crc32(src.encode()) ^ zlib.crc32(dst.encode()) ^ sport ^ dport
+    return (((h * _MIX) & 0xFFFFFFFF) >> 16) % FLOW_BUCKETS
+
+
+def tcp_segment_chunks(
+    path: PathOrFile,
+    *,
+    chunk_size: int = CHUNK_SIZE,
+    reassembly: ReassemblyLimits = ReassemblyLimits(),
+    udp: bool = False,
+) -> Iterator[SegmentChunk]:
+    """The TCP segments of :func:`tcp_segment_rows` a chunk of the file at a time, as read, rows not made yet.
+
+    Parameters
+    ----------
+    path, chunk_size, reassembly
+        As for :func:`tcp_segment_rows`.
+    udp : bool, optional
+        Keep each chunk's UDP datagrams too (``SegmentChunk.rows(udp=...)`` hands them on).
+
+    Yields
+    ------
+    SegmentChunk
+        Each chunk's segments: ``rows()`` makes them (all, or the connections of a range of
+        :func:`flow_bucket`), ``upto`` is the frame index of its last packet record. It
+        pickles, its arrays out of band (:func:`read_ahead` with ``process=True`` hands them
+        over in shared memory): one process can read a capture for two.
+
+    Raises
+    ------
+    CaptureError, InputError
+        As :func:`read_tcp_segments`.
+    """
+    chunk_size = positive_int(chunk_size, "chunk_size")
+    reassembly = reassembly_limits(reassembly)
+    probe(path, chunk_size=chunk_size)
+    return _parts(path, chunk_size, reassembly, udp)
+
+
+class SegmentChunk:
+    """What the reading of one chunk of a capture gives (:func:`tcp_segment_chunks`): the
+    columns of its common TCP segments, its other segments whole, its UDP datagrams (when
+    kept), and the frame index of its last packet record (``upto``); :meth:`rows` makes the
+    rows.
+
+    Everything here pickles, the arrays out of band, so that a chunk can be read in another
+    process (``read_ahead``)."""
+
+    __slots__ = ("udp", "buf", "cols", "codes", "texts", "options", "slow", "upto")
 
     def __init__(self, udp: UdpBatch | None, buf: np.ndarray, cols: dict[str, np.ndarray], codes: np.ndarray,
-                 texts: list[str], options: list[tuple[int, tuple[Any, ...]]], slow: list[SegmentRow]) -> None:
+                 texts: list[str], options: list[tuple[int, tuple[Any, ...]]], slow: list[SegmentRow],
+                 upto: int) -> None:
         self.udp, self.buf, self.cols, self.codes, self.texts = udp, buf, cols, codes, texts
         self.options, self.slow = options, slow
+        self.upto = upto  # frame index of the chunk's last packet record
+
+    def rows(self, *, udp: Callable[[UdpBatch], None] | None = None,
+             flows: tuple[int, int] | None = None) -> list[SegmentRow]:
+        """The chunk's TCP segments as rows of :data:`TCP_SEGMENT_FIELDS`, in frame order.
+
+        Parameters
+        ----------
+        udp : callable, optional
+            Called first with the chunk's UDP datagrams (a :class:`UdpBatch`), when they were
+            kept and there are some.
+        flows : (int, int), optional
+            ``(lo, hi)``: only the segments whose :func:`flow_bucket` ``b`` has ``lo <= b <
+            hi`` (whole connections, both directions). Default: every segment.
+
+        Raises
+        ------
+        InputError
+            ``flows`` out of range.
+        """
+        if flows is not None:
+            lo, hi = flows
+            if not (isinstance(lo, int) and isinstance(hi, int) and 0 <= lo <= hi <= FLOW_BUCKETS):
+                raise InputError(f"flows must be (lo, hi) with 0 <= lo <= hi <= {FLOW_BUCKETS}, got {flows!r}")
+        return _rows_of(self, udp, flows)
 
 
-def _parts(path: PathOrFile, chunk_size: int, reassembly: ReassemblyLimits, with_udp: bool) -> Iterator[_Part]:
+def _parts(path: PathOrFile, chunk_size: int, reassembly: ReassemblyLimits, with_udp: bool) -> Iterator[SegmentChunk]:
     decoder = Decoder(frozenset({IPPROTO_TCP}), reassembly)
     names: dict[object, str] = {}  # address (uint32 for IPv4, 16 bytes for IPv6) -> text
     ex = _Extractor(reassembly) if with_udp else None  # (its own decoder: UDP's reassembly state)
@@ -173,12 +255,17 @@ def _parts(path: PathOrFile, chunk_size: int, reassembly: ReassemblyLimits, with
         warn_unread_esp(name_of(path), ex.decoder.esp_unread)  # as read_udp_batches does at its end
 
 
-def _rows_of(part: _Part, udp: Callable[[UdpBatch], None] | None) -> list[SegmentRow]:
-    """The TCP segments of one chunk, in frame order (after handing its UDP datagrams to ``udp``)."""
+def _rows_of(part: SegmentChunk, udp: Callable[[UdpBatch], None] | None,
+             flows: tuple[int, int] | None = None) -> list[SegmentRow]:
+    """The TCP segments of one chunk, in frame order (after handing its UDP datagrams to ``udp``);
+    ``flows``: only those whose :func:`flow_bucket` is in ``[lo, hi)``."""
     if udp is not None and part.udp is not None:
         udp(part.udp)
-    rows = _fast_rows(part)
+    rows = _fast_rows(part, flows)
     slow = part.slow
+    if flows is not None and slow:
+        lo, hi = flows
+        slow = [r for r in slow if lo <= flow_bucket(r[2], r[3], r[4], r[5]) < hi]
     if not slow:
         return rows
     if not rows:
@@ -186,7 +273,7 @@ def _rows_of(part: _Part, udp: Callable[[UdpBatch], None] | None) -> list[Segmen
     return sorted(rows + slow, key=_index)
 
 
-def _part(ch: RawChunk, decoder: Decoder, names: dict[object, str], batch: UdpBatch | None) -> _Part:
+def _part(ch: RawChunk, decoder: Decoder, names: dict[object, str], batch: UdpBatch | None) -> SegmentChunk:
     """The TCP segments of one chunk: the columns of its common rows, the rest decoded."""
     buf = _padded(ch)
     u8 = np.frombuffer(buf, dtype=np.uint8)
@@ -222,7 +309,7 @@ def _part(ch: RawChunk, decoder: Decoder, names: dict[object, str], batch: UdpBa
     no_tcp = not_ip | udp4 | udp6 | (other4 & (g[:, 9] != IPPROTO_TCP)) | (other6 & (g[:, 6] != IPPROTO_TCP))
     si = np.flatnonzero(~fast & ~no_tcp)
     slow = _slow_rows(ch, si, decoder) if len(si) else []
-    return _Part(batch, u8, cols, codes, texts, options, slow)
+    return SegmentChunk(batch, u8, cols, codes, texts, options, slow, ch.index0 + len(ch) - 1)
 
 
 def _index(row: SegmentRow) -> int:
@@ -273,8 +360,9 @@ def _fast_columns(
     return cols, codes, texts, options
 
 
-def _fast_rows(part: _Part) -> list[SegmentRow]:
-    """The rows of a chunk's common segments, built from their columns by zip."""
+def _fast_rows(part: SegmentChunk, flows: tuple[int, int] | None = None) -> list[SegmentRow]:
+    """The rows of a chunk's common segments, built from their columns by zip (``flows``: only
+    those whose :func:`flow_bucket` is in ``[lo, hi)``)."""
     cols = part.cols
     if not cols:
         return []
@@ -282,6 +370,15 @@ def _fast_rows(part: _Part) -> list[SegmentRow]:
     data = buf.base if isinstance(buf.base, bytes) else buf.tobytes()
     texts = part.texts
     codes = part.codes
+    options = part.options
+    if flows is not None:
+        keep = _in_flows(cols, codes, texts, flows)
+        if not keep.all():
+            at = np.cumsum(keep) - 1  # a kept row's place among the kept ones
+            sel = np.flatnonzero(keep)
+            cols = {name: c[sel] for name, c in cols.items()}
+            codes = codes[sel]
+            options = [(int(at[i]), o) for i, o in options if keep[i]]
     k = codes.shape[0]
     src = [texts[j] for j in codes[:, 0].tolist()]
     dst = [texts[j] for j in codes[:, 1].tolist()]
@@ -307,10 +404,19 @@ def _fast_rows(part: _Part) -> list[SegmentRow]:
         repeat(None, k), repeat(None, k), repeat(False, k), repeat((), k), tv, te, ip_id,
         cols["interface"].tolist(), cols["wire_len"].tolist(),
     ))
-    for i, parsed in part.options:
+    for i, parsed in options:
         row = out[i]
         out[i] = row[:_MSS] + parsed + row[_TSECR + 1 :]
     return out
+
+
+def _in_flows(cols: dict[str, np.ndarray], codes: np.ndarray, texts: list[str], flows: tuple[int, int]) -> np.ndarray:
+    """Which rows' :func:`flow_bucket` is in ``flows`` (the same sum, on the columns)."""
+    lo, hi = flows
+    th = np.array([zlib.crc32(t.encode()) for t in texts], dtype=np.uint64)
+    h = th[codes[:, 0]] ^ th[codes[:, 1]] ^ (cols["sport"] ^ cols["dport"]).astype(np.uint64)
+    b = (((h * np.uint64(_MIX)) & np.uint64(0xFFFFFFFF)) >> np.uint64(16)) % np.uint64(FLOW_BUCKETS)
+    return (b >= lo) & (b < hi)
 
 
 def _addresses(g: np.ndarray, v6: np.ndarray, names: dict[object, str], decoder: Decoder) -> tuple[np.ndarray, list[str]]:
