@@ -8,8 +8,9 @@ in a fresh subprocess (peak RSS per run), on the whole capture and on its first 
 - ``qoe.web.iter_page_loads(path)``: TCP reassembly, HTTP/1.x transactions, DNS, page grouping,
   PLT, diagnosis and G.1030 per page (everything ``qoe web pages`` does but printing), each
   page counted as it is given and dropped (the streaming form of ``page_loads``); and the
-  same with ``WebOptions(read_ahead=True)`` (the segments read in a child process, as ``qoe
-  web pages`` does with two cores; its CPU time is both processes');
+  same with ``WebOptions(read_ahead=True)`` (a child process reads the file and takes half
+  of the connections, ``qoe.web._split``, as ``qoe web pages`` does with two cores; its CPU
+  time is both processes');
 - ``tshark -r FILE -q -z http,tree`` (HTTP dissection with TCP reassembly: the tool people
   would otherwise use for transaction counts);
 - the same with ``-o tcp.reassemble_out_of_order:TRUE``: tshark's default leaves a PDU whose
@@ -320,10 +321,10 @@ def main(argv: list[str] | None = None) -> int:
         if ours_half:
             print(f"{'  same, first half of the capture':34s} {ours_half['s']:7.2f} {ours_half['cpu']:7.2f} {'':>8s} "
                   f"{'':>7s} {'':>10s} {'':>14s} {ours_half['rss_mb']:12.0f}")
-        # WebOptions(read_ahead=True): the segments read in a child process (CPU: both processes)
+        # WebOptions(read_ahead=True): half the connections in a child process (CPU: both processes)
         a_ratio = f"{ts['s'] / ahead['s']:9.2f}x" if ts else f"{'':>10s}"
         a_cpu = f"{ts['cpu'] / ahead['cpu']:13.2f}x" if ts else f"{'':>14s}"
-        print(f"{'  same, reading ahead (a process)':34s} {ahead['s']:7.2f} {ahead['cpu']:7.2f} "
+        print(f"{'  same, read_ahead (2 processes)':34s} {ahead['s']:7.2f} {ahead['cpu']:7.2f} "
               f"{ahead['tx'] / ahead['s']:8.0f} {size_mb / ahead['s']:7.1f} {a_ratio} {a_cpu} {ahead['rss_mb']:12.0f}")
         heads = [("floor: reading alone", reading), ("floor: h11 alone, every msg head", floor),
                  ("floor: reading + h11 (sum)", both)]

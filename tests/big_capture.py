@@ -33,6 +33,7 @@ SAMPLES = {
     "web": ROOT / "data" / "web" / "captures" / "http11-idle-b64-curl-x3_client.pcap",  # three page loads
     "has": ROOT / "data" / "video" / "has" / "sessions" / "dash-ample.pcap.gz",  # a DASH session (dash.js)
     "quic": ROOT / "data" / "web" / "browser" / "captures" / "h3-idle.pcap",  # Chromium's HTTP/3 page load
+    "browser-h1": ROOT / "data" / "web" / "browser" / "captures" / "h1-loss.pcap",  # Chromium, HTTP/1.1 and HTTPS, losses
 }
 
 _ETH = 14  # Ethernet II header (IEEE 802.3 §3.2.6 + the EtherType)

@@ -29,9 +29,9 @@ Used by :func:`qoe.web._stream.stream_pages` for a capture file decrypted with a
 when reading ahead (``WebOptions(read_ahead=True)``, or None: for a capture of
 :data:`AHEAD_MIN_BYTES` or more on two cores). Measured on
 ``benchmarks/web_h2.py``'s capture (Chromium's HTTP/2 page load 200 times, 33 MB): see
-there and docs/guide/web.md. Cleartext captures keep reading ahead the segments only: the
-same split measured slower there (the child's reading and reassembly alone take longer
-than the parent's HTTP/1.x and pages, docs/guide/web.md).
+there and docs/guide/web.md. A capture without keys is split by connection instead
+(``qoe.web._split``): this split by layer measured slower there (the child's reading and
+reassembly alone take longer than the parent's HTTP/1.x and pages, docs/guide/web.md).
 """
 
 from __future__ import annotations

@@ -73,12 +73,14 @@ class WebOptions(OptionsBase):
         (:mod:`qoe.web.decrypt`, :mod:`qoe.web.quic`); a pcapng capture's Decryption Secrets
         Blocks are used as well. Without, HTTPS objects are not visible.
     read_ahead : bool or None
-        Read a capture file's TCP segments (and its DNS) in a child process while the pages
-        are built (:func:`qoe.capture.tcp_segment_rows`; on Linux, else a second thread);
-        with a key log, the child also reassembles the TCP connections and decrypts them,
-        and HTTP and the pages are made here (on Linux); QUIC connections are read half
-        here, half in a child (:func:`qoe.web.quic.quic_connections`): less wall time with
-        a core to spare, more CPU time, the same pages. None: when the process may run on
+        Use a second core (on Linux): a capture file is read in a child process, and its
+        TCP connections are reassembled and parsed half there, half here, the pages made
+        here (``qoe.web._split``); with a key log, the child reassembles and decrypts every
+        connection, and HTTP and the pages are made here (``qoe.web._ahead``); QUIC
+        connections are read half here, half in a child
+        (:func:`qoe.web.quic.quic_connections`). Less wall time with a core to spare, more
+        CPU time, the same pages. Where no child process can be forked, or for a file
+        object, the segments are read in a second thread. None: when the process may run on
         two cores or more and the capture holds 8 MiB or more
         (:func:`qoe.capture.read_ahead_pays`), 2 MiB with a key log or for QUIC, as ``qoe
         web pages`` and ``qoe score`` do.

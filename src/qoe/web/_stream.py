@@ -100,9 +100,11 @@ def stream_pages(
     capture's UDP holds a QUIC Initial (the DNS reader sees every datagram, and reads them all
     at the end); ``dns_until``, when given, gets a callable appended, ``f(ts)``: read the UDP
     datagrams up to ``ts`` now (so that ``quic_seen`` says whether a QUIC Initial came by then);
-    ``read_ahead``: a capture file's segments are read in a child process
-    (:func:`qoe.capture.tcp_segment_rows`); with ``keylog`` (the key log ``parsers`` decrypts
-    with), a capture file is read, reassembled and decrypted there (``qoe.web._ahead``).
+    ``read_ahead``: a capture file is read in a child process, which reassembles and parses
+    half of its connections (``qoe.web._split``; where no child can be forked, the segments
+    are read in a thread, :func:`qoe.capture.tcp_segment_rows`); with ``keylog`` (the key log
+    ``parsers`` decrypts with), a capture file is read, reassembled and decrypted there
+    (``qoe.web._ahead``).
     """
     run = _PageStream(capture, gap=gap, preset=preset, bounds=bounds, share=share, base_rtt=base_rtt,
                       parsers=parsers, quic_seen=quic_seen)
@@ -121,9 +123,27 @@ def stream_pages(
 
         if _ahead.usable(capture, keylog, read_ahead):
             conns = _ahead.connections(capture, keylog, limits, new=run.track, started=run.started, udp=udp)
-    if conns is None:
-        conns = _iter_connections(capture, run.sink_for, limits, udp, read_ahead=read_ahead)
     finished = 0
+    if conns is None:
+        from qoe.web import _split  # noqa: PLC0415 - loaded when a capture is split
+
+        if _split.usable(capture, parsers, read_ahead):
+            def final(conn: Any) -> None:
+                nonlocal finished
+                run.connection_final(conn)
+                finished += 1
+                if finished % _PRUNE_EVERY == 0:
+                    run.prune_dns()
+
+            # the connections reassembled half here, half in a child process; the calls made
+            # here in the order of one process (qoe.web._split)
+            for _ in _split.connections(capture, limits, new=run.track, started=run.started, final=final, udp=udp):
+                if run.out:
+                    yield from run.take()
+            run.finish()
+            yield from run.take()
+            return
+        conns = _iter_connections(capture, run.sink_for, limits, udp, read_ahead=read_ahead)
     while True:
         conn = next(conns, None)
         if conn is None:

@@ -1,0 +1,356 @@
+"""Connections split between two processes: TCP reassembly and HTTP of a capture on two cores.
+
+A page-load pass over a capture without keys spends most of its time per connection (TCP
+reassembly, then HTTP/1.x or the TLS timing reader) and a smaller part on the pages made of
+the connections' results. With two cores, :func:`connections` reads the capture in both
+processes: the child of :func:`qoe.capture.read_ahead` takes the connections whose
+:func:`qoe.capture.flow_bucket` is below ``share`` (both directions of a connection have one
+bucket), this process the others, each running TCP reassembly and the connections' protocol
+sinks (``qoe.web._dispatch.ProtocolSink``) on its own. The child records, with the frame
+index of the segment that caused it, what the page model needs from its connections:
+
+* each new connection (``NEW``: its 4-tuple, first time, whether its initiator is known),
+  the first bytes of each (``STARTED``) and its protocol once decided (``DECIDED``);
+* each final connection (its ``Connection`` and its sink's result, pickled with its
+  connection's index left for here to fill in: see ``_Out`` and ``_In``);
+
+and sends them with each chunk of the file it read (this process makes its own rows of the
+chunk's columns: the file is read once). Here, before each segment of its own, the child's
+events at earlier frames are given to the page model (``new``, ``started``), and its own as
+they happen: the same calls in the same order as one process makes them (connections are
+numbered here in that order, so each gets the index it gets in one process); the child's
+final connections of a chunk are given (``final``) once its events are. What may differ:
+when a connection is given final (the child's at the end of a chunk; and a closed connection is
+let go when a look at the closed connections happens, at each process's own new connections and
+segments; which connection a segment belongs to does not depend on it, ``qoe.web.tcp._track``),
+later than in one process or earlier by a few thousand segments (the pages are the same:
+``qoe.web._stream`` gives a page once no connection can change it); and the
+``TcpLimits.max_connections`` bound applies to each process's connections, so a capture
+that reaches it has others evicted than in one process (with the same warning). Warnings of
+the reading and the child's exceptions are issued and raised here when the pass reaches the
+chunk they came with.
+
+Used by :func:`qoe.web._stream.stream_pages` for a capture file without keys when reading
+ahead (``WebOptions(read_ahead=True)``, or None: for a capture of
+:data:`qoe.capture.READ_AHEAD_MIN_BYTES` or more on two cores or more). Measured on
+``benchmarks/web.py``: see there and docs/guide/web.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import pickle
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from operator import attrgetter
+from typing import Any
+
+import numpy as np
+
+from qoe._records import builder
+from qoe.capture import FLOW_BUCKETS, SegmentChunk, fork_available, read_ahead, read_ahead_pays, tcp_segment_chunks
+from qoe.web._dispatch import PARSERS, ProtocolSink
+from qoe.web._sink import ConnectionId
+from qoe.web.tcp import Connection, TcpLimits, _track, _warn_hits
+
+NEW, STARTED, DECIDED = range(3)
+
+#: The flow buckets (of :data:`qoe.capture.FLOW_BUCKETS`) whose connections the child takes:
+#: this process also makes the pages, so it takes fewer.
+CHILD_SHARE = 50
+
+#: Chunks the child reads and works ahead of this process at most (slack for the chunks whose
+#: work falls unevenly between the two).
+DEPTH = 4
+
+_END = 1 << 62  # the frame of what comes after every segment (the connections final at the end)
+
+
+def usable(capture: Any, parsers: Any, read_ahead_option: bool | None) -> bool:
+    """Whether to split ``capture``'s connections between two processes: a capture file given by
+    its path, parsed without keys (``parsers`` is ``qoe.web._dispatch.PARSERS``), read ahead
+    (``read_ahead_option``; None: on two cores or more, for a capture of
+    :data:`qoe.capture.READ_AHEAD_MIN_BYTES` or more), where a child process can be forked."""
+    if parsers is not PARSERS or not isinstance(capture, (str, os.PathLike)):
+        return False
+    wanted = read_ahead_pays(capture) if read_ahead_option is None else read_ahead_option
+    return wanted and fork_available()
+
+
+# -- pickling a final connection with its index to be filled in ------------------------------------
+
+_FIELDS: dict[type, Any] = {}  # dataclass -> attrgetter of its fields (None: pickled as pickle does)
+
+
+def _getter(cls: type) -> Any:
+    g = _FIELDS.get(cls, False)
+    if g is False:
+        g = None
+        if dataclasses.is_dataclass(cls) and all(f.init for f in dataclasses.fields(cls)):
+            names = [f.name for f in dataclasses.fields(cls)]
+            g = attrgetter(*names) if len(names) > 1 else (lambda o, n=names[0]: (getattr(o, n),))
+        _FIELDS[cls] = g
+    return g
+
+
+def _cid(local: int) -> ConnectionId:  # pragma: no cover - a name for the pickle; _In gives its own
+    raise RuntimeError("a split connection's id is made by qoe.web._split._In")
+
+
+def _made(cls: type, values: tuple[Any, ...]) -> Any:  # pragma: no cover - as _cid
+    raise RuntimeError("a split connection's records are made by qoe.web._split._In")
+
+
+def _array(dtype: str, shape: tuple[int, ...], data: bytes, writeable: bool) -> np.ndarray:  # pragma: no cover - as _cid
+    raise RuntimeError("a split connection's arrays are made by qoe.web._split._In")
+
+
+class _Out(pickle.Pickler):
+    """The child's pickler of its final connections: a ``ConnectionId`` as a reference to be
+    filled in (``_cid``: the child's index), each record (a dataclass) as its class and the
+    tuple of its fields (``_made``: made again with ``qoe._records.builder``), an array as its
+    bytes (``_array``): a third of the time pickle's own ways take (frozen dataclasses with
+    slots, NumPy's reduce)."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        cls = type(obj)
+        if cls is ConnectionId:
+            return _cid, (obj.index,)
+        if cls is np.ndarray:
+            return _array, (obj.dtype.str, obj.shape, obj.tobytes(), bool(obj.flags.writeable))
+        g = _getter(cls)
+        if g is None:
+            return NotImplemented
+        return _made, (cls, g(obj))
+
+
+_MAKERS: dict[type, tuple[Callable[..., Any], int]] = {}  # class -> (positional builder, place of "connection")
+
+
+def _maker(cls: type) -> tuple[Callable[..., Any], int]:
+    m = _MAKERS.get(cls)
+    if m is None:
+        names = [f.name for f in dataclasses.fields(cls)]
+        m = _MAKERS[cls] = (builder(cls, positional=True), names.index("connection") if "connection" in names else -1)
+    return m
+
+
+class _In(pickle.Unpickler):
+    """This process's unpickler of the child's final connections: a connection's id is the one
+    made here when the child's ``NEW`` was given (``ids``: the child's index -> it), and a
+    record's ``connection`` field that holds the child's index (transactions, TLS sessions:
+    ``ConnectionId.index``) holds the index here."""
+
+    def __init__(self, data: bytes, ids: dict[int, ConnectionId]) -> None:
+        super().__init__(io.BytesIO(data))
+        self.ids = ids
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == __name__:
+            if name == "_cid":
+                return self.ids.__getitem__
+            if name == "_made":
+                return self._made
+            if name == "_array":
+                return _from_bytes
+        return super().find_class(module, name)
+
+    def _made(self, cls: type, values: tuple[Any, ...]) -> Any:
+        make, at = _maker(cls)
+        if at >= 0 and type(values[at]) is int:
+            values = values[:at] + (self.ids[values[at]].index,) + values[at + 1 :]
+        return make(*values)
+
+
+def _from_bytes(dtype: str, shape: tuple[int, ...], data: bytes, writeable: bool) -> np.ndarray:
+    a = np.frombuffer(data, dtype=dtype).reshape(shape)
+    return a.copy() if writeable else a
+
+
+def _dumps(obj: Any) -> bytes:
+    out = io.BytesIO()
+    _Out(out, pickle.HIGHEST_PROTOCOL).dump(obj)
+    return out.getvalue()
+
+
+# -- the child ---------------------------------------------------------------------------------
+
+
+class _Log:
+    """The child's side: the sink factory of its reassembly and the record of its events."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[Any, ...]] = []
+        self.at = -1  # frame index of the segment being worked on
+        self.sinks: dict[int, ProtocolSink] = {}
+        self.finals: list[tuple[int, Connection, Any]] = []
+
+    def sink_for(self, cid: ConnectionId) -> ProtocolSink:
+        self.events.append((self.at, NEW, cid.index, cid.client, cid.server, cid.first_ts_ns, cid.initiator_known))
+        sink = self.sinks[cid.index] = ProtocolSink(cid, on_started=self._started, on_decided=self._decided)
+        return sink
+
+    def _started(self, sink: ProtocolSink, ts: int) -> None:
+        self.events.append((self.at, STARTED, sink.conn.index, ts))
+
+    def _decided(self, sink: ProtocolSink) -> None:
+        self.events.append((self.at, DECIDED, sink.conn.index, sink.protocol))
+
+    def final(self, conn: Connection) -> None:
+        i = conn.id.index
+        sink = self.sinks.pop(i, None)
+        self.finals.append((i, conn, sink.result() if sink is not None else None))
+
+    def take(self) -> tuple[list[tuple[Any, ...]], bytes | None]:
+        """The events since the last call, and the final connections pickled in one go."""
+        events, self.events = self.events, []
+        finals, self.finals = self.finals, []
+        return events, _dumps(finals) if finals else None
+
+
+def _child(path: Any, limits: TcpLimits, share: int, name: str, with_udp: bool
+           ) -> Iterator[tuple[SegmentChunk | None, list[tuple[Any, ...]], bytes | None, dict[str, int] | None]]:
+    """The child's batches: per chunk of the file, the chunk as read (for the other process's
+    rows), the child's events up to its end and its connections final by then (pickled);
+    last, those final at the end, with the limits crossed (``{kind: connections}``)."""
+    log = _Log()
+    hits: dict[str, int] = {}
+    read: list[SegmentChunk | None] = [None]
+
+    def rows() -> Iterator[tuple[Any, ...] | None]:
+        for chunk in tcp_segment_chunks(path, udp=with_udp):
+            read[0] = chunk
+            for r in chunk.rows(flows=(0, share)):
+                log.at = r[0]
+                yield r
+            log.at = chunk.upto
+            yield None  # (given back by _track once every segment before it is done)
+        log.at = _END
+
+    for conn in _track(rows(), log.sink_for, limits, name, hits=hits):
+        if conn is None:
+            yield read[0], *log.take(), None
+        else:
+            log.final(conn)
+    yield None, *log.take(), hits
+
+
+# -- here --------------------------------------------------------------------------------------
+
+
+class _Remote:
+    """A connection of the child's here: its id, its protocol as the child decided it, and its
+    sink's result once final (what ``qoe.web._stream`` reads of a ``ProtocolSink``)."""
+
+    __slots__ = ("conn", "protocol", "value")
+
+    def __init__(self, conn: ConnectionId) -> None:
+        self.conn = conn
+        self.protocol: str | None = None
+        self.value: Any = None
+
+    def result(self) -> Any:
+        return self.value
+
+
+class _Merge:
+    """The child's events, given in order of frame among this process's own."""
+
+    def __init__(self, batches: Iterable[Any], new: Callable[[ConnectionId, Any], Any],
+                 started: Callable[[Any, int], None], final: Callable[[Connection], None]) -> None:
+        self.batches = batches
+        self.new, self.started, self.final = new, started, final
+        self.events: deque[tuple[Any, ...]] = deque()
+        self.count = 0  # connections numbered so far (both processes')
+        self.remotes: dict[int, _Remote] = {}  # the child's index -> the connection here
+        self.hits: dict[str, int] = {}
+
+    def number(self) -> int:
+        """The index of a new connection of this process's (every event before it given)."""
+        return self.count
+
+    def sink_for(self, cid: ConnectionId) -> ProtocolSink:
+        sink = ProtocolSink(cid, on_started=self.started)
+        self.count += 1
+        self.new(cid, sink)
+        return sink
+
+    def rows(self, share: int, udp: Callable[[Any], None] | None) -> Iterator[tuple[Any, ...]]:
+        """This process's segments (of the chunks the child read), the child's events before
+        each given first."""
+        events = self.events
+        finals = None
+        for chunk, got, blob, hits in self.batches:
+            if finals is not None:
+                # the child's connections final by the end of the chunk before, given once
+                # every event of that chunk's is (a connection may be given final later than
+                # it was: qoe.web._stream gives a page only once no connection can change it)
+                self._give(_END)
+                self._finals(finals)
+            events.extend(got)  # (the child's events up to the chunk's end)
+            finals = blob
+            if chunk is None:  # the end: the connections the child had left
+                self.hits = hits or {}
+                self._give(_END + 1)  # (at the end, a connection's first bytes may come with its flush)
+                if finals is not None:
+                    self._finals(finals)
+                return
+            for r in chunk.rows(udp=udp, flows=(share, FLOW_BUCKETS)):
+                f = r[0]
+                if events and events[0][0] < f:
+                    self._give(f)
+                yield r
+        raise RuntimeError("the connections' child process ended without its last batch")
+
+    def _finals(self, blob: bytes) -> None:
+        remotes = self.remotes
+        ids = {i: r.conn for i, r in remotes.items()}
+        for i, conn, value in _In(blob, ids).load():
+            r = remotes.pop(i)
+            r.value = value
+            self.final(conn)
+
+    def _give(self, before: int) -> None:
+        events = self.events
+        remotes = self.remotes
+        while events and events[0][0] < before:
+            e = events.popleft()
+            kind = e[1]
+            if kind == STARTED:
+                self.started(remotes[e[2]], e[3])
+            elif kind == NEW:
+                cid = ConnectionId(client=e[3], server=e[4], index=self.count, first_ts_ns=e[5], initiator_known=e[6])
+                self.count += 1
+                r = remotes[e[2]] = _Remote(cid)
+                self.new(cid, r)
+            else:  # DECIDED
+                remotes[e[2]].protocol = e[3]
+
+
+def connections(
+    path: Any, limits: TcpLimits, *, new: Callable[[ConnectionId, Any], Any], started: Callable[[Any, int], None],
+    final: Callable[[Connection], None], udp: Callable[[Any], None] | None, share: int = CHILD_SHARE,
+) -> Iterator[None]:
+    """Reassemble the TCP connections of the capture at ``path`` in two processes, making the
+    calls one process makes: ``new(cid, sink)`` with each new connection and the sink that
+    stands for its ``ProtocolSink`` (``conn``, ``protocol``, ``result()``); ``started(sink,
+    ts)`` as the ``ProtocolSink``'s ``on_started``; ``final(conn)`` with each final
+    connection; ``udp`` with each chunk's UDP datagrams. Gives None after each final
+    connection of this process's (the caller may give the pages made meanwhile)."""
+    name = os.fspath(path)
+    batches = read_ahead(_child(path, limits, share, name, udp is not None), DEPTH, process=True)
+    merge = _Merge(batches, new, started, final)
+    hits: dict[str, int] = {}
+    try:
+        for conn in _track(merge.rows(share, udp), merge.sink_for, limits, name, number=merge.number, hits=hits):
+            final(conn)  # type: ignore[arg-type] - no None among this process's rows
+            yield None
+    finally:
+        close = getattr(batches, "close", None)
+        if close is not None:
+            close()
+    for kind, n in merge.hits.items():
+        hits[kind] = hits.get(kind, 0) + n
+    _warn_hits(hits, limits, name, stacklevel=3)
