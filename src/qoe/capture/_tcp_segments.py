@@ -367,7 +367,7 @@ def _fast_rows(part: SegmentChunk, flows: tuple[int, int] | None = None) -> list
     if not cols:
         return []
     buf = part.buf  # a view of the chunk's bytes (read here), or of shared memory (read ahead)
-    data = buf.base if isinstance(buf.base, bytes) else buf.tobytes()
+    data = buf.base if isinstance(buf.base, bytes) else None
     texts = part.texts
     codes = part.codes
     options = part.options
@@ -385,7 +385,11 @@ def _fast_rows(part: SegmentChunk, flows: tuple[int, int] | None = None) -> list
     ident = cols["ip_id"].tolist()
     v6 = cols["v6"]
     ip_id: Any = ident if not v6.any() else [None if w else i for i, w in zip(ident, v6.tolist())]
-    payloads = [data[a:b] for a, b in zip(cols["p0"].tolist(), cols["p1"].tolist())]
+    if data is not None:
+        payloads = [data[a:b] for a, b in zip(cols["p0"].tolist(), cols["p1"].tolist())]
+    else:  # each payload copied out of the shared memory, not the whole chunk (twice the time)
+        mv = memoryview(buf)
+        payloads = [mv[a:b].tobytes() for a, b in zip(cols["p0"].tolist(), cols["p1"].tolist())]
     with_ts = cols["with_ts"]
     if with_ts.all():
         tv: Any = cols["tsval"].tolist()
