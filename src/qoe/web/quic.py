@@ -363,9 +363,15 @@ class _Conn:
                 self.cid_len[1 - direction] = len(hdr.source_cid)
                 if direction == CLIENT and self.cid_len[CLIENT] is None:
                     pass
-            space = {QuicPacketType.INITIAL: _INITIAL, QuicPacketType.HANDSHAKE: _HANDSHAKE}.get(ptype, _APP)
-            name = {QuicPacketType.INITIAL: "initial", QuicPacketType.HANDSHAKE: "handshake",
-                    QuicPacketType.ZERO_RTT: "0rtt"}.get(ptype, "1rtt")
+            # (compared, not looked up: an Enum member's hash is a Python call, 7 a packet as dict keys)
+            if ptype is QuicPacketType.ONE_RTT:
+                space, name = _APP, "1rtt"
+            elif ptype is QuicPacketType.INITIAL:
+                space, name = _INITIAL, "initial"
+            elif ptype is QuicPacketType.HANDSHAKE:
+                space, name = _HANDSHAKE, "handshake"
+            else:
+                space, name = _APP, "0rtt" if ptype is QuicPacketType.ZERO_RTT else "1rtt"
             self.first_of.setdefault((direction, name), ts)
             if ptype == QuicPacketType.ONE_RTT:
                 self._burst(direction, ts, size)
