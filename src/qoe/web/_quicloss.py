@@ -282,15 +282,19 @@ class _Ranges:
 class _AckRanges:
     """The face of aioquic's RangeSet that :meth:`AckRtt.ack` reads, over (start, stop) pairs."""
 
-    __slots__ = ("rs",)
+    __slots__ = ("rs", "lo", "hi")
 
     def __init__(self, rs: list[tuple[int, int]]) -> None:
         self.rs = rs
+        # one range (most ACK frames): its bounds, compared without a generator
+        self.lo, self.hi = rs[0] if len(rs) == 1 else (None, None)
 
     def __len__(self) -> int:
         return len(self.rs)
 
     def __contains__(self, pn: int) -> bool:
+        if self.lo is not None:
+            return self.lo <= pn < self.hi  # type: ignore[operator]
         return any(a <= pn < b for a, b in self.rs)
 
     def bounds(self) -> range:
@@ -482,6 +486,7 @@ class _Sender:
         self.rtt.ack(space, now, _AckRanges(ranges), ack_delay)
         largest = max(b for _, b in ranges) - 1
         lowest = min(a for a, _ in ranges)
+        one = len(ranges) == 1  # (then [lowest, largest] is the range: no generator per packet)
         newly = False
         for group in (self.flight[space], self.lost_open[space]):
             done = []
@@ -491,7 +496,10 @@ class _Sender:
                 if pn < lowest and group is self.lost_open[space]:
                     done.append(pn)  # below what the receiver still reports: no longer acknowledged
                     continue
-                if not any(a <= pn < b for a, b in ranges):
+                if one:
+                    if pn < lowest:
+                        continue
+                elif not any(a <= pn < b for a, b in ranges):
                     continue
                 if p.state == _LOST:
                     self.spurious_losses += 1

@@ -46,7 +46,7 @@ class AckRtt:
     """RTT samples of one side's packets acknowledged by the other (see the module notes)."""
 
     __slots__ = ("sent", "largest", "latest", "min_rtt", "smoothed", "rttvar", "samples",
-                 "exponent", "max_ack_delay", "confirmed", "min_adjusted")
+                 "exponent", "max_ack_delay", "confirmed", "min_adjusted", "top", "ordered")
 
     def __init__(self) -> None:
         self.sent: list[dict[int, tuple[int, bool]]] = [{}, {}, {}]  # per space: pn -> (ts, ack-eliciting)
@@ -60,9 +60,17 @@ class AckRtt:
         self.max_ack_delay = DEFAULT_MAX_ACK_DELAY_NS
         self.confirmed = False  # the handshake is confirmed (HANDSHAKE_DONE, RFC 9001 §4.1.2)
         self.min_adjusted: int | None = None  # least latest_rtt - ACK Delay (the leg's propagation)
+        # per space: the highest number sent, and whether the numbers came in increasing order
+        # (then an ACK's walk over the packets held stops at the first above its largest)
+        self.top = [-1, -1, -1]
+        self.ordered = [True, True, True]
 
     def sent_packet(self, space: int, pn: int, ts: int, ack_eliciting: bool) -> None:
         held = self.sent[space]
+        if pn > self.top[space]:
+            self.top[space] = pn
+        elif pn not in held:
+            self.ordered[space] = False
         held[pn] = (ts, ack_eliciting)
         if len(held) > _MAX_HELD:
             for k in sorted(held)[: len(held) - _MAX_HELD]:
@@ -79,11 +87,20 @@ class AckRtt:
         self.largest[space] = largest
         held = self.sent[space]
         first = held.get(largest)
-        newly = [pn for pn in held if prev < pn <= largest and pn in ranges]
-        eliciting = any(held[pn][1] for pn in newly)
-        for pn in [pn for pn in held if pn <= largest]:
+        newly, gone = [], []
+        ordered = self.ordered[space]
+        for pn in held:
+            if pn > largest:
+                if ordered:
+                    break  # (the rest were sent later: numbers above the largest acknowledged)
+                continue
             if pn in ranges:
-                del held[pn]
+                gone.append(pn)
+                if pn > prev:
+                    newly.append(pn)
+        eliciting = any(held[pn][1] for pn in newly)
+        for pn in gone:
+            del held[pn]
         if first is None or not eliciting:
             return
         latest = ts - first[0]
