@@ -26,7 +26,9 @@ segments; which connection a segment belongs to does not depend on it, ``qoe.web
 later than in one process or earlier by a few thousand segments (the pages are the same:
 ``qoe.web._stream`` gives a page once no connection can change it); and the
 ``TcpLimits.max_connections`` bound applies to each process's connections, so a capture
-that reaches it has others evicted than in one process (with the same warning). Warnings of
+that reaches it has others evicted than in one process (with the same warning); and in a
+capture whose timestamps go backwards, a page that starts before one given earlier may get
+another index (``qoe.web._stream``: its place depends on when connections are final). Warnings of
 the reading and the child's exceptions are issued and raised here when the pass reaches the
 chunk they came with.
 
