@@ -12,7 +12,7 @@ index of the segment that caused it, what the page model needs from its connecti
 * each new connection (``NEW``: its 4-tuple, first time, whether its initiator is known),
   the first bytes of each (``STARTED``) and its protocol once decided (``DECIDED``);
 * each final connection (its ``Connection`` and its sink's result, pickled with its
-  connection's index left for here to fill in: see ``_Out`` and ``_In``);
+  connection's index left for here to fill in: see ``_Reducers`` and ``_In``);
 
 and sends them with each chunk of the file it read (this process makes its own rows of the
 chunk's columns: the file is read once). Here, before each segment of its own, the child's
@@ -40,7 +40,9 @@ ahead (``WebOptions(read_ahead=True)``, or None: for a capture of
 
 from __future__ import annotations
 
+import copyreg
 import dataclasses
+import importlib
 import io
 import os
 import pickle
@@ -101,41 +103,76 @@ def _cid(local: int) -> ConnectionId:  # pragma: no cover - a name for the pickl
     raise RuntimeError("a split connection's id is made by qoe.web._split._In")
 
 
-def _made(cls: type, values: tuple[Any, ...]) -> Any:  # pragma: no cover - as _cid
-    raise RuntimeError("a split connection's records are made by qoe.web._split._In")
-
-
 def _array(dtype: str, shape: tuple[int, ...], data: bytes, writeable: bool) -> np.ndarray:  # pragma: no cover - as _cid
     raise RuntimeError("a split connection's arrays are made by qoe.web._split._In")
 
 
-class _Out(pickle.Pickler):
-    """The child's pickler of its final connections: a ``ConnectionId`` as a reference to be
-    filled in (``_cid``: the child's index), each record (a dataclass) as its class and the
-    tuple of its fields (``_made``: made again with ``qoe._records.builder``), an array as its
-    bytes (``_array``): a third of the time pickle's own ways take (frozen dataclasses with
-    slots, NumPy's reduce)."""
+_MK = "_mk:"  # the names standing for a record class's maker in the pickle: _mk:<module>:<qualname>, "/" for "."
 
-    def reducer_override(self, obj: Any) -> Any:
-        cls = type(obj)
+
+def _stub(cls: type) -> Callable[..., Any]:
+    """A module-level name for ``cls``'s maker (pickled by reference; ``_In`` gives the maker)."""
+    name = f"{_MK}{cls.__module__.replace('.', '/')}:{cls.__qualname__.replace('.', '/')}"
+    f = globals().get(name)
+    if f is None:
+        def f(*values: Any) -> Any:  # pragma: no cover - as _cid
+            raise RuntimeError("a split connection's records are made by qoe.web._split._In")
+
+        f.__module__, f.__name__, f.__qualname__ = __name__, name, name
+        globals()[name] = f
+    return f
+
+
+def _reduce_cid(obj: ConnectionId) -> tuple[Any, ...]:
+    return _cid, (obj.index,)
+
+
+def _reduce_array(obj: np.ndarray) -> tuple[Any, ...]:
+    return _array, (obj.dtype.str, obj.shape, obj.tobytes(), bool(obj.flags.writeable))
+
+
+def _reduce_default(obj: Any) -> Any:
+    return obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
+
+
+class _Reducers(dict):  # type: ignore[type-arg]
+    """The child pickler's ``dispatch_table``: a ``ConnectionId`` as a reference to be filled in
+    (``_cid``: the child's index), each record (a dataclass) as its maker's name and the tuple
+    of its fields (made again here with ``qoe._records.builder``), an array as its bytes
+    (``_array``): about a third of the time pickle's own ways take (frozen dataclasses with
+    slots, NumPy's reduce). Each class's reducer is made when the class is first met."""
+
+    def __missing__(self, cls: type) -> Callable[[Any], Any]:
         if cls is ConnectionId:
-            return _cid, (obj.index,)
-        if cls is np.ndarray:
-            return _array, (obj.dtype.str, obj.shape, obj.tobytes(), bool(obj.flags.writeable))
-        g = _getter(cls)
-        if g is None:
-            return NotImplemented
-        return _made, (cls, g(obj))
+            red: Callable[[Any], Any] = _reduce_cid
+        elif cls is np.ndarray:
+            red = _reduce_array
+        else:
+            g = _getter(cls)
+            if g is None:
+                red = copyreg.dispatch_table.get(cls, _reduce_default)
+            else:
+                mk = _stub(cls)
+
+                def red(obj: Any, mk: Any = mk, g: Any = g) -> tuple[Any, ...]:
+                    return mk, g(obj)
+        self[cls] = red
+        return red
 
 
-_MAKERS: dict[type, tuple[Callable[..., Any], int]] = {}  # class -> (positional builder, place of "connection")
+_REDUCERS = _Reducers()
+_MAKERS: dict[str, tuple[Callable[..., Any], int]] = {}  # name -> (positional builder, place of "connection")
 
 
-def _maker(cls: type) -> tuple[Callable[..., Any], int]:
-    m = _MAKERS.get(cls)
+def _maker(name: str) -> tuple[Callable[..., Any], int]:
+    m = _MAKERS.get(name)
     if m is None:
+        module, qualname = name[len(_MK):].replace("/", ".").split(":")
+        cls: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            cls = getattr(cls, part)
         names = [f.name for f in dataclasses.fields(cls)]
-        m = _MAKERS[cls] = (builder(cls, positional=True), names.index("connection") if "connection" in names else -1)
+        m = _MAKERS[name] = (builder(cls, positional=True), names.index("connection") if "connection" in names else -1)
     return m
 
 
@@ -151,19 +188,23 @@ class _In(pickle.Unpickler):
 
     def find_class(self, module: str, name: str) -> Any:
         if module == __name__:
+            if name.startswith(_MK):
+                make, at = _maker(name)
+                if at < 0:
+                    return make
+                ids = self.ids
+
+                def remade(*values: Any) -> Any:
+                    if type(values[at]) is int:
+                        values = values[:at] + (ids[values[at]].index,) + values[at + 1 :]
+                    return make(*values)
+
+                return remade
             if name == "_cid":
                 return self.ids.__getitem__
-            if name == "_made":
-                return self._made
             if name == "_array":
                 return _from_bytes
         return super().find_class(module, name)
-
-    def _made(self, cls: type, values: tuple[Any, ...]) -> Any:
-        make, at = _maker(cls)
-        if at >= 0 and type(values[at]) is int:
-            values = values[:at] + (self.ids[values[at]].index,) + values[at + 1 :]
-        return make(*values)
 
 
 def _from_bytes(dtype: str, shape: tuple[int, ...], data: bytes, writeable: bool) -> np.ndarray:
@@ -173,7 +214,9 @@ def _from_bytes(dtype: str, shape: tuple[int, ...], data: bytes, writeable: bool
 
 def _dumps(obj: Any) -> bytes:
     out = io.BytesIO()
-    _Out(out, pickle.HIGHEST_PROTOCOL).dump(obj)
+    p = pickle.Pickler(out, pickle.HIGHEST_PROTOCOL)
+    p.dispatch_table = _REDUCERS
+    p.dump(obj)
     return out.getvalue()
 
 
