@@ -61,9 +61,12 @@ from qoe.web.tcp import Connection, TcpLimits, _track, _warn_hits
 
 NEW, STARTED, DECIDED = range(3)
 
-#: The flow buckets (of :data:`qoe.capture.FLOW_BUCKETS`) whose connections the child takes:
-#: this process also makes the pages, so it takes fewer.
-CHILD_SHARE = 50
+#: The flow buckets (of :data:`qoe.capture.FLOW_BUCKETS`) whose connections the child takes
+#: (it also reads the file; this process makes the pages). Set by measurement on
+#: ``benchmarks/web.py``'s 10^4 page loads: at 50 the child was the slower (CPU 4.44-4.50 s
+#: against 4.16-4.18 s, wall 4.50-4.58 s), at 47 the two are even (4.27-4.35 and 4.33-4.36 s,
+#: wall 4.39-4.43 s); 10^3 page loads: wall 0.48-0.50 s at 47, 0.50-0.52 s at 50.
+CHILD_SHARE = 47
 
 #: Chunks the child reads and works ahead of this process at most (slack for the chunks whose
 #: work falls unevenly between the two).
