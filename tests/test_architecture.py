@@ -21,7 +21,7 @@ CLI = ROOT / "cli" / "qoe_cli"
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "mos": {"errors"},
-    "capture": {"errors"},
+    "capture": {"errors", "_records"},
     "rtp": {"errors", "capture", "report", "_records"},
     "voice": {"errors", "mos", "capture", "rtp", "report", "options", "outputs"},
     # "web": only qoe.video.has (adaptive streaming over HTTP), public names only (test below)

@@ -388,3 +388,43 @@ def test_the_automatic_choice_forks_no_reader_for_a_small_capture(cap, write):
         print("ok", two)
     ''', small, small.with_name("big.pcap"), cap.eth(cap.ipv4("10.0.0.1", "10.0.1.1", 17, cap.udp(5004, 5004, b"x" * 200))).hex())
     assert out.split()[0] == "ok"
+
+
+def test_records_handed_over_by_a_child_are_the_same_records():
+    """Frozen result records (a real capture's TCP connections: dataclasses with slots, nested
+    records, NumPy arrays, tuples of events) come back from the child equal, of their class and
+    still frozen; a record whose class has ``__post_init__`` is not made again through it."""
+    data = os.path.join(ROOT, "data", "web", "browser", "captures", "h1-up-b256.pcap")
+    out = _run('''
+        import dataclasses
+        from qoe.report import to_json
+        from qoe.web.tcp import connections
+
+        calls = []
+
+        @dataclasses.dataclass(frozen=True)
+        class Checked:
+            x: int
+
+            def __post_init__(self):
+                calls.append(self.x)
+
+        conns = connections(sys.argv[1])
+        items = [conns[:2], conns[2:], [Checked(7)]]
+        back = list(read_ahead(iter(items), process=True))
+        got = [c for batch in back[:2] for c in batch]
+        assert to_json(got) == to_json(conns) and [type(c) for c in got] == [type(c) for c in conns]
+        c = got[0]
+        assert c.client.rtt.ts_ns.dtype == conns[0].client.rtt.ts_ns.dtype
+        assert (c.client.rtt.ts_ns == conns[0].client.rtt.ts_ns).all() and c.retransmission_events == conns[0].retransmission_events
+        try:
+            c.packets = 0
+        except dataclasses.FrozenInstanceError:
+            pass
+        else:
+            raise AssertionError("a record came back mutable")
+        assert back[2] == [Checked(7)] and calls == [7, 7]  # made here twice (above), never by the handing over
+        print(len(got), sum(len(x.retransmission_events) for x in got))
+    ''', data)
+    n, events = map(int, out.split())
+    assert n >= 10 and events >= 50

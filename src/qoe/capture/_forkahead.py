@@ -61,6 +61,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
+from qoe._records import record_reducer
 from qoe.errors import CaptureError
 
 T = TypeVar("T")
@@ -101,12 +102,16 @@ def _array(buffer: Any, code: str, shape: tuple[int, ...]) -> np.ndarray:
 class _Pickler(pickle.Pickler):
     """Protocol 5 with arrays of built-in dtypes out of band (see :func:`_array`); a strided
     view (a column of a table) is made contiguous here, in the child, rather than copied
-    into the pickle."""
+    into the pickle. Records (dataclasses that :func:`qoe._records.record_reducer` takes) go
+    as their fields: a third of the time pickle's own way takes, both ways (the QUIC
+    connections and TCP results the web passes hand over)."""
 
     def reducer_override(self, obj: Any) -> Any:
-        if type(obj) is np.ndarray and obj.dtype.isbuiltin == 1:
+        cls = type(obj)
+        if cls is np.ndarray and obj.dtype.isbuiltin == 1:
             return _array, (pickle.PickleBuffer(np.ascontiguousarray(obj)), obj.dtype.str, obj.shape)
-        return NotImplemented
+        red = record_reducer(cls)
+        return NotImplemented if red is None else red(obj)
 
 
 def _dumps(obj: Any) -> tuple[bytes, list[memoryview]]:

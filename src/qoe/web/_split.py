@@ -42,18 +42,16 @@ from __future__ import annotations
 
 import copyreg
 import dataclasses
-import importlib
 import io
 import os
 import pickle
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
-from qoe._records import builder
+from qoe._records import maker_named, record_reducer
 from qoe.capture import FLOW_BUCKETS, SegmentChunk, fork_available, read_ahead, read_ahead_pays, tcp_segment_chunks
 from qoe.web._dispatch import PARSERS, ProtocolSink
 from qoe.web._sink import ConnectionId
@@ -88,19 +86,6 @@ def usable(capture: Any, parsers: Any, read_ahead_option: bool | None) -> bool:
 
 # -- pickling a final connection with its index to be filled in ------------------------------------
 
-_FIELDS: dict[type, Any] = {}  # dataclass -> attrgetter of its fields (None: pickled as pickle does)
-
-
-def _getter(cls: type) -> Any:
-    g = _FIELDS.get(cls, False)
-    if g is False:
-        g = None
-        if dataclasses.is_dataclass(cls) and all(f.init for f in dataclasses.fields(cls)):
-            names = [f.name for f in dataclasses.fields(cls)]
-            g = attrgetter(*names) if len(names) > 1 else (lambda o, n=names[0]: (getattr(o, n),))
-        _FIELDS[cls] = g
-    return g
-
 
 def _cid(local: int) -> ConnectionId:  # pragma: no cover - a name for the pickle; _In gives its own
     raise RuntimeError("a split connection's id is made by qoe.web._split._In")
@@ -108,22 +93,6 @@ def _cid(local: int) -> ConnectionId:  # pragma: no cover - a name for the pickl
 
 def _array(dtype: str, shape: tuple[int, ...], data: bytes, writeable: bool) -> np.ndarray:  # pragma: no cover - as _cid
     raise RuntimeError("a split connection's arrays are made by qoe.web._split._In")
-
-
-_MK = "_mk:"  # the names standing for a record class's maker in the pickle: _mk:<module>:<qualname>, "/" for "."
-
-
-def _stub(cls: type) -> Callable[..., Any]:
-    """A module-level name for ``cls``'s maker (pickled by reference; ``_In`` gives the maker)."""
-    name = f"{_MK}{cls.__module__.replace('.', '/')}:{cls.__qualname__.replace('.', '/')}"
-    f = globals().get(name)
-    if f is None:
-        def f(*values: Any) -> Any:  # pragma: no cover - as _cid
-            raise RuntimeError("a split connection's records are made by qoe.web._split._In")
-
-        f.__module__, f.__name__, f.__qualname__ = __name__, name, name
-        globals()[name] = f
-    return f
 
 
 def _reduce_cid(obj: ConnectionId) -> tuple[Any, ...]:
@@ -140,43 +109,24 @@ def _reduce_default(obj: Any) -> Any:
 
 class _Reducers(dict):  # type: ignore[type-arg]
     """The child pickler's ``dispatch_table``: a ``ConnectionId`` as a reference to be filled in
-    (``_cid``: the child's index), each record (a dataclass) as its maker's name and the tuple
-    of its fields (made again here with ``qoe._records.builder``), an array as its bytes
-    (``_array``): about a third of the time pickle's own ways take (frozen dataclasses with
-    slots, NumPy's reduce). Each class's reducer is made when the class is first met."""
+    (``_cid``: the child's index), each record (a dataclass) as its fields and its maker's name
+    (:func:`qoe._records.record_reducer`), an array as its bytes (``_array``): about a third of
+    the time pickle's own ways take (frozen dataclasses with slots, NumPy's reduce). Each
+    class's reducer is found when the class is first met."""
 
     def __missing__(self, cls: type) -> Callable[[Any], Any]:
         if cls is ConnectionId:
-            red: Callable[[Any], Any] = _reduce_cid
+            red: Callable[[Any], Any] | None = _reduce_cid
         elif cls is np.ndarray:
             red = _reduce_array
         else:
-            g = _getter(cls)
-            if g is None:
-                red = copyreg.dispatch_table.get(cls, _reduce_default)
-            else:
-                mk = _stub(cls)
-
-                def red(obj: Any, mk: Any = mk, g: Any = g) -> tuple[Any, ...]:
-                    return mk, g(obj)
+            red = record_reducer(cls) or copyreg.dispatch_table.get(cls, _reduce_default)
         self[cls] = red
         return red
 
 
 _REDUCERS = _Reducers()
-_MAKERS: dict[str, tuple[Callable[..., Any], int]] = {}  # name -> (positional builder, place of "connection")
-
-
-def _maker(name: str) -> tuple[Callable[..., Any], int]:
-    m = _MAKERS.get(name)
-    if m is None:
-        module, qualname = name[len(_MK):].replace("/", ".").split(":")
-        cls: Any = importlib.import_module(module)
-        for part in qualname.split("."):
-            cls = getattr(cls, part)
-        names = [f.name for f in dataclasses.fields(cls)]
-        m = _MAKERS[name] = (builder(cls, positional=True), names.index("connection") if "connection" in names else -1)
-    return m
+_AT: dict[str, int] = {}  # maker name -> place of its record's "connection" field (-1: none)
 
 
 class _In(pickle.Unpickler):
@@ -190,19 +140,23 @@ class _In(pickle.Unpickler):
         self.ids = ids
 
     def find_class(self, module: str, name: str) -> Any:
+        if module == "qoe._records" and name.startswith("_make:"):
+            make = maker_named(name)
+            at = _AT.get(name)
+            if at is None:
+                names = [f.name for f in dataclasses.fields(make.record)]  # type: ignore[attr-defined]
+                at = _AT[name] = names.index("connection") if "connection" in names else -1
+            if at < 0:
+                return make
+            ids = self.ids
+
+            def remade(*values: Any) -> Any:
+                if type(values[at]) is int:
+                    values = values[:at] + (ids[values[at]].index,) + values[at + 1 :]
+                return make(*values)
+
+            return remade
         if module == __name__:
-            if name.startswith(_MK):
-                make, at = _maker(name)
-                if at < 0:
-                    return make
-                ids = self.ids
-
-                def remade(*values: Any) -> Any:
-                    if type(values[at]) is int:
-                        values = values[:at] + (ids[values[at]].index,) + values[at + 1 :]
-                    return make(*values)
-
-                return remade
             if name == "_cid":
                 return self.ids.__getitem__
             if name == "_array":
