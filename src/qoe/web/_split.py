@@ -2,11 +2,12 @@
 
 A page-load pass over a capture without keys spends most of its time per connection (TCP
 reassembly, then HTTP/1.x or the TLS timing reader) and a smaller part on the pages made of
-the connections' results. With two cores, :func:`connections` reads the capture in both
-processes: the child of :func:`qoe.capture.read_ahead` takes the connections whose
-:func:`qoe.capture.flow_bucket` is below ``share`` (both directions of a connection have one
-bucket), this process the others, each running TCP reassembly and the connections' protocol
-sinks (``qoe.web._dispatch.ProtocolSink``) on its own. The child records, with the frame
+the connections' results. With two cores, :func:`connections` splits the connections: the
+child of :func:`qoe.capture.read_ahead` reads the capture (:func:`qoe.capture.tcp_segment_chunks`)
+and takes the connections whose :func:`qoe.capture.flow_bucket` is below ``share`` (both
+directions of a connection have one bucket), this process the others, from the chunks the
+child hands over (their columns in shared memory); each runs TCP reassembly and the
+connections' protocol sinks (``qoe.web._dispatch.ProtocolSink``) on its own. The child records, with the frame
 index of the segment that caused it, what the page model needs from its connections:
 
 * each new connection (``NEW``: its 4-tuple, first time, whether its initiator is known),
@@ -14,7 +15,7 @@ index of the segment that caused it, what the page model needs from its connecti
 * each final connection (its ``Connection`` and its sink's result, pickled with its
   connection's index left for here to fill in: see ``_Reducers`` and ``_In``);
 
-and sends them with each chunk of the file it read (this process makes its own rows of the
+and sends them with each chunk of the file it read (this process makes its rows of the
 chunk's columns: the file is read once). Here, before each segment of its own, the child's
 events at earlier frames are given to the page model (``new``, ``started``), and its own as
 they happen: the same calls in the same order as one process makes them (connections are
