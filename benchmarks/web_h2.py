@@ -8,8 +8,9 @@ Default N = 200 (33 MB), ``--short``: 20. Each in a fresh subprocess (peak RSS p
 
 - ``qoe.web.iter_page_loads(path, options=WebOptions(keylog=K))``: TCP reassembly, TLS 1.3
   decryption, HTTP/2 (hyperframe, hpack), DNS, pages, PLT, G.1030 per page; and the same with
-  ``read_ahead=True`` (reading, TCP reassembly and TLS decryption in a child process, HTTP/2
-  and the pages here: ``qoe.web._ahead``; its CPU time is both processes');
+  ``read_ahead=True`` (the connections split between two processes, each reassembling,
+  decrypting and parsing its share, the child reading the file, the pages made here:
+  ``qoe.web._split``; its CPU time is both processes');
 - ``qoe.web.http.connection_results(path, keylog=K)``: the same without the pages;
 - ``tshark -r F -o tls.keylog_file:K -o tcp.reassemble_out_of_order:TRUE -q -z http2,tree``
   (TLS decryption and HTTP/2 dissection; the option as DESIGN.md's traps say).
@@ -182,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
                  "blocks": floors[0]["blocks"]}
         ts = best["ts"]
         print_runs([("qoe iter_page_loads(keylog=) [pages]", best["pages"]),
-                    ("  same, reading ahead (a process; CPU: both)", best["ahead"]),
+                    ("  same, read_ahead (2 processes; CPU: both)", best["ahead"]),
                     ("qoe http.connection_results(keylog=)", best["conns"])],
                    ts, "tshark -o tls.keylog_file -q -z http2,tree", size_mb, best["conns"]["tx"])
         for label, cpu in ((f"floor: hpack alone ({floor['blocks']} blocks)", floor["hpack"]),

@@ -1,8 +1,8 @@
-"""WebOptions(read_ahead=True): a capture's segments read in a child process give the same
-pages as read here (the browser's captures, HTTP/1.1, HTTPS with the key log, HTTP/2 and
-HTTP/3 beside TCP; the seed paper's curl loads with DNS); with a key log the child also
-reassembles and decrypts, and the parsers above are fed here (TLS 1.2 and 1.3, HTTP/1.1 and
-HTTP/2 inside, a capture with losses and one cut short).
+"""WebOptions(read_ahead=True): a capture read in a child process, its connections split
+between the two (``qoe.web._split``), gives the same pages as read here (the browser's
+captures, HTTP/1.1, HTTPS with the key log, HTTP/2 and HTTP/3 beside TCP; the seed paper's
+curl loads with DNS); with a key log each process decrypts its connections (TLS 1.2 and
+1.3, HTTP/1.1 and HTTP/2 inside, a capture with losses and one cut short).
 
 Run in a fresh interpreter (tests/fresh_python.py says why), which asserts that a child
 process read the capture.

@@ -1,6 +1,7 @@
 """A capture without keys read ahead (``WebOptions(read_ahead=True)``): its connections split
-between two processes by flow bucket (``qoe.capture.flow_bucket``), reassembled and parsed in
-each, give the same pages, with the same connection numbers and warnings, as one process.
+between two processes by flow bucket (``qoe.capture.flow_bucket``), reassembled (decrypted,
+with a key log) and parsed in each, give the same pages, with the same connection numbers
+and warnings, as one process.
 
 Captures: every pcap of ``data/web/captures`` (wget and curl page loads over HTTP/1.0 and
 1.1 with DNS, losses, bufferbloat, captures cut short) and Chromium's page loads over HTTP/1.1,
@@ -27,14 +28,16 @@ DATA = Path(__file__).resolve().parents[2] / "data" / "web"
 LINUX_FORK = sys.platform.startswith("linux") and hasattr(os, "memfd_create")
 
 COMPARE = '''
-    import json, resource, sys, warnings
+    import json, os, resource, sys, warnings
     from qoe.report import to_json
     from qoe.web import WebOptions, page_loads
+
+    keylog = os.environ.get("KEYLOG") or None
 
     def run(path, ahead):
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
-            pages = page_loads(path, options=WebOptions(read_ahead=ahead))
+            pages = page_loads(path, options=WebOptions(read_ahead=ahead, keylog=keylog))
         return to_json([p.to_dict() for p in pages]), sorted(str(w.message) for w in seen), pages
 
     total = 0
@@ -66,6 +69,18 @@ def test_many_chunks_give_the_same_pages_split_between_two_processes(tmp_path, k
     assert size > 5 << 20  # five chunks of the reader at least
     out = run_fresh(COMPARE, cap)
     assert int(out.split()[1]) >= 40 * 3
+
+
+@pytest.mark.skipif(not LINUX_FORK, reason="the split runs in a child process on Linux only")
+def test_many_chunks_decrypted_with_the_key_log_give_the_same_pages(tmp_path):
+    """With a key log each process decrypts its connections (TLS 1.3, HTTP/1.1 and HTTP/2
+    inside, losses): 40 copies of Chromium's page keep their ClientHello randoms, so its key
+    log opens every copy."""
+    cap = tmp_path / "keyed.pcap"
+    big_capture.write(cap, "browser-h1", copies=40)
+    keylog = big_capture.SAMPLES["browser-h1"].with_suffix(".keylog")
+    out = run_fresh(COMPARE, cap, env={**os.environ, "KEYLOG": str(keylog)})
+    assert int(out.split()[1]) >= 40 * 35  # the HTTPS objects are seen too
 
 
 @pytest.mark.skipif(not LINUX_FORK, reason="the split runs in a child process on Linux only")

@@ -53,12 +53,11 @@ def tls_apps(limits: HttpLimits) -> tuple[Callable[[ConnectionId], HttpSink], Ca
 
 
 class DecryptedTlsParser(DecryptingTlsSink):
-    """A TLS connection decrypted with the key log, as a dispatch parser (``apps``: the makers
-    of the application parsers, default :func:`tls_apps`)."""
+    """A TLS connection decrypted with the key log, as a dispatch parser (its application
+    parsers made by :func:`tls_apps`)."""
 
-    def __init__(self, conn: ConnectionId, keylog: KeyLog, limits: HttpLimits,
-                 apps: tuple[Callable[[ConnectionId], Any], Callable[[ConnectionId], Any]] | None = None) -> None:
-        http1, h2 = apps if apps is not None else tls_apps(limits)
+    def __init__(self, conn: ConnectionId, keylog: KeyLog, limits: HttpLimits) -> None:
+        http1, h2 = tls_apps(limits)
         super().__init__(conn, keylog, http1=http1, h2=h2)
 
     def result(self) -> ConnectionResult:

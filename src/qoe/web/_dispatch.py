@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ConnectionParser", "Parser", "PARSERS", "parsers", "sniff", "UnknownSink", "ProtocolSink", "connection_sink", "Collector",
-    "rebased_result", "result_parts",
+    "rebased_result",
 ]
 
 
@@ -523,26 +523,6 @@ class ProtocolSink:
             why = "the client sent no bytes" if not client else "too few client bytes to recognise the protocol"
             return ConnectionResult(self.conn, "unknown", client_bytes=client, server_bytes=server, note=why)
         return inner.result()
-
-
-def result_parts(sink: ProtocolSink) -> tuple[Any, ...]:
-    """What of ``sink``'s result does not come from its application parser (the HTTP/1.x or
-    HTTP/2 parser the bytes, or a TLS connection's plaintext, go to), for a process that holds
-    that parser and makes the result there (``qoe.web._ahead``): ``("whole", result)`` when no
-    such parser is in it; ``("tls", session, decryption, skipped)`` for a TLS connection
-    (``qoe.web._decrypted.tls_result`` makes the result); ``("app", skipped)`` for a protocol
-    in clear (the parser's own result); ``skipped``: the bytes skipped before the first
-    request in a capture that began mid-connection (:func:`rebased_result`), else None."""
-    inner: Any = sink._inner
-    skipped = None
-    if isinstance(inner, _Rebased):
-        skipped = tuple(inner._skipped)
-        inner = inner._inner
-    if inner is None or isinstance(inner, UnknownSink):
-        return ("whole", sink.result())
-    if hasattr(inner, "decryption"):  # a TLS parser (qoe.web.decrypt.DecryptingTlsSink)
-        return ("tls", inner.session(), inner.decryption(), skipped)
-    return ("app", skipped)
 
 
 def connection_sink(

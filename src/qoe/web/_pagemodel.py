@@ -74,10 +74,9 @@ class WebOptions(OptionsBase):
         Blocks are used as well. Without, HTTPS objects are not visible.
     read_ahead : bool or None
         Use a second core (on Linux): a capture file is read in a child process, and its
-        TCP connections are reassembled and parsed half there, half here, the pages made
-        here (``qoe.web._split``); with a key log, the child reassembles and decrypts every
-        connection, and HTTP and the pages are made here (``qoe.web._ahead``); QUIC
-        connections are read half here, half in a child
+        TCP connections are reassembled (decrypted, with a key log) and parsed half there,
+        half here, the pages made here (``qoe.web._split``); QUIC connections are read half
+        here, half in a child
         (:func:`qoe.web.quic.quic_connections`). Less wall time with a core to spare, more
         CPU time, the same pages. Where no child process can be forked, or for a file
         object, the segments are read in a second thread. None: when the process may run on

@@ -1,8 +1,8 @@
 """Connections split between two processes: TCP reassembly and HTTP of a capture on two cores.
 
-A page-load pass over a capture without keys spends most of its time per connection (TCP
-reassembly, then HTTP/1.x or the TLS timing reader) and a smaller part on the pages made of
-the connections' results. With two cores, :func:`connections` splits the connections: the
+A page-load pass spends most of its time per connection (TCP reassembly, then HTTP/1.x or
+the TLS timing reader; with a key log, TLS decryption and HTTP/1.x or HTTP/2 inside) and a
+smaller part on the pages made of the connections' results. With two cores, :func:`connections` splits the connections: the
 child of :func:`qoe.capture.read_ahead` reads the capture (:func:`qoe.capture.tcp_segment_chunks`)
 and takes the connections whose :func:`qoe.capture.flow_bucket` is below ``share`` (both
 directions of a connection have one bucket), this process the others, from the chunks the
@@ -33,10 +33,13 @@ another index (``qoe.web._stream``: its place depends on when connections are fi
 the reading and the child's exceptions are issued and raised here when the pass reaches the
 chunk they came with.
 
-Used by :func:`qoe.web._stream.stream_pages` for a capture file without keys when reading
-ahead (``WebOptions(read_ahead=True)``, or None: for a capture of
-:data:`qoe.capture.READ_AHEAD_MIN_BYTES` or more on two cores or more). Measured on
-``benchmarks/web.py``: see there and docs/guide/web.md.
+Used by :func:`qoe.web._stream.stream_pages` for a capture file when reading ahead
+(``WebOptions(read_ahead=True)``, or None: for a capture of
+:data:`qoe.capture.READ_AHEAD_MIN_BYTES` or more on two cores or more, :data:`KEYS_MIN_BYTES`
+with a key log). Measured on ``benchmarks/web.py`` and ``benchmarks/web_h2.py``: see there and
+docs/guide/web.md. (With a key log it replaced ``qoe.web._ahead``, which decrypted every
+connection in the reading process and parsed HTTP here: as fast on HTTP/2 pages, 25 % slower
+on HTTPS pages of many HTTP/1.1 connections, where decryption outweighs the rest.)
 """
 
 from __future__ import annotations
@@ -47,14 +50,14 @@ import io
 import os
 import pickle
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from qoe._records import maker_named, record_reducer
 from qoe.capture import FLOW_BUCKETS, SegmentChunk, fork_available, read_ahead, read_ahead_pays, tcp_segment_chunks
-from qoe.web._dispatch import PARSERS, ProtocolSink
+from qoe.web._dispatch import PARSERS, Parser, ProtocolSink
 from qoe.web._sink import ConnectionId
 from qoe.web.tcp import Connection, TcpLimits, _track, _warn_hits
 
@@ -67,6 +70,21 @@ NEW, STARTED, DECIDED = range(3)
 #: wall 4.39-4.43 s); 10^3 page loads: wall 0.48-0.50 s at 47, 0.50-0.52 s at 50.
 CHILD_SHARE = 47
 
+#: The child's share with a key log (decryption is spread too; HTTP/2's header decompression
+#: weighs on the connections of this process less than the pages do). Copies of Chromium's
+#: pages (``benchmarks/web_h2.py``'s ``write_capture``), 200 each, wall time: HTTP/2
+#: (``h2-idle``, 33 MB) 1.37 s at 47, 1.30-1.32 s at 52, 1.29-1.30 s at 57; TLS 1.3 with
+#: HTTP/1.1 inside (``tls13-idle``, 18 connections a page) 1.19-1.24 s at 47, 1.20-1.34 s at
+#: 50, 1.25-1.42 s at 52, 1.36-1.41 s at 55.
+CHILD_SHARE_KEYS = 52
+
+#: Smallest capture split when ``read_ahead`` is None and a key log decrypts it (bytes on
+#: disk): the work per byte is larger than without keys, so the split pays on smaller
+#: captures than :data:`qoe.capture.READ_AHEAD_MIN_BYTES`. Copies of Chromium's HTTP/2 page,
+#: wall time, least of 5, in one process / split: 0.8 MB 0.053 / 0.068 s, 1.7 MB 0.108 / 0.113 s,
+#: 3.3 MB 0.227 / 0.162 s, 6.7 MB 0.441 / 0.301 s.
+KEYS_MIN_BYTES = 2 << 20
+
 #: Chunks the child reads and works ahead of this process at most (slack for the chunks whose
 #: work falls unevenly between the two).
 DEPTH = 4
@@ -76,12 +94,15 @@ _END = 1 << 62  # the frame of what comes after every segment (the connections f
 
 def usable(capture: Any, parsers: Any, read_ahead_option: bool | None) -> bool:
     """Whether to split ``capture``'s connections between two processes: a capture file given by
-    its path, parsed without keys (``parsers`` is ``qoe.web._dispatch.PARSERS``), read ahead
-    (``read_ahead_option``; None: on two cores or more, for a capture of
-    :data:`qoe.capture.READ_AHEAD_MIN_BYTES` or more), where a child process can be forked."""
-    if parsers is not PARSERS or not isinstance(capture, (str, os.PathLike)):
+    its path, read ahead (``read_ahead_option``; None: on two cores or more, for a capture of
+    :data:`qoe.capture.READ_AHEAD_MIN_BYTES` or more, :data:`KEYS_MIN_BYTES` when ``parsers``
+    decrypt with a key log), where a child process can be forked."""
+    if not isinstance(capture, (str, os.PathLike)):
         return False
-    wanted = read_ahead_pays(capture) if read_ahead_option is None else read_ahead_option
+    if read_ahead_option is None:
+        wanted = read_ahead_pays(capture) if parsers is PARSERS else read_ahead_pays(capture, KEYS_MIN_BYTES)
+    else:
+        wanted = read_ahead_option
     return wanted and fork_available()
 
 
@@ -184,7 +205,8 @@ def _dumps(obj: Any) -> bytes:
 class _Log:
     """The child's side: the sink factory of its reassembly and the record of its events."""
 
-    def __init__(self) -> None:
+    def __init__(self, parsers: Sequence[Parser]) -> None:
+        self.parsers = parsers
         self.events: list[tuple[Any, ...]] = []
         self.at = -1  # frame index of the segment being worked on
         self.sinks: dict[int, ProtocolSink] = {}
@@ -192,7 +214,8 @@ class _Log:
 
     def sink_for(self, cid: ConnectionId) -> ProtocolSink:
         self.events.append((self.at, NEW, cid.index, cid.client, cid.server, cid.first_ts_ns, cid.initiator_known))
-        sink = self.sinks[cid.index] = ProtocolSink(cid, on_started=self._started, on_decided=self._decided)
+        sink = self.sinks[cid.index] = ProtocolSink(cid, on_started=self._started, on_decided=self._decided,
+                                                    parsers=self.parsers)
         return sink
 
     def _started(self, sink: ProtocolSink, ts: int) -> None:
@@ -213,12 +236,12 @@ class _Log:
         return events, _dumps(finals) if finals else None
 
 
-def _child(path: Any, limits: TcpLimits, share: int, name: str, with_udp: bool
+def _child(path: Any, limits: TcpLimits, share: int, name: str, with_udp: bool, parsers: Sequence[Parser]
            ) -> Iterator[tuple[SegmentChunk | None, list[tuple[Any, ...]], bytes | None, dict[str, int] | None]]:
     """The child's batches: per chunk of the file, the chunk as read (for the other process's
     rows), the child's events up to its end and its connections final by then (pickled);
     last, those final at the end, with the limits crossed (``{kind: connections}``)."""
-    log = _Log()
+    log = _Log(parsers)
     hits: dict[str, int] = {}
     read: list[SegmentChunk | None] = [None]
 
@@ -262,20 +285,22 @@ class _Merge:
     """The child's events, given in order of frame among this process's own."""
 
     def __init__(self, batches: Iterable[Any], new: Callable[[ConnectionId, Any], Any],
-                 started: Callable[[Any, int], None], final: Callable[[Connection], None]) -> None:
+                 started: Callable[[Any, int], None], final: Callable[[Connection], None],
+                 parsers: Sequence[Parser]) -> None:
         self.batches = batches
         self.new, self.started, self.final = new, started, final
         self.events: deque[tuple[Any, ...]] = deque()
         self.count = 0  # connections numbered so far (both processes')
         self.remotes: dict[int, _Remote] = {}  # the child's index -> the connection here
         self.hits: dict[str, int] = {}
+        self.parsers = parsers
 
     def number(self) -> int:
         """The index of a new connection of this process's (every event before it given)."""
         return self.count
 
     def sink_for(self, cid: ConnectionId) -> ProtocolSink:
-        sink = ProtocolSink(cid, on_started=self.started)
+        sink = ProtocolSink(cid, on_started=self.started, parsers=self.parsers)
         self.count += 1
         self.new(cid, sink)
         return sink
@@ -334,17 +359,23 @@ class _Merge:
 
 def connections(
     path: Any, limits: TcpLimits, *, new: Callable[[ConnectionId, Any], Any], started: Callable[[Any, int], None],
-    final: Callable[[Connection], None], udp: Callable[[Any], None] | None, share: int = CHILD_SHARE,
+    final: Callable[[Connection], None], udp: Callable[[Any], None] | None, parsers: Sequence[Parser] = PARSERS,
+    share: int | None = None,
 ) -> Iterator[None]:
     """Reassemble the TCP connections of the capture at ``path`` in two processes, making the
     calls one process makes: ``new(cid, sink)`` with each new connection and the sink that
     stands for its ``ProtocolSink`` (``conn``, ``protocol``, ``result()``); ``started(sink,
     ts)`` as the ``ProtocolSink``'s ``on_started``; ``final(conn)`` with each final
-    connection; ``udp`` with each chunk's UDP datagrams. Gives None after each final
-    connection of this process's (the caller may give the pages made meanwhile)."""
+    connection; ``udp`` with each chunk's UDP datagrams; ``parsers``: the connections'
+    protocols (``qoe.web._dispatch.parsers(keylog)``: TLS decrypted with a key log); ``share``:
+    the child's flow buckets (default :data:`CHILD_SHARE`, :data:`CHILD_SHARE_KEYS` with a key
+    log). Gives None after each final connection of this process's (the caller may give the
+    pages made meanwhile)."""
     name = os.fspath(path)
-    batches = read_ahead(_child(path, limits, share, name, udp is not None), DEPTH, process=True)
-    merge = _Merge(batches, new, started, final)
+    if share is None:
+        share = CHILD_SHARE if parsers is PARSERS else CHILD_SHARE_KEYS
+    batches = read_ahead(_child(path, limits, share, name, udp is not None, parsers), DEPTH, process=True)
+    merge = _Merge(batches, new, started, final, parsers)
     hits: dict[str, int] = {}
     try:
         for conn in _track(merge.rows(share, udp), merge.sink_for, limits, name, number=merge.number, hits=hits):

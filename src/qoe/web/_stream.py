@@ -86,7 +86,7 @@ class _Client:
 def stream_pages(
     capture: Any, *, gap: int, preset: str, bounds: tuple[float, float] | None, share: float, limits: Any,
     base_rtt: float | None = None, parsers: Sequence[Parser] = PARSERS, quic_seen: list[bool] | None = None,
-    dns_until: list[Any] | None = None, read_ahead: bool | None = False, keylog: Any = None,
+    dns_until: list[Any] | None = None, read_ahead: bool | None = False,
 ) -> Iterator[Page]:
     """The pages of ``capture`` in order of start, each as soon as it is final (see module notes).
 
@@ -100,11 +100,10 @@ def stream_pages(
     capture's UDP holds a QUIC Initial (the DNS reader sees every datagram, and reads them all
     at the end); ``dns_until``, when given, gets a callable appended, ``f(ts)``: read the UDP
     datagrams up to ``ts`` now (so that ``quic_seen`` says whether a QUIC Initial came by then);
-    ``read_ahead``: a capture file is read in a child process, which reassembles and parses
-    half of its connections (``qoe.web._split``; where no child can be forked, the segments
-    are read in a thread, :func:`qoe.capture.tcp_segment_rows`); with ``keylog`` (the key log
-    ``parsers`` decrypts with), a capture file is read, reassembled and decrypted there
-    (``qoe.web._ahead``).
+    ``read_ahead``: a capture file is read in a child process, which reassembles, decrypts
+    (``parsers`` with a key log) and parses half of its connections (``qoe.web._split``;
+    where no child can be forked, the segments are read in a thread,
+    :func:`qoe.capture.tcp_segment_rows`).
     """
     run = _PageStream(capture, gap=gap, preset=preset, bounds=bounds, share=share, base_rtt=base_rtt,
                       parsers=parsers, quic_seen=quic_seen)
@@ -117,33 +116,27 @@ def stream_pages(
     if folded:
         run.dns.fold()
     udp = run.dns.feed if folded else None
-    conns: Iterator[Any] | None = None
-    if keylog is not None and len(keylog):
-        from qoe.web import _ahead  # noqa: PLC0415 - with the TLS parsers (see qoe.web._dispatch._tls)
-
-        if _ahead.usable(capture, keylog, read_ahead):
-            conns = _ahead.connections(capture, keylog, limits, new=run.track, started=run.started, udp=udp)
     finished = 0
-    if conns is None:
-        from qoe.web import _split  # noqa: PLC0415 - loaded when a capture is split
+    from qoe.web import _split  # noqa: PLC0415 - loaded when a capture is read
 
-        if _split.usable(capture, parsers, read_ahead):
-            def final(conn: Any) -> None:
-                nonlocal finished
-                run.connection_final(conn)
-                finished += 1
-                if finished % _PRUNE_EVERY == 0:
-                    run.prune_dns()
+    if _split.usable(capture, parsers, read_ahead):
+        def final(conn: Any) -> None:
+            nonlocal finished
+            run.connection_final(conn)
+            finished += 1
+            if finished % _PRUNE_EVERY == 0:
+                run.prune_dns()
 
-            # the connections reassembled half here, half in a child process; the calls made
-            # here in the order of one process (qoe.web._split)
-            for _ in _split.connections(capture, limits, new=run.track, started=run.started, final=final, udp=udp):
-                if run.out:
-                    yield from run.take()
-            run.finish()
-            yield from run.take()
-            return
-        conns = _iter_connections(capture, run.sink_for, limits, udp, read_ahead=read_ahead)
+        # the connections reassembled (and decrypted) half here, half in a child process; the
+        # calls made here in the order of one process (qoe.web._split)
+        for _ in _split.connections(capture, limits, new=run.track, started=run.started, final=final, udp=udp,
+                                    parsers=parsers):
+            if run.out:
+                yield from run.take()
+        run.finish()
+        yield from run.take()
+        return
+    conns = _iter_connections(capture, run.sink_for, limits, udp, read_ahead=read_ahead)
     while True:
         conn = next(conns, None)
         if conn is None:

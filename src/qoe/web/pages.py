@@ -193,7 +193,7 @@ def _iter_page_loads(capture: str | os.PathLike[str], opts: WebOptions, limits: 
     dns_until: list[Any] = []
     tcp = stream_pages(capture, gap=int(round(opts.idle_gap_s * 1e9)), preset=opts.preset, bounds=b,
                        share=opts.share, limits=limits, base_rtt=opts.base_rtt_s, parsers=parsers(keys),
-                       quic_seen=quic_seen, dns_until=dns_until, read_ahead=opts.read_ahead, keylog=keys)
+                       quic_seen=quic_seen, dns_until=dns_until, read_ahead=opts.read_ahead)
     return _then_quic(tcp, capture, opts, keys, quic_seen, dns_until)
 
 
