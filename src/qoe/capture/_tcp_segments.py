@@ -145,7 +145,8 @@ def _iter_rows(
 
 #: Flow buckets of :func:`flow_bucket` (``0 <= bucket < FLOW_BUCKETS``).
 FLOW_BUCKETS = 100
-_MIX = 2654435761  # Knuth's multiplicative hash constant (2**32 / golden ratio, odd): spreads the bits
+# multiplicative hashing (Knuth, TAOCP vol. 3, §6.4): the prime next to 2**32 / golden ratio spreads the bits
+_MIX = 2654435761
 
 
 def flow_bucket(src: str, sport: int, dst: str, dport: int) -> int:
@@ -153,7 +154,7 @@ def flow_bucket(src: str, sport: int, dst: str, dport: int) -> int:
 
     A hash of the addresses' text (CRC-32) and the ports, symmetric in its two ends: the
     segments of one connection, either way, have one bucket, so a range of buckets
-    (``tcp_segment_chunks(flows=...)``) takes whole connections, and complementary ranges
+    (``SegmentChunk.rows(flows=...)``) takes whole connections, and complementary ranges
     split a capture's connections between readers (``qoe.web``'s two-process pass).
     """
     h = zlib.crc32(src.encode()) ^ zlib.crc32(dst.encode()) ^ sport ^ dport
