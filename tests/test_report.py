@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,6 +87,37 @@ def test_json_text_is_the_standard_librarys(value, indent):
     """to_json writes indented JSON itself (for speed): the text must be exactly what
     ``json.dumps(..., indent=indent)`` of the standard library writes (the reference)."""
     assert to_json(value, indent=indent) == json.dumps(to_plain(value, nan=None), indent=indent, allow_nan=False)
+
+
+# Header fields and other rows of scalars, with the characters the row writer cuts on inside strings.
+_TRICKY = st.text(alphabet=st.sampled_from(["a", "[", "]", "\x00", ",", "\n", "\u00e9"]), max_size=6)
+_ROWS = st.lists(st.lists(_SCALARS | _TRICKY, min_size=1, max_size=3).map(tuple) | st.lists(_SCALARS | _TRICKY, max_size=3),
+                 max_size=5)
+
+
+def _reference_plain(v):
+    """to_plain's rules for JSON (``nan=None``), written out: tuples become lists, mapping
+    keys strings, non-finite floats None."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, (list, tuple)):
+        return [_reference_plain(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _reference_plain(x) for k, x in v.items()}
+    return v
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=st.recursive(_SCALARS | _TRICKY | _ROWS, lambda inner: st.lists(inner, max_size=4).map(tuple)
+                          | st.lists(inner, max_size=4) | st.dictionaries(_TRICKY, inner, max_size=4), max_leaves=30),
+       indent=st.sampled_from([None, 0, 2]))
+def test_plain_values_and_rows_of_scalars_as_the_rules_say(value, indent):
+    """to_plain copies containers of plain leaves whole and to_json writes lists of rows of
+    scalars (header fields) in one encoder call: both must give what the rules written out
+    give (``_reference_plain``, then the standard library's ``json.dumps``)."""
+    plain = _reference_plain(value)
+    assert to_plain(value, nan=None) == plain
+    assert to_json(value, indent=indent) == json.dumps(plain, indent=indent, allow_nan=False)
 
 
 def _reference_cell(v):

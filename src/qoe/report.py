@@ -65,6 +65,14 @@ from qoe.errors import InputError
 __all__ = ["Report", "ReportWriter", "iter_csv", "to_plain", "as_dict", "brief", "columns", "to_json", "to_csv", "to_frame", "read_table", "html_table"]
 
 _KEEP: Any = object()  # to_plain's default: non-finite floats stay as they are
+_LEAVES = frozenset({str, int, bool, type(None)})  # plain as they are
+_NUMBERS = _LEAVES | {float}  # plain as they are when finite (or kept)
+_STR = frozenset({str})
+_SEQS = frozenset({list, tuple})
+
+
+def _finite(v: Any) -> bool:
+    return type(v) is not float or math.isfinite(v)
 
 
 def to_plain(value: Any, *, nan: Any = _KEEP) -> Any:
@@ -93,6 +101,23 @@ def to_plain(value: Any, *, nan: Any = _KEEP) -> Any:
         return value
     if t is float:
         return value if nan is _KEEP or math.isfinite(value) else nan
+    if t is list or t is tuple:
+        # a container of leaves only (a header field, a row of numbers) is copied whole: the
+        # types of its items are looked at in C, not one call per item
+        kinds = set(map(type, value))
+        if kinds <= _LEAVES or (kinds <= _NUMBERS and (nan is _KEEP or all(map(_finite, value)))):
+            return list(value)
+        if kinds <= _SEQS:  # rows of leaves (header fields as name-value pairs)
+            return [list(x) if set(map(type, x)) <= _LEAVES else to_plain(x, nan=nan) for x in value]
+        return [v if type(v) in _LEAVES else to_plain(v, nan=nan) for v in value]
+    if t is dict:
+        if set(map(type, value)) <= _STR:
+            vals = value.values()
+            kinds = set(map(type, vals))
+            if kinds <= _LEAVES or (kinds <= _NUMBERS and (nan is _KEEP or all(map(_finite, vals)))):
+                return dict(value)
+            return {k: v if type(v) in _LEAVES else to_plain(v, nan=nan) for k, v in value.items()}
+        return {str(k): to_plain(v, nan=nan) for k, v in value.items()}
     if isinstance(value, np.ndarray):
         return to_plain(value.tolist(), nan=nan)
     if isinstance(value, np.generic):
@@ -168,6 +193,33 @@ def to_json(value: Any, *, indent: int | None = 2) -> str:
     return "".join(out)
 
 
+def _rows_of_scalars(value: list[Any]) -> bool:
+    """Is ``value`` a list of non-empty lists of scalars (header fields as name-value pairs)?"""
+    if set(map(type, value)) != {list}:
+        return False
+    for row in value:
+        if not row or not set(map(type, row)) <= _SCALARS:
+            return False
+    return True
+
+
+def _rows_text(value: list[list[Any]], indent: int, level: int) -> str:
+    """``json.dumps(value, indent=indent)``'s text of a list of non-empty lists of scalars at
+    ``level``, by one call of the C encoder: with NUL as the item separator (a NUL is never
+    raw inside a JSON string: it is written ``\\u0000``), the rows are cut apart where one
+    ends and the next begins (``]\0[``), and each is laid out as the indented encoder would."""
+    text = _NUL_ENCODER.encode(value)[2:-2]  # without the outer "[[" and "]]"
+    row_in = "\n" + " " * (indent * (level + 2))
+    row_out = "\n" + " " * (indent * (level + 1))
+    rows = text.split("]\0[")
+    body = ("," + row_out).join("[" + row_in + r.replace("\0", "," + row_in) + row_out + "]" for r in rows)
+    return "[" + row_out + body + "\n" + " " * (indent * level) + "]"
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_NUL_ENCODER = json.JSONEncoder(separators=("\0", ": "), allow_nan=False)
+
+
 def _indented(value: Any, indent: int, level: int, out: list[str], flat: dict[int, json.JSONEncoder]) -> None:
     """Append the text of ``json.dumps(value, indent=indent)`` (``value`` plain, finite) to ``out``.
 
@@ -194,6 +246,9 @@ def _indented(value: Any, indent: int, level: int, out: list[str], flat: dict[in
     if not any(isinstance(v, (dict, list)) for v in items):
         text = enc.encode(value)
         out.append(opening + inner + text[1:-1] + "\n" + " " * (indent * level) + closing)
+        return
+    if not is_dict and _rows_of_scalars(value):
+        out.append(_rows_text(value, indent, level))
         return
     out.append(opening)
     sep = inner
