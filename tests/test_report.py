@@ -120,6 +120,21 @@ def test_plain_values_and_rows_of_scalars_as_the_rules_say(value, indent):
     assert to_json(value, indent=indent) == json.dumps(plain, indent=indent, allow_nan=False)
 
 
+def test_results_as_json_as_the_rules_say():
+    """Results (a page load of Chromium's HTTP/3 capture without keys: NaN shares, nested
+    transactions with header fields) are written from their ``to_dict()`` walked once: the
+    text must be the standard library's for the rules written out."""
+    from pathlib import Path
+
+    from qoe.web import page_loads
+
+    pages = page_loads(Path(__file__).resolve().parents[1] / "data" / "web" / "browser" / "captures" / "h3-idle.pcap")
+    plain = _reference_plain(to_plain(pages))
+    assert None in plain[0].values()  # (a NaN of the page's became null)
+    for indent in (None, 2):
+        assert to_json(pages, indent=indent) == json.dumps(plain, indent=indent, allow_nan=False)
+
+
 def _reference_cell(v):
     """The cell rules of to_csv's docstring, written out."""
     if v is None or (isinstance(v, float) and not np.isfinite(v)):

@@ -49,10 +49,12 @@ import html
 import io
 import json
 import math
+import operator
 import os
 import pickle
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import chain
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -69,6 +71,7 @@ _LEAVES = frozenset({str, int, bool, type(None)})  # plain as they are
 _NUMBERS = _LEAVES | {float}  # plain as they are when finite (or kept)
 _STR = frozenset({str})
 _SEQS = frozenset({list, tuple})
+_LIST = frozenset({list})
 
 
 def _finite(v: Any) -> bool:
@@ -107,8 +110,10 @@ def to_plain(value: Any, *, nan: Any = _KEEP) -> Any:
         kinds = set(map(type, value))
         if kinds <= _LEAVES or (kinds <= _NUMBERS and (nan is _KEEP or all(map(_finite, value)))):
             return list(value)
-        if kinds <= _SEQS:  # rows of leaves (header fields as name-value pairs)
-            return [list(x) if set(map(type, x)) <= _LEAVES else to_plain(x, nan=nan) for x in value]
+        if kinds <= _SEQS:  # rows (header fields as name-value pairs): all their leaves at once
+            if set(map(type, chain.from_iterable(value))) <= _LEAVES:
+                return list(map(list, value))
+            return [to_plain(x, nan=nan) for x in value]
         return [v if type(v) in _LEAVES else to_plain(v, nan=nan) for v in value]
     if t is dict:
         if set(map(type, value)) <= _STR:
@@ -147,8 +152,31 @@ def as_dict(result: Any, *, skip: Iterable[str] = ()) -> dict[str, Any]:
     skip : iterable of str, keyword-only
         Fields to leave out (e.g. the nested ones a caller lays out itself).
     """
-    left_out = set(skip)
-    return {f.name: to_plain(getattr(result, f.name)) for f in dataclasses.fields(result) if f.name not in left_out}
+    names, get = _fields_of(type(result))
+    values = get(result)
+    if skip:
+        left_out = set(skip)
+        return {n: v if type(v) in _NUMBERS else to_plain(v) for n, v in zip(names, values) if n not in left_out}
+    # (a leaf is kept as it is, NaN included: to_plain's default, without a call per field)
+    return {n: v if type(v) in _NUMBERS else to_plain(v) for n, v in zip(names, values)}
+
+
+_FIELDS: dict[type, tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]] = {}
+
+
+def _fields_of(cls: type) -> tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]:
+    """A dataclass's field names, and a getter of their values as a tuple (one C call)."""
+    ent = _FIELDS.get(cls)
+    if ent is None:
+        names = tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+        get: Callable[[Any], tuple[Any, ...]]
+        if len(names) > 1:
+            get = operator.attrgetter(*names)
+        else:
+            def get(obj: Any, names: tuple[str, ...] = names) -> tuple[Any, ...]:
+                return tuple(getattr(obj, n) for n in names)
+        ent = _FIELDS[cls] = (names, get)
+    return ent
 
 
 def brief(record: Mapping[str, Any], names: Sequence[str]) -> dict[str, Any]:
@@ -185,7 +213,7 @@ def to_json(value: Any, *, indent: int | None = 2) -> str:
     >>> to_json({"jitter_ms": float("nan"), "burst_r": np.float64("inf")}, indent=None)
     '{"jitter_ms": null, "burst_r": null}'
     """
-    plain = to_plain(value, nan=None)
+    plain = _json_plain(value)
     if indent is None:
         return json.dumps(plain, allow_nan=False)
     out: list[str] = []
@@ -218,6 +246,31 @@ def _rows_text(value: list[list[Any]], indent: int, level: int) -> str:
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _NUL_ENCODER = json.JSONEncoder(separators=("\0", ": "), allow_nan=False)
+
+
+def _json_plain(value: Any) -> Any:
+    """``to_plain(value, nan=None)`` for writing JSON at once: a list or dict that is plain
+    already (leaves, rows of leaves, finite) is used as it is rather than copied (a result's
+    ``to_dict()`` is walked a second time here only to find its non-finite floats)."""
+    t = type(value)
+    if t is list:
+        kinds = set(map(type, value))
+        if kinds <= _LEAVES or (kinds <= _NUMBERS and all(map(_finite, value))):
+            return value
+        if kinds == _LIST and set(map(type, chain.from_iterable(value))) <= _LEAVES:
+            return value
+        return [v if type(v) in _LEAVES else _json_plain(v) for v in value]
+    if t is dict and set(map(type, value)) <= _STR:
+        vals = value.values()
+        kinds = set(map(type, vals))
+        if kinds <= _LEAVES or (kinds <= _NUMBERS and all(map(_finite, vals))):
+            return value
+        return {k: v if type(v) in _LEAVES else _json_plain(v) for k, v in value.items()}
+    if t is not tuple and t is not dict and not isinstance(value, (np.ndarray, np.generic, Mapping, float, int, str)):
+        to_dict = getattr(value, "to_dict", None)
+        if callable(to_dict):  # a result: its dict (walked here once, as to_plain would walk it)
+            return _json_plain(to_dict())
+    return to_plain(value, nan=None)
 
 
 def _indented(value: Any, indent: int, level: int, out: list[str], flat: dict[int, json.JSONEncoder]) -> None:
