@@ -340,7 +340,8 @@ def _indented(value: Any, indent: int, level: int, out: list[str], flat: dict[in
 
 def _json_chunks(head: Mapping[str, Any], results: Iterable[Any], indent: int) -> Iterator[str]:
     """The text of ``to_json({**head, "results": list(results)}, indent=indent)`` in pieces: the
-    head, then one result at a time (each result is made plain only when its turn comes).
+    head, then one result at a time (each result, or its ``to_dict()``, made plain only when
+    its turn comes).
 
     ``head`` must hold a container (a report's ``inputs``), so that its text ends with
     ``"\n}"``, where the ``"results"`` member is spliced in.
@@ -350,7 +351,7 @@ def _json_chunks(head: Mapping[str, Any], results: Iterable[Any], indent: int) -
     sep, flat = "[\n" + pad * 2, {}
     for r in results:
         out = [sep]
-        _indented(to_plain(r, nan=None), indent, 2, out, flat)
+        _indented(_json_plain(r), indent, 2, out, flat)
         yield "".join(out)
         sep = ",\n" + pad * 2
     yield "[]\n}" if sep[0] == "[" else "\n" + pad + "]\n}"
@@ -683,7 +684,7 @@ class Report:
         """:meth:`to_dict` as strict JSON (NaN and infinities become ``null``)."""
         if indent is None:
             return to_json(self.to_dict(), indent=None)
-        return "".join(_json_chunks(self._head(), map(_plain_result, self.results), indent))
+        return "".join(_json_chunks(self._head(), map(_result_dict, self.results), indent))
 
     def note_lines(self) -> list[str]:
         """The report's notes, then each distinct result note once, prefixed by the results it is about.
@@ -701,6 +702,12 @@ class Report:
 def _plain_result(result: Any) -> Any:
     """A result in a report's :meth:`~Report.to_dict`: its ``to_dict()`` as plain Python."""
     return to_plain(result.to_dict())
+
+
+def _result_dict(result: Any) -> Any:
+    """A result in a report's JSON: its ``to_dict()``, made plain (NaN as null) by the writer
+    (:func:`_json_plain`, one walk that copies only what changes)."""
+    return result.to_dict()
 
 
 def _table_names(results: Iterable[Any]) -> tuple[str, ...]:
@@ -853,7 +860,7 @@ class ReportWriter:
 
     def json_chunks(self, head: Report, *, indent: int = 2) -> Iterator[str]:
         """:meth:`Report.to_json` in pieces (the report's fields, then one result at a time)."""
-        return _json_chunks(head._head(), map(_plain_result, self.results()), indent)  # noqa: SLF001
+        return _json_chunks(head._head(), map(_result_dict, self.results()), indent)  # noqa: SLF001
 
     def note_lines(self, head: Report) -> list[str]:
         """:meth:`Report.note_lines`: the report's notes, then each result note once."""
