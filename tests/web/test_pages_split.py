@@ -98,3 +98,33 @@ def test_a_capture_cut_short_split_warns_once_and_gives_what_it_holds(tmp_path):
     ''', cap)
     n, transactions, warned = map(int, out.split())
     assert warned == 1 and transactions >= 20
+
+
+@pytest.mark.skipif(not LINUX_FORK, reason="the split runs in a child process on Linux only")
+def test_a_pass_left_early_leaves_no_child_process(tmp_path):
+    """The consumer takes two pages of a split pass and drops the iterator: the child that
+    reads ahead is stopped and waited for, and a second pass runs as the first did."""
+    cap = tmp_path / "web.pcap"
+    big_capture.write(cap, "web", copies=40)
+    out = run_fresh('''
+        import sys
+        from pathlib import Path
+        from qoe.web import WebOptions, iter_page_loads
+
+        def children():
+            out = set()
+            for task in Path("/proc/self/task").iterdir():
+                out.update(int(x) for x in (task / "children").read_text().split())
+            return out
+
+        it = iter_page_loads(sys.argv[1], options=WebOptions(read_ahead=True))
+        first = [next(it), next(it)]
+        assert children()  # the child is working
+        it.close()
+        assert children() == set(), children()
+        again = list(iter_page_loads(sys.argv[1], options=WebOptions(read_ahead=True)))
+        assert [p.to_dict() for p in again[:2]] == [p.to_dict() for p in first]
+        print(len(again), children() == set())
+    ''', cap)
+    n, none_left = out.split()
+    assert int(n) >= 40 * 3 and none_left == "True"
