@@ -78,7 +78,8 @@ with warnings.catch_warnings():
         loss += p.diagnosis == "loss-dominated"
 dt, cpu = time.perf_counter() - t, time.process_time() - c
 kids = resource.getrusage(resource.RUSAGE_CHILDREN)  # the process that read ahead, if any
-print(json.dumps({"s": dt, "cpu": cpu + kids.ru_utime + kids.ru_stime, "pages": pages, "tx": tx,
+print(json.dumps({"s": dt, "cpu": cpu + kids.ru_utime + kids.ru_stime, "cpu_child": kids.ru_utime + kids.ru_stime,
+                  "pages": pages, "tx": tx,
                   "loss_dominated": loss, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -326,6 +327,9 @@ def main(argv: list[str] | None = None) -> int:
         a_cpu = f"{ts['cpu'] / ahead['cpu']:13.2f}x" if ts else f"{'':>14s}"
         print(f"{'  same, read_ahead (2 processes)':34s} {ahead['s']:7.2f} {ahead['cpu']:7.2f} "
               f"{ahead['tx'] / ahead['s']:8.0f} {size_mb / ahead['s']:7.1f} {a_ratio} {a_cpu} {ahead['rss_mb']:12.0f}")
+        if "cpu_child" in ahead:  # how the work fell between the two (qoe.web._split.CHILD_SHARE)
+            print(f"{'    CPU here / in the child':34s} {'':7s} {ahead['cpu'] - ahead['cpu_child']:7.2f} / "
+                  f"{ahead['cpu_child']:.2f}")
         heads = [("floor: reading alone", reading), ("floor: h11 alone, every msg head", floor),
                  ("floor: reading + h11 (sum)", both)]
         heads.append(("floor: reading + TCP (no sinks)", tcp))
