@@ -99,32 +99,39 @@ def to_plain(value: Any, *, nan: Any = _KEEP) -> Any:
     >>> to_plain({"r": np.float64(93.2), "lost": np.int64(3), "j": (1.0, float("nan"))}, nan=None)
     {'r': 93.2, 'lost': 3, 'j': [1.0, None]}
     """
+    return _plain(value, nan, False)
+
+
+def _plain(value: Any, nan: Any, reuse: bool) -> Any:
+    """:func:`to_plain`; ``reuse``: a list or dict that is plain already (leaves, rows of leaves,
+    finite or ``nan`` kept) is given as it is rather than copied (:func:`to_json`, which walks
+    a result's ``to_dict()`` only to find its non-finite floats)."""
     t = type(value)
     if t is str or t is int or t is bool or value is None:  # the common leaves, first
         return value
     if t is float:
         return value if nan is _KEEP or math.isfinite(value) else nan
     if t is list or t is tuple:
-        # a container of leaves only (a header field, a row of numbers) is copied whole: the
+        # a container of leaves only (a header field, a row of numbers) is taken whole: the
         # types of its items are looked at in C, not one call per item
         kinds = set(map(type, value))
         if kinds <= _LEAVES or (kinds <= _NUMBERS and (nan is _KEEP or all(map(_finite, value)))):
-            return list(value)
+            return value if reuse and t is list else list(value)
         if kinds <= _SEQS:  # rows (header fields as name-value pairs): all their leaves at once
             if set(map(type, chain.from_iterable(value))) <= _LEAVES:
-                return list(map(list, value))
-            return [to_plain(x, nan=nan) for x in value]
-        return [v if type(v) in _LEAVES else to_plain(v, nan=nan) for v in value]
+                return value if reuse and t is list and kinds == _LIST else list(map(list, value))
+            return [_plain(x, nan, reuse) for x in value]
+        return [v if type(v) in _LEAVES else _plain(v, nan, reuse) for v in value]
     if t is dict:
         if set(map(type, value)) <= _STR:
             vals = value.values()
             kinds = set(map(type, vals))
             if kinds <= _LEAVES or (kinds <= _NUMBERS and (nan is _KEEP or all(map(_finite, vals)))):
-                return dict(value)
-            return {k: v if type(v) in _LEAVES else to_plain(v, nan=nan) for k, v in value.items()}
-        return {str(k): to_plain(v, nan=nan) for k, v in value.items()}
+                return value if reuse else dict(value)
+            return {k: v if type(v) in _LEAVES else _plain(v, nan, reuse) for k, v in value.items()}
+        return {str(k): _plain(v, nan, reuse) for k, v in value.items()}
     if isinstance(value, np.ndarray):
-        return to_plain(value.tolist(), nan=nan)
+        return _plain(value.tolist(), nan, reuse)
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float):
@@ -132,12 +139,12 @@ def to_plain(value: Any, *, nan: Any = _KEEP) -> Any:
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, Mapping):
-        return {str(k): to_plain(v, nan=nan) for k, v in value.items()}
+        return {str(k): _plain(v, nan, reuse) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [to_plain(v, nan=nan) for v in value]
+        return [_plain(v, nan, reuse) for v in value]
     to_dict = getattr(value, "to_dict", None)
     if callable(to_dict):
-        return to_plain(to_dict(), nan=nan)
+        return _plain(to_dict(), nan, reuse)
     return value
 
 
@@ -156,9 +163,10 @@ def as_dict(result: Any, *, skip: Iterable[str] = ()) -> dict[str, Any]:
     values = get(result)
     if skip:
         left_out = set(skip)
-        return {n: v if type(v) in _NUMBERS else to_plain(v) for n, v in zip(names, values) if n not in left_out}
+        return {n: v if type(v) in _NUMBERS else _plain(v, _KEEP, False) for n, v in zip(names, values)
+                if n not in left_out}
     # (a leaf is kept as it is, NaN included: to_plain's default, without a call per field)
-    return {n: v if type(v) in _NUMBERS else to_plain(v) for n, v in zip(names, values)}
+    return {n: v if type(v) in _NUMBERS else _plain(v, _KEEP, False) for n, v in zip(names, values)}
 
 
 _FIELDS: dict[type, tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]] = {}
@@ -213,7 +221,7 @@ def to_json(value: Any, *, indent: int | None = 2) -> str:
     >>> to_json({"jitter_ms": float("nan"), "burst_r": np.float64("inf")}, indent=None)
     '{"jitter_ms": null, "burst_r": null}'
     """
-    plain = _json_plain(value)
+    plain = _plain(value, None, True)
     if indent is None:
         return json.dumps(plain, allow_nan=False)
     out: list[str] = []
@@ -226,7 +234,7 @@ def _rows_of_scalars(value: list[Any]) -> bool:
     if set(map(type, value)) != {list}:
         return False
     for row in value:
-        if not row or not set(map(type, row)) <= _SCALARS:
+        if not row or not set(map(type, row)) <= _NUMBERS:
             return False
     return True
 
@@ -244,33 +252,7 @@ def _rows_text(value: list[list[Any]], indent: int, level: int) -> str:
     return "[" + row_out + body + "\n" + " " * (indent * level) + "]"
 
 
-_SCALARS = frozenset({str, int, float, bool, type(None)})
 _NUL_ENCODER = json.JSONEncoder(separators=("\0", ": "), allow_nan=False)
-
-
-def _json_plain(value: Any) -> Any:
-    """``to_plain(value, nan=None)`` for writing JSON at once: a list or dict that is plain
-    already (leaves, rows of leaves, finite) is used as it is rather than copied (a result's
-    ``to_dict()`` is walked a second time here only to find its non-finite floats)."""
-    t = type(value)
-    if t is list:
-        kinds = set(map(type, value))
-        if kinds <= _LEAVES or (kinds <= _NUMBERS and all(map(_finite, value))):
-            return value
-        if kinds == _LIST and set(map(type, chain.from_iterable(value))) <= _LEAVES:
-            return value
-        return [v if type(v) in _LEAVES else _json_plain(v) for v in value]
-    if t is dict and set(map(type, value)) <= _STR:
-        vals = value.values()
-        kinds = set(map(type, vals))
-        if kinds <= _LEAVES or (kinds <= _NUMBERS and all(map(_finite, vals))):
-            return value
-        return {k: v if type(v) in _LEAVES else _json_plain(v) for k, v in value.items()}
-    if t is not tuple and t is not dict and not isinstance(value, (np.ndarray, np.generic, Mapping, float, int, str)):
-        to_dict = getattr(value, "to_dict", None)
-        if callable(to_dict):  # a result: its dict (walked here once, as to_plain would walk it)
-            return _json_plain(to_dict())
-    return to_plain(value, nan=None)
 
 
 def _indented(value: Any, indent: int, level: int, out: list[str], flat: dict[int, json.JSONEncoder]) -> None:
@@ -351,7 +333,7 @@ def _json_chunks(head: Mapping[str, Any], results: Iterable[Any], indent: int) -
     sep, flat = "[\n" + pad * 2, {}
     for r in results:
         out = [sep]
-        _indented(_json_plain(r), indent, 2, out, flat)
+        _indented(_plain(r, None, True), indent, 2, out, flat)
         yield "".join(out)
         sep = ",\n" + pad * 2
     yield "[]\n}" if sep[0] == "[" else "\n" + pad + "]\n}"
@@ -684,7 +666,7 @@ class Report:
         """:meth:`to_dict` as strict JSON (NaN and infinities become ``null``)."""
         if indent is None:
             return to_json(self.to_dict(), indent=None)
-        return "".join(_json_chunks(self._head(), map(_result_dict, self.results), indent))
+        return "".join(_json_chunks(self._head(), self.results, indent))
 
     def note_lines(self) -> list[str]:
         """The report's notes, then each distinct result note once, prefixed by the results it is about.
@@ -702,12 +684,6 @@ class Report:
 def _plain_result(result: Any) -> Any:
     """A result in a report's :meth:`~Report.to_dict`: its ``to_dict()`` as plain Python."""
     return to_plain(result.to_dict())
-
-
-def _result_dict(result: Any) -> Any:
-    """A result in a report's JSON: its ``to_dict()``, made plain (NaN as null) by the writer
-    (:func:`_json_plain`, one walk that copies only what changes)."""
-    return result.to_dict()
 
 
 def _table_names(results: Iterable[Any]) -> tuple[str, ...]:
@@ -860,7 +836,7 @@ class ReportWriter:
 
     def json_chunks(self, head: Report, *, indent: int = 2) -> Iterator[str]:
         """:meth:`Report.to_json` in pieces (the report's fields, then one result at a time)."""
-        return _json_chunks(head._head(), map(_result_dict, self.results()), indent)  # noqa: SLF001
+        return _json_chunks(head._head(), self.results(), indent)  # noqa: SLF001
 
     def note_lines(self, head: Report) -> list[str]:
         """:meth:`Report.note_lines`: the report's notes, then each result note once."""
