@@ -139,7 +139,9 @@ def replaced(obj: T, **changes: Any) -> T:
 
 # -- pickling records by their fields ---------------------------------------------------------
 
-_MAKER = "_make:"  # module attribute names of the positional builders: _make:<module>:<qualname>, "/" for "."
+#: The start of the module attribute names of the positional builders of :func:`record_reducer`
+#: (``_make:<module>:<qualname>``, "/" for ".").
+MAKER_PREFIX = "_make:"
 _REDUCERS: dict[type, Callable[[Any], tuple[Any, ...]] | None] = {}
 _NAMED: dict[str, Callable[..., Any]] = {}
 
@@ -168,7 +170,7 @@ def record_reducer(cls: type) -> Callable[[Any], tuple[Any, ...]] | None:
 
         names = [f.name for f in dataclasses.fields(cls)]
         get: Callable[[Any], Any] = attrgetter(*names) if len(names) > 1 else (lambda o, n=names[0]: (getattr(o, n),))
-        make = maker_named(f"{_MAKER}{cls.__module__.replace('.', '/')}:{cls.__qualname__.replace('.', '/')}")
+        make = maker_named(f"{MAKER_PREFIX}{cls.__module__.replace('.', '/')}:{cls.__qualname__.replace('.', '/')}")
 
         def red(obj: Any, make: Any = make, get: Any = get) -> tuple[Any, ...]:
             return make, get(obj)
@@ -182,7 +184,7 @@ def maker_named(name: str) -> Callable[..., Any]:
     if make is None:
         import importlib  # noqa: PLC0415 - only where records are unpickled
 
-        module, qualname = name[len(_MAKER):].replace("/", ".").split(":")
+        module, qualname = name[len(MAKER_PREFIX):].replace("/", ".").split(":")
         cls: Any = importlib.import_module(module)
         for part in qualname.split("."):
             cls = getattr(cls, part)
@@ -194,6 +196,6 @@ def maker_named(name: str) -> Callable[..., Any]:
 
 
 def __getattr__(name: str) -> Any:  # PEP 562: the makers of record_reducer, found by pickle
-    if name.startswith(_MAKER):
+    if name.startswith(MAKER_PREFIX):
         return maker_named(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from qoe._records import maker_named, record_reducer
+from qoe._records import MAKER_PREFIX, maker_named, record_reducer
 from qoe.capture import FLOW_BUCKETS, SegmentChunk, fork_available, read_ahead, read_ahead_pays, tcp_segment_chunks
 from qoe.web._dispatch import PARSERS, Parser, ProtocolSink
 from qoe.web._sink import ConnectionId
@@ -162,7 +162,7 @@ class _In(pickle.Unpickler):
         self.ids = ids
 
     def find_class(self, module: str, name: str) -> Any:
-        if module == "qoe._records" and name.startswith("_make:"):
+        if module == maker_named.__module__ and name.startswith(MAKER_PREFIX):
             make = maker_named(name)
             at = _AT.get(name)
             if at is None:
