@@ -315,18 +315,20 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(f"{'tool':34s} {'s':>7s} {'CPU s':>7s} {'tx/s':>8s} {'MB/s':>7s} {'vs tshark':>10s} "
               f"{'CPU vs tshark':>14s} {'peak RSS MB':>12s}")
-        ratio = f"{ts['s'] / ours['s']:9.2f}x" if ts else f"{'':>10s}"
-        cpu_ratio = f"{ts['cpu'] / ours['cpu']:13.2f}x" if ts else f"{'':>14s}"
-        print(f"{'qoe.web.iter_page_loads':34s} {ours['s']:7.2f} {ours['cpu']:7.2f} {ours['tx'] / ours['s']:8.0f} "
-              f"{size_mb / ours['s']:7.1f} {ratio} {cpu_ratio} {ours['rss_mb']:12.0f}")
+        def row(label: str, r: dict, tx: float, *, mb: bool = True, rss: float | None = None) -> None:
+            """One row: wall and CPU seconds, transactions and MB per second, the ratios to tshark."""
+            ratio = f"{ts['s'] / r['s']:9.2f}x" if ts else f"{'':>10s}"
+            cpu_ratio = f"{ts['cpu'] / r['cpu']:13.2f}x" if ts else f"{'':>14s}"
+            rate = f"{size_mb / r['s']:7.1f}" if mb else f"{'':>7s}"
+            peak = f"{rss:12.0f}" if rss is not None else f"{'':>12s}"
+            print(f"{label:34s} {r['s']:7.2f} {r['cpu']:7.2f} {tx / r['s']:8.0f} {rate} {ratio} {cpu_ratio} {peak}")
+
+        row("qoe.web.iter_page_loads", ours, ours["tx"], rss=ours["rss_mb"])
         if ours_half:
             print(f"{'  same, first half of the capture':34s} {ours_half['s']:7.2f} {ours_half['cpu']:7.2f} {'':>8s} "
                   f"{'':>7s} {'':>10s} {'':>14s} {ours_half['rss_mb']:12.0f}")
         # WebOptions(read_ahead=True): half the connections in a child process (CPU: both processes)
-        a_ratio = f"{ts['s'] / ahead['s']:9.2f}x" if ts else f"{'':>10s}"
-        a_cpu = f"{ts['cpu'] / ahead['cpu']:13.2f}x" if ts else f"{'':>14s}"
-        print(f"{'  same, read_ahead (2 processes)':34s} {ahead['s']:7.2f} {ahead['cpu']:7.2f} "
-              f"{ahead['tx'] / ahead['s']:8.0f} {size_mb / ahead['s']:7.1f} {a_ratio} {a_cpu} {ahead['rss_mb']:12.0f}")
+        row("  same, read_ahead (2 processes)", ahead, ahead["tx"], rss=ahead["rss_mb"])
         if "cpu_child" in ahead:  # how the work fell between the two (qoe.web._split.CHILD_SHARE)
             print(f"{'    CPU here / in the child':34s} {'':7s} {ahead['cpu'] - ahead['cpu_child']:7.2f} / "
                   f"{ahead['cpu_child']:.2f}")
@@ -336,18 +338,11 @@ def main(argv: list[str] | None = None) -> int:
         if ht:
             heads.append(("floor: httptools alone, same heads", ht))
         for label, f in heads:
-            f_ratio = f"{ts['s'] / f['s']:9.2f}x" if ts else f"{'':>10s}"
-            f_cpu = f"{ts['cpu'] / f['cpu']:13.2f}x" if ts else f"{'':>14s}"
-            mb = f"{size_mb / f['s']:7.1f}" if f is not floor and f is not ht else f"{'':>7s}"
-            print(f"{label:34s} {f['s']:7.2f} {f['cpu']:7.2f} {ours['tx'] / f['s']:8.0f} {mb} {f_ratio} {f_cpu} "
-                  f"{'':>12s}")
+            row(label, f, ours["tx"], mb=f is not floor and f is not ht)
         if ts:
-            print(f"{'tshark -q -z http,tree':34s} {ts['s']:7.2f} {ts['cpu']:7.2f} {ours['tx'] / ts['s']:8.0f} "
-                  f"{size_mb / ts['s']:7.1f} {1.0:9.2f}x {1.0:13.2f}x {'':>12s}")
+            row("tshark -q -z http,tree", ts, ours["tx"])
         if ts_ooo:
-            print(f"{'  same, reassemble_out_of_order':34s} {ts_ooo['s']:7.2f} {ts_ooo['cpu']:7.2f} "
-                  f"{ours['tx'] / ts_ooo['s']:8.0f} {size_mb / ts_ooo['s']:7.1f} {ts['s'] / ts_ooo['s']:9.2f}x "
-                  f"{ts['cpu'] / ts_ooo['cpu']:13.2f}x {'':>12s}")
+            row("  same, reassemble_out_of_order", ts_ooo, ours["tx"])
         if ht:
             print(f"heads: h11 / httptools CPU = {floor['cpu'] / ht['cpu']:.1f}x (same heads, same run)")
         print()
