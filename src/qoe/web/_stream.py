@@ -39,6 +39,7 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_left
+from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -86,7 +87,7 @@ class _Client:
 def stream_pages(
     capture: Any, *, gap: int, preset: str, bounds: tuple[float, float] | None, share: float, limits: Any,
     base_rtt: float | None = None, parsers: Sequence[Parser] = PARSERS, quic_seen: list[bool] | None = None,
-    dns_until: list[Any] | None = None, read_ahead: bool | None = False,
+    dns_until: list[Any] | None = None, read_ahead: bool | None = False, floor: list[Any] | None = None,
 ) -> Iterator[Page]:
     """The pages of ``capture`` in order of start, each as soon as it is final (see module notes).
 
@@ -100,6 +101,8 @@ def stream_pages(
     capture's UDP holds a QUIC Initial (the DNS reader sees every datagram, and reads them all
     at the end); ``dns_until``, when given, gets a callable appended, ``f(ts)``: read the UDP
     datagrams up to ``ts`` now (so that ``quic_seen`` says whether a QUIC Initial came by then);
+    ``floor``, when given, gets a callable appended, ``f()``: no page the stream has still to
+    give starts before this (:meth:`_PageStream.start_floor`, valid between two pages given);
     ``read_ahead``: a capture file is read in a child process, which reassembles, decrypts
     (``parsers`` with a key log) and parses half of its connections (``qoe.web._split``;
     where no child can be forked, the segments are read in a thread,
@@ -109,6 +112,8 @@ def stream_pages(
                       parsers=parsers, quic_seen=quic_seen)
     if dns_until is not None:
         dns_until.append(run.dns.read_until)
+    if floor is not None:
+        floor.append(run.start_floor)
     iter_connections(capture, sinks=run.sink_for, limits=limits)  # (checks the arguments now)
     # one pass over a capture file: its UDP (DNS queries, QUIC Initials) fed to the DNS buffer
     # chunk by chunk as the TCP segments are read
@@ -132,23 +137,23 @@ def stream_pages(
         for _ in _split.connections(capture, limits, new=run.track, started=run.started, final=final, udp=udp,
                                     parsers=parsers):
             if run.out:
-                yield from run.take()
+                yield from run.given()
         run.finish()
-        yield from run.take()
+        yield from run.given()
         return
     conns = _iter_connections(capture, run.sink_for, limits, udp, read_ahead=read_ahead)
     while True:
         conn = next(conns, None)
         if conn is None:
             run.finish()
-            yield from run.take()
+            yield from run.given()
             return
         run.connection_final(conn)
         finished += 1
         if finished % _PRUNE_EVERY == 0:
             run.prune_dns()
         if run.out:
-            yield from run.take()
+            yield from run.given()
 
 
 class _PageStream:
@@ -186,7 +191,7 @@ class _PageStream:
         self.serial = 0
         self.dns = _DnsBuffer(capture, quic_seen)
         self.quic_seen = quic_seen
-        self.out: list[Page] = []  # pages given, not yet handed to the consumer
+        self.out: deque[Page] = deque()  # pages given, not yet handed to the consumer
         self.index = 0
 
     # -- connections ----------------------------------------------------------------------
@@ -264,10 +269,29 @@ class _PageStream:
         self._finish_pages(_INF)
         self._emit(_INF)
 
-    def take(self) -> list[Page]:
-        """The pages given since the last call."""
-        out, self.out = self.out, []
-        return out
+    def given(self) -> Iterator[Page]:
+        """The pages given and not yet handed over, one at a time (the rest stay in ``out``
+        meanwhile, where :meth:`start_floor` sees them)."""
+        out = self.out
+        while out:
+            yield out.popleft()
+
+    def start_floor(self) -> float:
+        """No page still to be handed over starts before this: those given and not handed over
+        yet, those scored and waiting for an earlier one, and those still to be scored (their
+        start before a DNS query pulls it earlier, :meth:`_lower_bound`, or the first packet of
+        a connection that has not carried a byte yet, less the idle gap a query may precede it)."""
+        lb = self._lower_bound()
+        if self.silent:  # (every one: the heap lets go of those past PENDING_HANDSHAKE_NS)
+            lb = min(lb, min(self.silent.values()))
+        lb -= self.gap
+        for p in self.out:
+            if p.start_ns < lb:
+                lb = p.start_ns
+        for _, p in self.ready:
+            if p.start_ns < lb:
+                lb = p.start_ns
+        return lb
 
     def prune_dns(self) -> None:
         """Forget the DNS queries no page left to score can start with."""

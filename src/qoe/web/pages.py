@@ -81,6 +81,8 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import gc
+import heapq
+import itertools
 import math
 import os
 from collections.abc import Iterator
@@ -154,7 +156,9 @@ def iter_page_loads(
     plus ``limits.close_delay_s`` (a connection's TCP facts are final that long after it
     closed). What is held meanwhile: the connections being reassembled, the pages still open
     and the DNS queries they may start with; an HTTP or TLS connection that stays open holds
-    back the pages that start after it opened until it closes (``qoe.web._stream``).
+    back the pages that start after it opened until it closes (``qoe.web._stream``); in a
+    capture with QUIC, its QUIC pages, made by a pass of their own when the first QUIC
+    Initial is seen (the TCP pages are still given as they are final, merged with them).
 
     Yields
     ------
@@ -191,53 +195,102 @@ def _iter_page_loads(capture: str | os.PathLike[str], opts: WebOptions, limits: 
     keys = load_keylog(capture, opts.keylog)  # a missing or empty key log file fails now
     quic_seen = [False]
     dns_until: list[Any] = []
+    floor: list[Any] = []
     tcp = stream_pages(capture, gap=int(round(opts.idle_gap_s * 1e9)), preset=opts.preset, bounds=b,
                        share=opts.share, limits=limits, base_rtt=opts.base_rtt_s, parsers=parsers(keys),
-                       quic_seen=quic_seen, dns_until=dns_until, read_ahead=opts.read_ahead)
-    return _then_quic(tcp, capture, opts, keys, quic_seen, dns_until)
+                       quic_seen=quic_seen, dns_until=dns_until, read_ahead=opts.read_ahead, floor=floor)
+    return _then_quic(tcp, capture, opts, keys, quic_seen, dns_until, floor)
 
 
 def _then_quic(tcp: Iterator[Page], capture: Any, opts: WebOptions, keys: Any, quic_seen: list[bool],
-               dns_until: list[Any] = ()) -> Iterator[Page]:  # type: ignore[assignment]
+               dns_until: list[Any] = (), floor: list[Any] = ()) -> Iterator[Page]:  # type: ignore[assignment]
     """The TCP pages, with the capture's QUIC connections in the same page model.
 
-    QUIC connections are grouped among themselves (:func:`_quic_pages`, at the end of the
-    pass); a QUIC page of a client that overlaps one of its TCP pages (each starting at most
-    ``idle_gap_s`` after the other's last byte: the same rule as one page's items) is merged
-    into it (:func:`_merge`): a load whose objects came over TCP and QUIC is one page. A TCP
-    page is given as soon as it is final while no QUIC Initial has come up to ``idle_gap_s``
-    after its last byte (the UDP datagrams are read ahead that far); from the first QUIC
-    Initial on, the TCP pages are held to the end of the pass (memory then grows with them:
-    captures with QUIC are a browser's), merged, and given in order of their start.
+    QUIC connections are grouped among themselves (:func:`_quic_pages`); a QUIC page of a
+    client that overlaps one of its TCP pages (each starting at most ``idle_gap_s`` after the
+    other's last byte: the same rule as one page's items) is merged into it (:func:`_merge`):
+    a load whose objects came over TCP and QUIC is one page. A TCP page is given as soon as it
+    is final while no QUIC Initial has come up to ``idle_gap_s`` after its last byte (the UDP
+    datagrams are read ahead that far). From the first QUIC Initial on, the QUIC pages are
+    made (a pass of their own over the capture, :func:`qoe.web.quic.quic_connections`) and the
+    TCP pages still streamed, each merged with the QUIC pages it overlaps and the pages given
+    in order of their start (:func:`_with_quic`): what is held is the QUIC pages, not the TCP ones.
     """
     gap = int(round(opts.idle_gap_s * 1e9))
     n = 0
-    held: list[Page] = []
     for page in tcp:
         if not quic_seen[0] and dns_until:
             dns_until[0](page.end_ns + gap)
         if quic_seen[0]:
-            held.append(page)
-            continue
+            yield from _with_quic(itertools.chain((page,), tcp), _quic_pages(capture, opts, keys), n, gap, opts,
+                                  floor[0] if floor else None)
+            return
         n += 1
         yield page
-    if not quic_seen[0]:
-        yield from held
-        return
-    pages = held
-    tcp_of: dict[str, list[int]] = {}  # a client's TCP pages, by their place in ``pages`` (in order)
-    for i, p in enumerate(held):
-        tcp_of.setdefault(p.client, []).append(i)
-    for q in _quic_pages(capture, opts, keys):
-        k = next((i for i in tcp_of.get(q.client, ()) if q.start_ns <= pages[i].end_ns + gap
-                  and pages[i].start_ns <= q.end_ns + gap), None)
-        if k is None:
-            pages.append(q)
-        else:
-            pages[k] = _merge(pages[k], q, opts)
-    pages.sort(key=lambda p: (p.start_ns, p.client))
-    for i, page in enumerate(pages):
-        yield dataclasses.replace(page, index=n + i)
+    if quic_seen[0]:
+        yield from _with_quic(iter(()), _quic_pages(capture, opts, keys), n, gap, opts, None)
+
+
+def _with_quic(tcp: Iterator[Page], quic: list[Page], n: int, gap: int, opts: WebOptions,
+               floor: Any) -> Iterator[Page]:
+    """The TCP pages ``tcp`` (in the stream's order) merged with the QUIC pages ``quic`` and
+    given in order of start (then client; TCP pages before QUIC ones, each in its own order),
+    indexed from ``n`` on.
+
+    The rule, as if every page were at hand: each QUIC page in its order joins the first TCP
+    page of its client (in the stream's order, as merged so far) that it overlaps, else it
+    stands alone. Taken TCP page by TCP page (each gets the QUIC pages of its client, in their
+    order, that overlap it as it grows), it makes the same pages. ``floor()`` (the stream's
+    :meth:`qoe.web._stream._PageStream.start_floor`): no TCP page still to come starts
+    before it, so a QUIC page that ends ``idle_gap_s`` before it joins none, and a page that
+    starts before it and before every QUIC page not yet placed is given.
+    """
+    of_client: dict[str, list[int]] = {}  # the QUIC pages not placed yet, per client, in their order
+    for j, q in enumerate(quic):
+        of_client.setdefault(q.client, []).append(j)
+    placed = [False] * len(quic)
+    last_chance = sorted((q.end_ns + gap, j) for j, q in enumerate(quic))  # no TCP page from then on joins it
+    by_start = sorted((q.start_ns, j) for j, q in enumerate(quic))
+    e = s = 0
+    ready: list[tuple[int, str, int, int, Page]] = []  # heap of the final pages, in the order they are given
+    seq = 0
+    for page in tcp:
+        mine = of_client.get(page.client)
+        if mine:
+            left = []
+            for j in mine:
+                q = quic[j]
+                if placed[j]:
+                    continue
+                if q.start_ns <= page.end_ns + gap and page.start_ns <= q.end_ns + gap:
+                    page = _merge(page, q, opts)
+                    placed[j] = True
+                else:
+                    left.append(j)
+            of_client[page.client] = left
+        heapq.heappush(ready, (page.start_ns, page.client, 0, seq, page))
+        seq += 1
+        if floor is None:
+            continue
+        lo = floor()
+        while e < len(last_chance) and last_chance[e][0] < lo:
+            j = last_chance[e][1]
+            e += 1
+            if not placed[j]:  # a QUIC page of its own
+                placed[j] = True
+                heapq.heappush(ready, (quic[j].start_ns, quic[j].client, 1, j, quic[j]))
+        while s < len(by_start) and placed[by_start[s][1]]:
+            s += 1
+        w = min(lo, by_start[s][0]) if s < len(by_start) else lo
+        while ready and ready[0][0] < w:
+            yield dataclasses.replace(heapq.heappop(ready)[-1], index=n)
+            n += 1
+    for j, q in enumerate(quic):
+        if not placed[j]:
+            heapq.heappush(ready, (q.start_ns, q.client, 1, j, q))
+    while ready:
+        yield dataclasses.replace(heapq.heappop(ready)[-1], index=n)
+        n += 1
 
 
 _QUIC_NOTE = ("QUIC (HTTP/3 over UDP): RTT from its ACK frames (RFC 9002 §5), its own loss recovery not "
