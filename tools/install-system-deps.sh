@@ -4,10 +4,11 @@
 # audio), espeak-ng (the speech corpus of benchmarks/pesq_vs_itu.py); and those the scripts that
 # make data/ need (data/*/make_samples.sh): tcpdump (captures), iperf3 (bulk TCP load), curl and
 # wget (web clients), openssl (the HTTPS samples' certificate), sipp (data/voice's SIP calls;
-# Debian package sip-tester).
+# Debian package sip-tester), chromium (Debian's browser: the test of a fresh page load driven by
+# Playwright, and data/web/browser's captures; never `playwright install`).
 # Never fails the build: without root or apt-get, what needs a missing tool skips and says so.
 set -u
-want=(tshark sox ffmpeg espeak-ng tcpdump iperf3 curl wget openssl sipp:sip-tester)   # command[:package]
+want=(tshark sox ffmpeg espeak-ng tcpdump iperf3 curl wget openssl sipp:sip-tester chromium)   # command[:package]
 missing=()
 for t in "${want[@]}"; do command -v "${t%%:*}" >/dev/null 2>&1 || missing+=("${t#*:}"); done
 [ ${#missing[@]} -eq 0 ] && exit 0
