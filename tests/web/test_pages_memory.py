@@ -17,9 +17,14 @@ reassembly) to the end, and must not hold back the pages that follow it.
 from __future__ import annotations
 
 import os
+import shutil
 import struct
+import subprocess
 import tracemalloc
 import warnings
+from pathlib import Path
+
+import pytest
 
 from big_capture import write
 
@@ -94,11 +99,6 @@ def _with_quic_loads(tmp_path, name: str, copies: int, quic: int):
     "browser-h1") merged (Wireshark's mergecap) with ``quic`` copies of its HTTP/3 load: copy
     ``k`` of both from the same client address, so the first QUIC loads overlap their
     client's TCP load and are one page with it."""
-    import shutil
-    import subprocess
-
-    import pytest
-
     if shutil.which("mergecap") is None:
         pytest.skip("mergecap (Wireshark) not installed")
     tcp, udp, out = tmp_path / f"{name}-tcp.pcap", tmp_path / f"{name}-quic.pcap", tmp_path / f"{name}.pcap"
@@ -130,3 +130,55 @@ def test_tcp_pages_of_a_capture_with_quic_still_stream(tmp_path):
     assert [p.objects for p in pages[:4]] == [44, 44, 44, 41]
     assert [p.index for p in pages] == list(range(2 * N))
     assert [p.start_ns for p in pages] == sorted(p.start_ns for p in pages)
+
+
+def _interleaved(tmp_path, seed: int):
+    """Eight clients, each with three Chromium HTTP/1.1 loads (h1-idle) 0.5-6 s apart and
+    one HTTP/3 load (h3-idle) anywhere in 30 s (``big_capture.Template`` copies, client
+    ``k`` the same address in both), merged in time order (mergecap)."""
+    import random
+
+    from big_capture import Template
+
+    if shutil.which("mergecap") is None:
+        pytest.skip("mergecap (Wireshark) not installed")
+    rnd = random.Random(seed)
+    captures = Path(__file__).resolve().parents[2] / "data" / "web" / "browser" / "captures"
+    h1, h3 = Template(captures / "h1-idle.pcap"), Template(captures / "h3-idle.pcap")
+    base = 1_700_000_000 * 10**9
+    parts = []
+    for k in range(1, 9):
+        t = base + int(rnd.uniform(0, 20) * 1e9)
+        for j in range(3):
+            parts.append(tmp_path / f"t{k}-{j}.pcap")
+            parts[-1].write_bytes(h1.header + h1.copy(k, t))
+            t += h1.duration_ns + int(rnd.uniform(0.5, 6.0) * 1e9)
+        parts.append(tmp_path / f"q{k}.pcap")
+        parts[-1].write_bytes(h3.header + h3.copy(k, base + int(rnd.uniform(0, 30) * 1e9)))
+    out = tmp_path / f"mixed{seed}.pcap"
+    subprocess.run(["mergecap", "-F", "pcap", "-w", str(out), *map(str, parts)], check=True)
+    return out, captures
+
+
+@pytest.mark.parametrize("seed", [21, 28])
+def test_tcp_and_quic_pages_given_in_order_of_start(tmp_path, seed):
+    """TCP pages streamed while QUIC pages are placed among them (merged into the first TCP
+    page of their client they overlap, else alone): every object once, pages in order of
+    their start (a page given before an earlier one could still come breaks it), the same
+    with the connections split over two processes. Seed 21: a QUIC load merged with two TCP
+    loads (164 objects) and QUIC pages alone between others; 28: 123 and 164-object pages."""
+    from qoe.web import WebOptions
+
+    cap, captures = _interleaved(tmp_path, seed)
+    keylog = tmp_path / "keys.log"
+    keylog.write_bytes((captures / "h1-idle.keylog").read_bytes() + (captures / "h3-idle.keylog").read_bytes())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pages = page_loads(cap, options=WebOptions(keylog=str(keylog)))
+        split = list(iter_page_loads(cap, options=WebOptions(keylog=str(keylog), read_ahead=True)))
+    assert split == pages
+    assert [p.index for p in pages] == list(range(len(pages)))
+    assert [(p.start_ns, p.client) for p in pages] == sorted((p.start_ns, p.client) for p in pages)
+    assert sum(p.objects for p in pages) == 8 * 4 * 41
+    assert sum("h3" in p.protocol.split("; ") for p in pages) == 8  # each QUIC load in one page
+    assert max(p.objects for p in pages) == 164
