@@ -1,7 +1,7 @@
 """TLS decryption with NSS key logs, checked against tshark's decrypted view of the same captures.
 
-The captures in data/web/tls/ (made by data/web/tls/make_tls.sh: curl and openssl s_client
-against nginx, their SSLKEYLOGFILE beside each capture) and the references, run live:
+The captures in data/web/tls/ (made by data/web/tls/make_tls.sh and make_tls_cbc.sh: curl and
+openssl s_client against nginx, their SSLKEYLOGFILE beside each capture) and the references, run live:
 
 * the ClientHello random the key log is indexed by:
   ``tshark -r F -Y tls.handshake.type==1 -T fields -e tls.handshake.random``
@@ -35,8 +35,11 @@ from qoe.web.keylog import KeyLog, keylog_from_capture, parse_keylog, read_keylo
 TLS = Path(__file__).resolve().parents[2] / "data" / "web" / "tls"
 TSHARK = shutil.which("tshark")
 needs_tshark = pytest.mark.skipif(TSHARK is None, reason="tshark not installed")
-H1 = ["tls12-h1-aesgcm", "tls13-h1-aes256", "tls13-keyupdate"]
-ALL = ["tls12-h1-aesgcm", "tls12-h2-chacha", "tls13-h1-aes256", "tls13-h2-aes128", "tls13-h2-chacha", "tls13-keyupdate"]
+# (the CBC ones, make_tls_cbc.sh: encrypt_then_mac, RFC 7366, in all but tls12-h1-cbc-noetm)
+CBC = ["tls12-h1-cbc", "tls12-h2-cbc384", "tls12-h1-cbc-noetm"]
+H1 = ["tls12-h1-aesgcm", "tls13-h1-aes256", "tls13-keyupdate", "tls12-h1-cbc", "tls12-h1-cbc-noetm"]
+ALL = ["tls12-h1-aesgcm", "tls12-h2-chacha", "tls13-h1-aes256", "tls13-h2-aes128", "tls13-h2-chacha", "tls13-keyupdate",
+       *CBC]
 
 
 def tshark(name: str, *args: str, keys: bool = False) -> list[list[str]]:
@@ -178,6 +181,20 @@ def test_wrong_keys_fail_authentication_and_are_counted():
     assert "failed authentication" in d.note
     (t, *_) = results[0].transactions
     assert t.method == "GET" and t.status is None  # requests seen, responses not
+
+
+@pytest.mark.parametrize("name", ["tls12-h1-cbc", "tls12-h1-cbc-noetm"])
+def test_cbc_records_with_a_wrong_mac_key_or_padding_fail_and_are_counted(name):
+    """A CBC record is authenticated by its HMAC (RFC 5246 §6.2.3.2; RFC 7366 §3: over the
+    ciphertext): another master secret gives other MAC and write keys, so every record of
+    both ways fails its MAC (encrypt_then_mac) or its padding and MAC, and is counted."""
+    good = read_keylog(TLS / f"{name}.keylog")
+    flipped = KeyLog({k: bytes(b ^ 1 for b in v) for k, v in good.secrets.items()})
+    (r,) = decrypted(name, flipped)
+    d = r.decryption
+    assert d.keys_found and not d.decrypted and d.client_records == d.server_records == 0
+    assert d.client_failed_records > 0 and d.server_failed_records > 0
+    assert "failed authentication" in d.note and r.transactions == ()
 
 
 @needs_tshark

@@ -27,7 +27,7 @@ from qoe.web.http import connection_results
 TLS = Path(__file__).resolve().parents[2] / "data" / "web" / "tls"
 TSHARK = shutil.which("tshark")
 needs_tshark = pytest.mark.skipif(TSHARK is None, reason="tshark not installed")
-H2 = ["tls12-h2-chacha", "tls13-h2-aes128", "tls13-h2-chacha", "tls13-h2-goaway", "h2c-prior"]
+H2 = ["tls12-h2-chacha", "tls13-h2-aes128", "tls13-h2-chacha", "tls13-h2-goaway", "h2c-prior", "tls12-h2-cbc384"]
 
 
 def keylog(name: str) -> Path | None:

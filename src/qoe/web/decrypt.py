@@ -4,8 +4,8 @@ A :class:`DecryptingTlsSink` is a :class:`~qoe.web._sink.ByteSink` for a TLS con
 reads the record layer of both directions, takes the ClientHello's ``random`` (the key
 log's index), the ServerHello's version, random and cipher suite, finds the connection's
 secrets in a :class:`~qoe.web.keylog.KeyLog`, and opens every protected record
-(:mod:`qoe.web._tlsdecrypt`: TLS 1.2 AES-GCM and ChaCha20-Poly1305, TLS 1.3 with key
-updates). The ``application_data`` plaintext of each direction goes, in order, to the
+(:mod:`qoe.web._tlsdecrypt`: TLS 1.2 AES-GCM, ChaCha20-Poly1305 and AES-CBC, TLS 1.3 with
+key updates). The ``application_data`` plaintext of each direction goes, in order, to the
 application-protocol sink: HTTP/2 (:mod:`qoe.web._h2`) when ALPN chose ``h2`` or when the
 client's first plaintext bytes are the HTTP/2 connection preface (RFC 9113 §3.4), else the
 HTTP/1.x sink the caller gives. The clear-text timing of ``qoe.web.tls._TlsSink`` runs
@@ -17,7 +17,7 @@ a decrypted record to the frame that completed it.
 
 Failures never raise: a record that fails authentication is counted
 (:attr:`TlsDecryption.failed_records`) and its plaintext is a gap for the protocol above;
-a connection without keys, with a cipher suite not decrypted here (CBC, CCM), or whose
+a connection without keys, with a cipher suite not decrypted here (CCM, 3DES...), or whose
 handshake was not captured, says why in :attr:`TlsDecryption.note`.
 
 Without keys (or before the keys apply), each direction's ``application_data`` records
@@ -53,6 +53,7 @@ _CCS, _ALERT, _HANDSHAKE, _APPDATA = 20, 21, 22, 23
 # RFC 8446 §4 HandshakeType
 _CLIENT_HELLO, _SERVER_HELLO, _END_OF_EARLY_DATA, _ENCRYPTED_EXTENSIONS, _FINISHED, _KEY_UPDATE = 1, 2, 5, 8, 20, 24
 _EXT_ALPN, _EXT_EARLY_DATA, _EXT_SUPPORTED_VERSIONS = 16, 42, 43  # RFC 7301 §3.1, RFC 8446 §4.2
+_EXT_ENCRYPT_THEN_MAC = 22  # RFC 7366 §2
 _MAX_EARLY_RECORDS = 64  # 0-RTT records held until the ServerHello (max_early_data_size is 16 KiB in practice)
 # RFC 8446 §4.1.3: the random of a HelloRetryRequest
 _HRR_RANDOM = bytes.fromhex("CF21AD74E59A6111BE1D8C021E65B891C2A211167ABB8C5E079E09E2C8A8339C")
@@ -214,6 +215,7 @@ class DecryptingTlsSink:
         self._suite_code: int | None = None
         self._suite: Suite | None = None
         self._early_offered = False
+        self._etm = False  # the ServerHello accepted encrypt_then_mac (RFC 7366; CBC suites)
         self._early_held: list[tuple[int, int, int, bytes]] = []  # 0-RTT records before the ServerHello
         self._keys_found = False
         self._alpn: str | None = None
@@ -457,6 +459,8 @@ class DecryptingTlsSink:
                 version = int.from_bytes(data[:2], "big")  # RFC 8446 §4.2.1: selected_version
             elif t == _EXT_ALPN:
                 self._alpn = _alpn(data)
+            elif t == _EXT_ENCRYPT_THEN_MAC:
+                self._etm = True
         self._server_random, self._version, self._suite_code = random, version, code
         self._keys()
         held, self._early_held = self._early_held, []
@@ -479,7 +483,7 @@ class DecryptingTlsSink:
             return
         if suite is None:
             self._note = (f"cipher suite 0x{code:04x} is not decrypted (TLS 1.3 AES-GCM/ChaCha20 and TLS 1.2 "
-                          "AEAD suites are; CBC suites are left out)")
+                          "AES-GCM, ChaCha20-Poly1305 and AES-CBC suites are)")
             return
         self._suite = suite
         c, s = self._d
@@ -505,7 +509,8 @@ class DecryptingTlsSink:
                 self._note = "no CLIENT_RANDOM (master secret) for this connection in the key log"
                 return
             self._keys_found = True
-            c.cipher, s.cipher = tls12_ciphers(suite, master, cr, self._server_random or b"")
+            c.cipher, s.cipher = tls12_ciphers(suite, master, cr, self._server_random or b"",
+                                               encrypt_then_mac=self._etm and suite.aead == "aes-cbc")
 
     def _protected_handshake(self, direction: int, d: _Dir) -> None:
         tls13 = self._version is not None and self._version >= 0x0304
