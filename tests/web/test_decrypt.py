@@ -279,27 +279,11 @@ def _tls13_connection():
     return (log, hello_record, shello_record, *(_Writer(secrets[n]) for n in names))
 
 
-def test_tls13_padded_records_open_to_their_content():
-    """RFC 8446 §5.2/§5.4: TLSInnerPlaintext = content, then the real content type, then any
-    number of zero bytes. A TLS 1.3 connection written here with ``cryptography``'s AES-GCM
-    (the other side of the primitive qoe opens records with) and keys from the RFC's key
-    schedule (§7.1 HKDF-Expand-Label, §7.3 traffic keys, §5.3 nonce): records with 0, 1 and
-    300 bytes of padding give the HTTP exchange that was written, every record opened; an
-    inner plaintext of zeros alone (no content type) fails, and is counted so."""
+def _tcp_packets(flights: list[tuple[int, bytes]]) -> list:
+    """A TCP connection (handshake, one segment per flight: (0 client / 1 server, bytes), FINs)
+    as qoe.capture Packets, 1 ms apart."""
     from qoe.capture import TCP_ACK, TCP_FIN, TCP_PSH, TCP_SYN, Packet, TcpInfo
 
-    log, hello_record, shello_record, chs, shs, cap, sap = _tls13_connection()
-    finished = handshake(20, bytes(32))  # §4.4.4 (not verified by a passive reader)
-    request = b"GET /a HTTP/1.1\r\nHost: example.org\r\n\r\n"
-    body = b"x" * 1000
-    response = b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + body
-    flights = [
-        (0, hello_record),
-        (1, shello_record + shs.record(finished, 22, pad=1)),
-        (0, chs.record(finished, 22) + cap.record(request, 23, pad=300)),
-        (1, sap.record(response[:500], 23) + sap.record(response[500:], 23, pad=1)),
-        (1, sap.record(b"", 23, pad=20, zeros_only=True)),
-    ]
     c, s = ("192.0.2.1", 50000), ("198.51.100.2", 443)
     seq = [1000, 5000]
     tcp_proto = 6  # IANA protocol number of TCP
@@ -321,7 +305,66 @@ def test_tls13_padded_records_open_to_their_content():
         segment(direction, TCP_ACK | TCP_PSH, data)
     segment(0, TCP_FIN | TCP_ACK)
     segment(1, TCP_FIN | TCP_ACK)
-    (r,) = connection_results(packets, keylog=log)
+    return packets
+
+
+def _app_flights(app: list[tuple[int, bytes]]) -> tuple:
+    """(key log, flights) of a TLS 1.3 connection written here (no ALPN) whose application data
+    records, in order, are ``app``: (0 client / 1 server, plaintext), one record each."""
+    log, hello_record, shello_record, chs, shs, cap, sap = _tls13_connection()
+    finished = handshake(20, bytes(32))
+    flights = [(0, hello_record), (1, shello_record + shs.record(finished, 22)), (0, chs.record(finished, 22))]
+    flights += [(d, (cap if d == 0 else sap).record(data, 23)) for d, data in app]
+    return log, flights
+
+
+def test_without_alpn_the_client_bytes_choose_http_or_not():
+    """No ALPN in the handshake: the client's first decrypted bytes tell (RFC 9112 §3, a
+    request line; RFC 9113 §3.4, the HTTP/2 preface). A request line cut over two records is
+    still HTTP/1.1 (the first, "GET /a HT", cannot tell yet: held); a server that speaks first
+    (an SMTP banner) and a client whose first line is no request line ("EHLO") are not HTTP;
+    nor is a client's "ping" answered by the server while it is no whole line (an HTTP/1.x
+    server answers requests, RFC 9112 §3)."""
+    response = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    cases = {
+        "split request": [(0, b"GET /a HT"), (0, b"TP/1.1\r\nHost: example.org\r\n\r\n"), (1, response)],
+        "server first": [(1, b"220 mail.example.org ESMTP\r\n"), (0, b"EHLO client.example.org\r\n"),
+                         (1, b"250 mail.example.org\r\n")],
+        "ping": [(0, b"ping"), (1, b"pong")],
+    }
+    got = {}
+    for name, app in cases.items():
+        log, flights = _app_flights(app)
+        (r,) = connection_results(_tcp_packets(flights), keylog=log)
+        assert r.decryption.decrypted and r.decryption.failed_records == 0
+        got[name] = (r.decryption.application, [(t.method, t.url, t.status) for t in r.transactions])
+    assert got == {
+        "split request": ("http/1.x", [("GET", "https://example.org/a", 200)]),
+        "server first": ("other", []),
+        "ping": ("other", []),
+    }
+
+
+def test_tls13_padded_records_open_to_their_content():
+    """RFC 8446 §5.2/§5.4: TLSInnerPlaintext = content, then the real content type, then any
+    number of zero bytes. A TLS 1.3 connection written here with ``cryptography``'s AES-GCM
+    (the other side of the primitive qoe opens records with) and keys from the RFC's key
+    schedule (§7.1 HKDF-Expand-Label, §7.3 traffic keys, §5.3 nonce): records with 0, 1 and
+    300 bytes of padding give the HTTP exchange that was written, every record opened; an
+    inner plaintext of zeros alone (no content type) fails, and is counted so."""
+    log, hello_record, shello_record, chs, shs, cap, sap = _tls13_connection()
+    finished = handshake(20, bytes(32))  # §4.4.4 (not verified by a passive reader)
+    request = b"GET /a HTTP/1.1\r\nHost: example.org\r\n\r\n"
+    body = b"x" * 1000
+    response = b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + body
+    flights = [
+        (0, hello_record),
+        (1, shello_record + shs.record(finished, 22, pad=1)),
+        (0, chs.record(finished, 22) + cap.record(request, 23, pad=300)),
+        (1, sap.record(response[:500], 23) + sap.record(response[500:], 23, pad=1)),
+        (1, sap.record(b"", 23, pad=20, zeros_only=True)),
+    ]
+    (r,) = connection_results(_tcp_packets(flights), keylog=log)
     d = r.decryption
     assert d is not None and d.keys_found and d.cipher_suite == "TLS_AES_128_GCM_SHA256"
     assert (d.client_records, d.server_records) == (2, 3)  # Finished + data each way

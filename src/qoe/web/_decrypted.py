@@ -74,6 +74,8 @@ def tls_result(conn: ConnectionId, s: TlsSession, d: TlsDecryption, app: Any) ->
         txs = tuple(app.transactions(make_transaction))
         h2 = app.summary()
         error = error or h2.error
+    elif d.application == "other":  # not HTTP: the why
+        note = "; ".join(n for n in (note, app.note) if n)
     elif app is not None:
         r = app.result()
         txs = tuple(_https(t) for t in r.transactions)

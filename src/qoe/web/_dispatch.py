@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -41,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from qoe.errors import InputError
 from qoe.web.keylog import KeyLog
 from qoe.web._http1 import DEFAULT_MAX_HEAD_BYTES, DEFAULT_MAX_HELD_BYTES, HttpLimits, HttpSink
+from qoe.web._requestline import MAX_SNIFF, looks_like_request
 from qoe.web._results import ConnectionResult, Transaction
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
 from qoe.web.tls import TlsSession, looks_like_tls
@@ -91,34 +91,6 @@ class Parser:
 # ---------------------------------------------------------------------------------------
 # HTTP/1.x request lines
 
-#: Client bytes looked at to recognise the protocol: RFC 9112 §3 recommends accepting
-#: request lines of at least 8000 octets.
-_MAX_SNIFF = 8192
-_METHOD = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 §9.1: method = token (§5.6.2 tchar)
-_MAX_METHOD = 32  # longer "methods" are not HTTP in practice (the registry's longest has 17)
-# RFC 9112 §3: request-line = method SP request-target SP HTTP-version (§2.3: HTTP/d.d)
-_REQUEST_LINE = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+ [^ \r\n]+ HTTP/[0-9]\.[0-9]\r?")
-
-
-def _looks_like_http1(prefix: bytes) -> bool | None:
-    """Whether a connection's first client bytes start an HTTP/1.x request line (RFC 9112 §3;
-    empty lines before it are allowed, §2.2); None while they cannot tell yet."""
-    p = prefix.lstrip(b"\r\n")
-    if not p:
-        return None if len(prefix) < _MAX_SNIFF else False
-    m = _METHOD.match(p)
-    if m is None or m.end() > _MAX_METHOD:
-        return False
-    if m.end() == len(p):
-        return None
-    if p[m.end()] != 0x20:
-        return False
-    nl = p.find(b"\n")
-    if nl < 0:
-        return None if len(p) < _MAX_SNIFF else False
-    return _REQUEST_LINE.fullmatch(p[:nl]) is not None
-
-
 def _http1(conn: ConnectionId, limits: HttpLimits) -> HttpSink:
     return HttpSink(conn, max_head_bytes=limits.max_head_bytes, max_held_bytes=limits.max_held_bytes)
 
@@ -165,7 +137,7 @@ def _looks_like_h2_preface(prefix: bytes) -> bool | None:
 PARSERS: tuple[Parser, ...] = (
     Parser("tls", looks_like_tls, _tls),
     Parser("h2", _looks_like_h2_preface, _h2c),
-    Parser("http", _looks_like_http1, _http1),
+    Parser("http", looks_like_request, _http1),
 )
 
 
@@ -402,7 +374,7 @@ class ProtocolSink:
             # the common case: the client's first delivery says which protocol it speaks; the
             # parser takes it at once (what holding, sniffing the held prefix and replaying it
             # would give, without the copies)
-            found = sniff(payload[:_MAX_SNIFF], self._parsers)
+            found = sniff(payload[:MAX_SNIFF], self._parsers)
             if found is not None and found != "unknown":
                 self._decide(found, "")
                 self._inner.data(direction, ts_ns, offset, payload)  # type: ignore[union-attr]
@@ -410,8 +382,8 @@ class ProtocolSink:
         self._pending.append((0, direction, ts_ns, offset, bytes(payload)))
         self._pending_bytes += len(payload)
         if direction == CLIENT:
-            if len(self._prefix) < _MAX_SNIFF:
-                self._prefix += bytes(payload[: _MAX_SNIFF - len(self._prefix)])
+            if len(self._prefix) < MAX_SNIFF:
+                self._prefix += bytes(payload[: MAX_SNIFF - len(self._prefix)])
             found = sniff(self._prefix, self._parsers)
             if found == "unknown" and self._midstream:
                 self._restart()
@@ -463,7 +435,7 @@ class ProtocolSink:
         did not see the start of; a client delivery may start a request (its first bytes
         are recognised, or could be).
         """
-        if direction == CLIENT and sniff(bytes(payload[:_MAX_SNIFF]), self._parsers) != "unknown":
+        if direction == CLIENT and sniff(bytes(payload[:MAX_SNIFF]), self._parsers) != "unknown":
             self._base[CLIENT] = offset
             return True
         self._skipped[direction] += len(payload)

@@ -334,6 +334,7 @@ class _Item:
     preconnect: bool = False  # a TLS connection that carried no request (opened ahead, unused)
     silent_client: bool = False  # ... told without keys: its client sent nothing after its handshake
     held_ns: float = -1  # until when its connection was held open, where no TCP connection says it (QUIC)
+    opaque: str | None = None  # decrypted, not HTTP: why (its bytes and timing count, it holds no object)
 
     @property
     def protocol(self) -> str:
@@ -397,7 +398,7 @@ def _tls_items(sessions: Iterable[Any], conns: Mapping[int, Any]) -> list[_Item]
                          server_name=s.server_name,
                          active_ns=s.connection_start_ns if 0 < start - s.connection_start_ns <= PENDING_HANDSHAKE_NS
                          else start, preconnect=silent, silent_client=silent,
-                         held_ns=getattr(s, "held_until_ns", -1)))
+                         held_ns=getattr(s, "held_until_ns", -1), opaque=getattr(s, "opaque", None)))
     return out
 
 
@@ -691,6 +692,7 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
     end_objects: int | None = None  # the last byte of an object (a preconnect's holds none)
     end_any: int | None = None
     tls_bytes = hidden = unused = silent = 0
+    opaque: dict[str, int] = {}  # why a decrypted connection is not HTTP -> connections
     tls_complete = True
     tls13_hidden = False
     for it in group:
@@ -724,12 +726,15 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
         if tls is not None:
             tls_bytes += tls.server_bytes
             if not it.preconnect:
-                if txn is None:
-                    hidden += 1
                 if not tls.complete:
                     tls_complete = False
-                if tls.version == _TLS13 and not tls.alpn:
-                    tls13_hidden = True
+                if it.opaque is not None:
+                    opaque[it.opaque] = opaque.get(it.opaque, 0) + 1
+                else:
+                    if txn is None:
+                        hidden += 1
+                    if tls.version == _TLS13 and not tls.alpn:
+                        tls13_hidden = True
     # the main document: the first request; a connection opened ahead (a preconnect, decrypted:
     # no request inside) may come first, it is no document
     main = first.txn if first.txn is not None or not first.preconnect else (txn_list[0] if txn_list else None)
@@ -793,6 +798,10 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
     if hidden:
         notes.append(f"encrypted without keys: {hidden} connection(s) whose objects are not visible (their "
                      "handshake and bytes count; give the browser's key log: --keylog, WebOptions(keylog=...))")
+    if opaque:
+        whys = "; ".join(why if len(opaque) == 1 else f"{n}: {why}" for why, n in sorted(opaque.items()))
+        notes.append(f"decrypted, not HTTP: {sum(opaque.values())} connection(s) whose bytes and timing count, "
+                     f"holding no object ({whys})")
     if not complete:
         reasons = {t.partial or t.error or "incomplete" for t in txns if not t.complete}
         reasons |= {_tls_incomplete(it.tls) for it in group

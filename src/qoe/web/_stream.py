@@ -244,7 +244,11 @@ class _PageStream:
                 # (preconnect, a backup or unused socket): it belongs to the page loading, never
                 # starts one of its own server
                 d = res.decryption
-                if self.decrypting and d is not None and (d.keys_found or not res.tls.complete):
+                if d is not None and d.application == "other":  # decrypted, not HTTP: its bytes count
+                    from qoe.web.decrypt import not_http  # noqa: PLC0415 - loaded already: it decrypted
+
+                    found[-1].opaque = not_http(d.alpn)
+                elif self.decrypting and d is not None and (d.keys_found or not res.tls.complete):
                     it = found[-1]
                     it.preconnect, it.silent_client = True, False
                     # no object: its end is its handshake's (a server's later ticket or alert

@@ -8,7 +8,10 @@ secrets in a :class:`~qoe.web.keylog.KeyLog`, and opens every protected record
 key updates). The ``application_data`` plaintext of each direction goes, in order, to the
 application-protocol sink: HTTP/2 (:mod:`qoe.web._h2`) when ALPN chose ``h2`` or when the
 client's first plaintext bytes are the HTTP/2 connection preface (RFC 9113 §3.4), else the
-HTTP/1.x sink the caller gives. The clear-text timing of ``qoe.web.tls._TlsSink`` runs
+HTTP/1.x sink the caller gives when ALPN chose HTTP/1.x or, without ALPN, the client's first
+plaintext bytes may start a request line (RFC 9112 §3); a protocol that is neither (ALPN naming
+another, or other first bytes: a TLS connection need not carry HTTP) is counted, not parsed,
+and says so. The clear-text timing of ``qoe.web.tls._TlsSink`` runs
 beside it, so a connection without keys still has its handshake timing.
 
 Times: a record's plaintext is delivered at the capture time of the delivery that
@@ -41,12 +44,13 @@ from typing import Any
 
 from qoe.report import as_dict
 from qoe.web._h2 import H2Sink
+from qoe.web._requestline import MAX_SNIFF, looks_like_request
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
 from qoe.web._tlsdecrypt import RecordCipher, Suite, suite_for, tls12_ciphers, tls13_cipher
 from qoe.web.keylog import KeyLog
 from qoe.web.tls import TlsSession, _TlsSink
 
-__all__ = ["DecryptingTlsSink", "TlsDecryption", "EncryptedBurst", "MAX_BURSTS"]
+__all__ = ["DecryptingTlsSink", "TlsDecryption", "EncryptedBurst", "MAX_BURSTS", "not_http"]
 
 # RFC 8446 §5.1 ContentType
 _CCS, _ALERT, _HANDSHAKE, _APPDATA = 20, 21, 22, 23
@@ -63,6 +67,9 @@ _H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 #: Bursts kept per connection (later ones are counted in :attr:`TlsDecryption.bursts_dropped`).
 MAX_BURSTS = 4096
 _HELD_MAX = 1 << 20  # server plaintext held until the client's first bytes choose the protocol
+#: ALPN protocol IDs of HTTP/1.x (IANA "TLS Application-Layer Protocol Negotiation (ALPN)
+#: Protocol IDs", RFC 7301 §6).
+_HTTP1_ALPN = frozenset({"http/1.1", "http/1.0", "http/0.9"})
 
 _SIDE = ("client", "server")
 
@@ -94,8 +101,9 @@ class TlsDecryption:
     alpn : str or None
         The negotiated ALPN protocol: from the ServerHello (TLS <= 1.2) or the decrypted
         EncryptedExtensions (TLS 1.3).
-    application : {"h2", "http/1.x"} or None
-        The parser the plaintext went to.
+    application : {"h2", "http/1.x", "other"} or None
+        The parser the plaintext went to (``"other"``: not HTTP, counted, not parsed; the
+        connection's note says why).
     cipher_suite : str or None
         Its IANA name, when decrypted here.
     client_records, server_records : int
@@ -223,6 +231,7 @@ class DecryptingTlsSink:
         self._app_name: str | None = None
         self._held: list[tuple[int, int, int, Any]] = []  # (kind, direction, ts, item) before the choice
         self._held_bytes = 0
+        self._prefix = b""  # the client's plaintext before the choice (its first MAX_SNIFF bytes)
         self._note: str | None = None
         self._bursts: list[EncryptedBurst] = []
         self._bursts_dropped = 0
@@ -285,7 +294,7 @@ class DecryptingTlsSink:
             return
         self._closed[direction] = True
         if self._app is None and self._held:
-            self._choose(None)
+            self._choose(self._decide(final=True))  # type: ignore[arg-type] - final: never None
         if self._app is not None:
             self._app.close(direction, ts_ns, how)
         else:
@@ -542,15 +551,38 @@ class DecryptingTlsSink:
 
     # -- plaintext ------------------------------------------------------------------------
 
-    def _choose(self, first_client: bytes | None) -> None:
+    def _decide(self, final: bool, server_spoke: bool = False) -> str | None:
+        """The application protocol, from ALPN or the client's first plaintext bytes (``_prefix``):
+        ``"h2"``, ``"http/1.x"``, ``"other"``, or None while those bytes cannot tell. ``final``:
+        they must (a gap, the close, too much held), undecided is then HTTP/1.x;
+        ``server_spoke``: the server sent application data while the client's bytes are no
+        whole request line yet, which an HTTP/1.x server never does (RFC 9112 §3: it answers
+        requests): not HTTP."""
         alpn = self._alpn
-        if alpn == "h2" or (first_client is not None and first_client[:len(_H2_PREFACE)] == _H2_PREFACE[:len(first_client)]
-                            and len(first_client) >= 4 and alpn is None):
-            app, name = self._make_h2(self.conn), "h2"
+        if alpn is not None:
+            return "h2" if alpn == "h2" else "http/1.x" if alpn in _HTTP1_ALPN else "other"
+        prefix = self._prefix
+        if not prefix:
+            return "http/1.x" if final else None
+        n = min(len(prefix), len(_H2_PREFACE))
+        if prefix[:n] == _H2_PREFACE[:n] and (n >= 4 or not (final or server_spoke)):
+            return "h2" if n >= 4 else None  # (the preface, RFC 9113 §3.4)
+        request = looks_like_request(prefix)
+        if request is None:
+            return "other" if server_spoke else "http/1.x" if final else None
+        return "http/1.x" if request else "other"
+
+    def _choose(self, name: str) -> None:
+        """Make the application-protocol sink ``name`` (:meth:`_decide`) and give it what was held."""
+        if name == "h2":
+            app: Any = self._make_h2(self.conn)
+        elif name == "http/1.x":
+            app = self._make_http1(self.conn)
         else:
-            app, name = self._make_http1(self.conn), "http/1.x"
+            app = _Other(not_http(self._alpn))
         self._app, self._app_name = app, name
         held, self._held = self._held, []
+        self._prefix = b""
         for kind, direction, ts, item in held:
             if kind == 0:
                 self._push(app, direction, ts, item)
@@ -573,24 +605,26 @@ class DecryptingTlsSink:
         if not plain:
             return
         if self._app is None:
-            if direction == CLIENT or self._alpn is not None:
-                self._choose(plain if direction == CLIENT else None)
-            else:
-                self._held.append((0, direction, ts, plain))
-                self._held_bytes += len(plain)
-                if self._held_bytes > _HELD_MAX:
-                    self._choose(None)
-                return
+            # held until ALPN or the client's first bytes say what they are (both ways, in order)
+            self._held.append((0, direction, ts, plain))
+            self._held_bytes += len(plain)
+            if direction == CLIENT and len(self._prefix) < MAX_SNIFF:
+                self._prefix += plain[:MAX_SNIFF - len(self._prefix)]
+            name = self._decide(final=len(self._prefix) >= MAX_SNIFF or self._held_bytes > _HELD_MAX,
+                                server_spoke=direction == SERVER)
+            if name is not None:
+                self._choose(name)
+            return
         self._push(self._app, direction, ts, plain)
 
     def _lose(self, direction: int, ts: int, length: int | None) -> None:
         if length is None or length <= 0:
             return
         if self._app is None:
-            if self._alpn is None and direction == SERVER:
+            if self._alpn is None and direction == SERVER and not self._prefix:
                 self._held.append((1, direction, ts, length))
                 return
-            self._choose(None)
+            self._choose(self._decide(final=True))  # type: ignore[arg-type] - final: never None
         self._push_gap(self._app, direction, ts, length)
 
     # -- results ----------------------------------------------------------------------------
@@ -645,3 +679,28 @@ class DecryptingTlsSink:
             bursts_dropped=dropped,
             note=note,
         )
+
+
+def not_http(alpn: str | None) -> str:
+    """Why a decrypted connection whose application is ``"other"`` (:attr:`TlsDecryption.application`)
+    is taken for no HTTP, given its ALPN."""
+    return f"ALPN {alpn!r} is not HTTP" if alpn is not None else "the client's first bytes are not an HTTP request line"
+
+
+class _Other:
+    """The plaintext of a decrypted connection that carries no HTTP (``why``): its bytes are
+    counted by the record layer's figures, not parsed."""
+
+    __slots__ = ("note",)
+
+    def __init__(self, why: str) -> None:
+        self.note = f"decrypted, not HTTP: {why}; its application data is not parsed"
+
+    def data(self, direction: int, ts_ns: int, offset: int, payload: bytes) -> None:
+        pass
+
+    def gap(self, direction: int, ts_ns: int, offset: int, length: int) -> None:
+        pass
+
+    def close(self, direction: int, ts_ns: int, how: str) -> None:
+        pass

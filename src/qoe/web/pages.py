@@ -420,6 +420,7 @@ class _QuicAsTls:
     # until when the client held it open (qoe.web._pagemodel.starts_other_page): its last packet,
     # its CONNECTION_CLOSE or the last before its idle timeout (RFC 9000 §10), in clear or not
     held_until_ns: float = -1
+    opaque: str | None = None  # decrypted, not HTTP/3: why (qoe.web._pagemodel._Item.opaque)
 
 
 def _quic_activity_end_ns(c: Any) -> int:
@@ -449,7 +450,9 @@ def _quic_pages(capture: Any, opts: WebOptions, keys: Any) -> list[Page]:
     hidden = [_QuicAsTls(c.index, c.client, c.server_name, c.client_initial_ns, c.first_ns,
                          _quic_activity_end_ns(c),
                          None, c.server_bytes, c.handshake_end_ns is not None, c.alpn_offered, c.alpn,
-                         c.server_initial_ns, held_until_ns=c.last_ns)
+                         c.server_initial_ns, held_until_ns=c.last_ns,
+                         opaque=f"ALPN {c.alpn!r} is not HTTP/3" if c.decrypted and c.alpn and not c.alpn.startswith("h3")
+                         else None)
               for c in conns if not c.transactions]
     pages = build_pages(txs, tls=hidden, dns=dns_queries(capture), options=opts)
     first_of = {c.index: c.client_initial_ns for c in conns}

@@ -1,0 +1,44 @@
+"""Whether a connection's first client bytes start an HTTP/1.x request (RFC 9112 §3).
+
+The dispatch's sniff of a connection in clear (``qoe.web._dispatch``) and the choice of a
+decrypted connection's application without an ALPN that says (``qoe.web.decrypt``). A leaf:
+no parser is loaded to ask.
+
+References
+----------
+.. [1] RFC 9112 §2.2 (empty lines before a request), §3 (request line); RFC 9110 §5.6.2, §9.1
+   (method = token).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["MAX_SNIFF", "looks_like_request"]
+
+#: Client bytes looked at to recognise the protocol: RFC 9112 §3 recommends accepting
+#: request lines of at least 8000 octets.
+MAX_SNIFF = 8192
+_METHOD = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 §9.1: method = token (§5.6.2 tchar)
+_MAX_METHOD = 32  # longer "methods" are not HTTP in practice (the registry's longest has 17)
+# RFC 9112 §3: request-line = method SP request-target SP HTTP-version (§2.3: HTTP/d.d)
+_REQUEST_LINE = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+ [^ \r\n]+ HTTP/[0-9]\.[0-9]\r?")
+
+
+def looks_like_request(prefix: bytes) -> bool | None:
+    """Whether a connection's first client bytes start an HTTP/1.x request line (RFC 9112 §3;
+    empty lines before it are allowed, §2.2); None while they cannot tell yet."""
+    p = prefix.lstrip(b"\r\n")
+    if not p:
+        return None if len(prefix) < MAX_SNIFF else False
+    m = _METHOD.match(p)
+    if m is None or m.end() > _MAX_METHOD:
+        return False
+    if m.end() == len(p):
+        return None
+    if p[m.end()] != 0x20:
+        return False
+    nl = p.find(b"\n")
+    if nl < 0:
+        return None if len(p) < MAX_SNIFF else False
+    return _REQUEST_LINE.fullmatch(p[:nl]) is not None
