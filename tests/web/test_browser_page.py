@@ -228,6 +228,37 @@ def test_quic_rtt_without_keys_from_the_initial_packets():
     assert all(c.min_rtt_ns >= floor for c in conns)
 
 
+def test_quic_pages_without_keys_of_two_clients_at_once_keep_their_own_rtt(tmp_path):
+    """Two clients load at once over QUIC, without keys: h3-idle (client 1) and, 100 ms later,
+    h3-delay (client 2, 25 ms more each way; ``big_capture.Template`` copies, mergecap). Each
+    page's RTT and baseline are its own connections', as on its capture alone (before, a page
+    took every keyless connection whose ClientHello fell in its span, the other client's too:
+    30.6 -> 49.0 ms, and client 2's baseline 53.7 -> 28.0 ms)."""
+    import shutil
+    import subprocess
+
+    from big_capture import Template  # tests/big_capture.py
+
+    if shutil.which("mergecap") is None:
+        pytest.skip("mergecap (Wireshark) not installed")
+    base = 1_700_000_000 * 10**9
+    alone = []
+    for k, (name, start) in enumerate((("h3-idle", base), ("h3-delay", base + 100_000_000)), 1):
+        tpl = Template(CAPTURES / f"{name}.pcap")
+        alone.append(tmp_path / f"{name}.pcap")
+        alone[-1].write_bytes(tpl.header + tpl.copy(k, start))
+    both = tmp_path / "both.pcap"
+    subprocess.run(["mergecap", "-F", "pcap", "-w", str(both), *map(str, alone)], check=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one = [page_loads(p)[0] for p in alone]
+        two = page_loads(both)
+    assert [p.client for p in two] == [p.client for p in one]
+    assert [(p.rtt_s, p.rtt_min_s, p.connections, p.plt_s) for p in two] == \
+        [(p.rtt_s, p.rtt_min_s, p.connections, p.plt_s) for p in one]
+    assert one[1].rtt_min_s - one[0].rtt_min_s > 0.04  # (the 50 ms the delay adds tells them apart)
+
+
 def _tshark_last_response_s(name: str) -> dict[int, float]:
     """Per QUIC connection (tshark's ``udp.stream``, in order of first packet as qoe's index): the
     time of the last packet with response bytes in tshark's decrypted view (the committed

@@ -458,15 +458,22 @@ def _quic_pages(capture: Any, opts: WebOptions, keys: Any) -> list[Page]:
     first_of = {c.index: c.client_initial_ns for c in conns}
     by_index = {c.index: c for c in conns}
 
-    # the connections without keys by their ClientHello's time: a page holds those in its span
-    # (looked up by bisection: one pass over all of them per page was quadratic in a capture
-    # of many keyless QUIC page loads)
-    hellos = sorted((h.client_hello_ns, h.connection) for h in hidden if h.client_hello_ns is not None)
-    hello_ns = [t for t, _ in hellos]
+    # the connections without keys by their client and ClientHello's time: a page holds its
+    # client's in its span (looked up by bisection: one pass over all of them per page was
+    # quadratic in a capture of many keyless QUIC page loads; another client's connections
+    # in the span are not the page's)
+    hellos: dict[str, list[tuple[int, int]]] = {}
+    for h in hidden:
+        if h.client_hello_ns is not None:
+            hellos.setdefault(h.client[0], []).append((h.client_hello_ns, h.connection))
+    for row in hellos.values():
+        row.sort()
 
     def used_by(p: Page) -> set[int]:  # its transactions' connections, or (no keys) those it holds
-        lo, hi = bisect.bisect_left(hello_ns, p.start_ns), bisect.bisect_right(hello_ns, p.end_ns)
-        return {t.connection for t in p.transactions} | {c for _, c in hellos[lo:hi]}
+        mine = hellos.get(p.client, [])
+        lo = bisect.bisect_left(mine, (p.start_ns, -1))
+        hi = bisect.bisect_right(mine, (p.end_ns, math.inf))
+        return {t.connection for t in p.transactions} | {c for _, c in mine[lo:hi]}
 
     out = []
     for p in pages:
