@@ -228,7 +228,7 @@ def test_quic_rtt_without_keys_from_the_initial_packets():
     assert all(c.min_rtt_ns >= floor for c in conns)
 
 
-def test_quic_pages_without_keys_of_two_clients_at_once_keep_their_own_rtt(tmp_path):
+def test_quic_pages_of_two_clients_at_once_keep_their_own_rtt_and_notes(tmp_path):
     """Two clients load at once over QUIC, without keys: h3-idle (client 1) and, 100 ms later,
     h3-delay (client 2, 25 ms more each way; ``big_capture.Template`` copies, mergecap). Each
     page's RTT and baseline are its own connections', as on its capture alone (before, a page
@@ -257,6 +257,14 @@ def test_quic_pages_without_keys_of_two_clients_at_once_keep_their_own_rtt(tmp_p
     assert [(p.rtt_s, p.rtt_min_s, p.connections, p.plt_s) for p in two] == \
         [(p.rtt_s, p.rtt_min_s, p.connections, p.plt_s) for p in one]
     assert one[1].rtt_min_s - one[0].rtt_min_s > 0.04  # (the 50 ms the delay adds tells them apart)
+    # the key log of client 1's load only: each page says what its own connections could not
+    # show (before, every page had every QUIC connection's note: client 1's page said "no
+    # secrets" of client 2's connections)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        keyed = page_loads(both, options=WebOptions(keylog=str(CAPTURES / "h3-idle.keylog")))
+    no_secrets = "no secrets for this connection in the key log: objects not visible"
+    assert [(p.objects, no_secrets in p.notes) for p in keyed] == [(41, False), (3, True)]
 
 
 def _tshark_last_response_s(name: str) -> dict[int, float]:

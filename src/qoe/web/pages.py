@@ -477,6 +477,7 @@ def _quic_pages(capture: Any, opts: WebOptions, keys: Any) -> list[Page]:
 
     out = []
     for p in pages:
+        used = [by_index[i] for i in sorted(used_by(p)) if i in by_index]
         # a decrypted page starts at its connection's first Initial (the SYN of QUIC), unless a
         # DNS query came first (the same rule as a TCP page's SYN)
         main = p.transactions[0] if p.transactions else None
@@ -488,11 +489,10 @@ def _quic_pages(capture: Any, opts: WebOptions, keys: Any) -> list[Page]:
             p = dataclasses.replace(p, start_ns=initial, start_event="quic-initial", plt_s=plt, onload_s=onload,
                                     ttfb_s=ttfb,
                                     mos=_mos(plt, opts.preset, _custom_bounds(opts)))
-        p = _quic_rtt(p, [by_index[i] for i in sorted(used_by(p)) if i in by_index], opts)
+        p = _quic_rtt(p, used, opts)
         notes = list(p.notes)
         notes = [n for n in notes if not n.startswith("no TCP facts")]
         notes.append(_QUIC_NOTE if math.isnan(p.loss_share) else _QUIC_LOSS_NOTE)
-        if any(c.note for c in conns):
-            notes.extend(sorted({c.note for c in conns if c.note}))
+        notes.extend(sorted({c.note for c in used if c.note}))  # what its own connections could not show
         out.append(dataclasses.replace(p, notes=tuple(dict.fromkeys(notes))))
     return out
