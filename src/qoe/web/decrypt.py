@@ -50,7 +50,7 @@ from qoe.web._tlsdecrypt import RecordCipher, Suite, suite_for, tls12_ciphers, t
 from qoe.web.keylog import KeyLog
 from qoe.web.tls import TlsSession, _TlsSink
 
-__all__ = ["DecryptingTlsSink", "TlsDecryption", "EncryptedBurst", "MAX_BURSTS", "not_http"]
+__all__ = ["DecryptingTlsSink", "DiscardSink", "TlsDecryption", "EncryptedBurst", "MAX_BURSTS", "not_http"]
 
 # RFC 8446 §5.1 ContentType
 _CCS, _ALERT, _HANDSHAKE, _APPDATA = 20, 21, 22, 23
@@ -687,14 +687,12 @@ def not_http(alpn: str | None) -> str:
     return f"ALPN {alpn!r} is not HTTP" if alpn is not None else "the client's first bytes are not an HTTP request line"
 
 
-class _Other:
-    """The plaintext of a decrypted connection that carries no HTTP (``why``): its bytes are
-    counted by the record layer's figures, not parsed."""
+class DiscardSink:
+    """An application sink that takes the plaintext and keeps nothing: for a caller of
+    :class:`DecryptingTlsSink` that reads only what decryption itself gives (``http1=`` and
+    ``h2=`` makers returning one), and for a connection that carries no HTTP."""
 
-    __slots__ = ("note",)
-
-    def __init__(self, why: str) -> None:
-        self.note = f"decrypted, not HTTP: {why}; its application data is not parsed"
+    __slots__ = ()
 
     def data(self, direction: int, ts_ns: int, offset: int, payload: bytes) -> None:
         pass
@@ -704,3 +702,13 @@ class _Other:
 
     def close(self, direction: int, ts_ns: int, how: str) -> None:
         pass
+
+
+class _Other(DiscardSink):
+    """The plaintext of a decrypted connection that carries no HTTP (``why``): its bytes are
+    counted by the record layer's figures, not parsed."""
+
+    __slots__ = ("note",)
+
+    def __init__(self, why: str) -> None:
+        self.note = f"decrypted, not HTTP: {why}; its application data is not parsed"

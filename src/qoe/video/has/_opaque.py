@@ -42,7 +42,7 @@ from typing import Any
 
 from qoe.capture import read_packets
 from qoe.report import as_dict
-from qoe.web.decrypt import DecryptingTlsSink
+from qoe.web.decrypt import DecryptingTlsSink, DiscardSink
 from qoe.web.keylog import KeyLog, load_keylog
 from qoe.web.quic import quic_connections
 from qoe.web.tcp import CLIENT, SERVER, connections
@@ -104,20 +104,7 @@ class Download:
         return as_dict(self)
 
 
-class _Discard:
-    """The application sink of a connection read for its sizes only."""
-
-    def data(self, direction: int, ts_ns: int, offset: int, payload: bytes) -> None:
-        pass
-
-    def gap(self, direction: int, ts_ns: int, offset: int, length: int) -> None:
-        pass
-
-    def close(self, direction: int, ts_ns: int, how: str) -> None:
-        pass
-
-
-_DISCARD = _Discard()
+_DISCARD = DiscardSink()  # the application sink of a connection read for its sizes only
 
 
 class _Opaque:
