@@ -1,6 +1,6 @@
 """TLS decryption with NSS key logs, checked against tshark's decrypted view of the same captures.
 
-The captures in data/web/tls/ (made by data/web/tls/make_tls.sh and make_tls_cbc.sh: curl and
+The captures in data/web/tls/ (made by data/web/tls/make_tls.sh: curl and
 openssl s_client against nginx, their SSLKEYLOGFILE beside each capture) and the references, run live:
 
 * the ClientHello random the key log is indexed by:
@@ -35,7 +35,7 @@ from qoe.web.keylog import KeyLog, keylog_from_capture, parse_keylog, read_keylo
 TLS = Path(__file__).resolve().parents[2] / "data" / "web" / "tls"
 TSHARK = shutil.which("tshark")
 needs_tshark = pytest.mark.skipif(TSHARK is None, reason="tshark not installed")
-# (the CBC ones, make_tls_cbc.sh: encrypt_then_mac, RFC 7366, in all but tls12-h1-cbc-noetm)
+# (the CBC ones, `make_tls.sh cbc`: encrypt_then_mac, RFC 7366, in all but tls12-h1-cbc-noetm)
 CBC = ["tls12-h1-cbc", "tls12-h2-cbc384", "tls12-h1-cbc-noetm"]
 H1 = ["tls12-h1-aesgcm", "tls13-h1-aes256", "tls13-keyupdate", "tls12-h1-cbc", "tls12-h1-cbc-noetm"]
 ALL = ["tls12-h1-aesgcm", "tls12-h2-chacha", "tls13-h1-aes256", "tls13-h2-aes128", "tls13-h2-chacha", "tls13-keyupdate",
