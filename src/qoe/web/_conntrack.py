@@ -260,7 +260,8 @@ class _Conn(_Delivery):
             return
         if tcp[_SEQ] != h.isn:  # another ISN on a connection we keep: ignore the SYN
             return
-        rec = h.sent[h.sent_head] if h.sent_head < len(h.sent) and h.sent[h.sent_head][_R_START] == -1 else None
+        # the SYN's record, acknowledged or not (a copy of a repeated SYN may come after the SYN-ACK)
+        rec = h.sent[0] if h.sent and h.sent[0][_R_START] == -1 else None
         if not self._sent_again(h, rec, tcp, ts):
             return
         if len(h.syn_tx) < 16:
@@ -387,10 +388,13 @@ class _Conn(_Delivery):
         self.hit.add("max_rtt_samples")
 
     def _copy_of_sent(self, h: _Sender, s: int, e: int, tcp: Any, ts: int) -> bool:
-        """Is segment ``[s, e)`` a second capture of its latest transmission (see ``_copy``)?"""
+        """Is segment ``[s, e)`` a second capture of its latest transmission (see ``_copy``)?
+        Its record is looked for among the acknowledged ones too (those ``_compact`` has not
+        dropped yet): the second copy of a frame can come after the ACK of the first (two
+        interfaces of a router or host, "any" device, where the ACK's copies come between)."""
         sent = h.sent
-        i = bisect_right(sent, s, lo=h.sent_head, key=_start) - 1
-        if i < h.sent_head:
+        i = bisect_right(sent, s, key=_start) - 1
+        if i < 0:
             return False
         rec = sent[i]
         return rec[_R_START] == s and _copy(rec, tcp, ts)
@@ -551,10 +555,9 @@ class _Conn(_Delivery):
             self._maybe_close(h, d, ts)
             return
         if dl == 0 and f == h.fin:
-            rec = None
-            for r in h.sent[h.sent_head :]:
-                if r[_R_START] == f:
-                    rec = r
+            # its record, acknowledged or not (as _copy_of_sent looks for a data segment's)
+            i = bisect_right(h.sent, f, key=_start) - 1
+            rec = h.sent[i] if i >= 0 and h.sent[i][_R_START] == f else None
             if not self._sent_again(h, rec, tcp, ts):
                 return
             spurious = h.acked is not None and h.acked > f
@@ -600,8 +603,10 @@ class _Conn(_Delivery):
         return kind
 
     def _mark_retransmitted(self, h: _Sender, s: int, e: int, ts: int, tcp: Any) -> None:
+        # acknowledged records too (a spurious retransmission): a second capture of this
+        # transmission is then told by its header (_copy_of_sent)
         sent = h.sent
-        i = max(h.sent_head, bisect_right(sent, s, lo=h.sent_head, key=_start) - 1)
+        i = max(0, bisect_right(sent, s, key=_start) - 1)
         while i < len(sent) and sent[i][_R_START] < e:
             if sent[i][_R_END] > s:
                 _again(sent[i], ts, tcp)
@@ -824,9 +829,14 @@ def _copy(rec: list[Any], tcp: tuple[Any, ...], ts: int) -> bool:
     TCP header, after dup ACKs (an RTT) or its timer. So: the same header and Identification
     and, with timestamps, less than the smallest RTO (200 ms) later; without, less than
     ``DUPLICATE_NS``. Over IPv6 (no Identification), or from a stack that sends 0, a
-    retransmission within the tick can still be taken for a copy.
+    retransmission within the tick can still be taken for a copy, but for a SYN: Linux sends
+    its SYN-ACKs with Identification 0, and a real capture (``data/video/has/sessions/
+    dash-step``) holds two of them 2.4 ms apart with the same TSval, two transmissions (the
+    answers to a SYN and to its retransmission; tshark: two retransmissions): a SYN without an
+    Identification is a copy only within ``DUPLICATE_NS``.
     """
-    return _same(rec[_R_HDR], tcp) and ts - rec[_R_LAST_TS] < (MIN_RTO_NS if tcp[_TSVAL] is not None else DUPLICATE_NS)
+    strict = tcp[_TSVAL] is None or (tcp[_FLAGS] & TCP_SYN and not tcp[_IPID])
+    return _same(rec[_R_HDR], tcp) and ts - rec[_R_LAST_TS] < (DUPLICATE_NS if strict else MIN_RTO_NS)
 
 
 def _again(rec: list[Any], ts: int, tcp: tuple[Any, ...]) -> None:

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -86,6 +87,11 @@ _MAX_STREAM_HELD = 1 << 20  # out-of-order STREAM bytes held per stream
 _MAX_EARLY_HELD = 64  # 0-RTT packets held until the ServerHello and EncryptedExtensions
 _IDLE_NS = 30_000_000_000  # a 4-tuple quiet this long starts over (RFC 9000 §10.1: idle timeout, 30 s is common)
 _SWEEP_NS = 1_000_000_000  # capture time between looks for connections quiet _IDLE_NS (iter_quic_connections)
+#: How long a datagram is remembered to tell a second capture of it (the same datagram on two
+#: interfaces, Linux's "any" device, a span port: microseconds to a queue's delay later). A QUIC
+#: sender never sends the same bytes twice (each packet has a new packet number, RFC 9000
+#: §12.3, and is protected anew, RFC 9001 §5.3), so identical bytes within it are one datagram.
+COPY_NS = 1_000_000_000
 _SIDE = ("client", "server")
 #: RFC 9001 §5.3: the AEADs of QUIC v1's cipher suites (AEAD_AES_128_GCM, AEAD_AES_256_GCM,
 #: AEAD_CHACHA20_POLY1305) add a 16-byte authentication tag to a packet's payload.
@@ -138,6 +144,7 @@ class QuicConnection:
         The handshake's end as visible: HANDSHAKE_DONE when decrypted, else the client's
         first 1-RTT packet; and its duration from the client's first Initial.
     client_packets, server_packets : int
+        Datagrams (a second capture of one not counted).
     client_bytes, server_bytes : int
         UDP payload bytes.
     keys_found, decrypted : bool
@@ -153,6 +160,9 @@ class QuicConnection:
         sent the client, without the ACKs, PINGs and PTO probes that follow the last response
         while the client's last packets are acknowledged and the connection idles. None when
         the server sent no such packet.
+    duplicate_datagrams : int
+        Datagrams captured twice (identical bytes within :data:`COPY_NS`), both ways: the
+        second capture left out of everything above.
     transactions : tuple
         HTTP/3 transactions (empty without keys).
     goaways : tuple
@@ -227,6 +237,7 @@ class QuicConnection:
     retransmitted_stream_bytes: int = 0
     pto_events: int = 0
     server_last_data_ns: int | None = None
+    duplicate_datagrams: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return as_dict(self)
@@ -299,6 +310,9 @@ class _Conn:
         self.handshake_done: int | None = None
         self.packets = [0, 0]
         self.nbytes = [0, 0]
+        self.recent: tuple[dict[int, int], dict[int, int]] = ({}, {})  # each way: hash(datagram) -> its time
+        self.recent_order: tuple[deque[tuple[int, int]], deque[tuple[int, int]]] = (deque(), deque())
+        self.duplicates = 0
         self.failed = [0, 0]
         self.opened = 0
         self.updates = 0
@@ -331,7 +345,16 @@ class _Conn:
     # -- datagrams -------------------------------------------------------------------------
 
     def datagram(self, direction: int, ts: int, data: bytes) -> None:
-        self.last = ts
+        self.last = ts  # (a second capture too: the 4-tuple's activity, as the other process sees it)
+        recent, order = self.recent[direction], self.recent_order[direction]
+        while order and ts - order[0][0] > COPY_NS:
+            del recent[order.popleft()[1]]
+        key = hash(data)
+        if key in recent:
+            self.duplicates += 1  # the same datagram captured a second time
+            return
+        recent[key] = ts
+        order.append((ts, key))
         self.packets[direction] += 1
         self.nbytes[direction] += len(data)
         pos = 0
@@ -730,7 +753,7 @@ class _Conn:
             bursts=tuple(self.bursts), bursts_dropped=self.bursts_dropped, transactions=txs, goaways=goaways,
             closed=self.closed, note="; ".join(notes) or None, **self._rtt_fields(), **self._loss_fields(notes),
             zero_rtt_packets=self.zero_rtt, zero_rtt_decrypted=self.early_opened, early_data_accepted=self.early_accepted,
-            server_last_data_ns=self.last_data,
+            server_last_data_ns=self.last_data, duplicate_datagrams=self.duplicates,
         )
 
     def _loss_fields(self, notes: list[str]) -> dict[str, Any]:
