@@ -23,6 +23,7 @@ import pytest
 
 from qoe.web import WebOptions, page_loads
 from qoe.web.http import connection_results
+from qoe.web.quic import quic_connections
 
 TLS = Path(__file__).resolve().parents[2] / "data" / "web" / "tls"
 TSHARK = shutil.which("tshark")
@@ -153,6 +154,27 @@ def test_quic_pages_with_and_without_keys():
     assert {t.protocol for t in shown.transactions} == {"h3"}
     # both "fully loaded" readings end at the last server packet and start at the first Initial
     assert shown.start_ns == hidden.start_ns and shown.plt_s == pytest.approx(hidden.plt_s, abs=1e-3)
+
+
+def test_a_decrypted_quic_connection_without_a_request_was_opened_ahead():
+    """quic-h3-unused (make_quic.sh: aioquic's client shakes hands and closes without a request,
+    and 50 ms later another fetches two objects, as a browser's connection opened ahead and the
+    one it uses): with the key log, both decrypted, HTTP/3 on both; tshark's decrypted view
+    (quic-h3-unused.tshark-http3.tsv) has HEADERS frames (type 1) on four streams of the second
+    connection only: two requests, two responses. The page holds the two transactions and says
+    the first connection was opened and never used, not that its objects are hidden (as it said
+    before: "encrypted without keys" with the key log given); without keys, both hidden."""
+    cap, keys = TLS / "quic-h3-unused.pcapng", TLS / "quic-h3-unused.keylog"
+    rows = [line.split("\t") for line in (TLS / "quic-h3-unused.tshark-http3.tsv").read_text().splitlines()]
+    headers = sum(types.split(",").count("1") for _, _, types in rows)
+    conns = quic_connections(cap, keylog=keys)
+    assert [(c.decrypted, c.alpn, len(c.transactions)) for c in conns] == [(True, "h3", 0), (True, "h3", headers // 2)]
+    (shown,) = page_loads(cap, options=WebOptions(keylog=str(keys)))
+    assert [t.target for t in shown.transactions] == ["/index.html", "/style.css"]
+    assert "1 TLS connection(s) opened and never used (decrypted: no request inside)" in shown.notes
+    assert not any("without keys" in n for n in shown.notes)
+    (hidden,) = page_loads(cap)
+    assert any(n.startswith("encrypted without keys: 2 connection(s)") for n in hidden.notes)
 
 
 def test_the_cli_table_of_pages_says_what_qoe_could_not_see():

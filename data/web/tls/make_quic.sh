@@ -4,13 +4,16 @@
 # fetching the four objects, a 404 and a HEAD on one QUIC v1 connection, captured by tcpdump;
 # the client writes the NSS key log (QUIC_* ... lines are CLIENT_/SERVER_HANDSHAKE_TRAFFIC_SECRET
 # and CLIENT_/SERVER_TRAFFIC_SECRET_0). Then tshark 4.0's decrypted view (it has no QPACK:
-# the frames and stream ids, not the header fields).
-# Usage (as root, with the venv's python holding aioquic): data/web/tls/make_quic.sh [PYTHON]
+# the frames and stream ids, not the header fields). And quic-h3-unused: a client that shakes
+# hands and closes without a request (a connection opened ahead, as browsers preconnect), and
+# 50 ms later one that fetches index.html and style.css, from the same address.
+# Usage (as root, with the venv's python holding aioquic): data/web/tls/make_quic.sh [PYTHON [all|unused]]
 set -euo pipefail
 export LC_ALL=C TZ=UTC
 HERE=$(cd "$(dirname "$0")" && pwd)
 SITE=$(cd "$HERE/../site" && pwd)
 PY=${1:-python3}
+WHAT=${2:-all}
 WORK=$(mktemp -d /tmp/wx-quic.XXXXXX)
 NS=wxquic$$
 cleanup() { ip netns pids $NS 2>/dev/null | xargs -r kill 2>/dev/null || true; ip netns del $NS 2>/dev/null || true; rm -rf "$WORK"; }
@@ -19,18 +22,30 @@ ip netns add $NS
 ip -n $NS link set lo up
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$WORK/key.pem" -out "$WORK/cert.pem" \
   -days 30 -subj /CN=www.example.com -addext subjectAltName=DNS:www.example.com 2>/dev/null
-name=quic-h3
-rm -f "$HERE/$name.keylog"
-ip netns exec $NS timeout 30 "$PY" "$HERE/quic_pair.py" server "$SITE" "$WORK/cert.pem" "$WORK/key.pem" 4433 &
-ip netns exec $NS tcpdump -i lo -s 0 --immediate-mode -w "$WORK/$name.pcap" udp port 4433 2>/dev/null &
-TPID=$!
+ip netns exec $NS timeout 60 "$PY" "$HERE/quic_pair.py" server "$SITE" "$WORK/cert.pem" "$WORK/key.pem" 4433 &
 sleep 2
-ip netns exec $NS timeout 20 "$PY" "$HERE/quic_pair.py" client 4433 "$HERE/$name.keylog" \
-  /index.html /style.css /img1.jpg /img2.jpg /missing.png "HEAD /index.html" >"$HERE/$name.client.tsv"
-sleep 1
-kill $TPID; wait $TPID 2>/dev/null || true  # tcpdump writes its last buffer on exit
-editcap -F pcapng "$WORK/$name.pcap" "$HERE/$name.pcapng"
-T=(tshark -n -o "tls.keylog_file:$HERE/$name.keylog" -r "$HERE/$name.pcapng")
-"${T[@]}" -Y http3 -T fields -e frame.time_epoch -e quic.stream.stream_id -e http3.frame_type -E occurrence=a >"$HERE/$name.tshark-http3.tsv"
-"${T[@]}" -Y quic -T fields -e frame.time_epoch -e quic.long.packet_type -e quic.packet_number -e quic.frame_type -E occurrence=a >"$HERE/$name.tshark-quic.tsv"
-ls -la "$HERE"/$name*
+capture() {  # name, then what runs while tcpdump captures
+  local name=$1; shift
+  rm -f "$HERE/$name.keylog"
+  ip netns exec $NS tcpdump -i lo -s 0 --immediate-mode -w "$WORK/$name.pcap" udp port 4433 2>/dev/null &
+  local tpid=$!
+  sleep 1
+  "$@"
+  sleep 1
+  kill $tpid; wait $tpid 2>/dev/null || true  # tcpdump writes its last buffer on exit
+  editcap -F pcapng "$WORK/$name.pcap" "$HERE/$name.pcapng"
+  local T=(tshark -n -o "tls.keylog_file:$HERE/$name.keylog" -r "$HERE/$name.pcapng")
+  "${T[@]}" -Y http3 -T fields -e frame.time_epoch -e quic.stream.stream_id -e http3.frame_type -E occurrence=a >"$HERE/$name.tshark-http3.tsv"
+  "${T[@]}" -Y quic -T fields -e frame.time_epoch -e quic.long.packet_type -e quic.packet_number -e quic.frame_type -E occurrence=a >"$HERE/$name.tshark-quic.tsv"
+  ls -la "$HERE"/$name.*
+}
+client() {  # key log, paths...: quic_pair.py's client in the namespace
+  ip netns exec $NS timeout 20 "$PY" "$HERE/quic_pair.py" client 4433 "$@"
+}
+if [ "$WHAT" = all ]; then
+  capture quic-h3 eval 'client "$HERE/quic-h3.keylog" /index.html /style.css /img1.jpg /img2.jpg /missing.png \
+    "HEAD /index.html" >"$HERE/quic-h3.client.tsv"'
+fi
+capture quic-h3-unused eval '{ client "$HERE/quic-h3-unused.keylog" & sleep 0.05;
+  client "$HERE/quic-h3-unused.keylog" /index.html /style.css; wait $!; } >"$HERE/quic-h3-unused.client.tsv"'
+

@@ -397,7 +397,7 @@ def _tls_items(sessions: Iterable[Any], conns: Mapping[int, Any]) -> list[_Item]
         out.append(_Item(client=s.client[0], start_ns=start, end_ns=max(end, start), conn=s.connection, tls=s,
                          server_name=s.server_name,
                          active_ns=s.connection_start_ns if 0 < start - s.connection_start_ns <= PENDING_HANDSHAKE_NS
-                         else start, preconnect=silent, silent_client=silent,
+                         else start, preconnect=silent or getattr(s, "unused", False), silent_client=silent,
                          held_ns=getattr(s, "held_until_ns", -1), opaque=getattr(s, "opaque", None)))
     return out
 

@@ -421,6 +421,23 @@ class _QuicAsTls:
     # its CONNECTION_CLOSE or the last before its idle timeout (RFC 9000 §10), in clear or not
     held_until_ns: float = -1
     opaque: str | None = None  # decrypted, not HTTP/3: why (qoe.web._pagemodel._Item.opaque)
+    # decrypted HTTP/3 that carried no request: opened ahead (a preconnect, as a TCP one decrypted
+    # with no request inside), its end its handshake's (qoe.web._pagemodel._tls_items)
+    unused: bool = False
+
+
+def _quic_as_tls(c: Any) -> _QuicAsTls:
+    """A QUIC connection without transactions as one item: without keys, its objects not
+    visible; decrypted, either another protocol than HTTP/3 (``opaque``) or HTTP/3 that carried
+    no request (``unused``: a connection opened ahead)."""
+    h3 = c.alpn is not None and c.alpn.startswith("h3")  # (qoe.web.quic reads HTTP/3 for these)
+    unused = c.decrypted and h3 and c.handshake_end_ns is not None
+    return _QuicAsTls(c.index, c.client, c.server_name, c.client_initial_ns, c.first_ns,
+                      c.handshake_end_ns if unused else _quic_activity_end_ns(c),
+                      None, c.server_bytes, c.handshake_end_ns is not None, c.alpn_offered, c.alpn,
+                      c.server_initial_ns, held_until_ns=c.last_ns,
+                      opaque=f"ALPN {c.alpn!r} is not HTTP/3" if c.decrypted and c.alpn and not h3 else None,
+                      unused=unused)
 
 
 def _quic_activity_end_ns(c: Any) -> int:
@@ -447,13 +464,7 @@ def _quic_pages(capture: Any, opts: WebOptions, keys: Any) -> list[Page]:
 
     conns = quic_connections(capture, keylog=keys, read_ahead=opts.read_ahead)
     txs = [t for c in conns for t in c.transactions]
-    hidden = [_QuicAsTls(c.index, c.client, c.server_name, c.client_initial_ns, c.first_ns,
-                         _quic_activity_end_ns(c),
-                         None, c.server_bytes, c.handshake_end_ns is not None, c.alpn_offered, c.alpn,
-                         c.server_initial_ns, held_until_ns=c.last_ns,
-                         opaque=f"ALPN {c.alpn!r} is not HTTP/3" if c.decrypted and c.alpn and not c.alpn.startswith("h3")
-                         else None)
-              for c in conns if not c.transactions]
+    hidden = [_quic_as_tls(c) for c in conns if not c.transactions]
     pages = build_pages(txs, tls=hidden, dns=dns_queries(capture), options=opts)
     first_of = {c.index: c.client_initial_ns for c in conns}
     by_index = {c.index: c for c in conns}
