@@ -96,6 +96,26 @@ def test_gtpu_echo_is_not_user_data_and_extension_chain_is_followed(cap, write, 
     assert (b.src, b.payload, b.encapsulation) == ("192.168.1.1", b"rtp!", "gtp-u[teid=0x00000009]")  # TEID 9, TS 29.281 §5.1
 
 
+def test_tzsp_frames_are_read_and_what_is_no_frame_stays_a_datagram(cap, write, udp_both):
+    """TZSP to UDP 37008 (qoe.capture._tunnels [10]: Wikipedia's summary of the protocol): a
+    received Ethernet frame after a padding tag, an unknown tag (skipped) and TAG_END is read
+    as its inner packet; a keepalive (type 4), an 802.11 encapsulation (18, not read here), a
+    tag list without TAG_END and a datagram of another protocol that merely starts alike (a
+    client's ephemeral port 37008; the frame's EtherType is no IP) stay the outer datagrams."""
+    frame = cap.eth(inner_udp(cap))
+    bodies = [
+        struct.pack("!BBH", 1, 0, 1) + b"\x00" + b"\x0a\x01\x2a" + b"\x01" + frame,
+        struct.pack("!BBH", 1, 4, 1) + b"\x01",
+        struct.pack("!BBH", 1, 0, 18) + b"\x01" + frame,
+        struct.pack("!BBH", 1, 0, 1) + b"\x0a\x01\x2a",
+        struct.pack("!BBH", 1, 0, 1) + b"\x01" + bytes(12) + b"\x12\x34" + bytes(20),
+    ]
+    frames = [cap.eth(cap.ipv4("10.0.0.1", "10.0.0.2", 17, cap.udp(50000, 37008, b))) for b in bodies]
+    got = udp_both(write(cap.pcap([(cap.T0, i, f) for i, f in enumerate(frames)])))
+    assert [(p.src, p.encapsulation) for p in got] == [("192.168.1.1", "tzsp")] + [("10.0.0.1", "")] * 4
+    assert got[0].payload == b"rtp!" and [p.payload for p in got[1:]] == bodies[1:]
+
+
 def test_l2tp_compressed_ppp_and_control_messages(cap, write, udp_both):
     ip = inner_udp(cap)
     # RFC 2661 §3.1: L 0, S 1 (Ns, Nr), O 1 (offset size 2 + 2 pad bytes); PPP without
@@ -163,6 +183,7 @@ HEADERS = {
     "vxlan": lambda cap, body: cap.ipv4("10.0.0.1", "10.0.0.2", 17, cap.udp(1, 4789, body)),
     "gtpu": lambda cap, body: cap.ipv4("10.0.0.1", "10.0.0.2", 17, cap.udp(2152, 2152, body)),
     "l2tp": lambda cap, body: cap.ipv4("10.0.0.1", "10.0.0.2", 17, cap.udp(1701, 1701, body)),
+    "tzsp": lambda cap, body: cap.ipv4("10.0.0.1", "10.0.0.2", 17, cap.udp(50000, 37008, b"\x01\x00\x00\x01" + body)),
 }
 
 

@@ -5,7 +5,8 @@ Samples: ``data/capture/tunnels/``. ``vxlan.pcap`` is a REAL capture of the kern
 fragments, real inner fragments of an L16 stream); ``inner.pcap`` the same traffic on the
 VXLAN device. Every other file is CRAFTED by make_crafted.py: those real inner frames put
 into outer headers written from the standards, because this kernel has no GRE, ERSPAN,
-IPIP, SIT, L2TP, GTP, PPPoE or MPLS forwarding (see make_crafted.py).
+IPIP, SIT, L2TP, GTP, PPPoE or MPLS forwarding (see make_crafted.py), and no MikroTik router
+to stream them in TZSP.
 
 References, run live on each file (skipped when tshark is absent):
 
@@ -60,6 +61,7 @@ CASES = {
     "sit.pcap": {"ipv6-in-ip"},
     "pppoe.pcap": {"pppoe"},
     "l2tp.pcap": {"l2tp[tunnel=7,session=1]", "l2tp[tunnel=9,session=2]"},
+    "tzsp.pcap": {"tzsp"},
 }
 FILES = sorted(CASES)
 tshark_only = pytest.mark.skipif(TSHARK is None, reason="tshark not installed")

@@ -258,6 +258,12 @@ def build(records):
         l2tp = struct.pack("!HHHH", 0x4002, 8 + len(ppp), 7 if a else 9, 1 if a else 2) + ppp
         recs += [(s, u, fr) for fr in outer4(a, 17, udp(1701, 1701, l2tp))]
     files["l2tp.pcap"] = recs
+    # TZSP (TaZmen Sniffer Protocol, qoe.capture._tunnels [10]), as a MikroTik router streams
+    # what it sniffs to a collector at UDP 37008: version 1, type 0 (received), encapsulation 1
+    # (Ethernet), a TAG_PADDING (0), a tagged field of type 10, length 1 (skipped as unknown),
+    # TAG_END (1), then the frame; both directions' frames from the router (10.99.0.1).
+    tzsp = struct.pack("!BBH", 1, 0, 1) + b"\x00" + b"\x0a\x01\x2a" + b"\x01"
+    files["tzsp.pcap"] = [(s, u, fr) for s, u, f, a in frames for fr in outer4(True, 17, udp(50000, 37008, tzsp + f))]
     return files
 
 

@@ -74,6 +74,12 @@ References
    Non-ESP Marker before IKE messages).
 .. [8] RFC 2003 §3 (IPv4 in IPv4, protocol 4); RFC 4213 §3.5 (IPv6 in IPv4, protocol 41);
    RFC 2473 §3 (IPv6 generic packet tunnelling, next header 4 or 41).
+.. [10] TZSP, the TaZmen Sniffer Protocol (MikroTik's packet sniffer and some access points
+   stream what they capture in it): no standard text could be read here. Followed: the
+   protocol summary in Wikipedia's "TZSP" article (from the original Tazmen specification:
+   4-byte header version 1, type, encapsulated protocol, big-endian; tagged fields of type,
+   length and data, TAG_PADDING 0 and TAG_END 1 without length, unknown tags skipped; then
+   the frame; encapsulation 1 = Ethernet) and IANA's service name "tzsp" for UDP port 37008.
 """
 
 from __future__ import annotations
@@ -98,7 +104,8 @@ UDP_PORT_VXLAN = 4789  # RFC 7348 §5 (IANA)
 UDP_PORT_GTPU = 2152  # 3GPP TS 29.281 §4.4.2
 UDP_PORT_L2TP = 1701  # RFC 2661 §8.1
 UDP_PORT_IPSEC_NAT_T = 4500  # RFC 3948 §2 (UDP-encapsulated ESP, the port of RFC 3947 §4)
-UDP_TUNNEL_PORTS = frozenset({UDP_PORT_VXLAN, UDP_PORT_GTPU, UDP_PORT_L2TP, UDP_PORT_IPSEC_NAT_T})
+UDP_PORT_TZSP = 37008  # IANA service name "tzsp" [10]
+UDP_TUNNEL_PORTS = frozenset({UDP_PORT_VXLAN, UDP_PORT_GTPU, UDP_PORT_L2TP, UDP_PORT_IPSEC_NAT_T, UDP_PORT_TZSP})
 
 ETHERTYPE_MPLS = 0x8847  # RFC 3032 §5 (unicast)
 ETHERTYPE_MPLS_MC = 0x8848  # RFC 5332 §4 (multicast)
@@ -110,6 +117,8 @@ PPP_IPV4 = 0x0021  # RFC 1332 §2
 PPP_IPV6 = 0x0057  # RFC 5072 §3
 
 _NONE = (KIND_NONE, 0)
+# what a TZSP frame's EtherType may be for qoe to read it: IPv4, IPv6, 802.1Q/802.1ad tags, MPLS, PPPoE session
+_TZSP_ETHERTYPES = frozenset({0x0800, 0x86DD, 0x8100, 0x88A8, ETHERTYPE_MPLS, ETHERTYPE_MPLS_MC, 0x8864})
 
 
 def after_ip_version(data: bytes, off: int, end: int) -> tuple[int, int]:
@@ -231,6 +240,25 @@ def vxlan(data: bytes, off: int, end: int) -> tuple[int, int]:
     return KIND_ETHER, off + 8
 
 
+def tzsp(data: bytes, off: int, end: int) -> tuple[int, int]:
+    """The Ethernet frame a TZSP packet carries [10]: version 1, type 0 (a received packet) or
+    1 (a packet for transmit), encapsulation 1 (Ethernet); the tagged fields skipped to
+    TAG_END. Other types (configuration, keepalive, port opener) and encapsulations (802.11,
+    Prism, AVS: not read here) carry no frame of ours."""
+    if off + 5 > end or data[off] != 1 or data[off + 1] > 1 or data[off + 2] != 0 or data[off + 3] != 1:
+        return _NONE
+    p = off + 4
+    while p < end:
+        tag = data[p]
+        if tag == 1:  # TAG_END: the frame follows (a frame of IP, VLAN, MPLS or PPPoE: a port in
+            # the ephemeral range may carry another protocol's datagram that starts alike)
+            p += 1
+            ok = p + 14 <= end and (data[p + 12] << 8 | data[p + 13]) in _TZSP_ETHERTYPES
+            return (KIND_ETHER, p) if ok else _NONE
+        p += 1 if tag == 0 else 2 + (data[p + 1] if p + 1 < end else end)  # TAG_PADDING, or type, length, data
+    return _NONE
+
+
 def gtpu(data: bytes, off: int, end: int) -> tuple[int, int]:
     """The IP packet of a GTPv1-U G-PDU (3GPP TS 29.281 §5.1-§5.2)."""
     if off + 8 > end:
@@ -304,7 +332,7 @@ def ppp(data: bytes, p: int, end: int) -> tuple[int, int]:
 def udp_tunnel(sport: int, dport: int, data: bytes, off: int, end: int) -> tuple[int, str, int]:
     """``(kind, name, offset)`` of a tunnel in a UDP payload, by its registered port:
     VXLAN to 4789 (the source port is a flow hash, RFC 7348 §5), GTP-U from or to 2152,
-    L2TP from or to 1701; ``kind`` 0 if the header does not check out. ``name`` carries
+    L2TP from or to 1701, TZSP to or from 37008; ``kind`` 0 if the header does not check out. ``name`` carries
     the tunnel's identifier (:func:`tagged`): "vxlan[vni=42]", "gtp-u[teid=0x00001001]",
     "l2tp[tunnel=7,session=1]"."""
     if dport == UDP_PORT_VXLAN:
@@ -327,6 +355,9 @@ def udp_tunnel(sport: int, dport: int, data: bytes, off: int, end: int) -> tuple
         p = off + (4 if data[off] & 0x40 else 2)
         tunnel, session = data[p] << 8 | data[p + 1], data[p + 2] << 8 | data[p + 3]
         return kind, tagged("l2tp", f"tunnel={tunnel},session={session}"), at
+    if dport == UDP_PORT_TZSP or sport == UDP_PORT_TZSP:
+        kind, at = tzsp(data, off, end)
+        return kind, "tzsp", at
     return KIND_NONE, "", 0
 
 
