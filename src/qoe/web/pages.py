@@ -430,7 +430,9 @@ def _quic_as_tls(c: Any) -> _QuicAsTls:
     """A QUIC connection without transactions as one item: without keys, its objects not
     visible; decrypted, either another protocol than HTTP/3 (``opaque``) or HTTP/3 that carried
     no request (``unused``: a connection opened ahead)."""
-    h3 = c.alpn is not None and c.alpn.startswith("h3")  # (qoe.web.quic reads HTTP/3 for these)
+    from qoe.web.quic import speaks_h3  # noqa: PLC0415 - loaded already: the connections are its
+
+    h3 = speaks_h3(c.alpn)
     unused = c.decrypted and h3 and c.handshake_end_ns is not None
     return _QuicAsTls(c.index, c.client, c.server_name, c.client_initial_ns, c.first_ns,
                       c.handshake_end_ns if unused else _quic_activity_end_ns(c),

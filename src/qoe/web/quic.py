@@ -76,7 +76,7 @@ from qoe.web.decrypt import MAX_BURSTS, EncryptedBurst, _alpn, _extensions
 from qoe.web.keylog import KeyLog, load_keylog
 from qoe.web.tcp import _is_file
 
-__all__ = ["QuicConnection", "QuicLoss", "QuicRetransmission", "quic_connections", "iter_quic_connections",
+__all__ = ["QuicConnection", "QuicLoss", "QuicRetransmission", "quic_connections", "iter_quic_connections", "speaks_h3",
            "SPLIT_MIN_BYTES"]
 
 #: RFC 9000 §15: version 1.
@@ -658,7 +658,7 @@ class _Conn:
     # -- streams -------------------------------------------------------------------------------
 
     def _start_h3(self) -> None:
-        if self.h3 is None and self.alpn is not None and self.alpn.startswith("h3"):
+        if self.h3 is None and speaks_h3(self.alpn):
             from qoe.web._h3 import H3Parser  # noqa: PLC0415 (pylsqpack only when HTTP/3 is seen)
 
             self.h3 = H3Parser()
@@ -777,6 +777,12 @@ class _Conn:
             return {}
         return {"rtt_samples": sum(r.samples for r in legs), "min_rtt_ns": sum(r.min_rtt or 0 for r in legs),
                 "smoothed_rtt_ns": sum(r.smoothed or 0 for r in legs), "rttvar_ns": sum(r.rttvar or 0 for r in legs)}
+
+
+def speaks_h3(alpn: str | None) -> bool:
+    """Whether a QUIC connection's ALPN is HTTP/3 ("h3", or a draft's "h3-29"...: RFC 9114 §3.1),
+    the connections whose streams are read as HTTP/3."""
+    return alpn is not None and alpn.startswith("h3")
 
 
 def iter_quic_connections(capture: Any, *, keylog: Any = None, stream_tap: Any = None) -> Iterator[QuicConnection]:
