@@ -270,17 +270,15 @@ class RecordCipher:
                                         body[-ml:]):
                 return None
             inner = self._cbc_decrypt(ct)
-            pad = inner[-1]
-            if pad + 1 > len(inner) or inner[-pad - 1:] != bytes([pad]) * (pad + 1):
-                return None
-            return ctype, inner[:-pad - 1]
+            end = _unpadded(inner, 0)
+            return None if end is None else (ctype, inner[:end])
         if len(body) < 32 or len(body) % 16:
             return None
         inner = self._cbc_decrypt(body)  # content || MAC || padding || padding_length
-        pad = inner[-1]
-        if pad + 1 + ml > len(inner) or inner[-pad - 1:] != bytes([pad]) * (pad + 1):
+        end = _unpadded(inner, ml)
+        if end is None:
             return None
-        end = len(inner) - pad - 1 - ml
+        end -= ml
         content = inner[:end]
         if not _hmac.compare_digest(_hmac.digest(self._mac_key, head + end.to_bytes(2, "big") + content, name),
                                     inner[end:end + ml]):
@@ -295,6 +293,16 @@ class RecordCipher:
     def _xor_nonce_for(self, seq: int) -> bytes:
         # RFC 8446 §5.3 / RFC 7905 §2: iv XOR (seq left-padded to the IV length)
         return (self._iv_int ^ seq).to_bytes(len(self._iv), "big")
+
+
+def _unpadded(inner: bytes, before: int) -> int | None:
+    """Where a CBC record's padding starts (RFC 5246 §6.2.3.2: ``padding_length`` + 1 bytes, each
+    equal to it, end the plaintext), with at least ``before`` bytes (its MAC) ahead of it; None
+    when the padding does not check."""
+    pad = inner[-1]
+    if pad + 1 + before > len(inner) or inner[-pad - 1:] != bytes([pad]) * (pad + 1):
+        return None
+    return len(inner) - pad - 1
 
 
 def tls13_cipher(suite: Suite, secret: bytes) -> RecordCipher:
