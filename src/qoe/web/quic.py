@@ -310,8 +310,8 @@ class _Conn:
         self.handshake_done: int | None = None
         self.packets = [0, 0]
         self.nbytes = [0, 0]
-        self.recent: tuple[dict[int, int], dict[int, int]] = ({}, {})  # each way: hash(datagram) -> its time
-        self.recent_order: tuple[deque[tuple[int, int]], deque[tuple[int, int]]] = (deque(), deque())
+        self.recent: tuple[set[int], set[int]] = (set(), set())  # each way: hash(datagram) of those within COPY_NS
+        self.recent_order: tuple[deque[tuple[int, int]], deque[tuple[int, int]]] = (deque(), deque())  # (time, hash)
         self.duplicates = 0
         self.failed = [0, 0]
         self.opened = 0
@@ -348,12 +348,12 @@ class _Conn:
         self.last = ts  # (a second capture too: the 4-tuple's activity, as the other process sees it)
         recent, order = self.recent[direction], self.recent_order[direction]
         while order and ts - order[0][0] > COPY_NS:
-            del recent[order.popleft()[1]]
+            recent.discard(order.popleft()[1])
         key = hash(data)
         if key in recent:
             self.duplicates += 1  # the same datagram captured a second time
             return
-        recent[key] = ts
+        recent.add(key)
         order.append((ts, key))
         self.packets[direction] += 1
         self.nbytes[direction] += len(data)
