@@ -11,7 +11,6 @@ be the same field by field: times moved by the shift, addresses aside for IPv6.
 from __future__ import annotations
 
 import ipaddress
-import math
 import struct
 import warnings
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from qoe.web import WebOptions, page_loads
+from web.as_plain import pages_plain  # tests/web/as_plain.py
 
 CAPTURES = Path(__file__).resolve().parents[2] / "data" / "web" / "browser" / "captures"
 SHIFT_S = 1_000_000
@@ -51,24 +51,6 @@ def _v6(frame: bytes) -> bytes:
     return frame[:12] + b"\x86\xdd" + header + payload
 
 
-def _plain(pages, shift_ns: int = 0, addresses: bool = True) -> list[dict]:
-    out = []
-    for p in pages:
-        d = p.to_dict()
-        d["start_ns"] -= shift_ns
-        d["end_ns"] -= shift_ns
-        for t in d["transactions"]:
-            for k, v in t.items():
-                if k.endswith("_ns") and isinstance(v, int):
-                    t[k] = v - shift_ns
-            if not addresses:
-                t.pop("client"), t.pop("server")
-        if not addresses:
-            d.pop("client")
-        out.append({k: "nan" if isinstance(v, float) and math.isnan(v) else v for k, v in d.items()})
-    return out
-
-
 @pytest.mark.parametrize("name", ["h1-loss", "h2-loss", "tls13-loss", "h3-loss"])
 def test_shifted_tagged_and_ipv6_captures_give_the_same_pages(tmp_path, name):
     keylog = CAPTURES / f"{name}.keylog"
@@ -84,9 +66,9 @@ def test_shifted_tagged_and_ipv6_captures_give_the_same_pages(tmp_path, name):
         base = page_loads(CAPTURES / f"{name}.pcap", options=opts)
         variants = {k: page_loads(p, options=opts) for k, p in (("shifted", shifted), ("tagged", tagged), ("v6", v6))}
     assert base
-    assert _plain(variants["shifted"], SHIFT_S * 10**9) == _plain(base)
-    assert _plain(variants["tagged"]) == _plain(base)
-    assert _plain(variants["v6"], addresses=False) == _plain(base, addresses=False)
+    assert pages_plain(variants["shifted"], shift_ns=SHIFT_S * 10**9) == pages_plain(base)
+    assert pages_plain(variants["tagged"]) == pages_plain(base)
+    assert pages_plain(variants["v6"], addresses=False) == pages_plain(base, addresses=False)
     prefix = bytes.fromhex("20010db8000000000000ffff")
     assert [p.client for p in variants["v6"]] == \
         [str(ipaddress.IPv6Address(prefix + ipaddress.IPv4Address(p.client).packed)) for p in base]

@@ -12,7 +12,6 @@ connection); TCP counts the copies as ``Direction.duplicates``, QUIC as
 
 from __future__ import annotations
 
-import math
 import shutil
 import subprocess
 import warnings
@@ -23,6 +22,7 @@ import pytest
 from qoe.web import WebOptions, page_loads
 from qoe.web.http import connections
 from qoe.web.quic import quic_connections
+from web.as_plain import pages_plain  # tests/web/as_plain.py
 
 CAPTURES = Path(__file__).resolve().parents[2] / "data" / "web" / "browser" / "captures"
 needs_mergecap = pytest.mark.skipif(shutil.which("mergecap") is None, reason="mergecap (Wireshark) not installed")
@@ -32,15 +32,6 @@ def _doubled(tmp_path: Path, name: str) -> Path:
     out = tmp_path / f"{name}-x2.pcap"
     src = str(CAPTURES / f"{name}.pcap")
     subprocess.run(["mergecap", "-F", "pcap", "-w", str(out), src, src], check=True)
-    return out
-
-
-def _plain(pages) -> list[dict]:
-    out = []
-    for p in pages:
-        d = p.to_dict()
-        d["transactions"] = [{k: v for k, v in t.items() if k != "connection"} for t in d["transactions"]]
-        out.append({k: ("nan" if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()})
     return out
 
 
@@ -59,7 +50,7 @@ def test_every_frame_twice_gives_the_same_pages(tmp_path, name, keys):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         once, twice = page_loads(CAPTURES / f"{name}.pcap", options=opts), page_loads(doubled, options=opts)
-    assert once and _plain(twice) == _plain(once)
+    assert once and pages_plain(twice, connections=False) == pages_plain(once, connections=False)
 
 
 @needs_mergecap
