@@ -124,13 +124,14 @@ BROWSER = DATA / "web" / "browser" / "captures"
 def test_a_bare_key_column_goes_to_every_kind_that_takes_keys(tmp_path):
     """A ``keylog`` column names the same secrets for web and streaming (qoe.api.SHARED_OPTIONS):
     it reaches both, as qoe.score(keylog=...) and qoe score --keylog do; the page is decrypted
-    (48 objects, 10 without keys: data/web/browser/measured.md). Naming it again for one kind
+    (41 objects, the browser's HAR entries; 3 without keys, the connections that carried data:
+    data/web/browser/measured.md). Naming it again for one kind
     is the same option twice."""
     cap, keys = BROWSER / "h2-idle.pcap", BROWSER / "h2-idle.keylog"
     df = qoe.batch.run([{"capture": str(cap), "keylog": str(keys), "run": 1}, {"capture": str(cap), "run": 2}],
                        workers=0, progress=False)
     assert df["error"].isna().all()
-    assert df.sort_values("row")["objects"].tolist() == [48, 10]
+    assert df.sort_values("row")["objects"].tolist() == [41, 3]
     with pytest.raises(InputError, match="columns 'keylog' and 'web.keylog' are the same option: keep one"):
         qoe.batch.run([{"capture": str(cap), "keylog": str(keys), "web.keylog": str(keys)}], workers=0, progress=False)
 

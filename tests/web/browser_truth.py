@@ -428,9 +428,11 @@ def report() -> str:
               "| browser fully loaded (last responseEnd − qoe start) | loadEventEnd | qoe start − timeOrigin |",
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |", *obj_rows]
     lines += ["", "## qoe.web.page_loads on every capture, without and with the key log", "",
-              "What qoe says, for comparison with the browser (one page each, 40 objects): pages found, "
+              "What qoe says, for comparison with the browser (one page each: 40 objects it timed and its icon "
+              "request): pages found, "
               "and per page PLT (s), objects, connections, diagnosis, loss_share and the first note. "
-              "Without keys, objects are the encrypted connections' activity (docs/guide/web.md).", "",
+              "Without keys, objects are the encrypted connections that carried requests, one each "
+              "(docs/guide/web.md); connections opened and never used count in connections only.", "",
               "| capture | key log | browser loadEventEnd / last responseEnd (s) | qoe pages | qoe per page: plt_s, objects, "
               "connections, diagnosis, loss_share, note |", "| --- | --- | --- | --- | --- |", *today_rows]
     lines += ["", "## PLT without the key log against the decrypted page and the browser", "",

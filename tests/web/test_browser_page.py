@@ -86,6 +86,31 @@ def test_one_page_with_both_plt_definitions_against_the_browser(name):
     assert p.complete, p.notes
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_objects_are_the_requests_the_browser_made(name):
+    """A page's ``objects`` are the requests the browser made: every entry it timed
+    (navigation and resources) and its icon request, which Resource Timing leaves out. The
+    connections it opened ahead and never used hold none (before, the seven of each HTTP/2 load
+    counted: 48 objects for 41 requests), nor name the page's protocol (before, a decrypted
+    HTTP/2 page was "TLS 1.3 (ALPN offered: h2,http/1.1); h2" from its preconnects, a decrypted
+    HTTP/1.1 or HTTP/3 page had the scheme "http"). Without the key log each connection that
+    carried requests is one object (those of the decrypted page), the unused ones none."""
+    t, keyed = _pages(name)
+    k = keyed[0]
+    icons = [x for x in k.transactions if x.url.endswith("/favicon.ico")]
+    assert k.objects == len(k.transactions) == len(t.entries) + len(icons)
+    assert k.protocol == "; ".join(sorted({x.protocol for x in k.transactions}))
+    assert k.protocol == {"h1": "http/1.1", "tls12": "http/1.1", "tls13": "http/1.1", "h2": "h2",
+                          "h3": "h3"}[t.protocol]
+    assert k.scheme == t.navigation["name"].split(":")[0]
+    if k.scheme == "http":
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p = page_loads(t.pcap)[0]
+    assert p.scheme == "https" and p.objects == len({x.connection for x in k.transactions}) <= p.connections
+
+
 def test_onload_needs_the_objects():
     """Without the key log, the HTTPS objects are hidden: no onload estimate (NaN), and the note says why."""
     t = load("h2-idle")

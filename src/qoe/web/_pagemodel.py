@@ -178,11 +178,13 @@ class Page:
         The main document (its first transaction's URL; ``https://<server name>/`` for TLS).
     host : str or None
     scheme : {"http", "https"}
+        That of the main document (``https`` for a TLS or QUIC page, decrypted or not).
     protocol : str
         What carried its objects, as far as the capture shows: the HTTP version as ALPN names
-        it (``http/1.0``, ``http/1.1``), for TLS its version and ALPN (TLS <= 1.2: the
-        server's choice; TLS 1.3: the client's offer, the choice being encrypted); several
-        joined by ``"; "``.
+        it (``http/1.0``, ``http/1.1``, ``h2``, ``h3``), for TLS without keys its version and
+        ALPN (TLS <= 1.2: the server's choice; TLS 1.3: the client's offer, the choice being
+        encrypted); several joined by ``"; "``. Connections that carried no object (opened and
+        never used, decrypted and not HTTP) are named only on a page of nothing else.
     start_ns, end_ns : int
         First event and last byte (ns since the Unix epoch).
     start_event : {"dns", "syn", "request", "client-hello"}
@@ -196,7 +198,9 @@ class Page:
     ttfb_s : float or NaN
         Start → first byte of the main document's response.
     objects : int
-        Transactions (HTTP) or connections (HTTPS) of the page.
+        The objects the page shows: its transactions, plus one per connection whose objects
+        are not visible (encrypted without keys: a lower bound). A connection opened and never
+        used (a preconnect) or decrypted and not HTTP holds none.
     connections, new_connections : int
         Connections the page used; those it opened.
     bytes : int
@@ -687,6 +691,7 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
     used_set: set[int] = set()
     opened: set[int] = set()  # the page opened a connection when its first exchange there is the connection's first (or it is TLS)
     protocols_set: set[str] = set()
+    idle_protocols: set[str] = set()
     txn_list: list[Any] = []
     syn_min: int | None = None
     end_objects: int | None = None  # the last byte of an object (a preconnect's holds none)
@@ -721,6 +726,8 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
         if txn is not None:
             txn_list.append(txn)
             protocols_set.add(txn.protocol or "http")
+        elif it.preconnect or it.opaque is not None:
+            idle_protocols.add(it.protocol)  # carried no object: named only when nothing else is
         else:
             protocols_set.add(it.protocol)
         if tls is not None:
@@ -810,16 +817,17 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
     if math.isfinite(rtt) and rtt_comp < rounds * rtt:
         notes.append(f"RTT component capped at the time not spent waiting for retransmissions "
                      f"({rounds} round trips x {rtt:.3f} s = {rounds * rtt:.3f} s > {plt - wait:.3f} s)")
-    protocols = sorted(protocols_set)
+    protocols = sorted(protocols_set or idle_protocols)
     if tls13_hidden:
         notes.append("TLS 1.3: the protocol inside (ALPN) is encrypted; objects are not visible without a key log")
     b = tuple(bounds) if bounds is not None else None
     mos = _mos(plt, preset, b)
     return _make_page(
-        client=client, index=index, url=url, host=host, scheme="https" if first.tls is not None else "http",
+        client=client, index=index, url=url, host=host,
+        scheme="https" if first.tls is not None or (url or "").startswith("https:") else "http",
         protocol="; ".join(protocols),
         start_ns=start, end_ns=end, start_event=event, plt_s=plt, onload_s=onload, ttfb_s=ttfb,
-        objects=len(group), connections=len(used), new_connections=len(opened), bytes=int(nbytes),
+        objects=len(txns) + hidden, connections=len(used), new_connections=len(opened), bytes=int(nbytes),
         rtt_s=rtt, rtt_min_s=rtt_min, rtt_baseline_s=baseline, rtt_baseline=baseline_name, round_trips=rounds,
         rtt_component_s=rtt_comp, retransmissions=int(retrans),
         loss_wait_s=wait, diagnosis=label, rtt_share=rtt_share, loss_share=loss_share, mos=mos,
