@@ -196,7 +196,10 @@ class Page:
         that delay the browser's load event; :func:`onload_end_ns` says which): NaN when the
         page's objects are not visible (encrypted without keys).
     ttfb_s : float or NaN
-        Start → first byte of the main document's response.
+        Start → first byte of the main document's response. Without keys, over TLS, the
+        server's first application_data record (with TLS 1.3 it may be a session ticket or
+        HTTP/2's SETTINGS, sent before the response: 0.1-25 ms early on data/web/browser's
+        loads); without keys over QUIC, NaN.
     objects : int
         The objects the page shows: its transactions, plus one per connection whose objects
         are not visible (encrypted without keys: a lower bound). A connection opened and never
