@@ -242,6 +242,23 @@ def test_har_reader_reads_playwright(truth):
         e["name"] for e in truth.resources if e["name"].endswith("favicon.ico")}
 
 
+def test_har_reader_reads_the_handshake(truth):
+    """An entry that opened its connection gives its TLS handshake from ``ssl`` (inside
+    ``connect``, HAR 1.2): it ends where ``connect`` ends, ``ssl`` before. Cleartext loads have
+    none. (Not against Resource Timing: Playwright's HAR leaves ``blocked`` out, so its
+    ``connect`` ends 2-19 ms before the browser's ``connectEnd``.)"""
+    raw = {e["request"]["url"]: e["timings"] for e in json.loads(truth.har_path.read_text())["log"]["entries"]}
+    shaken = [x for x in read_har(truth.har_path).transactions if x.tls_end_ns is not None]
+    if truth.protocol == "h1":
+        assert shaken == []
+        return
+    assert len(shaken) >= 3 and all(not x.reused for x in shaken)
+    for x in shaken:
+        tm = raw[x.url]
+        assert (x.tls_end_ns - x.connection_start_ns) / 1e6 == pytest.approx(tm["connect"], abs=1e-3)
+        assert (x.tls_end_ns - x.tls_start_ns) / 1e6 == pytest.approx(tm["ssl"], abs=1e-3)
+
+
 def test_har_round_trip_keeps_http3(truth, tmp_path):
     """A Playwright HAR read and written back by qoe names each entry's protocol as HTTP/<n>
     (HTTP/3's ALPN id "h3" becomes "HTTP/3", not "HTTP/h3") and keeps onLoad."""

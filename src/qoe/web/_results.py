@@ -111,6 +111,14 @@ class Transaction:
     reset : str or None
         The stream was reset (``"RST_STREAM CANCEL"``, ``"RESET_STREAM H3_REQUEST_CANCELLED"``)
         or left unprocessed by a GOAWAY (``"GOAWAY NO_ERROR"``: above its last stream id).
+    tls_start_ns, tls_end_ns : int or None
+        A decrypted TLS or QUIC connection's handshake, as the client ran it: its ClientHello
+        (QUIC: its first Initial packet) and its Finished (QUIC: its first Handshake packet,
+        which carries the Finished). Resource Timing's ``secureConnectionStart`` and
+        ``connectEnd``: the Finished within 1.0 ms of Chromium's ``connectEnd`` on every
+        connection of data/web/browser, the hello up to 1.2 ms after its
+        ``secureConnectionStart`` (which the browser clamps to the fetch's start for a
+        connection opened ahead). None in clear text.
     """
 
     connection: int
@@ -158,6 +166,8 @@ class Transaction:
     priority: str | None = None
     pushed: bool = False
     reset: str | None = None
+    tls_start_ns: int | None = None
+    tls_end_ns: int | None = None
 
     @property
     def ttfb_ns(self) -> int | None:

@@ -11,8 +11,10 @@ Export rules (the spec's, with what a capture can and cannot see)
 * ``timings``: ``blocked`` and ``dns`` are -1 (a connection's queueing is invisible and
   DNS is not tied to an entry here); ``connect`` is SYN → first request byte for the
   first exchange of a connection and -1 for a reused one ("connect would be -1 for
-  requests which re-use an existing connection"); ``ssl`` is -1 (TLS connections carry no
-  visible entries); ``send`` = request first → last byte; ``wait`` = request's last byte →
+  requests which re-use an existing connection"); ``ssl``, inside ``connect``, is the client's
+  TLS handshake (ClientHello → its Finished; QUIC: first Initial → first Handshake packet:
+  ``Transaction.tls_start_ns``/``tls_end_ns``) on a decrypted connection's first exchange,
+  else -1; ``send`` = request first → last byte; ``wait`` = request's last byte →
   response's first byte (0 when the response began before the request ended, e.g. a 100
   Continue); ``receive`` = the rest up to the response's last byte. ``time`` is the sum of
   the timings that are not -1, as the spec requires.
@@ -35,7 +37,8 @@ Times: ``startedDateTime`` (ISO 8601) is ``started_ns``; the request starts afte
 ``blocked + dns + connect`` (``ssl`` is inside ``connect``), then ``send``, ``wait`` and
 ``receive`` follow, -1 and absent phases counting 0. ``connect`` other than -1 gives
 ``connection_start_ns`` (after ``blocked + dns``); ``connect == -1`` marks a reused
-connection. Entries are numbered per ``connection`` id in ``startedDateTime`` order.
+connection. ``ssl`` other than -1 within it gives the handshake as a browser times it
+(``tls_end_ns`` at the end of ``connect``, ``tls_start_ns`` ``ssl`` before it). Entries are numbered per ``connection`` id in ``startedDateTime`` order.
 
 References
 ----------
@@ -229,7 +232,12 @@ def _entry(t: Transaction, pageref: str | None) -> dict[str, Any]:
     else:
         wait = receive = 0.0
     receive = max(0.0, receive)
-    timings = {"blocked": -1, "dns": -1, "connect": connect, "send": send, "wait": wait, "receive": receive, "ssl": -1}
+    ssl = -1.0
+    if connect >= 0 and t.tls_start_ns is not None and t.tls_end_ns is not None:
+        # the handshake inside connect (HAR 1.2 "ssl ... also included in the connect field"); a
+        # request sent before the client's Finished (0-RTT) ends it there
+        ssl = max(0.0, _ms(min(t.tls_end_ns, req_s) - t.tls_start_ns))  # type: ignore[type-var]
+    timings = {"blocked": -1, "dns": -1, "connect": connect, "send": send, "wait": wait, "receive": receive, "ssl": ssl}
     started = t.started_ns if t.started_ns is not None else req_s
     location = next((v for k, v in t.response_headers if k.lower() == "location"), "")
     split = urlsplit(t.url or "")
@@ -428,7 +436,7 @@ def _transaction(e: Mapping[str, Any], where: str, conn: int, seq: int, own: boo
     if not isinstance(req, Mapping) or not isinstance(resp, Mapping):
         raise InputError(f"{where}: request and response objects are required (HAR 1.2 'entries')")
     timings = e.get("timings") if isinstance(e.get("timings"), Mapping) else {}
-    blocked, dns, connect = (_num(timings.get(k)) for k in ("blocked", "dns", "connect"))
+    blocked, dns, connect, ssl = (_num(timings.get(k)) for k in ("blocked", "dns", "connect", "ssl"))
     send, wait, receive = (_num(timings.get(k)) for k in ("send", "wait", "receive"))
     ms = _NS_PER_MS
     before = (blocked or 0) + (dns or 0)
@@ -466,6 +474,7 @@ def _transaction(e: Mapping[str, Any], where: str, conn: int, seq: int, own: boo
     cl = _hv(resp_headers, "content-length")
     n = lambda v: int(v) if _num(v) is not None else None  # noqa: E731
     partial = None if status is not None else "no response (HAR status 0)"
+    tls_end = started + round((before + connect) * ms) if connect is not None and ssl is not None and ssl <= connect else None
     return Transaction(
         connection=conn,
         sequence=seq,
@@ -473,6 +482,8 @@ def _transaction(e: Mapping[str, Any], where: str, conn: int, seq: int, own: boo
         client=None,
         server=server,
         connection_start_ns=started + round(before * ms) if connect is not None else None,
+        tls_end_ns=tls_end,
+        tls_start_ns=tls_end - round(ssl * ms) if tls_end is not None and ssl is not None else None,
         started_ns=started,
         method=req.get("method") if isinstance(req.get("method"), str) else None,
         target=target,

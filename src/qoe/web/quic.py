@@ -50,6 +50,7 @@ References
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from collections import deque
@@ -726,6 +727,7 @@ class _Conn:
         txs: tuple[Any, ...] = ()
         goaways: tuple[tuple[str, int, int], ...] = ()
         if self.h3 is not None:
+            make = functools.partial(make, tls_start_ns=cinit, tls_end_ns=f.get((CLIENT, "handshake")))
             txs = tuple(self.h3.transactions(make, connection=self.index, client=self.client, server=self.server,
                                              first_ns=self.first, ended=self.closed is not None))
             goaways = tuple(self.h3.goaways)
