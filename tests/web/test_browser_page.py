@@ -17,6 +17,7 @@ end as decrypted to the nanosecond on all 21 (TLS over TCP and HTTP/3 over QUIC)
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 import warnings
@@ -28,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from browser_truth import CAPTURES, load, scenarios  # noqa: E402  (tests/web/browser_truth.py)
 
 from qoe.web import WebOptions, page_loads  # noqa: E402
-from qoe.web.har import to_har, to_har_pages  # noqa: E402
+from qoe.web.har import pages_from_har, read_har, to_har, to_har_pages, write_har  # noqa: E402
 
 NAMES = scenarios() if CAPTURES.is_dir() else []
 pytestmark = pytest.mark.skipif(not NAMES, reason="data/web/browser/captures not present")
@@ -158,6 +159,23 @@ def test_handshake_times_are_the_browsers(name):
     assert opened and all(0 < e["timings"]["ssl"] <= e["timings"]["connect"] for e in opened)
     x = by_url[opened[0]["request"]["url"]]
     assert opened[0]["timings"]["ssl"] == pytest.approx((x.tls_end_ns - x.tls_start_ns) / 1e6, abs=1e-3)
+
+
+@pytest.mark.parametrize("name", ["h2-idle", "h3-loss", "tls13-loss"])
+def test_har_keeps_both_plt_definitions(name, tmp_path):
+    """A decrypted load written as HAR and read back gives the same page times: fully loaded
+    (``_plt``) and the onload estimate (``_onloadEstimate``; before, it was lost: NaN), while
+    ``pageTimings.onLoad`` stays -1 (a capture does not see the browser's event)."""
+    _, pages = _pages(name)
+    p = pages[0]
+    path = tmp_path / "page.har"
+    write_har(path, p.transactions, pages=to_har_pages([p]))
+    page = json.loads(path.read_text())["log"]["pages"][0]
+    assert page["pageTimings"]["onLoad"] == -1
+    assert page["_onloadEstimate"] == pytest.approx(p.onload_s * 1e3)
+    (back,) = pages_from_har(read_har(path))
+    assert back.onload_s == pytest.approx(p.onload_s, abs=1e-6) and 0 < back.onload_s < back.plt_s
+    assert back.objects == p.objects and back.protocol == p.protocol and back.scheme == p.scheme
 
 
 def test_onload_needs_the_objects():

@@ -26,7 +26,8 @@ Export rules (the spec's, with what a capture can and cannot see)
   for "an HTTP trace tool [that] isn't able to group requests by a page".
   ``pageTimings.onLoad``/``onContentLoad`` are -1 unless known (a capture cannot see the
   browser's events); ``_plt`` is the page's fully-loaded time (ms from
-  ``startedDateTime`` to the last byte of its last entry).
+  ``startedDateTime`` to the last byte of its last entry), ``_onloadEstimate`` qoe's
+  estimate of the load event (``Page.onload_s``) when the page's objects give one.
 * Custom fields start with ``_`` (``_plt``, ``_qoe``, ...). ``_qoe`` holds the whole
   transaction so that qoe reads its own files back exactly; other writers' custom
   fields are ignored on import, as the spec requires.
@@ -94,6 +95,9 @@ class HarPage:
     plt_ms : float or None
         The page's fully-loaded time as qoe measured it (``_plt``), when its entries cannot
         give it: an HTTPS page, whose objects are encrypted, has connections but no entries.
+    onload_estimate_ms : float or None
+        qoe's estimate of the load event (``_onloadEstimate``: ``Page.onload_s``, ms after
+        ``startedDateTime``), which a capture gives where a browser's HAR has ``onLoad``.
     """
 
     id: str
@@ -103,6 +107,7 @@ class HarPage:
     on_load_ms: float | None
     transactions: tuple[Transaction, ...] = ()
     plt_ms: float | None = None
+    onload_estimate_ms: float | None = None
 
     @property
     def fully_loaded_ms(self) -> float | None:
@@ -340,6 +345,8 @@ def to_har(
         plt = p.fully_loaded_ms if p.fully_loaded_ms is not None else p.plt_ms
         if plt is not None:
             page["_plt"] = plt
+        if p.onload_estimate_ms is not None:
+            page["_onloadEstimate"] = p.onload_estimate_ms
         har_pages.append(page)
         for t in p.transactions:
             refs.setdefault(t, p.id)
@@ -599,6 +606,7 @@ def parse_har(har: Mapping[str, Any], *, source: str = "HAR") -> HarLog:
             on_load_ms=_num(pt.get("onLoad")),
             transactions=tuple(t for t, ref in txs if ref == str(p["id"])),
             plt_ms=_num(p.get("_plt")) if own else None,
+            onload_estimate_ms=_num(p.get("_onloadEstimate")) if own else None,
         ))
     browser = log.get("browser") if isinstance(log.get("browser"), Mapping) else None
     return HarLog(
@@ -689,7 +697,7 @@ def pages_from_har(
             scheme=(main.url or "").split(":", 1)[0] if main is not None and main.url else "http",
             protocol="; ".join(sorted({t.protocol or "http" for t in txns})),
             start_ns=hp.started_ns, end_ns=hp.started_ns + int(round(plt * _NS)), start_event="har",
-            plt_s=plt, onload_s=(hp.on_load_ms / 1e3 if hp.on_load_ms is not None else math.nan), ttfb_s=ttfb,
+            plt_s=plt, onload_s=_onload_s(hp), ttfb_s=ttfb,
             objects=len(txns), connections=len({t.connection for t in txns}),
             new_connections=sum(1 for t in txns if not t.reused), bytes=sum(
                 _response_bytes(t) for t in txns),
@@ -702,12 +710,22 @@ def pages_from_har(
     return out
 
 
+def _onload_s(hp: HarPage) -> float:
+    """The page's load event (s after its start): the browser's ``onLoad``, else qoe's own
+    estimate (``_onloadEstimate``), else NaN."""
+    if hp.on_load_ms is not None:
+        return hp.on_load_ms / 1e3
+    return hp.onload_estimate_ms / 1e3 if hp.onload_estimate_ms is not None else math.nan
+
+
 def to_har_pages(found: Sequence[Page]) -> list[Any]:
     """The pages as :class:`qoe.web.har.HarPage` records for :func:`qoe.web.har.to_har`.
 
-    ``pageTimings.onLoad`` stays unknown (-1: a capture cannot see it); the PLT goes in the
-    custom field ``_plt`` (HAR 1.2: custom fields start with an underscore).
+    ``pageTimings.onLoad`` stays unknown (-1: a capture cannot see the browser's event); the
+    PLT goes in the custom field ``_plt`` and the load event's estimate, when the objects give
+    one, in ``_onloadEstimate`` (HAR 1.2: custom fields start with an underscore).
     """
     return [HarPage(id=f"page_{p.index}", title=p.url or f"page {p.index}", started_ns=p.start_ns,
-                    on_content_load_ms=None, on_load_ms=None, transactions=p.transactions, plt_ms=p.plt_s * 1e3)
+                    on_content_load_ms=None, on_load_ms=None, transactions=p.transactions, plt_ms=p.plt_s * 1e3,
+                    onload_estimate_ms=p.onload_s * 1e3 if math.isfinite(p.onload_s) else None)
             for p in found]
