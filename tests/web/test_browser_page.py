@@ -93,17 +93,22 @@ def test_objects_are_the_requests_the_browser_made(name):
     """A page's ``objects`` are the requests the browser made: every entry it timed
     (navigation and resources) and its icon request, which Resource Timing leaves out. The
     connections it opened ahead and never used hold none (before, the seven of each HTTP/2 load
-    counted: 48 objects for 41 requests), nor name the page's protocol (before, a decrypted
-    HTTP/2 page was "TLS 1.3 (ALPN offered: h2,http/1.1); h2" from its preconnects, a decrypted
-    HTTP/1.1 or HTTP/3 page had the scheme "http"). Without the key log each connection that
+    counted: 48 objects for 41 requests), nor name the page's protocol: it is what protected
+    and carried the objects as the browser names them (before, a decrypted HTTP/2 page was
+    "TLS 1.3 (ALPN offered: h2,http/1.1); h2" from its preconnects, a decrypted TLS 1.2 page
+    "http/1.1", and a decrypted HTTP/1.1 or HTTP/3 page had the scheme "http"). Without the key log each connection that
     carried requests is one object (those of the decrypted page), the unused ones none."""
     t, keyed = _pages(name)
     k = keyed[0]
     icons = [x for x in k.transactions if x.url.endswith("/favicon.ico")]
     assert k.objects == len(k.transactions) == len(t.entries) + len(icons)
-    assert k.protocol == "; ".join(sorted({x.protocol for x in k.transactions}))
-    assert k.protocol == {"h1": "http/1.1", "tls12": "http/1.1", "tls13": "http/1.1", "h2": "h2",
-                          "h3": "h3"}[t.protocol]
+    # what carried the objects, as the browser names it: its HAR's _securityDetails.protocol
+    # (none in clear text) and Resource Timing's nextHopProtocol
+    har = json.loads(t.har_path.read_text())["log"]["entries"]
+    security = {e.get("_securityDetails", {}).get("protocol") for e in har if e["response"]["status"] == 200}
+    hops = {e["nextHopProtocol"] for e in t.entries}
+    assert len(security) == len(hops) == 1
+    assert k.protocol == " ".join(x for x in (security.pop(), hops.pop()) if x)
     assert k.scheme == t.navigation["name"].split(":")[0]
     if k.scheme == "http":
         return
@@ -265,7 +270,7 @@ def test_tcp_and_quic_of_one_load_are_one_page(tmp_path):
     assert len(pages) == 1
     p = pages[0]
     assert p.objects == 82 and {x.protocol for x in p.transactions} == {"h3", "http/1.1"}
-    assert p.protocol == "h3; http/1.1" and p.start_event == "quic-initial"
+    assert p.protocol == "QUIC h3; http/1.1" and p.start_event == "quic-initial"
     assert p.plt_s * 1e9 == p.end_ns - p.start_ns and p.onload_s <= p.plt_s
     assert any("TCP and QUIC" in n for n in p.notes)
 
@@ -276,7 +281,7 @@ def test_tcp_and_quic_loads_apart_stay_two_pages(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         pages = page_loads(cap, options=WebOptions(keylog=str(CAPTURES / "h3-idle.keylog")))
-    assert [(p.index, p.objects, p.protocol) for p in pages] == [(0, 41, "h3"), (1, 41, "http/1.1")]
+    assert [(p.index, p.objects, p.protocol) for p in pages] == [(0, 41, "QUIC h3"), (1, 41, "http/1.1")]
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if n.startswith("h3") and load(n).scenario["delay_ms_each_way"]])

@@ -237,6 +237,9 @@ def test_har_reader_reads_playwright(truth):
     assert version in f["versions"]
     log = read_har(truth.har_path)
     assert {x.status for x in log.transactions} <= {200, 307}
+    # what protected the entries: Chromium's _securityDetails.protocol, read into Transaction.security
+    security = {"h1": None, "tls12": "TLS 1.2", "tls13": "TLS 1.3", "h2": "TLS 1.3", "h3": "QUIC"}[truth.protocol]
+    assert {x.security for x in log.transactions if x.status == 200} == {security}
     urls = {x.url for x in log.transactions}
     assert {e["name"] for e in truth.resources} - urls <= {u for u in urls if u.endswith("favicon.ico")} | {
         e["name"] for e in truth.resources if e["name"].endswith("favicon.ico")}

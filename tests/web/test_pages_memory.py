@@ -180,5 +180,5 @@ def test_tcp_and_quic_pages_given_in_order_of_start(tmp_path, seed):
     assert [p.index for p in pages] == list(range(len(pages)))
     assert [(p.start_ns, p.client) for p in pages] == sorted((p.start_ns, p.client) for p in pages)
     assert sum(p.objects for p in pages) == 8 * 4 * 41
-    assert sum("h3" in p.protocol.split("; ") for p in pages) == 8  # each QUIC load in one page
+    assert sum("QUIC h3" in p.protocol.split("; ") for p in pages) == 8  # each QUIC load in one page
     assert max(p.objects for p in pages) == 164

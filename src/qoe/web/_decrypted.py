@@ -39,11 +39,12 @@ def looks_like_h2_preface(prefix: bytes) -> bool | None:
     return True if n == len(PREFACE) else None
 
 
-def _https(t: Transaction, hello: int | None, finished: int | None) -> Transaction:
+def _https(t: Transaction, s: TlsSession) -> Transaction:
     url = t.url
     if url is not None and url.startswith("http://"):
         url = "https://" + url[7:]
-    return dataclasses.replace(t, url=url, tls_start_ns=hello, tls_end_ns=finished)
+    return dataclasses.replace(t, url=url, tls_start_ns=s.client_hello_ns, tls_end_ns=s.client_finished_ns,
+                               security=s.version_name)
 
 
 def tls_apps(limits: HttpLimits) -> tuple[Callable[[ConnectionId], HttpSink], Callable[[ConnectionId], H2Sink]]:
@@ -73,14 +74,14 @@ def tls_result(conn: ConnectionId, s: TlsSession, d: TlsDecryption, app: Any) ->
     error, note = s.error, d.note
     if isinstance(app, H2Sink):
         txs = tuple(app.transactions(functools.partial(make_transaction, tls_start_ns=s.client_hello_ns,
-                                                       tls_end_ns=s.client_finished_ns)))
+                                                       tls_end_ns=s.client_finished_ns, security=s.version_name)))
         h2 = app.summary()
         error = error or h2.error
     elif d.application == "other":  # not HTTP: the why
         note = "; ".join(n for n in (note, app.note) if n)
     elif app is not None:
         r = app.result()
-        txs = tuple(_https(t, s.client_hello_ns, s.client_finished_ns) for t in r.transactions)
+        txs = tuple(_https(t, s) for t in r.transactions)
         error = error or r.error
         note = "; ".join(n for n in (note, r.note) if n) or None
     elif note is None and d.keys_found:

@@ -33,7 +33,7 @@ from qoe.web._dns import DnsQuery
 from qoe._records import builder
 from qoe.web.tls import TlsSession
 
-__all__ = ["Page", "WebOptions", "build_pages", "onload_end_ns", "DEFAULT_IDLE_GAP_S"]
+__all__ = ["Page", "WebOptions", "build_pages", "onload_end_ns", "txn_protocol", "DEFAULT_IDLE_GAP_S"]
 
 #: An item starting more than this after the last byte of everything before it starts a page.
 DEFAULT_IDLE_GAP_S = 2.0
@@ -181,9 +181,10 @@ class Page:
         That of the main document (``https`` for a TLS or QUIC page, decrypted or not).
     protocol : str
         What carried its objects, as far as the capture shows: the HTTP version as ALPN names
-        it (``http/1.0``, ``http/1.1``, ``h2``, ``h3``), for TLS without keys its version and
-        ALPN (TLS <= 1.2: the server's choice; TLS 1.3: the client's offer, the choice being
-        encrypted); several joined by ``"; "``. Connections that carried no object (opened and
+        it (``http/1.0``, ``http/1.1``, ``h2``, ``h3``) after what protected it, decrypted
+        (``TLS 1.2 http/1.1``, ``TLS 1.3 h2``, ``QUIC h3``: :func:`txn_protocol`); for TLS
+        without keys its version and ALPN (TLS <= 1.2: the server's choice; TLS 1.3: the
+        client's offer, the choice being encrypted); several joined by ``"; "``. Connections that carried no object (opened and
         never used, decrypted and not HTTP) are named only on a page of nothing else.
     start_ns, end_ns : int
         First event and last byte (ns since the Unix epoch).
@@ -345,9 +346,10 @@ class _Item:
 
     @property
     def protocol(self) -> str:
-        """What carried it: the HTTP version as ALPN names it, or what TLS shows in clear."""
+        """What carried it: the HTTP version as ALPN names it (after what protected it:
+        ``TLS 1.3 h2``, ``QUIC h3``), or what TLS shows in clear."""
         if self.txn is not None:
-            return self.txn.protocol or "http"
+            return txn_protocol(self.txn)
         s = self.tls
         name = s.version_name or "TLS"
         if s.alpn:  # TLS <= 1.2: the ServerHello's choice (RFC 7301 §3.1)
@@ -355,6 +357,14 @@ class _Item:
         if s.alpn_offered:  # TLS 1.3: the choice is encrypted (EncryptedExtensions, RFC 8446 §4.3.1)
             return f"{name} (ALPN offered: {','.join(s.alpn_offered)})"
         return name
+
+
+def txn_protocol(t: Any) -> str:
+    """What carried transaction ``t``, as a page names it: its HTTP version as ALPN names it,
+    after what protected it when anything did (``"TLS 1.2 http/1.1"``, ``"TLS 1.3 h2"``,
+    ``"QUIC h3"``: the form of a TLS 1.2 connection without keys, whose ALPN is in clear)."""
+    name = t.protocol or "http"
+    return f"{t.security} {name}" if t.security else name
 
 
 def _http_items(transactions: Iterable[Any]) -> list[_Item]:
@@ -728,7 +738,7 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
             silent += 1
         if txn is not None:
             txn_list.append(txn)
-            protocols_set.add(txn.protocol or "http")
+            protocols_set.add(txn_protocol(txn))
         elif it.preconnect or it.opaque is not None:
             idle_protocols.add(it.protocol)  # carried no object: named only when nothing else is
         else:

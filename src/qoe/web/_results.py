@@ -119,6 +119,9 @@ class Transaction:
         connection of data/web/browser, the hello up to 1.2 ms after its
         ``secureConnectionStart`` (which the browser clamps to the fetch's start for a
         connection opened ahead). None in clear text.
+    security : str or None
+        What protected the exchange, as Chromium's HAR names it (``_securityDetails.protocol``):
+        ``"TLS 1.2"``, ``"TLS 1.3"`` or ``"QUIC"``; None in clear text.
     """
 
     connection: int
@@ -168,6 +171,7 @@ class Transaction:
     reset: str | None = None
     tls_start_ns: int | None = None
     tls_end_ns: int | None = None
+    security: str | None = None
 
     @property
     def ttfb_ns(self) -> int | None:

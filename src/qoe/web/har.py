@@ -29,8 +29,10 @@ Export rules (the spec's, with what a capture can and cannot see)
   ``startedDateTime`` to the last byte of its last entry), ``_onloadEstimate`` qoe's
   estimate of the load event (``Page.onload_s``) when the page's objects give one.
 * Custom fields start with ``_`` (``_plt``, ``_qoe``, ...). ``_qoe`` holds the whole
-  transaction so that qoe reads its own files back exactly; other writers' custom
-  fields are ignored on import, as the spec requires.
+  transaction so that qoe reads its own files back exactly; ``_securityDetails.protocol``
+  names what protected an entry (``"TLS 1.3"``, ``"QUIC"``) as Chromium's HAR does, and is
+  the one other writers' custom field read on import (``Transaction.security``); the others
+  are ignored, as the spec allows.
 
 Import rules
 ------------
@@ -67,7 +69,7 @@ from urllib.parse import parse_qsl, urlsplit
 from qoe.errors import InputError, QoEWarning
 from qoe.outputs import atomic_output
 from qoe.report import as_dict
-from qoe.web._pagemodel import _NS, Page, WebOptions, _custom_bounds, _mos, _resolve, _response_bytes, build_pages
+from qoe.web._pagemodel import _NS, Page, WebOptions, _custom_bounds, _mos, _resolve, _response_bytes, build_pages, txn_protocol
 from qoe.web._results import Transaction
 
 __all__ = ["HarPage", "HarLog", "to_har", "write_har", "parse_har", "read_har", "pages_from_har",
@@ -285,6 +287,8 @@ def _entry(t: Transaction, pageref: str | None) -> dict[str, Any]:
         entry["response"]["content"]["_contentEncoding"] = t.content_encoding
     if t.response_body_wire_bytes is not None:
         entry["response"]["_bodyWireSize"] = t.response_body_wire_bytes
+    if t.security:
+        entry["_securityDetails"] = {"protocol": t.security}  # as Chromium's HAR names it
     entry["_complete"] = t.complete
     if t.partial:
         entry["_partial"] = t.partial
@@ -525,7 +529,16 @@ def _transaction(e: Mapping[str, Any], where: str, conn: int, seq: int, own: boo
         complete=partial is None,
         partial=partial,
         protocol=_alpn(resp.get("httpVersion") or req.get("httpVersion")),
+        security=_security(e),
     )
+
+
+def _security(e: Mapping[str, Any]) -> str | None:
+    """``_securityDetails.protocol`` (Chromium's and Playwright's custom field, which qoe
+    writes too: ``"TLS 1.3"``, ``"QUIC"``), else None."""
+    d = e.get("_securityDetails")
+    p = d.get("protocol") if isinstance(d, Mapping) else None
+    return p if isinstance(p, str) and p else None
 
 
 def _alpn(v: Any) -> str | None:
@@ -695,7 +708,7 @@ def pages_from_har(
             client=(main.client[0] if main is not None and main.client else ""), index=index,
             url=main.url if main is not None else hp.title, host=main.host if main is not None else None,
             scheme=(main.url or "").split(":", 1)[0] if main is not None and main.url else "http",
-            protocol="; ".join(sorted({t.protocol or "http" for t in txns})),
+            protocol="; ".join(sorted({txn_protocol(t) for t in txns})),
             start_ns=hp.started_ns, end_ns=hp.started_ns + int(round(plt * _NS)), start_event="har",
             plt_s=plt, onload_s=_onload_s(hp), ttfb_s=ttfb,
             objects=len(txns), connections=len({t.connection for t in txns}),

@@ -727,7 +727,8 @@ class _Conn:
         txs: tuple[Any, ...] = ()
         goaways: tuple[tuple[str, int, int], ...] = ()
         if self.h3 is not None:
-            make = functools.partial(make, tls_start_ns=cinit, tls_end_ns=f.get((CLIENT, "handshake")))
+            make = functools.partial(make, tls_start_ns=cinit, tls_end_ns=f.get((CLIENT, "handshake")),
+                                     security="QUIC")
             txs = tuple(self.h3.transactions(make, connection=self.index, client=self.client, server=self.server,
                                              first_ns=self.first, ended=self.closed is not None))
             goaways = tuple(self.h3.goaways)
