@@ -57,6 +57,7 @@ from hyperframe.frame import (
 )
 
 from qoe.report import as_dict
+from qoe.web._fieldtext import fields_text
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
 
 __all__ = ["H2Sink", "Http2Summary", "PREFACE", "ERROR_CODES"]
@@ -394,7 +395,7 @@ class H2Sink:
         pieces, d.block = d.block or [b""], None
         block = pieces[0] if len(pieces) == 1 else b"".join(pieces)
         fields = d.decoder.decode(block, raw=True)
-        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in fields]
+        headers = fields_text(fields)
         sid, start, nbytes = d.block_sid, d.block_start, d.block_bytes
         if d.block_kind == "push":
             self._pushes += 1

@@ -34,6 +34,7 @@ from typing import Any
 
 import pylsqpack
 
+from qoe.web._fieldtext import fields_text
 from qoe.web._sink import CLIENT, SERVER
 
 __all__ = ["H3Parser", "H3_ERRORS"]
@@ -345,7 +346,7 @@ class H3Parser:
     def _headers(tx: _Tx | None, headers: list[tuple[bytes, bytes]], *, request: bool) -> None:
         if tx is None:
             return
-        fields = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in headers]
+        fields = fields_text(headers)
         if request:
             tx.req = fields
             return

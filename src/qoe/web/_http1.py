@@ -22,6 +22,7 @@ import httptools
 
 from qoe.errors import InputError
 from qoe._records import builder
+from qoe.web._fieldtext import field_line
 from qoe.web._results import ConnectionResult, Transaction, make_transaction
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
 
@@ -188,7 +189,7 @@ def _fields(headers: Any) -> tuple[tuple[tuple[str, str], ...], dict[bytes, byte
     first: dict[bytes, bytes] = {}
     for k, v in raw:
         first.setdefault(k.lower(), v)
-    return tuple((str(k, "latin-1"), str(v, "latin-1")) for k, v in raw), first
+    return tuple(field_line(k, v) for k, v in raw), first
 
 
 _CLOSE_WHY = {
@@ -417,8 +418,9 @@ class HttpSink:
         pairs = []
         first: dict[bytes, bytes] = {}
         hosts = 0
+        line = field_line
         for k, v in head.fields:
-            pairs.append((str(k, "latin-1"), str(v, "latin-1")))
+            pairs.append(line(k, v))
             key = k.lower()
             if key not in first:
                 first[key] = v
