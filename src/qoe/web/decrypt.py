@@ -255,6 +255,14 @@ class DecryptingTlsSink:
             return
         if not d.buf:
             d.rec_ts = ts_ns
+            if len(payload) >= 5 and len(payload) >= 5 + (payload[3] << 8 | payload[4]):
+                # nothing buffered and a whole record at the start (the common case): records
+                # read from the payload itself, the rest kept
+                n = len(payload)
+                i = self._read(direction, d, memoryview(payload), n, ts_ns)
+                if i is not None and i < n:
+                    d.buf += payload[i:]
+                return
         d.buf += payload
         self._records(direction, d, ts_ns)
 
@@ -314,13 +322,19 @@ class DecryptingTlsSink:
                 self._check_header(direction, d, buf[0], buf[1], buf[3] << 8 | buf[4])
             return  # the first record is not whole yet
         # one immutable copy of what is buffered, its records read through views of it (no copy per record)
-        view = memoryview(bytes(buf))
+        i = self._read(direction, d, memoryview(bytes(buf)), n, ts)
+        if i is not None:
+            del buf[:i]
+
+    def _read(self, direction: int, d: _Dir, view: memoryview, n: int, ts: int) -> int | None:
+        """Read the whole records at the start of ``view[:n]`` (immutable bytes); where the
+        first incomplete one starts, None when this direction stopped (its buffer emptied)."""
         i = 0
         while n - i >= 5:
             ctype, major = view[i], view[i + 1]
             rlen = view[i + 3] << 8 | view[i + 4]
             if not self._check_header(direction, d, ctype, major, rlen):
-                return
+                return None
             if n - i < 5 + rlen:
                 break
             version = view[i + 1] << 8 | view[i + 2]
@@ -333,7 +347,7 @@ class DecryptingTlsSink:
                 self._record_lost(direction, d, rec_ts, ts, ctype, rlen)
             else:
                 self._record(direction, d, rec_ts, ts, ctype, version, body)
-        del buf[:i]
+        return i
 
     def _check_header(self, direction: int, d: _Dir, ctype: int, major: int, rlen: int) -> bool:
         """A record header's type, major version and length are TLS's (RFC 8446 §5.1); if not,
