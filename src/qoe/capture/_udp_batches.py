@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from qoe.capture._decode import IPPROTO_UDP, Decoder, warn_unread_esp
+from qoe.capture._decode import IPPROTO_TCP, IPPROTO_UDP, Decoder, warn_unread_esp
 from qoe.capture._files import name_of, probe, raw_chunks
 from qoe.capture._records import CHUNK_SIZE, PathOrFile, RawChunk, byte_rows
 from qoe.capture._linktypes import (
@@ -269,6 +269,8 @@ class _Extractor:
         padded = _padded(ch)  # also the buffer the payloads are left in
         u8 = np.frombuffer(padded, dtype=np.uint8)
         if isinstance(ch.linktype, int) and ch.linktype == LINKTYPE_ETHERNET and len(ch):
+            if _all_plain_tcp(u8, ch.data_off, ch.caplen):
+                return None  # (a web capture's chunks: no row can hold a datagram)
             piece = self._plain_udp4(ch, padded, u8)
             if piece is not None:
                 return piece
@@ -550,6 +552,20 @@ def _ipv4_rows(g: np.ndarray, ver: np.ndarray, cap: np.ndarray, l3: np.ndarray) 
     # tunnels (IP protocols 4, 41, 47; UDP to a tunnel's port) are left to the decoder
     simple &= ~(_IS_IP_TUNNEL[g[:, 9]] | (udp & (_IS_TUNNEL_PORT[_u16(g, 20)] | _IS_TUNNEL_PORT[_u16(g, 22)])))
     return simple & udp & (_u16(g, 2) >= 28), simple & ~udp
+
+
+def _all_plain_tcp(u8: np.ndarray, off: np.ndarray, cap: np.ndarray) -> bool:
+    """Whether every row of an Ethernet chunk is TCP straight over IPv4 or IPv6 (a TCP
+    segment holds no UDP datagram, nor a tunnel one), told from three bytes a row: the
+    EtherType (IEEE 802.3 §3.2.6) and the IPv4 Protocol (RFC 791 §3.1, byte 9) or IPv6 Next
+    Header (RFC 8200 §3, byte 6)."""
+    if not (cap >= 24).all():
+        return False
+    et = u8[off + 12].astype(np.int64) << 8 | u8[off + 13]
+    if not ((et == ETHERTYPE_IPV4) | (et == ETHERTYPE_IPV6)).all():
+        return False
+    proto = np.where(et == ETHERTYPE_IPV4, u8[off + 23], u8[off + 20])
+    return bool((proto == IPPROTO_TCP).all())
 
 
 def _ipv6_rows(g: np.ndarray, ver: np.ndarray, cap: np.ndarray, l3: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
