@@ -184,8 +184,9 @@ class Page:
         it (``http/1.0``, ``http/1.1``, ``h2``, ``h3``) after what protected it, decrypted
         (``TLS 1.2 http/1.1``, ``TLS 1.3 h2``, ``QUIC h3``: :func:`txn_protocol`); for TLS
         without keys its version and ALPN (TLS <= 1.2: the server's choice; TLS 1.3: the
-        client's offer, the choice being encrypted); several joined by ``"; "``. Connections that carried no object (opened and
-        never used, decrypted and not HTTP) are named only on a page of nothing else.
+        client's offer, the choice being encrypted); several joined by ``"; "``. Connections
+        that carried no object (opened and never used, decrypted and not HTTP) are named only
+        on a page of nothing else.
     start_ns, end_ns : int
         First event and last byte (ns since the Unix epoch).
     start_event : {"dns", "syn", "request", "client-hello"}
