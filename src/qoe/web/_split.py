@@ -66,9 +66,12 @@ NEW, STARTED, DECIDED = range(3)
 #: The flow buckets (of :data:`qoe.capture.FLOW_BUCKETS`) whose connections the child takes
 #: (it also reads the file; this process makes the pages). Set by measurement on
 #: ``benchmarks/web.py``'s 10^4 page loads: at 50 the child was the slower (CPU 4.44-4.50 s
-#: against 4.16-4.18 s, wall 4.50-4.58 s), at 47 the two are even (4.27-4.35 and 4.33-4.36 s,
-#: wall 4.39-4.43 s); 10^3 page loads: wall 0.48-0.50 s at 47, 0.50-0.52 s at 50.
-CHILD_SHARE = 47
+#: against 4.16-4.18 s, wall 4.50-4.58 s), at 47 the two were even (4.27-4.35 and 4.33-4.36 s,
+#: wall 4.39-4.43 s); 10^3 page loads: wall 0.48-0.50 s at 47, 0.50-0.52 s at 50. Once the
+#: child no longer looked for datagrams in all-TCP chunks (2026-11-28), 47 left this process
+#: the slower (CPU 3.97-4.54 s against 3.61-3.90 s, wall 3.84-4.42 s, four runs) and 51 evens
+#: them (3.78-4.00 and 3.77-3.88 s, wall 3.85-3.99 s; alternated with 47 on the same file).
+CHILD_SHARE = 51
 
 #: The child's share with a key log (decryption is spread too; HTTP/2's header decompression
 #: weighs on the connections of this process less than the pages do). Copies of Chromium's
