@@ -41,7 +41,8 @@ Times: ``startedDateTime`` (ISO 8601) is ``started_ns``; the request starts afte
 ``receive`` follow, -1 and absent phases counting 0. ``connect`` other than -1 gives
 ``connection_start_ns`` (after ``blocked + dns``); ``connect == -1`` marks a reused
 connection. ``ssl`` other than -1 within it gives the handshake as a browser times it
-(``tls_end_ns`` at the end of ``connect``, ``tls_start_ns`` ``ssl`` before it). Entries are numbered per ``connection`` id in ``startedDateTime`` order.
+(``tls_end_ns`` at the end of ``connect``, ``tls_start_ns`` ``ssl`` before it). Entries are
+numbered per ``connection`` id in ``startedDateTime`` order.
 
 References
 ----------
@@ -69,7 +70,8 @@ from urllib.parse import parse_qsl, urlsplit
 from qoe.errors import InputError, QoEWarning
 from qoe.outputs import atomic_output
 from qoe.report import as_dict
-from qoe.web._pagemodel import _NS, Page, WebOptions, _custom_bounds, _mos, _resolve, _response_bytes, build_pages, txn_protocol
+from qoe.web._pagemodel import (_NS, Page, WebOptions, _custom_bounds, _mos, _resolve, _response_bytes, build_pages,
+                                 txn_protocol)
 from qoe.web._results import Transaction
 
 __all__ = ["HarPage", "HarLog", "to_har", "write_har", "parse_har", "read_har", "pages_from_har",
@@ -485,7 +487,8 @@ def _transaction(e: Mapping[str, Any], where: str, conn: int, seq: int, own: boo
     cl = _hv(resp_headers, "content-length")
     n = lambda v: int(v) if _num(v) is not None else None  # noqa: E731
     partial = None if status is not None else "no response (HAR status 0)"
-    tls_end = started + round((before + connect) * ms) if connect is not None and ssl is not None and ssl <= connect else None
+    shaken = connect is not None and ssl is not None and ssl <= connect  # HAR 1.2: ssl is inside connect
+    tls_end = started + round((before + connect) * ms) if shaken else None  # type: ignore[operator]
     return Transaction(
         connection=conn,
         sequence=seq,
