@@ -166,6 +166,9 @@ def test_import_pages_with_onload_like_browsertime():
     assert doc.url == "https://example.org/" and doc.sequence == 0 and not doc.reused
     assert doc.connection_start_ns == page.started_ns + 10_000_000  # after blocked + dns
     assert doc.request_start_ns == page.started_ns + 40_000_000  # ssl is inside connect
+    # the handshake: ssl (20 ms) ends where connect does (blocked + dns + connect = 40 ms)
+    assert (doc.tls_start_ns, doc.tls_end_ns) == (page.started_ns + 20_000_000, page.started_ns + 40_000_000)
+    assert css.tls_start_ns is None and css.tls_end_ns is None  # a reused connection: ssl -1
     assert doc.response_end_ns == page.started_ns + 100_000_000
     assert css.sequence == 1 and css.reused and css.connection == doc.connection == 0
     assert css.target == "/a.css?x=1" and css.host == "example.org" and css.server == ("2001:db8::1", 443)
