@@ -19,7 +19,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from qoe.web._h2 import PREFACE, H2Sink
+from qoe.web._h2 import H2Sink
 from qoe.web._http1 import HttpLimits, HttpSink
 from qoe.web._results import ConnectionResult, Transaction, make_transaction
 from qoe.web._sink import ConnectionId
@@ -27,16 +27,7 @@ from qoe.web.decrypt import DecryptingTlsSink, TlsDecryption
 from qoe.web.keylog import KeyLog
 from qoe.web.tls import TlsSession
 
-__all__ = ["DecryptedTlsParser", "H2cParser", "looks_like_h2_preface", "tls_apps", "tls_result"]
-
-
-def looks_like_h2_preface(prefix: bytes) -> bool | None:
-    """Whether a connection's first client bytes are the HTTP/2 preface (RFC 9113 §3.4);
-    None while they are a prefix of it."""
-    n = min(len(prefix), len(PREFACE))
-    if bytes(prefix[:n]) != PREFACE[:n]:
-        return False
-    return True if n == len(PREFACE) else None
+__all__ = ["DecryptedTlsParser", "H2cParser", "tls_apps", "tls_result"]
 
 
 def _https(t: Transaction, s: TlsSession) -> Transaction:

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from qoe.errors import InputError
 from qoe.web.keylog import KeyLog
 from qoe.web._http1 import DEFAULT_MAX_HEAD_BYTES, DEFAULT_MAX_HELD_BYTES, HttpLimits, HttpSink
-from qoe.web._requestline import MAX_SNIFF, looks_like_request
+from qoe.web._requestline import MAX_SNIFF, looks_like_h2_preface, looks_like_request
 from qoe.web._results import ConnectionResult, Transaction
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
 from qoe.web.tls import TlsSession, looks_like_tls
@@ -117,26 +117,12 @@ def _h2c(conn: ConnectionId, limits: HttpLimits) -> H2cParser:
     return H2cParser(conn, limits)
 
 
-#: RFC 9113 §3.4: the client connection preface (``qoe.web._h2.PREFACE``, written here so
-#: that recognising it does not load the HTTP/2 parser).
-_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-
-
-def _looks_like_h2_preface(prefix: bytes) -> bool | None:
-    """Whether a connection's first client bytes are the HTTP/2 preface (RFC 9113 §3.4);
-    None while they are a prefix of it (as ``qoe.web._decrypted.looks_like_h2_preface``)."""
-    n = min(len(prefix), len(_H2_PREFACE))
-    if bytes(prefix[:n]) != _H2_PREFACE[:n]:
-        return False
-    return True if n == len(_H2_PREFACE) else None
-
-
 #: The parsers asked, in this order: a TLS handshake record header (``0x16 0x03 0x00..0x04``,
 #: RFC 8446 §5.1), the HTTP/2 connection preface in clear (RFC 9113 §3.4: it would otherwise
 #: pass for an HTTP/1.x request line, ``PRI * HTTP/2.0``), then an HTTP/1.x request line.
 PARSERS: tuple[Parser, ...] = (
     Parser("tls", looks_like_tls, _tls),
-    Parser("h2", _looks_like_h2_preface, _h2c),
+    Parser("h2", looks_like_h2_preface, _h2c),
     Parser("http", looks_like_request, _http1),
 )
 

@@ -58,12 +58,11 @@ from hyperframe.frame import (
 
 from qoe.report import as_dict
 from qoe.web._fieldtext import fields_text
+from qoe.web._requestline import PREFACE  # RFC 9113 §3.4 (the client connection preface)
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
 
 __all__ = ["H2Sink", "Http2Summary", "PREFACE", "ERROR_CODES"]
 
-#: RFC 9113 §3.4.
-PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 #: RFC 9113 §7 error codes.
 ERROR_CODES = {
     0x0: "NO_ERROR", 0x1: "PROTOCOL_ERROR", 0x2: "INTERNAL_ERROR", 0x3: "FLOW_CONTROL_ERROR",

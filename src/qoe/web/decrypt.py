@@ -44,7 +44,7 @@ from typing import Any
 
 from qoe.report import as_dict
 from qoe.web._h2 import H2Sink
-from qoe.web._requestline import MAX_SNIFF, looks_like_request
+from qoe.web._requestline import MAX_SNIFF, PREFACE, looks_like_request
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
 from qoe.web._tlsdecrypt import RecordCipher, Suite, suite_for, tls12_ciphers, tls13_cipher
 from qoe.web.keylog import KeyLog
@@ -62,8 +62,6 @@ _MAX_EARLY_RECORDS = 64  # 0-RTT records held until the ServerHello (max_early_d
 # RFC 8446 §4.1.3: the random of a HelloRetryRequest
 _HRR_RANDOM = bytes.fromhex("CF21AD74E59A6111BE1D8C021E65B891C2A211167ABB8C5E079E09E2C8A8339C")
 _MAX_RECORD = 2**14 + 2048  # RFC 5246 §6.2.3 (TLSCiphertext.length)
-#: RFC 9113 §3.4: the client connection preface.
-_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 #: Bursts kept per connection (later ones are counted in :attr:`TlsDecryption.bursts_dropped`).
 MAX_BURSTS = 4096
 _HELD_MAX = 1 << 20  # server plaintext held until the client's first bytes choose the protocol
@@ -578,8 +576,8 @@ class DecryptingTlsSink:
         prefix = self._prefix
         if not prefix:
             return "http/1.x" if final else None
-        n = min(len(prefix), len(_H2_PREFACE))
-        if prefix[:n] == _H2_PREFACE[:n] and (n >= 4 or not (final or server_spoke)):
+        n = min(len(prefix), len(PREFACE))
+        if prefix[:n] == PREFACE[:n] and (n >= 4 or not (final or server_spoke)):
             return "h2" if n >= 4 else None  # (the preface, RFC 9113 §3.4)
         request = looks_like_request(prefix)
         if request is None:
