@@ -768,12 +768,15 @@ class _Conn(_Delivery):
 
     # -- the result --------------------------------------------------------------------------
 
-    def result(self) -> Connection:
+    def result(self, samples: bool = True) -> Connection:
+        """The connection's record; ``samples=False``: each direction's RTT sample arrays left
+        empty (their count, minimum and median kept: all a page reads of them, and the arrays
+        are a third of the cost of the record, more when handed between processes)."""
         c, s = self.halves
         return _make_connection(
             id=self.cid,
-            client=_direction(c, self.ooo_frames[CLIENT]),
-            server=_direction(s, self.ooo_frames[SERVER]),
+            client=_direction(c, self.ooo_frames[CLIENT], samples),
+            server=_direction(s, self.ooo_frames[SERVER], samples),
             packets=self.packets,
             syn_ts_ns=self.syn_ts,
             synack_ts_ns=self.synack_ts,
@@ -855,11 +858,14 @@ def _compact(h: _Sender) -> None:
         h.pl_head = max(0, h.pl_head - i)
 
 
-def _direction(h: _Sender, ooo_frames: list[int]) -> Direction:
+def _direction(h: _Sender, ooo_frames: list[int], samples: bool = True) -> Direction:
     n = len(h.rtt_v)
     if n:
-        ts = np.frombuffer(h.rtt_ts, dtype=np.int64).copy()
-        v = np.frombuffer(h.rtt_v, dtype=np.int64).copy()
+        if samples:
+            ts = np.frombuffer(h.rtt_ts, dtype=np.int64).copy()
+            v = np.frombuffer(h.rtt_v, dtype=np.int64).copy()
+        else:
+            ts = v = _EMPTY
         o = sorted(h.rtt_v)  # (a sort of a few samples is cheaper than numpy's median)
         median: float | None = (o[n // 2] + o[(n - 1) // 2]) / 2
     else:

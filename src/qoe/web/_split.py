@@ -258,7 +258,7 @@ def _child(path: Any, limits: TcpLimits, share: int, name: str, with_udp: bool, 
             yield None  # (given back by _track once every segment before it is done)
         log.at = _END
 
-    for conn in _track(rows(), log.sink_for, limits, name, hits=hits):
+    for conn in _track(rows(), log.sink_for, limits, name, hits=hits, samples=False):
         if conn is None:
             yield read[0], *log.take(), None
         else:
@@ -381,7 +381,8 @@ def connections(
     merge = _Merge(batches, new, started, final, parsers)
     hits: dict[str, int] = {}
     try:
-        for conn in _track(merge.rows(share, udp), merge.sink_for, limits, name, number=merge.number, hits=hits):
+        for conn in _track(merge.rows(share, udp), merge.sink_for, limits, name, number=merge.number, hits=hits,
+                           samples=False):
             final(conn)  # type: ignore[arg-type] - no None among this process's rows
             yield None
     finally:

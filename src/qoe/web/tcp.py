@@ -288,12 +288,15 @@ def _is_file(capture: Any) -> bool:
 def _iter_connections(
     capture: Any, sinks: SinkFactory | None, limits: TcpLimits, udp: Any = None,
     pairs: frozenset[tuple[str, int, str, int]] | None = None, read_ahead: bool | None = False,
+    samples: bool = True,
 ) -> Iterator[Connection]:
     """:func:`iter_connections` without the checks; ``udp``, for a capture file: called with the
     UDP datagrams of each chunk as the file is read (``qoe.capture.tcp_segment_rows``: one pass
     gives the page reader its TCP and its DNS); ``pairs``: only segments whose ``(src, sport,
     dst, dport)`` is one of these; ``read_ahead``: a capture file is read in a child process
-    (:func:`qoe.capture.tcp_segment_rows`)."""
+    (:func:`qoe.capture.tcp_segment_rows`); ``samples=False``: the connections' RTT sample arrays
+    left empty (``_Conn.result``: for the page model, which reads their count, minimum and
+    median only)."""
     if _is_file(capture):
         name = os.fspath(capture) if isinstance(capture, (str, os.PathLike)) else "the capture"
         rows: Iterable[tuple[Any, ...]] = tcp_segment_rows(capture, udp=udp, read_ahead=read_ahead)
@@ -302,7 +305,7 @@ def _iter_connections(
         rows = _rows(capture)
     if pairs is not None:
         rows = (r for r in rows if (r[_SRC], r[_SPORT], r[_DST], r[_DPORT]) in pairs)
-    return _track(rows, sinks, limits, str(name))
+    return _track(rows, sinks, limits, str(name), samples=samples)
 
 
 def _rows(packets: Iterable[Packet]) -> Iterator[tuple[Any, ...]]:
@@ -314,7 +317,7 @@ def _rows(packets: Iterable[Packet]) -> Iterator[tuple[Any, ...]]:
 
 def _track(
     rows: Iterable[tuple[Any, ...] | None], sinks: SinkFactory | None, limits: TcpLimits, name: str, *,
-    number: Callable[[], int] | None = None, hits: dict[str, int] | None = None,
+    number: Callable[[], int] | None = None, hits: dict[str, int] | None = None, samples: bool = True,
 ) -> Iterator[Connection | None]:
     """The reassembly of ``rows`` (segment rows in frame order), each connection as it is final.
 
@@ -350,7 +353,7 @@ def _track(
         del live[conn.cid.index]
         for h in conn.hit:
             hits[h] = hits.get(h, 0) + 1
-        out.append(conn.result())
+        out.append(conn.result(samples))
 
     def sweep(now: int) -> None:
         while closing and closing[0].last_ts + tw_ns < now:
