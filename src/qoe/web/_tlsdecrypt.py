@@ -61,18 +61,19 @@ __all__ = [
     "next_traffic_secret", "RecordCipher", "tls13_cipher", "tls12_ciphers",
 ]
 
-Aead = Literal["aes-gcm", "chacha20-poly1305", "aes-cbc"]
+Protection = Literal["aes-gcm", "chacha20-poly1305", "aes-cbc"]
 _MAC_LENGTH = {"sha1": 20, "sha256": 32, "sha384": 48}
 
 
 @dataclass(frozen=True, slots=True)
 class Suite:
-    """A cipher suite: its record protection (``aead``: an AEAD, or ``"aes-cbc"`` with HMAC
-    over ``mac``), key length and hash (HKDF / PRF)."""
+    """A cipher suite: its record protection (``cipher``: an AEAD, ``"aes-gcm"`` or
+    ``"chacha20-poly1305"``, or ``"aes-cbc"``, not an AEAD: CBC with an HMAC over ``mac``),
+    key length and hash (HKDF / PRF)."""
 
     code: int
     name: str
-    aead: Aead
+    cipher: Protection
     key_length: int
     hash_name: Literal["sha256", "sha384"]
     mac: Literal["sha1", "sha256", "sha384"] | None = None  # CBC suites: the HMAC's hash
@@ -89,8 +90,8 @@ class Suite:
         return hashes.SHA256() if self.hash_name == "sha256" else hashes.SHA384()
 
 
-def _s(code: int, name: str, aead: Aead, klen: int, h: Literal["sha256", "sha384"]) -> tuple[int, Suite]:
-    return code, Suite(code, name, aead, klen, h)
+def _s(code: int, name: str, cipher: Protection, klen: int, h: Literal["sha256", "sha384"]) -> tuple[int, Suite]:
+    return code, Suite(code, name, cipher, klen, h)
 
 
 #: RFC 8446 Appendix B.4 (TLS_AES_128_CCM_* are not offered by browsers and left out).
@@ -191,7 +192,7 @@ class RecordCipher:
         TLS 1.3: the traffic secret the key came from (for :meth:`update`).
     """
 
-    __slots__ = ("suite", "tls13", "secret", "seq", "_aead", "_iv", "_iv_int", "_explicit", "_cbc", "_mac_key",
+    __slots__ = ("suite", "tls13", "secret", "seq", "_cipher", "_iv", "_iv_int", "_explicit", "_cbc", "_mac_key",
                  "_etm")
 
     def __init__(self, suite: Suite, key: bytes, iv: bytes, *, tls13: bool, secret: bytes | None = None,
@@ -200,16 +201,16 @@ class RecordCipher:
         self.tls13 = tls13
         self.secret = secret
         self.seq = 0
-        self._cbc = suite.aead == "aes-cbc"
+        self._cbc = suite.cipher == "aes-cbc"
         self._mac_key = mac_key  # (CBC suites)
         self._etm = encrypt_then_mac  # RFC 7366 (CBC suites)
         # one AEAD object per key, made once and used for every record it protects
-        self._aead: Any = (algorithms.AES(key) if self._cbc else AESGCM(key) if suite.aead == "aes-gcm"
+        self._cipher: Any = (algorithms.AES(key) if self._cbc else AESGCM(key) if suite.cipher == "aes-gcm"
                            else ChaCha20Poly1305(key))
         self._iv = iv
         self._iv_int = int.from_bytes(iv, "big")
         # RFC 5288 §3: TLS 1.2 GCM carries an 8-byte explicit nonce before the ciphertext
-        self._explicit = (not tls13) and suite.aead == "aes-gcm"
+        self._explicit = (not tls13) and suite.cipher == "aes-gcm"
 
     def update(self) -> None:
         """RFC 8446 §4.6.3/§7.2: move to the next traffic secret (after a KeyUpdate), sequence 0."""
@@ -217,7 +218,7 @@ class RecordCipher:
             raise ValueError("no traffic secret to update")
         new = next_traffic_secret(self.secret, self.suite)
         fresh = tls13_cipher(self.suite, new)
-        self.secret, self.seq, self._aead, self._iv, self._iv_int = new, 0, fresh._aead, fresh._iv, fresh._iv_int
+        self.secret, self.seq, self._cipher, self._iv, self._iv_int = new, 0, fresh._cipher, fresh._iv, fresh._iv_int
 
     def open(self, ctype: int, version: int, body: bytes | memoryview) -> tuple[int, bytes] | None:
         """Decrypt one record's body (any bytes-like object: read, not kept); returns (content
@@ -230,7 +231,7 @@ class RecordCipher:
                 # RFC 8446 §5.2: additional_data = opaque_type || legacy_record_version || length;
                 # §5.3: nonce = iv XOR the sequence number left-padded to the IV's length
                 aad = (ctype << 32 | version << 16 | len(body)).to_bytes(5, "big")
-                inner = self._aead.decrypt((self._iv_int ^ seq).to_bytes(12, "big"), body, aad)
+                inner = self._cipher.decrypt((self._iv_int ^ seq).to_bytes(12, "big"), body, aad)
                 # TLSInnerPlaintext: content || ContentType type || uint8 zeros[length_of_padding]
                 last = inner[-1] if inner else 0
                 if last:
@@ -252,7 +253,7 @@ class RecordCipher:
             if plain_len < 0:
                 return None
             aad = seq.to_bytes(8, "big") + bytes([ctype]) + version.to_bytes(2, "big") + plain_len.to_bytes(2, "big")
-            return ctype, self._aead.decrypt(nonce, ct, aad)
+            return ctype, self._cipher.decrypt(nonce, ct, aad)
         except InvalidTag:
             return None
 
@@ -287,7 +288,7 @@ class RecordCipher:
 
     def _cbc_decrypt(self, ivct: bytes) -> bytes:
         # the record's first block is its explicit IV (RFC 5246 §6.2.3.2: TLS 1.1 and later)
-        d = Cipher(self._aead, modes.CBC(ivct[:16])).decryptor()
+        d = Cipher(self._cipher, modes.CBC(ivct[:16])).decryptor()
         return d.update(ivct[16:]) + d.finalize()
 
     def _xor_nonce_for(self, seq: int) -> bytes:
@@ -322,13 +323,13 @@ def tls12_ciphers(suite: Suite, master_secret: bytes, client_random: bytes, serv
     ``encrypt_then_mac``: the ServerHello accepted RFC 7366's extension.
     """
     k = suite.key_length
-    if suite.aead == "aes-cbc":
+    if suite.cipher == "aes-cbc":
         m = suite.mac_length
         block = tls12_prf(master_secret, b"key expansion", server_random + client_random, 2 * (m + k), suite)
         cm, sm, ck, sk = block[:m], block[m:2 * m], block[2 * m:2 * m + k], block[2 * m + k:2 * (m + k)]
         return (RecordCipher(suite, ck, b"", tls13=False, mac_key=cm, encrypt_then_mac=encrypt_then_mac),
                 RecordCipher(suite, sk, b"", tls13=False, mac_key=sm, encrypt_then_mac=encrypt_then_mac))
-    iv_len = 4 if suite.aead == "aes-gcm" else 12
+    iv_len = 4 if suite.cipher == "aes-gcm" else 12
     block = tls12_prf(master_secret, b"key expansion", server_random + client_random, 2 * (k + iv_len), suite)
     ck, sk = block[:k], block[k:2 * k]
     civ, siv = block[2 * k:2 * k + iv_len], block[2 * k + iv_len:2 * (k + iv_len)]

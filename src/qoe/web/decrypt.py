@@ -531,7 +531,7 @@ class DecryptingTlsSink:
                 return
             self._keys_found = True
             c.cipher, s.cipher = tls12_ciphers(suite, master, cr, self._server_random or b"",
-                                               encrypt_then_mac=self._etm and suite.aead == "aes-cbc")
+                                               encrypt_then_mac=self._etm and suite.cipher == "aes-cbc")
 
     def _protected_handshake(self, direction: int, d: _Dir) -> None:
         tls13 = self._version is not None and self._version >= 0x0304
