@@ -13,6 +13,7 @@ twice), and a length field set to an extreme.
 
 from __future__ import annotations
 
+import atexit
 import os
 import random
 import tempfile
@@ -92,12 +93,14 @@ _KEYED = ("h2-idle", "h3-idle", "tls12-idle", "h3-loss")
 
 
 def _keylog_of_seeds() -> Path:
-    """One key log with the secrets of every :data:`_KEYED` capture (made once)."""
+    """One key log with the secrets of every :data:`_KEYED` capture (made once per process,
+    removed when it exits)."""
     out = Path(tempfile.gettempdir()) / f"qoe-fuzz-{os.getpid()}.keylog"
     if not out.is_file():
         text = b"".join((DATA / f"web/browser/captures/{n}.keylog").read_bytes() for n in _KEYED
                         if (DATA / f"web/browser/captures/{n}.keylog").is_file())
         out.write_bytes(text)
+        atexit.register(out.unlink, missing_ok=True)
     return out
 
 
