@@ -164,3 +164,26 @@ def test_retransmitted_syns_of_the_next_connection_keep_one_page(tmp_path):
     batch = build_pages([t for r in results for t in r.transactions], connections=connections(path),
                         tls=[r.tls for r in results if r.tls is not None], dns=dns_queries(path))
     assert [(b.objects, b.plt_s) for b in batch] == [(p.objects, p.plt_s)]
+
+
+@pytest.mark.parametrize("name", [
+    "browser/captures/h1-loss", "browser/captures/h1-up", "browser/captures/h1-up-b256",
+    "browser/captures/tls13-loss", "browser/captures/h2-loss", "browser/captures/h2-up-b256",
+    "captures/http11-down-b8-curl_client", "captures/http11-up-b8-wget_client",
+])
+def test_streamed_pages_equal_the_batch_pages_of_whole_connections(name):
+    # the streaming pass keeps of each TCP connection only what the page model reads (RTT
+    # figures, retransmissions and stalls, FIN/RST times), in one process and split between
+    # two: its pages (RTT, loss waits, retransmissions, diagnosis: every field) are the ones
+    # build_pages makes from the whole qoe.web.tcp.Connection records. Browser and curl/wget
+    # loads with loss, standing queues whose tail losses show as stalls (the last three), and
+    # TLS without keys (data/web).
+    path = ROOT / "data/web" / f"{name}.pcap"
+    results = connection_results(path)
+    batch = build_pages([t for r in results for t in r.transactions], connections=connections(path),
+                        tls=[r.tls for r in results if r.tls is not None and not r.transactions],
+                        dns=dns_queries(path))
+    assert batch and sum(p.retransmissions for p in batch) > 0
+    for ahead in (False, True):
+        streamed = page_loads(path, options=WebOptions(read_ahead=ahead))
+        assert [p.to_record() for p in streamed] == [p.to_record() for p in batch]

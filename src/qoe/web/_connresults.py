@@ -382,3 +382,46 @@ class Connection:
 def _endpoint(ep: tuple[str, int]) -> str:
     """``address:port``, IPv6 addresses in brackets (RFC 3986 §3.2.2)."""
     return f"[{ep[0]}]:{ep[1]}" if ":" in ep[0] else f"{ep[0]}:{ep[1]}"
+
+
+# -- what a page reads of a TCP connection ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HalfView:
+    """What the page model (``qoe.web._pagemodel``) reads of one :class:`Direction`: the same
+    names, and its RTT figures (``count``, ``median_ns``, ``min_ns`` of :class:`RttSamples`)
+    read through ``rtt`` as on a Direction (``rtt`` is the view itself)."""
+
+    last_data_ts_ns: int | None
+    fin_ts_ns: int | None
+    mss: int | None
+    retransmissions: int
+    stall_intervals: tuple[tuple[int, int], ...]
+    count: int
+    median_ns: float | None
+    min_ns: int | None
+
+    @property
+    def rtt(self) -> HalfView:
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class TcpView:
+    """What the page model reads of a :class:`Connection`, by the same names: the record a
+    streaming page pass (``qoe.web._stream``, ``qoe.web._split``) makes of each connection
+    instead of the whole one (a third of the cost to make, and of the bytes and time to hand
+    one from a child process; the pages are the same), as ``qoe.web.pages``' QUIC view
+    stands for a QUIC connection in the loss accounting."""
+
+    id: ConnectionId
+    client: HalfView
+    server: HalfView
+    syn_ts_ns: int | None
+    last_ts_ns: int
+    fin_ts_ns: int | None
+    rst_ts_ns: int | None
+    handshake_rtt_ns: int | None
+    closed: str
+    retransmission_events: tuple[Retransmission, ...]

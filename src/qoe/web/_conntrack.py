@@ -33,7 +33,9 @@ from typing import Any
 import numpy as np
 
 from qoe.capture import TCP_ACK, TCP_FIN, TCP_RST, TCP_SEGMENT_FIELDS, TCP_SYN
-from qoe.web._connresults import Connection, Direction, Retransmission, RttSamples, TcpLimits
+from qoe.web._connresults import (
+    Connection, Direction, HalfView, Retransmission, RttSamples, TcpLimits, TcpView,
+)
 from qoe.web._delivery import _H_END, _H_START, _Delivery, _start
 from qoe._records import builder
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
@@ -768,15 +770,12 @@ class _Conn(_Delivery):
 
     # -- the result --------------------------------------------------------------------------
 
-    def result(self, samples: bool = True) -> Connection:
-        """The connection's record; ``samples=False``: each direction's RTT sample arrays left
-        empty (their count, minimum and median kept: all a page reads of them, and the arrays
-        are a third of the cost of the record, more when handed between processes)."""
+    def result(self) -> Connection:
         c, s = self.halves
         return _make_connection(
             id=self.cid,
-            client=_direction(c, self.ooo_frames[CLIENT], samples),
-            server=_direction(s, self.ooo_frames[SERVER], samples),
+            client=_direction(c, self.ooo_frames[CLIENT]),
+            server=_direction(s, self.ooo_frames[SERVER]),
             packets=self.packets,
             syn_ts_ns=self.syn_ts,
             synack_ts_ns=self.synack_ts,
@@ -792,11 +791,32 @@ class _Conn(_Delivery):
         )
 
 
+    def view(self) -> TcpView:
+        """What the page model reads of the connection (:class:`TcpView`, the same values as
+        :meth:`result` gives under the same names): what the streaming page passes make."""
+        c, s = self.halves
+        rs, rsa = self.rtt_syn, self.rtt_synack
+        return _make_view(self.cid, _half(c), _half(s), self.syn_ts, self.last_ts, self.fin_ts, self.rst_ts,
+                          None if rs is None or rsa is None else rs + rsa, self.closed_how or "end-of-capture",
+                          tuple(self.events))
+
+
+def _half(h: _Sender) -> HalfView:
+    n = len(h.rtt_v)
+    median = None
+    if n:
+        o = sorted(h.rtt_v)  # (as _direction takes it)
+        median = (o[n // 2] + o[(n - 1) // 2]) / 2
+    return _make_half(h.last_data_ts, h.fin_ts, h.mss, h.retx, tuple(h.stall_iv), h.rtt_count, median, h.rtt_min)
+
+
 # the result records of every connection, built without a frozen __init__'s per-field
 # object.__setattr__ (qoe._records): two Directions and a Connection per connection
 _make_connection = builder(Connection)
 _make_direction = builder(Direction)
 _make_rtt = builder(RttSamples)
+_make_view = builder(TcpView, positional=True)  # (fields in the order of TcpView and HalfView)
+_make_half = builder(HalfView, positional=True)
 
 _EMPTY = np.zeros(0, np.int64)
 _EMPTY.setflags(write=False)
@@ -858,14 +878,11 @@ def _compact(h: _Sender) -> None:
         h.pl_head = max(0, h.pl_head - i)
 
 
-def _direction(h: _Sender, ooo_frames: list[int], samples: bool = True) -> Direction:
+def _direction(h: _Sender, ooo_frames: list[int]) -> Direction:
     n = len(h.rtt_v)
     if n:
-        if samples:
-            ts = np.frombuffer(h.rtt_ts, dtype=np.int64).copy()
-            v = np.frombuffer(h.rtt_v, dtype=np.int64).copy()
-        else:
-            ts = v = _EMPTY
+        ts = np.frombuffer(h.rtt_ts, dtype=np.int64).copy()
+        v = np.frombuffer(h.rtt_v, dtype=np.int64).copy()
         o = sorted(h.rtt_v)  # (a sort of a few samples is cheaper than numpy's median)
         median: float | None = (o[n // 2] + o[(n - 1) // 2]) / 2
     else:

@@ -12,7 +12,8 @@ index of the segment that caused it, what the page model needs from its connecti
 
 * each new connection (``NEW``: its 4-tuple, first time, whether its initiator is known),
   the first bytes of each (``STARTED``) and its protocol once decided (``DECIDED``);
-* each final connection (its ``Connection`` and its sink's result, pickled with its
+* each final connection (what the page model reads of it, ``qoe.web._connresults.TcpView``,
+  and its sink's result, pickled with its
   connection's index left for here to fill in: see ``_Reducers`` and ``_In``);
 
 and sends them with each chunk of the file it read (this process makes its rows of the
@@ -59,7 +60,8 @@ from qoe._records import MAKER_PREFIX, maker_named, record_reducer
 from qoe.capture import FLOW_BUCKETS, SegmentChunk, fork_available, read_ahead, read_ahead_pays, tcp_segment_chunks
 from qoe.web._dispatch import PARSERS, Parser, ProtocolSink
 from qoe.web._sink import ConnectionId
-from qoe.web.tcp import Connection, TcpLimits, _track, _warn_hits
+from qoe.web._connresults import TcpView
+from qoe.web.tcp import TcpLimits, _track, _warn_hits
 
 NEW, STARTED, DECIDED = range(3)
 
@@ -213,7 +215,7 @@ class _Log:
         self.events: list[tuple[Any, ...]] = []
         self.at = -1  # frame index of the segment being worked on
         self.sinks: dict[int, ProtocolSink] = {}
-        self.finals: list[tuple[int, Connection, Any]] = []
+        self.finals: list[tuple[int, TcpView, Any]] = []
 
     def sink_for(self, cid: ConnectionId) -> ProtocolSink:
         self.events.append((self.at, NEW, cid.index, cid.client, cid.server, cid.first_ts_ns, cid.initiator_known))
@@ -227,7 +229,7 @@ class _Log:
     def _decided(self, sink: ProtocolSink) -> None:
         self.events.append((self.at, DECIDED, sink.conn.index, sink.protocol))
 
-    def final(self, conn: Connection) -> None:
+    def final(self, conn: TcpView) -> None:
         i = conn.id.index
         sink = self.sinks.pop(i, None)
         self.finals.append((i, conn, sink.result() if sink is not None else None))
@@ -258,7 +260,7 @@ def _child(path: Any, limits: TcpLimits, share: int, name: str, with_udp: bool, 
             yield None  # (given back by _track once every segment before it is done)
         log.at = _END
 
-    for conn in _track(rows(), log.sink_for, limits, name, hits=hits, samples=False):
+    for conn in _track(rows(), log.sink_for, limits, name, hits=hits, view=True):
         if conn is None:
             yield read[0], *log.take(), None
         else:
@@ -288,7 +290,7 @@ class _Merge:
     """The child's events, given in order of frame among this process's own."""
 
     def __init__(self, batches: Iterable[Any], new: Callable[[ConnectionId, Any], Any],
-                 started: Callable[[Any, int], None], final: Callable[[Connection], None],
+                 started: Callable[[Any, int], None], final: Callable[[TcpView], None],
                  parsers: Sequence[Parser]) -> None:
         self.batches = batches
         self.new, self.started, self.final = new, started, final
@@ -362,7 +364,7 @@ class _Merge:
 
 def connections(
     path: Any, limits: TcpLimits, *, new: Callable[[ConnectionId, Any], Any], started: Callable[[Any, int], None],
-    final: Callable[[Connection], None], udp: Callable[[Any], None] | None, parsers: Sequence[Parser] = PARSERS,
+    final: Callable[[TcpView], None], udp: Callable[[Any], None] | None, parsers: Sequence[Parser] = PARSERS,
     share: int | None = None,
 ) -> Iterator[None]:
     """Reassemble the TCP connections of the capture at ``path`` in two processes, making the
@@ -382,7 +384,7 @@ def connections(
     hits: dict[str, int] = {}
     try:
         for conn in _track(merge.rows(share, udp), merge.sink_for, limits, name, number=merge.number, hits=hits,
-                           samples=False):
+                           view=True):
             final(conn)  # type: ignore[arg-type] - no None among this process's rows
             yield None
     finally:

@@ -141,7 +141,7 @@ def stream_pages(
         run.finish()
         yield from run.given()
         return
-    conns = _iter_connections(capture, run.sink_for, limits, udp, read_ahead=read_ahead, samples=False)
+    conns = _iter_connections(capture, run.sink_for, limits, udp, read_ahead=read_ahead, view=True)
     while True:
         conn = next(conns, None)
         if conn is None:

@@ -288,15 +288,14 @@ def _is_file(capture: Any) -> bool:
 def _iter_connections(
     capture: Any, sinks: SinkFactory | None, limits: TcpLimits, udp: Any = None,
     pairs: frozenset[tuple[str, int, str, int]] | None = None, read_ahead: bool | None = False,
-    samples: bool = True,
+    view: bool = False,
 ) -> Iterator[Connection]:
     """:func:`iter_connections` without the checks; ``udp``, for a capture file: called with the
     UDP datagrams of each chunk as the file is read (``qoe.capture.tcp_segment_rows``: one pass
     gives the page reader its TCP and its DNS); ``pairs``: only segments whose ``(src, sport,
     dst, dport)`` is one of these; ``read_ahead``: a capture file is read in a child process
-    (:func:`qoe.capture.tcp_segment_rows`); ``samples=False``: the connections' RTT sample arrays
-    left empty (``_Conn.result``: for the page model, which reads their count, minimum and
-    median only)."""
+    (:func:`qoe.capture.tcp_segment_rows`); ``view``: each connection as the page model reads it
+    (``qoe.web._connresults.TcpView``), not the whole :class:`Connection`."""
     if _is_file(capture):
         name = os.fspath(capture) if isinstance(capture, (str, os.PathLike)) else "the capture"
         rows: Iterable[tuple[Any, ...]] = tcp_segment_rows(capture, udp=udp, read_ahead=read_ahead)
@@ -305,7 +304,7 @@ def _iter_connections(
         rows = _rows(capture)
     if pairs is not None:
         rows = (r for r in rows if (r[_SRC], r[_SPORT], r[_DST], r[_DPORT]) in pairs)
-    return _track(rows, sinks, limits, str(name), samples=samples)
+    return _track(rows, sinks, limits, str(name), view=view)
 
 
 def _rows(packets: Iterable[Packet]) -> Iterator[tuple[Any, ...]]:
@@ -317,8 +316,8 @@ def _rows(packets: Iterable[Packet]) -> Iterator[tuple[Any, ...]]:
 
 def _track(
     rows: Iterable[tuple[Any, ...] | None], sinks: SinkFactory | None, limits: TcpLimits, name: str, *,
-    number: Callable[[], int] | None = None, hits: dict[str, int] | None = None, samples: bool = True,
-) -> Iterator[Connection | None]:
+    number: Callable[[], int] | None = None, hits: dict[str, int] | None = None, view: bool = False,
+) -> Iterator[Any]:
     """The reassembly of ``rows`` (segment rows in frame order), each connection as it is final.
 
     ``number``: called for the index of each new connection (default: 0, 1, 2... in order);
@@ -336,7 +335,7 @@ def _track(
     table: dict[tuple[str, int, str, int], tuple[_Conn, int]] = {}
     live: dict[int, _Conn] = {}  # every tracked connection, by index
     closing: deque[_Conn] = deque()  # closed connections within their close delay, in closing order
-    out: list[Connection] = []
+    out: list[Any] = []  # Connection, or TcpView
     warn = hits is None
     if hits is None:
         hits = {}
@@ -353,7 +352,7 @@ def _track(
         del live[conn.cid.index]
         for h in conn.hit:
             hits[h] = hits.get(h, 0) + 1
-        out.append(conn.result(samples))
+        out.append(conn.view() if view else conn.result())
 
     def sweep(now: int) -> None:
         while closing and closing[0].last_ts + tw_ns < now:
