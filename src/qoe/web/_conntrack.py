@@ -790,7 +790,6 @@ class _Conn(_Delivery):
             retransmission_events=tuple(self.events),
         )
 
-
     def view(self) -> TcpView:
         """What the page model reads of the connection (:class:`TcpView`, the same values as
         :meth:`result` gives under the same names): what the streaming page passes make."""

@@ -129,7 +129,7 @@ from qoe.capture import TCP_ACK, TCP_SEGMENT_FIELDS, TCP_SYN, Packet, relaxed_gc
 from qoe.errors import InputError, QoEWarning
 from qoe.web._sink import CLIENT, SERVER, ByteSink, ConnectionId, SinkFactory
 from qoe.web._conntrack import _Conn
-from qoe.web._connresults import Connection, Direction, Retransmission, RttSamples, TcpLimits
+from qoe.web._connresults import Connection, Direction, Retransmission, RttSamples, TcpLimits, TcpView
 
 __all__ = [
     "connections",
@@ -289,7 +289,7 @@ def _iter_connections(
     capture: Any, sinks: SinkFactory | None, limits: TcpLimits, udp: Any = None,
     pairs: frozenset[tuple[str, int, str, int]] | None = None, read_ahead: bool | None = False,
     view: bool = False,
-) -> Iterator[Connection]:
+) -> Iterator[Connection | TcpView]:
     """:func:`iter_connections` without the checks; ``udp``, for a capture file: called with the
     UDP datagrams of each chunk as the file is read (``qoe.capture.tcp_segment_rows``: one pass
     gives the page reader its TCP and its DNS); ``pairs``: only segments whose ``(src, sport,
@@ -317,7 +317,7 @@ def _rows(packets: Iterable[Packet]) -> Iterator[tuple[Any, ...]]:
 def _track(
     rows: Iterable[tuple[Any, ...] | None], sinks: SinkFactory | None, limits: TcpLimits, name: str, *,
     number: Callable[[], int] | None = None, hits: dict[str, int] | None = None, view: bool = False,
-) -> Iterator[Any]:
+) -> Iterator[Connection | TcpView | None]:
     """The reassembly of ``rows`` (segment rows in frame order), each connection as it is final.
 
     ``number``: called for the index of each new connection (default: 0, 1, 2... in order);
@@ -335,7 +335,7 @@ def _track(
     table: dict[tuple[str, int, str, int], tuple[_Conn, int]] = {}
     live: dict[int, _Conn] = {}  # every tracked connection, by index
     closing: deque[_Conn] = deque()  # closed connections within their close delay, in closing order
-    out: list[Any] = []  # Connection, or TcpView
+    out: list[Connection | TcpView] = []
     warn = hits is None
     if hits is None:
         hits = {}
