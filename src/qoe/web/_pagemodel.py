@@ -338,7 +338,7 @@ class _Item:
     txn: Any = None  # an HTTP Transaction
     tls: Any = None  # a TLS session
     server_name: str | None = None
-    tcp: Any = None  # its qoe.web.tcp.Connection (the streaming path)
+    tcp: Any = None  # what the streaming path keeps of its TCP connection (qoe.web._connresults.TcpView)
     active_ns: int = 0  # when its activity began: its connection's first packet (SYN) if it opened it
     preconnect: bool = False  # a TLS connection that carried no request (opened ahead, unused)
     silent_client: bool = False  # ... told without keys: its client sent nothing after its handshake
@@ -469,8 +469,8 @@ def starts_other_page(it: _Item, first: _Item, active: int, busy_until: int, hel
 def _group(items: list[_Item], idle_gap_ns: int, conns: Mapping[int, Any] | None = None) -> list[list[_Item]]:
     """Pages of one client's items (sorted by start), by Referer, idle gap and server name.
 
-    ``conns`` (connection index -> qoe.web.tcp.Connection) says until when each page's
-    connections were held open (:func:`starts_other_page`).
+    ``conns`` (connection index -> qoe.web.tcp.Connection, or its TcpView) says until when
+    each page's connections were held open (:func:`starts_other_page`).
     """
     conns = conns or {}
     pages: list[list[_Item]] = []
