@@ -13,8 +13,8 @@ index of the segment that caused it, what the page model needs from its connecti
 * each new connection (``NEW``: its 4-tuple, first time, whether its initiator is known),
   the first bytes of each (``STARTED``) and its protocol once decided (``DECIDED``);
 * each final connection (what the page model reads of it, ``qoe.web._connresults.TcpView``,
-  and its sink's result, pickled with its
-  connection's index left for here to fill in: see ``_Reducers`` and ``_In``);
+  and its sink's result, pickled with its connection's index left for here to fill in: see
+  ``_Reducers`` and ``_In``);
 
 and sends them with each chunk of the file it read (this process makes its rows of the
 chunk's columns: the file is read once). Here, before each segment of its own, the child's

@@ -204,9 +204,10 @@ class RecordCipher:
         self._cbc = suite.cipher == "aes-cbc"
         self._mac_key = mac_key  # (CBC suites)
         self._etm = encrypt_then_mac  # RFC 7366 (CBC suites)
-        # one AEAD object per key, made once and used for every record it protects
+        # one cipher object per key (an AEAD's, or AES's for CBC), made once and used for every
+        # record it protects
         self._cipher: Any = (algorithms.AES(key) if self._cbc else AESGCM(key) if suite.cipher == "aes-gcm"
-                           else ChaCha20Poly1305(key))
+                             else ChaCha20Poly1305(key))
         self._iv = iv
         self._iv_int = int.from_bytes(iv, "big")
         # RFC 5288 §3: TLS 1.2 GCM carries an 8-byte explicit nonce before the ciphertext
