@@ -90,7 +90,7 @@ from typing import Any
 
 from qoe.web._dns import DnsQuery, dns_queries, iter_dns_queries
 from qoe.web._pagemodel import (DEFAULT_IDLE_GAP_S, Page, WebOptions, _critical_path, _custom_bounds, _diagnose,
-                                _http_items, _mos, _path_wait, _resolve, build_pages, onload_end_ns)
+                                _http_items, _mos, _path_wait, _resolve, _tls_items, build_pages, onload_end_ns)
 from qoe.web.har import pages_from_har, to_har_pages
 
 __all__ = ["Page", "WebOptions", "DnsQuery", "build_pages", "page_loads", "iter_page_loads", "pages_from_har",
@@ -157,8 +157,10 @@ def iter_page_loads(
     closed). What is held meanwhile: the connections being reassembled, the pages still open
     and the DNS queries they may start with; an HTTP or TLS connection that stays open holds
     back the pages that start after it opened until it closes (``qoe.web._stream``); in a
-    capture with QUIC, its QUIC pages, made by a pass of their own when the first QUIC
-    Initial is seen (the TCP pages are still given as they are final, merged with them).
+    capture with QUIC, from its first QUIC Initial on, the QUIC connections open (a QUIC
+    connection is given 30 s after its last packet) and the pages of the last 30 s or so,
+    QUIC and TCP, that they could still join (a pass of their own over the capture, merged
+    with the TCP pages as both are final).
 
     Yields
     ------
@@ -206,15 +208,16 @@ def _then_quic(tcp: Iterator[Page], capture: Any, opts: WebOptions, keys: Any, q
                dns_until: list[Any] = (), floor: list[Any] = ()) -> Iterator[Page]:  # type: ignore[assignment]
     """The TCP pages, with the capture's QUIC connections in the same page model.
 
-    QUIC connections are grouped among themselves (:func:`_quic_pages`); a QUIC page of a
+    QUIC connections are grouped among themselves (:func:`_quic_page_stream`); a QUIC page of a
     client that overlaps one of its TCP pages (each starting at most ``idle_gap_s`` after the
     other's last byte: the same rule as one page's items) is merged into it (:func:`_merge`):
     a load whose objects came over TCP and QUIC is one page. A TCP page is given as soon as it
     is final while no QUIC Initial has come up to ``idle_gap_s`` after its last byte (the UDP
     datagrams are read ahead that far). From the first QUIC Initial on, the QUIC pages are
-    made (a pass of their own over the capture, :func:`qoe.web.quic.quic_connections`) and the
-    TCP pages still streamed, each merged with the QUIC pages it overlaps and the pages given
-    in order of their start (:func:`_with_quic`): what is held is the QUIC pages, not the TCP ones.
+    made as they become final (a pass of their own over the capture, :func:`_quic_page_stream`)
+    and the TCP pages still streamed, each merged with the QUIC pages it overlaps and the pages
+    given in order of their start (:func:`_with_quic`): what is held is the QUIC connections
+    still open and the pages they could still change, not the capture's pages.
     """
     gap = int(round(opts.idle_gap_s * 1e9))
     n = 0
@@ -222,49 +225,87 @@ def _then_quic(tcp: Iterator[Page], capture: Any, opts: WebOptions, keys: Any, q
         if not quic_seen[0] and dns_until:
             dns_until[0](page.end_ns + gap)
         if quic_seen[0]:
-            yield from _with_quic(itertools.chain((page,), tcp), _quic_pages(capture, opts, keys), n, gap, opts,
-                                  floor[0] if floor else None)
+            yield from _with_quic(itertools.chain((page,), tcp), _quic_page_stream(capture, opts, keys), n, gap,
+                                  opts, floor[0] if floor else None)
             return
         n += 1
         yield page
     if quic_seen[0]:
-        yield from _with_quic(iter(()), _quic_pages(capture, opts, keys), n, gap, opts, None)
+        yield from _with_quic(iter(()), _quic_page_stream(capture, opts, keys), n, gap, opts, None)
 
 
-def _with_quic(tcp: Iterator[Page], quic: list[Page], n: int, gap: int, opts: WebOptions,
-               floor: Any) -> Iterator[Page]:
-    """The TCP pages ``tcp`` (in the stream's order) merged with the QUIC pages ``quic`` and
-    given in order of start (then client; TCP pages before QUIC ones, each in its own order),
-    indexed from ``n`` on.
+def _with_quic(tcp: Iterator[Page], quic_pages: Iterator[tuple[Page | None, float]], n: int, gap: int,
+               opts: WebOptions, floor: Any) -> Iterator[Page]:
+    """The TCP pages ``tcp`` (in the stream's order) merged with the QUIC pages of
+    ``quic_pages`` (:func:`_quic_page_stream`: each client's in order, with the floor of those
+    still to come) and given in order of start (then client; TCP pages before QUIC ones, each
+    in its own order), indexed from ``n`` on.
 
     The rule, as if every page were at hand: each QUIC page in its order joins the first TCP
     page of its client (in the stream's order, as merged so far) that it overlaps, else it
     stands alone. Taken TCP page by TCP page (each gets the QUIC pages of its client, in their
-    order, that overlap it as it grows), it makes the same pages. ``floor()`` (the stream's
+    order, that overlap it as it grows), it makes the same pages. The QUIC pages are taken as
+    far as a TCP page needs: those that start up to ``idle_gap_s`` after its end (as it grows:
+    none after can overlap it). ``floor()`` (the stream's
     :meth:`qoe.web._stream._PageStream.start_floor`): no TCP page still to come starts
     before it, so a QUIC page that ends ``idle_gap_s`` before it joins none, and a page that
-    starts before it and before every QUIC page not yet placed is given.
+    starts before it, before every QUIC page not yet placed and before the floor of the QUIC
+    pages still to come is given.
     """
+    quic: list[Page | None] = []  # the QUIC pages taken so far (j: their place here; None once placed)
+    placed: list[bool] = []
     of_client: dict[str, list[int]] = {}  # the QUIC pages not placed yet, per client, in their order
-    for j, q in enumerate(quic):
+    last_chance: list[tuple[int, int]] = []  # heap: (end + gap, j): no TCP page from then on joins it
+    by_start: list[tuple[int, int]] = []  # heap: (start, j) of those not placed (stale entries dropped)
+    source = iter(quic_pages)
+    q_floor = [-math.inf]  # no QUIC page still to be taken starts before it
+
+    def take_one() -> bool:  # the next QUIC page or floor; False at the end
+        item = next(source, None)
+        if item is None:
+            q_floor[0] = math.inf
+            return False
+        q, f = item
+        if q is None:
+            q_floor[0] = max(q_floor[0], f)
+            return True
+        j = len(quic)
+        quic.append(q)
+        placed.append(False)
         of_client.setdefault(q.client, []).append(j)
-    placed = [False] * len(quic)
-    last_chance = sorted((q.end_ns + gap, j) for j, q in enumerate(quic))  # no TCP page from then on joins it
-    by_start = sorted((q.start_ns, j) for j, q in enumerate(quic))
-    e = s = 0
+        heapq.heappush(last_chance, (q.end_ns + gap, j))
+        heapq.heappush(by_start, (q.start_ns, j))
+        return True
+
+    def take(until: float) -> None:  # every QUIC page that starts up to ``until``
+        while q_floor[0] <= until and take_one():
+            pass
+
+    def place(j: int, page: Page | None = None) -> None:  # QUIC page j given, alone or merged into ``page``
+        q = quic[j]
+        placed[j] = True
+        quic[j] = None  # (what is held: the QUIC pages not placed yet)
+        if page is None:
+            heapq.heappush(ready, (q.start_ns, q.client, 1, j, q))  # type: ignore[union-attr]
+
     ready: list[tuple[int, str, int, int, Page]] = []  # heap of the final pages, in the order they are given
     seq = 0
     for page in tcp:
+        take(page.end_ns + gap)
         mine = of_client.get(page.client)
         if mine:
             left = []
-            for j in mine:
+            k = 0
+            while k < len(mine):  # (grows as pages are taken for the page as it grows)
+                j = mine[k]
+                k += 1
                 q = quic[j]
-                if placed[j]:
+                if q is None:
                     continue
                 if q.start_ns <= page.end_ns + gap and page.start_ns <= q.end_ns + gap:
                     page = _merge(page, q, opts)
-                    placed[j] = True
+                    place(j, page)
+                    take(page.end_ns + gap)
                 else:
                     left.append(j)
             of_client[page.client] = left
@@ -273,21 +314,28 @@ def _with_quic(tcp: Iterator[Page], quic: list[Page], n: int, gap: int, opts: We
         if floor is None:
             continue
         lo = floor()
-        while e < len(last_chance) and last_chance[e][0] < lo:
-            j = last_chance[e][1]
-            e += 1
+        while last_chance and last_chance[0][0] < lo:
+            j = heapq.heappop(last_chance)[1]
             if not placed[j]:  # a QUIC page of its own
-                placed[j] = True
-                heapq.heappush(ready, (quic[j].start_ns, quic[j].client, 1, j, quic[j]))
-        while s < len(by_start) and placed[by_start[s][1]]:
-            s += 1
-        w = min(lo, by_start[s][0]) if s < len(by_start) else lo
+                place(j)
+        while by_start and placed[by_start[0][1]]:
+            heapq.heappop(by_start)
+        w = min(lo, by_start[0][0] if by_start else math.inf, q_floor[0])
         while ready and ready[0][0] < w:
             yield dataclasses.replace(heapq.heappop(ready)[-1], index=n)
             n += 1
-    for j, q in enumerate(quic):
-        if not placed[j]:
-            heapq.heappush(ready, (q.start_ns, q.client, 1, j, q))
+    # no TCP page left to join: each QUIC page stands alone, given once none still to come
+    # starts before it
+    while True:
+        while by_start:
+            j = heapq.heappop(by_start)[1]
+            if not placed[j]:
+                place(j)
+        while ready and ready[0][0] < q_floor[0]:
+            yield dataclasses.replace(heapq.heappop(ready)[-1], index=n)
+            n += 1
+        if not take_one():
+            break
     while ready:
         yield dataclasses.replace(heapq.heappop(ready)[-1], index=n)
         n += 1
@@ -459,15 +507,54 @@ def _quic_activity_end_ns(c: Any) -> int:
     return max([b.end_ns for b in c.bursts if b.direction == "server"] or [c.last_ns])
 
 
-def _quic_pages(capture: Any, opts: WebOptions, keys: Any) -> list[Page]:
-    """Pages of the capture's QUIC connections: their HTTP/3 transactions when decrypted,
-    else each connection as a TLS-like item (handshake timing, bytes; objects not visible)."""
-    from qoe.web.quic import quic_connections  # noqa: PLC0415 - aioquic, only when a capture holds QUIC
+def _quic_page_stream(capture: Any, opts: WebOptions, keys: Any) -> Iterator[tuple[Page | None, float]]:
+    """Pages of the capture's QUIC connections (:func:`_session_pages`) as they become final,
+    each client's in order of start, with a floor after each (``None`` and the floor when it
+    rises alone): no QUIC page still to come starts before it.
 
-    conns = quic_connections(capture, keylog=keys, read_ahead=opts.read_ahead)
+    The connections come as they are given (idle 30 s or the capture's end,
+    :func:`qoe.web.quic._final_connections`, with the floor of their first packets: none still to
+    come began before it). A client's connections given so far make whole pages once the floor
+    is more than ``idle_gap_s`` past the end of their last item: any later item of the client
+    starts (and is active) after that, so it starts a page of its own in
+    :func:`qoe.web._pagemodel._group` whatever came before, and these pages are the ones the
+    whole capture's items would give. A page starts no earlier than its connections' first
+    packet less ``idle_gap_s`` (a DNS query before it), so the floor of the pages still to
+    come is the lower of the connections' floor and the first packets of those held, less the
+    gap. What is held: the connections of each client's current load and those not given yet,
+    not the capture's pages."""
+    from qoe.web.quic import _final_connections  # noqa: PLC0415 - aioquic, only when a capture holds QUIC
+
+    gap = int(round(opts.idle_gap_s * 1e9))
+    queries: dict[str, list[DnsQuery]] = {}
+    for q in dns_queries(capture):
+        queries.setdefault(q.client, []).append(q)
+    held: dict[str, list[Any]] = {}  # client -> its connections given, their pages not made yet
+    busy: dict[str, int] = {}  # client -> the end of the last of their items
+    first: dict[str, int] = {}  # client -> the earliest first packet among them
+    for conn, floor in _final_connections(capture, keys, opts.read_ahead):
+        if conn is not None:
+            client = conn.client[0]
+            held.setdefault(client, []).append(conn)
+            ends = [it.end_ns for it in _http_items(conn.transactions)] if conn.transactions else \
+                [it.end_ns for it in _tls_items((_quic_as_tls(conn),), {})]
+            busy[client] = max(busy.get(client, -1), *ends)
+            first[client] = min(first.get(client, conn.first_ns), conn.first_ns)
+        for client in sorted((c for c, e in busy.items() if e + gap < floor), key=first.__getitem__):
+            conns = held.pop(client)
+            del busy[client], first[client]
+            for p in _session_pages(conns, opts, queries.get(client, [])):
+                yield p, -math.inf
+        yield None, min([floor, *first.values()]) - gap
+
+
+def _session_pages(conns: list[Any], opts: WebOptions, queries: list[DnsQuery]) -> list[Page]:
+    """Pages of QUIC connections ``conns`` (of one client, or all): their HTTP/3 transactions
+    when decrypted, else each connection as a TLS-like item (handshake timing, bytes; objects
+    not visible); ``queries``: the DNS queries a page may start at."""
     txs = [t for c in conns for t in c.transactions]
     hidden = [_quic_as_tls(c) for c in conns if not c.transactions]
-    pages = build_pages(txs, tls=hidden, dns=dns_queries(capture), options=opts)
+    pages = build_pages(txs, tls=hidden, dns=queries, options=opts)
     first_of = {c.index: c.client_initial_ns for c in conns}
     by_index = {c.index: c for c in conns}
 

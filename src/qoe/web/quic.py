@@ -51,6 +51,7 @@ References
 from __future__ import annotations
 
 import functools
+import math
 import os
 import warnings
 from collections import deque
@@ -816,10 +817,13 @@ class _Elsewhere:
 
 
 def _connections(capture: Any, keylog: KeyLog | None, stream_tap: Any = None,
-                 half: int | None = None) -> Iterator[QuicConnection]:
+                 half: int | None = None, floors: bool = False) -> Iterator[Any]:
     """The connections of :func:`iter_quic_connections`; with ``half`` (0 or 1), those whose
     index has that parity only: the datagrams of the others are followed (their connections
-    numbered, their idleness seen, as the whole pass does) but not read."""
+    numbered, their idleness seen, as the whole pass does) but not read. ``floors``: after each
+    look for idle connections, a pair too: the floor (no connection still to be given, of this
+    half, had its first packet before it: the earliest first packet of those open, else the
+    time of the datagram being read) and that time."""
     conns: dict[tuple[Any, ...], Any] = {}
     count = 0
     sweep_at = None  # capture time of the next look for connections idle _IDLE_NS
@@ -833,6 +837,8 @@ def _connections(capture: Any, keylog: KeyLog | None, stream_tap: Any = None,
                 c = conns.pop(key)
                 if type(c) is _Conn:
                     yield c.result(make_transaction)
+            if floors:
+                yield min([ts_ns] + [c.first for c in conns.values() if type(c) is _Conn]), ts_ns
         key = (a, b) if a <= b else (b, a)
         c = conns.get(key)
         if c is not None and ts_ns - c.last > _IDLE_NS:
@@ -864,6 +870,75 @@ def _other_half(capture: Any, keylog: KeyLog | None) -> Iterator[list[QuicConnec
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         yield list(_connections(capture, keylog, None, 1))
+
+
+def _other_half_floors(capture: Any, keylog: KeyLog | None
+                       ) -> Iterator[tuple[list[QuicConnection], float, float]]:
+    """The odd-numbered connections as they are given, in batches: each with the floor after
+    it and the capture time read by then (``_connections``' ``floors``; the last, infinity).
+    Made in the child of :func:`_final_connections`; its reader's warnings are the parent's too
+    (as ``_other_half``)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        batch: list[QuicConnection] = []
+        for c in _connections(capture, keylog, None, 1, floors=True):
+            if type(c) is tuple:
+                yield batch, c[0], c[1]
+                batch = []
+            else:
+                batch.append(c)
+        yield batch, math.inf, math.inf
+
+
+def _final_connections(capture: Any, keylog: KeyLog | None, read_ahead: bool | None = False
+                      ) -> Iterator[tuple[QuicConnection | None, float]]:
+    """The QUIC connections of a capture as they are given (idle ``_IDLE_NS`` or at the end:
+    :func:`iter_quic_connections`), each with a floor: no connection still to come had its
+    first packet before it (``None`` with a floor alone when it rises with no connection
+    given). ``read_ahead`` as :func:`quic_connections`: the odd-numbered connections read in a
+    child process, the floor the lower of the two processes'. The floor given with a connection
+    is the one before it. What a streaming reader of
+    QUIC pages needs (``qoe.web.pages``): a page of connections that ended before a floor
+    (less the idle gap) is final."""
+    keylog = load_keylog(capture if isinstance(capture, (str, os.PathLike)) else None, keylog)
+    if not _split(capture, read_ahead):
+        floor: float = -math.inf
+        for c in _connections(capture, keylog, None, None, floors=True):
+            if type(c) is tuple:
+                floor = max(floor, c[0])
+                yield None, floor
+            else:
+                yield c, floor
+        yield None, math.inf
+        return
+    # the child reads the same file, a few batches (seconds of capture) ahead at most; its
+    # batches are taken as this process reaches the time they were read to, not waited for
+    child = read_ahead_in(_other_half_floors(capture, keylog), _CHILD_DEPTH, process=True)  # it starts now
+    other = iter(child)
+    mine = theirs = -math.inf
+    there = -math.inf  # the capture time the child had read to, at its latest batch taken
+    try:
+        for c in _connections(capture, keylog, None, 0, floors=True):
+            if type(c) is not tuple:
+                yield c, min(mine, theirs)
+                continue
+            mine = max(mine, c[0])
+            while there < c[1]:
+                batch, f, there = next(other)
+                for o in batch:  # (the floor of a batch holds once all of it is given)
+                    yield o, min(mine, theirs)
+                theirs = max(theirs, f)
+            yield None, min(mine, theirs)
+        while theirs < math.inf:
+            batch, f, there = next(other)
+            for o in batch:
+                yield o, theirs
+            theirs = max(theirs, f)
+        yield None, math.inf
+    finally:
+        close = getattr(child, "close", None)
+        if close is not None:
+            close()
 
 
 def _datagrams(capture: Any) -> Iterator[tuple[int, tuple[str, int], tuple[str, int], bytes]]:
@@ -920,6 +995,10 @@ def quic_connections(capture: Any, *, keylog: Any = None, read_ahead: bool | Non
         return sorted(mine + theirs, key=lambda c: c.index)
     return sorted(_connections(capture, keylog), key=lambda c: c.index)
 
+
+#: Batches (a look for idle connections each, one per second of capture) the child of
+#: :func:`_final_connections` makes ahead of this process at most.
+_CHILD_DEPTH = 8
 
 #: Smallest capture read in two processes when ``read_ahead`` is None (bytes on disk). A QUIC
 #: connection costs about 12 ms per 230 kB (``benchmarks/web_h3.py``): the child's start pays
