@@ -253,7 +253,6 @@ def _with_quic(tcp: Iterator[Page], quic_pages: Iterator[tuple[Page | None, floa
     pages still to come is given.
     """
     quic: list[Page | None] = []  # the QUIC pages taken so far (j: their place here; None once placed)
-    placed: list[bool] = []
     of_client: dict[str, list[int]] = {}  # the QUIC pages not placed yet, per client, in their order
     last_chance: list[tuple[int, int]] = []  # heap: (end + gap, j): no TCP page from then on joins it
     by_start: list[tuple[int, int]] = []  # heap: (start, j) of those not placed (stale entries dropped)
@@ -271,7 +270,6 @@ def _with_quic(tcp: Iterator[Page], quic_pages: Iterator[tuple[Page | None, floa
             return True
         j = len(quic)
         quic.append(q)
-        placed.append(False)
         of_client.setdefault(q.client, []).append(j)
         heapq.heappush(last_chance, (q.end_ns + gap, j))
         heapq.heappush(by_start, (q.start_ns, j))
@@ -281,11 +279,10 @@ def _with_quic(tcp: Iterator[Page], quic_pages: Iterator[tuple[Page | None, floa
         while q_floor[0] <= until and take_one():
             pass
 
-    def place(j: int, page: Page | None = None) -> None:  # QUIC page j given, alone or merged into ``page``
+    def place(j: int, alone: bool) -> None:  # QUIC page j placed: a page of its own, or merged
         q = quic[j]
-        placed[j] = True
         quic[j] = None  # (what is held: the QUIC pages not placed yet)
-        if page is None:
+        if alone:
             heapq.heappush(ready, (q.start_ns, q.client, 1, j, q))  # type: ignore[union-attr]
 
     ready: list[tuple[int, str, int, int, Page]] = []  # heap of the final pages, in the order they are given
@@ -304,11 +301,14 @@ def _with_quic(tcp: Iterator[Page], quic_pages: Iterator[tuple[Page | None, floa
                     continue
                 if q.start_ns <= page.end_ns + gap and page.start_ns <= q.end_ns + gap:
                     page = _merge(page, q, opts)
-                    place(j, page)
+                    place(j, alone=False)
                     take(page.end_ns + gap)
                 else:
                     left.append(j)
-            of_client[page.client] = left
+            if left:
+                of_client[page.client] = left
+            else:
+                del of_client[page.client]
         heapq.heappush(ready, (page.start_ns, page.client, 0, seq, page))
         seq += 1
         if floor is None:
@@ -316,9 +316,9 @@ def _with_quic(tcp: Iterator[Page], quic_pages: Iterator[tuple[Page | None, floa
         lo = floor()
         while last_chance and last_chance[0][0] < lo:
             j = heapq.heappop(last_chance)[1]
-            if not placed[j]:  # a QUIC page of its own
-                place(j)
-        while by_start and placed[by_start[0][1]]:
+            if quic[j] is not None:  # a QUIC page of its own
+                place(j, alone=True)
+        while by_start and quic[by_start[0][1]] is None:
             heapq.heappop(by_start)
         w = min(lo, by_start[0][0] if by_start else math.inf, q_floor[0])
         while ready and ready[0][0] < w:
@@ -329,8 +329,8 @@ def _with_quic(tcp: Iterator[Page], quic_pages: Iterator[tuple[Page | None, floa
     while True:
         while by_start:
             j = heapq.heappop(by_start)[1]
-            if not placed[j]:
-                place(j)
+            if quic[j] is not None:
+                place(j, alone=True)
         while ready and ready[0][0] < q_floor[0]:
             yield dataclasses.replace(heapq.heappop(ready)[-1], index=n)
             n += 1
