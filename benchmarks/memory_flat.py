@@ -8,6 +8,10 @@ each copy a new call, video stream or page load with its own client address):
 * ``video``: the RTP H.264 stream ``data/video/captures/h264-down-b64_client.pcap``;
 * ``web``: the three page loads of ``data/web/captures/http11-idle-b64-curl-x3_client.pcap``;
 * ``mixed``: the three in turn, scored with ``--kind auto``;
+* ``quic``: Chromium's HTTP/3 page load ``data/web/browser/captures/h3-idle.pcap``, scored with
+  ``--kind web --keylog`` its key log (every copy decrypts with it: the same hello randoms);
+  each copy 50 ms after the one before, so that the 30 s a QUIC connection stays tracked after
+  its last packet holds some 55 loads;
 
 then runs ``qoe score CAPTURE --kind KIND --format csv`` (output to /dev/null) in a fresh
 process, each under a wrapper process that reads the child's peak resident set size
@@ -74,9 +78,14 @@ def env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": path}
 
 
-def measure(capture: Path, kind: str) -> dict:
+#: What a kind is scored as, and with which options, unless ``--score-kind`` says otherwise.
+SCORED = {"mixed": ("auto", []),
+          "quic": ("web", ["--keylog", str(ROOT / "data" / "web" / "browser" / "captures" / "h3-idle.keylog")])}
+
+
+def measure(capture: Path, kind: str, extra: list[str] = ()) -> dict:  # type: ignore[assignment]
     cmd = [sys.executable, "-c", WRAPPER, sys.executable, "-c", "from qoe_cli.main import main; main()", "score", str(capture),
-           "--kind", kind, "--format", "csv"]
+           "--kind", kind, "--format", "csv", *extra]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env())
     return json.loads(out.stdout)
 
@@ -85,8 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--short", action="store_true", help="CI's short mode: 25 and 100 MB")
     ap.add_argument("--sizes", type=float, nargs="*", default=None, help="capture sizes in GB (0.25 1 2)")
-    ap.add_argument("--kinds", nargs="*", default=["voice", "video", "web", "mixed"],
-                    choices=("voice", "video", "web", "mixed"))
+    ap.add_argument("--kinds", nargs="*", default=["voice", "video", "web", "mixed", "quic"],
+                    choices=("voice", "video", "web", "mixed", "quic"))
     ap.add_argument("--score-kind", default=None, choices=("auto", "voice", "video", "web"),
                     help="score every capture with --kind SCORE_KIND (default: the capture's kind; auto for mixed)")
     ap.add_argument("--trace", action="store_true", help="also print tracemalloc's top lines at the largest size")
@@ -102,8 +111,10 @@ def main(argv: list[str] | None = None) -> int:
                 t = time.perf_counter()
                 copies, nbytes = write(cap, kind, size_bytes=int(gb * 1e9))
                 built = time.perf_counter() - t
-                scored = args.score_kind or ("auto" if kind == "mixed" else kind)
-                m = measure(cap, scored)
+                scored, extra = SCORED.get(kind, (kind, []))
+                if args.score_kind:
+                    scored, extra = args.score_kind, []
+                m = measure(cap, scored, extra)
                 if m["rc"] != 0:
                     failed.append(f"{kind} {gb} GB: exit {m['rc']}: {m['err'].strip()[-300:]}")
                 got.append((nbytes, m["rss_kb"]))
