@@ -522,7 +522,10 @@ def _quic_page_stream(capture: Any, opts: WebOptions, keys: Any) -> Iterator[tup
     packet less ``idle_gap_s`` (a DNS query before it), so the floor of the pages still to
     come is the lower of the connections' floor and the first packets of those held, less the
     gap. What is held: the connections of each client's current load and those not given yet,
-    not the capture's pages."""
+    not the capture's pages. In a capture whose timestamps go backwards (a damaged file, clocks
+    of merged captures), a connection may begin before a floor already given: its pages are
+    made apart from those of its client made before (as the TCP pages' caveat,
+    ``qoe.web._stream``)."""
     from qoe.web.quic import _final_connections  # noqa: PLC0415 - aioquic, only when a capture holds QUIC
 
     gap = int(round(opts.idle_gap_s * 1e9))
