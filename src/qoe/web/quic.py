@@ -863,21 +863,11 @@ def _connections(capture: Any, keylog: KeyLog | None, stream_tap: Any = None,
             yield c.result(make_transaction)
 
 
-def _other_half(capture: Any, keylog: KeyLog | None) -> Iterator[list[QuicConnection]]:
-    """The odd-numbered connections, as one list (made in the child of :func:`quic_connections`).
-    The capture's reader warns here as in the parent, which reads the same file: the parent's
-    warnings are the ones kept."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield list(_connections(capture, keylog, None, 1))
-
-
-def _other_half_floors(capture: Any, keylog: KeyLog | None
-                       ) -> Iterator[tuple[list[QuicConnection], float, float]]:
+def _other_half(capture: Any, keylog: KeyLog | None) -> Iterator[tuple[list[QuicConnection], float, float]]:
     """The odd-numbered connections as they are given, in batches: each with the floor after
     it and the capture time read by then (``_connections``' ``floors``; the last, infinity).
-    Made in the child of :func:`_final_connections`; its reader's warnings are the parent's too
-    (as ``_other_half``)."""
+    Made in the child of :func:`_final_connections`. The capture's reader warns here as in
+    the parent, which reads the same file: the parent's warnings are the ones kept."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         batch: list[QuicConnection] = []
@@ -891,16 +881,16 @@ def _other_half_floors(capture: Any, keylog: KeyLog | None
 
 
 def _final_connections(capture: Any, keylog: KeyLog | None, read_ahead: bool | None = False
-                      ) -> Iterator[tuple[QuicConnection | None, float]]:
+                       ) -> Iterator[tuple[QuicConnection | None, float]]:
     """The QUIC connections of a capture as they are given (idle ``_IDLE_NS`` or at the end:
     :func:`iter_quic_connections`), each with a floor: no connection still to come had its
     first packet before it (``None`` with a floor alone when it rises with no connection
-    given). ``read_ahead`` as :func:`quic_connections`: the odd-numbered connections read in a
-    child process, the floor the lower of the two processes'. The floor given with a connection
-    is the one before it. What a streaming reader of
-    QUIC pages needs (``qoe.web.pages``): a page of connections that ended before a floor
-    (less the idle gap) is final."""
-    keylog = load_keylog(capture if isinstance(capture, (str, os.PathLike)) else None, keylog)
+    given). ``keylog``: the secrets, loaded (:func:`qoe.web.keylog.load_keylog`). ``read_ahead``
+    as :func:`quic_connections`: the odd-numbered connections read in a child process, the
+    floor the lower of the two processes'. The floor given with a connection is the one before
+    it. What :func:`quic_connections` collects, and what a streaming reader of QUIC pages needs
+    (``qoe.web.pages``): a page of connections that ended before a floor (less the idle gap)
+    is final."""
     if not _split(capture, read_ahead):
         floor: float = -math.inf
         for c in _connections(capture, keylog, None, None, floors=True):
@@ -913,7 +903,7 @@ def _final_connections(capture: Any, keylog: KeyLog | None, read_ahead: bool | N
         return
     # the child reads the same file, a few batches (seconds of capture) ahead at most; its
     # batches are taken as this process reaches the time they were read to, not waited for
-    child = read_ahead_in(_other_half_floors(capture, keylog), _CHILD_DEPTH, process=True)  # it starts now
+    child = read_ahead_in(_other_half(capture, keylog), _CHILD_DEPTH, process=True)  # it starts now
     other = iter(child)
     mine = theirs = -math.inf
     there = -math.inf  # the capture time the child had read to, at its latest batch taken
@@ -988,12 +978,8 @@ def quic_connections(capture: Any, *, keylog: Any = None, read_ahead: bool | Non
     list of QuicConnection
     """
     keylog = load_keylog(capture if isinstance(capture, (str, os.PathLike)) else None, keylog)
-    if _split(capture, read_ahead):
-        other = read_ahead_in(_other_half(capture, keylog), process=True)  # the child starts now
-        mine = list(_connections(capture, keylog, None, 0))
-        theirs = [c for part in other for c in part]
-        return sorted(mine + theirs, key=lambda c: c.index)
-    return sorted(_connections(capture, keylog), key=lambda c: c.index)
+    return sorted((c for c, _ in _final_connections(capture, keylog, read_ahead) if c is not None),
+                  key=lambda c: c.index)
 
 
 #: Batches (a look for idle connections each, one per second of capture) the child of
