@@ -535,6 +535,7 @@ def _quic_page_stream(capture: Any, opts: WebOptions, keys: Any) -> Iterator[tup
     held: dict[str, list[Any]] = {}  # client -> its connections given, their pages not made yet
     busy: dict[str, int] = {}  # client -> the end of the last of their items
     first: dict[str, int] = {}  # client -> the earliest first packet among them
+    looked = -math.inf  # the floor the held clients were last looked at with
     for conn, floor in _final_connections(capture, keys, opts.read_ahead):
         if conn is not None:
             client = conn.client[0]
@@ -543,6 +544,9 @@ def _quic_page_stream(capture: Any, opts: WebOptions, keys: Any) -> Iterator[tup
                 [it.end_ns for it in _tls_items((_quic_as_tls(conn),), {})]
             busy[client] = max(busy.get(client, -1), *ends)
             first[client] = min(first.get(client, conn.first_ns), conn.first_ns)
+        if floor <= looked:
+            continue  # (a client's pages become whole only as the floor rises: not per connection)
+        looked = floor
         for client in sorted((c for c, e in busy.items() if e + gap < floor), key=first.__getitem__):
             conns = held.pop(client)
             del busy[client], first[client]
