@@ -801,12 +801,18 @@ class _Conn(_Delivery):
 
 
 def _half(h: _Sender) -> HalfView:
-    n = len(h.rtt_v)
-    median = None
-    if n:
-        o = sorted(h.rtt_v)  # (as _direction takes it)
-        median = (o[n // 2] + o[(n - 1) // 2]) / 2
-    return _make_half(h.last_data_ts, h.fin_ts, h.mss, h.retx, tuple(h.stall_iv), h.rtt_count, median, h.rtt_min)
+    return _make_half(h.last_data_ts, h.fin_ts, h.mss, h.retx, tuple(h.stall_iv), h.rtt_count, _median(h.rtt_v),
+                      h.rtt_min)
+
+
+def _median(v: Any) -> float | None:
+    """The median of the kept RTT samples ``v`` (the mean of the middle two), None without any
+    (a sort of a few samples is cheaper than numpy's median)."""
+    n = len(v)
+    if not n:
+        return None
+    o = sorted(v)
+    return (o[n // 2] + o[(n - 1) // 2]) / 2
 
 
 # the result records of every connection, built without a frozen __init__'s per-field
@@ -878,21 +884,17 @@ def _compact(h: _Sender) -> None:
 
 
 def _direction(h: _Sender, ooo_frames: list[int]) -> Direction:
-    n = len(h.rtt_v)
-    if n:
+    if len(h.rtt_v):
         ts = np.frombuffer(h.rtt_ts, dtype=np.int64).copy()
         v = np.frombuffer(h.rtt_v, dtype=np.int64).copy()
-        o = sorted(h.rtt_v)  # (a sort of a few samples is cheaper than numpy's median)
-        median: float | None = (o[n // 2] + o[(n - 1) // 2]) / 2
     else:
         ts = v = _EMPTY
-        median = None
     rtt = _make_rtt(
         ts_ns=ts,
         rtt_ns=v,
         count=h.rtt_count,
         min_ns=h.rtt_min,
-        median_ns=median,
+        median_ns=_median(h.rtt_v),
         thinned=h.rtt_stride > 1,
     )
     return _make_direction(
