@@ -112,6 +112,12 @@ class BrowserTruth:
         return float(self.navigation["loadEventEnd"])
 
     @property
+    def load_event_start_ms(self) -> float:
+        """``loadEventStart`` of the navigation (ms after timeOrigin): where Playwright's HAR
+        ``onLoad`` is taken (it reads ``performance.timing.loadEventStart``)."""
+        return float(self.navigation["loadEventStart"])
+
+    @property
     def entries(self) -> list[dict[str, Any]]:
         """The navigation entry followed by the resource entries (all 40 objects)."""
         return [self.navigation, *self.resources]
@@ -336,7 +342,7 @@ def plt_facts(t: BrowserTruth, pages: list[Any]) -> dict[str, Any]:
 
 def har_facts(t: BrowserTruth) -> dict[str, Any]:
     """qoe's HAR reader (``qoe.web.har.read_har``) on Playwright's HAR, against the timing JSON:
-    the page's onLoad on the epoch clock − (timeOrigin + loadEventEnd), ms; the HAR page's start −
+    the page's onLoad on the epoch clock − (timeOrigin + loadEventStart), ms; the HAR page's start −
     timeOrigin; per entry, the HAR-derived response end − Resource Timing ``responseEnd``."""
     from qoe.web.har import read_har  # noqa: PLC0415
 
@@ -353,7 +359,7 @@ def har_facts(t: BrowserTruth) -> dict[str, Any]:
             ends.append(_ms(t, x.response_end_ns) - e["responseEnd"])
     return {"pages": len(log.pages), "entries": len(log.transactions), "on_load_ms": page.on_load_ms,
             "har_on_load_ms": t.har_on_load_ms, "page_start_vs_time_origin": page.started_ns / 1e6 - t.time_origin_ms,
-            "on_load_vs_load_event_end": on_load_epoch_ms - (t.time_origin_ms + t.load_event_end_ms),
+            "on_load_vs_load_event_start": on_load_epoch_ms - (t.time_origin_ms + t.load_event_start_ms),
             "response_end_deltas": ends, "statuses": sorted({x.status for x in log.transactions}, key=str),
             "versions": sorted({str(x.response_version) for x in log.transactions})}
 
@@ -395,7 +401,7 @@ def report() -> str:
                               f"{t.last_response_end_ms / 1000:.3f} | {len(view)} | {per} |")
         h = har_facts(t)
         har_rows.append(f"| `{name}` | {h['entries']} | {h['har_on_load_ms']:.0f} | {h['page_start_vs_time_origin']:.1f} | "
-                        f"{h['on_load_vs_load_event_end']:.1f} | {_summary(h['response_end_deltas'])} | {', '.join(h['versions'])} |")
+                        f"{h['on_load_vs_load_event_start']:.1f} | {_summary(h['response_end_deltas'])} | {', '.join(h['versions'])} |")
         if t.protocol not in TCP_PROTOCOLS:
             continue
         conns, sessions = tcp_view(t)
@@ -446,7 +452,7 @@ def report() -> str:
               "| start − connectStart |",
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |", *nokey_rows]
     lines += ["", "## Playwright's HAR read by qoe.web.har.read_har", "",
-              "| capture | entries | pageTimings.onLoad | HAR page start − timeOrigin | HAR onLoad − loadEventEnd (epoch) "
+              "| capture | entries | pageTimings.onLoad | HAR page start − timeOrigin | HAR onLoad − loadEventStart (epoch) "
               "| HAR entry end − responseEnd | httpVersion read |", "| --- | --- | --- | --- | --- | --- | --- |", *har_rows]
     return "\n".join(lines) + "\n"
 

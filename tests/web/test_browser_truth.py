@@ -224,12 +224,14 @@ def test_h1_plt_against_browser(name, h1_pages):
 
 def test_har_reader_reads_playwright(truth):
     """qoe reads Playwright's HAR: one page with its onLoad, every entry, the protocol version;
-    onLoad on the epoch clock is the page's loadEventEnd (measured within 2.2 ms, while the HAR
-    page starts 8-141 ms before timeOrigin)."""
+    onLoad on the epoch clock is the page's loadEventStart (Playwright takes it from
+    ``performance.timing.loadEventStart``, whole ms: measured -0.9 to +0.1 ms, while the HAR page
+    starts 8-141 ms before timeOrigin; loadEventEnd is later by the load handlers' time, 0.1-2.2 ms
+    here and 5.2 ms once on a busy CI machine)."""
     f = har_facts(truth)
     assert f["pages"] == 1
     assert f["on_load_ms"] == f["har_on_load_ms"] > 0
-    assert abs(f["on_load_vs_load_event_end"]) <= 5.0
+    assert abs(f["on_load_vs_load_event_start"]) <= 1.0
     # HTTP/1.1 navigations start with Chromium's HTTPS upgrade attempt: two internal 307s
     assert f["entries"] == (42 if truth.protocol == "h1" else 40)
     # Playwright writes "HTTP/1.1", "HTTP/2.0" and, for HTTP/3, the ALPN id "h3" (read as "3")
@@ -289,7 +291,8 @@ def test_pages_from_playwright_har(truth):
 @pytest.mark.slow
 def test_fresh_playwright_har_read(tmp_path):
     """Chromium today (not only the committed files): load the test page from loopback with
-    browser_load.py, read its HAR with qoe: onLoad = loadEventEnd on the epoch clock."""
+    browser_load.py, read its HAR with qoe: onLoad = loadEventStart on the epoch clock (whole ms;
+    not loadEventEnd, which is later by the load handlers' time: 5.2 ms once on a busy machine)."""
     if shutil.which("chromium") is None:
         pytest.skip("Debian's chromium is not installed")
     pytest.importorskip("playwright", reason="playwright (the 'data' extra) is not installed")
@@ -329,6 +332,6 @@ def test_fresh_playwright_har_read(tmp_path):
     log = read_har(f"{out}.har")
     assert len(log.pages) == 1 and log.pages[0].on_load_ms is not None
     on_load_epoch = log.pages[0].started_ns / 1e6 + log.pages[0].on_load_ms
-    load_end_epoch = timing["timeOrigin"] + timing["navigation"][0]["loadEventEnd"]
-    assert abs(on_load_epoch - load_end_epoch) <= 5.0
+    load_start_epoch = timing["timeOrigin"] + timing["navigation"][0]["loadEventStart"]
+    assert abs(on_load_epoch - load_start_epoch) <= 1.0
     assert len(log.transactions) >= 39
