@@ -21,9 +21,9 @@ from qoe.web.http import connection_results
 from qoe.web.tcp import connections
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# (data/web/browser/captures/h3-*.pcap: HTTP/3 over QUIC, no TCP at all)
+# (data/web/browser/captures/h3-*.pcap, h3v2-*.pcap: HTTP/3 over QUIC, no TCP at all)
 CAPTURES = sorted(p for p in glob.glob(os.path.join(ROOT, "data", "web", "**", "*.pcap"), recursive=True)
-                  if not (os.path.basename(p).startswith("h3-") and os.sep + "browser" + os.sep in p))
+                  if not (os.path.basename(p).startswith(("h3-", "h3v2-")) and os.sep + "browser" + os.sep in p))
 
 
 def test_there_are_captures():

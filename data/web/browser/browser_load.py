@@ -2,7 +2,7 @@
 """Load the test page once in Debian's headless Chromium driven by Playwright; write the truth.
 
 Usage (in the client namespace): browser_load.py --url URL --out PREFIX --map HOST=IP [...]
-                                 --spki B64 [--quic HOST ...] [--timeout-s 120]
+                                 --spki B64 [--quic HOST ...] [--quic-version V] [--timeout-s 120]
 
 Writes, for the one page load:
   PREFIX.keylog       NSS key log (SSLKEYLOGFILE in Chromium's environment)
@@ -38,7 +38,7 @@ TIMING_JS = """() => ({
 })"""
 
 
-def chromium_args(maps: list[str], spki: str, quic: list[str]) -> list[str]:
+def chromium_args(maps: list[str], spki: str, quic: list[str], quic_version: str | None = None) -> list[str]:
     rules = [f"MAP {h} {ip}" for h, ip in (m.split("=") for m in maps)]
     rules.append("MAP * ~NOTFOUND")  # every other name fails inside Chromium: no stray DNS
     args = [
@@ -56,6 +56,8 @@ def chromium_args(maps: list[str], spki: str, quic: list[str]) -> list[str]:
     ]
     if quic:
         args += ["--enable-quic", f"--origin-to-force-quic-on={','.join(h + ':443' for h in quic)}"]
+        if quic_version:  # Chromium's own names of the versions it may offer: RFCv1, RFCv2 (RFC 9369)
+            args.append(f"--quic-version={quic_version}")
     return args
 
 
@@ -66,6 +68,7 @@ def main() -> None:
     ap.add_argument("--map", action="append", default=[], help="HOST=IP")
     ap.add_argument("--spki", required=True)
     ap.add_argument("--quic", action="append", default=[])
+    ap.add_argument("--quic-version", default=None, help="Chromium's --quic-version, e.g. RFCv2")
     ap.add_argument("--timeout-s", type=float, default=120.0)
     a = ap.parse_args()
 
@@ -73,7 +76,7 @@ def main() -> None:
     if exe is None:
         raise SystemExit("chromium not found (Debian package 'chromium')")
     version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.strip()
-    args = chromium_args(a.map, a.spki, a.quic)
+    args = chromium_args(a.map, a.spki, a.quic, a.quic_version)
     keylog = os.path.abspath(a.out + ".keylog")
     if os.path.exists(keylog):
         os.remove(keylog)

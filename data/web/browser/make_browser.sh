@@ -42,6 +42,8 @@ CAPTURE_FILTER=${CAPTURE_FILTER:-"(host $WWW_IP or host $STATIC_IP or host $API_
 #   TLS_AES_256_GCM_SHA384 (RFC 8446 B.4: SHA-384 key schedule); default: what Chromium and
 #   nginx agree on (TLS 1.3 TLS_AES_128_GCM_SHA256, TLS 1.2 ECDHE-ECDSA-AES128-GCM-SHA256)
 #   protocol: h1 (HTTP/1.1 cleartext) | tls12 / tls13 (HTTPS HTTP/1.1) | h2 (HTTP/2, TLS 1.3) | h3 (aioquic)
+#             | h3v2 (h3 with Chromium offering only QUIC version 2, RFC 9369: --quic-version=RFCv2;
+#               "protocol": "h3", "quic_version": "RFCv2" in its scenario.json)
 #   condition: idle | delay | loss (tun_forwarder.py, both directions) | up / down (iperf3 bulk TCP)
 SCENARIOS=(
   "h2-idle      h2    idle  0  0"
@@ -65,6 +67,7 @@ SCENARIOS=(
   "h1-up-b256   h1    up    0  0   256"
   "tls12-chacha-idle tls12 idle 0 0 64 chacha"
   "h2-aes256-idle    h2    idle 0 0 64 aes256"
+  "h3v2-idle    h3v2  idle  0  0"
 )
 
 cleanup() {
@@ -127,7 +130,8 @@ EOF
 }
 
 run_scenario() {
-  local name=$1 proto=$2 cond=$3 delay=$4 loss=$5 buffer=${6:-$BUFFER} cipher=${7:-default}
+  local name=$1 proto=$2 cond=$3 delay=$4 loss=$5 buffer=${6:-$BUFFER} cipher=${7:-default} qver=
+  if [ "$proto" = h3v2 ]; then proto=h3 qver=RFCv2; fi   # h3 in every other respect
   echo "== $name: $proto, $cond (delay $delay ms, loss $loss, buffer $buffer packets)"
   testbed_up "$buffer"
   ip -n "$NSS" addr add $STATIC_IP/24 dev s0
@@ -198,6 +202,7 @@ run_scenario() {
   local scheme=https quic=()
   [ "$proto" = h1 ] && scheme=http
   [ "$proto" = h3 ] && quic=(--quic $WWW --quic $STATIC --quic $API)
+  [ -n "$qver" ] && quic+=(--quic-version $qver)
   local bcmd="browser_load.py --url $scheme://$WWW/index.html --out $name --map $WWW=$WWW_IP --map $STATIC=$STATIC_IP --map $API=$API_IP --spki SPKI ${quic[*]}"
   ip netns exec "$NSC" sh -c "cd '$WORK' && exec '$PYTHON' '$HERE/'${bcmd/SPKI/$SPKI}" 2>&1 | tee "$WORK/browser.log" || echo "  browser failed" >&2
   sleep "$DRAIN_S"
@@ -221,7 +226,7 @@ run_scenario() {
 import json, sys
 d = {"scenario": "$name", "protocol": "$proto", "condition": "$cond", "delay_ms_each_way": $delay,
      "loss_each_way": $loss, "loss_seed": $SEED if "$cond" == "loss" else None,
-     "buffer_packets": $buffer, "cipher": "$cipher", "uplink_rate": "$UP_RATE", "downlink_rate": "$DOWN_RATE",
+     "buffer_packets": $buffer, "cipher": "$cipher", "quic_version": "$qver" or None, "uplink_rate": "$UP_RATE", "downlink_rate": "$DOWN_RATE",
      "hosts": {"$WWW": "$WWW_IP", "$STATIC": "$STATIC_IP", "$API": "$API_IP"},
      "client_ip": "$CLIENT_IP", "page": "$scheme://$WWW/index.html",
      "server_command": "$scmd", "capture_command": "$ccmd",

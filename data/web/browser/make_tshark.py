@@ -15,6 +15,7 @@ method/authority/path/status empty. The first line of each file is the exact com
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -84,7 +85,7 @@ def main(names: list[str]) -> None:
         if names and name not in names:
             continue
         pcap, keylog = CAPS / f"{name}.pcap", CAPS / f"{name}.keylog"
-        proto = name.split("-")[0]
+        proto = json.loads(sc.read_text())["protocol"]
         make = rows_h3 if proto == "h3" else rows_h2 if proto == "h2" else rows_h1
         cmd, rows = make(pcap, keylog)
         out = CAPS / f"{name}.tshark-http.tsv"

@@ -6,8 +6,10 @@
 # and CLIENT_/SERVER_TRAFFIC_SECRET_0). Then tshark 4.0's decrypted view (it has no QPACK:
 # the frames and stream ids, not the header fields). And quic-h3-unused: a client that shakes
 # hands and closes without a request (a connection opened ahead, as browsers preconnect), and
-# 50 ms later one that fetches index.html and style.css, from the same address.
-# Usage (as root, with the venv's python holding aioquic): data/web/tls/make_quic.sh [PYTHON [all|unused]]
+# 50 ms later one that fetches index.html and style.css, from the same address. And quic-h3-v1v2:
+# a client that begins in QUIC version 1 and offers version 2 first, which the server switches to
+# (RFC 9368 compatible version negotiation; the connection is then in version 2, RFC 9369).
+# Usage (as root, with the venv's python holding aioquic): data/web/tls/make_quic.sh [PYTHON [all|unused|v2]]
 set -euo pipefail
 export LC_ALL=C TZ=UTC
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -46,6 +48,13 @@ if [ "$WHAT" = all ]; then
   capture quic-h3 eval 'client "$HERE/quic-h3.keylog" /index.html /style.css /img1.jpg /img2.jpg /missing.png \
     "HEAD /index.html" >"$HERE/quic-h3.client.tsv"'
 fi
+if [ "$WHAT" = all ] || [ "$WHAT" = v2 ]; then
+  # compatible version negotiation (RFC 9368): the client's first flight in QUIC version 1, the
+  # server answers in version 2 (RFC 9369), which the rest of the connection is in
+  capture quic-h3-v1v2 eval 'client "$HERE/quic-h3-v1v2.keylog" --negotiate-v2 /index.html /style.css /img1.jpg \
+    >"$HERE/quic-h3-v1v2.client.tsv"'
+fi
+[ "$WHAT" = v2 ] && exit 0
 capture quic-h3-unused eval '{ client "$HERE/quic-h3-unused.keylog" & sleep 0.05;
   client "$HERE/quic-h3-unused.keylog" /index.html /style.css; wait $!; } >"$HERE/quic-h3-unused.client.tsv"'
 

@@ -1,8 +1,10 @@
 """A tiny HTTP/3 server and client on aioquic's API, for data/web/tls/make_quic.sh.
 
 ``python quic_pair.py server SITE_DIR CERT KEY PORT`` serves the files of SITE_DIR over HTTP/3
-(RFC 9114) on 127.0.0.1:PORT until killed; ``python quic_pair.py client PORT KEYLOG PATH...``
-fetches each PATH over one QUIC connection, the requests all sent at once (one bidirectional
+(RFC 9114) on 127.0.0.1:PORT until killed (QUIC versions 1 and 2, aioquic's default);
+``python quic_pair.py client PORT KEYLOG [--negotiate-v2] PATH...`` fetches each PATH over one
+QUIC connection (with ``--negotiate-v2`` begun in version 1 and offering 2 first, which the
+server takes: RFC 9368's compatible version negotiation), the requests all sent at once (one bidirectional
 stream each), writes the NSS key log (QUIC's secrets lines) to KEYLOG and prints one line per
 response: path, status, body bytes. A missing file is answered 404. Both ends are aioquic's
 (QuicConnectionProtocol + H3Connection); nothing here is from aioquic's example scripts.
@@ -21,6 +23,7 @@ from aioquic.h3.connection import H3_ALPN, H3Connection
 from aioquic.h3.events import DataReceived, HeadersReceived
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.events import ProtocolNegotiated
+from aioquic.quic.packet import QuicProtocolVersion
 
 TYPES = {".html": b"text/html", ".css": b"text/css", ".jpg": b"image/jpeg"}
 
@@ -88,6 +91,12 @@ class Client(QuicConnectionProtocol):
 async def client(port, keylog, paths):
     cfg = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN, verify_mode=ssl.CERT_NONE,
                             server_name="www.example.com", secrets_log_file=open(keylog, "a"))
+    if paths and paths[0] == "--negotiate-v2":
+        # first flight in QUIC version 1, version 2 (RFC 9369) preferred in its version_information
+        # transport parameter: the server switches to 2 (compatible version negotiation, RFC 9368)
+        paths = paths[1:]
+        cfg.original_version = QuicProtocolVersion.VERSION_1
+        cfg.supported_versions = [QuicProtocolVersion.VERSION_2, QuicProtocolVersion.VERSION_1]
     async with connect("127.0.0.1", port, configuration=cfg, create_protocol=Client) as c:
         asks = [c.get(p[5:], b"HEAD") if p.startswith("HEAD ") else c.get(p) for p in paths]
         lines = await asyncio.wait_for(asyncio.gather(*asks), 10)

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from qoe.web._quicversion import opens_quic
+
 __all__ = ["DnsQuery", "dns_queries", "iter_dns_queries"]
 
 # RFC 1035 §4.2.1: DNS over UDP on port 53.
@@ -44,9 +46,10 @@ def dns_queries(capture: str | os.PathLike[str]) -> list[DnsQuery]:
 def iter_dns_queries(capture: str | os.PathLike[str], *, quic_seen: list[bool] | None = None) -> Iterator[DnsQuery]:
     """:func:`dns_queries` one at a time, as the capture is read.
 
-    ``quic_seen``, when given, has its first item set True once a datagram starting a QUIC
-    v1 Initial packet is read (RFC 9000 §17.2.2: long header, type 0, version 1, in a
-    datagram of at least 1200 bytes, §14.1): the page reader then also reads QUIC.
+    ``quic_seen``, when given, has its first item set True once a datagram that opens a QUIC
+    connection is read (:func:`qoe.web._quicversion.opens_quic`: an Initial of version 1 or 2,
+    or a long header of another version to or from port 443, which the QUIC reader names as
+    not read): the page reader then also reads QUIC.
     """
     # the capture readers load when a capture is read: qoe.web.pages (which the CLI and
     # qoe.score import for WebOptions) stays light
@@ -59,11 +62,8 @@ def iter_dns_queries(capture: str | os.PathLike[str], *, quic_seen: list[bool] |
 def batch_queries(b: Any, quic_seen: list[bool] | None = None) -> list[DnsQuery]:
     """The DNS queries among the datagrams of a :class:`qoe.capture.UdpBatch` (``quic_seen``:
     as :func:`iter_dns_queries`)."""
-    if quic_seen is not None and not quic_seen[0] and len(b.lengths):
-        h = b.head
-        initial = ((h[:, 0] & 0xF0) == 0xC0) & (h[:, 1] == 0) & (h[:, 2] == 0) & (h[:, 3] == 0) & (h[:, 4] == 1)
-        if bool(np.any(initial & (b.lengths >= 1200))):
-            quic_seen[0] = True
+    if quic_seen is not None and not quic_seen[0] and len(b.lengths) and opens_quic(b):
+        quic_seen[0] = True
     out: list[DnsQuery] = []
     queries = np.flatnonzero(b.dport == _DNS_PORT).tolist()
     if not queries:

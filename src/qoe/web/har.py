@@ -419,15 +419,28 @@ def _hv(headers: Sequence[tuple[str, str]], name: str) -> str | None:
 
 #: ALPN protocol ids (RFC 7301 §6 registry) that browsers write as ``httpVersion``: Chromium's
 #: DevTools HAR writes "h2"/"h3", Playwright "h3" (and "HTTP/2.0" for HTTP/2). RFC 9113 §1 and
-#: RFC 9114 §1 name the versions "HTTP/2" and "HTTP/3" (no minor version).
+#: RFC 9114 §1 name the versions "HTTP/2" and "HTTP/3" (no minor version). Over a QUIC version
+#: other than 1 Chromium adds its name of that version after a slash (its nextHopProtocol,
+#: which Playwright copies: "h3/quic2draft08" over QUIC version 2, RFC 9369, in
+#: data/web/browser/captures/h3v2-idle.har), and HTTP/3's drafts had ids "h3-NN".
 _ALPN_VERSIONS = {"h2": "2", "h3": "3"}
+
+
+def _alpn_base(v: str) -> str:
+    """An ALPN-like ``httpVersion`` without what follows its id: "h3/quic2draft08" and "h3-29"
+    are "h3" (lower case); anything else as it is, lower case."""
+    x = v.strip().lower()
+    if x.startswith(("h3/", "h3-")):
+        return "h3"
+    return x
 
 
 def _strip_version(v: Any) -> str | None:
     if not isinstance(v, str) or not v:
         return None
-    if v.lower() in _ALPN_VERSIONS:
-        return _ALPN_VERSIONS[v.lower()]
+    base = _alpn_base(v)
+    if base in _ALPN_VERSIONS:
+        return _ALPN_VERSIONS[base]
     return v[5:] if v.upper().startswith("HTTP/") else v
 
 
@@ -546,13 +559,14 @@ def _security(e: Mapping[str, Any]) -> str | None:
 
 def _alpn(v: Any) -> str | None:
     """A HAR ``httpVersion`` as its ALPN protocol id (RFC 7301 §6): browsers write ``HTTP/1.1``,
-    ``http/2.0``, ``h2`` or ``h3`` (Chromium), ``HTTP/2``, ``HTTP/3``."""
+    ``http/2.0``, ``h2`` or ``h3`` (Chromium; ``h3/<QUIC version>`` over QUIC other than
+    version 1), ``HTTP/2``, ``HTTP/3``."""
     if not isinstance(v, str) or not v:
         return None
-    x = v.strip().lower()
+    x = _alpn_base(v)
     if x in ("h2", "http/2", "http/2.0", "h2c"):
         return "h2"
-    if x in ("h3", "http/3", "http/3.0") or x.startswith("h3-"):
+    if x in ("h3", "http/3", "http/3.0"):
         return "h3"
     if x in ("http/1.1", "http/1.0"):
         return x

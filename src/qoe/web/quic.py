@@ -1,7 +1,10 @@
-"""QUIC v1 connections from captures: handshake timing, encrypted bursts, and HTTP/3 with the key log.
+"""QUIC v1 and v2 connections from captures: handshake timing, encrypted bursts, and HTTP/3 with the key log.
 
-:func:`quic_connections` reads a capture's UDP datagrams and follows every QUIC version 1
-connection (RFC 9000) that starts with a client Initial packet. It needs no key to give
+:func:`quic_connections` reads a capture's UDP datagrams and follows every QUIC connection of
+version 1 (RFC 9000) or 2 (RFC 9369) that starts with a client Initial packet
+(:mod:`qoe.web._quicversion`), and a compatible version negotiation from one to the other
+(RFC 9368: the server answers in the version it chose); datagrams that open a connection of
+any other version are counted and named in one warning. It needs no key to give
 each connection's handshake timing (the first Initial, Handshake and 1-RTT packet each way:
 long headers and the first bits of short ones are in clear, RFC 9000 §17) and its
 *bursts*: runs of packets sent one way with none the other way in between, with their
@@ -68,10 +71,11 @@ from aioquic.tls import CipherSuite
 
 from qoe.capture import fork_available, read_ahead_pays, read_udp_batches
 from qoe.capture import read_ahead as read_ahead_in
-from qoe.errors import InputError
+from qoe.errors import InputError, QoEWarning
 from qoe.report import as_dict
 from qoe.web._quicloss import LossRecord, QuicLoss, QuicRetransmission, analyse
 from qoe.web._quicrtt import NOT_ACK_ELICITING, AckRtt
+from qoe.web._quicversion import INITIAL_TYPE, initial_version, other_version, version_name
 from qoe.web._results import make_transaction
 from qoe.web._sink import CLIENT, SERVER
 from qoe.web.decrypt import MAX_BURSTS, EncryptedBurst, _alpn, _extensions
@@ -81,8 +85,6 @@ from qoe.web.tcp import _is_file
 __all__ = ["QuicConnection", "QuicLoss", "QuicRetransmission", "quic_connections", "iter_quic_connections", "speaks_h3",
            "SPLIT_MIN_BYTES"]
 
-#: RFC 9000 §15: version 1.
-_QUIC_V1 = 0x00000001
 _INITIAL, _HANDSHAKE, _APP = 0, 1, 2  # RFC 9000 §12.3 packet number spaces
 _MAX_CRYPTO = 1 << 17  # CRYPTO bytes reassembled per space and direction (hellos, certificates)
 _MAX_STREAM_HELD = 1 << 20  # out-of-order STREAM bytes held per stream
@@ -110,12 +112,6 @@ _AEAD_TAG = 16
 ACK_SIZED_BYTES = 14
 
 
-def _looks_like_quic_initial(payload: bytes) -> bool:
-    """A UDP payload that starts a QUIC v1 Initial packet (RFC 9000 §17.2.2: long header,
-    fixed bit, type 0, version 1) of at least 1200 bytes (§14.1: a client's Initial datagram)."""
-    return (len(payload) >= 1200 and payload[0] & 0xF0 == 0xC0 and payload[1:5] == b"\x00\x00\x00\x01")
-
-
 @dataclass(frozen=True, slots=True)
 class QuicConnection:
     """One QUIC connection as the capture shows it.
@@ -126,6 +122,8 @@ class QuicConnection:
         0-based, in order of first packet.
     client, server : tuple of (str, int)
     version : int
+        1, or 0x6b3343cf: version 2 (RFC 9369 §3.1); after a compatible version negotiation
+        (RFC 9368), the version the server chose (the note says so).
     first_ns, last_ns : int
         First and last packet.
     server_name : str or None
@@ -331,18 +329,37 @@ class _Conn:
         self.rtt = [AckRtt(), AckRtt()]  # [direction of the acknowledged packets]
         self.zero_rtt = 0  # 0-RTT packets seen
         self.early_opened = 0  # of them decrypted
-        self.early_held: list[tuple[int, bytes, int]] = []  # 0-RTT packets waiting for their keys
+        self.early_held: list[tuple[int, bytes, int, int]] = []  # 0-RTT packets waiting for their keys (and version)
         self.early_accepted: bool | None = None  # the server's EncryptedExtensions early_data (RFC 8446 §4.2.10)
         self.loss = LossRecord()  # what RFC 9002 §6 loss recovery is replayed from (qoe.web._quicloss)
         self.pkt_data: list[tuple[int | None, int, int]] = []  # the STREAM/CRYPTO ranges of the packet being read
         self.tap: Any = None  # iter_quic_connections(stream_tap=): the HTTP/3 streams' bytes, in order
 
     def _initial_keys(self, dcid: bytes) -> None:
-        # RFC 9001 §5.2: initial_secret = HKDF-Extract(initial_salt, client_dst_connection_id)
+        # RFC 9001 §5.2: initial_secret = HKDF-Extract(initial_salt, client_dst_connection_id),
+        # the salt of the connection's version (RFC 9369 §3.3.1 for version 2)
+        self.initial_dcid = dcid
         pair = CryptoPair()
         pair.setup_initial(dcid, is_client=True, version=self.version)
         self.ctx[CLIENT][_INITIAL] = pair.send  # "client in"
         self.ctx[SERVER][_INITIAL] = pair.recv  # "server in"
+
+    def _switch_version(self, direction: int, version: int) -> None:
+        """A long header packet of the other version read here: compatible version negotiation
+        (RFC 9368 §2.3; versions 1 and 2 are compatible both ways, RFC 9369 §4). The server
+        answers the client's first flight in the version it chose, with Initial keys of that
+        version from the same client Destination Connection ID (aioquic derives them so for its
+        server: ``QuicConnection._cryptos_initial``; read from the RFCs' summaries and aioquic,
+        not from RFC 9368's text), and the rest of the connection is in it; the Handshake and
+        1-RTT keys are made with the version's labels from then on (:meth:`_keys`). A client
+        packet of the other version before the server chose is left to fail authentication (it
+        is counted)."""
+        if direction != SERVER or self.pn[SERVER][_HANDSHAKE] >= 0 or self.pn[SERVER][_APP] >= 0:
+            return
+        self.notes.append(f"compatible version negotiation: version {version_name(self.version)} -> "
+                          f"{version_name(version)} (RFC 9368)")
+        self.version = version
+        self._initial_keys(self.initial_dcid)
 
     # -- datagrams -------------------------------------------------------------------------
 
@@ -389,8 +406,8 @@ class _Conn:
                 self.pending_dcid = None
             if hdr.version is not None:  # long header: the sender's SCID is the peer's future DCID
                 self.cid_len[1 - direction] = len(hdr.source_cid)
-                if direction == CLIENT and self.cid_len[CLIENT] is None:
-                    pass
+                if hdr.version != self.version and hdr.version in INITIAL_TYPE:
+                    self._switch_version(direction, hdr.version)
             # (compared, not looked up: an Enum member's hash is a Python call, 7 a packet as dict keys)
             if ptype is QuicPacketType.ONE_RTT:
                 space, name = _APP, "1rtt"
@@ -411,7 +428,7 @@ class _Conn:
                     # RFC 9001 §4.6.1: 0-RTT packets follow the ClientHello, keyed by the client's early
                     # traffic secret with the resumed session's cipher suite, which the ServerHello
                     # shows: held until it (and the ALPN the server's EncryptedExtensions confirm)
-                    self.early_held.append((ts, packet, enc_off))
+                    self.early_held.append((ts, packet, enc_off, hdr.version))
                     self._early()
                 continue
             ctx = self.ctx[direction][space]
@@ -449,12 +466,18 @@ class _Conn:
                               "for this connection in the key log")
             return
         try:
-            ctx = CryptoContext()
-            ctx.setup(cipher_suite=CipherSuite(self.suite), secret=secret, version=self.version)
+            suite = CipherSuite(self.suite)
         except ValueError:
             return
+        ctxs: dict[int, CryptoContext] = {}  # by the version each packet's long header names (the
+        # labels differ, RFC 9369 §3.3.2: a 0-RTT packet sent before the server chose another
+        # version is in the client's first one)
         outer = self.pkt_data  # (opened while a server packet's frames are read: its ranges are kept)
-        for ts, packet, enc_off in held:
+        for ts, packet, enc_off, version in held:
+            ctx = ctxs.get(version)
+            if ctx is None:
+                ctx = ctxs[version] = CryptoContext()
+                ctx.setup(cipher_suite=suite, secret=secret, version=version)
             try:
                 _, payload, pn, _ = ctx.decrypt_packet(packet, enc_off, self.pn[CLIENT][_APP] + 1)
             except (CryptoError, ValueError, IndexError):
@@ -826,6 +849,7 @@ def _connections(capture: Any, keylog: KeyLog | None, stream_tap: Any = None,
     time of the datagram being read) and that time."""
     conns: dict[tuple[Any, ...], Any] = {}
     count = 0
+    unread: dict[int, int] = {}  # datagrams that open a QUIC connection of a version not read, by version
     sweep_at = None  # capture time of the next look for connections idle _IDLE_NS
     for ts_ns, a, b, payload in _datagrams(capture):
         if sweep_at is None or ts_ns >= sweep_at:
@@ -847,13 +871,17 @@ def _connections(capture: Any, keylog: KeyLog | None, stream_tap: Any = None,
                 yield c.result(make_transaction)
             c = None
         if c is None:
-            if not _looks_like_quic_initial(payload):
+            version = initial_version(payload)
+            if not version:
+                other = other_version(payload, a[1], b[1])
+                if other:
+                    unread[other] = unread.get(other, 0) + 1
                 continue
             if half is not None and count % 2 != half:
                 c = _Elsewhere(count, a, ts_ns)
             else:
                 dcid = payload[6:6 + payload[5]]
-                c = _Conn(count, a, b, ts_ns, _QUIC_V1, dcid, keylog)
+                c = _Conn(count, a, b, ts_ns, version, dcid, keylog)
                 c.tap = stream_tap
             count += 1
             conns[key] = c
@@ -861,6 +889,11 @@ def _connections(capture: Any, keylog: KeyLog | None, stream_tap: Any = None,
     for c in sorted(conns.values(), key=lambda x: x.index):
         if type(c) is _Conn:
             yield c.result(make_transaction)
+    if unread and half != 1:  # (half 1 is read in the other process: the warning is this one's)
+        name = os.fspath(capture) if isinstance(capture, (str, os.PathLike)) else "the packets"
+        seen = ", ".join(f"{n} of version {version_name(v)}" for v, n in sorted(unread.items()))
+        warnings.warn(f"{name}: QUIC datagrams not read ({seen}): qoe reads QUIC versions 1 (RFC 9000) and "
+                      "2 (RFC 9369); those connections are not in the results", QoEWarning, stacklevel=2)
 
 
 def _other_half(capture: Any, keylog: KeyLog | None) -> Iterator[tuple[list[QuicConnection], float, float]]:
@@ -956,7 +989,7 @@ def _datagrams(capture: Any) -> Iterator[tuple[int, tuple[str, int], tuple[str, 
 
 
 def quic_connections(capture: Any, *, keylog: Any = None, read_ahead: bool | None = False) -> list[QuicConnection]:
-    """Every QUIC v1 connection of a capture, in order of first packet.
+    """Every QUIC v1 or v2 connection of a capture, in order of first packet.
 
     Parameters
     ----------
@@ -976,6 +1009,12 @@ def quic_connections(capture: Any, *, keylog: Any = None, read_ahead: bool | Non
     Returns
     -------
     list of QuicConnection
+
+    Warns
+    -----
+    QoEWarning
+        Datagrams that open a QUIC connection of a version not read (neither 1 nor 2), once,
+        with their number per version: those connections are not in the list.
     """
     keylog = load_keylog(capture if isinstance(capture, (str, os.PathLike)) else None, keylog)
     return sorted((c for c, _ in _final_connections(capture, keylog, read_ahead) if c is not None),
