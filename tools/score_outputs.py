@@ -105,20 +105,25 @@ def write(out: Path, under: str | None = None, kind: str | None = None, json_onl
 
 
 def compare(a: Path, b: Path) -> int:
-    """Print the runs whose output or standard error differ; return how many differ."""
-    index = (a / "index.txt").read_text().splitlines()
-    if index != (b / "index.txt").read_text().splitlines():
-        print("the two folders hold different runs")
-        return -1
+    """Print the runs whose output or standard error differ, matched by their command (a
+    capture added to data/ since the first folder was written is listed as new, not
+    compared); return how many differ."""
+    runs_a = {cmd: n for n, cmd in enumerate((a / "index.txt").read_text().splitlines())}
+    runs_b = {cmd: n for n, cmd in enumerate((b / "index.txt").read_text().splitlines())}
+    for cmd in runs_a.keys() - runs_b.keys():
+        print(f"only in {a}: qoe score {cmd}")
+    for cmd in runs_b.keys() - runs_a.keys():
+        print(f"only in {b}: qoe score {cmd}")
+    both = [cmd for cmd in runs_a if cmd in runs_b]
     bad = 0
-    for n, cmd in enumerate(index):
+    for cmd in both:
         for ext in ("out", "err"):
-            if (a / f"{n}.{ext}").read_bytes() != (b / f"{n}.{ext}").read_bytes():
+            if (a / f"{runs_a[cmd]}.{ext}").read_bytes() != (b / f"{runs_b[cmd]}.{ext}").read_bytes():
                 bad += 1
                 print(f"differs ({ext}): qoe score {cmd}")
-    errors = sum(1 for n in range(len(index)) if not (a / f"{n}.err").read_text().startswith("exit 0"))
-    print(f"{len(index)} runs compared (output and standard error; {errors} of them end in an error): "
-          f"{bad} difference(s)")
+    errors = sum(1 for cmd in both if not (a / f"{runs_a[cmd]}.err").read_text().startswith("exit 0"))
+    print(f"{len(both)} runs compared (output and standard error; {errors} of them end in an error): "
+          f"{bad} difference(s); {len(runs_b.keys() - runs_a.keys())} new, {len(runs_a.keys() - runs_b.keys())} gone")
     return bad
 
 
