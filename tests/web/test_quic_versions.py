@@ -12,7 +12,9 @@ the client's own logs and from tshark 4.0's decryption of the same files (its TS
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
+import math
 import subprocess
 import sys
 import warnings
@@ -21,6 +23,7 @@ from pathlib import Path
 import dpkt
 import pytest
 
+from qoe.capture import Packet, read_packets
 from qoe.errors import QoEWarning
 from qoe.web import WebOptions, iter_page_loads
 from qoe.web.quic import quic_connections
@@ -83,7 +86,8 @@ def test_compatible_version_negotiation_from_1_to_2_is_followed():
     (c,) = quic_connections(cap, keylog=CVN.with_suffix(".keylog"))
     assert c.version == QUIC_V2 and "compatible version negotiation: version 1 -> 2" in c.note
     log = [line.split("\t") for line in CVN.with_suffix(".client.tsv").read_text().splitlines()]
-    assert [(t.target, t.status, t.response_body_bytes) for t in c.transactions] == [(p, int(s), int(n)) for p, s, n in log]
+    got = [(t.target, t.status, t.response_body_bytes) for t in c.transactions]
+    assert got == [(p, int(s), int(n)) for p, s, n in log]
     # aioquic's client sends its second Initial with version 2's header and version 1's keys:
     # tshark 4.0.17 fails it too ("Decryption (checktag) failed"); it is counted, not read
     assert (c.client_failed_packets, c.server_failed_packets) == (1, 0)
@@ -91,9 +95,9 @@ def test_compatible_version_negotiation_from_1_to_2_is_followed():
 
 def rewrite_versions(src: Path, dst: Path, version: int) -> int:
     """``src`` with every long header's version at the start of a datagram set to
-    ``version`` (UDP checksums cleared: IPv4 allows none); the datagrams of at least 1200
-    bytes to or from port 443 so rewritten."""
-    n = 0
+    ``version`` (UDP checksums cleared: IPv4 allows none); the connections (client ports)
+    whose datagrams were so rewritten."""
+    ports = set()
     with src.open("rb") as f, dst.open("wb") as g:
         reader = dpkt.pcap.Reader(f)
         writer = dpkt.pcap.Writer(g, snaplen=reader.snaplen, linktype=reader.datalink(), nano=True)
@@ -104,20 +108,22 @@ def rewrite_versions(src: Path, dst: Path, version: int) -> int:
                 u = ip.data
                 u.data = u.data[:1] + version.to_bytes(4, "big") + u.data[5:]
                 u.sum = 0
-                n += len(u.data) >= 1200 and 443 in (u.sport, u.dport)
+                ports.add(u.sport if u.dport == 443 else u.dport)
                 buf = bytes(eth)
             writer.writepkt(buf, ts)
-    return n
+    return len(ports)
 
 
-@pytest.mark.parametrize(("version", "name"), [(0xFF00001D, "draft-29"), (0x51303530, "Q050"), (0x0A0A0A0A, "0x0a0a0a0a")])
+@pytest.mark.parametrize(("version", "name"),
+                         [(0xFF00001D, "draft-29"), (0x51303530, "Q050"), (0x0A0A0A0A, "0x0a0a0a0a")])
 def test_other_versions_are_named_in_a_warning(tmp_path, version, name):
     """A QUIC version qoe does not read (a draft, Google QUIC, a greased one) gives no
-    connection and a warning naming it with its datagrams; the page pass says so too."""
+    connection (nor one joined in progress from its short header packets) and a warning
+    naming it with its connections; the page pass says so too."""
     cap = tmp_path / "other.pcap"
     n = rewrite_versions(V1.with_suffix(".pcap"), cap, version)
-    assert n > 0
-    with pytest.warns(QoEWarning, match=f"QUIC datagrams not read \\({n} of version {name}\\)"):
+    assert n == 3  # (the three connections of the HTTP/3 load)
+    with pytest.warns(QoEWarning, match=f"QUIC connections not read \\({n} of version {name}\\)"):
         assert quic_connections(cap) == []
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
@@ -138,11 +144,76 @@ def test_the_cli_says_it_once(tmp_path, flag):
            "print(list(iter_page_loads(sys.argv[1], options=WebOptions(read_ahead=sys.argv[2] == '--read-ahead'))))")
     res = subprocess.run([sys.executable, "-W", "always", "-c", lib, str(cap), flag], capture_output=True, text=True,
                          timeout=120)
-    assert res.stdout == "[]\n" and res.stderr.count("QUIC datagrams not read") == 1, res.stderr
+    assert res.stdout == "[]\n" and res.stderr.count("QUIC connections not read") == 1, res.stderr
     code = "import sys; from qoe_cli.main import main; sys.argv = ['qoe', *sys.argv[1:]]; main()"
     res = subprocess.run([sys.executable, "-c", code, "web", "pages", str(cap), flag],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0 and res.stdout == "no page load found\n"
     said = [ln for ln in res.stderr.splitlines() if ln.startswith("qoe: warning:")]
-    assert said == [f"qoe: warning: {cap}: QUIC datagrams not read ({n} of version draft-29): qoe reads QUIC versions "
-                    "1 (RFC 9000) and 2 (RFC 9369); those connections are not in the results"]
+    assert said == [f"qoe: warning: {cap}: QUIC connections not read ({n} of version draft-29): qoe reads QUIC "
+                    "versions 1 (RFC 9000) and 2 (RFC 9369)"]
+
+
+def cut_after_last_long_header(src: Path, dst: Path) -> int:
+    """``src`` from the packet after its last QUIC long header on: a capture begun once every
+    connection's handshake was over (as tcpdump started late). Its first packet's time (ns)."""
+    with src.open("rb") as f:
+        reader = dpkt.pcap.Reader(f)
+        packets = [(ts, buf) for ts, buf in reader]
+        snaplen, link = reader.snaplen, reader.datalink()
+    udp = [dpkt.ethernet.Ethernet(buf).data.data for _, buf in packets]
+    last = max(i for i, u in enumerate(udp) if isinstance(u, dpkt.udp.UDP) and bytes(u.data)[:1] >= b"\x80")
+    with dst.open("wb") as g:  # (microseconds, as tcpdump wrote the source: the same times)
+        writer = dpkt.pcap.Writer(g, snaplen=snaplen, linktype=link)
+        for ts, buf in packets[last + 1:]:
+            writer.writepkt(buf, ts)
+    return round(packets[last + 1][0] * 1e9)
+
+
+@pytest.mark.parametrize("keyed", [False, True])
+def test_connections_joined_in_progress_give_their_timing(tmp_path, keyed):
+    """Chromium's HTTP/3 load with its handshakes cut off: each connection with packets left is
+    taken from its first one (not passed over, as before), says why its objects are not
+    visible even with the key log, and the page ends at the server's last packet of data,
+    where the keyless page of the whole capture ends."""
+    cap = tmp_path / "late.pcap"
+    begin = cut_after_last_long_header(V1.with_suffix(".pcap"), cap)
+    keylog = V1.with_suffix(".keylog") if keyed else None
+    conns = quic_connections(cap, keylog=keylog)
+    whole = {c.client: c for c in quic_connections(V1.with_suffix(".pcap"))}
+    assert len(conns) == 3
+    for c in conns:
+        assert c.version == 0 and c.client_initial_ns is None and c.handshake_end_ns is None
+        assert c.first_ns >= begin and c.server == whole[c.client].server and c.transactions == ()
+        assert c.note.startswith("joined in progress: its handshake is not in the capture")
+        assert c.last_ns == whole[c.client].last_ns
+    (page,) = list(iter_page_loads(cap, options=WebOptions(keylog=keylog)))
+    (whole_page,) = list(iter_page_loads(V1.with_suffix(".pcap")))
+    assert page.end_ns == whole_page.end_ns and page.start_ns == min(c.first_ns for c in conns)
+    assert page.objects == 1 and page.transactions == ()  # the one connection with data after the cut
+    assert any(n.startswith("QUIC (HTTP/3 over UDP): no RTT") for n in page.notes)
+    assert math.isnan(page.rtt_s) and math.isnan(page.loss_share)
+
+
+def test_turn_channel_data_over_port_443_is_not_taken_for_quic():
+    """A WebRTC call relayed by TURN over UDP 443 sends ChannelData (RFC 8656 §12.4), whose
+    first byte (0x40-0x4F) is also a QUIC short header's: the call's own datagrams (a real
+    VP8 call, data/video/webrtc) framed so, to port 443, make no QUIC connection; the same
+    datagrams under a short header's first byte without that framing do."""
+    call = DATA.parents[0] / "video" / "webrtc" / "calls" / "vp8-clean" / "b.pcap"
+    udp = [p for p in read_packets(call) if p.proto == 17 and len(p.payload) >= 21]
+    udp = [p for p in udp if (p.src, p.sport) == (udp[0].src, udp[0].sport)][:400]  # one way of one flow
+    assert len(udp) == 400
+
+    def relayed(framing: bool) -> list[Packet]:
+        out = []
+        for p in udp:
+            head = (0x4000 + 1).to_bytes(2, "big") + len(p.payload).to_bytes(2, "big") if framing else b"\x41\x00"
+            out.append(dataclasses.replace(p, sport=50000, dport=443, payload=head + p.payload))
+        return out
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert quic_connections(relayed(True)) == []
+    (c,) = quic_connections(relayed(False))
+    assert c.note.startswith("joined in progress") and c.client_packets == 400

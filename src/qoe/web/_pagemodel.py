@@ -909,7 +909,7 @@ def onload_end_ns(transactions: Iterable[Any]) -> int | None:
 
 def _tls_incomplete(s: Any) -> str:
     """Why a TLS connection's handshake is not whole (TlsSession.complete is False)."""
-    where = f"TLS connection {s.connection}"
+    where = f"{'QUIC' if getattr(s, 'version_name', None) == 'QUIC' else 'TLS'} connection {s.connection}"
     if s.error:
         return f"{where}: {s.error}"
     if s.client_hello_ns is None:

@@ -66,16 +66,50 @@ def other_version(payload: bytes, sport: int, dport: int) -> int:
     return 0 if version in INITIAL_TYPE else version
 
 
+#: The fewest bytes of a short header packet: the first byte, a packet number and the 16-byte
+#: tag of QUIC v1's AEADs (RFC 9001 §5.3) with a payload that covers header protection's
+#: 16-byte sample 4 bytes after the packet number's start (§5.4.2), with no Destination
+#: Connection ID: 1 + 4 + 16.
+MIN_SHORT_PACKET = 21
+
+
+def _turn_channel_data(payload: bytes) -> bool:
+    """TURN ChannelData (RFC 8656 §12.4: a channel number 0x4000-0x4FFF, then the length of the
+    application data that follows): its first byte falls in a QUIC short header's range (RFC
+    9443 §2, RFC 7983 §7), a WebRTC call relayed over UDP 443 sends it."""
+    length = int.from_bytes(payload[2:4], "big")  # (over UDP, up to 3 bytes of padding may follow, §12.5)
+    return 0x40 <= payload[0] <= 0x4F and length + 4 <= len(payload) <= length + 7
+
+
+def joins_late(payload: bytes, sport: int, dport: int) -> bool:
+    """Whether a UDP payload to or from :data:`QUIC_PORT` on a 4-tuple with no connection
+    continues a QUIC connection whose start the capture does not hold: a short header with
+    the fixed bit (RFC 9000 §17.3.1) of at least :data:`MIN_SHORT_PACKET` bytes that is not
+    TURN ChannelData, or a long header of a version read that is not its client's first
+    Initial (a capture begun during the handshake). The connection began before the capture,
+    or moved to this address or port (RFC 9000 §9: migration, a NAT's rebinding)."""
+    if QUIC_PORT not in (sport, dport) or not payload:
+        return False
+    first = payload[0]
+    if first & 0xC0 == 0x40:
+        return len(payload) >= MIN_SHORT_PACKET and not _turn_channel_data(payload)
+    return first & 0xC0 == 0xC0 and int.from_bytes(payload[1:5], "big") in INITIAL_TYPE
+
+
 def opens_quic(batch: Any) -> bool:
-    """Whether a :class:`qoe.capture.UdpBatch` holds a datagram that :func:`initial_version`
-    or :func:`other_version` would take (from its first bytes, ``head``, and its columns)."""
+    """Whether a :class:`qoe.capture.UdpBatch` holds a datagram that :func:`initial_version`,
+    :func:`other_version` or :func:`joins_late` would take (from its first bytes, ``head``, and
+    its columns; a short header at port 443 is taken whether TURN's or not: the QUIC pass tells)."""
     h = batch.head
     version = ((h[:, 1].astype(np.uint32) << 24) | (h[:, 2].astype(np.uint32) << 16)
                | (h[:, 3].astype(np.uint32) << 8) | h[:, 4])
     kind = h[:, 0] & 0xF0
-    read = ((kind == INITIAL_TYPE[QUIC_V1]) & (version == QUIC_V1)) | ((kind == INITIAL_TYPE[QUIC_V2]) & (version == QUIC_V2))
-    other = ((h[:, 0] & 0xC0) == 0xC0) & (version != 0) & ((batch.dport == QUIC_PORT) | (batch.sport == QUIC_PORT))
-    return bool(np.any((read | other) & (batch.lengths >= MIN_INITIAL_DATAGRAM)))
+    read = (((kind == INITIAL_TYPE[QUIC_V1]) & (version == QUIC_V1))
+            | ((kind == INITIAL_TYPE[QUIC_V2]) & (version == QUIC_V2)))
+    port = (batch.dport == QUIC_PORT) | (batch.sport == QUIC_PORT)
+    other = ((h[:, 0] & 0xC0) == 0xC0) & (version != 0) & port
+    short = ((h[:, 0] & 0xC0) == 0x40) & port & (batch.lengths >= MIN_SHORT_PACKET)
+    return bool(np.any(((read | other) & (batch.lengths >= MIN_INITIAL_DATAGRAM)) | short))
 
 
 def version_name(version: int) -> str:

@@ -343,9 +343,13 @@ def _with_quic(tcp: Iterator[Page], quic_pages: Iterator[tuple[Page | None, floa
 
 _QUIC_NOTE = ("QUIC (HTTP/3 over UDP): RTT from its ACK frames (RFC 9002 §5), its own loss recovery not "
               "counted (loss_share unknown)")
+_QUIC_NO_RTT_NOTE = ("QUIC (HTTP/3 over UDP): no RTT and no loss recovery seen (its ACK frames are in encrypted "
+                     "packets and its handshake's Initial packets are not in the capture): rtt_s and loss_share "
+                     "unknown")
 _QUIC_LOSS_NOTE = ("QUIC (HTTP/3 over UDP): RTT from its ACK frames (RFC 9002 §5); loss_wait_s from its loss "
                    "recovery (RFC 9002 §6): the time bytes re-sent in STREAM/CRYPTO frames waited on the critical "
                    "path, as TCP's retransmissions")
+_QUIC_NOTES = (_QUIC_NOTE, _QUIC_LOSS_NOTE, _QUIC_NO_RTT_NOTE)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -380,8 +384,8 @@ def _quic_rtt(p: Page, conns: list[Any], opts: WebOptions) -> Page:
     1-RTT packets are hidden: ``loss_share`` NaN."""
 
     est = sorted(c.smoothed_rtt_ns for c in conns if c.smoothed_rtt_ns is not None)
-    if not est:
-        return p
+    if not est:  # (only connections joined in progress without keys: no ACK frame in clear)
+        return dataclasses.replace(p, rtt_s=math.nan, rtt_share=math.nan, loss_share=math.nan)
     n = len(est)
     rtt = (est[(n - 1) // 2] + est[n // 2]) / 2 / 1e9
     rtt_min = min(c.min_rtt_ns for c in conns if c.min_rtt_ns is not None) / 1e9
@@ -412,7 +416,7 @@ def _merge(a: Page, b: Page, opts: WebOptions) -> Page:
     """
 
     first, other = (a, b) if (a.start_ns, a.index) <= (b.start_ns, b.index) else (b, a)
-    tcp = b if _QUIC_NOTE in a.notes or _QUIC_LOSS_NOTE in a.notes else a  # the one with TCP facts
+    tcp = b if any(n in a.notes for n in _QUIC_NOTES) else a  # the one with TCP facts
     start, end = first.start_ns, max(a.end_ns, b.end_ns)
     plt = (end - start) / 1e9
     txns = tuple(sorted((*a.transactions, *b.transactions),
@@ -425,7 +429,7 @@ def _merge(a: Page, b: Page, opts: WebOptions) -> Page:
                                                        tcp.loss_wait_s, opts.share)
     b_ = _custom_bounds(opts)
     notes = [*first.notes, *other.notes]
-    notes = [x for x in notes if x not in (_QUIC_NOTE, _QUIC_LOSS_NOTE)]
+    notes = [x for x in notes if x not in _QUIC_NOTES]
     notes.append("TCP and QUIC connections of one load: the diagnosis counts the TCP connections' round "
                  "trips, RTT and waits only (QUIC's loss recovery is its own)")
     protocols = sorted({x for p in (a, b) for x in p.protocol.split("; ") if x})
@@ -482,10 +486,12 @@ def _quic_as_tls(c: Any) -> _QuicAsTls:
 
     h3 = speaks_h3(c.alpn)
     unused = c.decrypted and h3 and c.handshake_end_ns is not None
+    late = c.client_initial_ns is None  # joined in progress (qoe.web.quic)
     return _QuicAsTls(c.index, c.client, c.server_name, c.client_initial_ns, c.first_ns,
                       c.handshake_end_ns if unused else _quic_activity_end_ns(c),
                       None, c.server_bytes, c.handshake_end_ns is not None, c.alpn_offered, c.alpn,
                       c.server_initial_ns, held_until_ns=c.last_ns,
+                      error="joined in progress: its handshake is not in the capture" if late else None,
                       opaque=f"ALPN {c.alpn!r} is not HTTP/3" if c.decrypted and c.alpn and not h3 else None,
                       unused=unused)
 
@@ -500,10 +506,13 @@ def _quic_activity_end_ns(c: Any) -> int:
     (RFC 9002 §6.2.4): the end of its last burst ran 8.0-53.7 ms past the decrypted page's last
     byte on data/web/browser's idle, delay, loss and downlink-load loads, 724 ms on the uplink-
     load one. Without a packet of data (a connection that only shook hands), the end of the
-    server's last burst, else its last packet.
+    server's last burst, else its last packet; a connection joined in progress (its handshake
+    before the capture) without one carried no object the capture holds: its first packet.
     """
     if c.server_last_data_ns is not None:
         return int(c.server_last_data_ns)
+    if c.client_initial_ns is None:
+        return int(c.first_ns)  # joined in progress, no packet of data since: no object in the capture
     return max([b.end_ns for b in c.bursts if b.direction == "server"] or [c.last_ns])
 
 
@@ -560,7 +569,10 @@ def _session_pages(conns: list[Any], opts: WebOptions, queries: list[DnsQuery]) 
     when decrypted, else each connection as a TLS-like item (handshake timing, bytes; objects
     not visible); ``queries``: the DNS queries a page may start at."""
     txs = [t for c in conns for t in c.transactions]
-    hidden = [_quic_as_tls(c) for c in conns if not c.transactions]
+    # (a connection joined in progress that sent no packet of data in the capture carried no
+    # object it holds, its close perhaps: as a TCP connection that carried no byte, no item)
+    hidden = [_quic_as_tls(c) for c in conns
+              if not c.transactions and not (c.client_initial_ns is None and c.server_last_data_ns is None)]
     pages = build_pages(txs, tls=hidden, dns=queries, options=opts)
     first_of = {c.index: c.client_initial_ns for c in conns}
     by_index = {c.index: c for c in conns}
@@ -570,9 +582,9 @@ def _session_pages(conns: list[Any], opts: WebOptions, queries: list[DnsQuery]) 
     # quadratic in a capture of many keyless QUIC page loads; another client's connections
     # in the span are not the page's)
     hellos: dict[str, list[tuple[int, int]]] = {}
-    for h in hidden:
-        if h.client_hello_ns is not None:
-            hellos.setdefault(h.client[0], []).append((h.client_hello_ns, h.connection))
+    for h in hidden:  # (a connection joined in progress has no Initial: its first packet)
+        start = h.client_hello_ns if h.client_hello_ns is not None else h.connection_start_ns
+        hellos.setdefault(h.client[0], []).append((start, h.connection))
     for row in hellos.values():
         row.sort()
 
@@ -599,7 +611,8 @@ def _session_pages(conns: list[Any], opts: WebOptions, queries: list[DnsQuery]) 
         p = _quic_rtt(p, used, opts)
         notes = list(p.notes)
         notes = [n for n in notes if not n.startswith("no TCP facts")]
-        notes.append(_QUIC_NOTE if math.isnan(p.loss_share) else _QUIC_LOSS_NOTE)
+        notes.append(_QUIC_NO_RTT_NOTE if math.isnan(p.rtt_s) else _QUIC_NOTE if math.isnan(p.loss_share)
+                     else _QUIC_LOSS_NOTE)
         notes.extend(sorted({c.note for c in used if c.note}))  # what its own connections could not show
         out.append(dataclasses.replace(p, notes=tuple(dict.fromkeys(notes))))
     return out

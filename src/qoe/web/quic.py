@@ -3,8 +3,10 @@
 :func:`quic_connections` reads a capture's UDP datagrams and follows every QUIC connection of
 version 1 (RFC 9000) or 2 (RFC 9369) that starts with a client Initial packet
 (:mod:`qoe.web._quicversion`), and a compatible version negotiation from one to the other
-(RFC 9368: the server answers in the version it chose); datagrams that open a connection of
-any other version are counted and named in one warning. It needs no key to give
+(RFC 9368: the server answers in the version it chose); connections of any other version
+are counted and named in one warning. A connection whose handshake the capture does not
+hold (begun before it, or moved to new addresses, RFC 9000 §9) is taken from its first
+packet, without keys (``version`` 0 unless a long header says it). It needs no key to give
 each connection's handshake timing (the first Initial, Handshake and 1-RTT packet each way:
 long headers and the first bits of short ones are in clear, RFC 9000 §17) and its
 *bursts*: runs of packets sent one way with none the other way in between, with their
@@ -75,7 +77,7 @@ from qoe.errors import InputError, QoEWarning
 from qoe.report import as_dict
 from qoe.web._quicloss import LossRecord, QuicLoss, QuicRetransmission, analyse
 from qoe.web._quicrtt import NOT_ACK_ELICITING, AckRtt
-from qoe.web._quicversion import INITIAL_TYPE, initial_version, other_version, version_name
+from qoe.web._quicversion import INITIAL_TYPE, QUIC_PORT, initial_version, joins_late, other_version, version_name
 from qoe.web._results import make_transaction
 from qoe.web._sink import CLIENT, SERVER
 from qoe.web.decrypt import MAX_BURSTS, EncryptedBurst, _alpn, _extensions
@@ -110,6 +112,10 @@ _AEAD_TAG = 16
 #: with a STREAM frame 15 (32 bytes of payload, h3-down); the client's ACK-only packets are
 #: 31-35 bytes (an 8-byte DCID), its CONNECTION_CLOSE 50-51.
 ACK_SIZED_BYTES = 14
+#: The note of a connection joined in progress (:func:`qoe.web._quicversion.joins_late`).
+_JOINED_NOTE = ("joined in progress: its handshake is not in the capture (a connection begun before the capture "
+               "started, or moved to this address or port, RFC 9000 §9): no key log can be matched, the objects are "
+               "not visible (packet timing and bursts only)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +129,9 @@ class QuicConnection:
     client, server : tuple of (str, int)
     version : int
         1, or 0x6b3343cf: version 2 (RFC 9369 §3.1); after a compatible version negotiation
-        (RFC 9368), the version the server chose (the note says so).
+        (RFC 9368), the version the server chose (the note says so); 0 for a connection joined
+        in progress (its handshake before the capture) of which no long header was seen (a
+        short header does not carry the version, RFC 8999 §5.2).
     first_ns, last_ns : int
         First and last packet.
     server_name : str or None
@@ -133,7 +141,8 @@ class QuicConnection:
         Negotiated (EncryptedExtensions: needs the key log).
     cipher_suite : str or None
     client_initial_ns, server_initial_ns : int or None
-        First Initial packet each way.
+        First Initial packet each way (the client's None: a connection joined in progress,
+        taken from its first packet in the capture, whose note says so).
     client_handshake_ns, server_handshake_ns : int or None
         First Handshake packet each way.
     client_first_1rtt_ns, server_first_1rtt_ns : int or None
@@ -291,12 +300,14 @@ class _StreamIn:
 
 class _Conn:
     def __init__(self, index: int, client: tuple[str, int], server: tuple[str, int], ts: int, version: int,
-                 dcid: bytes, keylog: KeyLog | None) -> None:
+                 dcid: bytes | None, keylog: KeyLog | None) -> None:
         self.index, self.client, self.server, self.version = index, client, server, version
         self.first = self.last = ts
         self.keylog = keylog
         self.ctx: list[list[Any]] = [[None, None, None], [None, None, None]]  # [direction][space]
-        self._initial_keys(dcid)
+        self.late = dcid is None  # joined in progress: no client Initial, no keys (_JOINED_NOTE)
+        if dcid is not None:
+            self._initial_keys(dcid)
         self.pn = [[-1, -1, -1], [-1, -1, -1]]
         self.crypto = [[_Crypto() for _ in range(3)] for _ in range(2)]
         self.hs_buf = [[bytearray() for _ in range(3)] for _ in range(2)]
@@ -354,6 +365,9 @@ class _Conn:
         1-RTT keys are made with the version's labels from then on (:meth:`_keys`). A client
         packet of the other version before the server chose is left to fail authentication (it
         is counted)."""
+        if self.late:
+            self.version = self.version or version  # what the first long header says, nothing to key
+            return
         if direction != SERVER or self.pn[SERVER][_HANDSHAKE] >= 0 or self.pn[SERVER][_APP] >= 0:
             return
         self.notes.append(f"compatible version negotiation: version {version_name(self.version)} -> "
@@ -738,8 +752,12 @@ class _Conn:
         cinit, sinit = f.get((CLIENT, "initial")), f.get((SERVER, "initial"))
         c1rtt = f.get((CLIENT, "1rtt"))
         end = self.handshake_done if self.handshake_done is not None else c1rtt
+        if self.late:
+            end = None  # (its handshake is not in the capture)
         notes = list(dict.fromkeys(self.notes))
-        if self.keylog is None:
+        if self.late:
+            notes.insert(0, _JOINED_NOTE)
+        elif self.keylog is None:
             notes.insert(0, "no key log: QUIC packets are encrypted, the objects are not visible "
                             "(handshake timing and packet bursts only)")
         elif self.client_random is None:
@@ -839,6 +857,20 @@ class _Elsewhere:
         self.last = ts
 
 
+class _Unread:
+    """The 4-tuple of a connection of a version not read (``qoe.web._quicversion.other_version``):
+    its later datagrams are its, not a connection joined in progress."""
+
+    __slots__ = ("client", "last")
+    index = -1
+
+    def __init__(self, client: tuple[str, int], ts: int) -> None:
+        self.client, self.last = client, ts
+
+    def datagram(self, direction: int, ts: int, data: bytes) -> None:
+        self.last = ts
+
+
 def _connections(capture: Any, keylog: KeyLog | None, stream_tap: Any = None,
                  half: int | None = None, floors: bool = False) -> Iterator[Any]:
     """The connections of :func:`iter_quic_connections`; with ``half`` (0 or 1), those whose
@@ -849,7 +881,7 @@ def _connections(capture: Any, keylog: KeyLog | None, stream_tap: Any = None,
     time of the datagram being read) and that time."""
     conns: dict[tuple[Any, ...], Any] = {}
     count = 0
-    unread: dict[int, int] = {}  # datagrams that open a QUIC connection of a version not read, by version
+    unread: dict[int, int] = {}  # connections of a QUIC version not read, by version
     sweep_at = None  # capture time of the next look for connections idle _IDLE_NS
     for ts_ns, a, b, payload in _datagrams(capture):
         if sweep_at is None or ts_ns >= sweep_at:
@@ -872,13 +904,23 @@ def _connections(capture: Any, keylog: KeyLog | None, stream_tap: Any = None,
             c = None
         if c is None:
             version = initial_version(payload)
+            late = False
             if not version:
                 other = other_version(payload, a[1], b[1])
                 if other:
                     unread[other] = unread.get(other, 0) + 1
-                continue
+                    conns[key] = _Unread(a, ts_ns)
+                    continue
+                late = joins_late(payload, a[1], b[1])
+                if not late:
+                    continue
+            # (joined late: the client is the side away from the server's port)
+            client, server = (b, a) if late and a[1] == QUIC_PORT and b[1] != QUIC_PORT else (a, b)
             if half is not None and count % 2 != half:
-                c = _Elsewhere(count, a, ts_ns)
+                c = _Elsewhere(count, client, ts_ns)
+            elif late:
+                c = _Conn(count, client, server, ts_ns, 0, None, keylog)
+                c.tap = stream_tap
             else:
                 dcid = payload[6:6 + payload[5]]
                 c = _Conn(count, a, b, ts_ns, version, dcid, keylog)
@@ -892,8 +934,8 @@ def _connections(capture: Any, keylog: KeyLog | None, stream_tap: Any = None,
     if unread and half != 1:  # (half 1 is read in the other process: the warning is this one's)
         name = os.fspath(capture) if isinstance(capture, (str, os.PathLike)) else "the packets"
         seen = ", ".join(f"{n} of version {version_name(v)}" for v, n in sorted(unread.items()))
-        warnings.warn(f"{name}: QUIC datagrams not read ({seen}): qoe reads QUIC versions 1 (RFC 9000) and "
-                      "2 (RFC 9369); those connections are not in the results", QoEWarning, stacklevel=2)
+        warnings.warn(f"{name}: QUIC connections not read ({seen}): qoe reads QUIC versions 1 (RFC 9000) and "
+                      "2 (RFC 9369)", QoEWarning, stacklevel=2)
 
 
 def _other_half(capture: Any, keylog: KeyLog | None) -> Iterator[tuple[list[QuicConnection], float, float]]:
@@ -1013,8 +1055,9 @@ def quic_connections(capture: Any, *, keylog: Any = None, read_ahead: bool | Non
     Warns
     -----
     QoEWarning
-        Datagrams that open a QUIC connection of a version not read (neither 1 nor 2), once,
-        with their number per version: those connections are not in the list.
+        Connections of a QUIC version not read (neither 1 nor 2: a datagram that opens one, and
+        the later ones of its addresses and ports), once, with their number per version: they
+        are not in the list.
     """
     keylog = load_keylog(capture if isinstance(capture, (str, os.PathLike)) else None, keylog)
     return sorted((c for c, _ in _final_connections(capture, keylog, read_ahead) if c is not None),
