@@ -217,3 +217,24 @@ def test_turn_channel_data_over_port_443_is_not_taken_for_quic():
         assert quic_connections(relayed(True)) == []
     (c,) = quic_connections(relayed(False))
     assert c.note.startswith("joined in progress") and c.client_packets == 400
+
+
+def test_version_negotiation_then_a_new_first_flight_is_followed():
+    """data/web/tls/quic-h3-v2v1.pcapng: aioquic's client begins in version 2, the server
+    (version 1 only) answers with a Version Negotiation packet listing 1 (RFC 9000 §6), and the
+    client begins again in 1 with a new ClientHello on the same addresses and ports. qoe reads
+    the new handshake with its own Initial keys and finds the client's two objects (tshark
+    4.0.17 decrypts none of its 1-RTT packets: data/web/tls/quic-h3-v2v1.tshark-quic.tsv)."""
+    cap = DATA / "tls" / "quic-h3-v2v1.pcapng"
+    first = datagrams(cap)[:3]
+    assert int.from_bytes(first[0][2][1:5], "big") == QUIC_V2  # the client's first flight
+    assert first[1][2][0] & 0x80 and first[1][2][1:5] == bytes(4)  # Version Negotiation (version 0)
+    assert first[1][2][-4:] == (1).to_bytes(4, "big")  # listing version 1 alone
+    assert int.from_bytes(first[2][2][1:5], "big") == 1  # the client again, in version 1
+    (c,) = quic_connections(cap, keylog=cap.with_suffix(".keylog"))
+    assert c.version == 1 and c.client_failed_packets == c.server_failed_packets == 0
+    assert "version negotiation (RFC 9000 §6): version 2 not taken by the server, begun again in version 1" in c.note
+    log = [line.split("\t") for line in cap.with_suffix(".client.tsv").read_text().splitlines()]
+    got = [(t.target, t.status, t.response_body_bytes) for t in c.transactions]
+    assert got == [(p, int(s), int(n)) for p, s, n in log]
+    assert c.client_initial_ns == c.first_ns  # the page starts at the first attempt

@@ -8,7 +8,9 @@
 # hands and closes without a request (a connection opened ahead, as browsers preconnect), and
 # 50 ms later one that fetches index.html and style.css, from the same address. And quic-h3-v1v2:
 # a client that begins in QUIC version 1 and offers version 2 first, which the server switches to
-# (RFC 9368 compatible version negotiation; the connection is then in version 2, RFC 9369).
+# (RFC 9368 compatible version negotiation; the connection is then in version 2, RFC 9369), and
+# quic-h3-v2v1: a client that begins in version 2 with a server of version 1 only, whose
+# Version Negotiation packet makes it begin again in version 1 (RFC 9000 §6).
 # Usage (as root, with the venv's python holding aioquic): data/web/tls/make_quic.sh [PYTHON [all|unused|v2]]
 set -euo pipefail
 export LC_ALL=C TZ=UTC
@@ -25,11 +27,12 @@ ip -n $NS link set lo up
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$WORK/key.pem" -out "$WORK/cert.pem" \
   -days 30 -subj /CN=www.example.com -addext subjectAltName=DNS:www.example.com 2>/dev/null
 ip netns exec $NS timeout 60 "$PY" "$HERE/quic_pair.py" server "$SITE" "$WORK/cert.pem" "$WORK/key.pem" 4433 &
+ip netns exec $NS timeout 60 "$PY" "$HERE/quic_pair.py" server "$SITE" "$WORK/cert.pem" "$WORK/key.pem" 4434 v1-only &
 sleep 2
-capture() {  # name, then what runs while tcpdump captures
+capture() {  # name, then what runs while tcpdump captures (PORT: the server's, default 4433)
   local name=$1; shift
   rm -f "$HERE/$name.keylog"
-  ip netns exec $NS tcpdump -i lo -s 0 --immediate-mode -w "$WORK/$name.pcap" udp port 4433 2>/dev/null &
+  ip netns exec $NS tcpdump -i lo -s 0 --immediate-mode -w "$WORK/$name.pcap" udp port "${PORT:-4433}" 2>/dev/null &
   local tpid=$!
   sleep 1
   "$@"
@@ -42,7 +45,7 @@ capture() {  # name, then what runs while tcpdump captures
   ls -la "$HERE"/$name.*
 }
 client() {  # key log, paths...: quic_pair.py's client in the namespace
-  ip netns exec $NS timeout 20 "$PY" "$HERE/quic_pair.py" client 4433 "$@"
+  ip netns exec $NS timeout 20 "$PY" "$HERE/quic_pair.py" client "${PORT:-4433}" "$@"
 }
 if [ "$WHAT" = all ]; then
   capture quic-h3 eval 'client "$HERE/quic-h3.keylog" /index.html /style.css /img1.jpg /img2.jpg /missing.png \
@@ -53,6 +56,10 @@ if [ "$WHAT" = all ] || [ "$WHAT" = v2 ]; then
   # server answers in version 2 (RFC 9369), which the rest of the connection is in
   capture quic-h3-v1v2 eval 'client "$HERE/quic-h3-v1v2.keylog" --negotiate-v2 /index.html /style.css /img1.jpg \
     >"$HERE/quic-h3-v1v2.client.tsv"'
+  # Version Negotiation (RFC 9000 §6): the client's first flight in version 2 to a server of
+  # version 1 only, which lists 1; the client begins again in 1 on the same addresses and ports
+  PORT=4434 capture quic-h3-v2v1 eval 'client "$HERE/quic-h3-v2v1.keylog" --v2-then-v1 /index.html /style.css \
+    >"$HERE/quic-h3-v2v1.client.tsv"'
 fi
 [ "$WHAT" = v2 ] && exit 0
 capture quic-h3-unused eval '{ client "$HERE/quic-h3-unused.keylog" & sleep 0.05;

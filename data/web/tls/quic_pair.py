@@ -1,10 +1,11 @@
 """A tiny HTTP/3 server and client on aioquic's API, for data/web/tls/make_quic.sh.
 
-``python quic_pair.py server SITE_DIR CERT KEY PORT`` serves the files of SITE_DIR over HTTP/3
-(RFC 9114) on 127.0.0.1:PORT until killed (QUIC versions 1 and 2, aioquic's default);
-``python quic_pair.py client PORT KEYLOG [--negotiate-v2] PATH...`` fetches each PATH over one
-QUIC connection (with ``--negotiate-v2`` begun in version 1 and offering 2 first, which the
-server takes: RFC 9368's compatible version negotiation), the requests all sent at once (one bidirectional
+``python quic_pair.py server SITE_DIR CERT KEY PORT [v1-only]`` serves the files of SITE_DIR over
+HTTP/3 (RFC 9114) on 127.0.0.1:PORT until killed (QUIC versions 1 and 2, aioquic's default, or
+1 only); ``python quic_pair.py client PORT KEYLOG [--negotiate-v2 | --v2-then-v1] PATH...``
+fetches each PATH over one QUIC connection (with ``--negotiate-v2`` begun in version 1 and
+offering 2 first, which the server takes: RFC 9368's compatible version negotiation; with
+``--v2-then-v1`` begun in version 2, which a version 1 server answers with Version Negotiation), the requests all sent at once (one bidirectional
 stream each), writes the NSS key log (QUIC's secrets lines) to KEYLOG and prints one line per
 response: path, status, body bytes. A missing file is answered 404. Both ends are aioquic's
 (QuicConnectionProtocol + H3Connection); nothing here is from aioquic's example scripts.
@@ -91,6 +92,12 @@ class Client(QuicConnectionProtocol):
 async def client(port, keylog, paths):
     cfg = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN, verify_mode=ssl.CERT_NONE,
                             server_name="www.example.com", secrets_log_file=open(keylog, "a"))
+    if paths and paths[0] == "--v2-then-v1":
+        # first flight in QUIC version 2 (RFC 9369) to a server of version 1 only: its Version
+        # Negotiation packet (RFC 9000 §6) lists 1, and the client begins again in 1
+        paths = paths[1:]
+        cfg.original_version = QuicProtocolVersion.VERSION_2
+        cfg.supported_versions = [QuicProtocolVersion.VERSION_2, QuicProtocolVersion.VERSION_1]
     if paths and paths[0] == "--negotiate-v2":
         # first flight in QUIC version 1, version 2 (RFC 9369) preferred in its version_information
         # transport parameter: the server switches to 2 (compatible version negotiation, RFC 9368)
@@ -103,8 +110,10 @@ async def client(port, keylog, paths):
         print("\n".join(lines))
 
 
-async def server(site, cert, key, port):
+async def server(site, cert, key, port, versions=None):
     cfg = QuicConfiguration(is_client=False, alpn_protocols=H3_ALPN)
+    if versions == "v1-only":
+        cfg.supported_versions = [QuicProtocolVersion.VERSION_1]
     cfg.load_cert_chain(cert, key)
     Server.site = site
     await serve("127.0.0.1", port, configuration=cfg, create_protocol=Server)
@@ -113,6 +122,6 @@ async def server(site, cert, key, port):
 
 if __name__ == "__main__":
     if sys.argv[1] == "server":
-        asyncio.run(server(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])))
+        asyncio.run(server(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), *sys.argv[6:7]))
     else:
         asyncio.run(client(int(sys.argv[2]), sys.argv[3], sys.argv[4:]))

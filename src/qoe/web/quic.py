@@ -345,6 +345,7 @@ class _Conn:
         self.loss = LossRecord()  # what RFC 9002 §6 loss recovery is replayed from (qoe.web._quicloss)
         self.pkt_data: list[tuple[int | None, int, int]] = []  # the STREAM/CRYPTO ranges of the packet being read
         self.tap: Any = None  # iter_quic_connections(stream_tap=): the HTTP/3 streams' bytes, in order
+        self.vn_pending = False  # the server sent Version Negotiation: the client's next Initial begins again
 
     def _initial_keys(self, dcid: bytes) -> None:
         # RFC 9001 §5.2: initial_secret = HKDF-Extract(initial_salt, client_dst_connection_id),
@@ -354,6 +355,21 @@ class _Conn:
         pair.setup_initial(dcid, is_client=True, version=self.version)
         self.ctx[CLIENT][_INITIAL] = pair.send  # "client in"
         self.ctx[SERVER][_INITIAL] = pair.recv  # "server in"
+
+    def _restart(self, version: int, dcid: bytes) -> None:
+        """The client begins again after the server's Version Negotiation packet (RFC 9000 §6.2):
+        a new first flight, in a version the server listed, with a new ClientHello (a new random
+        and a new Initial DCID: Initial keys of its own). The handshake is read afresh; what the
+        capture saw of the connection so far (its first packets, bytes, bursts, notes) stays."""
+        keep = {k: getattr(self, k) for k in ("first", "last", "packets", "nbytes", "recent", "recent_order",
+                                              "duplicates", "bursts", "bursts_dropped", "burst", "notes",
+                                              "first_of", "failed", "tap")}
+        old = self.version
+        self.__init__(self.index, self.client, self.server, self.first, version, dcid, self.keylog)  # type: ignore[misc]
+        for k, v in keep.items():
+            setattr(self, k, v)
+        self.notes.append(f"version negotiation (RFC 9000 §6): version {version_name(old)} not taken by the server, "
+                          f"begun again in version {version_name(version)}")
 
     def _switch_version(self, direction: int, version: int) -> None:
         """A long header packet of the other version read here: compatible version negotiation
@@ -396,8 +412,10 @@ class _Conn:
         pos = 0
         while pos < len(data):
             first = data[pos]
-            if first & 0x40 == 0:
-                break  # not QUIC (fixed bit, RFC 9000 §17.2), or padding after the packets
+            if first & 0x40 == 0 and not (first & 0x80 and data[pos + 1:pos + 5] == b"\x00\x00\x00\x00"):
+                # not QUIC (fixed bit, RFC 9000 §17.2), or padding after the packets; a Version
+                # Negotiation packet's other bits are arbitrary (RFC 8999 §6, RFC 9000 §17.2.1)
+                break
             buf = Buffer(data=data[pos:])
             try:
                 hdr = pull_quic_header(buf, host_cid_length=self.cid_len[direction] or 0)
@@ -413,8 +431,10 @@ class _Conn:
                 self.pending_dcid = hdr.source_cid  # RFC 9000 §17.2.5.2: the client's next DCID
                 continue
             if ptype == QuicPacketType.VERSION_NEGOTIATION:
-                self.notes.append("version negotiation")
+                self.vn_pending = direction == SERVER  # (RFC 9000 §6.1: only a server sends one)
                 continue
+            if self.vn_pending and direction == CLIENT and ptype is QuicPacketType.INITIAL:
+                self._restart(hdr.version, hdr.destination_cid)
             if ptype == QuicPacketType.INITIAL and direction == CLIENT and getattr(self, "pending_dcid", None):
                 self._initial_keys(hdr.destination_cid)
                 self.pending_dcid = None
@@ -755,6 +775,9 @@ class _Conn:
         if self.late:
             end = None  # (its handshake is not in the capture)
         notes = list(dict.fromkeys(self.notes))
+        if self.vn_pending:
+            notes.append(f"version negotiation (RFC 9000 §6): version {version_name(self.version)} not taken by the "
+                         "server, and the client did not begin again on these addresses and ports")
         if self.late:
             notes.insert(0, _JOINED_NOTE)
         elif self.keylog is None:
