@@ -834,6 +834,10 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
     protocols = sorted(protocols_set or idle_protocols)
     if tls13_hidden:
         notes.append("TLS 1.3: the protocol inside (ALPN) is encrypted; objects are not visible without a key log")
+    ech = sorted({it.tls.server_name or "?" for it in group if getattr(it.tls, "ech_offered", False)})
+    if ech:
+        notes.append(f"Encrypted Client Hello: the server name in clear is the ClientHelloOuter's public name "
+                     f"({', '.join(ech)}), not the one asked for (encrypted; decrypted, the requests name it)")
     b = tuple(bounds) if bounds is not None else None
     mos = _mos(plt, preset, b)
     return _make_page(

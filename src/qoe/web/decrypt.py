@@ -48,7 +48,7 @@ from qoe.web._requestline import MAX_SNIFF, PREFACE, looks_like_request
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
 from qoe.web._tlsdecrypt import RecordCipher, Suite, suite_for, tls12_ciphers, tls13_cipher
 from qoe.web.keylog import KeyLog
-from qoe.web.tls import TlsSession, _TlsSink
+from qoe.web.tls import _ECH_OUTER, _EXT_ECH, TlsSession, _TlsSink
 
 __all__ = ["DecryptingTlsSink", "DiscardSink", "TlsDecryption", "EncryptedBurst", "MAX_BURSTS", "not_http"]
 
@@ -221,6 +221,9 @@ class DecryptingTlsSink:
         self._suite_code: int | None = None
         self._suite: Suite | None = None
         self._early_offered = False
+        self._ech = False  # the ClientHello is an ECH ClientHelloOuter: the key log names the inner one's random
+        self._ech_suite: Suite | None = None  # TLS 1.3 keys to be found by the server's first record (_ech_match)
+        self._ech_inner_random: bytes | None = None  # the key log entry that opened it
         self._etm = False  # the ServerHello accepted encrypt_then_mac (RFC 7366; CBC suites)
         self._early_held: list[tuple[int, int, int, bytes]] = []  # 0-RTT records before the ServerHello
         self._keys_found = False
@@ -403,6 +406,8 @@ class DecryptingTlsSink:
                 d.hs += body
                 self._clear_handshake(direction, d)
             return
+        if d.cipher is None and self._ech_suite is not None and direction == SERVER:
+            self._ech_match(ctype, version, body)
         if d.cipher is None:
             return  # no keys: counted in the bursts only
         opened = d.cipher.open(ctype, version, body)
@@ -463,7 +468,9 @@ class DecryptingTlsSink:
         _, i = _vec(body, i, 1)  # legacy_session_id
         _, i = _vec(body, i, 2)  # cipher_suites
         _, i = _vec(body, i, 1)  # legacy_compression_methods
-        self._early_offered = any(t == _EXT_EARLY_DATA for t, _ in _extensions(body, i))
+        exts = _extensions(body, i)
+        self._early_offered = any(t == _EXT_EARLY_DATA for t, _ in exts)
+        self._ech = any(t == _EXT_ECH and data[:1] == bytes([_ECH_OUTER]) for t, data in exts)
 
     def _server_hello(self, body: bytes) -> None:
         legacy = int.from_bytes(body[0:2], "big")
@@ -515,15 +522,16 @@ class DecryptingTlsSink:
             sap = log.get("SERVER_TRAFFIC_SECRET_0", cr)
             early = log.get("CLIENT_EARLY_TRAFFIC_SECRET", cr)
             if shs is None or sap is None or chs is None or cap is None:
+                if self._ech:
+                    # the key log names the ClientHelloInner's random, encrypted in the one
+                    # captured: the secrets are found by the server's first protected record
+                    self._ech_suite = suite
+                    self._note = ("Encrypted Client Hello: no TLS 1.3 secrets in the key log open this "
+                                  "connection (the key log names the ClientHelloInner's random, which is encrypted)")
+                    return
                 self._note = "no TLS 1.3 traffic secrets for this connection in the key log"
                 return
-            self._keys_found = True
-            s.cipher, s.pending = tls13_cipher(suite, shs), [tls13_cipher(suite, sap)]
-            if self._early_offered and early is not None:
-                c.cipher, c.pending = tls13_cipher(suite, early), [tls13_cipher(suite, chs), tls13_cipher(suite, cap)]
-                c.candidates = [c.pending[0]]
-            else:
-                c.cipher, c.pending = tls13_cipher(suite, chs), [tls13_cipher(suite, cap)]
+            self._tls13_keys(suite, chs, shs, cap, sap, early)
         else:
             master = log.get("CLIENT_RANDOM", cr)
             if master is None:
@@ -532,6 +540,40 @@ class DecryptingTlsSink:
             self._keys_found = True
             c.cipher, s.cipher = tls12_ciphers(suite, master, cr, self._server_random or b"",
                                                encrypt_then_mac=self._etm and suite.cipher == "aes-cbc")
+
+    def _tls13_keys(self, suite: Suite, chs: bytes, shs: bytes, cap: bytes, sap: bytes, early: bytes | None) -> None:
+        """Both directions' record ciphers from the connection's TLS 1.3 traffic secrets (RFC 8446
+        §7.1: the handshake secret's, then the first application one's)."""
+        c, s = self._d
+        self._keys_found = True
+        s.cipher, s.pending = tls13_cipher(suite, shs), [tls13_cipher(suite, sap)]
+        if self._early_offered and early is not None:
+            c.cipher, c.pending = tls13_cipher(suite, early), [tls13_cipher(suite, chs), tls13_cipher(suite, cap)]
+            c.candidates = [c.pending[0]]
+        else:
+            c.cipher, c.pending = tls13_cipher(suite, chs), [tls13_cipher(suite, cap)]
+
+    def _ech_match(self, ctype: int, version: int, body: bytes | memoryview) -> None:
+        """An ECH connection whose key log entry names its (encrypted) ClientHelloInner's random:
+        the server's first protected record, its EncryptedExtensions, opens with one entry's
+        SERVER_HANDSHAKE_TRAFFIC_SECRET alone (RFC 8446 §5.2: an AEAD, 2^-128 to open by chance
+        with another key); that entry's secrets are the connection's. Each of the key log's
+        TLS 1.3 entries is tried once, for this one record."""
+        suite, self._ech_suite = self._ech_suite, None
+        log = self._keylog
+        for (label, cr), shs in log.secrets.items():
+            if label != "SERVER_HANDSHAKE_TRAFFIC_SECRET" or len(shs) != suite.hash_length:
+                continue
+            if tls13_cipher(suite, shs).open(ctype, version, body) is None:
+                continue
+            chs, cap = log.get("CLIENT_HANDSHAKE_TRAFFIC_SECRET", cr), log.get("CLIENT_TRAFFIC_SECRET_0", cr)
+            sap = log.get("SERVER_TRAFFIC_SECRET_0", cr)
+            if chs is None or cap is None or sap is None:
+                continue
+            self._tls13_keys(suite, chs, shs, cap, sap, log.get("CLIENT_EARLY_TRAFFIC_SECRET", cr))
+            self._note = None
+            self._ech_inner_random = cr
+            return
 
     def _protected_handshake(self, direction: int, d: _Dir) -> None:
         tls13 = self._version is not None and self._version >= 0x0304

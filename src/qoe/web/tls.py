@@ -65,6 +65,11 @@ _CHANGE_CIPHER_SPEC, _ALERT, _HANDSHAKE, _APPLICATION_DATA, _HEARTBEAT = 20, 21,
 _CLIENT_HELLO, _SERVER_HELLO = 1, 2
 # extension types: RFC 6066 §3, RFC 7301 §3.1, RFC 8446 §4.2
 _EXT_SERVER_NAME, _EXT_ALPN, _EXT_PRE_SHARED_KEY, _EXT_EARLY_DATA, _EXT_SUPPORTED_VERSIONS = 0, 16, 41, 42, 43
+#: draft-ietf-tls-esni (TLS Encrypted Client Hello) §5 and its IANA code point: the
+#: encrypted_client_hello extension, whose ECHClientHello starts with its type, outer(0) in the
+#: ClientHelloOuter a client sends (read from the drafts' text as implementations document it,
+#: Go's crypto/tls and rustls; not from an RFC).
+_EXT_ECH, _ECH_OUTER = 0xFE0D, 0
 # RFC 5246 §6.2.3: TLSCiphertext.length <= 2^14 + 2048 (RFC 8446 §5.2 lowers it to
 # 2^14 + 256 for TLS 1.3; the older, larger bound is accepted for all versions)
 _MAX_RECORD = 2**14 + 2048
@@ -151,6 +156,12 @@ class TlsSession:
         A HelloRetryRequest was seen (a second ClientHello follows).
     early_data_offered : bool
         The (last) ClientHello carried ``early_data`` (0-RTT).
+    ech_offered : bool
+        The ClientHello is an Encrypted Client Hello's ClientHelloOuter (its
+        ``encrypted_client_hello`` extension of type outer): ``server_name`` is its public
+        name, not the name asked for, which is encrypted with the rest of the ClientHelloInner
+        (and the key log names the inner one's random: ``qoe.web.decrypt`` finds its secrets
+        by the server's first protected record).
     resumed : bool or None
         TLS 1.3: the ServerHello accepted a pre_shared_key; TLS <= 1.2: the server's
         ChangeCipherSpec came before the client's (abbreviated handshake).
@@ -215,6 +226,7 @@ class TlsSession:
     error: str | None = None
     client_last_byte_ns: int | None = None
     server_last_byte_ns: int | None = None
+    ech_offered: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """Every field as plain Python (record counts nested)."""
@@ -323,6 +335,7 @@ class _TlsSink:
         self._cipher: int | None = None
         self._hrr = False
         self._early = False
+        self._ech = False
         self._psk = False
         self._client_hello_ts: int | None = None
         self._server_hello_ts: int | None = None
@@ -522,6 +535,8 @@ class _TlsSink:
                 offered = tuple(listed)
             elif etype == _EXT_EARLY_DATA:
                 self._early = True
+            elif etype == _EXT_ECH and data[:1] == bytes([_ECH_OUTER]):
+                self._ech = True
         self._offered = offered
 
     def _server_hello(self, body: bytes, ts: int) -> None:
@@ -620,4 +635,5 @@ class _TlsSink:
             error=error,
             client_last_byte_ns=c.last_ts,
             server_last_byte_ns=s.last_ts,
+            ech_offered=self._ech,
         )

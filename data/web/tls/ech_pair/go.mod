@@ -1,0 +1,3 @@
+module echpair
+
+go 1.26

@@ -1,0 +1,70 @@
+"""Encrypted Client Hello (draft-ietf-tls-esni): a TLS 1.3 connection whose ClientHello on the
+wire is the ClientHelloOuter, its key log entry named by the encrypted ClientHelloInner's random.
+
+Capture: data/web/tls/tls13-ech.pcap (make_ech.sh: Go's crypto/tls at both ends, HTTP/2, the
+client's key log and its own log of what it fetched beside it). References: the client's log
+(paths, statuses, body sizes, ECH accepted) and the capture's bytes read here with dpkt (the
+outer ClientHello's random and SNI); tshark 4.0.17 decrypts nothing with that key log
+(tls13-ech.tshark-http2-tree.txt: 0 HTTP/2 frames), as qoe did before.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dpkt
+
+from qoe.web import WebOptions, iter_page_loads
+from qoe.web.http import connection_results
+from qoe.web.keylog import read_keylog
+
+TLS = Path(__file__).resolve().parents[2] / "data" / "web" / "tls"
+CAP = TLS / "tls13-ech.pcap"
+KEYLOG = TLS / "tls13-ech.keylog"
+
+
+def outer_client_hello() -> bytes:
+    """The client's first TCP payload: a TLS record holding the ClientHelloOuter."""
+    with CAP.open("rb") as f:
+        for _, buf in dpkt.pcap.Reader(f):
+            tcp = dpkt.ethernet.Ethernet(buf).data.data  # (tcpdump -i lo: Ethernet frames)
+            if isinstance(tcp, dpkt.tcp.TCP) and tcp.dport == 443 and tcp.data:
+                return bytes(tcp.data)
+    raise AssertionError("no ClientHello")
+
+
+def test_the_key_log_names_another_random_than_the_capture_shows():
+    record = outer_client_hello()
+    assert record[0] == 22 and record[5] == 1  # a handshake record holding a ClientHello
+    outer_random = record[11:43]  # record header 5, handshake header 4, legacy_version 2
+    assert b"public.example.com" in record and b"www.example.com" not in record
+    log = read_keylog(KEYLOG)
+    assert len({cr for _, cr in log.secrets}) == 1 and not log.has_client(outer_random)
+    assert " 0 " in next(line for line in (TLS / "tls13-ech.tshark-http2-tree.txt").read_text().splitlines()
+                         if line.startswith("HTTP2 "))
+
+
+def test_its_secrets_are_found_and_the_client_s_objects_read():
+    (r,) = connection_results(CAP, keylog=KEYLOG)
+    assert r.tls.ech_offered and r.tls.server_name == "public.example.com" and r.tls.version == 0x0304
+    assert r.decryption.keys_found and r.decryption.failed_records == 0 and r.decryption.note is None
+    client = [line.split("\t") for line in (TLS / "tls13-ech.client.tsv").read_text().splitlines()]
+    assert {row[3] for row in client} == {"HTTP/2.0"} and {row[4] for row in client} == {"true"}
+    txs = r.transactions
+    assert {t.protocol for t in txs} == {"h2"} and {t.host for t in txs} == {"www.example.com"}
+    # Go's file server answers /index.html with a redirect to ./, which the client followed
+    assert (txs[0].target, txs[0].status) == ("/index.html", 301) and txs[1].target == "/"
+    assert [(t.status, t.response_body_bytes) for t in txs[1:]] == [(int(s), int(n)) for _, s, n, _, _ in client]
+
+
+def test_the_page_names_the_site_asked_for_with_keys_and_says_why_not_without():
+    (keyed,) = iter_page_loads(CAP, options=WebOptions(keylog=KEYLOG))
+    assert keyed.url == "https://www.example.com/index.html" and keyed.objects == 4
+    (keyless,) = iter_page_loads(CAP)
+    assert keyless.url == "https://public.example.com/" and keyless.objects == 1
+    assert any(n.startswith("Encrypted Client Hello: the server name in clear is the ClientHelloOuter's public "
+                            "name (public.example.com)") for n in keyless.notes)
+    # another connection's key log: nothing opens, and the note says why
+    (other,) = connection_results(CAP, keylog=TLS / "quic-h3.keylog")
+    assert not other.decryption.keys_found and other.transactions == ()
+    assert other.decryption.note.startswith("Encrypted Client Hello: no TLS 1.3 secrets in the key log open")
