@@ -59,7 +59,11 @@ class OptionsBase:
         k = getattr(self, "keylog")
         if k is not None and not (isinstance(k, (str, os.PathLike)) or
                                   (isinstance(k, (tuple, list)) and all(isinstance(x, (str, os.PathLike)) for x in k))):
-            raise InputError(f"keylog must be a key log file's path or a tuple of them; given {k!r}")
+            # (never the value's repr: a KeyLog's would print its secrets)
+            sources = getattr(k, "sources", None)
+            given = f"a {type(k).__name__}" + (f" read from {', '.join(map(str, sources))}" if sources else "")
+            raise InputError(f"keylog must be a key log file's path or a tuple of them (options hold paths, "
+                             f"written with the results); given {given}")
         if isinstance(k, (list, os.PathLike)) or (isinstance(k, tuple) and not all(isinstance(x, str) for x in k)):
             object.__setattr__(self, "keylog", os.fspath(k) if isinstance(k, os.PathLike)
                                else tuple(os.fspath(x) for x in k))

@@ -1,8 +1,10 @@
 """Encrypted Client Hello (draft-ietf-tls-esni): a TLS 1.3 connection whose ClientHello on the
 wire is the ClientHelloOuter, its key log entry named by the encrypted ClientHelloInner's random.
 
-Capture: data/web/tls/tls13-ech.pcap (make_ech.sh: Go's crypto/tls at both ends, HTTP/2, the
-client's key log and its own log of what it fetched beside it). References: the client's log
+Captures: data/web/tls/tls13-ech.pcap (make_ech.sh: Go's crypto/tls at both ends, HTTP/2, the
+client's key log and its own log of what it fetched beside it) and tls13-ech-chromium.pcap
+(make_ech_browser.sh: Chromium taking the ECH keys from the site's DNS HTTPS record, its key
+log, HAR and Navigation/Resource Timing beside it). References: the client's log
 (paths, statuses, body sizes, ECH accepted) and the capture's bytes read here with dpkt (the
 outer ClientHello's random and SNI); tshark 4.0.17 decrypts nothing with that key log
 (tls13-ech.tshark-http2-tree.txt: 0 HTTP/2 frames), as qoe did before.
@@ -10,6 +12,7 @@ outer ClientHello's random and SNI); tshark 4.0.17 decrypts nothing with that ke
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import dpkt
@@ -68,3 +71,43 @@ def test_the_page_names_the_site_asked_for_with_keys_and_says_why_not_without():
     (other,) = connection_results(CAP, keylog=TLS / "quic-h3.keylog")
     assert not other.decryption.keys_found and other.transactions == ()
     assert other.decryption.note.startswith("Encrypted Client Hello: no TLS 1.3 secrets in the key log open")
+
+
+CHROMIUM = TLS / "tls13-ech-chromium.pcap"  # make_ech_browser.sh: Chromium 156, ECH keys from DNS
+
+
+def client_hellos(path: Path) -> list[bytes]:
+    """The first TCP payload of every connection's client (a ClientHello record each)."""
+    seen, out = set(), []
+    with path.open("rb") as f:
+        for _, buf in dpkt.pcap.Reader(f):
+            tcp = dpkt.ethernet.Ethernet(buf).data.data
+            if isinstance(tcp, dpkt.tcp.TCP) and tcp.dport == 443 and tcp.data and tcp.sport not in seen:
+                seen.add(tcp.sport)
+                out.append(bytes(tcp.data))
+    return out
+
+
+def test_chromium_with_ech_from_dns_is_decrypted_as_the_browser_saw_it():
+    """Chromium took the server's ECH keys from its DNS HTTPS record and offered ECH on both of
+    its connections (public name in clear, the inner random in its key log); qoe opens both
+    and finds every object of the browser's Navigation and Resource Timing, with its status,
+    where tshark 4.0.17 finds none."""
+    log = read_keylog(CHROMIUM.with_suffix(".keylog"))
+    hellos = client_hellos(CHROMIUM)
+    assert len(hellos) == 2
+    for h in hellos:
+        assert b"public.example.com" in h and b"www.example.com" not in h and b"\xfe\x0d" in h
+        assert not log.has_client(h[11:43])
+    assert " 0 " in next(line for line in CHROMIUM.with_name(CHROMIUM.stem + ".tshark-http2-tree.txt").read_text()
+                         .splitlines() if line.startswith("HTTP2 "))
+    results = connection_results(CHROMIUM, keylog=log)
+    assert len(results) == 2 and all(r.tls.ech_offered and r.decryption.keys_found for r in results)
+    timing = json.loads(CHROMIUM.with_suffix(".timing.json").read_text())
+    browser = {e["name"]: e["responseStatus"] for e in timing["navigation"] + timing["resource"]}
+    found = {t.url: t.status for r in results for t in r.transactions}
+    assert len(browser) == 5 and {u: found.get(u) for u in browser} == browser
+    (page,) = iter_page_loads(CHROMIUM, options=WebOptions(keylog=CHROMIUM.with_suffix(".keylog")))
+    assert page.objects == len(found) == 6 and page.protocol == "TLS 1.3 h2"  # (and the 301 before "/")
+    (keyless,) = iter_page_loads(CHROMIUM)
+    assert keyless.url == "https://public.example.com/"

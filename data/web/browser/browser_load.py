@@ -2,7 +2,7 @@
 """Load the test page once in Debian's headless Chromium driven by Playwright; write the truth.
 
 Usage (in the client namespace): browser_load.py --url URL --out PREFIX --map HOST=IP [...]
-                                 --spki B64 [--quic HOST ...] [--quic-version V] [--timeout-s 120]
+                                 --spki B64 [--quic HOST ...] [--quic-version V] [--dns] [--timeout-s 120]
 
 Writes, for the one page load:
   PREFIX.keylog       NSS key log (SSLKEYLOGFILE in Chromium's environment)
@@ -38,12 +38,16 @@ TIMING_JS = """() => ({
 })"""
 
 
-def chromium_args(maps: list[str], spki: str, quic: list[str], quic_version: str | None = None) -> list[str]:
+def chromium_args(maps: list[str], spki: str, quic: list[str], quic_version: str | None = None,
+                  dns: bool = False) -> list[str]:
     rules = [f"MAP {h} {ip}" for h, ip in (m.split("=") for m in maps)]
     rules.append("MAP * ~NOTFOUND")  # every other name fails inside Chromium: no stray DNS
+    # dns: names resolved by Chromium's own DNS client from the system's resolv.conf (A and
+    # HTTPS records, RFC 9460: the ECH keys a site publishes), not by a host map
+    features = "OptimizationHints,MediaRouter,DialMediaRouteProvider" + ("" if dns else ",AsyncDns")
     args = [
         "--no-sandbox",
-        f"--host-resolver-rules={', '.join(rules)}",
+        *([] if dns else [f"--host-resolver-rules={', '.join(rules)}"]),
         f"--ignore-certificate-errors-spki-list={spki}",
         # no background traffic of Chromium's own (updates, safe browsing, metrics, ...)
         "--disable-background-networking",
@@ -52,7 +56,7 @@ def chromium_args(maps: list[str], spki: str, quic: list[str], quic_version: str
         "--disable-sync",
         "--no-first-run",
         "--no-default-browser-check",
-        "--disable-features=OptimizationHints,MediaRouter,DialMediaRouteProvider,AsyncDns",
+        f"--disable-features={features}",
     ]
     if quic:
         args += ["--enable-quic", f"--origin-to-force-quic-on={','.join(h + ':443' for h in quic)}"]
@@ -69,6 +73,7 @@ def main() -> None:
     ap.add_argument("--spki", required=True)
     ap.add_argument("--quic", action="append", default=[])
     ap.add_argument("--quic-version", default=None, help="Chromium's --quic-version, e.g. RFCv2")
+    ap.add_argument("--dns", action="store_true", help="resolve names with Chromium's DNS client (no --map)")
     ap.add_argument("--timeout-s", type=float, default=120.0)
     a = ap.parse_args()
 
@@ -76,7 +81,7 @@ def main() -> None:
     if exe is None:
         raise SystemExit("chromium not found (Debian package 'chromium')")
     version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.strip()
-    args = chromium_args(a.map, a.spki, a.quic, a.quic_version)
+    args = chromium_args(a.map, a.spki, a.quic, a.quic_version, a.dns)
     keylog = os.path.abspath(a.out + ".keylog")
     if os.path.exists(keylog):
         os.remove(keylog)

@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """A minimal authoritative DNS responder over UDP for the web samples (standard library only).
 
-    python3 tools/dns_server.py --bind ADDR NAME=IPV4 [NAME=IPV4 ...]
+    python3 tools/dns_server.py --bind ADDR [--https NAME=ECHFILE ...] NAME=IPV4 [NAME=IPV4 ...]
 
 Answers each query (RFC 1035 §4.1) for one of the NAMEs: type A with the address (TTL 60),
-any other type with no answer (NOERROR, "no data"), any other name with NXDOMAIN. Only the
+type HTTPS (RFC 9460) for a name given with --https: one ServiceMode record (SvcPriority 1,
+TargetName ".", the name itself) with alpn "h2" and, when ECHFILE is not empty, ech: the
+ECHConfigList in that file (what a browser needs to offer Encrypted Client Hello,
+draft-ietf-tls-svcb-ech), any other type with no answer (NOERROR, "no data"), any other name
+with NXDOMAIN. Only the
 first question is read; EDNS and compression in queries are not needed by glibc's stub resolver
 (which sends A and AAAA queries, RFC 1035 format). Each query is logged to stderr as
 "<epoch seconds> <client> <id> <name> <type> <rcode> <answers>".
@@ -17,6 +21,8 @@ import sys
 import time
 
 TYPE_A, CLASS_IN = 1, 1          # RFC 1035 §3.2.2, §3.2.4
+TYPE_HTTPS = 65                  # RFC 9460 §14.1
+SVC_ALPN, SVC_ECH = 1, 5         # RFC 9460 §14.3.2 (SvcParamKeys): alpn, ech
 NOERROR, FORMERR, NXDOMAIN = 0, 1, 3   # RFC 1035 §4.1.1 RCODE
 
 
@@ -36,7 +42,18 @@ def parse_question(msg):
     return ".".join(labels), qtype, qclass, i + 4
 
 
-def answer(query, names):
+def https_rdata(ech):
+    """RFC 9460 §2.2: SvcPriority 1, TargetName "." (the owner name), then the SvcParams in
+    increasing key order, each key, length, value: alpn (§7.1.1: length-prefixed ids) "h2",
+    and ech when given (the ECHConfigList's bytes)."""
+    alpn = b"\x02h2"
+    params = struct.pack("!HH", SVC_ALPN, len(alpn)) + alpn
+    if ech:
+        params += struct.pack("!HH", SVC_ECH, len(ech)) + ech
+    return struct.pack("!H", 1) + b"\x00" + params
+
+
+def answer(query, names, https=None):
     qid, flags, qdcount = struct.unpack_from("!HHH", query)
     rd = flags & 0x0100
     try:
@@ -54,6 +71,9 @@ def answer(query, names):
         if qtype == TYPE_A and qclass == CLASS_IN:
             # name = pointer to the question's name (offset 12), type A, class IN, TTL 60, RDATA
             records = struct.pack("!HHHIH", 0xC00C, TYPE_A, CLASS_IN, 60, 4) + socket.inet_aton(names[name])
+        elif qtype == TYPE_HTTPS and qclass == CLASS_IN and https and name in https:
+            rdata = https_rdata(https[name])
+            records = struct.pack("!HHHIH", 0xC00C, TYPE_HTTPS, CLASS_IN, 60, len(rdata)) + rdata
     ancount = 1 if records else 0
     # QR=1, AA=1, RD copied, RA=0 (RFC 1035 §4.1.1)
     header = struct.pack("!HHHHHH", qid, 0x8000 | 0x0400 | rd | rcode, 1, ancount, 0, 0)
@@ -64,9 +84,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bind", required=True)
     ap.add_argument("--port", type=int, default=53)
+    ap.add_argument("--https", action="append", default=[], metavar="NAME=ECHFILE")
     ap.add_argument("records", nargs="+", metavar="NAME=IPV4")
     a = ap.parse_args()
     names = dict(r.lower().rstrip(".").split("=", 1) for r in a.records)
+    https = {}
+    for h in a.https:
+        name, path = h.split("=", 1)
+        with open(path, "rb") as f:
+            https[name.lower().rstrip(".")] = f.read()
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.bind((a.bind, a.port))
     sys.stderr.write(f"answering for {', '.join(names)} on {a.bind}:{a.port}\n")
@@ -75,7 +101,7 @@ def main():
         query, peer = s.recvfrom(4096)
         if len(query) < 12:
             continue
-        reply, name, qtype, rcode, n = answer(query, names)
+        reply, name, qtype, rcode, n = answer(query, names, https)
         s.sendto(reply, peer)
         qid = struct.unpack_from("!H", query)[0]
         sys.stderr.write(f"{time.time():.6f} {peer[0]}:{peer[1]} {qid} {name} {qtype} {rcode} {n}\n")
