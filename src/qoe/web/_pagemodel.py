@@ -714,6 +714,7 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
     opaque: dict[str, int] = {}  # why a decrypted connection is not HTTP -> connections
     tls_complete = True
     tls13_hidden = False
+    ech_hidden, ech_names = 0, set[str]()  # hidden connections that offered ECH, their server names in clear
     for it in group:
         ci = it.conn
         used_set.add(ci)
@@ -754,6 +755,9 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
                 else:
                     if txn is None:
                         hidden += 1
+                        if getattr(tls, "ech_offered", False) and tls.version == _TLS13:  # (ECH is TLS 1.3's)
+                            ech_hidden += 1
+                            ech_names.add(tls.server_name or "?")
                     if tls.version == _TLS13 and not tls.alpn:
                         tls13_hidden = True
     # the main document: the first request; a connection opened ahead (a preconnect, decrypted:
@@ -834,10 +838,12 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
     protocols = sorted(protocols_set or idle_protocols)
     if tls13_hidden:
         notes.append("TLS 1.3: the protocol inside (ALPN) is encrypted; objects are not visible without a key log")
-    ech = sorted({it.tls.server_name or "?" for it in group if getattr(it.tls, "ech_offered", False)})
-    if ech:
-        notes.append(f"Encrypted Client Hello: the server name in clear is the ClientHelloOuter's public name "
-                     f"({', '.join(ech)}), not the one asked for (encrypted; decrypted, the requests name it)")
+    if ech_names:
+        # (draft-ietf-tls-esni §6.2: a client without ECH keys sends a GREASE extension that looks
+        # the same; Chromium does on every connection: without keys the two cannot be told apart)
+        notes.append(f"Encrypted Client Hello offered on {ech_hidden} connection(s) whose objects are not visible: "
+                     "if it was used (not GREASE, which looks the same without keys) the server name in clear "
+                     f"({', '.join(sorted(ech_names))}) is a public name, not the one asked for")
     b = tuple(bounds) if bounds is not None else None
     mos = _mos(plt, preset, b)
     return _make_page(

@@ -157,11 +157,12 @@ class TlsSession:
     early_data_offered : bool
         The (last) ClientHello carried ``early_data`` (0-RTT).
     ech_offered : bool
-        The ClientHello is an Encrypted Client Hello's ClientHelloOuter (its
-        ``encrypted_client_hello`` extension of type outer): ``server_name`` is its public
-        name, not the name asked for, which is encrypted with the rest of the ClientHelloInner
-        (and the key log names the inner one's random: ``qoe.web.decrypt`` finds its secrets
-        by the server's first protected record).
+        The ClientHello carries an ``encrypted_client_hello`` extension of type outer: either
+        Encrypted Client Hello's ClientHelloOuter (``server_name`` is then a public name, the
+        name asked for is encrypted in the ClientHelloInner, and the key log names the inner
+        one's random: ``qoe.web.decrypt`` finds its secrets by the server's first protected
+        record) or its GREASE, which looks the same (draft-ietf-tls-esni §6.2: Chromium sends
+        it on every connection it has no ECH keys for).
     resumed : bool or None
         TLS 1.3: the ServerHello accepted a pre_shared_key; TLS <= 1.2: the server's
         ChangeCipherSpec came before the client's (abbreviated handshake).
