@@ -20,6 +20,7 @@ import dpkt
 from qoe.web import WebOptions, iter_page_loads
 from qoe.web.http import connection_results
 from qoe.web.keylog import read_keylog
+from qoe.web.quic import quic_connections
 
 TLS = Path(__file__).resolve().parents[2] / "data" / "web" / "tls"
 CAP = TLS / "tls13-ech.pcap"
@@ -132,3 +133,20 @@ def test_chromium_s_grease_ech_is_told_apart_with_keys_and_only_conditional_with
         assert not any("Encrypted Client Hello" in n for n in keyed.notes)
         said = [n for n in keyless.notes if n.startswith("Encrypted Client Hello offered")]
         assert len(said) == (1 if name == "tls13-idle" else 0)
+
+
+def test_quic_connections_say_it_too():
+    """Chromium's QUIC ClientHellos carry the same GREASE extension (data/web/browser's h3-idle):
+    QuicConnection.ech_offered; the keyless page's conditional note counts its three
+    connections; decrypted (by the outer random: GREASE) no note; with a key log that has none
+    of its secrets the connection's note says ECH would hide them (not matched over QUIC)."""
+    cap = TLS.parent / "browser" / "captures" / "h3-idle.pcap"
+    conns = quic_connections(cap, keylog=cap.with_suffix(".keylog"))
+    assert len(conns) == 3 and all(c.ech_offered and c.transactions for c in conns)
+    (keyless,) = iter_page_loads(cap)
+    assert any(n.startswith("Encrypted Client Hello offered on 3 connection(s)") for n in keyless.notes)
+    (keyed,) = iter_page_loads(cap, options=WebOptions(keylog=cap.with_suffix(".keylog")))
+    assert not any("Encrypted Client Hello" in n for n in keyed.notes)
+    other = quic_connections(cap, keylog=KEYLOG)
+    assert all(c.note.startswith("no secrets for this connection in the key log: objects not visible (it offered "
+                                 "Encrypted Client Hello") for c in other)

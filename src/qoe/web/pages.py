@@ -476,6 +476,7 @@ class _QuicAsTls:
     # decrypted HTTP/3 that carried no request: opened ahead (a preconnect, as a TCP one decrypted
     # with no request inside), its end its handshake's (qoe.web._pagemodel._tls_items)
     unused: bool = False
+    ech_offered: bool = False  # (QuicConnection.ech_offered: the page's note on ECH, as over TCP)
 
 
 def _quic_as_tls(c: Any) -> _QuicAsTls:
@@ -493,7 +494,7 @@ def _quic_as_tls(c: Any) -> _QuicAsTls:
                       c.server_initial_ns, held_until_ns=c.last_ns,
                       error="joined in progress: its handshake is not in the capture" if late else None,
                       opaque=f"ALPN {c.alpn!r} is not HTTP/3" if c.decrypted and c.alpn and not h3 else None,
-                      unused=unused)
+                      unused=unused, ech_offered=c.ech_offered)
 
 
 def _quic_activity_end_ns(c: Any) -> int:

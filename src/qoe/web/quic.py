@@ -81,6 +81,7 @@ from qoe.web._quicversion import INITIAL_TYPE, QUIC_PORT, initial_version, joins
 from qoe.web._results import make_transaction
 from qoe.web._sink import CLIENT, SERVER
 from qoe.web.decrypt import MAX_BURSTS, EncryptedBurst, _alpn, _extensions
+from qoe.web.tls import _ECH_OUTER, _EXT_ECH
 from qoe.web.keylog import KeyLog, load_keylog
 from qoe.web.tcp import _is_file
 
@@ -172,6 +173,10 @@ class QuicConnection:
     duplicate_datagrams : int
         Datagrams captured twice (identical bytes within :data:`COPY_NS`), both ways: the
         second capture left out of everything above.
+    ech_offered : bool
+        The ClientHello (in the Initial packets) carries an ``encrypted_client_hello``
+        extension of type outer: Encrypted Client Hello or its GREASE, as
+        :attr:`qoe.web.tls.TlsSession.ech_offered` says.
     transactions : tuple
         HTTP/3 transactions (empty without keys).
     goaways : tuple
@@ -247,6 +252,7 @@ class QuicConnection:
     pto_events: int = 0
     server_last_data_ns: int | None = None
     duplicate_datagrams: int = 0
+    ech_offered: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return as_dict(self)
@@ -346,6 +352,7 @@ class _Conn:
         self.pkt_data: list[tuple[int | None, int, int]] = []  # the STREAM/CRYPTO ranges of the packet being read
         self.tap: Any = None  # iter_quic_connections(stream_tap=): the HTTP/3 streams' bytes, in order
         self.vn_pending = False  # the server sent Version Negotiation: the client's next Initial begins again
+        self.ech_offered = False  # the ClientHello has an encrypted_client_hello extension of type outer
 
     def _initial_keys(self, dcid: bytes) -> None:
         # RFC 9001 §5.2: initial_secret = HKDF-Extract(initial_salt, client_dst_connection_id),
@@ -672,6 +679,8 @@ class _Conn:
                 self.server_name = d[5:5 + n].decode("ascii", "replace")
             elif t == 0x39:  # RFC 9001 §8.2 quic_transport_parameters: the client's ACK Delay units
                 self._ack_params(self.rtt[SERVER], d)
+            elif t == _EXT_ECH and d[:1] == bytes([_ECH_OUTER]):
+                self.ech_offered = True  # (or its GREASE: qoe.web.tls.TlsSession.ech_offered)
             elif t == 16:  # RFC 7301 §3.1
                 names, j, out = d[2:], 0, []
                 while j < len(names):
@@ -786,7 +795,9 @@ class _Conn:
         elif self.client_random is None:
             notes.insert(0, "the ClientHello was not captured: the key log cannot be matched")
         elif not self.keys_found:
-            notes.insert(0, "no secrets for this connection in the key log: objects not visible")
+            notes.insert(0, "no secrets for this connection in the key log: objects not visible" + (
+                " (it offered Encrypted Client Hello: if it was used, the key log names the inner ClientHello's "
+                "random, which qoe matches over TLS on TCP only)" if self.ech_offered else ""))
         elif self.h3 is None and self.opened:
             notes.insert(0, f"ALPN {self.alpn!r}: not HTTP/3, streams not parsed" if self.alpn
                          else "EncryptedExtensions not seen: the application protocol is unknown")
@@ -824,7 +835,7 @@ class _Conn:
             bursts=tuple(self.bursts), bursts_dropped=self.bursts_dropped, transactions=txs, goaways=goaways,
             closed=self.closed, note="; ".join(notes) or None, **self._rtt_fields(), **self._loss_fields(notes),
             zero_rtt_packets=self.zero_rtt, zero_rtt_decrypted=self.early_opened, early_data_accepted=self.early_accepted,
-            server_last_data_ns=self.last_data, duplicate_datagrams=self.duplicates,
+            server_last_data_ns=self.last_data, duplicate_datagrams=self.duplicates, ech_offered=self.ech_offered,
         )
 
     def _loss_fields(self, notes: list[str]) -> dict[str, Any]:
