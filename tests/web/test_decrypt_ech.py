@@ -52,6 +52,7 @@ def test_its_secrets_are_found_and_the_client_s_objects_read():
     (r,) = connection_results(CAP, keylog=KEYLOG)
     assert r.tls.ech_offered and r.tls.server_name == "public.example.com" and r.tls.version == 0x0304
     assert r.decryption.keys_found and r.decryption.failed_records == 0 and r.decryption.note is None
+    assert r.decryption.ech_used
     client = [line.split("\t") for line in (TLS / "tls13-ech.client.tsv").read_text().splitlines()]
     assert {row[3] for row in client} == {"HTTP/2.0"} and {row[4] for row in client} == {"true"}
     txs = r.transactions
@@ -106,7 +107,7 @@ def test_chromium_with_ech_from_dns_is_decrypted_as_the_browser_saw_it():
     assert " 0 " in next(line for line in CHROMIUM.with_name(CHROMIUM.stem + ".tshark-http2-tree.txt").read_text()
                          .splitlines() if line.startswith("HTTP2 "))
     results = connection_results(CHROMIUM, keylog=log)
-    assert len(results) == 2 and all(r.tls.ech_offered and r.decryption.keys_found for r in results)
+    assert len(results) == 2 and all(r.tls.ech_offered and r.decryption.ech_used for r in results)
     timing = json.loads(CHROMIUM.with_suffix(".timing.json").read_text())
     browser = {e["name"]: e["responseStatus"] for e in timing["navigation"] + timing["resource"]}
     found = {t.url: t.status for r in results for t in r.transactions}
@@ -127,7 +128,8 @@ def test_chromium_s_grease_ech_is_told_apart_with_keys_and_only_conditional_with
         cap = browser / f"{name}.pcap"
         results = connection_results(cap, keylog=cap.with_suffix(".keylog"))
         assert results and all(r.tls.ech_offered for r in results if r.tls is not None and r.tls.client_hello_ns)
-        assert all(r.decryption.keys_found for r in results if r.decryption is not None and r.transactions)
+        assert all(r.decryption.keys_found and not r.decryption.ech_used
+                   for r in results if r.decryption is not None and r.transactions)
         (keyed,) = iter_page_loads(cap, options=WebOptions(keylog=cap.with_suffix(".keylog")))
         (keyless,) = iter_page_loads(cap)
         assert not any("Encrypted Client Hello" in n for n in keyed.notes)

@@ -116,6 +116,10 @@ class TlsDecryption:
         Bursts beyond :data:`MAX_BURSTS` (counted, not kept).
     note : str or None
         Why the connection was not (fully) decrypted.
+    ech_used : bool
+        Encrypted Client Hello was used: the key log entry (named by the ClientHelloInner's
+        random, which the capture does not show) was found by the server's first protected
+        record. False for a GREASE extension or a connection whose entry the outer random names.
     """
 
     keys_found: bool
@@ -132,6 +136,7 @@ class TlsDecryption:
     bursts: tuple[EncryptedBurst, ...] = ()
     bursts_dropped: int = 0
     note: str | None = None
+    ech_used: bool = False
 
     @property
     def failed_records(self) -> int:
@@ -223,7 +228,7 @@ class DecryptingTlsSink:
         self._early_offered = False
         self._ech = False  # the ClientHello is an ECH ClientHelloOuter: the key log names the inner one's random
         self._ech_suite: Suite | None = None  # TLS 1.3 keys to be found by the server's first record (_ech_match)
-        self._ech_inner_random: bytes | None = None  # the key log entry that opened it
+        self._ech_used = False  # the key log entry was found by the server's first record
         self._etm = False  # the ServerHello accepted encrypt_then_mac (RFC 7366; CBC suites)
         self._early_held: list[tuple[int, int, int, bytes]] = []  # 0-RTT records before the ServerHello
         self._keys_found = False
@@ -556,8 +561,8 @@ class DecryptingTlsSink:
     def _ech_match(self, ctype: int, version: int, body: bytes | memoryview) -> None:
         """An ECH connection whose key log entry names its (encrypted) ClientHelloInner's random:
         the server's first protected record, its EncryptedExtensions, opens with one entry's
-        SERVER_HANDSHAKE_TRAFFIC_SECRET alone (RFC 8446 §5.2: an AEAD, 2^-128 to open by chance
-        with another key); that entry's secrets are the connection's. Each of the key log's
+        SERVER_HANDSHAKE_TRAFFIC_SECRET alone (RFC 8446 §5.2: an AEAD, whose 16-byte tag another
+        key passes by a chance of about 2^-128); that entry's secrets are the connection's. Each of the key log's
         TLS 1.3 entries is tried once, for this one record."""
         suite, self._ech_suite = self._ech_suite, None
         log = self._keylog
@@ -572,7 +577,7 @@ class DecryptingTlsSink:
                 continue
             self._tls13_keys(suite, chs, shs, cap, sap, log.get("CLIENT_EARLY_TRAFFIC_SECRET", cr))
             self._note = None
-            self._ech_inner_random = cr
+            self._ech_used = True
             return
 
     def _protected_handshake(self, direction: int, d: _Dir) -> None:
@@ -732,6 +737,7 @@ class DecryptingTlsSink:
             bursts=tuple(bursts),
             bursts_dropped=dropped,
             note=note,
+            ech_used=self._ech_used,
         )
 
 
