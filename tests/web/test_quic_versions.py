@@ -238,3 +238,21 @@ def test_version_negotiation_then_a_new_first_flight_is_followed():
     got = [(t.target, t.status, t.response_body_bytes) for t in c.transactions]
     assert got == [(p, int(s), int(n)) for p, s, n in log]
     assert c.client_initial_ns == c.first_ns  # the page starts at the first attempt
+
+
+@pytest.mark.parametrize("which", ["h3v2-idle", "quic-h3-v1v2", "quic-h3-v2v1", "joined"])
+def test_read_in_two_processes_the_same(tmp_path, which):
+    """Connections of version 2, after a compatible or an incompatible negotiation, and joined
+    in progress: the same read in one process and with the connections split between two
+    (each process numbers every connection, the other's too, and must tell them alike)."""
+    if which == "joined":
+        cap, keylog = tmp_path / "late.pcap", None
+        cut_after_last_long_header(V1.with_suffix(".pcap"), cap)
+    else:
+        cap = V2.with_suffix(".pcap") if which == "h3v2-idle" else (DATA / "tls" / f"{which}.pcapng")
+        keylog = cap.with_suffix(".keylog")
+    one = quic_connections(cap, keylog=keylog, read_ahead=False)
+    two = quic_connections(cap, keylog=keylog, read_ahead=True)
+    assert one and [c.to_dict() for c in one] == [c.to_dict() for c in two]
+    pages = [repr(p) for p in iter_page_loads(cap, options=WebOptions(keylog=keylog, read_ahead=False))]
+    assert pages == [repr(p) for p in iter_page_loads(cap, options=WebOptions(keylog=keylog, read_ahead=True))]
