@@ -11,7 +11,9 @@
 # (RFC 9368 compatible version negotiation; the connection is then in version 2, RFC 9369), and
 # quic-h3-v2v1: a client that begins in version 2 with a server of version 1 only, whose
 # Version Negotiation packet makes it begin again in version 1 (RFC 9000 §6).
-# Usage (as root, with the venv's python holding aioquic): data/web/tls/make_quic.sh [PYTHON [all|unused|v2]]
+# And quic-h3-rebind: a client whose datagrams come from a new port half way, with the same
+# connection ID (a NAT's rebinding, RFC 9000 §9.3, as a capture beyond the NAT shows it).
+# Usage (as root, with the venv's python holding aioquic): data/web/tls/make_quic.sh [PYTHON [all|unused|v2|rebind]]
 set -euo pipefail
 export LC_ALL=C TZ=UTC
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -32,12 +34,13 @@ sleep 2
 capture() {  # name, then what runs while tcpdump captures (PORT: the server's, default 4433)
   local name=$1; shift
   rm -f "$HERE/$name.keylog"
-  ip netns exec $NS tcpdump -i lo -s 0 --immediate-mode -w "$WORK/$name.pcap" udp port "${PORT:-4433}" 2>/dev/null &
+  ip netns exec $NS tcpdump -i lo -s 0 -B 16384 --immediate-mode -w "$WORK/$name.pcap" udp port "${PORT:-4433}" 2>"$WORK/$name.tcpdump.log" &
   local tpid=$!
   sleep 1
   "$@"
   sleep 1
   kill $tpid; wait $tpid 2>/dev/null || true  # tcpdump writes its last buffer on exit
+  grep "dropped by kernel" "$WORK/$name.tcpdump.log" || true  # (0: every packet written)
   editcap -F pcapng "$WORK/$name.pcap" "$HERE/$name.pcapng"
   local T=(tshark -n -o "tls.keylog_file:$HERE/$name.keylog" -r "$HERE/$name.pcapng")
   "${T[@]}" -Y http3 -T fields -e frame.time_epoch -e quic.stream.stream_id -e http3.frame_type -E occurrence=a >"$HERE/$name.tshark-http3.tsv"
@@ -61,7 +64,13 @@ if [ "$WHAT" = all ] || [ "$WHAT" = v2 ]; then
   PORT=4434 capture quic-h3-v2v1 eval 'client "$HERE/quic-h3-v2v1.keylog" --v2-then-v1 /index.html /style.css \
     >"$HERE/quic-h3-v2v1.client.tsv"'
 fi
-[ "$WHAT" = v2 ] && exit 0
+if [ "$WHAT" = all ] || [ "$WHAT" = rebind ]; then
+  # a NAT's rebinding as a capture beyond it shows it (RFC 9000 §9.3): after two responses the
+  # client's datagrams come from a new port with the same connection ID; the server follows
+  capture quic-h3-rebind eval 'client "$HERE/quic-h3-rebind.keylog" --rebind-after=2 /index.html /style.css \
+    /img1.jpg /img2.jpg >"$HERE/quic-h3-rebind.client.tsv"'
+fi
+[ "$WHAT" = v2 ] || [ "$WHAT" = rebind ] && exit 0
 capture quic-h3-unused eval '{ client "$HERE/quic-h3-unused.keylog" & sleep 0.05;
   client "$HERE/quic-h3-unused.keylog" /index.html /style.css; wait $!; } >"$HERE/quic-h3-unused.client.tsv"'
 

@@ -2,10 +2,12 @@
 
 ``python quic_pair.py server SITE_DIR CERT KEY PORT [v1-only]`` serves the files of SITE_DIR over
 HTTP/3 (RFC 9114) on 127.0.0.1:PORT until killed (QUIC versions 1 and 2, aioquic's default, or
-1 only); ``python quic_pair.py client PORT KEYLOG [--negotiate-v2 | --v2-then-v1] PATH...``
+1 only); ``python quic_pair.py client PORT KEYLOG [--negotiate-v2 | --v2-then-v1 | --rebind-after=N] PATH...``
 fetches each PATH over one QUIC connection (with ``--negotiate-v2`` begun in version 1 and
 offering 2 first, which the server takes: RFC 9368's compatible version negotiation; with
-``--v2-then-v1`` begun in version 2, which a version 1 server answers with Version Negotiation), the requests all sent at once (one bidirectional
+``--v2-then-v1`` begun in version 2, which a version 1 server answers with Version Negotiation;
+with ``--rebind-after=N`` the rest sent from a new local port after N responses, as a NAT's
+rebinding shows the server), the requests all sent at once (one bidirectional
 stream each), writes the NSS key log (QUIC's secrets lines) to KEYLOG and prints one line per
 response: path, status, body bytes. A missing file is answered 404. Both ends are aioquic's
 (QuicConnectionProtocol + H3Connection); nothing here is from aioquic's example scripts.
@@ -104,9 +106,18 @@ async def client(port, keylog, paths):
         paths = paths[1:]
         cfg.original_version = QuicProtocolVersion.VERSION_1
         cfg.supported_versions = [QuicProtocolVersion.VERSION_2, QuicProtocolVersion.VERSION_1]
+    rebind = None
+    if paths and paths[0].startswith("--rebind-after="):
+        # after that many responses the client's datagrams leave from a new local port, the
+        # connection going on (what a NAT's rebinding shows the server, RFC 9000 §9.3)
+        rebind, paths = int(paths[0].split("=", 1)[1]), paths[1:]
     async with connect("127.0.0.1", port, configuration=cfg, create_protocol=Client) as c:
-        asks = [c.get(p[5:], b"HEAD") if p.startswith("HEAD ") else c.get(p) for p in paths]
-        lines = await asyncio.wait_for(asyncio.gather(*asks), 10)
+        lines = []
+        for part in ([paths] if rebind is None else [paths[:rebind], paths[rebind:]]):
+            if lines:  # the same protocol object on a new socket: aioquic's connection is sans-IO
+                await asyncio.get_running_loop().create_datagram_endpoint(lambda: c, local_addr=("::", 0))
+            asks = [c.get(p[5:], b"HEAD") if p.startswith("HEAD ") else c.get(p) for p in part]
+            lines += await asyncio.wait_for(asyncio.gather(*asks), 10)
         print("\n".join(lines))
 
 

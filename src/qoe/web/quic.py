@@ -353,6 +353,7 @@ class _Conn:
         self.tap: Any = None  # iter_quic_connections(stream_tap=): the HTTP/3 streams' bytes, in order
         self.vn_pending = False  # the server sent Version Negotiation: the client's next Initial begins again
         self.ech_offered = False  # the ClientHello has an encrypted_client_hello extension of type outer
+        self.path_cid = b""  # the client's last DCID (_Paths: its connection on new addresses or port)
 
     def _initial_keys(self, dcid: bytes) -> None:
         # RFC 9001 §5.2: initial_secret = HKDF-Extract(initial_salt, client_dst_connection_id),
@@ -370,7 +371,7 @@ class _Conn:
         capture saw of the connection so far (its first packets, bytes, bursts, notes) stays."""
         keep = {k: getattr(self, k) for k in ("first", "last", "packets", "nbytes", "recent", "recent_order",
                                               "duplicates", "bursts", "bursts_dropped", "burst", "notes",
-                                              "first_of", "failed", "tap")}
+                                              "first_of", "failed", "tap", "path_cid")}
         old = self.version
         self.__init__(self.index, self.client, self.server, self.first, version, dcid, self.keylog)  # type: ignore[misc]
         for k, v in keep.items():
@@ -882,10 +883,12 @@ class _Elsewhere:
     """A connection whose packets the other process reads (:func:`quic_connections` split in
     two): only what the pass needs to tell its datagrams and its idleness."""
 
-    __slots__ = ("index", "client", "last")
+    __slots__ = ("index", "client", "server", "last", "notes", "path_cid")
 
-    def __init__(self, index: int, client: tuple[str, int], ts: int) -> None:
-        self.index, self.client, self.last = index, client, ts
+    def __init__(self, index: int, client: tuple[str, int], server: tuple[str, int], ts: int) -> None:
+        self.index, self.client, self.server, self.last = index, client, server, ts
+        self.notes: list[str] = []
+        self.path_cid = b""  # the client's last DCID (_Paths)
 
     def datagram(self, direction: int, ts: int, data: bytes) -> None:
         self.last = ts
@@ -895,14 +898,86 @@ class _Unread:
     """The 4-tuple of a connection of a version not read (``qoe.web._quicversion.other_version``):
     its later datagrams are its, not a connection joined in progress."""
 
-    __slots__ = ("client", "last")
+    __slots__ = ("client", "server", "last")
     index = -1
+    path_cid = b""
 
-    def __init__(self, client: tuple[str, int], ts: int) -> None:
-        self.client, self.last = client, ts
+    def __init__(self, client: tuple[str, int], server: tuple[str, int], ts: int) -> None:
+        self.client, self.server, self.last = client, server, ts
 
     def datagram(self, direction: int, ts: int, data: bytes) -> None:
         self.last = ts
+
+
+class _Paths:
+    """Which 4-tuples each connection has had, and the Destination Connection IDs its client's
+    short headers carry (in clear: RFC 8999 §5.2, RFC 9000 §17.3.1), so that its client on new
+    addresses or a new port with a connection ID already seen stays the same connection (a
+    NAT's rebinding, RFC 9000 §9.3, what a capture beyond the NAT shows; a client that
+    migrates on purpose uses a new connection ID, §9.5, issued encrypted: that is a connection
+    joined in progress). Read from clear bytes alone, so the two processes of a split pass
+    decide alike."""
+
+    __slots__ = ("keys", "by_cid", "cids", "lengths")
+
+    def __init__(self) -> None:
+        self.keys: dict[int, list[tuple[Any, ...]]] = {}  # id(connection) -> its 4-tuple keys
+        self.by_cid: dict[bytes, Any] = {}  # a client DCID -> the open connection
+        self.cids: dict[int, list[bytes]] = {}  # id(connection) -> its DCIDs, and their length (last)
+        self.lengths: set[int] = set()
+
+    def add(self, conns: dict[tuple[Any, ...], Any], c: Any, key: tuple[Any, ...],
+            client: tuple[str, int] | None = None) -> None:
+        conns[key] = c
+        known = self.keys.setdefault(id(c), [])
+        known.append(key)
+        if client is not None:
+            c.notes.append(f"its client moved to {client[0]}:{client[1]} with the same connection ID (RFC 9000 §9.3: "
+                           "a NAT's rebinding, as a capture beyond it shows)")
+
+    def drop(self, conns: dict[tuple[Any, ...], Any], c: Any) -> bool:
+        """Forget connection ``c`` (all its paths); False when it was forgotten already."""
+        keys = self.keys.pop(id(c), None)
+        if keys is None:
+            return False
+        for k in keys:
+            conns.pop(k, None)
+        for cid in self.cids.pop(id(c), ()):
+            self.by_cid.pop(cid, None)
+        return True
+
+    def server_cid(self, c: Any, payload: bytes) -> None:
+        """A server's long header: its Source Connection ID is the client's DCID from then on
+        (RFC 9000 §7.2)."""
+        if len(payload) > 6 and payload[1:5] != b"\0\0\0\0":  # (not Version Negotiation)
+            dl = payload[5]
+            if len(payload) > 6 + dl:
+                self._cid(c, payload[7 + dl:7 + dl + payload[6 + dl]])
+
+    def client_cid(self, c: Any, payload: bytes) -> None:
+        """A client's short header with another DCID than its last (one the server issued in a
+        NEW_CONNECTION_ID frame, RFC 9000 §5.1.1: of the same length here)."""
+        if payload[0] & 0x40:
+            self._cid(c, payload[1:1 + len(c.path_cid)])
+
+    def _cid(self, c: Any, cid: bytes) -> None:
+        c.path_cid = cid
+        if not cid or cid in self.by_cid:
+            return
+        self.by_cid[cid] = c
+        self.cids.setdefault(id(c), []).append(cid)
+        self.lengths.add(len(cid))
+
+    def moved(self, payload: bytes) -> Any:
+        """The open connection whose client sends this datagram from new addresses or port:
+        a short header whose DCID is one of its (else None)."""
+        if not payload or payload[0] & 0xC0 != 0x40 or not self.by_cid:
+            return None
+        for n in self.lengths:
+            c = self.by_cid.get(payload[1:1 + n])
+            if c is not None:
+                return c
+        return None
 
 
 def _connections(capture: Any, keylog: KeyLog | None, stream_tap: Any = None,
@@ -913,7 +988,8 @@ def _connections(capture: Any, keylog: KeyLog | None, stream_tap: Any = None,
     look for idle connections, a pair too: the floor (no connection still to be given, of this
     half, had its first packet before it: the earliest first packet of those open, else the
     time of the datagram being read) and that time."""
-    conns: dict[tuple[Any, ...], Any] = {}
+    conns: dict[tuple[Any, ...], Any] = {}  # by 4-tuple: a connection under each of its paths
+    paths = _Paths()
     count = 0
     unread: dict[int, int] = {}  # connections of a QUIC version not read, by version
     sweep_at = None  # capture time of the next look for connections idle _IDLE_NS
@@ -922,28 +998,32 @@ def _connections(capture: Any, keylog: KeyLog | None, stream_tap: Any = None,
             # a connection whose 4-tuple is not seen again would otherwise be held (with its
             # packets and streams) to the end of the capture: memory would grow with it
             sweep_at = ts_ns + _SWEEP_NS
-            idle = sorted((c.index, key) for key, c in conns.items() if ts_ns - c.last > _IDLE_NS)
-            for _, key in idle:
-                c = conns.pop(key)
-                if type(c) is _Conn:
+            idle = sorted({id(c): (c.index, c) for c in conns.values() if ts_ns - c.last > _IDLE_NS}.values(),
+                          key=lambda x: x[0])
+            for _, c in idle:
+                if paths.drop(conns, c) and type(c) is _Conn:
                     yield c.result(make_transaction)
             if floors:
                 yield min([ts_ns] + [c.first for c in conns.values() if type(c) is _Conn]), ts_ns
         key = (a, b) if a <= b else (b, a)
         c = conns.get(key)
         if c is not None and ts_ns - c.last > _IDLE_NS:
-            c = conns.pop(key)
-            if type(c) is _Conn:
+            if paths.drop(conns, c) and type(c) is _Conn:
                 yield c.result(make_transaction)
             c = None
         if c is None:
+            moved = paths.moved(payload)
+            if moved is not None:  # an open connection's client on new addresses or port
+                paths.add(conns, moved, key, a if moved.server == b else b)
+                moved.datagram(SERVER if a == moved.server else CLIENT, ts_ns, payload)
+                continue
             version = initial_version(payload)
             late = False
             if not version:
                 other = other_version(payload, a[1], b[1])
                 if other:
                     unread[other] = unread.get(other, 0) + 1
-                    conns[key] = _Unread(a, ts_ns)
+                    conns[key] = _Unread(a, b, ts_ns)
                     continue
                 late = joins_late(payload, a[1], b[1])
                 if not late:
@@ -951,7 +1031,7 @@ def _connections(capture: Any, keylog: KeyLog | None, stream_tap: Any = None,
             # (joined late: the client is the side away from the server's port)
             client, server = (b, a) if late and a[1] == QUIC_PORT and b[1] != QUIC_PORT else (a, b)
             if half is not None and count % 2 != half:
-                c = _Elsewhere(count, client, ts_ns)
+                c = _Elsewhere(count, client, server, ts_ns)
             elif late:
                 c = _Conn(count, client, server, ts_ns, 0, None, keylog)
                 c.tap = stream_tap
@@ -960,9 +1040,18 @@ def _connections(capture: Any, keylog: KeyLog | None, stream_tap: Any = None,
                 c = _Conn(count, a, b, ts_ns, version, dcid, keylog)
                 c.tap = stream_tap
             count += 1
-            conns[key] = c
-        c.datagram(CLIENT if a == c.client else SERVER, ts_ns, payload)
-    for c in sorted(conns.values(), key=lambda x: x.index):
+            paths.add(conns, c, key)
+        direction = SERVER if a == c.server else CLIENT
+        c.datagram(direction, ts_ns, payload)
+        first = payload[0]
+        # (looked at here, in a few comparisons, for every datagram: the common one, a short
+        # header of a DCID already known or the server's, costs nothing more)
+        if first & 0x80:
+            if direction == SERVER and type(c) is not _Unread:
+                paths.server_cid(c, payload)
+        elif direction == CLIENT and c.path_cid and payload[1:1 + len(c.path_cid)] != c.path_cid:
+            paths.client_cid(c, payload)
+    for c in sorted({id(c): c for c in conns.values()}.values(), key=lambda x: x.index):
         if type(c) is _Conn:
             yield c.result(make_transaction)
     if unread and half != 1:  # (half 1 is read in the other process: the warning is this one's)
