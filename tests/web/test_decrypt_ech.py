@@ -152,3 +152,21 @@ def test_quic_connections_say_it_too():
     other = quic_connections(cap, keylog=KEYLOG)
     assert all(c.note.startswith("no secrets for this connection in the key log: objects not visible (it offered "
                                  "Encrypted Client Hello") for c in other)
+
+
+def test_ech_over_quic_is_decrypted_too():
+    """data/web/tls/quic-h3-ech.pcap (make_ech.sh: quic-go at both ends, HTTP/3, ECH accepted):
+    the outer ClientHello in the Initial packets names public.example.com and a random the key
+    log does not have (ech_used: the entry was found by the trial, which runs only then); the
+    server's first Handshake packet finds it, and the client's three objects (after the
+    redirect its server sent) are read."""
+    cap = TLS / "quic-h3-ech.pcap"
+    client = [line.split("\t") for line in cap.with_suffix(".client.tsv").read_text().splitlines()]
+    assert {row[3] for row in client} == {"HTTP/3.0"} and {row[4] for row in client} == {"true"}
+    (c,) = quic_connections(cap, keylog=cap.with_suffix(".keylog"))
+    assert c.ech_offered and c.ech_used and c.server_name == "public.example.com" and c.note is None
+    txs = c.transactions
+    assert (txs[0].target, txs[0].status) == ("/index.html", 301) and {t.host for t in txs} == {"www.example.com"}
+    assert [(t.status, t.response_body_bytes) for t in txs[1:]] == [(int(s), int(n)) for _, s, n, _, _ in client]
+    (keyless,) = quic_connections(cap)
+    assert keyless.ech_offered and not keyless.ech_used and keyless.transactions == ()

@@ -8,8 +8,10 @@
 # client's NSS key log (tls13-ech.keylog) names the ClientHelloInner's random, which is
 # encrypted in it. tls13-ech.client.tsv is what the client fetched (path, status, body bytes,
 # protocol, ECH accepted); tls13-ech.tshark-http2-tree.txt what tshark 4.0 decrypts with that
-# key log (nothing: it looks the key log up by the outer random).
-# Usage (as root; needs go 1.24 or later, tcpdump, tshark): data/web/tls/make_ech.sh
+# key log (nothing: it looks the key log up by the outer random). Then quic-h3-ech.pcap: the same
+# three objects over HTTP/3 (quic-go, Go's crypto/tls QUIC API) with ECH.
+# Usage (as root; needs go 1.24 or later and its module proxy for quic-go, tcpdump, tshark):
+#   data/web/tls/make_ech.sh
 set -euo pipefail
 export LC_ALL=C TZ=UTC
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -41,4 +43,22 @@ kill $TPID; wait $TPID 2>/dev/null || true
 cp "$WORK/$name.pcap" "$HERE/$name.pcap"
 tshark -r "$HERE/$name.pcap" -o "tls.keylog_file:$HERE/$name.keylog" -q -z http2,tree 2>/dev/null \
   >"$HERE/$name.tshark-http2-tree.txt"
+ls -la "$HERE"/$name.*
+
+# The same over HTTP/3 (quic-go at both ends, QUIC v1): quic-h3-ech.pcap. QUIC_GO_DISABLE_GSO:
+# with UDP segmentation offload a sender hands the kernel several QUIC packets in one large
+# datagram, and a capture on the sending host (loopback here) holds that datagram whole.
+name=quic-h3-ech
+ip netns exec $NS env QUIC_GO_DISABLE_GSO=true timeout 30 "$WORK/ech_pair" server3 "$WORK/ech.keys" "$WORK/cert.pem" \
+  "$WORK/key.pem" 198.51.100.2:443 "$SITE" >"$WORK/server3.log" 2>&1 &
+sleep 1
+ip netns exec $NS tcpdump -i lo -s 0 -B 16384 --immediate-mode -w "$WORK/$name.pcap" udp port 443 2>/dev/null &
+TPID=$!
+sleep 1
+rm -f "$HERE/$name.keylog"
+ip netns exec $NS env QUIC_GO_DISABLE_GSO=true sh -c "mount --bind '$WORK/hosts' /etc/hosts && exec '$WORK/ech_pair' \
+  client3 '$WORK/ech.list' '$WORK/cert.pem' '$HERE/$name.keylog' /index.html /style.css /img1.jpg" >"$HERE/$name.client.tsv"
+sleep 1
+kill $TPID; wait $TPID 2>/dev/null || true
+cp "$WORK/$name.pcap" "$HERE/$name.pcap"
 ls -la "$HERE"/$name.*

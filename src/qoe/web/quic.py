@@ -177,6 +177,9 @@ class QuicConnection:
         The ClientHello (in the Initial packets) carries an ``encrypted_client_hello``
         extension of type outer: Encrypted Client Hello or its GREASE, as
         :attr:`qoe.web.tls.TlsSession.ech_offered` says.
+    ech_used : bool
+        Encrypted Client Hello was used: the key log entry (named by the ClientHelloInner's
+        random) was found by the server's first Handshake packet.
     transactions : tuple
         HTTP/3 transactions (empty without keys).
     goaways : tuple
@@ -253,6 +256,7 @@ class QuicConnection:
     server_last_data_ns: int | None = None
     duplicate_datagrams: int = 0
     ech_offered: bool = False
+    ech_used: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return as_dict(self)
@@ -353,6 +357,8 @@ class _Conn:
         self.tap: Any = None  # iter_quic_connections(stream_tap=): the HTTP/3 streams' bytes, in order
         self.vn_pending = False  # the server sent Version Negotiation: the client's next Initial begins again
         self.ech_offered = False  # the ClientHello has an encrypted_client_hello extension of type outer
+        self.ech_pending: Any = None  # the cipher suite, while the keys are looked for by _ech_match
+        self.ech_used = False  # the keys were found so: ECH was used
         self.path_cid = b""  # the client's last DCID (_Paths: its connection on new addresses or port)
 
     def _initial_keys(self, dcid: bytes) -> None:
@@ -474,6 +480,9 @@ class _Conn:
                     self._early()
                 continue
             ctx = self.ctx[direction][space]
+            if ctx is None and self.ech_pending is not None and direction == SERVER and space == _HANDSHAKE:
+                self._ech_match(packet, enc_off)
+                ctx = self.ctx[direction][space]
             if ctx is None:
                 continue
             try:
@@ -707,8 +716,8 @@ class _Conn:
         self.suite = int.from_bytes(body[i:i + 2], "big")
         self._keys()
 
-    def _keys(self) -> None:
-        log, cr = self.keylog, self.client_random
+    def _keys(self, cr: bytes | None = None) -> None:
+        log, cr = self.keylog, cr or self.client_random
         if log is None or cr is None or self.suite is None:
             return
         try:
@@ -726,6 +735,30 @@ class _Conn:
             ctx.setup(cipher_suite=suite, secret=secret, version=self.version)  # RFC 9001 §5.1
             self.ctx[direction][space] = ctx
             self.keys_found = True
+        if not self.keys_found and self.ech_offered:
+            self.ech_pending = suite  # (the server's first Handshake packet finds them: _ech_match)
+
+    def _ech_match(self, packet: bytes, enc_off: int) -> None:
+        """Encrypted Client Hello over QUIC: the key log names the ClientHelloInner's random,
+        which the Initial packets do not show (``qoe.web.decrypt`` does the same over TCP). The
+        server's first Handshake packet opens with one entry's SERVER_HANDSHAKE_TRAFFIC_SECRET
+        alone (RFC 9001 §5.3: an AEAD, whose 16-byte tag another key passes by a chance of about
+        2^-128); that entry's secrets are the connection's. Each TLS 1.3 entry of the key log is
+        tried once, for this one packet."""
+        suite, self.ech_pending = self.ech_pending, None
+        assert self.keylog is not None and suite is not None
+        for (label, cr), secret in self.keylog.secrets.items():
+            if label != "SERVER_HANDSHAKE_TRAFFIC_SECRET" or self.keylog.get("CLIENT_TRAFFIC_SECRET_0", cr) is None:
+                continue
+            try:
+                ctx = CryptoContext()
+                ctx.setup(cipher_suite=suite, secret=secret, version=self.version)
+                ctx.decrypt_packet(packet, enc_off, self.pn[SERVER][_HANDSHAKE] + 1)
+            except (CryptoError, ValueError, IndexError):
+                continue
+            self._keys(cr)
+            self.ech_used = True
+            return
 
     # -- streams -------------------------------------------------------------------------------
 
@@ -798,7 +831,7 @@ class _Conn:
         elif not self.keys_found:
             notes.insert(0, "no secrets for this connection in the key log: objects not visible" + (
                 " (it offered Encrypted Client Hello: if it was used, the key log names the inner ClientHello's "
-                "random, which qoe matches over TLS on TCP only)" if self.ech_offered else ""))
+                "random, and no entry's secrets open the server's first Handshake packet)" if self.ech_offered else ""))
         elif self.h3 is None and self.opened:
             notes.insert(0, f"ALPN {self.alpn!r}: not HTTP/3, streams not parsed" if self.alpn
                          else "EncryptedExtensions not seen: the application protocol is unknown")
@@ -837,6 +870,7 @@ class _Conn:
             closed=self.closed, note="; ".join(notes) or None, **self._rtt_fields(), **self._loss_fields(notes),
             zero_rtt_packets=self.zero_rtt, zero_rtt_decrypted=self.early_opened, early_data_accepted=self.early_accepted,
             server_last_data_ns=self.last_data, duplicate_datagrams=self.duplicates, ech_offered=self.ech_offered,
+            ech_used=self.ech_used,
         )
 
     def _loss_fields(self, notes: list[str]) -> dict[str, Any]:

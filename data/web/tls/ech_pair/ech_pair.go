@@ -9,6 +9,8 @@
 //	ech_pair client LIST CA FROM KEYLOG PATH...  GET https://www.example.com/PATH over one
 //	                                           connection from address FROM, ECH required; prints
 //	                                           path, status, body bytes, protocol, ECH accepted
+//	ech_pair server3 KEYS CERT KEY ADDR SITE   the same over HTTP/3 (quic-go, QUIC v1)
+//	ech_pair client3 LIST CA KEYLOG PATH...    the same over HTTP/3
 package main
 
 import (
@@ -27,6 +29,8 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+
+	"github.com/quic-go/quic-go/http3"
 	"os"
 	"strings"
 	"time"
@@ -99,6 +103,40 @@ func main() {
 			n, _ := io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			fmt.Printf("%s\t%d\t%d\t%s\t%v\n", p, resp.StatusCode, n, resp.Proto, resp.TLS.ECHAccepted)
+		}
+	case "server3": // server3 KEYS CERT KEY ADDR SITE  (HTTP/3 over QUIC, quic-go)
+		raw, _ := os.ReadFile(os.Args[2])
+		parts := strings.Split(strings.TrimSpace(string(raw)), "\n")
+		priv, _ := hex.DecodeString(parts[0])
+		cfg, _ := hex.DecodeString(parts[1])
+		cert, err := tls.LoadX509KeyPair(os.Args[3], os.Args[4])
+		if err != nil {
+			panic(err)
+		}
+		srv := &http3.Server{Addr: os.Args[5], Handler: http.FileServer(http.Dir(os.Args[6])), TLSConfig: http3.ConfigureTLSConfig(&tls.Config{
+			Certificates:             []tls.Certificate{cert},
+			EncryptedClientHelloKeys: []tls.EncryptedClientHelloKey{{Config: cfg, PrivateKey: priv, SendAsRetry: true}},
+			MinVersion:               tls.VersionTLS13,
+		})}
+		fmt.Println("serving")
+		panic(srv.ListenAndServe())
+	case "client3": // client3 LIST CA KEYLOG PATH...
+		list, _ := os.ReadFile(os.Args[2])
+		pem, _ := os.ReadFile(os.Args[3])
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(pem)
+		kl, _ := os.OpenFile(os.Args[4], os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		tr := &http3.Transport{TLSClientConfig: &tls.Config{ServerName: "www.example.com", RootCAs: pool, KeyLogWriter: kl,
+			EncryptedClientHelloConfigList: list, MinVersion: tls.VersionTLS13}}
+		client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+		for _, p := range os.Args[5:] {
+			resp, err := client.Get("https://www.example.com" + p)
+			if err != nil {
+				panic(err)
+			}
+			n, _ := io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			fmt.Printf("%s\t%d\t%d\t%s\t%v\n", p, resp.StatusCode, n, resp.Proto, resp.TLS != nil && resp.TLS.ECHAccepted)
 		}
 	case "cert": // cert CERT KEY
 		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
