@@ -45,20 +45,26 @@ tshark -r "$HERE/$name.pcap" -o "tls.keylog_file:$HERE/$name.keylog" -q -z http2
   >"$HERE/$name.tshark-http2-tree.txt"
 ls -la "$HERE"/$name.*
 
-# The same over HTTP/3 (quic-go at both ends, QUIC v1): quic-h3-ech.pcap. QUIC_GO_DISABLE_GSO:
-# with UDP segmentation offload a sender hands the kernel several QUIC packets in one large
-# datagram, and a capture on the sending host (loopback here) holds that datagram whole.
-name=quic-h3-ech
-ip netns exec $NS env QUIC_GO_DISABLE_GSO=true timeout 30 "$WORK/ech_pair" server3 "$WORK/ech.keys" "$WORK/cert.pem" \
-  "$WORK/key.pem" 198.51.100.2:443 "$SITE" >"$WORK/server3.log" 2>&1 &
-sleep 1
-ip netns exec $NS tcpdump -i lo -s 0 -B 16384 --immediate-mode -w "$WORK/$name.pcap" udp port 443 2>/dev/null &
-TPID=$!
-sleep 1
-rm -f "$HERE/$name.keylog"
-ip netns exec $NS env QUIC_GO_DISABLE_GSO=true sh -c "mount --bind '$WORK/hosts' /etc/hosts && exec '$WORK/ech_pair' \
-  client3 '$WORK/ech.list' '$WORK/cert.pem' '$HERE/$name.keylog' /index.html /style.css /img1.jpg" >"$HERE/$name.client.tsv"
-sleep 1
-kill $TPID; wait $TPID 2>/dev/null || true
-cp "$WORK/$name.pcap" "$HERE/$name.pcap"
-ls -la "$HERE"/$name.*
+# The same over HTTP/3 (quic-go at both ends, QUIC v1): quic-h3-ech.pcap, with
+# QUIC_GO_DISABLE_GSO, and quic-h3-ech-gso.pcap without it: with UDP segmentation offload the
+# sender hands the kernel several QUIC packets in one large datagram, and a capture on the
+# sending host (loopback here) holds that datagram whole.
+for name in quic-h3-ech quic-h3-ech-gso; do
+  gso=(env QUIC_GO_DISABLE_GSO=true)
+  [ "$name" = quic-h3-ech-gso ] && gso=(env)
+  ip netns exec $NS "${gso[@]}" timeout 30 "$WORK/ech_pair" server3 "$WORK/ech.keys" "$WORK/cert.pem" \
+    "$WORK/key.pem" 198.51.100.2:443 "$SITE" >"$WORK/server3.log" 2>&1 &
+  SPID=$!
+  sleep 1
+  ip netns exec $NS tcpdump -i lo -s 0 -B 16384 --immediate-mode -w "$WORK/$name.pcap" udp port 443 2>/dev/null &
+  TPID=$!
+  sleep 1
+  rm -f "$HERE/$name.keylog"
+  ip netns exec $NS "${gso[@]}" sh -c "mount --bind '$WORK/hosts' /etc/hosts && exec '$WORK/ech_pair' client3 \
+    '$WORK/ech.list' '$WORK/cert.pem' '$HERE/$name.keylog' /index.html /style.css /img1.jpg" >"$HERE/$name.client.tsv"
+  sleep 1
+  kill $TPID; wait $TPID 2>/dev/null || true
+  kill $SPID; wait $SPID 2>/dev/null || true
+  cp "$WORK/$name.pcap" "$HERE/$name.pcap"
+  ls -la "$HERE"/$name.*
+done

@@ -113,6 +113,11 @@ _AEAD_TAG = 16
 #: with a STREAM frame 15 (32 bytes of payload, h3-down); the client's ACK-only packets are
 #: 31-35 bytes (an 8-byte DCID), its CONNECTION_CLOSE 50-51.
 ACK_SIZED_BYTES = 14
+#: The largest QUIC datagram taken for one packet: Ethernet's MTU (a QUIC datagram fits the path
+#: MTU, RFC 9000 §14); a longer one holding a short header is several packets of one size
+#: (``_Conn._segment``), the smallest of which a sender makes 1200 bytes (§14.1: the least
+#: maximum datagram size).
+_MAX_SEGMENT, _MIN_SEGMENT = 1500, 1200
 #: The note of a connection joined in progress (:func:`qoe.web._quicversion.joins_late`).
 _JOINED_NOTE = ("joined in progress: its handshake is not in the capture (a connection begun before the capture "
                "started, or moved to this address or port, RFC 9000 §9): no key log can be matched, the objects are "
@@ -359,6 +364,7 @@ class _Conn:
         self.ech_offered = False  # the ClientHello has an encrypted_client_hello extension of type outer
         self.ech_pending: Any = None  # the cipher suite, while the keys are looked for by _ech_match
         self.ech_used = False  # the keys were found so: ECH was used
+        self.gso = [0, 0]  # each sender's segment size when its datagrams hold several packets (_segment)
         self.path_cid = b""  # the client's last DCID (_Paths: its connection on new addresses or port)
 
     def _initial_keys(self, dcid: bytes) -> None:
@@ -369,6 +375,36 @@ class _Conn:
         pair.setup_initial(dcid, is_client=True, version=self.version)
         self.ctx[CLIENT][_INITIAL] = pair.send  # "client in"
         self.ctx[SERVER][_INITIAL] = pair.recv  # "server in"
+
+    def _segment(self, direction: int, data: bytes, pos: int, enc_off: int, size: int) -> int:
+        """The length of a short header packet that runs to the end of a datagram too large to
+        be one (over :data:`_MAX_SEGMENT` bytes): several packets a sender handed the kernel
+        at once, to be cut into datagrams of one size (UDP segmentation offload, Linux's
+        UDP_SEGMENT), as a capture on the sending host holds them. A short header has no length
+        (RFC 9000 §17.3.1): with the keys, the size is the one at which the first packet opens
+        (tried from 1200 bytes, RFC 9000 §14.1, to :data:`_MAX_SEGMENT`, and kept for the sender's
+        next such datagrams, tried again when it no longer opens one), and every packet of the
+        datagram but its last is that long. Without keys, the datagram."""
+        seg = self.gso[direction]
+        if seg > 0:
+            return seg
+        ctx = self.ctx[direction][_APP]
+        if ctx is None or seg < 0:
+            return size
+        expected = self.pn[direction][_APP] + 1
+        for n in range(_MIN_SEGMENT, min(size, _MAX_SEGMENT + 1)):
+            try:
+                ctx.decrypt_packet(data[pos:pos + n], enc_off, expected)
+            except (CryptoError, ValueError, IndexError):
+                continue
+            self.gso[direction] = n
+            self.notes.append(f"the {_SIDE[direction]}'s datagrams hold several packets of one size (segmentation "
+                              "offload, captured on the sending host): read packet by packet")
+            return n
+        # no size opens it: a datagram too large for one packet is taken whole (and fails; its
+        # sender's are not tried again); one that fits may be one packet of a new size
+        self.gso[direction] = -1 if size > _MAX_SEGMENT else 0
+        return size
 
     def _restart(self, version: int, dcid: bytes) -> None:
         """The client begins again after the server's Version Negotiation packet (RFC 9000 §6.2):
@@ -436,10 +472,13 @@ class _Conn:
             except (ValueError, BufferReadError, KeyError):
                 break
             size = hdr.packet_length
-            packet = data[pos:pos + size]
             enc_off = buf.tell()
-            pos += size
             ptype = hdr.packet_type
+            whole = size
+            if ptype is QuicPacketType.ONE_RTT and (size > _MAX_SEGMENT or 0 < self.gso[direction] < size):
+                size = self._segment(direction, data, pos, enc_off, size)
+            packet = data[pos:pos + size]
+            start, pos = pos, pos + size
             if ptype == QuicPacketType.RETRY:
                 self.retry = True
                 self.pending_dcid = hdr.source_cid  # RFC 9000 §17.2.5.2: the client's next DCID
@@ -488,8 +527,20 @@ class _Conn:
             try:
                 plain_header, payload, pn, changed = ctx.decrypt_packet(packet, enc_off, self.pn[direction][space] + 1)
             except (CryptoError, ValueError, IndexError):
-                self.failed[direction] += 1
-                continue
+                if size == whole:
+                    self.failed[direction] += 1
+                    continue
+                # cut to the sender's last segment size, it does not open: the size changed (path
+                # MTU discovery, RFC 9000 §14.3), looked for again, else one packet to the end
+                self.gso[direction] = 0
+                size = self._segment(direction, data, start, enc_off, whole)
+                packet, pos = data[start:start + size], start + size
+                try:
+                    plain_header, payload, pn, changed = ctx.decrypt_packet(packet, enc_off,
+                                                                            self.pn[direction][space] + 1)
+                except (CryptoError, ValueError, IndexError):
+                    self.failed[direction] += 1
+                    continue
             if changed:
                 apply_key_phase(ctx, next_key_phase(ctx), "remote_update")  # RFC 9001 §6
                 self.updates += 1
