@@ -797,7 +797,8 @@ class _Conn:
         2^-128); that entry's secrets are the connection's. Each TLS 1.3 entry of the key log is
         tried once, for this one packet."""
         suite, self.ech_pending = self.ech_pending, None
-        assert self.keylog is not None and suite is not None
+        if self.keylog is None or suite is None:
+            return
         for (label, cr), secret in self.keylog.secrets.items():
             if label != "SERVER_HANDSHAKE_TRAFFIC_SECRET" or self.keylog.get("CLIENT_TRAFFIC_SECRET_0", cr) is None:
                 continue
