@@ -67,77 +67,20 @@ func main() {
 		os.WriteFile(os.Args[2], []byte(hex.EncodeToString(k.Bytes())+"\n"+hex.EncodeToString(cfg)), 0o600)
 		os.WriteFile(os.Args[3], list, 0o644)
 	case "server": // server KEYS_FILE CERT KEY ADDR SITE
-		raw, _ := os.ReadFile(os.Args[2])
-		parts := strings.Split(strings.TrimSpace(string(raw)), "\n")
-		priv, _ := hex.DecodeString(parts[0])
-		cfg, _ := hex.DecodeString(parts[1])
-		cert, err := tls.LoadX509KeyPair(os.Args[3], os.Args[4])
-		if err != nil {
-			panic(err)
-		}
-		site := os.Args[6]
-		srv := &http.Server{Addr: os.Args[5], Handler: http.FileServer(http.Dir(site)), TLSConfig: &tls.Config{
-			Certificates:             []tls.Certificate{cert},
-			EncryptedClientHelloKeys: []tls.EncryptedClientHelloKey{{Config: cfg, PrivateKey: priv, SendAsRetry: true}},
-			MinVersion:               tls.VersionTLS13,
-		}}
+		srv := &http.Server{Addr: os.Args[5], Handler: http.FileServer(http.Dir(os.Args[6])), TLSConfig: serverTLS()}
 		fmt.Println("serving")
 		panic(srv.ListenAndServeTLS("", ""))
 	case "client": // client LIST_FILE CA FROM KEYLOG PATH...
-		list, _ := os.ReadFile(os.Args[2])
-		pem, _ := os.ReadFile(os.Args[3])
-		pool := x509.NewCertPool()
-		pool.AppendCertsFromPEM(pem)
-		kl, _ := os.OpenFile(os.Args[5], os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(os.Args[4])}}
-		tr := &http.Transport{ForceAttemptHTTP2: true, DialContext: dialer.DialContext, TLSClientConfig: &tls.Config{
-			ServerName: "www.example.com", RootCAs: pool, KeyLogWriter: kl,
-			EncryptedClientHelloConfigList: list, MinVersion: tls.VersionTLS13,
-		}}
-		client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-		for _, p := range os.Args[6:] {
-			resp, err := client.Get("https://www.example.com" + p)
-			if err != nil {
-				panic(err)
-			}
-			n, _ := io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			fmt.Printf("%s\t%d\t%d\t%s\t%v\n", p, resp.StatusCode, n, resp.Proto, resp.TLS.ECHAccepted)
-		}
+		fetch(&http.Transport{ForceAttemptHTTP2: true, DialContext: dialer.DialContext, TLSClientConfig: clientTLS(os.Args[5])},
+			os.Args[6:])
 	case "server3": // server3 KEYS CERT KEY ADDR SITE  (HTTP/3 over QUIC, quic-go)
-		raw, _ := os.ReadFile(os.Args[2])
-		parts := strings.Split(strings.TrimSpace(string(raw)), "\n")
-		priv, _ := hex.DecodeString(parts[0])
-		cfg, _ := hex.DecodeString(parts[1])
-		cert, err := tls.LoadX509KeyPair(os.Args[3], os.Args[4])
-		if err != nil {
-			panic(err)
-		}
-		srv := &http3.Server{Addr: os.Args[5], Handler: http.FileServer(http.Dir(os.Args[6])), TLSConfig: http3.ConfigureTLSConfig(&tls.Config{
-			Certificates:             []tls.Certificate{cert},
-			EncryptedClientHelloKeys: []tls.EncryptedClientHelloKey{{Config: cfg, PrivateKey: priv, SendAsRetry: true}},
-			MinVersion:               tls.VersionTLS13,
-		})}
+		srv := &http3.Server{Addr: os.Args[5], Handler: http.FileServer(http.Dir(os.Args[6])),
+			TLSConfig: http3.ConfigureTLSConfig(serverTLS())}
 		fmt.Println("serving")
 		panic(srv.ListenAndServe())
 	case "client3": // client3 LIST CA KEYLOG PATH...
-		list, _ := os.ReadFile(os.Args[2])
-		pem, _ := os.ReadFile(os.Args[3])
-		pool := x509.NewCertPool()
-		pool.AppendCertsFromPEM(pem)
-		kl, _ := os.OpenFile(os.Args[4], os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		tr := &http3.Transport{TLSClientConfig: &tls.Config{ServerName: "www.example.com", RootCAs: pool, KeyLogWriter: kl,
-			EncryptedClientHelloConfigList: list, MinVersion: tls.VersionTLS13}}
-		client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-		for _, p := range os.Args[5:] {
-			resp, err := client.Get("https://www.example.com" + p)
-			if err != nil {
-				panic(err)
-			}
-			n, _ := io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			fmt.Printf("%s\t%d\t%d\t%s\t%v\n", p, resp.StatusCode, n, resp.Proto, resp.TLS != nil && resp.TLS.ECHAccepted)
-		}
+		fetch(&http3.Transport{TLSClientConfig: clientTLS(os.Args[4])}, os.Args[5:])
 	case "cert": // cert CERT KEY
 		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		tpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "www.example.com"},
@@ -153,4 +96,47 @@ func main() {
 
 func pemEncode(kind string, der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der})
+}
+
+// serverTLS: the certificate (os.Args[3], [4]) and the ECH key (os.Args[2], as "keys" wrote it).
+func serverTLS() *tls.Config {
+	raw, _ := os.ReadFile(os.Args[2])
+	parts := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	priv, _ := hex.DecodeString(parts[0])
+	cfg, _ := hex.DecodeString(parts[1])
+	cert, err := tls.LoadX509KeyPair(os.Args[3], os.Args[4])
+	if err != nil {
+		panic(err)
+	}
+	return &tls.Config{
+		Certificates:             []tls.Certificate{cert},
+		EncryptedClientHelloKeys: []tls.EncryptedClientHelloKey{{Config: cfg, PrivateKey: priv, SendAsRetry: true}},
+		MinVersion:               tls.VersionTLS13,
+	}
+}
+
+// clientTLS: ECH with the ECHConfigList (os.Args[2]), the CA (os.Args[3]), the key log at keylog.
+func clientTLS(keylog string) *tls.Config {
+	list, _ := os.ReadFile(os.Args[2])
+	pem, _ := os.ReadFile(os.Args[3])
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	kl, _ := os.OpenFile(keylog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	return &tls.Config{ServerName: "www.example.com", RootCAs: pool, KeyLogWriter: kl,
+		EncryptedClientHelloConfigList: list, MinVersion: tls.VersionTLS13}
+}
+
+// fetch: GET each path over the transport; one line each: path, status, body bytes, protocol,
+// ECH accepted.
+func fetch(tr http.RoundTripper, paths []string) {
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	for _, p := range paths {
+		resp, err := client.Get("https://www.example.com" + p)
+		if err != nil {
+			panic(err)
+		}
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		fmt.Printf("%s\t%d\t%d\t%s\t%v\n", p, resp.StatusCode, n, resp.Proto, resp.TLS != nil && resp.TLS.ECHAccepted)
+	}
 }
