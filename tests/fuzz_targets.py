@@ -92,13 +92,17 @@ def _web(path: Path) -> Any:
 _KEYED = ("h2-idle", "h3-idle", "tls12-idle", "h3-loss")
 
 
-def _keylog_of_seeds() -> Path:
-    """One key log with the secrets of every :data:`_KEYED` capture (made once per process,
-    removed when it exits)."""
-    out = Path(tempfile.gettempdir()) / f"qoe-fuzz-{os.getpid()}.keylog"
+# QUIC version 2, ECH over TLS (Go, Chromium) and over QUIC, segmentation-offload datagrams (the
+# version, key-search and cutting paths of qoe.web.quic and qoe.web.decrypt)
+_KEYED_NEW = ("browser/captures/h3v2-idle", "tls/tls13-ech", "tls/tls13-ech-chromium", "tls/quic-h3-ech-gso")
+
+
+def _keylog_of_seeds(names: tuple[str, ...] = tuple(f"browser/captures/{n}" for n in _KEYED)) -> Path:
+    """One key log with the secrets of every capture named (data/web/<name>.keylog; made once
+    per process and set of names, removed when it exits)."""
+    out = Path(tempfile.gettempdir()) / f"qoe-fuzz-{os.getpid()}-{len(names)}-{names[0].replace('/', '_')}.keylog"
     if not out.is_file():
-        text = b"".join((DATA / f"web/browser/captures/{n}.keylog").read_bytes() for n in _KEYED
-                        if (DATA / f"web/browser/captures/{n}.keylog").is_file())
+        text = b"".join((DATA / f"web/{n}.keylog").read_bytes() for n in names if (DATA / f"web/{n}.keylog").is_file())
         out.write_bytes(text)
         atexit.register(out.unlink, missing_ok=True)
     return out
@@ -109,6 +113,17 @@ def _web_keylog(path: Path) -> Any:
     from qoe.web import WebOptions, page_loads
 
     return page_loads(path, options=WebOptions(keylog=_keylog_of_seeds()))
+
+
+def _web_keylog_new(path: Path) -> Any:
+    """A damaged capture of QUIC v2, ECH or offload, decrypted with intact keys, its QUIC
+    connections read in one process and in two."""
+    from qoe.web import WebOptions, page_loads
+    from qoe.web.quic import quic_connections
+
+    keylog = _keylog_of_seeds(_KEYED_NEW)
+    quic_connections(path, keylog=keylog, read_ahead=True)
+    return page_loads(path, options=WebOptions(keylog=keylog))
 
 
 def _keylog(path: Path) -> Any:
@@ -221,6 +236,8 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("video-score", ".pcap", _VIDEO_SEEDS, _video, seed_size=160 * 1024),
     Target("web-pages", ".pcap", _WEB_SEEDS, _web),
     Target("web-keylog", ".pcap", tuple(f"web/browser/captures/{n}.pcap" for n in _KEYED), _web_keylog,
+           seed_size=160 * 1024),
+    Target("web-keylog-new", ".pcap", tuple(f"web/{n}.pcap" for n in _KEYED_NEW), _web_keylog_new,
            seed_size=160 * 1024),
     Target("keylog", ".keylog", ("web/browser/captures/h2-idle.keylog",), _keylog),
     Target("sdp", ".sdp", ("video/captures/h264-down-b8.sdp",), _sdp),
