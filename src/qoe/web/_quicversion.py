@@ -4,8 +4,11 @@ QUIC's version-independent properties (RFC 8999) let a passive reader tell a lon
 its version from any QUIC datagram; everything after the connection IDs is the version's. qoe
 reads version 1 (RFC 9000, RFC 9001) and version 2 (RFC 9369, the same protocol with its own
 Initial salt, key labels and long header packet types, which aioquic's packet protection
-follows), and says how many datagrams of any other version it left unread (a draft version, a
-Google QUIC one) rather than passing over them in silence.
+follows), and says how many connections of any other version it left unread (a draft
+version, a Google QUIC one) rather than passing over them in silence. A datagram that
+continues a connection whose start the capture does not hold (:func:`joins_late`) opens one
+too: its timing is read, and its objects when it is a known connection's client on new
+addresses (``qoe.web.quic._Paths``).
 
 Pure functions over bytes, and one over the columns of a :class:`qoe.capture.UdpBatch` (the
 page reader's look for QUIC among the datagrams it reads for DNS), without aioquic: the DNS
@@ -22,6 +25,10 @@ References
    packet type 0b01).
 .. [4] IANA, "QUIC Versions" registry: 0xff0000NN the drafts of RFC 9000, 0x5130xxxx
    ("Q0xx") Google QUIC.
+.. [5] RFC 8656, "Traversal Using Relays around NAT (TURN)" (2020): §12.4-12.5 (ChannelData:
+   a channel number 0x4000-0x4FFF, a length, over UDP up to 3 bytes of padding).
+.. [6] RFC 9443, "Multiplexing Scheme Updates for QUIC" (2023), and RFC 7983 §7: the first
+   byte's ranges of QUIC, TURN channels, STUN, DTLS and RTP on one port.
 """
 
 from __future__ import annotations
