@@ -7,8 +7,8 @@ Initial salt, key labels and long header packet types, which aioquic's packet pr
 follows), and says how many connections of any other version it left unread (a draft
 version, a Google QUIC one) rather than passing over them in silence. A datagram that
 continues a connection whose start the capture does not hold (:func:`joins_late`) opens one
-too: its timing is read, and its objects when it is a known connection's client on new
-addresses (``qoe.web.quic._Paths``).
+too, read for its timing (a known connection's client on new addresses with one of its
+connection IDs is that connection, decrypted on: ``qoe.web.quic._Paths``).
 
 Pure functions over bytes, and one over the columns of a :class:`qoe.capture.UdpBatch` (the
 page reader's look for QUIC among the datagrams it reads for DNS), without aioquic: the DNS
