@@ -179,3 +179,22 @@ def test_ech_over_quic_is_decrypted_too(name):
     assert [(t.status, t.response_body_bytes) for t in txs[1:]] == [(int(s), int(n)) for _, s, n, _, _ in client]
     (keyless,) = quic_connections(cap)
     assert keyless.ech_offered and not keyless.ech_used and keyless.transactions == ()
+
+
+def test_chromium_with_ech_over_quic_is_decrypted_as_the_browser_saw_it():
+    """quic-h3-ech-chromium.pcap (make_ech_browser.sh: the HTTPS record's alpn h3, quic-go's
+    server): Chromium's one QUIC connection offered ECH and used it; qoe finds its entry by the
+    server's first Handshake packet and every object of the browser's Navigation and Resource
+    Timing with its status."""
+    cap = TLS / "quic-h3-ech-chromium.pcap"
+    (c,) = quic_connections(cap, keylog=cap.with_suffix(".keylog"))
+    assert c.ech_offered and c.ech_used and c.server_name == "public.example.com" and c.alpn == "h3"
+    timing = json.loads(cap.with_suffix(".timing.json").read_text())
+    browser = {e["name"]: e["responseStatus"] for e in timing["navigation"] + timing["resource"]}
+    assert {e["nextHopProtocol"] for e in timing["navigation"] + timing["resource"]} == {"h3"}
+    found = {t.url: t.status for t in c.transactions}
+    assert len(browser) == 5 and {u: found.get(u) for u in browser} == browser
+    (page,) = iter_page_loads(cap, options=WebOptions(keylog=cap.with_suffix(".keylog")))
+    assert page.url == "https://www.example.com/index.html" and page.objects == len(found) == 6
+    (keyless,) = iter_page_loads(cap)
+    assert keyless.url == "https://public.example.com/"

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """A minimal authoritative DNS responder over UDP for the web samples (standard library only).
 
-    python3 tools/dns_server.py --bind ADDR [--https NAME=ECHFILE ...] NAME=IPV4 [NAME=IPV4 ...]
+    python3 tools/dns_server.py --bind ADDR [--https NAME=ECHFILE ...] [--alpn h3,h2] NAME=IPV4 ...
 
 Answers each query (RFC 1035 §4.1) for one of the NAMEs: type A with the address (TTL 60),
 type HTTPS (RFC 9460) for a name given with --https: one ServiceMode record (SvcPriority 1,
-TargetName ".", the name itself) with alpn "h2" and, when ECHFILE is not empty, ech: the
+TargetName ".", the name itself) with alpn "h2" (or --alpn's) and, when ECHFILE is not empty, ech: the
 ECHConfigList in that file (what a browser needs to offer Encrypted Client Hello,
 draft-ietf-tls-svcb-ech), any other type with no answer (NOERROR, "no data"), any other name
 with NXDOMAIN. Only the
@@ -42,18 +42,18 @@ def parse_question(msg):
     return ".".join(labels), qtype, qclass, i + 4
 
 
-def https_rdata(ech):
+def https_rdata(ech, alpns=("h2",)):
     """RFC 9460 §2.2: SvcPriority 1, TargetName "." (the owner name), then the SvcParams in
-    increasing key order, each key, length, value: alpn (§7.1.1: length-prefixed ids) "h2",
-    and ech when given (the ECHConfigList's bytes)."""
-    alpn = b"\x02h2"
+    increasing key order, each key, length, value: alpn (§7.1.1: length-prefixed ids, "h2"
+    unless told), and ech when given (the ECHConfigList's bytes)."""
+    alpn = b"".join(bytes([len(a)]) + a.encode() for a in alpns)
     params = struct.pack("!HH", SVC_ALPN, len(alpn)) + alpn
     if ech:
         params += struct.pack("!HH", SVC_ECH, len(ech)) + ech
     return struct.pack("!H", 1) + b"\x00" + params
 
 
-def answer(query, names, https=None):
+def answer(query, names, https=None, alpns=("h2",)):
     qid, flags, qdcount = struct.unpack_from("!HHH", query)
     rd = flags & 0x0100
     try:
@@ -72,7 +72,7 @@ def answer(query, names, https=None):
             # name = pointer to the question's name (offset 12), type A, class IN, TTL 60, RDATA
             records = struct.pack("!HHHIH", 0xC00C, TYPE_A, CLASS_IN, 60, 4) + socket.inet_aton(names[name])
         elif qtype == TYPE_HTTPS and qclass == CLASS_IN and https and name in https:
-            rdata = https_rdata(https[name])
+            rdata = https_rdata(https[name], alpns)
             records = struct.pack("!HHHIH", 0xC00C, TYPE_HTTPS, CLASS_IN, 60, len(rdata)) + rdata
     ancount = 1 if records else 0
     # QR=1, AA=1, RD copied, RA=0 (RFC 1035 §4.1.1)
@@ -85,6 +85,7 @@ def main():
     ap.add_argument("--bind", required=True)
     ap.add_argument("--port", type=int, default=53)
     ap.add_argument("--https", action="append", default=[], metavar="NAME=ECHFILE")
+    ap.add_argument("--alpn", default="h2", help="the HTTPS records' alpn ids, comma-separated (default h2)")
     ap.add_argument("records", nargs="+", metavar="NAME=IPV4")
     a = ap.parse_args()
     names = dict(r.lower().rstrip(".").split("=", 1) for r in a.records)
@@ -101,7 +102,7 @@ def main():
         query, peer = s.recvfrom(4096)
         if len(query) < 12:
             continue
-        reply, name, qtype, rcode, n = answer(query, names, https)
+        reply, name, qtype, rcode, n = answer(query, names, https, tuple(a.alpn.split(",")))
         s.sendto(reply, peer)
         qid = struct.unpack_from("!H", query)[0]
         sys.stderr.write(f"{time.time():.6f} {peer[0]}:{peer[1]} {qid} {name} {qtype} {rcode} {n}\n")
