@@ -562,20 +562,18 @@ class DecryptingTlsSink:
         """An ECH connection whose key log entry names its (encrypted) ClientHelloInner's random:
         the server's first protected record, its EncryptedExtensions, opens with one entry's
         SERVER_HANDSHAKE_TRAFFIC_SECRET alone (RFC 8446 §5.2: an AEAD, whose 16-byte tag another
-        key passes by a chance of about 2^-128); that entry's secrets are the connection's. Each of the key log's
-        TLS 1.3 entries is tried once, for this one record."""
+        key passes by a chance of about 2^-128); that entry's secrets are the connection's. Each
+        of the key log's TLS 1.3 entries (:meth:`KeyLog.tls13_entries`) is tried once, for this
+        one record."""
         suite, self._ech_suite = self._ech_suite, None
         log = self._keylog
-        for (label, cr), shs in log.secrets.items():
-            if label != "SERVER_HANDSHAKE_TRAFFIC_SECRET" or len(shs) != suite.hash_length:
+        for cr, shs in log.tls13_entries():
+            if len(shs) != suite.hash_length or tls13_cipher(suite, shs).open(ctype, version, body) is None:
                 continue
-            if tls13_cipher(suite, shs).open(ctype, version, body) is None:
-                continue
-            chs, cap = log.get("CLIENT_HANDSHAKE_TRAFFIC_SECRET", cr), log.get("CLIENT_TRAFFIC_SECRET_0", cr)
-            sap = log.get("SERVER_TRAFFIC_SECRET_0", cr)
-            if chs is None or cap is None or sap is None:
-                continue
-            self._tls13_keys(suite, chs, shs, cap, sap, log.get("CLIENT_EARLY_TRAFFIC_SECRET", cr))
+            logged = log.secrets  # (tls13_entries gives the connections with all four)
+            self._tls13_keys(suite, logged[("CLIENT_HANDSHAKE_TRAFFIC_SECRET", cr)], shs,
+                             logged[("CLIENT_TRAFFIC_SECRET_0", cr)], logged[("SERVER_TRAFFIC_SECRET_0", cr)],
+                             log.get("CLIENT_EARLY_TRAFFIC_SECRET", cr))
             self._note = None
             self._ech_used = True
             return

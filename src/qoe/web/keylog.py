@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -62,6 +62,8 @@ _LABELS: Mapping[str, int | None] = {
 }
 #: pcapng §4.7: Decryption Secrets Block secrets type for an NSS key log ("TLSK").
 _DSB_TLS_KEY_LOG = 0x544C534B
+#: The TLS 1.3 traffic secrets a connection's entry holds beside its server handshake secret.
+_TLS13_OTHERS = ("CLIENT_HANDSHAKE_TRAFFIC_SECRET", "CLIENT_TRAFFIC_SECRET_0", "SERVER_TRAFFIC_SECRET_0")
 
 KeyLogSource = Union[str, "os.PathLike[str]"]
 
@@ -99,6 +101,16 @@ class KeyLog:
 
     def __len__(self) -> int:
         return len(self.secrets)
+
+    def tls13_entries(self) -> Iterator[tuple[bytes, bytes]]:
+        """``(client_random, SERVER_HANDSHAKE_TRAFFIC_SECRET)`` of each connection with all four
+        TLS 1.3 traffic secrets logged (the client's and the server's handshake and first
+        application secrets, RFC 8446 §7.1): what an Encrypted Client Hello connection is
+        matched against, its entry being named by a random the capture does not show."""
+        for (label, cr), shs in self.secrets.items():
+            if label == "SERVER_HANDSHAKE_TRAFFIC_SECRET" and all(
+                    (other, cr) in self.secrets for other in _TLS13_OTHERS):
+                yield cr, shs
 
     def merged(self, other: KeyLog) -> KeyLog:
         """Both key logs' secrets (``other`` wins on a conflict)."""

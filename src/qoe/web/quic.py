@@ -794,14 +794,12 @@ class _Conn:
         which the Initial packets do not show (``qoe.web.decrypt`` does the same over TCP). The
         server's first Handshake packet opens with one entry's SERVER_HANDSHAKE_TRAFFIC_SECRET
         alone (RFC 9001 §5.3: an AEAD, whose 16-byte tag another key passes by a chance of about
-        2^-128); that entry's secrets are the connection's. Each TLS 1.3 entry of the key log is
-        tried once, for this one packet."""
+        2^-128); that entry's secrets are the connection's. Each TLS 1.3 entry of the key log
+        (:meth:`~qoe.web.keylog.KeyLog.tls13_entries`) is tried once, for this one packet."""
         suite, self.ech_pending = self.ech_pending, None
         if self.keylog is None or suite is None:
             return
-        for (label, cr), secret in self.keylog.secrets.items():
-            if label != "SERVER_HANDSHAKE_TRAFFIC_SECRET" or self.keylog.get("CLIENT_TRAFFIC_SECRET_0", cr) is None:
-                continue
+        for cr, secret in self.keylog.tls13_entries():
             try:
                 ctx = CryptoContext()
                 ctx.setup(cipher_suite=suite, secret=secret, version=self.version)
@@ -1009,7 +1007,7 @@ class _Paths:
     def __init__(self) -> None:
         self.keys: dict[int, list[tuple[Any, ...]]] = {}  # id(connection) -> its 4-tuple keys
         self.by_cid: dict[bytes, Any] = {}  # a client DCID -> the open connection
-        self.cids: dict[int, list[bytes]] = {}  # id(connection) -> its DCIDs, and their length (last)
+        self.cids: dict[int, list[bytes]] = {}  # id(connection) -> its client DCIDs
         self.lengths: set[int] = set()
 
     def add(self, conns: dict[tuple[Any, ...], Any], c: Any, key: tuple[Any, ...],
@@ -1098,11 +1096,10 @@ def _connections(capture: Any, keylog: KeyLog | None, stream_tap: Any = None,
                 yield c.result(make_transaction)
             c = None
         if c is None:
-            moved = paths.moved(payload)
-            if moved is not None:  # an open connection's client on new addresses or port
-                paths.add(conns, moved, key, a if moved.server == b else b)
-                moved.datagram(SERVER if a == moved.server else CLIENT, ts_ns, payload)
-                continue
+            c = paths.moved(payload)
+            if c is not None:  # an open connection's client on new addresses or port
+                paths.add(conns, c, key, a if c.server == b else b)
+        if c is None:
             version = initial_version(payload)
             late = False
             if not version:
