@@ -12,6 +12,10 @@ Default N = 200 (33 MB), ``--short``: 20. Each in a fresh subprocess (peak RSS p
   decrypting and parsing its share, the child reading the file, the pages made here:
   ``qoe.web._split``; its CPU time is both processes');
 - ``qoe.web.http.connection_results(path, keylog=K)``: the same without the pages;
+- the pages again with a key log holding the TLS 1.3 secrets of :data:`OTHER_SESSIONS`
+  connections not in the capture besides its own (a browser's ``SSLKEYLOGFILE`` kept for days):
+  the time should not grow with them (each Chromium page holds six connections opened ahead
+  and abandoned, with a GREASE ECH extension, whose keys are in no key log);
 - ``tshark -r F -o tls.keylog_file:K -o tcp.reassemble_out_of_order:TRUE -q -z http2,tree``
   (TLS decryption and HTTP/2 dissection; the option as DESIGN.md's traps say).
 
@@ -23,7 +27,10 @@ The floor rows show how close parity can get with the libraries the project mand
 
 - ``hpack alone``: ``hpack.Decoder.decode(block, raw=True)`` on every header block of the
   capture, in the order qoe fed them, one fresh decoder per connection direction as qoe
-  keeps them (the blocks are collected first by recording what qoe's run gave hpack);
+  keeps them (the blocks are collected first by recording what qoe's run gave hpack), with
+  hpack's Huffman decoder memoized as ``qoe.web._h2`` leaves it (the memo emptied first), and
+  without the memo (hpack as installed); with the share of Huffman-coded bytes that repeat a
+  string met before, in this capture and in one copy (what the memo can save on one real load);
 - ``reading alone``: ``qoe.capture.tcp_segment_rows`` over the file (pcap read, headers
   to rows), the least any pass over the packets costs;
 - ``hyperframe alone``: ``Frame.parse_frame_header`` and ``parse_body`` on every frame of the
@@ -42,6 +49,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import re
 import resource
 import shutil
@@ -57,6 +65,8 @@ sys.path.insert(0, HERE)
 from _child import child_json, page_run, print_runs  # noqa: E402 - benchmarks/_child.py
 SOURCE = os.path.join(ROOT, "data", "web", "browser", "captures", "h2-idle.pcap")
 KEYLOG = SOURCE[:-5] + ".keylog"
+#: Connections not in the capture whose secrets the big key log holds besides the capture's.
+OTHER_SESSIONS = 5000
 SERVERS = {"198.51.100.2", "198.51.100.3", "198.51.100.4"}  # data/web/browser/README.md
 
 CHILD = page_run("""
@@ -121,21 +131,42 @@ for n in records:
     if n >= 16:
         key.decrypt(nonce, sealed[n], aad)
 ae = time.process_time() - c
-fresh = {}
-c = time.process_time()
-for owner, block in blocks:
-    d = fresh.get(id(owner))
-    if d is None:
-        d = fresh[id(owner)] = hpack.Decoder()
-        d.max_header_list_size = 1 << 20  # as qoe.web._h2 sets it
-    d.decode(block, raw=True)
-hp = time.process_time() - c
+def decode_all():
+    fresh = {}
+    c = time.process_time()
+    for owner, block in blocks:
+        d = fresh.get(id(owner))
+        if d is None:
+            d = fresh[id(owner)] = hpack.Decoder()
+            d.max_header_list_size = 1 << 20  # as qoe.web._h2 sets it
+        d.decode(block, raw=True)
+    return time.process_time() - c, len(fresh)
+memo = hpack.hpack.decode_huffman  # as qoe.web._h2 leaves it: memoized
+memo.cache_clear()
+hp, decoders = decode_all()
+hpack.hpack.decode_huffman = memo.__wrapped__  # hpack's own, every string decoded
+hp_raw, _ = decode_all()
+def met_before(p):  # the share of Huffman-coded bytes that are a string met before in capture p
+    seen, n = set(), [0, 0]
+    def count(s):
+        n[0] += len(s)
+        n[1] += len(s) if bytes(s) in seen else 0
+        seen.add(bytes(s))
+        return memo.__wrapped__(s)
+    hpack.hpack.decode_huffman = count
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in connection_results(p, keylog=keylog):
+            pass
+    return n[1] / max(1, n[0])
+again, again_one = met_before(path), met_before(sys.argv[3])
+hpack.hpack.decode_huffman = memo
 c = time.process_time()
 n = 0
 for _ in tcp_segment_rows(path):
     n += 1
 rd = time.process_time() - c
-print(json.dumps({"hpack_cpu": hp, "blocks": len(blocks), "decoders": len(fresh), "read_cpu": rd, "segments": n,
+print(json.dumps({"hpack_cpu": hp, "hpack_raw_cpu": hp_raw, "again": again, "again_one": again_one, "blocks": len(blocks), "decoders": decoders, "read_cpu": rd, "segments": n,
                   "frames_cpu": hf, "frames": frames, "aead_cpu": ae, "records": len(records)}))
 """
 
@@ -171,12 +202,25 @@ def write_capture(out: str, copies: int) -> int:
     return n
 
 
-def _qoe(path: str, what: str) -> dict:
-    return child_json(CHILD, path, KEYLOG, what)
+def _qoe(path: str, what: str, keylog: str = KEYLOG) -> dict:
+    return child_json(CHILD, path, keylog, what)
+
+
+def write_big_keylog(out: str, others: int) -> None:
+    """:data:`KEYLOG` and the TLS 1.3 secrets of ``others`` connections not in the capture (random
+    client randoms and secrets): an ``SSLKEYLOGFILE`` that a browser kept writing for days."""
+    rng = random.Random(2811)
+    with open(KEYLOG) as f, open(out, "w") as g:
+        g.write(f.read())
+        for _ in range(others):
+            cr = rng.randbytes(32).hex()
+            for label in ("CLIENT_HANDSHAKE_TRAFFIC_SECRET", "SERVER_HANDSHAKE_TRAFFIC_SECRET",
+                          "CLIENT_TRAFFIC_SECRET_0", "SERVER_TRAFFIC_SECRET_0"):
+                g.write(f"{label} {cr} {rng.randbytes(32).hex()}\n")
 
 
 def _floor(path: str) -> dict:
-    return child_json(FLOOR, path, KEYLOG)
+    return child_json(FLOOR, path, KEYLOG, SOURCE)
 
 
 def _tshark(path: str) -> dict | None:
@@ -210,25 +254,31 @@ def main(argv: list[str] | None = None) -> int:
         packets = write_capture(path, n)
         size_mb = os.path.getsize(path) / 1e6
         print(f"HTTP/2 capture: {n} copies of {os.path.basename(SOURCE)}, {packets} packets, {size_mb:.1f} MB")
-        runs: dict[str, list] = {"pages": [], "ahead": [], "conns": [], "ts": []}
+        big_keylog = os.path.join(tmp, "big.keylog")
+        write_big_keylog(big_keylog, OTHER_SESSIONS)
+        runs: dict[str, list] = {"pages": [], "ahead": [], "conns": [], "ts": [], "bigkeys": []}
         floors = []
         for _ in range(max(1, args.repeat)):
             runs["pages"].append(_qoe(path, "pages"))
             runs["ahead"].append(_qoe(path, "ahead"))
             runs["conns"].append(_qoe(path, "conns"))
             runs["ts"].append(_tshark(path))
+            runs["bigkeys"].append(_qoe(path, "pages", big_keylog))
             floors.append(_floor(path))
         best = {k: min((r for r in v if r is not None), key=lambda r: r["cpu"], default=None) for k, v in runs.items()}
-        floor = {"hpack": min(r["hpack_cpu"] for r in floors), "read": min(r["read_cpu"] for r in floors),
+        floor = {"hpack": min(r["hpack_cpu"] for r in floors), "hpack_raw": min(r["hpack_raw_cpu"] for r in floors),
+                 "read": min(r["read_cpu"] for r in floors),
                  "frames": min(r["frames_cpu"] for r in floors), "aead": min(r["aead_cpu"] for r in floors),
                  "blocks": floors[0]["blocks"], "n_frames": floors[0]["frames"], "records": floors[0]["records"]}
         libs = floor["hpack"] + floor["frames"] + floor["aead"] + floor["read"]
         ts = best["ts"]
         print_runs([("qoe iter_page_loads(keylog=) [pages]", best["pages"]),
                     ("  same, read_ahead (2 processes; CPU: both)", best["ahead"]),
-                    ("qoe http.connection_results(keylog=)", best["conns"])],
+                    ("qoe http.connection_results(keylog=)", best["conns"]),
+                    (f"  pages, key log + {OTHER_SESSIONS} other sessions", best["bigkeys"])],
                    ts, "tshark -o tls.keylog_file -q -z http2,tree", size_mb, best["conns"]["tx"])
         for label, cpu in ((f"floor: hpack alone ({floor['blocks']} blocks)", floor["hpack"]),
+                           ("  hpack alone, Huffman strings not memoized", floor["hpack_raw"]),
                            (f"floor: hyperframe alone ({floor['n_frames']} frames)", floor["frames"]),
                            (f"floor: AES-GCM alone ({floor['records']} records)", floor["aead"]),
                            ("floor: reading alone (tcp_segment_rows)", floor["read"]),
@@ -244,6 +294,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"the mandated libraries' own work and reading take {libs:.2f} CPU s of tshark's {ts['cpu']:.2f}: "
                   f"parity in one process {'is out of reach' if libs >= ts['cpu'] else 'leaves ' + format(ts['cpu'] - libs, '.2f') + ' s'}"
                   f" for TCP reassembly, TLS records, frame and stream bookkeeping and the transactions")
+            print(f"Huffman-coded bytes that repeat a string met before: {floors[0]['again']:.1%} in this capture "
+                  f"(its copies are alike), {floors[0]['again_one']:.1%} in one copy (one real page load): the "
+                  f"memo in qoe.web._h2 saves less on captures of different pages")
             agree = "equal" if ts["headers"] == 2 * best["conns"]["tx"] else "DIFFERENT"
             print(f"tshark http2,tree: {ts['headers']} HEADERS frames; qoe: {best['conns']['tx']} transactions "
                   f"({agree}: a request and a response each), {best['pages']['pages']} pages")

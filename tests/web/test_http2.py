@@ -428,3 +428,37 @@ def test_frames_cut_at_every_byte_keep_streams_and_times():
                 else:
                     assert (t.response_start_ns, t.response_end_ns) == (first[sid], last[sid]), (k, sid)
                     assert (t.request_start_ns, t.request_end_ns) == (3_000, 3_000)
+
+
+def test_huffman_strings_decode_alike_on_every_connection_and_a_bad_one_fails_each_time():
+    """qoe memoizes hpack's Huffman decoder (strings recur over a browser's connections): a
+    string met again decodes to what the encoder was given, and a string holding the EOS
+    code (RFC 7541 §5.2: a decoding error) fails on every connection that sends it, not only
+    the first (errors are not remembered as values)."""
+    from hpack import Encoder
+    from hyperframe.frame import HeadersFrame, SettingsFrame
+
+    from qoe.web.http import parse
+    from qoe.web.tcp import CLIENT, ConnectionId
+
+    agent = "Mozilla/5.0 (X11; Linux x86_64) qoe-test/" + "7" * 40
+
+    def connection(port, block):
+        f = HeadersFrame(1)
+        f.data = block
+        f.flags.add("END_HEADERS")
+        f.flags.add("END_STREAM")
+        client = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + SettingsFrame(0).serialize() + f.serialize()
+        conn = ConnectionId(("192.0.2.1", port), ("198.51.100.2", 80), 0, 0, True)
+        return parse(conn, [("data", CLIENT, 1_000, 0, client), ("close", CLIENT, 2_000, 0, "fin")])
+
+    req = [(":method", "GET"), (":scheme", "https"), (":authority", "example.org"), (":path", "/"),
+           ("user-agent", agent)]
+    # literal without indexing, new name "x-bad" (not Huffman), value Huffman-coded: 4 bytes of ones
+    bad = Encoder().encode(req[:4]) + b"\x00\x05x-bad\x84\xff\xff\xff\xff"
+    for port in range(50000, 50004):
+        good = connection(port, Encoder().encode(req))
+        assert good.http2.error is None
+        assert dict(good.transactions[0].request_headers)["user-agent"] == agent
+        failed = connection(port + 100, bad)
+        assert failed.http2.error is not None and not failed.transactions
