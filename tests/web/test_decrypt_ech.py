@@ -198,3 +198,51 @@ def test_chromium_with_ech_over_quic_is_decrypted_as_the_browser_saw_it():
     assert page.url == "https://www.example.com/index.html" and page.objects == len(found) == 6
     (keyless,) = iter_page_loads(cap)
     assert keyless.url == "https://public.example.com/"
+
+
+def _server_flight_cut(out: Path, lose: bool) -> None:
+    """tls13-ech.pcap with the server's first flight (ServerHello, ChangeCipherSpec and four
+    protected handshake records in one segment) sent as three segments: up to 100 bytes into
+    its fourth record (the Certificate), the rest of that record, the rest of the flight; with
+    ``lose`` the middle one left out of the capture (a packet the capture lost, the client's
+    ACKs covering it); sequence numbers as they were."""
+    with CAP.open("rb") as f:
+        packets = list(dpkt.pcap.Reader(f))
+    with out.open("wb") as f:
+        w = dpkt.pcap.Writer(f, linktype=dpkt.pcap.DLT_EN10MB)
+        done = False
+        for ts, buf in packets:
+            tcp = dpkt.ethernet.Ethernet(buf).data.data
+            if done or not (isinstance(tcp, dpkt.tcp.TCP) and tcp.sport == 443 and tcp.data):
+                w.writepkt(buf, ts=ts)
+                continue
+            done, data, starts = True, bytes(tcp.data), [0]
+            while starts[-1] < len(data):
+                starts.append(starts[-1] + 5 + int.from_bytes(data[starts[-1] + 3:starts[-1] + 5], "big"))
+            assert [data[i] for i in starts[:-1]] == [22, 20, 23, 23, 23, 23]
+            cuts = [0, starts[3] + 100, starts[4], len(data)]
+            for k in range(3):
+                if lose and k == 1:
+                    continue
+                piece = dpkt.ethernet.Ethernet(buf)
+                piece.data.data.data, piece.data.data.seq = data[cuts[k]:cuts[k + 1]], tcp.seq + cuts[k]
+                piece.data.len = len(piece.data.data.pack()) + 20
+                piece.data.sum = piece.data.data.sum = 0
+                w.writepkt(bytes(piece), ts=ts)
+
+
+@pytest.mark.parametrize("lose", [False, True])
+def test_a_lost_server_handshake_record_keeps_the_records_after_it(tmp_path, lose):
+    """The server's protected records of an ECH connection wait for its client's answer before
+    the key log is searched (a connection the client abandoned answers nothing); one of them
+    cut by a lost packet (the Certificate, the fourth record of the flight) still counts in
+    the record sequence (RFC 8446 §5.3), so the CertificateVerify, the Finished and everything
+    after open: the client's objects are all read (its own log), one record counted as failed."""
+    cut = tmp_path / "cut.pcap"
+    _server_flight_cut(cut, lose)
+    (r,) = connection_results(cut, keylog=KEYLOG)
+    assert r.decryption.keys_found and r.decryption.ech_used
+    assert r.decryption.failed_records == (1 if lose else 0)
+    client = [line.split("\t") for line in (TLS / "tls13-ech.client.tsv").read_text().splitlines()]
+    txs = r.transactions
+    assert [(t.status, t.response_body_bytes) for t in txs[1:]] == [(int(s), int(n)) for _, s, n, _, _ in client]

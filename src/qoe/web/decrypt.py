@@ -59,6 +59,7 @@ _CLIENT_HELLO, _SERVER_HELLO, _END_OF_EARLY_DATA, _ENCRYPTED_EXTENSIONS, _FINISH
 _EXT_ALPN, _EXT_EARLY_DATA, _EXT_SUPPORTED_VERSIONS = 16, 42, 43  # RFC 7301 §3.1, RFC 8446 §4.2
 _EXT_ENCRYPT_THEN_MAC = 22  # RFC 7366 §2
 _MAX_EARLY_RECORDS = 64  # 0-RTT records held until the ServerHello (max_early_data_size is 16 KiB in practice)
+_MAX_ECH_HELD = 64  # an ECH server's records held until its client answers (its handshake flight: a few)
 # RFC 8446 §4.1.3: the random of a HelloRetryRequest
 _HRR_RANDOM = bytes.fromhex("CF21AD74E59A6111BE1D8C021E65B891C2A211167ABB8C5E079E09E2C8A8339C")
 _MAX_RECORD = 2**14 + 2048  # RFC 5246 §6.2.3 (TLSCiphertext.length)
@@ -149,7 +150,7 @@ class TlsDecryption:
 
 class _Dir:
     __slots__ = ("buf", "rec_ts", "received", "missing", "stopped", "cipher", "pending", "records", "failed",
-                 "updates", "hs", "out", "lost", "encrypted", "candidates")
+                 "updates", "hs", "hs_lost", "out", "lost", "encrypted", "candidates")
 
     def __init__(self) -> None:
         self.buf = bytearray()
@@ -163,6 +164,9 @@ class _Dir:
         self.failed = 0
         self.updates = 0
         self.hs = bytearray()  # decrypted handshake messages being reassembled
+        # a protected handshake record was lost: message boundaries are unknown until the next
+        # key change (RFC 8446 §5.1: handshake messages do not span one)
+        self.hs_lost = False
         self.out = 0  # plaintext offset delivered above
         # the record being read (the last one buffered: the others were read whole) lost bytes
         # to a gap: it is skipped whole when it ends
@@ -229,6 +233,9 @@ class DecryptingTlsSink:
         self._ech = False  # the ClientHello is an ECH ClientHelloOuter: the key log names the inner one's random
         self._ech_suite: Suite | None = None  # TLS 1.3 keys to be found by the server's first record (_ech_match)
         self._ech_used = False  # the key log entry was found by the server's first record
+        # the server's protected records of an ECH connection without keys, held until the client
+        # answers them (_ech_search): (lost, start or ts, ts, ctype, version or length, body)
+        self._ech_held: list[tuple[bool, int, int, int, int, bytes]] = []
         self._etm = False  # the ServerHello accepted encrypt_then_mac (RFC 7366; CBC suites)
         self._early_held: list[tuple[int, int, int, bytes]] = []  # 0-RTT records before the ServerHello
         self._keys_found = False
@@ -411,8 +418,13 @@ class DecryptingTlsSink:
                 d.hs += body
                 self._clear_handshake(direction, d)
             return
-        if d.cipher is None and self._ech_suite is not None and direction == SERVER:
-            self._ech_match(ctype, version, body)
+        if d.cipher is None and self._ech_suite is not None:
+            if direction == SERVER:
+                if len(self._ech_held) < _MAX_ECH_HELD:
+                    self._ech_held.append((False, ts, ts, ctype, version, bytes(body)))
+                return
+            if self._ech_held:
+                self._ech_search()
         if d.cipher is None:
             return  # no keys: counted in the bursts only
         opened = d.cipher.open(ctype, version, body)
@@ -423,6 +435,10 @@ class DecryptingTlsSink:
                 if opened is not None:
                     d.cipher = c
                     del d.candidates[:k + 1]
+                    if c in d.pending:
+                        del d.pending[:d.pending.index(c) + 1]
+                    d.hs.clear()  # a key change: handshake messages start anew (RFC 8446 §5.1)
+                    d.hs_lost = False
                     break
         if opened is None:
             d.failed += 1
@@ -436,13 +452,27 @@ class DecryptingTlsSink:
         elif inner == _APPDATA:
             self._deliver(direction, ts, plain)
 
-    def _record_lost(self, direction: int, d: _Dir, start: int, ts: int, ctype: int, rlen: int) -> None:
-        """A record that lost bytes to a gap, from its first byte (``start``) to its end (``ts``)."""
-        if ctype == _APPDATA:
+    def _record_lost(self, direction: int, d: _Dir, start: int, ts: int, ctype: int, rlen: int,
+                     held: bool = False) -> None:
+        """A record that lost bytes to a gap, from its first byte (``start``) to its end (``ts``);
+        ``held``: one of the server's that :meth:`_ech_search` gives again."""
+        if ctype == _APPDATA and not held:
             self._burst_add(direction, start, ts, rlen)
+        if (d.cipher is None and self._ech_suite is not None and direction == SERVER
+                and len(self._ech_held) < _MAX_ECH_HELD and (ctype == _APPDATA or d.encrypted)):
+            self._ech_held.append((True, start, ts, ctype, rlen, b""))
+            return
         if d.cipher is not None and (ctype == _APPDATA or d.encrypted):
             d.cipher.seq += 1
             d.failed += 1
+            if self._version is not None and self._version >= 0x0304 and len(d.pending) == 1:
+                # TLS 1.3 under the handshake traffic secret (one secret left to switch to: the
+                # application one): a handshake record, no application data lost. If it held the
+                # Finished, the next records open with the next secret (tried when they fail).
+                d.hs.clear()
+                d.hs_lost = True
+                d.candidates = list(d.pending)
+                return
             self._lose(direction, ts, max(rlen - 17, 0))
 
     # -- handshake ---------------------------------------------------------------------------
@@ -558,6 +588,25 @@ class DecryptingTlsSink:
         else:
             c.cipher, c.pending = tls13_cipher(suite, chs), [tls13_cipher(suite, cap)]
 
+    def _ech_search(self) -> None:
+        """The client of an ECH connection without keys sent a protected record: it took the
+        server's flight (a connection the client abandoned, such as the ones Chromium opens ahead
+        and never uses, sends none, and no key log entry is its: the key log is not searched
+        for it). Its keys are looked for with the server's first protected record
+        (:meth:`_ech_match`), then the server's records held so far are read (with the keys
+        found, or counted as without keys)."""
+        held, self._ech_held = self._ech_held, []
+        first = next((h for h in held if not h[0]), None)
+        if first is not None and not any(h[0] for h in held[:held.index(first)]):
+            self._ech_match(first[3], first[4], first[5])
+        self._ech_suite = None
+        s = self._d[SERVER]
+        for lost, start, ts, ctype, version, body in held:
+            if lost:
+                self._record_lost(SERVER, s, start, ts, ctype, version, held=True)
+            else:
+                self._open(SERVER, s, ts, ctype, version, body)
+
     def _ech_match(self, ctype: int, version: int, body: bytes | memoryview) -> None:
         """An ECH connection whose key log entry names its (encrypted) ClientHelloInner's random:
         the server's first protected record, its EncryptedExtensions, opens with one entry's
@@ -579,6 +628,9 @@ class DecryptingTlsSink:
             return
 
     def _protected_handshake(self, direction: int, d: _Dir) -> None:
+        if d.hs_lost:
+            d.hs.clear()  # (boundaries unknown since a lost record)
+            return
         tls13 = self._version is not None and self._version >= 0x0304
         while len(d.hs) >= 4:
             mlen = int.from_bytes(d.hs[1:4], "big")
