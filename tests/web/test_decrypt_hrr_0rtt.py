@@ -90,6 +90,30 @@ def test_early_data_decrypted_with_the_client_early_traffic_secret():
     (t,) = resumed.transactions
     assert (t.method, t.target) == ("GET", "/")
     assert t.request_start_ns == resumed.tls.client_hello_ns < resumed.tls.server_hello_ns
+    assert (first.decryption.early_data, resumed.decryption.early_data) == (None, "accepted")
+
+
+@needs_tshark
+def test_rejected_early_data_is_discarded_as_the_server_discarded_it():
+    """tls13-0rtt-rejected.pcap: the ticket from a server since stopped; the next one cannot
+    resume and rejects the early data (s_client: "Early data was rejected"); the client sends
+    its request again after the handshake and gets s_server's status page. The key log opens the
+    early record (tshark shows its GET: two requests, frames of the early data and of the
+    resent request) but the server read only the second: qoe reads the early record as
+    rejected, and the one request is the resent one, answered 200 (the early GET taken as the
+    request, the answer would pair with it; and the client's handshake records, under the
+    handshake secret after the rejected early ones, were counted as failed)."""
+    client = (TLS / "tls13-0rtt-rejected.client.txt").read_text()
+    assert "Early data was rejected" in client and "HTTP/1.0 200 ok" in client
+    rows = _tshark("tls13-0rtt-rejected", "-Y", "http.request", "-T", "fields", "-e", "frame.time_epoch")
+    assert len(rows) == 2  # the early request and the resent one
+    (r,) = _results("tls13-0rtt-rejected")
+    assert r.tls.early_data_offered and r.decryption.early_data == "rejected"
+    assert r.decryption.client_failed_records == r.decryption.server_failed_records == 0
+    assert "early data rejected" in r.decryption.note and "1 record(s)" in r.decryption.note
+    (t,) = r.transactions
+    assert (t.method, t.target, t.status, t.complete) == ("GET", "/", 200, True)
+    assert t.request_start_ns == _ns(rows[1][0]) > r.tls.server_hello_ns
 
 
 def test_early_data_needs_its_secret(tmp_path):
@@ -153,6 +177,34 @@ def test_quic_0rtt_request_decrypted_with_the_early_secret():
         assert (t.target, t.status, t.response_body_bytes) == (path, int(status), int(size)) and t.complete
     (t,) = resumed.transactions
     assert t.request_start_ns == resumed.client_initial_ns < resumed.server_initial_ns
+
+
+@needs_tshark
+def test_quic_0rtt_rejected_is_discarded_and_the_request_is_the_one_sent_again():
+    """quic-0rtt-rejected.pcapng (make_quic_0rtt.sh ... rejected): the server finds no ticket, so
+    it rejects the 0-RTT data; aioquic's client logs early=False and sends GET /early again in a
+    1-RTT packet (RFC 9001 §4.6.2). The key log opens the 0-RTT packet, but the server read the
+    request from the 1-RTT one: the transaction starts there (tshark: the client's first
+    short-header packet holding a STREAM frame), the 0-RTT packet counted as rejected, not read."""
+    from qoe.web.quic import quic_connections
+
+    log = [x.split("\t") for x in (TLS / "quic-0rtt-rejected.client.tsv").read_text().splitlines()]
+    assert [x[3] for x in log] == ["early=False", "early=False"]
+    name = TLS / "quic-0rtt-rejected"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first, resumed = quic_connections(name.with_suffix(".pcapng"), keylog=str(name.with_suffix(".keylog")))
+    rows = _tshark("quic-0rtt-rejected", "-Y", f"quic && udp.srcport == {resumed.client[1]}", "-T", "fields",
+                   "-e", "frame.time_epoch", "-e", "quic.long.packet_type", "-e", "quic.frame_type",
+                   "-E", "occurrence=a")
+    assert any("1" in r[1].split(",") and "11" in r[2].split(",") for r in rows)  # the request in 0-RTT
+    resent = next(r for r in rows if r[1] == "" and any(f in r[2].split(",") for f in ("8", "9", "10", "11")))
+    assert (resumed.zero_rtt_packets, resumed.zero_rtt_decrypted, resumed.early_data_accepted) == (1, 0, False)
+    assert "0-RTT rejected by the server" in resumed.note and "1 0-RTT packet(s)" in resumed.note
+    for c, (path, status, size, _) in zip((first, resumed), log):
+        (t,) = c.transactions
+        assert (t.target, t.status, t.response_body_bytes) == (path, int(status), int(size)) and t.complete
+    assert resumed.transactions[0].request_start_ns == _ns(resent[0]) > resumed.server_initial_ns
 
 
 def test_quic_0rtt_needs_its_secret(tmp_path):

@@ -9,6 +9,11 @@
 # * tls13-0rtt: a first connection gets a session ticket (-sess_out), a second one resumes it
 #   (-sess_in) and sends its request as early data (-early_data, RFC 8446 §4.2.10) before the
 #   server's Finished; the key log has its CLIENT_EARLY_TRAFFIC_SECRET.
+# * tls13-0rtt-rejected (`sh make_hrr_0rtt.sh rejected` makes only this one): the ticket comes from
+#   a server started with -early_data, which is then stopped; a new server (its own ticket keys,
+#   without -early_data, with -www) cannot resume the session: it rejects the early data (RFC 8446
+#   §4.2.10) and completes a full handshake, after which the client sends the request again
+#   (from its standard input) and gets s_server's status page.
 # Each request is "GET / HTTP/1.0". For the HRR, s_server -www answers with its status page; s_server
 # cannot take -early_data with -www, so for 0-RTT it answers nothing and prints what it received
 # ("Early data received:" and the request): the truth of what the early data held.
@@ -41,6 +46,27 @@ run() {  # name, server options, client commands (a shell snippet run in the nam
     kill $srv 2>/dev/null || true
     kill $tcpd; wait $tcpd 2>/dev/null || true
 }
+
+rejected() {  # the ticket from one server, the early data to the next
+    name=tls13-0rtt-rejected
+    sleep 4 | ip netns exec $NS timeout 6 openssl s_server -accept 127.0.0.1:$PORT -cert "$TMP/cert.pem" \
+        -key "$TMP/key.pem" -tls1_3 -early_data -groups X25519 > /dev/null 2>&1 &
+    first=$!
+    sleep 1
+    ip netns exec $NS sh -c "(cat $TMP/req.txt; sleep 1) | timeout 10 openssl s_client -connect 127.0.0.1:$PORT \
+        -servername www.example.com -tls1_3 -sess_out $TMP/sess.pem" > /dev/null 2>&1 || true
+    kill $first 2>/dev/null || true; wait $first 2>/dev/null || true
+    rm -f "$OUT/$name.keylog"
+    run $name "-www -groups X25519" \
+        "(sleep 1; cat $TMP/req.txt; sleep 1) | timeout 10 openssl s_client -connect 127.0.0.1:$PORT \
+         -servername www.example.com -tls1_3 -ign_eof -keylogfile $OUT/$name.keylog -sess_in $TMP/sess.pem \
+         -early_data $TMP/req.txt"
+    ls -l "$OUT"/$name.*
+}
+if [ "${1:-}" = rejected ]; then
+    rejected
+    exit 0
+fi
 
 C="timeout 10 openssl s_client -connect 127.0.0.1:$PORT -servername www.example.com -tls1_3"
 run tls13-hrr "-www -groups P-384" \

@@ -4,7 +4,10 @@
 # The client's NSS key log (quic-0rtt.keylog) holds both connections' secrets, the second's
 # CLIENT_EARLY_TRAFFIC_SECRET included; quic-0rtt.client.tsv is what the client fetched (path,
 # status, body bytes, early data accepted). Then tshark 4.0's view of the packets.
-# Usage (as root, with the venv's python holding aioquic): data/web/tls/make_quic_0rtt.sh [PYTHON]
+# With "rejected" after PYTHON it makes quic-0rtt-rejected.pcapng instead: the server finds no
+# ticket it is shown (quic_0rtt.py server ... reject), so it rejects the 0-RTT data and the client
+# sends its request again in 1-RTT packets.
+# Usage (as root, with the venv's python holding aioquic): data/web/tls/make_quic_0rtt.sh [PYTHON [rejected]]
 set -euo pipefail
 export LC_ALL=C TZ=UTC
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -18,8 +21,10 @@ ip -n $NS link set lo up
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$WORK/key.pem" -out "$WORK/cert.pem" \
   -days 30 -subj /CN=www.example.com -addext subjectAltName=DNS:www.example.com 2>/dev/null
 name=quic-0rtt
+mode=
+if [ "${2:-}" = rejected ]; then name=quic-0rtt-rejected; mode=reject; fi
 rm -f "$HERE/$name.keylog"
-ip netns exec $NS timeout 30 "$PY" "$HERE/quic_0rtt.py" server "$WORK/cert.pem" "$WORK/key.pem" 4433 &
+ip netns exec $NS timeout 30 "$PY" "$HERE/quic_0rtt.py" server "$WORK/cert.pem" "$WORK/key.pem" 4433 $mode &
 ip netns exec $NS tcpdump -i lo -s 0 --immediate-mode -w "$WORK/$name.pcap" udp port 4433 2>/dev/null &
 TPID=$!
 sleep 2

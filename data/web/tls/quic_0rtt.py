@@ -8,6 +8,9 @@ ticket; the second resumes with it and sends ``GET /early`` before the handshake
 (``wait_connected=False``): 0-RTT packets (RFC 9001 §4.6.1), keys from the key log's
 ``CLIENT_EARLY_TRAFFIC_SECRET``. It prints, per connection: path, status, body bytes, and
 whether the server accepted the early data (aioquic's ``HandshakeCompleted.early_data_accepted``).
+``python quic_0rtt.py server CERT KEY PORT reject``: the server issues tickets but finds none it is
+shown (as a server restarted with new ticket keys): the client's resumption fails, its early data
+is rejected (RFC 9001 §4.6.2) and it sends the request again after the handshake.
 """
 
 from __future__ import annotations
@@ -95,16 +98,17 @@ async def client(port, keylog):
         print(f"{w[1]}\t{w[2]}\t{w[3]}\tearly={c.early}")
 
 
-async def server(cert, key, port):
+async def server(cert, key, port, reject=False):
     cfg = QuicConfiguration(is_client=False, alpn_protocols=H3_ALPN)
     cfg.load_cert_chain(cert, key)
+    fetch = (lambda ticket: None) if reject else TICKETS.pop
     await serve("127.0.0.1", port, configuration=cfg, create_protocol=Server,
-                session_ticket_fetcher=TICKETS.pop, session_ticket_handler=lambda t: TICKETS.__setitem__(t.ticket, t))
+                session_ticket_fetcher=fetch, session_ticket_handler=lambda t: TICKETS.__setitem__(t.ticket, t))
     await asyncio.sleep(30)  # bounded: the script kills it earlier
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "server":
-        asyncio.run(server(sys.argv[2], sys.argv[3], int(sys.argv[4])))
+        asyncio.run(server(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5:] == ["reject"]))
     else:
         asyncio.run(client(int(sys.argv[2]), sys.argv[3]))

@@ -121,6 +121,11 @@ class TlsDecryption:
         Encrypted Client Hello was used: the key log entry (named by the ClientHelloInner's
         random, which the capture does not show) was found by the server's first protected
         record. False for a GREASE extension or a connection whose entry the outer random names.
+    early_data : {"accepted", "rejected"} or None
+        TLS 1.3 0-RTT early data (RFC 8446 §4.2.10) the client sent and the key log opened, as
+        the server's EncryptedExtensions answered it: accepted early data is read as the
+        client's first bytes; rejected early data the server discarded unread, and so does qoe
+        (the note says how many records). None: no early data, or its answer not decrypted.
     """
 
     keys_found: bool
@@ -138,6 +143,7 @@ class TlsDecryption:
     bursts_dropped: int = 0
     note: str | None = None
     ech_used: bool = False
+    early_data: str | None = None
 
     @property
     def failed_records(self) -> int:
@@ -238,6 +244,12 @@ class DecryptingTlsSink:
         self._ech_held: list[tuple[bool, int, int, int, int, bytes]] = []
         self._etm = False  # the ServerHello accepted encrypt_then_mac (RFC 7366; CBC suites)
         self._early_held: list[tuple[int, int, int, bytes]] = []  # 0-RTT records before the ServerHello
+        self._early_cipher: RecordCipher | None = None  # the client's early traffic cipher, if set
+        # what the server's EncryptedExtensions said of the early data: None (not read yet),
+        # "accepted" or "rejected"; the early plaintext waits for it (_early_plain)
+        self._early_answer: str | None = None
+        self._early_plain: list[tuple[int, bytes]] = []
+        self._early_rejected = 0  # early data records the server discarded (and qoe with it)
         self._keys_found = False
         self._alpn: str | None = None
         self._app: Any = None
@@ -314,6 +326,10 @@ class DecryptingTlsSink:
         if self._closed[direction]:
             return
         self._closed[direction] = True
+        if self._early_plain:  # the server's answer to the early data was not read: it is kept
+            held, self._early_plain = self._early_plain, []
+            for ts, plain in held:
+                self._deliver(CLIENT, ts, plain)
         if self._app is None and self._held:
             self._choose(self._decide(final=True))  # type: ignore[arg-type] - final: never None
         if self._app is not None:
@@ -450,7 +466,29 @@ class DecryptingTlsSink:
             d.hs += plain
             self._protected_handshake(direction, d)
         elif inner == _APPDATA:
-            self._deliver(direction, ts, plain)
+            if d.cipher is self._early_cipher and self._early_cipher is not None:
+                self._early_data(ts, plain)
+            else:
+                self._deliver(direction, ts, plain)
+
+    def _early_data(self, ts: int, plain: bytes) -> None:
+        """0-RTT plaintext: read if the server accepted it (RFC 8446 §4.2.10: its
+        EncryptedExtensions carries early_data), discarded as the server discarded it if not,
+        held until the answer is read."""
+        if self._early_answer == "accepted":
+            self._deliver(CLIENT, ts, plain)
+        elif self._early_answer == "rejected":
+            self._early_rejected += 1
+        else:
+            self._early_plain.append((ts, plain))
+
+    def _early_answered(self, answer: str) -> None:
+        if self._early_cipher is None or self._early_answer is not None:
+            return
+        self._early_answer = answer
+        held, self._early_plain = self._early_plain, []
+        for ts, plain in held:
+            self._early_data(ts, plain)
 
     def _record_lost(self, direction: int, d: _Dir, start: int, ts: int, ctype: int, rlen: int,
                      held: bool = False) -> None:
@@ -584,6 +622,7 @@ class DecryptingTlsSink:
         s.cipher, s.pending = tls13_cipher(suite, shs), [tls13_cipher(suite, sap)]
         if self._early_offered and early is not None:
             c.cipher, c.pending = tls13_cipher(suite, early), [tls13_cipher(suite, chs), tls13_cipher(suite, cap)]
+            self._early_cipher = c.cipher
             c.candidates = [c.pending[0]]
         else:
             c.cipher, c.pending = tls13_cipher(suite, chs), [tls13_cipher(suite, cap)]
@@ -641,12 +680,16 @@ class DecryptingTlsSink:
             if not tls13:
                 continue  # TLS 1.2: Finished (and renegotiation, not followed)
             if mtype == _ENCRYPTED_EXTENSIONS and direction == SERVER:
+                early = False
                 try:
                     for t, data in _extensions(body, 0):
                         if t == _EXT_ALPN:
                             self._alpn = _alpn(data)
+                        elif t == _EXT_EARLY_DATA:
+                            early = True
                 except IndexError:
                     pass
+                self._early_answered("accepted" if early else "rejected")
             elif mtype in (_FINISHED, _END_OF_EARLY_DATA):
                 # RFC 8446 §4.4.4 / §4.5: the sender's next records use its next secret
                 if d.pending:
@@ -767,6 +810,9 @@ class DecryptingTlsSink:
                         "for it in the key log, nothing to decrypt")
         if note is None and self._version is None:
             note = "no ServerHello: the handshake was not captured whole"
+        if note is None and self._early_rejected:
+            note = (f"0-RTT early data rejected by the server: {self._early_rejected} record(s) it discarded "
+                    "unread, not read here either")
         if note is None and c.failed + s.failed:
             note = f"{c.failed + s.failed} record(s) failed authentication or were not captured whole"
         decrypted = c.records + s.records > 0
@@ -788,6 +834,7 @@ class DecryptingTlsSink:
             bursts_dropped=dropped,
             note=note,
             ech_used=self._ech_used,
+            early_data=self._early_answer,
         )
 
 

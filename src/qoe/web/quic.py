@@ -202,7 +202,9 @@ class QuicConnection:
     zero_rtt_packets, zero_rtt_decrypted : int
         The client's 0-RTT packets (RFC 9000 §17.2.3), and those opened with the key log's
         ``CLIENT_EARLY_TRAFFIC_SECRET`` (RFC 9001 §4.6.1); their STREAM frames count as the
-        application data space's (HTTP/3 requests sent in 0-RTT are transactions).
+        application data space's (HTTP/3 requests sent in 0-RTT are transactions). 0-RTT packets
+        the server rejected are not opened: it discarded them unread (RFC 9001 §4.6.2), and the
+        client sends their data again in 1-RTT packets, where the requests are read.
     early_data_accepted : bool or None
         The server's EncryptedExtensions carried ``early_data`` (RFC 8446 §4.2.10; None: not seen).
     client_loss, server_loss : QuicLoss or None
@@ -357,6 +359,7 @@ class _Conn:
         self.early_opened = 0  # of them decrypted
         self.early_held: list[tuple[int, bytes, int, int]] = []  # 0-RTT packets waiting for their keys (and version)
         self.early_accepted: bool | None = None  # the server's EncryptedExtensions early_data (RFC 8446 §4.2.10)
+        self.early_rejected = 0  # 0-RTT packets the server rejected (not opened)
         self.loss = LossRecord()  # what RFC 9002 §6 loss recovery is replayed from (qoe.web._quicloss)
         self.pkt_data: list[tuple[int | None, int, int]] = []  # the STREAM/CRYPTO ranges of the packet being read
         self.tap: Any = None  # iter_quic_connections(stream_tap=): the HTTP/3 streams' bytes, in order
@@ -557,6 +560,12 @@ class _Conn:
         §4.6.1, §5.1: CLIENT_EARLY_TRAFFIC_SECRET); 0-RTT shares the application data packet
         number space with 1-RTT (RFC 9000 §12.3)."""
         if not self.early_held or self.suite is None or (self.h3 is None and not final and self.alpn is None):
+            return
+        if self.early_accepted is False:
+            # RFC 9001 §4.6.2: the server rejected 0-RTT and discarded the packets unread (the
+            # client sends their data again in 1-RTT packets): so does qoe
+            self.early_rejected += len(self.early_held)
+            self.early_held = []
             return
         secret = self.keylog.get("CLIENT_EARLY_TRAFFIC_SECRET", self.client_random) \
             if self.keylog is not None and self.client_random is not None else None
@@ -860,6 +869,9 @@ class _Conn:
 
     def result(self, make: Any) -> QuicConnection:
         self._early(final=True)
+        if self.early_rejected:
+            self.notes.append(f"0-RTT rejected by the server (no early_data in its EncryptedExtensions): "
+                              f"{self.early_rejected} 0-RTT packet(s) it discarded unread, not read here either")
         self._flush()
         f = self.first_of
         cinit, sinit = f.get((CLIENT, "initial")), f.get((SERVER, "initial"))
