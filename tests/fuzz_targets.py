@@ -93,8 +93,10 @@ _KEYED = ("h2-idle", "h3-idle", "tls12-idle", "h3-loss")
 
 
 # QUIC version 2, ECH over TLS (Go, Chromium) and over QUIC, segmentation-offload datagrams (the
-# version, key-search and cutting paths of qoe.web.quic and qoe.web.decrypt)
-_KEYED_NEW = ("browser/captures/h3v2-idle", "tls/tls13-ech", "tls/tls13-ech-chromium", "tls/quic-h3-ech-gso")
+# version, key-search and cutting paths of qoe.web.quic and qoe.web.decrypt), TLS 0-RTT accepted and
+# rejected (the early plaintext held for the server's answer)
+_KEYED_NEW = ("browser/captures/h3v2-idle", "tls/tls13-ech", "tls/tls13-ech-chromium", "tls/quic-h3-ech-gso",
+              "tls/tls13-0rtt-rejected", "tls/tls13-0rtt")
 
 
 def _keylog_of_seeds(names: tuple[str, ...] = tuple(f"browser/captures/{n}" for n in _KEYED)) -> Path:
