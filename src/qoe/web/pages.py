@@ -487,12 +487,11 @@ def _quic_as_tls(c: Any) -> _QuicAsTls:
 
     h3 = speaks_h3(c.alpn)
     unused = c.decrypted and h3 and c.handshake_end_ns is not None
-    late = c.client_initial_ns is None  # joined in progress (qoe.web.quic)
     return _QuicAsTls(c.index, c.client, c.server_name, c.client_initial_ns, c.first_ns,
                       c.handshake_end_ns if unused else _quic_activity_end_ns(c),
                       None, c.server_bytes, c.handshake_end_ns is not None, c.alpn_offered, c.alpn,
                       c.server_initial_ns, held_until_ns=c.last_ns,
-                      error="joined in progress: its handshake is not in the capture" if late else None,
+                      error="joined in progress: its handshake is not in the capture" if c.joined_in_progress else None,
                       opaque=f"ALPN {c.alpn!r} is not HTTP/3" if c.decrypted and c.alpn and not h3 else None,
                       unused=unused, ech_offered=c.ech_offered)
 
@@ -512,7 +511,7 @@ def _quic_activity_end_ns(c: Any) -> int:
     """
     if c.server_last_data_ns is not None:
         return int(c.server_last_data_ns)
-    if c.client_initial_ns is None:
+    if c.joined_in_progress:
         return int(c.first_ns)  # joined in progress, no packet of data since: no object in the capture
     return max([b.end_ns for b in c.bursts if b.direction == "server"] or [c.last_ns])
 
@@ -573,7 +572,7 @@ def _session_pages(conns: list[Any], opts: WebOptions, queries: list[DnsQuery]) 
     # (a connection joined in progress that sent no packet of data in the capture carried no
     # object it holds, its close perhaps: as a TCP connection that carried no byte, no item)
     hidden = [_quic_as_tls(c) for c in conns
-              if not c.transactions and not (c.client_initial_ns is None and c.server_last_data_ns is None)]
+              if not c.transactions and not (c.joined_in_progress and c.server_last_data_ns is None)]
     pages = build_pages(txs, tls=hidden, dns=queries, options=opts)
     first_of = {c.index: c.client_initial_ns for c in conns}
     by_index = {c.index: c for c in conns}

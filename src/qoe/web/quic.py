@@ -265,8 +265,24 @@ class QuicConnection:
     ech_offered: bool = False
     ech_used: bool = False
 
+    @property
+    def joined_in_progress(self) -> bool:
+        """The capture holds no Initial packet of the client's: the connection was taken from
+        its first packet in the capture (its handshake before the capture began, or a path the
+        connection moved to; the note says so)."""
+        return self.client_initial_ns is None
+
     def to_dict(self) -> dict[str, Any]:
         return as_dict(self)
+
+
+def _open(ctx: CryptoContext, packet: bytes, enc_off: int, expected_pn: int) -> tuple[bytes, bytes, int, bool] | None:
+    """aioquic's packet protection removed (RFC 9001 §5.3-5.4): the header, the payload, the
+    packet number and whether the key phase changed; None if the packet does not open."""
+    try:
+        return ctx.decrypt_packet(packet, enc_off, expected_pn)
+    except (CryptoError, ValueError, IndexError):
+        return None
 
 
 class _Crypto:
@@ -396,9 +412,7 @@ class _Conn:
             return size
         expected = self.pn[direction][_APP] + 1
         for n in range(_MIN_SEGMENT, min(size, _MAX_SEGMENT + 1)):
-            try:
-                ctx.decrypt_packet(data[pos:pos + n], enc_off, expected)
-            except (CryptoError, ValueError, IndexError):
+            if _open(ctx, data[pos:pos + n], enc_off, expected) is None:
                 continue
             self.gso[direction] = n
             self.notes.append(f"the {_SIDE[direction]}'s datagrams hold several packets of one size (segmentation "
@@ -527,23 +541,18 @@ class _Conn:
                 ctx = self.ctx[direction][space]
             if ctx is None:
                 continue
-            try:
-                plain_header, payload, pn, changed = ctx.decrypt_packet(packet, enc_off, self.pn[direction][space] + 1)
-            except (CryptoError, ValueError, IndexError):
-                if size == whole:
-                    self.failed[direction] += 1
-                    continue
+            opened = _open(ctx, packet, enc_off, self.pn[direction][space] + 1)
+            if opened is None and size != whole:
                 # cut to the sender's last segment size, it does not open: the size changed (path
                 # MTU discovery, RFC 9000 §14.3), looked for again, else one packet to the end
                 self.gso[direction] = 0
                 size = self._segment(direction, data, start, enc_off, whole)
                 packet, pos = data[start:start + size], start + size
-                try:
-                    plain_header, payload, pn, changed = ctx.decrypt_packet(packet, enc_off,
-                                                                            self.pn[direction][space] + 1)
-                except (CryptoError, ValueError, IndexError):
-                    self.failed[direction] += 1
-                    continue
+                opened = _open(ctx, packet, enc_off, self.pn[direction][space] + 1)
+            if opened is None:
+                self.failed[direction] += 1
+                continue
+            plain_header, payload, pn, changed = opened
             if changed:
                 apply_key_phase(ctx, next_key_phase(ctx), "remote_update")  # RFC 9001 §6
                 self.updates += 1
@@ -589,11 +598,11 @@ class _Conn:
             if ctx is None:
                 ctx = ctxs[version] = CryptoContext()
                 ctx.setup(cipher_suite=suite, secret=secret, version=version)
-            try:
-                _, payload, pn, _ = ctx.decrypt_packet(packet, enc_off, self.pn[CLIENT][_APP] + 1)
-            except (CryptoError, ValueError, IndexError):
+            opened = _open(ctx, packet, enc_off, self.pn[CLIENT][_APP] + 1)
+            if opened is None:
                 self.failed[CLIENT] += 1
                 continue
+            _, payload, pn, _ = opened
             self.pn[CLIENT][_APP] = max(self.pn[CLIENT][_APP], pn)
             self.opened += 1
             self.early_opened += 1
@@ -809,11 +818,12 @@ class _Conn:
         if self.keylog is None or suite is None:
             return
         for cr, secret in self.keylog.tls13_entries():
+            ctx = CryptoContext()
             try:
-                ctx = CryptoContext()
                 ctx.setup(cipher_suite=suite, secret=secret, version=self.version)
-                ctx.decrypt_packet(packet, enc_off, self.pn[SERVER][_HANDSHAKE] + 1)
             except (CryptoError, ValueError, IndexError):
+                continue
+            if _open(ctx, packet, enc_off, self.pn[SERVER][_HANDSHAKE] + 1) is None:
                 continue
             self._keys(cr)
             self.ech_used = True
