@@ -380,6 +380,10 @@ def connections(
     if share is None:
         share = CHILD_SHARE if parsers is PARSERS else CHILD_SHARE_KEYS
     batches = read_ahead(_child(path, limits, share, name, udp is not None, parsers), DEPTH, process=True)
+    if parsers is not PARSERS:
+        # with a key log, the TLS parsers (cryptography, hpack: 25-30 ms) load here while the child
+        # reads its first chunk, not after this process has waited for it
+        import qoe.web._decrypted  # noqa: F401, PLC0415
     merge = _Merge(batches, new, started, final, parsers)
     hits: dict[str, int] = {}
     try:
