@@ -101,6 +101,21 @@ def test_key_log_lines_quic_prefix_comments_and_malformed_lines():
     assert log.get("SERVER_HANDSHAKE_TRAFFIC_SECRET", bytes.fromhex(cr)) == bytes([0x22]) * 32
 
 
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16", "ascii"])
+def test_a_key_log_saved_with_a_byte_order_mark_loses_no_line(tmp_path, encoding):
+    """A key log merged or saved on Windows (an editor's UTF-8 with a BOM, PowerShell's
+    redirection writing UTF-16 with one) reads as the file the browser wrote: its first line
+    was taken for an unknown label and dropped in silence (Chromium's h2-idle page then
+    showed 27 of its 41 objects)."""
+    source = TLS.parent / "browser" / "captures" / "h2-idle.keylog"
+    text = source.read_text()
+    copy = tmp_path / "saved.keylog"
+    copy.write_text(text, encoding=encoding)
+    assert read_keylog(copy).secrets == read_keylog(source).secrets
+    # a first word that is no label at all (bytes of another encoding) counts as malformed
+    assert parse_keylog("\u00e9CLIENT_RANDOM " + "ab" * 32 + " " + "11" * 48).skipped_lines == 1
+
+
 def test_key_log_file_errors_name_the_file(tmp_path):
     with pytest.raises(InputError, match="nope.keylog"):
         read_keylog(tmp_path / "nope.keylog")

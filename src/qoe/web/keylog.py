@@ -39,7 +39,9 @@ References
 
 from __future__ import annotations
 
+import codecs
 import os
+import re
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -60,6 +62,9 @@ _LABELS: Mapping[str, int | None] = {
     "SERVER_TRAFFIC_SECRET_0": None,
     "EXPORTER_SECRET": None,
 }
+#: What a label looks like (draft-ietf-tls-keylogfile-02 §3: capital letters, digits and
+#: underscores): a line whose first word is not one is malformed, not a label to pass over.
+_LABEL_FORM = re.compile(r"[A-Z0-9_]+")
 #: pcapng §4.7: Decryption Secrets Block secrets type for an NSS key log ("TLSK").
 _DSB_TLS_KEY_LOG = 0x544C534B
 #: The TLS 1.3 traffic secrets a connection's entry holds beside its server handshake secret.
@@ -129,7 +134,9 @@ def parse_keylog(text: str | bytes, *, source: str = "<key log>") -> KeyLog:
     Parameters
     ----------
     text : str or bytes
-        The file's content (bytes are decoded as ASCII; other bytes make a line malformed).
+        The file's content (bytes are decoded as ASCII, other bytes make a line malformed; a
+        byte order mark is honoured, as Windows editors and PowerShell's redirection write
+        one: UTF-8's is dropped, UTF-16 is decoded as such).
     source : str, keyword-only
         Its name, kept in :attr:`KeyLog.sources`.
 
@@ -144,7 +151,12 @@ def parse_keylog(text: str | bytes, *, source: str = "<key log>") -> KeyLog:
     True
     """
     if isinstance(text, (bytes, bytearray)):
-        text = bytes(text).decode("ascii", "replace")
+        data = bytes(text)
+        if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+            text = data.decode("utf-16", "replace")
+        else:
+            text = data.removeprefix(codecs.BOM_UTF8).decode("ascii", "replace")
+    text = text.removeprefix("\ufeff")
     secrets: dict[tuple[str, bytes], bytes] = {}
     lines = skipped = 0
     for raw in text.splitlines():
@@ -156,6 +168,8 @@ def parse_keylog(text: str | bytes, *, source: str = "<key log>") -> KeyLog:
         if label.startswith("QUIC_"):
             label = label[5:]
         if label not in _LABELS:
+            if not _LABEL_FORM.fullmatch(label):
+                skipped += 1  # not a label at all (bytes of another encoding, a line cut in two)
             continue  # RSA, other labels: not used
         want = _LABELS[label]
         try:
