@@ -401,6 +401,7 @@ class HalfView:
     count: int
     median_ns: float | None
     min_ns: int | None
+    truncated_bytes: int = 0
 
     @property
     def rtt(self) -> HalfView:

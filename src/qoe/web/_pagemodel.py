@@ -392,8 +392,11 @@ def _tls_items(sessions: Iterable[Any], conns: Mapping[int, Any]) -> list[_Item]
         # the last byte later, from a retransmission: what the capture point cannot tell)
         end = s.server_last_byte_ns or s.client_last_byte_ns
         c = conns.get(s.connection)
-        if end is None and c is not None:
-            end = c.server.last_data_ts_ns or c.client.last_data_ts_ns
+        # the capture's snapshot length cut its packets: the records stopped being read at the
+        # first one cut, but the TCP headers say when each side last sent data
+        snapped = c is not None and (c.client.truncated_bytes or c.server.truncated_bytes)
+        if (end is None or snapped) and c is not None:
+            end = c.server.last_data_ts_ns or c.client.last_data_ts_ns or end
         end = end or s.server_first_app_data_ns or s.handshake_end_ns or start
         # HTTP's client speaks first (a request, or HTTP/2's preface, RFC 9113 §3.4): a whole
         # handshake after which the client sent no application_data record (TLS 1.3: none after
@@ -402,14 +405,14 @@ def _tls_items(sessions: Iterable[Any], conns: Mapping[int, Any]) -> list[_Item]
         # handshake (TLS 1.3 session tickets, RFC 8446 §4.6.1) is no object of the page. (TLS
         # records over TCP only: a QUIC connection in this model, pages._QuicAsTls, is not one.)
         silent = bool(isinstance(s, TlsSession) and s.complete and s.handshake_end_ns is not None
-                      and s.client_first_app_data_ns is None)
+                      and s.client_first_app_data_ns is None and not snapped)
         if silent:
             end = min(end, s.handshake_end_ns)
         # a handshake the client gave up (its FIN before the handshake was whole: Chromium's
         # duplicate sockets once HTTP/2 coalesced the origin, a backup whose answer came late)
         # carried no request either; the server's bytes after the client's FIN are no object
         elif (isinstance(s, TlsSession) and not s.complete and s.client_hello_ns is not None and c is not None
-              and c.client.fin_ts_ns is not None and s.client_first_app_data_ns is None):
+              and c.client.fin_ts_ns is not None and s.client_first_app_data_ns is None and not snapped):
             silent = True
             end = min(end, max(c.client.fin_ts_ns, start))
         out.append(_Item(client=s.client[0], start_ns=start, end_ns=max(end, start), conn=s.connection, tls=s,
@@ -820,7 +823,11 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
         half = sum(1 for it in group if it.preconnect and not it.silent_client and not it.tls.complete)
         notes.append(f"{unused} TLS connection(s) opened and never used (decrypted: no request inside"
                      + (f"; {half} of them without a whole handshake)" if half else ")"))
-    if hidden:
+    cut = [c.client.truncated_bytes + c.server.truncated_bytes for c in page_conns]
+    if hidden and any(cut):
+        notes.append(f"encrypted: {hidden} connection(s) whose objects are not visible (their handshake and "
+                     "bytes count; the records were cut by the capture's snapshot length, below)")
+    elif hidden:
         notes.append(f"encrypted without keys: {hidden} connection(s) whose objects are not visible (their "
                      "handshake and bytes count; give the browser's key log: --keylog, WebOptions(keylog=...))")
     if opaque:
@@ -832,6 +839,10 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
         reasons |= {_tls_incomplete(it.tls) for it in group
                     if it.tls is not None and not it.preconnect and not it.tls.complete}
         notes.append("partial: " + "; ".join(sorted(reasons)))
+    if any(cut):
+        notes.append(f"the capture's snapshot length cut the packets: {sum(cut)} payload bytes not captured on "
+                     f"{sum(1 for n in cut if n)} connection(s) (what they carried is partial; the TCP timing "
+                     "holds)")
     if math.isfinite(rtt) and rtt_comp < rounds * rtt:
         notes.append(f"RTT component capped at the time not spent waiting for retransmissions "
                      f"({rounds} round trips x {rtt:.3f} s = {rounds * rtt:.3f} s > {plt - wait:.3f} s)")

@@ -248,7 +248,10 @@ class _PageStream:
                     from qoe.web.decrypt import not_http  # noqa: PLC0415 - loaded already: it decrypted
 
                     found[-1].opaque = not_http(d.alpn)
-                elif self.decrypting and d is not None and (d.keys_found or not res.tls.complete):
+                elif (self.decrypting and d is not None and (d.keys_found or not res.tls.complete)
+                      and not (conn.client.truncated_bytes or conn.server.truncated_bytes)):
+                    # (not when the capture's snapshot length cut its packets: there was nothing
+                    # whole to decrypt, and its TCP timing is what is known of it)
                     it = found[-1]
                     it.preconnect, it.silent_client = True, False
                     # no object: its end is its handshake's (a server's later ticket or alert
