@@ -15,6 +15,7 @@ from pathlib import Path
 import dpkt
 
 from qoe.web import WebOptions, page_loads
+from qoe.web.quic import quic_connections
 
 CAPTURES = Path(__file__).resolve().parents[2] / "data" / "web" / "browser" / "captures"
 SNAP = 96
@@ -72,3 +73,25 @@ def test_a_tcp_page_cut_by_the_snapshot_length_says_so(tmp_path):
             # never used, and the key log is not asked for when it was given
             assert page.objects == whole.connections and not any("never used" in n for n in page.notes)
             assert any(n.startswith("encrypted: 10 connection(s)") for n in page.notes)
+
+
+def test_a_quic_page_cut_by_the_snapshot_length_keeps_its_timing_and_sizes(tmp_path):
+    """Chromium's HTTP/3 load cut at 96 bytes: the QUIC headers are whole, so each connection is
+    opened by its client's Initial (not taken as joined in progress, as the cut Initial, short
+    of RFC 9000 §14.1's 1200 bytes as captured, made it), its bytes are the datagrams' lengths
+    on the wire (UDP length, RFC 768), and its note says the cut packets were not opened; the
+    page starts and ends where the whole capture's keyless page does, with its bytes."""
+    source = CAPTURES / "h3-idle.pcap"
+    cut = tmp_path / "cut.pcap"
+    snapped(source, cut)
+    (whole,) = page_loads(source)
+    whole_conns = quic_connections(source)
+    for keylog in (None, source.with_suffix(".keylog")):
+        conns = quic_connections(cut, keylog=keylog)
+        assert [(c.client, c.server, c.client_bytes, c.server_bytes, c.client_initial_ns, c.version)
+                for c in conns] == [(c.client, c.server, c.client_bytes, c.server_bytes, c.client_initial_ns,
+                                     c.version) for c in whole_conns]
+        for c in conns:
+            assert not c.joined_in_progress and "snapshot length cut" in c.note and c.transactions == ()
+        (page,) = page_loads(cut, options=WebOptions(keylog=keylog))
+        assert (page.start_ns, page.end_ns, page.bytes) == (whole.start_ns, whole.end_ns, whole.bytes)

@@ -115,8 +115,9 @@ def opens_quic(batch: Any) -> bool:
             | ((kind == INITIAL_TYPE[QUIC_V2]) & (version == QUIC_V2)))
     port = (batch.dport == QUIC_PORT) | (batch.sport == QUIC_PORT)
     other = ((h[:, 0] & 0xC0) == 0xC0) & (version != 0) & port
-    short = ((h[:, 0] & 0xC0) == 0x40) & port & (batch.lengths >= MIN_SHORT_PACKET)
-    return bool(np.any(((read | other) & (batch.lengths >= MIN_INITIAL_DATAGRAM)) | short))
+    wire = batch.lengths + batch.cut  # (a datagram the snapshot length cut, at its length on the wire)
+    short = ((h[:, 0] & 0xC0) == 0x40) & port & (wire >= MIN_SHORT_PACKET)
+    return bool(np.any(((read | other) & (wire >= MIN_INITIAL_DATAGRAM)) | short))
 
 
 def version_name(version: int) -> str:

@@ -376,6 +376,7 @@ class _Conn:
         self.early_held: list[tuple[int, bytes, int, int]] = []  # 0-RTT packets waiting for their keys (and version)
         self.early_accepted: bool | None = None  # the server's EncryptedExtensions early_data (RFC 8446 §4.2.10)
         self.early_rejected = 0  # 0-RTT packets the server rejected (not opened)
+        self.snapped = [0, 0]  # packets each way the capture's snapshot length cut (not opened)
         self.loss = LossRecord()  # what RFC 9002 §6 loss recovery is replayed from (qoe.web._quicloss)
         self.pkt_data: list[tuple[int | None, int, int]] = []  # the STREAM/CRYPTO ranges of the packet being read
         self.tap: Any = None  # iter_quic_connections(stream_tap=): the HTTP/3 streams' bytes, in order
@@ -460,8 +461,12 @@ class _Conn:
 
     # -- datagrams -------------------------------------------------------------------------
 
-    def datagram(self, direction: int, ts: int, data: bytes) -> None:
+    def datagram(self, direction: int, ts: int, data: bytes, captured: int | None = None) -> None:
+        """One datagram of ``direction``; ``captured``: its bytes the capture holds, when its
+        snapshot length cut it (the rest zeros, :func:`_datagrams`)."""
         self.last = ts  # (a second capture too: the 4-tuple's activity, as the other process sees it)
+        if captured is None:
+            captured = len(data)
         recent, order = self.recent[direction], self.recent_order[direction]
         while order and ts - order[0][0] > COPY_NS:
             recent.discard(order.popleft()[1])
@@ -492,7 +497,8 @@ class _Conn:
             enc_off = buf.tell()
             ptype = hdr.packet_type
             whole = size
-            if ptype is QuicPacketType.ONE_RTT and (size > _MAX_SEGMENT or 0 < self.gso[direction] < size):
+            if (ptype is QuicPacketType.ONE_RTT and (size > _MAX_SEGMENT or 0 < self.gso[direction] < size)
+                    and captured == len(data)):
                 size = self._segment(direction, data, pos, enc_off, size)
             packet = data[pos:pos + size]
             start, pos = pos, pos + size
@@ -526,6 +532,13 @@ class _Conn:
                 self._burst(direction, ts, size)
                 if direction == SERVER and size - 1 - (self.cid_len[SERVER] or 0) - _AEAD_TAG > ACK_SIZED_BYTES:
                     self.last_data = ts  # (RFC 9000 §17.3.1: 1 byte, the DCID, then the protected part)
+            if start + size > captured:
+                # the capture's snapshot length cut it: its header is read (type, time, size),
+                # its protected part is not there to open
+                self.snapped[direction] += 1
+                if ptype == QuicPacketType.ZERO_RTT:
+                    self.zero_rtt += 1
+                continue
             if ptype == QuicPacketType.ZERO_RTT:
                 self.zero_rtt += 1
                 if direction == CLIENT and len(self.early_held) < _MAX_EARLY_HELD:
@@ -879,6 +892,10 @@ class _Conn:
 
     def result(self, make: Any) -> QuicConnection:
         self._early(final=True)
+        if self.snapped[CLIENT] + self.snapped[SERVER]:
+            self.notes.append(f"the capture's snapshot length cut {self.snapped[CLIENT]} packet(s) of the client's "
+                              f"and {self.snapped[SERVER]} of the server's: not opened (their time, type and size "
+                              "count)")
         if self.early_rejected:
             self.notes.append(f"0-RTT rejected by the server (no early_data in its EncryptedExtensions): "
                               f"{self.early_rejected} 0-RTT packet(s) it discarded unread, not read here either")
@@ -996,7 +1013,7 @@ class _Elsewhere:
         self.notes: list[str] = []
         self.path_cid = b""  # the client's last DCID (_Paths)
 
-    def datagram(self, direction: int, ts: int, data: bytes) -> None:
+    def datagram(self, direction: int, ts: int, data: bytes, captured: int | None = None) -> None:
         self.last = ts
 
 
@@ -1011,7 +1028,7 @@ class _Unread:
     def __init__(self, client: tuple[str, int], server: tuple[str, int], ts: int) -> None:
         self.client, self.server, self.last = client, server, ts
 
-    def datagram(self, direction: int, ts: int, data: bytes) -> None:
+    def datagram(self, direction: int, ts: int, data: bytes, captured: int | None = None) -> None:
         self.last = ts
 
 
@@ -1099,7 +1116,7 @@ def _connections(capture: Any, keylog: KeyLog | None, stream_tap: Any = None,
     count = 0
     unread: dict[int, int] = {}  # connections of a QUIC version not read, by version
     sweep_at = None  # capture time of the next look for connections idle _IDLE_NS
-    for ts_ns, a, b, payload in _datagrams(capture):
+    for ts_ns, a, b, payload, captured in _datagrams(capture):
         if sweep_at is None or ts_ns >= sweep_at:
             # a connection whose 4-tuple is not seen again would otherwise be held (with its
             # packets and streams) to the end of the capture: memory would grow with it
@@ -1147,7 +1164,7 @@ def _connections(capture: Any, keylog: KeyLog | None, stream_tap: Any = None,
             count += 1
             paths.add(conns, c, key)
         direction = SERVER if a == c.server else CLIENT
-        c.datagram(direction, ts_ns, payload)
+        c.datagram(direction, ts_ns, payload, captured)
         first = payload[0]
         # (looked at here, in a few comparisons, for every datagram: the common one, a short
         # header of a DCID already known or the server's, costs nothing more)
@@ -1234,11 +1251,16 @@ def _final_connections(capture: Any, keylog: KeyLog | None, read_ahead: bool | N
             close()
 
 
-def _datagrams(capture: Any) -> Iterator[tuple[int, tuple[str, int], tuple[str, int], bytes]]:
-    """``(ts_ns, (src, sport), (dst, dport), payload)`` of each UDP datagram with a payload, in
-    capture order: from a file, through the columnar reader (``qoe.capture.read_udp_batches``:
-    the same datagrams as ``read_packets(capture, protocols=("udp",))``, without decoding
-    each TCP segment of the file in Python); from packets already read, as they come."""
+def _datagrams(capture: Any) -> Iterator[tuple[int, tuple[str, int], tuple[str, int], bytes, int]]:
+    """``(ts_ns, (src, sport), (dst, dport), payload, captured)`` of each UDP datagram with a
+    payload, in capture order: from a file, through the columnar reader
+    (``qoe.capture.read_udp_batches``: the same datagrams as ``read_packets(capture,
+    protocols=("udp",))``, without decoding each TCP segment of the file in Python); from
+    packets already read, as they come. A datagram the capture's snapshot length cut
+    (``UdpBatch.cut``) is given at its length on the wire, zeros in place of what was not
+    captured, with ``captured`` the bytes that were (else ``len(payload)``): its headers read as
+    on the wire, and no packet past ``captured`` is opened (:meth:`_Conn.datagram`). (Packets
+    already read do not say what was cut: their payload as captured.)"""
     if _is_file(capture):
         # a batch per chunk read (its payloads left in the chunk): QUIC's datagrams are large,
         # and a batch of 65,536 of them held a 45 MB capture whole (benchmarks/web_h3.py)
@@ -1248,14 +1270,22 @@ def _datagrams(capture: Any) -> Iterator[tuple[int, tuple[str, int], tuple[str, 
             starts = batch.starts[rows]
             ends = starts + batch.lengths[rows]
             data = batch.data
-            for ts, s, sp, d, dp, lo, hi in zip(batch.ts_ns[rows].tolist(), batch.src[rows].tolist(),
-                                                batch.sport[rows].tolist(), batch.dst[rows].tolist(),
-                                                batch.dport[rows].tolist(), starts.tolist(), ends.tolist()):
-                yield ts, (names[s], sp), (names[d], dp), data[lo:hi].tobytes()
+            cut = batch.cut[rows]
+            if not cut.any():
+                for ts, s, sp, d, dp, lo, hi in zip(batch.ts_ns[rows].tolist(), batch.src[rows].tolist(),
+                                                    batch.sport[rows].tolist(), batch.dst[rows].tolist(),
+                                                    batch.dport[rows].tolist(), starts.tolist(), ends.tolist()):
+                    yield ts, (names[s], sp), (names[d], dp), data[lo:hi].tobytes(), hi - lo
+                continue
+            for ts, s, sp, d, dp, lo, hi, n in zip(batch.ts_ns[rows].tolist(), batch.src[rows].tolist(),
+                                                   batch.sport[rows].tolist(), batch.dst[rows].tolist(),
+                                                   batch.dport[rows].tolist(), starts.tolist(), ends.tolist(),
+                                                   cut.tolist()):
+                yield ts, (names[s], sp), (names[d], dp), data[lo:hi].tobytes() + bytes(n), hi - lo
         return
     for p in capture:
         if p.proto == 17 and p.payload:
-            yield p.ts_ns, (p.src, p.sport), (p.dst, p.dport), bytes(p.payload)
+            yield p.ts_ns, (p.src, p.sport), (p.dst, p.dport), bytes(p.payload), len(p.payload)
 
 
 def quic_connections(capture: Any, *, keylog: Any = None, read_ahead: bool | None = False) -> list[QuicConnection]:
