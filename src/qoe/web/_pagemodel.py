@@ -826,7 +826,7 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
     cut = [c.client.truncated_bytes + c.server.truncated_bytes for c in page_conns]
     if hidden and any(cut):
         notes.append(f"encrypted: {hidden} connection(s) whose objects are not visible (their handshake and "
-                     "bytes count; the records were cut by the capture's snapshot length, below)")
+                     "bytes count; the capture's snapshot length cut their records: no key log can open them)")
     elif hidden:
         notes.append(f"encrypted without keys: {hidden} connection(s) whose objects are not visible (their "
                      "handshake and bytes count; give the browser's key log: --keylog, WebOptions(keylog=...))")
