@@ -251,3 +251,40 @@ def test_extract_cli_writes_the_wav(tmp_path):
     assert res.exit_code == 2 and st["ssrc"].lower() in res.output
     res = CliRunner().invoke(cli, ["extract", cap, "--jitter-buffer", "fixed:x", "--ssrc", st["ssrc"], "-o", str(out)])
     assert res.exit_code == 2 and "fixed:x" in res.output
+
+
+def test_payloads_cut_by_the_snapshot_length_are_not_rebuilt(tmp_path):
+    """A capture made with a snapshot length (``tcpdump -s 70``, here written record by record
+    with the original lengths kept) holds 16 of each packet's 160 PCMA bytes: the received audio
+    cannot be rebuilt from that, and extract_audio says why instead of writing 2 ms of each
+    20 ms packet (it did). The whole capture's stream is rebuilt."""
+    import struct
+
+    import dpkt
+
+    from qoe.rtp import scan_capture
+
+    source = Path(__file__).resolve().parents[2] / "data" / "voice" / "captures" / "down-b8_client.pcap"
+    cut = tmp_path / "cut.pcap"
+    with source.open("rb") as f, cut.open("wb") as g:
+        r = dpkt.pcap.Reader(f)
+        g.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 70, r.datalink()))
+        for ts, buf in r:
+            g.write(struct.pack("<IIII", int(ts), round((ts - int(ts)) * 1e6), min(len(buf), 70), len(buf)) + buf[:70])
+    with pytest.warns(Warning, match="snap length"):
+        streams = scan_capture(cut).streams
+    whole = scan_capture(source).streams
+    assert len(streams) == len(whole) >= 1
+    for s, w in zip(streams, whole):
+        assert len(extract_audio(w).samples) > 0
+        with pytest.raises(InputError, match=f"snapshot length cut {len(s.packets)} of its {len(s.packets)} payloads"):
+            extract_audio(s)
+    # a call scored with its reference says why it has no full-reference score (it said "no
+    # reference was found in this stream's audio", having looked in 2 ms of each packet)
+    import qoe
+
+    reference = source.parents[1] / "speech" / "de_male_8k.wav"
+    with pytest.warns(Warning):
+        report = qoe.score(cut, reference=[reference])
+    assert report.results and all(d.full_reference is None for d in report.results)
+    assert any("full-reference score skipped: the capture's snapshot length cut" in n for n in report.note_lines())

@@ -92,6 +92,16 @@ def _main_payload_mask(stream: RtpStream) -> np.ndarray:
 _UNSET = object()
 
 
+def _cut_payloads(stream: RtpStream) -> int:
+    """The stream's packets whose kept payload is shorter than on the wire: the capture's
+    snapshot length cut them (``RtpPackets.payload_sizes``; 0 without a packet table)."""
+    p = stream.packets
+    if p is None or not p.payloads or p.payload_sizes is None:
+        return 0
+    kept = np.fromiter((len(x) for x in p.payloads), dtype=np.int64, count=len(p.payloads))
+    return int(np.count_nonzero(kept < np.asarray(p.payload_sizes, dtype=np.int64)[:len(kept)]))
+
+
 def playout_stream(
     stream: RtpStream,
     *,
@@ -102,7 +112,13 @@ def playout_stream(
     """Run a jitter buffer over an :class:`~qoe.rtp.RtpStream`.
 
     Talkspurts for the adaptive buffer come from the marker bits, timestamp jumps and,
-    for G.711 streams, packets whose decoded level is below ``silence_dbov``.
+    for G.711 streams, packets whose decoded level is below ``silence_dbov``. When the
+    capture's snapshot length cut the payloads (:func:`_cut_payloads`), the level is the one of
+    the bytes captured (the packet's first milliseconds): on the client captures of
+    data/voice/captures cut at 70 bytes (16 payload bytes, 2 ms), the late losses equal the whole
+    capture's on 10 of 11 (both-b64: 5 instead of 8); talkspurts from markers and timestamps
+    alone, as for other codecs, gave 85 late packets and MOS 1.19 instead of 0 and 4.37 on
+    down-b256.
 
     Parameters
     ----------
@@ -186,8 +202,14 @@ def extract_audio(
     UnsupportedCodecError
         The codec is not decodable (the message names the payload type).
     InputError
-        The stream has no packet table or payloads.
+        The stream has no packet table or payloads, or the capture's snapshot length cut its
+        payloads (:func:`_cut_payloads`: what is left is not the audio sent).
     """
+    cut = _cut_payloads(stream)
+    if cut:
+        n = len(stream.packets)  # type: ignore[arg-type]
+        raise InputError(f"stream {stream.key}: the capture's snapshot length cut {cut} of its {n} payloads: its "
+                         "audio cannot be rebuilt (capture whole packets, tcpdump -s 0)")
     if _encrypted(stream):
         raise EncryptedStreamError(
             f"stream {stream.key} is SRTP-encrypted (found by {stream.srtp.found_by}) and not decrypted: "  # type: ignore[union-attr]

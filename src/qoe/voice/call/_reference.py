@@ -28,6 +28,7 @@ from qoe.voice.call._inputs import Reference
 from qoe.voice.call._results import FullReferenceScore, PlayScore
 from qoe.voice.combined import combined_score
 from qoe.voice.decode import decode_stream, pesq_audio
+from qoe.voice.playout import _cut_payloads
 from qoe.voice.timeline import ReceivedAudio
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -174,6 +175,10 @@ def full_reference(
     p = s.packets
     if not p.payloads:
         return None, ["full-reference score skipped: the packet payloads were not kept"]
+    cut = _cut_payloads(s)
+    if cut:
+        return None, [f"full-reference score skipped: the capture's snapshot length cut {cut} of the stream's "
+                      f"{len(p)} payloads: its audio cannot be rebuilt"]
     try:
         decoded = decode_stream(s, played=prep.playout.played, conceal=conceal, playout=prep.playout)  # type: ignore[arg-type]
     except UnsupportedCodecError as exc:
