@@ -174,6 +174,15 @@ class RtpPackets:
             return np.fromiter((len(x) for x in self.payloads), dtype=np.int64, count=len(self.payloads))
         return np.zeros(len(self), dtype=np.int64)
 
+    def cut_payloads(self) -> int:
+        """How many kept payloads are shorter than on the wire: the capture's snapshot length
+        cut them (what is left cannot be decoded as the media sent). 0 when no payload was
+        kept or their lengths on the wire are not known."""
+        if not self.payloads or self.payload_sizes is None:
+            return 0
+        kept = np.fromiter((len(x) for x in self.payloads), dtype=np.int64, count=len(self.payloads))
+        return int(np.count_nonzero(kept < np.asarray(self.payload_sizes, dtype=np.int64)[:len(kept)]))
+
 
 @dataclass(frozen=True, slots=True)
 class RtpHeader:

@@ -730,6 +730,11 @@ def iter_score_capture(
         if encrypted is not None:
             yield _undecoded(src, encrypted)
             continue
+        cut = src.rtp.packets.cut_payloads() if src.rtp is not None and src.rtp.packets is not None else 0
+        if cut:
+            yield _undecoded(src, f"the capture's snapshot length cut {cut} of the stream's {len(src.rtp.packets)} "
+                                  "payloads: its frames cannot be rebuilt")
+            continue
         if src.rtp is not None:
             try:
                 video = receive_rtp(src.rtp, sdp=src.sdp, jitter_buffer=jitter_buffer, rtx=src.rtx, extensions=src.extensions)

@@ -92,16 +92,6 @@ def _main_payload_mask(stream: RtpStream) -> np.ndarray:
 _UNSET = object()
 
 
-def _cut_payloads(stream: RtpStream) -> int:
-    """The stream's packets whose kept payload is shorter than on the wire: the capture's
-    snapshot length cut them (``RtpPackets.payload_sizes``; 0 without a packet table)."""
-    p = stream.packets
-    if p is None or not p.payloads or p.payload_sizes is None:
-        return 0
-    kept = np.fromiter((len(x) for x in p.payloads), dtype=np.int64, count=len(p.payloads))
-    return int(np.count_nonzero(kept < np.asarray(p.payload_sizes, dtype=np.int64)[:len(kept)]))
-
-
 def playout_stream(
     stream: RtpStream,
     *,
@@ -113,7 +103,7 @@ def playout_stream(
 
     Talkspurts for the adaptive buffer come from the marker bits, timestamp jumps and,
     for G.711 streams, packets whose decoded level is below ``silence_dbov``. When the
-    capture's snapshot length cut the payloads (:func:`_cut_payloads`), the level is the one of
+    capture's snapshot length cut the payloads (``RtpPackets.cut_payloads``), the level is the one of
     the bytes captured (the packet's first milliseconds): on the client captures of
     data/voice/captures cut at 70 bytes (16 payload bytes, 2 ms), the late losses equal the whole
     capture's on 10 of 11 (both-b64: 5 instead of 8); talkspurts from markers and timestamps
@@ -203,9 +193,9 @@ def extract_audio(
         The codec is not decodable (the message names the payload type).
     InputError
         The stream has no packet table or payloads, or the capture's snapshot length cut its
-        payloads (:func:`_cut_payloads`: what is left is not the audio sent).
+        payloads (``RtpPackets.cut_payloads``: what is left is not the audio sent).
     """
-    cut = _cut_payloads(stream)
+    cut = stream.packets.cut_payloads() if stream.packets is not None else 0
     if cut:
         n = len(stream.packets)  # type: ignore[arg-type]
         raise InputError(f"stream {stream.key}: the capture's snapshot length cut {cut} of its {n} payloads: its "

@@ -28,7 +28,6 @@ from qoe.voice.call._inputs import Reference
 from qoe.voice.call._results import FullReferenceScore, PlayScore
 from qoe.voice.combined import combined_score
 from qoe.voice.decode import decode_stream, pesq_audio
-from qoe.voice.playout import _cut_payloads
 from qoe.voice.timeline import ReceivedAudio
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -175,7 +174,7 @@ def full_reference(
     p = s.packets
     if not p.payloads:
         return None, ["full-reference score skipped: the packet payloads were not kept"]
-    cut = _cut_payloads(s)
+    cut = p.cut_payloads()
     if cut:
         return None, [f"full-reference score skipped: the capture's snapshot length cut {cut} of the stream's "
                       f"{len(p)} payloads: its audio cannot be rebuilt"]
