@@ -4,11 +4,10 @@ packet facts stay, a note says why (it was decoded from the cut NAL units: PSNR 
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 
-import dpkt
 import pytest
+from snapshot_cut import cut_capture
 
 import qoe
 from qoe.video import StreamFacts, VideoScore
@@ -19,11 +18,7 @@ VIDEO = Path(__file__).resolve().parents[2] / "data" / "video"
 def test_a_cut_rtp_video_stream_is_not_decoded_and_says_why(tmp_path):
     source = VIDEO / "captures" / "h264-down-b8_client.pcap"
     cut = tmp_path / "cut.pcap"
-    with source.open("rb") as f, cut.open("wb") as g:
-        r = dpkt.pcap.Reader(f)
-        g.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 100, r.datalink()))
-        for ts, buf in r:
-            g.write(struct.pack("<IIII", int(ts), round((ts - int(ts)) * 1e6), min(len(buf), 100), len(buf)) + buf[:100])
+    cut_capture(source, cut, 100)
     sdp = VIDEO / "captures" / "h264-down-b8.sdp"
     whole = qoe.score(source, reference=VIDEO / "reference" / "clip.ts", sdp=sdp)
     with pytest.warns(Warning, match="snap length"):

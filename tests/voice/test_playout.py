@@ -258,19 +258,13 @@ def test_payloads_cut_by_the_snapshot_length_are_not_rebuilt(tmp_path):
     with the original lengths kept) holds 16 of each packet's 160 PCMA bytes: the received audio
     cannot be rebuilt from that, and extract_audio says why instead of writing 2 ms of each
     20 ms packet (it did). The whole capture's stream is rebuilt."""
-    import struct
-
-    import dpkt
+    from snapshot_cut import cut_capture
 
     from qoe.rtp import scan_capture
 
     source = Path(__file__).resolve().parents[2] / "data" / "voice" / "captures" / "down-b8_client.pcap"
     cut = tmp_path / "cut.pcap"
-    with source.open("rb") as f, cut.open("wb") as g:
-        r = dpkt.pcap.Reader(f)
-        g.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 70, r.datalink()))
-        for ts, buf in r:
-            g.write(struct.pack("<IIII", int(ts), round((ts - int(ts)) * 1e6), min(len(buf), 70), len(buf)) + buf[:70])
+    cut_capture(source, cut, 70)
     with pytest.warns(Warning, match="snap length"):
         streams = scan_capture(cut).streams
     whole = scan_capture(source).streams

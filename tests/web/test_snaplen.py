@@ -9,10 +9,10 @@ here from the records' headers with dpkt.
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 
 import dpkt
+from snapshot_cut import cut_capture
 
 from qoe.web import WebOptions, page_loads
 from qoe.web.quic import quic_connections
@@ -33,14 +33,14 @@ def _measure(spans: list[tuple[int, int]]) -> int:
 
 
 def snapped(source: Path, out: Path) -> int:
-    """``source`` with every record cut to :data:`SNAP` bytes; the TCP payload bytes no copy of
-    any segment holds any more (a retransmission's cut bytes are the original's)."""
+    """``source`` with every record cut to :data:`SNAP` bytes, written to ``out``; the TCP
+    payload bytes no copy of any segment holds any more (a retransmission's cut bytes are the
+    original's), read from ``source`` with dpkt."""
+    cut_capture(source, out, SNAP)
     cut: dict[tuple, list[tuple[int, int]]] = {}
     kept: dict[tuple, list[tuple[int, int]]] = {}
-    with source.open("rb") as f, out.open("wb") as g:
-        r = dpkt.pcap.Reader(f)
-        g.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, SNAP, r.datalink()))
-        for ts, buf in r:
+    with source.open("rb") as f:
+        for _, buf in dpkt.pcap.Reader(f):
             ip = dpkt.ethernet.Ethernet(buf).data
             if isinstance(ip, dpkt.ip.IP) and isinstance(ip.data, dpkt.tcp.TCP) and ip.data.data:
                 tcp = ip.data
@@ -48,8 +48,6 @@ def snapped(source: Path, out: Path) -> int:
                 flow = (ip.src, tcp.sport, ip.dst, tcp.dport)
                 kept.setdefault(flow, []).append((tcp.seq, tcp.seq + held))
                 cut.setdefault(flow, []).append((tcp.seq + held, tcp.seq + len(tcp.data)))
-            sec, usec = int(ts), round((ts - int(ts)) * 1e6)
-            g.write(struct.pack("<IIII", sec, usec, min(len(buf), SNAP), len(buf)) + buf[:SNAP])
     # (sequence numbers do not wrap in these short loads)
     return sum(_measure(cut[f] + kept[f]) - _measure(kept[f]) for f in cut)
 
