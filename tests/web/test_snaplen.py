@@ -93,3 +93,8 @@ def test_a_quic_page_cut_by_the_snapshot_length_keeps_its_timing_and_sizes(tmp_p
             assert not c.joined_in_progress and "snapshot length cut" in c.note and c.transactions == ()
         (page,) = page_loads(cut, options=WebOptions(keylog=keylog))
         assert (page.start_ns, page.end_ns, page.bytes) == (whole.start_ns, whole.end_ns, whole.bytes)
+        # what no key log would show is not put down to a missing key log, nor the RTT to Initial
+        # packets missing from the capture (they are there, cut)
+        assert any(n.startswith("encrypted: 3 connection(s)") and "snapshot length" in n for n in page.notes)
+        assert not any("key log" in n and ("give" in n or "without a key log" in n) for n in page.notes)
+        assert any("ACK frames are in packets the capture's snapshot length cut" in n for n in page.notes)

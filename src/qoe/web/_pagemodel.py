@@ -714,6 +714,7 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
     end_objects: int | None = None  # the last byte of an object (a preconnect's holds none)
     end_any: int | None = None
     tls_bytes = hidden = unused = silent = 0
+    hidden_cut = False  # a hidden QUIC connection's packets were cut by the snapshot length
     opaque: dict[str, int] = {}  # why a decrypted connection is not HTTP -> connections
     tls_complete = True
     tls13_hidden = False
@@ -758,6 +759,7 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
                 else:
                     if txn is None:
                         hidden += 1
+                        hidden_cut = hidden_cut or bool(getattr(tls, "cut_packets", 0))
                         if getattr(tls, "ech_offered", False) and tls.version == _TLS13:  # (ECH is TLS 1.3's)
                             ech_hidden += 1
                             ech_names.add(tls.server_name or "?")
@@ -824,9 +826,10 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
         notes.append(f"{unused} TLS connection(s) opened and never used (decrypted: no request inside"
                      + (f"; {half} of them without a whole handshake)" if half else ")"))
     cut = [c.client.truncated_bytes + c.server.truncated_bytes for c in page_conns]
-    if hidden and any(cut):
+    if hidden and (any(cut) or hidden_cut):
         notes.append(f"encrypted: {hidden} connection(s) whose objects are not visible (their handshake and "
-                     "bytes count; the capture's snapshot length cut their records: no key log can open them)")
+                     "bytes count; the capture's snapshot length cut their records or packets: no key log can open "
+                     "them)")
     elif hidden:
         notes.append(f"encrypted without keys: {hidden} connection(s) whose objects are not visible (their "
                      "handshake and bytes count; give the browser's key log: --keylog, WebOptions(keylog=...))")
@@ -847,7 +850,7 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
         notes.append(f"RTT component capped at the time not spent waiting for retransmissions "
                      f"({rounds} round trips x {rtt:.3f} s = {rounds * rtt:.3f} s > {plt - wait:.3f} s)")
     protocols = sorted(protocols_set or idle_protocols)
-    if tls13_hidden:
+    if tls13_hidden and not (any(cut) or hidden_cut):  # (cut: no key log would show them)
         notes.append("TLS 1.3: the protocol inside (ALPN) is encrypted; objects are not visible without a key log")
     if ech_names:
         # (draft-ietf-tls-esni §6.2: a client without ECH keys sends a GREASE extension that looks

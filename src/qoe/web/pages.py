@@ -346,10 +346,12 @@ _QUIC_NOTE = ("QUIC (HTTP/3 over UDP): RTT from its ACK frames (RFC 9002 §5), i
 _QUIC_NO_RTT_NOTE = ("QUIC (HTTP/3 over UDP): no RTT and no loss recovery seen (its ACK frames are in encrypted "
                      "packets and its handshake's Initial packets are not in the capture): rtt_s and loss_share "
                      "unknown")
+_QUIC_NO_RTT_CUT_NOTE = ("QUIC (HTTP/3 over UDP): no RTT and no loss recovery seen (its ACK frames are in packets "
+                         "the capture's snapshot length cut): rtt_s and loss_share unknown")
 _QUIC_LOSS_NOTE = ("QUIC (HTTP/3 over UDP): RTT from its ACK frames (RFC 9002 §5); loss_wait_s from its loss "
                    "recovery (RFC 9002 §6): the time bytes re-sent in STREAM/CRYPTO frames waited on the critical "
                    "path, as TCP's retransmissions")
-_QUIC_NOTES = (_QUIC_NOTE, _QUIC_LOSS_NOTE, _QUIC_NO_RTT_NOTE)
+_QUIC_NOTES = (_QUIC_NOTE, _QUIC_LOSS_NOTE, _QUIC_NO_RTT_NOTE, _QUIC_NO_RTT_CUT_NOTE)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -477,6 +479,7 @@ class _QuicAsTls:
     # with no request inside), its end its handshake's (qoe.web._pagemodel._tls_items)
     unused: bool = False
     ech_offered: bool = False  # (QuicConnection.ech_offered: the page's note on ECH, as over TCP)
+    cut_packets: int = 0  # (QuicConnection.cut_packets: the snapshot length cut them, not opened)
 
 
 def _quic_as_tls(c: Any) -> _QuicAsTls:
@@ -493,7 +496,7 @@ def _quic_as_tls(c: Any) -> _QuicAsTls:
                       c.server_initial_ns, held_until_ns=c.last_ns,
                       error="joined in progress: its handshake is not in the capture" if c.joined_in_progress else None,
                       opaque=f"ALPN {c.alpn!r} is not HTTP/3" if c.decrypted and c.alpn and not h3 else None,
-                      unused=unused, ech_offered=c.ech_offered)
+                      unused=unused, ech_offered=c.ech_offered, cut_packets=c.cut_packets)
 
 
 def _quic_activity_end_ns(c: Any) -> int:
@@ -611,7 +614,8 @@ def _session_pages(conns: list[Any], opts: WebOptions, queries: list[DnsQuery]) 
         p = _quic_rtt(p, used, opts)
         notes = list(p.notes)
         notes = [n for n in notes if not n.startswith("no TCP facts")]
-        notes.append(_QUIC_NO_RTT_NOTE if math.isnan(p.rtt_s) else _QUIC_NOTE if math.isnan(p.loss_share)
+        no_rtt = _QUIC_NO_RTT_CUT_NOTE if any(c.cut_packets for c in used) else _QUIC_NO_RTT_NOTE
+        notes.append(no_rtt if math.isnan(p.rtt_s) else _QUIC_NOTE if math.isnan(p.loss_share)
                      else _QUIC_LOSS_NOTE)
         notes.extend(sorted({c.note for c in used if c.note}))  # what its own connections could not show
         out.append(dataclasses.replace(p, notes=tuple(dict.fromkeys(notes))))

@@ -185,6 +185,9 @@ class QuicConnection:
     ech_used : bool
         Encrypted Client Hello was used: the key log entry (named by the ClientHelloInner's
         random) was found by the server's first Handshake packet.
+    cut_packets : int
+        Packets (both ways) the capture's snapshot length cut: read from their headers (time,
+        type, size on the wire), not opened.
     transactions : tuple
         HTTP/3 transactions (empty without keys).
     goaways : tuple
@@ -264,6 +267,7 @@ class QuicConnection:
     duplicate_datagrams: int = 0
     ech_offered: bool = False
     ech_used: bool = False
+    cut_packets: int = 0
 
     @property
     def joined_in_progress(self) -> bool:
@@ -959,7 +963,7 @@ class _Conn:
             closed=self.closed, note="; ".join(notes) or None, **self._rtt_fields(), **self._loss_fields(notes),
             zero_rtt_packets=self.zero_rtt, zero_rtt_decrypted=self.early_opened, early_data_accepted=self.early_accepted,
             server_last_data_ns=self.last_data, duplicate_datagrams=self.duplicates, ech_offered=self.ech_offered,
-            ech_used=self.ech_used,
+            ech_used=self.ech_used, cut_packets=self.snapped[CLIENT] + self.snapped[SERVER],
         )
 
     def _loss_fields(self, notes: list[str]) -> dict[str, Any]:
