@@ -22,7 +22,7 @@ from typing import Any, Literal, Union
 
 import numpy as np
 
-from qoe.errors import InputError, QoEWarning, StreamNotFoundError
+from qoe.errors import InputError, QoEError, QoEWarning, StreamNotFoundError
 from qoe.report import Report
 
 __all__ = ["score", "iter_score", "ScoreStream", "KINDS", "SHARED_OPTIONS"]
@@ -427,6 +427,25 @@ def _iter_streaming(capture: str, *, options: Any, strict: bool, transactions: l
         len(found_sessions)
 
 
+def _cut_datagrams(capture: str) -> str:
+    """Why nothing may have been found: the UDP datagrams the capture's snapshot length cut
+    (what tells RTP or MPEG-TS apart, a whole number of 188-byte packets, may be in the bytes
+    left out), as a clause for the warning; "" when none was (one more read of the file)."""
+    from qoe.capture import read_udp_batches  # noqa: PLC0415 - keeps `import qoe` light
+
+    try:
+        cut = total = 0
+        for b in read_udp_batches(capture):
+            cut += int(np.count_nonzero(b.cut))
+            total += len(b.cut)
+    except (QoEError, OSError):
+        return ""
+    if not cut:
+        return ""
+    return (f"; the capture's snapshot length cut {cut} of its {total} UDP datagrams: what tells media apart may be "
+            "in the bytes left out (capture whole packets, tcpdump -s 0)")
+
+
 def _merged(capture: str, parts: list[tuple[Report, int]], refs: dict[str, list[Any]]) -> Report:
     """The report (without results) of the kinds found (``kind="auto"``), from each kind's
     and its number of results; a warning when none was found.
@@ -439,7 +458,7 @@ def _merged(capture: str, parts: list[tuple[Report, int]], refs: dict[str, list[
     inputs = {p.kind: p.inputs for p, _ in parts}
     if not found:
         warnings.warn(f"{capture}: nothing scorable found (no RTP audio or video stream, no MPEG-TS in UDP, "
-                      "no page load, no streaming session)",
+                      f"no page load, no streaming session){_cut_datagrams(capture)}",
                       QoEWarning, stacklevel=3)
         return Report(kind="auto", source=capture, results=(), inputs=inputs, notes=notes)
     for k in ("voice", "video"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import dpkt
 import pytest
 from snapshot_cut import cut_capture
 
@@ -28,3 +29,21 @@ def test_a_cut_rtp_video_stream_is_not_decoded_and_says_why(tmp_path):
     assert isinstance(w, VideoScore) and w.facts.frames_decoded > 0
     assert isinstance(c, StreamFacts) and c.frames_decoded == 0 and c.packets_lost == w.facts.packets_lost
     assert any("not decoded: the capture's snapshot length cut" in n for n in report.note_lines())
+
+
+def test_a_cut_mpeg_ts_flow_is_named_as_the_reason_nothing_was_found(tmp_path):
+    """MPEG-TS in plain UDP is told by whole 188-byte packets (ISO/IEC 13818-1 §2.4.3.2): cut at
+    100 bytes, no datagram shows that, and the capture scores nothing; the warning says the
+    snapshot length cut its UDP datagrams (it said only "nothing scorable found"). The count is
+    the capture's UDP datagrams longer than the 58 bytes of payload 100 bytes leave (dpkt)."""
+    source = VIDEO / "captures" / "udpts-down-b64_client.pcap"
+    cut = tmp_path / "cut.pcap"
+    cut_capture(source, cut, 100)
+    with source.open("rb") as f:
+        udp = [dpkt.ethernet.Ethernet(buf).data.data for _, buf in dpkt.pcap.Reader(f)]
+    udp = [u for u in udp if isinstance(u, dpkt.udp.UDP)]
+    longer = sum(1 for u in udp if len(u.data) > 100 - 42)
+    assert qoe.score(source).results
+    with pytest.warns(Warning, match=f"snapshot length cut {longer} of its {len(udp)} UDP datagrams"):
+        report = qoe.score(cut)
+    assert not report.results
