@@ -47,3 +47,23 @@ def test_a_cut_mpeg_ts_flow_is_named_as_the_reason_nothing_was_found(tmp_path):
     with pytest.warns(Warning, match=f"snapshot length cut {longer} of its {len(udp)} UDP datagrams"):
         report = qoe.score(cut)
     assert not report.results
+
+
+def test_rtp_mpeg_ts_header_facts_take_each_timestamp_group_whole():
+    """rtpts-down-b64_server.pcap: the sender's side of an MPEG-TS-over-RTP stream, captured with
+    a 96-byte snapshot length (so not decoded). RFC 2250 §2 sets the marker bit only where the
+    timestamp is discontinuous, never at a frame's end, so the header facts take each RTP
+    timestamp group on its own: all of them complete at the sender (they were all incomplete,
+    for want of a marker). The count of groups is the distinct RTP timestamps read with dpkt."""
+    source = VIDEO / "captures" / "rtpts-down-b64_server.pcap"
+    stamps = set()
+    with source.open("rb") as f:
+        for _, buf in dpkt.pcap.Reader(f):
+            udp = dpkt.ethernet.Ethernet(buf).data.data
+            if isinstance(udp, dpkt.udp.UDP) and udp.sport == 6004 and len(udp.data) >= 12:
+                stamps.add(int.from_bytes(bytes(udp.data[4:8]), "big"))
+    with pytest.warns(Warning, match="snap length"):
+        (facts,) = qoe.score(source).results
+    assert isinstance(facts, StreamFacts) and facts.packets_lost == 0
+    h = facts.headers
+    assert h.frames_received == len(stamps) == h.frames_complete and h.frames_incomplete == 0

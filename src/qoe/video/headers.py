@@ -375,6 +375,10 @@ def _freezes(shown: np.ndarray) -> tuple[int, float, int, float]:
     return freezes, freeze_s, pauses, pause_s
 
 
+#: RFC 3551 §6 Table 5: the static payload type of MPEG-2 transport streams (RFC 2250).
+_MP2T_PT = 33
+
+
 def stream_header_facts(stream: Any, *, rtx: Any = None, key_frames: Mapping[int, bool] | None = None,
                         clock_rate: int = 90_000, extensions: Any = None) -> HeaderFacts:
     """:func:`header_facts` of a :class:`qoe.rtp.RtpStream` (scanned with its packets), with the
@@ -383,6 +387,12 @@ def stream_header_facts(stream: Any, *, rtx: Any = None, key_frames: Mapping[int
     row for row with its packets) carry abs-send-time."""
     p = stream.packets
     sizes = p.sizes()  # on the wire: a snap length that cut the packets does not shrink them
+    marker = p.marker
+    if stream.payload_type == _MP2T_PT or (getattr(stream, "codec", None) or "").upper() == "MP2T":
+        # RFC 2250 §2: MPEG-TS over RTP sets the marker bit only where the timestamp is
+        # discontinuous, never at a frame's end: each timestamp group stands whole on its own
+        # (complete when no packet is missing), or none would ever be complete
+        marker = np.ones(len(p), dtype=bool)
     kw: dict[str, Any] = {}
     if rtx is not None and rtx.packets is not None and len(rtx.packets):
         r = rtx.packets
@@ -390,7 +400,7 @@ def stream_header_facts(stream: Any, *, rtx: Any = None, key_frames: Mapping[int
         # the originals' timestamps, extended as the media stream's (RFC 4588 §4: the same value)
         ts = _extend_like(r.timestamp[keep].astype(np.int64), p.timestamp.astype(np.int64), p.ts_ext)
         kw = {"rtx_timestamps": ts, "rtx_arrival_ns": r.arrival_ns[keep]}
-    facts = header_facts(p.seq_ext, p.ts_ext, p.marker, p.arrival_ns, sizes, clock_rate=clock_rate,
+    facts = header_facts(p.seq_ext, p.ts_ext, marker, p.arrival_ns, sizes, clock_rate=clock_rate,
                          key_frames=key_frames, **kw)
     jit = in_order_jitter_ms(p, clock_rate)
     if jit.size:
