@@ -231,3 +231,28 @@ def test_read_ahead_of_quic_connections_is_true_false_or_none(bad):
 
     with pytest.raises(InputError, match="read_ahead must be True, False or None"):
         quic_connections(CAP, read_ahead=bad)
+
+
+@needs_tshark
+def test_a_retry_is_followed_and_the_handshake_read_from_the_client_s_next_initial(with_keys):
+    """quic-h3-retry.pcapng (make_quic.sh retry: aioquic's server validating addresses, RFC 9000
+    §8.1.2): the server answers the first Initial with a Retry (long header type 3, tshark), the
+    client begins again under the Retry's connection ID with a new ClientHello (aioquic makes a
+    new random; the key log names that one). qoe read the first ClientHello's random, found no
+    secrets and no object; now its three objects are the client's log. (tshark 4.0.17 takes the
+    first ClientHello too: it opens none of the 1-RTT packets.)"""
+    cap, keylog = TLS / "quic-h3-retry.pcapng", TLS / "quic-h3-retry.keylog"
+    cmd = [TSHARK, "-n", "-r", str(cap), "-o", f"tls.keylog_file:{keylog}", "-Y", "quic", "-T", "fields",
+           "-e", "frame.time_epoch", "-e", "quic.long.packet_type", "-e", "tls.handshake.random"]
+    rows = [x.split("\t") for x in subprocess.run(cmd, capture_output=True, text=True, check=True,
+                                                  timeout=60).stdout.splitlines()]
+    assert rows[1][1] == "3"  # the server's Retry, after the client's first Initial
+    first_random = bytes.fromhex(rows[0][2])
+    log = read_keylog(keylog)
+    assert not log.has_client(first_random) and len({cr for _, cr in log.secrets}) == 1
+    (c,) = quic_connections(cap, keylog=log)
+    assert c.retry and not with_keys.retry and c.note is None
+    assert c.client_initial_ns == ns(rows[0][0]) and c.client_failed_packets == c.server_failed_packets == 0
+    client = [line.split("\t") for line in (TLS / "quic-h3-retry.client.tsv").read_text().splitlines()]
+    assert [(t.target, t.status, t.response_body_bytes) for t in c.transactions] == \
+        [(p, int(s), int(n)) for p, s, n in client]

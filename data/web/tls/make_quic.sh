@@ -13,7 +13,10 @@
 # Version Negotiation packet makes it begin again in version 1 (RFC 9000 §6).
 # And quic-h3-rebind: a client whose datagrams come from a new port half way, with the same
 # connection ID (a NAT's rebinding, RFC 9000 §9.3, as a capture beyond the NAT shows it).
-# Usage (as root, with the venv's python holding aioquic): data/web/tls/make_quic.sh [PYTHON [all|unused|v2|rebind]]
+# And quic-h3-retry: a server that answers each client's first Initial with a Retry packet (RFC 9000
+# §8.1.2, §17.2.5: address validation); the client begins again with the token and the server's
+# new connection ID, whose Initial keys differ (RFC 9001 §5.2).
+# Usage (as root, with the venv's python holding aioquic): data/web/tls/make_quic.sh [PYTHON [all|unused|v2|rebind|retry]]
 set -euo pipefail
 export LC_ALL=C TZ=UTC
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -30,6 +33,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$W
   -days 30 -subj /CN=www.example.com -addext subjectAltName=DNS:www.example.com 2>/dev/null
 ip netns exec $NS timeout 60 "$PY" "$HERE/quic_pair.py" server "$SITE" "$WORK/cert.pem" "$WORK/key.pem" 4433 &
 ip netns exec $NS timeout 60 "$PY" "$HERE/quic_pair.py" server "$SITE" "$WORK/cert.pem" "$WORK/key.pem" 4434 v1-only &
+ip netns exec $NS timeout 60 "$PY" "$HERE/quic_pair.py" server "$SITE" "$WORK/cert.pem" "$WORK/key.pem" 4435 retry &
 sleep 2
 capture() {  # name, then what runs while tcpdump captures (PORT: the server's, default 4433)
   local name=$1; shift
@@ -70,7 +74,11 @@ if [ "$WHAT" = all ] || [ "$WHAT" = rebind ]; then
   capture quic-h3-rebind eval 'client "$HERE/quic-h3-rebind.keylog" --rebind-after=2 /index.html /style.css \
     /img1.jpg /img2.jpg >"$HERE/quic-h3-rebind.client.tsv"'
 fi
-[ "$WHAT" = v2 ] || [ "$WHAT" = rebind ] && exit 0
+if [ "$WHAT" = all ] || [ "$WHAT" = retry ]; then
+  # address validation (RFC 9000 §8.1.2): the server's Retry, the client's second first flight
+  PORT=4435 capture quic-h3-retry eval 'client "$HERE/quic-h3-retry.keylog" /index.html /style.css /img1.jpg \
+    >"$HERE/quic-h3-retry.client.tsv"'
+fi
+[ "$WHAT" = v2 ] || [ "$WHAT" = rebind ] || [ "$WHAT" = retry ] && exit 0
 capture quic-h3-unused eval '{ client "$HERE/quic-h3-unused.keylog" & sleep 0.05;
   client "$HERE/quic-h3-unused.keylog" /index.html /style.css; wait $!; } >"$HERE/quic-h3-unused.client.tsv"'
-

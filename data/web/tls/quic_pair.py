@@ -1,8 +1,9 @@
 """A tiny HTTP/3 server and client on aioquic's API, for data/web/tls/make_quic.sh.
 
-``python quic_pair.py server SITE_DIR CERT KEY PORT [v1-only]`` serves the files of SITE_DIR over
+``python quic_pair.py server SITE_DIR CERT KEY PORT [v1-only | retry]`` serves the files of SITE_DIR over
 HTTP/3 (RFC 9114) on 127.0.0.1:PORT until killed (QUIC versions 1 and 2, aioquic's default, or
-1 only); ``python quic_pair.py client PORT KEYLOG [--negotiate-v2 | --v2-then-v1 | --rebind-after=N] PATH...``
+1 only; with ``retry``, every client's first Initial is answered with a Retry packet, RFC 9000
+§8.1.2 and §17.2.5, as a server validating addresses does); ``python quic_pair.py client PORT KEYLOG [--negotiate-v2 | --v2-then-v1 | --rebind-after=N] PATH...``
 fetches each PATH over one QUIC connection (with ``--negotiate-v2`` begun in version 1 and
 offering 2 first, which the server takes: RFC 9368's compatible version negotiation; with
 ``--v2-then-v1`` begun in version 2, which a version 1 server answers with Version Negotiation;
@@ -127,7 +128,7 @@ async def server(site, cert, key, port, versions=None):
         cfg.supported_versions = [QuicProtocolVersion.VERSION_1]
     cfg.load_cert_chain(cert, key)
     Server.site = site
-    await serve("127.0.0.1", port, configuration=cfg, create_protocol=Server)
+    await serve("127.0.0.1", port, configuration=cfg, create_protocol=Server, retry=versions == "retry")
     await asyncio.sleep(60)  # bounded: the script kills it earlier
 
 

@@ -188,6 +188,10 @@ class QuicConnection:
     cut_packets : int
         Packets (both ways) the capture's snapshot length cut: read from their headers (time,
         type, size on the wire), not opened.
+    retry : bool
+        The server answered the client's first Initial with a Retry packet (RFC 9000 §8.1.2,
+        §17.2.5: address validation, a round trip more before the handshake); the client's next
+        Initial, under the Retry's connection ID, begins the handshake read here.
     transactions : tuple
         HTTP/3 transactions (empty without keys).
     goaways : tuple
@@ -268,6 +272,7 @@ class QuicConnection:
     ech_offered: bool = False
     ech_used: bool = False
     cut_packets: int = 0
+    retry: bool = False
 
     @property
     def joined_in_progress(self) -> bool:
@@ -518,6 +523,12 @@ class _Conn:
             if ptype == QuicPacketType.INITIAL and direction == CLIENT and getattr(self, "pending_dcid", None):
                 self._initial_keys(hdr.destination_cid)
                 self.pending_dcid = None
+                # its CRYPTO stream begins again with the ClientHello (RFC 9000 §17.2.5.3 wants the
+                # same one; aioquic's client makes a new one, with a new random, and the key log
+                # names that one): read afresh
+                self.crypto[CLIENT][_INITIAL] = _Crypto()
+                self.hs_buf[CLIENT][_INITIAL].clear()
+                self.client_random = None
             if hdr.version is not None:  # long header: the sender's SCID is the peer's future DCID
                 self.cid_len[1 - direction] = len(hdr.source_cid)
                 if hdr.version != self.version and hdr.version in INITIAL_TYPE:
@@ -963,7 +974,7 @@ class _Conn:
             closed=self.closed, note="; ".join(notes) or None, **self._rtt_fields(), **self._loss_fields(notes),
             zero_rtt_packets=self.zero_rtt, zero_rtt_decrypted=self.early_opened, early_data_accepted=self.early_accepted,
             server_last_data_ns=self.last_data, duplicate_datagrams=self.duplicates, ech_offered=self.ech_offered,
-            ech_used=self.ech_used, cut_packets=self.snapped[CLIENT] + self.snapped[SERVER],
+            ech_used=self.ech_used, cut_packets=self.snapped[CLIENT] + self.snapped[SERVER], retry=self.retry,
         )
 
     def _loss_fields(self, notes: list[str]) -> dict[str, Any]:
