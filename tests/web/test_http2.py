@@ -462,3 +462,18 @@ def test_huffman_strings_decode_alike_on_every_connection_and_a_bad_one_fails_ea
         assert dict(good.transactions[0].request_headers)["user-agent"] == agent
         failed = connection(port + 100, bad)
         assert failed.http2.error is not None and not failed.transactions
+
+
+def test_the_huffman_memo_takes_what_any_hpack_release_hands_it():
+    """The memo qoe puts in front of hpack's Huffman decoder keys on bytes: an hpack release that
+    hands it a memoryview slice (unhashable) gets the same answer, not a TypeError; the empty
+    string stays empty. Reference: RFC 7541 Appendix C.4.1, "www.example.com" Huffman-coded as
+    f1e3 c2e5 f23a 6ba0 ab90 f4ff."""
+    import hpack.hpack
+
+    from qoe.web.http import parse  # noqa: F401 - loads the HTTP/2 parser, and with it the memo
+
+    coded = bytes.fromhex("f1e3c2e5f23a6ba0ab90f4ff")
+    for form in (coded, memoryview(coded), bytearray(coded), memoryview(b"x" + coded)[1:]):
+        assert hpack.hpack.decode_huffman(form) == b"www.example.com"
+    assert hpack.hpack.decode_huffman(b"") == b""

@@ -91,10 +91,21 @@ _SETTINGS_HEADER_TABLE_SIZE = 0x1  # RFC 9113 §6.5.2
 
 def _memoize_huffman() -> None:
     """Put a memo in front of the Huffman decoder hpack's ``Decoder`` calls (see the notes
-    above); nothing if that name is gone from hpack (a later release) or memoized already."""
+    above); nothing if that name is gone from hpack (a later release) or memoized already.
+    The memo takes the string as bytes whatever hpack hands it (a release that passes a
+    memoryview slice, unhashable, gets the same results)."""
     decode = getattr(hpack.hpack, "decode_huffman", None)
-    if callable(decode) and not hasattr(decode, "cache_info"):
-        hpack.hpack.decode_huffman = functools.lru_cache(maxsize=2048)(decode)
+    if not callable(decode) or hasattr(decode, "cache_info"):
+        return
+    cached = functools.lru_cache(maxsize=2048)(decode)
+
+    def memo(data: Any) -> bytes:
+        return cached(bytes(data)) if data else decode(data)
+
+    memo.cache_info = cached.cache_info  # type: ignore[attr-defined]
+    memo.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
+    memo.__wrapped__ = decode  # type: ignore[attr-defined]
+    hpack.hpack.decode_huffman = memo
 
 
 _memoize_huffman()
