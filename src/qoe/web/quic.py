@@ -1285,18 +1285,12 @@ def _datagrams(capture: Any) -> Iterator[tuple[int, tuple[str, int], tuple[str, 
             starts = batch.starts[rows]
             ends = starts + batch.lengths[rows]
             data = batch.data
-            cut = batch.cut[rows]
-            if not cut.any():
-                for ts, s, sp, d, dp, lo, hi in zip(batch.ts_ns[rows].tolist(), batch.src[rows].tolist(),
-                                                    batch.sport[rows].tolist(), batch.dst[rows].tolist(),
-                                                    batch.dport[rows].tolist(), starts.tolist(), ends.tolist()):
-                    yield ts, (names[s], sp), (names[d], dp), data[lo:hi].tobytes(), hi - lo
-                continue
             for ts, s, sp, d, dp, lo, hi, n in zip(batch.ts_ns[rows].tolist(), batch.src[rows].tolist(),
                                                    batch.sport[rows].tolist(), batch.dst[rows].tolist(),
                                                    batch.dport[rows].tolist(), starts.tolist(), ends.tolist(),
-                                                   cut.tolist()):
-                yield ts, (names[s], sp), (names[d], dp), data[lo:hi].tobytes() + bytes(n), hi - lo
+                                                   batch.cut[rows].tolist()):
+                payload = data[lo:hi].tobytes()
+                yield ts, (names[s], sp), (names[d], dp), payload + bytes(n) if n else payload, hi - lo
         return
     for p in capture:
         if p.proto == 17 and p.payload:
