@@ -371,6 +371,7 @@ class _Conn:
         self.updates = 0
         self.keys_found = False
         self.retry = False
+        self.pending_dcid: bytes | None = None  # the Retry's SCID, until the client's next Initial uses it
         self.streams: dict[tuple[int, int], _StreamIn] = {}
         self.h3: Any = None
         self.bursts: list[EncryptedBurst] = []
@@ -520,7 +521,7 @@ class _Conn:
                 continue
             if self.vn_pending and direction == CLIENT and ptype is QuicPacketType.INITIAL:
                 self._restart(hdr.version, hdr.destination_cid)
-            if ptype == QuicPacketType.INITIAL and direction == CLIENT and getattr(self, "pending_dcid", None):
+            if ptype == QuicPacketType.INITIAL and direction == CLIENT and self.pending_dcid:
                 self._initial_keys(hdr.destination_cid)
                 self.pending_dcid = None
                 # its CRYPTO stream begins again with the ClientHello (RFC 9000 §17.2.5.3 wants the
