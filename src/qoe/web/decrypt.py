@@ -48,7 +48,7 @@ from qoe.web._requestline import MAX_SNIFF, PREFACE, looks_like_request
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
 from qoe.web._tlsdecrypt import RecordCipher, Suite, suite_for, tls12_ciphers, tls13_cipher
 from qoe.web.keylog import KeyLog
-from qoe.web.tls import _ECH_OUTER, _EXT_ECH, TlsSession, _TlsSink
+from qoe.web.tls import TlsSession, _ech_outer, _TlsSink
 
 __all__ = ["DecryptingTlsSink", "DiscardSink", "TlsDecryption", "EncryptedBurst", "MAX_BURSTS", "not_http"]
 
@@ -543,7 +543,7 @@ class DecryptingTlsSink:
         _, i = _vec(body, i, 1)  # legacy_compression_methods
         exts = _extensions(body, i)
         self._early_offered = any(t == _EXT_EARLY_DATA for t, _ in exts)
-        self._ech = any(t == _EXT_ECH and data[:1] == bytes([_ECH_OUTER]) for t, data in exts)
+        self._ech = any(_ech_outer(t, data) for t, data in exts)
 
     def _server_hello(self, body: bytes) -> None:
         legacy = int.from_bytes(body[0:2], "big")

@@ -81,7 +81,7 @@ from qoe.web._quicversion import INITIAL_TYPE, QUIC_PORT, initial_version, joins
 from qoe.web._results import make_transaction
 from qoe.web._sink import CLIENT, SERVER
 from qoe.web.decrypt import MAX_BURSTS, EncryptedBurst, _alpn, _extensions
-from qoe.web.tls import _ECH_OUTER, _EXT_ECH
+from qoe.web.tls import _ech_outer
 from qoe.web.keylog import KeyLog, load_keylog
 from qoe.web.tcp import _is_file
 
@@ -787,7 +787,7 @@ class _Conn:
                 self.server_name = d[5:5 + n].decode("ascii", "replace")
             elif t == 0x39:  # RFC 9001 §8.2 quic_transport_parameters: the client's ACK Delay units
                 self._ack_params(self.rtt[SERVER], d)
-            elif t == _EXT_ECH and d[:1] == bytes([_ECH_OUTER]):
+            elif _ech_outer(t, d):
                 self.ech_offered = True  # (or its GREASE: qoe.web.tls.TlsSession.ech_offered)
             elif t == 16:  # RFC 7301 §3.1
                 names, j, out = d[2:], 0, []

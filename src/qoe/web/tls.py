@@ -70,6 +70,12 @@ _EXT_SERVER_NAME, _EXT_ALPN, _EXT_PRE_SHARED_KEY, _EXT_EARLY_DATA, _EXT_SUPPORTE
 #: ClientHelloOuter a client sends (read from the drafts' text as implementations document it,
 #: Go's crypto/tls and rustls; not from an RFC).
 _EXT_ECH, _ECH_OUTER = 0xFE0D, 0
+
+
+def _ech_outer(etype: int, data: bytes | memoryview) -> bool:
+    """A ClientHello extension is an ``encrypted_client_hello`` of type outer (ECH's
+    ClientHelloOuter, or its GREASE)."""
+    return etype == _EXT_ECH and data[:1] == bytes([_ECH_OUTER])
 # RFC 5246 §6.2.3: TLSCiphertext.length <= 2^14 + 2048 (RFC 8446 §5.2 lowers it to
 # 2^14 + 256 for TLS 1.3; the older, larger bound is accepted for all versions)
 _MAX_RECORD = 2**14 + 2048
@@ -536,7 +542,7 @@ class _TlsSink:
                 offered = tuple(listed)
             elif etype == _EXT_EARLY_DATA:
                 self._early = True
-            elif etype == _EXT_ECH and data[:1] == bytes([_ECH_OUTER]):
+            elif _ech_outer(etype, data):
                 self._ech = True
         self._offered = offered
 
