@@ -451,3 +451,51 @@ def test_a_record_that_two_gaps_cut_costs_that_record_only(keyed):
         (app,) = apps
         server_calls = [c for c in app.calls if c[1] == SERVER]
         assert server_calls == [("gap", SERVER, 12, 0, len(first) - 5 - 17), ("data", SERVER, 21, len(first) - 22, b"B" * 500)]
+
+
+def test_records_are_read_whole_however_the_deliveries_cut_them():
+    """The records reach decryption whole whatever the TCP deliveries (a header over two, a
+    body over three, three records in one), each opened once at the delivery that completed
+    it; then bytes that are not TLS records stop decryption, and both the decryption's note
+    and the timing's error say so, the records before them kept. The TLS timing and the
+    decryption read the records of one framer: a record counted by one and not the other
+    fails here. A TLS 1.3 connection written here with ``cryptography`` (``_tls13_connection``)."""
+    from qoe.web.decrypt import DecryptingTlsSink
+    from qoe.web.tcp import CLIENT, SERVER, ConnectionId
+
+    log, hello_record, shello_record, chs, shs, cap, sap = _tls13_connection()
+    finished = handshake(20, bytes(32))
+    conn = ConnectionId(("192.0.2.1", 50000), ("198.51.100.2", 443), 0, 0, True)
+    apps = []
+    sink = DecryptingTlsSink(conn, log, http1=lambda c: apps.append(_Plaintext(c)) or apps[-1])
+    at = [0, 0]
+
+    def data(direction, ts, payload):
+        sink.data(direction, ts, at[direction], payload)
+        at[direction] += len(payload)
+
+    request = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"
+    data(CLIENT, 1, hello_record[:3])  # a header over two deliveries
+    data(CLIENT, 2, hello_record[3:])
+    data(SERVER, 3, shello_record + shs.record(finished, 22))
+    data(CLIENT, 4, chs.record(finished, 22) + cap.record(request, 23))
+    big = sap.record(b"A" * 3000, 23)
+    data(SERVER, 5, big[:2])  # a body over three deliveries (the header's start first)
+    data(SERVER, 6, big[2:1500])
+    data(SERVER, 7, big[1500:])
+    three = sap.record(b"B" * 10, 23) + sap.record(b"C" * 20, 23) + sap.record(b"D" * 30, 23)
+    data(SERVER, 8, three)
+    data(SERVER, 9, b"HTTP/1.1 200 OK\r\n")  # not a record: decryption of this side stops
+    data(SERVER, 10, sap.record(b"E" * 5, 23))  # (not read: the side stopped)
+    d = sink.decryption()
+    assert (d.client_records, d.server_records, d.failed_records) == (2, 5, 0)  # Finished + data each way
+    (app,) = apps
+    server = [(c[2], c[4]) for c in app.calls if c[0] == "data" and c[1] == SERVER]
+    assert server == [(7, b"A" * 3000), (8, b"B" * 10), (8, b"C" * 20), (8, b"D" * 30)]
+    assert d.note == "server: bytes that are not TLS records; decryption stopped"
+    s = sink.session()
+    assert s.error == "server: not a TLS record header: type 72, version 84.84, length 20527"  # b"HTTP/"
+    assert (s.server_records.application_data, s.client_records.handshake) == (5, 1)
+    bursts = [(b.direction, b.start_ns, b.end_ns, b.records) for b in d.bursts]
+    # (a TLS 1.3 Finished is application_data outside: a burst of its own)
+    assert bursts == [("server", 3, 3, 1), ("client", 4, 4, 2), ("server", 5, 8, 4)]

@@ -50,6 +50,7 @@ References
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -292,12 +293,19 @@ class _Dir:
     __slots__ = (
         "hdr", "rec_type", "rec_left", "rec_ts", "counts", "hs", "hs_ts", "want_hs", "received", "missing",
         "stopped", "ccs_ts", "hs_after_ccs_ts", "app_times", "first_record_version", "error", "last_ts",
+        "rec_version", "rec_len", "body", "lost",
     )
 
     def __init__(self) -> None:
         self.hdr = bytearray()
         self.rec_type = 0
         self.rec_left = 0
+        # (for a reader of whole records) the record being read: its version and length, its
+        # body so far when it spans deliveries, and whether a gap took bytes of it
+        self.rec_version = 0
+        self.rec_len = 0
+        self.body = bytearray()
+        self.lost = False
         self.rec_ts = 0
         self.counts = [0, 0, 0, 0, 0, 0]  # handshake, ccs, alert, app data, heartbeat, app bytes
         self.hs = bytearray()  # handshake messages being reassembled
@@ -320,6 +328,15 @@ class _TlsSink:
     Parameters
     ----------
     conn : ConnectionId
+    on_record, on_lost, on_not_tls : callable, optional
+        For a reader of whole records (``qoe.web.decrypt.DecryptingTlsSink``, whose records
+        this sink frames: one framer per connection), called in order each way, all three or
+        none: ``on_record(direction, start_ns, ts_ns, ctype, version, body)`` with each record
+        once its last byte is delivered (``start_ns``: the delivery of its first byte;
+        ``body``: bytes-like, to be read before the call returns, not kept);
+        ``on_lost(direction, start_ns, ts_ns, ctype, length)`` with each record a gap took
+        bytes of, once its end is known; ``on_not_tls(direction)`` when a direction's bytes stop
+        being TLS records.
 
     Notes
     -----
@@ -329,8 +346,12 @@ class _TlsSink:
     hello being reassembled leaves that hello unparsed.
     """
 
-    def __init__(self, conn: ConnectionId) -> None:
+    def __init__(self, conn: ConnectionId, on_record: Callable[..., None] | None = None,
+                 on_lost: Callable[..., None] | None = None, on_not_tls: Callable[[int], None] | None = None) -> None:
         self.conn = conn
+        self._on_record = on_record
+        self._on_lost = on_lost
+        self._on_not_tls = on_not_tls
         self._d = (_Dir(), _Dir())
         self._closed: list[str | None] = [None, None]
         self.server_name: str | None = None
@@ -380,6 +401,12 @@ class _TlsSink:
                     d.hs = bytearray()
                 d.rec_left -= n
                 length -= n
+                if self._on_record is not None:
+                    d.lost = True
+                    d.body = bytearray()
+                    if not d.rec_left:
+                        d.lost = False
+                        self._on_lost(direction, d.rec_ts, ts_ns, d.rec_type, d.rec_len)
             else:
                 d.stopped = True
                 d.error = d.error or f"gap of {length} bytes in a record header: record parsing stopped"
@@ -429,13 +456,20 @@ class _TlsSink:
                 if not (_CHANGE_CIPHER_SPEC <= ctype <= _HEARTBEAT) or major != 3 or length > _MAX_RECORD:
                     d.stopped = True
                     d.error = f"not a TLS record header: type {ctype}, version {major}.{minor}, length {length}"
+                    if self._on_record is not None:
+                        self._on_not_tls(direction)
                     return
                 if d.first_record_version is None:
                     d.first_record_version = major << 8 | minor
                 self._record_start(direction, d, ctype, length)
                 d.rec_type = ctype
                 d.rec_left = length
+                if self._on_record is not None:
+                    d.rec_version = major << 8 | minor
+                    d.rec_len = length
                 if length == 0:
+                    if self._on_record is not None:
+                        self._on_record(direction, d.rec_ts, ts, ctype, d.rec_version, b"")
                     continue
             take = min(d.rec_left, n - i)
             if d.rec_type == _HANDSHAKE and d.want_hs:
@@ -444,6 +478,20 @@ class _TlsSink:
                 d.hs += buf[i:i + take]
                 self._handshake_messages(direction, d)
             d.rec_left -= take
+            to = self._on_record
+            if to is not None:
+                if d.rec_left:
+                    if not d.lost:
+                        d.body += buf[i:i + take]
+                elif d.lost:
+                    d.lost = False
+                    self._on_lost(direction, d.rec_ts, ts, d.rec_type, d.rec_len)
+                elif d.body:
+                    body, d.body = d.body, bytearray()
+                    body += buf[i:i + take]
+                    to(direction, d.rec_ts, ts, d.rec_type, d.rec_version, body)
+                else:  # the whole record in this delivery (the common case): read in place
+                    to(direction, d.rec_ts, ts, d.rec_type, d.rec_version, buf[i:i + take])
             i += take
 
     def _record_start(self, direction: int, d: _Dir, ctype: int, length: int) -> None:
