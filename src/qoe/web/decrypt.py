@@ -50,20 +50,17 @@ from qoe.web._requestline import MAX_SNIFF, PREFACE, looks_like_request
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
 from qoe.web._tlsdecrypt import RecordCipher, Suite, suite_for, tls12_ciphers, tls13_cipher
 from qoe.web.keylog import KeyLog
-from qoe.web.tls import TlsSession, _ech_outer, _TlsSink
+from qoe.web.tls import TlsSession, _TlsSink
 
 __all__ = ["DecryptingTlsSink", "DiscardSink", "TlsDecryption", "EncryptedBurst", "MAX_BURSTS", "not_http"]
 
 # RFC 8446 §5.1 ContentType
 _CCS, _ALERT, _HANDSHAKE, _APPDATA = 20, 21, 22, 23
 # RFC 8446 §4 HandshakeType
-_CLIENT_HELLO, _SERVER_HELLO, _END_OF_EARLY_DATA, _ENCRYPTED_EXTENSIONS, _FINISHED, _KEY_UPDATE = 1, 2, 5, 8, 20, 24
-_EXT_ALPN, _EXT_EARLY_DATA, _EXT_SUPPORTED_VERSIONS = 16, 42, 43  # RFC 7301 §3.1, RFC 8446 §4.2
-_EXT_ENCRYPT_THEN_MAC = 22  # RFC 7366 §2
+_END_OF_EARLY_DATA, _ENCRYPTED_EXTENSIONS, _FINISHED, _KEY_UPDATE = 5, 8, 20, 24
+_EXT_ALPN, _EXT_EARLY_DATA = 16, 42  # RFC 7301 §3.1, RFC 8446 §4.2
 _MAX_EARLY_RECORDS = 64  # 0-RTT records held until the ServerHello (max_early_data_size is 16 KiB in practice)
 _MAX_ECH_HELD = 64  # an ECH server's records held until its client answers (its handshake flight: a few)
-# RFC 8446 §4.1.3: the random of a HelloRetryRequest
-_HRR_RANDOM = bytes.fromhex("CF21AD74E59A6111BE1D8C021E65B891C2A211167ABB8C5E079E09E2C8A8339C")
 #: Bursts kept per connection (later ones are counted in :attr:`TlsDecryption.bursts_dropped`).
 MAX_BURSTS = 4096
 _HELD_MAX = 1 << 20  # server plaintext held until the client's first bytes choose the protocol
@@ -332,8 +329,7 @@ class DecryptingTlsSink:
         protected = (ctype == _APPDATA and self._version is not None and self._version >= 0x0304) or d.encrypted
         if not protected:
             if ctype == _HANDSHAKE:
-                d.hs += body
-                self._clear_handshake(direction, d)
+                self._hellos(direction)
             return
         if d.cipher is None and self._ech_suite is not None:
             if direction == SERVER:
@@ -416,54 +412,22 @@ class DecryptingTlsSink:
 
     # -- handshake ---------------------------------------------------------------------------
 
-    def _clear_handshake(self, direction: int, d: _Dir) -> None:
-        while len(d.hs) >= 4:
-            mlen = int.from_bytes(d.hs[1:4], "big")
-            if len(d.hs) < 4 + mlen:
-                if mlen > 1 << 17:
-                    d.hs = bytearray()
-                return
-            mtype, body = d.hs[0], bytes(d.hs[4:4 + mlen])
-            del d.hs[:4 + mlen]
-            try:
-                if direction == CLIENT and mtype == _CLIENT_HELLO:
-                    self._client_hello(body)
-                elif direction == SERVER and mtype == _SERVER_HELLO:
-                    self._server_hello(body)
-            except IndexError:
-                self._note = self._note or f"truncated {'ClientHello' if direction == CLIENT else 'ServerHello'}"
-
-    def _client_hello(self, body: bytes) -> None:
-        if self._client_random is None:
-            self._client_random = body[2:34]  # RFC 8446 §4.1.2: legacy_version(2) random(32)
-            if len(self._client_random) != 32:
-                raise IndexError("truncated")
-        i = 34
-        _, i = _vec(body, i, 1)  # legacy_session_id
-        _, i = _vec(body, i, 2)  # cipher_suites
-        _, i = _vec(body, i, 1)  # legacy_compression_methods
-        exts = _extensions(body, i)
-        self._early_offered = any(t == _EXT_EARLY_DATA for t, _ in exts)
-        self._ech = any(_ech_outer(t, data) for t, data in exts)
-
-    def _server_hello(self, body: bytes) -> None:
-        legacy = int.from_bytes(body[0:2], "big")
-        random = body[2:34]
-        if random == _HRR_RANDOM:
-            return  # RFC 8446 §4.1.3: a HelloRetryRequest; the real ServerHello follows
-        i = 34
-        _, i = _vec(body, i, 1)  # legacy_session_id_echo
-        code = int.from_bytes(body[i:i + 2], "big")
-        i += 3  # cipher_suite, legacy_compression_method
-        version = legacy
-        for t, data in _extensions(body, i):
-            if t == _EXT_SUPPORTED_VERSIONS and len(data) >= 2:
-                version = int.from_bytes(data[:2], "big")  # RFC 8446 §4.2.1: selected_version
-            elif t == _EXT_ALPN:
-                self._alpn = _alpn(data)
-            elif t == _EXT_ENCRYPT_THEN_MAC:
-                self._etm = True
-        self._server_random, self._version, self._suite_code = random, version, code
+    def _hellos(self, direction: int) -> None:
+        """After a handshake record in clear: what the hellos said, as the timing reader (which
+        frames the records: it has read this one) parsed them: the ClientHello's random (the
+        key log's index), its early_data and ECH offers; the ServerHello's version, random,
+        cipher suite, ALPN and encrypt_then_mac, whose keys are then looked up."""
+        t = self.timing
+        if direction == CLIENT:
+            self._client_random = t.client_random
+            self._early_offered = t.early_offered
+            self._ech = t.ech
+            return
+        if self._version is not None or t.version is None:
+            return  # (not yet: a HelloRetryRequest, or the ServerHello not whole)
+        self._server_random, self._version, self._suite_code = t.server_random, t.version, t.cipher_suite
+        self._alpn = t.alpn or None
+        self._etm = t.etm
         self._keys()
         held, self._early_held = self._early_held, []
         for ts, ctype, rversion, body in held:  # the 0-RTT records, now that their keys are known

@@ -66,6 +66,7 @@ _CHANGE_CIPHER_SPEC, _ALERT, _HANDSHAKE, _APPLICATION_DATA, _HEARTBEAT = 20, 21,
 _CLIENT_HELLO, _SERVER_HELLO = 1, 2
 # extension types: RFC 6066 §3, RFC 7301 §3.1, RFC 8446 §4.2
 _EXT_SERVER_NAME, _EXT_ALPN, _EXT_PRE_SHARED_KEY, _EXT_EARLY_DATA, _EXT_SUPPORTED_VERSIONS = 0, 16, 41, 42, 43
+_EXT_ENCRYPT_THEN_MAC = 22  # RFC 7366 §2
 #: draft-ietf-tls-esni (TLS Encrypted Client Hello) §5 and its IANA code point: the
 #: encrypted_client_hello extension, whose ECHClientHello starts with its type, outer(0) in the
 #: ClientHelloOuter a client sends (read from the drafts' text as implementations document it,
@@ -354,16 +355,21 @@ class _TlsSink:
         self._on_not_tls = on_not_tls
         self._d = (_Dir(), _Dir())
         self._closed: list[str | None] = [None, None]
+        # what the hellos said, read by the decrypting sink too (after each of its handshake
+        # records: this reader has parsed the record first)
         self.server_name: str | None = None
         self._alpn_offered: tuple[str, ...] = ()
-        self._alpn: str | None = None
+        self.alpn: str | None = None  # the ServerHello's (TLS <= 1.2; 1.3 sends it encrypted)
         self._client_version: int | None = None
         self._offered: tuple[int, ...] = ()
-        self._version: int | None = None
-        self._cipher: int | None = None
+        self.client_random: bytes | None = None  # the first ClientHello's (the key log's index)
+        self.server_random: bytes | None = None
+        self.version: int | None = None  # set by a ServerHello (not a HelloRetryRequest)
+        self.cipher_suite: int | None = None
+        self.etm = False  # the ServerHello accepted encrypt_then_mac (RFC 7366; CBC suites)
         self._hrr = False
-        self._early = False
-        self._ech = False
+        self.early_offered = False  # (the last ClientHello's)
+        self.ech = False  # an ECH ClientHelloOuter, or its GREASE
         self._psk = False
         self._client_hello_ts: int | None = None
         self._server_hello_ts: int | None = None
@@ -549,13 +555,15 @@ class _TlsSink:
             d.hs = bytearray()
 
     def _hrr_pending(self) -> bool:
-        return self._hrr and self._version is None
+        return self._hrr and self.version is None
 
     def _client_hello(self, body: bytes, ts: int) -> None:
         # RFC 8446 §4.1.2 (same layout as RFC 5246 §7.4.1.2)
         r = _Reader(body)
         legacy = r.u16()
-        r.take(32)  # random
+        random = r.take(32)
+        if self.client_random is None:
+            self.client_random = random  # (a second ClientHello, after HRR, repeats it: RFC 8446 §4.1.2)
         r.vec(1)  # legacy_session_id
         r.vec(2)  # cipher_suites
         r.vec(1)  # legacy_compression_methods
@@ -564,7 +572,7 @@ class _TlsSink:
             self._client_hello_ts = ts
         self._client_version = legacy
         offered: tuple[int, ...] = (legacy,)
-        self._early = False
+        self.early_offered = False
         for etype, data in exts:
             if etype == _EXT_SERVER_NAME:
                 e = _Reader(data)
@@ -589,9 +597,9 @@ class _TlsSink:
                         listed.append(v)
                 offered = tuple(listed)
             elif etype == _EXT_EARLY_DATA:
-                self._early = True
+                self.early_offered = True
             elif _ech_outer(etype, data):
-                self._ech = True
+                self.ech = True
         self._offered = offered
 
     def _server_hello(self, body: bytes, ts: int) -> None:
@@ -607,7 +615,7 @@ class _TlsSink:
             self._hrr = True  # RFC 8446 §4.1.3: HelloRetryRequest, not a ServerHello
             return
         self._server_hello_ts = ts
-        self._cipher = cipher
+        self.cipher_suite = cipher
         version = legacy
         for etype, data in exts:
             e = _Reader(data)
@@ -615,10 +623,13 @@ class _TlsSink:
                 version = e.u16()  # RFC 8446 §4.2.1: selected_version
             elif etype == _EXT_ALPN:
                 protos = _Reader(e.vec(2))
-                self._alpn = protos.vec(1).decode("ascii", "replace")
+                self.alpn = protos.vec(1).decode("ascii", "replace")
             elif etype == _EXT_PRE_SHARED_KEY:
                 self._psk = True
-        self._version = version
+            elif etype == _EXT_ENCRYPT_THEN_MAC:
+                self.etm = True
+        self.server_random = random
+        self.version = version
 
     # -- result -------------------------------------------------------------------------
 
@@ -626,14 +637,14 @@ class _TlsSink:
         """What was seen so far."""
         c, s = self._d
         ch, sh = self._client_hello_ts, self._server_hello_ts
-        version = self._version
+        version = self.version
         cfin = sfin = end = None
         cfirst = sfirst = None
         visible = False
         resumed: bool | None = None
         if version is not None and version >= 0x0304:
             times = c.app_times
-            if self._early and s.app_times:
+            if self.early_offered and s.app_times:
                 times = [t for t in c.app_times if t >= s.app_times[0]]
             if times:
                 cfin = times[0]
@@ -660,15 +671,15 @@ class _TlsSink:
             connection_start_ns=self.conn.first_ts_ns,
             server_name=self.server_name,
             alpn_offered=self._alpn_offered,
-            alpn=self._alpn,
+            alpn=self.alpn,
             record_version=c.first_record_version,
             client_version=self._client_version,
             offered_versions=self._offered,
             version=version,
             version_name=_VERSION_NAMES.get(version) if version is not None else None,
-            cipher_suite=self._cipher,
+            cipher_suite=self.cipher_suite,
             hello_retry=self._hrr,
-            early_data_offered=self._early,
+            early_data_offered=self.early_offered,
             resumed=resumed,
             client_hello_ns=ch,
             server_hello_ns=sh,
@@ -690,5 +701,5 @@ class _TlsSink:
             error=error,
             client_last_byte_ns=c.last_ts,
             server_last_byte_ns=s.last_ts,
-            ech_offered=self._ech,
+            ech_offered=self.ech,
         )
