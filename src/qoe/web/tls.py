@@ -329,10 +329,10 @@ class _TlsSink:
     Parameters
     ----------
     conn : ConnectionId
-    on_record, on_lost, on_not_tls : callable, optional
-        For a reader of whole records (``qoe.web.decrypt.DecryptingTlsSink``, whose records
-        this sink frames: one framer per connection), called in order each way, all three or
-        none: ``on_record(direction, start_ns, ts_ns, ctype, version, body)`` with each record
+    on_record, on_lost, on_not_tls : callable
+        The reader of whole records (``qoe.web.decrypt.DecryptingTlsSink``, whose records this
+        sink frames: one framer per connection), called in order each way:
+        ``on_record(direction, start_ns, ts_ns, ctype, version, body)`` with each record
         once its last byte is delivered (``start_ns``: the delivery of its first byte;
         ``body``: bytes-like, to be read before the call returns, not kept);
         ``on_lost(direction, start_ns, ts_ns, ctype, length)`` with each record a gap took
@@ -347,8 +347,8 @@ class _TlsSink:
     hello being reassembled leaves that hello unparsed.
     """
 
-    def __init__(self, conn: ConnectionId, on_record: Callable[..., None] | None = None,
-                 on_lost: Callable[..., None] | None = None, on_not_tls: Callable[[int], None] | None = None) -> None:
+    def __init__(self, conn: ConnectionId, on_record: Callable[..., None], on_lost: Callable[..., None],
+                 on_not_tls: Callable[[int], None]) -> None:
         self.conn = conn
         self._on_record = on_record
         self._on_lost = on_lost
@@ -407,12 +407,11 @@ class _TlsSink:
                     d.hs = bytearray()
                 d.rec_left -= n
                 length -= n
-                if self._on_record is not None:
-                    d.lost = True
-                    d.body = bytearray()
-                    if not d.rec_left:
-                        d.lost = False
-                        self._on_lost(direction, d.rec_ts, ts_ns, d.rec_type, d.rec_len)
+                d.lost = True
+                d.body = bytearray()
+                if not d.rec_left:
+                    d.lost = False
+                    self._on_lost(direction, d.rec_ts, ts_ns, d.rec_type, d.rec_len)
             else:
                 d.stopped = True
                 d.error = d.error or f"gap of {length} bytes in a record header: record parsing stopped"
@@ -440,8 +439,10 @@ class _TlsSink:
 
     def _records(self, direction: int, d: _Dir, ts: int, buf: memoryview) -> None:
         i, n = 0, len(buf)
+        to = self._on_record
         while i < n:
-            if d.rec_left == 0:
+            left = d.rec_left
+            if left == 0:
                 if not d.hdr and n - i >= 5:
                     # the whole header in this delivery (the common case): read in place
                     d.rec_ts = ts
@@ -462,42 +463,48 @@ class _TlsSink:
                 if not (_CHANGE_CIPHER_SPEC <= ctype <= _HEARTBEAT) or major != 3 or length > _MAX_RECORD:
                     d.stopped = True
                     d.error = f"not a TLS record header: type {ctype}, version {major}.{minor}, length {length}"
-                    if self._on_record is not None:
-                        self._on_not_tls(direction)
+                    self._on_not_tls(direction)
                     return
                 if d.first_record_version is None:
                     d.first_record_version = major << 8 | minor
-                self._record_start(direction, d, ctype, length)
-                d.rec_type = ctype
-                d.rec_left = length
-                if self._on_record is not None:
-                    d.rec_version = major << 8 | minor
-                    d.rec_len = length
-                if length == 0:
-                    if self._on_record is not None:
-                        self._on_record(direction, d.rec_ts, ts, ctype, d.rec_version, b"")
+                if ctype == _APPLICATION_DATA:  # (_record_start's most common case, without the call)
+                    counts = d.counts
+                    counts[3] += 1
+                    counts[5] += length
+                    if len(d.app_times) < _MAX_APP_TIMES:
+                        d.app_times.append(d.rec_ts)
+                    d.want_hs = False
+                else:
+                    self._record_start(direction, d, ctype, length)
+                if n - i >= length and not (ctype == _HANDSHAKE and d.want_hs):
+                    # the whole record in this delivery, no hello to read in it (the common
+                    # case): handed on in place
+                    to(direction, d.rec_ts, ts, ctype, major << 8 | minor, buf[i:i + length])
+                    i += length
                     continue
-            take = min(d.rec_left, n - i)
+                d.rec_type = ctype
+                d.rec_left = left = length
+                d.rec_version = major << 8 | minor
+                d.rec_len = length
+            take = left if left < n - i else n - i
             if d.rec_type == _HANDSHAKE and d.want_hs:
                 if not d.hs:
                     d.hs_ts = d.rec_ts  # a handshake message starts in this record
                 d.hs += buf[i:i + take]
                 self._handshake_messages(direction, d)
-            d.rec_left -= take
-            to = self._on_record
-            if to is not None:
-                if d.rec_left:
-                    if not d.lost:
-                        d.body += buf[i:i + take]
-                elif d.lost:
-                    d.lost = False
-                    self._on_lost(direction, d.rec_ts, ts, d.rec_type, d.rec_len)
-                elif d.body:
-                    body, d.body = d.body, bytearray()
-                    body += buf[i:i + take]
-                    to(direction, d.rec_ts, ts, d.rec_type, d.rec_version, body)
-                else:  # the whole record in this delivery (the common case): read in place
-                    to(direction, d.rec_ts, ts, d.rec_type, d.rec_version, buf[i:i + take])
+            d.rec_left = left = left - take
+            if left:
+                if not d.lost:
+                    d.body += buf[i:i + take]
+            elif d.lost:
+                d.lost = False
+                self._on_lost(direction, d.rec_ts, ts, d.rec_type, d.rec_len)
+            elif d.body:
+                body, d.body = d.body, bytearray()
+                body += buf[i:i + take]
+                to(direction, d.rec_ts, ts, d.rec_type, d.rec_version, body)
+            else:  # the whole record in this delivery
+                to(direction, d.rec_ts, ts, d.rec_type, d.rec_version, buf[i:i + take])
             i += take
 
     def _record_start(self, direction: int, d: _Dir, ctype: int, length: int) -> None:
