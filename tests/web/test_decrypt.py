@@ -499,3 +499,41 @@ def test_records_are_read_whole_however_the_deliveries_cut_them():
     bursts = [(b.direction, b.start_ns, b.end_ns, b.records) for b in d.bursts]
     # (a TLS 1.3 Finished is application_data outside: a burst of its own)
     assert bursts == [("server", 3, 3, 1), ("client", 4, 4, 2), ("server", 5, 8, 4)]
+
+
+def test_early_data_beyond_what_is_held_before_the_server_hello_is_counted():
+    """0-RTT records come before the ServerHello whose cipher suite keys them (RFC 8446
+    §4.2.10): they are held until it, 64 at most (a server's max_early_data_size is 16 KiB in
+    practice); one more is counted as a record not opened, never an exception. The held ones
+    open with CLIENT_EARLY_TRAFFIC_SECRET once the ServerHello is read. A TLS 1.3 connection
+    written here with ``cryptography`` (``_Writer``), its ClientHello offering early_data."""
+    from qoe.web.decrypt import DecryptingTlsSink
+    from qoe.web.keylog import parse_keylog
+    from qoe.web.tcp import CLIENT, SERVER, ConnectionId
+
+    cr, sr = bytes(range(32)), bytes(range(32, 64))
+    names = ("CLIENT_EARLY_TRAFFIC_SECRET", "CLIENT_HANDSHAKE_TRAFFIC_SECRET", "SERVER_HANDSHAKE_TRAFFIC_SECRET",
+             "CLIENT_TRAFFIC_SECRET_0", "SERVER_TRAFFIC_SECRET_0")
+    secrets = {name: bytes([k + 1]) * 32 for k, name in enumerate(names)}
+    log = parse_keylog("".join(f"{n} {cr.hex()} {s.hex()}\n" for n, s in secrets.items()))
+    versions = (43).to_bytes(2, "big")  # §4.2.1 supported_versions; §4.2.10 early_data (42), empty
+    extensions = versions + b"\x00\x03\x02\x03\x04" + (42).to_bytes(2, "big") + b"\x00\x00"
+    hello = (b"\x03\x03" + cr + b"\x00" + b"\x00\x02\x13\x01" + b"\x01\x00"
+             + len(extensions).to_bytes(2, "big") + extensions)
+    shello = (b"\x03\x03" + sr + b"\x00" + b"\x13\x01" + b"\x00"
+              + (6).to_bytes(2, "big") + versions + b"\x00\x02\x03\x04")
+    early = _Writer(secrets["CLIENT_EARLY_TRAFFIC_SECRET"])
+    conn = ConnectionId(("192.0.2.1", 50000), ("198.51.100.2", 443), 0, 0, True)
+    sink = DecryptingTlsSink(conn, log, http1=_Plaintext)
+    at = [0, 0]
+
+    def data(direction, ts, payload):
+        sink.data(direction, ts, at[direction], payload)
+        at[direction] += len(payload)
+
+    data(CLIENT, 1, b"\x16\x03\x01" + (len(hello) + 4).to_bytes(2, "big") + handshake(1, hello))
+    for k in range(65):
+        data(CLIENT, 2 + k, early.record(b"x" * 10, 23))
+    data(SERVER, 100, b"\x16\x03\x03" + (len(shello) + 4).to_bytes(2, "big") + handshake(2, shello))
+    d = sink.decryption()
+    assert d.keys_found and (d.client_records, d.client_failed_records) == (64, 1)

@@ -321,7 +321,7 @@ class DecryptingTlsSink:
             if len(self._early_held) < _MAX_EARLY_RECORDS:
                 self._early_held.append((ts, ctype, version, bytes(body)))
             else:
-                d.failed += 1
+                self._d[direction].failed += 1
             return
         self._open(direction, self._d[direction], ts, ctype, version, body)
 
