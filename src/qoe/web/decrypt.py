@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from qoe.report import as_dict
 from qoe.web._h2 import H2Sink
@@ -170,6 +170,19 @@ class _Dir:
         self.candidates: list[RecordCipher] = []
 
 
+class _Held(NamedTuple):
+    """A server record of an ECH connection held until its client answers
+    (``DecryptingTlsSink._ech_search``): read whole (``body``), or lost to a gap (``body`` and
+    ``version`` None: only its type and length are known)."""
+
+    start: int  # its first byte's delivery
+    ts: int  # its last byte's
+    ctype: int
+    version: int | None
+    length: int
+    body: bytes | None
+
+
 def _vec(b: bytes, i: int, size: int) -> tuple[bytes, int]:
     n = int.from_bytes(b[i:i + size], "big")
     if i + size + n > len(b):
@@ -229,8 +242,8 @@ class DecryptingTlsSink:
         self._ech_suite: Suite | None = None  # TLS 1.3 keys to be found by the server's first record (_ech_match)
         self._ech_used = False  # the key log entry was found by the server's first record
         # the server's protected records of an ECH connection without keys, held until the client
-        # answers them (_ech_search): (lost, start or ts, ts, ctype, version or length, body)
-        self._ech_held: list[tuple[bool, int, int, int, int, bytes]] = []
+        # answers them (_ech_search)
+        self._ech_held: list[_Held] = []
         self._etm = False  # the ServerHello accepted encrypt_then_mac (RFC 7366; CBC suites)
         self._early_held: list[tuple[int, int, int, bytes]] = []  # 0-RTT records before the ServerHello
         self._early_cipher: RecordCipher | None = None  # the client's early traffic cipher, if set
@@ -334,7 +347,7 @@ class DecryptingTlsSink:
         if d.cipher is None and self._ech_suite is not None:
             if direction == SERVER:
                 if len(self._ech_held) < _MAX_ECH_HELD:
-                    self._ech_held.append((False, ts, ts, ctype, version, bytes(body)))
+                    self._ech_held.append(_Held(ts, ts, ctype, version, len(body), bytes(body)))
                 return
             if self._ech_held:
                 self._ech_search()
@@ -395,7 +408,7 @@ class DecryptingTlsSink:
             self._burst_add(direction, start, ts, rlen)
         if (d.cipher is None and self._ech_suite is not None and direction == SERVER
                 and len(self._ech_held) < _MAX_ECH_HELD and (ctype == _APPDATA or d.encrypted)):
-            self._ech_held.append((True, start, ts, ctype, rlen, b""))
+            self._ech_held.append(_Held(start, ts, ctype, None, rlen, None))
             return
         if d.cipher is not None and (ctype == _APPDATA or d.encrypted):
             d.cipher.seq += 1
@@ -500,16 +513,15 @@ class DecryptingTlsSink:
         (:meth:`_ech_match`), then the server's records held so far are read (with the keys
         found, or counted as without keys)."""
         held, self._ech_held = self._ech_held, []
-        first = next((h for h in held if not h[0]), None)
-        if first is not None and not any(h[0] for h in held[:held.index(first)]):
-            self._ech_match(first[3], first[4], first[5])
+        if held and held[0].body is not None:  # (the first record lost: no EncryptedExtensions to match)
+            self._ech_match(held[0].ctype, held[0].version, held[0].body)  # type: ignore[arg-type]
         self._ech_suite = None
         s = self._d[SERVER]
-        for lost, start, ts, ctype, version, body in held:
-            if lost:
-                self._record_lost(SERVER, start, ts, ctype, version, held=True)
+        for h in held:
+            if h.body is None:
+                self._record_lost(SERVER, h.start, h.ts, h.ctype, h.length, held=True)
             else:
-                self._open(SERVER, s, ts, ctype, version, body)
+                self._open(SERVER, s, h.ts, h.ctype, h.version, h.body)  # type: ignore[arg-type]
 
     def _ech_match(self, ctype: int, version: int, body: bytes | memoryview) -> None:
         """An ECH connection whose key log entry names its (encrypted) ClientHelloInner's random:
