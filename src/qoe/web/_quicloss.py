@@ -345,10 +345,10 @@ class _Sender:
     def detect(self, space: int, now: int) -> None:
         """RFC 9002 Appendix A.10 at the sender's time ``now``."""
         largest = self.largest_acked[space]
-        if largest < 0:
-            return
-        lost_before = now - self.loss_delay()
         flight = self.flight[space]
+        if largest < 0 or not flight or next(iter(flight)) > largest:
+            return  # nothing in flight at or below the largest acknowledged (the common case)
+        lost_before = now - self.loss_delay()
         gone = []
         for pn, p in flight.items():
             if pn > largest:
@@ -372,8 +372,9 @@ class _Sender:
     def timer(self, now: int) -> None:
         """The loss timer (§6.1.2) would have fired by ``now`` (sender's clock)."""
         for space in range(3):
-            if self.largest_acked[space] >= 0:
-                self.detect(space, now)
+            flight = self.flight[space]
+            if flight and 0 <= next(iter(flight)) <= self.largest_acked[space]:
+                self.detect(space, now)  # (else nothing it could declare lost: the call saved)
 
     def packet(self, ts: int, space: int, pn: int, eliciting: bool, data: list[tuple[int | None, int, int]]) -> None:
         self.timer(ts)
@@ -394,7 +395,7 @@ class _Sender:
                     self.unseen += 1
                     sent[gap] = self.flight[space][gap] = _Sent(ts, True, False, 0)  # content unknown: ack-eliciting
                     self.in_flight += 1
-            for o in range(3):  # a number first taken for a gap of another space: one counter
+            for o in range(3) if self.unseen else ():  # a number first taken for a gap of another space
                 q = self.sent[o].get(pn) if o != space else None
                 if q is not None and not q.seen:
                     del self.sent[o][pn]
@@ -413,8 +414,9 @@ class _Sender:
         self.largest_pn[space] = max(self.largest_pn[space], pn)
         self.packets += 1
         self.rtt.sent_packet(space, pn, ts, eliciting)
-        quiet = [x for x in (self.last_eliciting, self.last_ack) if x is not None]
-        quiet_since = max(quiet) if quiet else None
+        quiet_since, last_ack = self.last_eliciting, self.last_ack
+        if last_ack is not None and (quiet_since is None or last_ack > quiet_since):
+            quiet_since = last_ack
         timer_expired = False
         if eliciting:
             if self.in_flight > (1 if sent[pn].state == _IN_FLIGHT else 0) and quiet_since is not None:
