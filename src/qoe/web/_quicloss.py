@@ -248,6 +248,16 @@ class _Ranges:
         ``holes``: bytes below the highest offset sent that never passed count as sent before
         (the far sender's; the near one's pass the capture point in the order it sent them).
         """
+        if a >= self.top:  # beyond every byte sent before (a stream's next bytes: the common case)
+            if a < b:
+                self.starts.append(a)
+                self.ends.append(b)
+                self.meta.append((ts, space, pn))
+                self.last_pn = pn
+            if b > self.top:
+                self.top = b
+                self.top_ts.append((b, ts))
+            return []
         out: list[tuple[int, int, bool, Any]] = []
         pos = a
         k = bisect_right(self.ends, a)
@@ -408,8 +418,11 @@ class _Sender:
                         self.lost -= 1
                         self.by_pn -= q.lost_by_pn
                         self.by_time -= not q.lost_by_pn
-            sent[pn] = self.flight[space][pn] = _Sent(ts, eliciting, True,
-                                                      sum(e - o for sid, o, e in data if sid is not None))
+            stream_bytes = 0
+            for sid, o, e in data:
+                if sid is not None:
+                    stream_bytes += e - o
+            sent[pn] = self.flight[space][pn] = _Sent(ts, eliciting, True, stream_bytes)
             self.in_flight += eliciting
         self.largest_pn[space] = max(self.largest_pn[space], pn)
         self.packets += 1
