@@ -19,8 +19,10 @@ Default N = 200 (33 MB), ``--short``: 20. Each in a fresh subprocess (peak RSS p
 - ``tshark -r F -o tls.keylog_file:K -o tcp.reassemble_out_of_order:TRUE -q -z http2,tree``
   (TLS decryption and HTTP/2 dissection; the option as DESIGN.md's traps say).
 
-It prints wall-clock and CPU seconds, the ratio to tshark (target: parity) and compares the
-number of HTTP/2 HEADERS frames tshark counts with qoe's (a request and a response each).
+It prints wall-clock and CPU seconds, the ratio to tshark (target: parity), the ratio of each
+repeat's split run to the tshark run made right after it (paired: the drift of a shared machine
+over a minute cancels; their median is the figure to quote) and compares the number of HTTP/2
+HEADERS frames tshark counts with qoe's (a request and a response each).
 
 The floor rows show how close parity can get with the libraries the project mandates
 (measured in a subprocess of their own, CPU seconds of the part named only):
@@ -297,6 +299,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"Huffman-coded bytes that repeat a string met before: {floors[0]['again']:.1%} in this capture "
                   f"(its copies are alike), {floors[0]['again_one']:.1%} in one copy (one real page load): the "
                   f"memo in qoe.web._h2 saves less on captures of different pages")
+            paired = sorted(t["s"] / a["s"] for a, t in zip(runs["ahead"], runs["ts"]) if t is not None)
+            print(f"read_ahead against tshark run beside it (wall, each repeat; the machine's drift cancels): "
+                  f"{', '.join(f'{x:.2f}x' for x in paired)}; median {paired[len(paired) // 2]:.2f}x")
             agree = "equal" if ts["headers"] == 2 * best["conns"]["tx"] else "DIFFERENT"
             print(f"tshark http2,tree: {ts['headers']} HEADERS frames; qoe: {best['conns']['tx']} transactions "
                   f"({agree}: a request and a response each), {best['pages']['pages']} pages")
