@@ -80,7 +80,7 @@ from qoe.web._quicrtt import NOT_ACK_ELICITING, AckRtt
 from qoe.web._quicversion import INITIAL_TYPE, QUIC_PORT, initial_version, joins_late, other_version, version_name
 from qoe.web._results import make_transaction
 from qoe.web._sink import CLIENT, SERVER
-from qoe.web.decrypt import MAX_BURSTS, EncryptedBurst, _alpn, _extensions
+from qoe.web.decrypt import ECH_TRIALS_KEPT, MAX_BURSTS, EncryptedBurst, _alpn, _extensions
 from qoe.web.tls import _ech_outer
 from qoe.web.keylog import KeyLog, load_keylog
 from qoe.web.tcp import _is_file
@@ -292,6 +292,20 @@ def _open(ctx: CryptoContext, packet: bytes, enc_off: int, expected_pn: int) -> 
         return ctx.decrypt_packet(packet, enc_off, expected_pn)
     except (CryptoError, ValueError, IndexError):
         return None
+
+
+@functools.lru_cache(maxsize=ECH_TRIALS_KEPT)
+def _ech_trial(suite: CipherSuite, secret: bytes, version: int) -> CryptoContext | None:
+    """The packet protection of one key log entry's SERVER_HANDSHAKE_TRAFFIC_SECRET (RFC 9001
+    §5.1), made once per entry for every ECH connection searched (``_Conn._ech_match``), as
+    ``qoe.web.decrypt`` keeps its record ciphers: opening a Handshake packet changes nothing in
+    it. None: not a secret of that suite."""
+    ctx = CryptoContext()
+    try:
+        ctx.setup(cipher_suite=suite, secret=secret, version=version)
+    except (CryptoError, ValueError, IndexError):
+        return None
+    return ctx
 
 
 class _Crypto:
@@ -847,12 +861,8 @@ class _Conn:
         if self.keylog is None or suite is None:
             return
         for cr, secret in self.keylog.tls13_entries():
-            ctx = CryptoContext()
-            try:
-                ctx.setup(cipher_suite=suite, secret=secret, version=self.version)
-            except (CryptoError, ValueError, IndexError):
-                continue
-            if _open(ctx, packet, enc_off, self.pn[SERVER][_HANDSHAKE] + 1) is None:
+            ctx = _ech_trial(suite, secret, self.version)
+            if ctx is None or _open(ctx, packet, enc_off, self.pn[SERVER][_HANDSHAKE] + 1) is None:
                 continue
             self._keys(cr)
             self.ech_used = True
