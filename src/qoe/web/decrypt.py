@@ -51,7 +51,7 @@ from qoe.web._requestline import MAX_SNIFF, PREFACE, looks_like_request
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
 from qoe.web._tlsdecrypt import RecordCipher, Suite, suite_for, tls12_ciphers, tls13_cipher
 from qoe.web.keylog import KeyLog
-from qoe.web.tls import TlsSession, _TlsSink
+from qoe.web.tls import TlsSession, _extensions, _TlsSink
 
 __all__ = ["DecryptingTlsSink", "DiscardSink", "TlsDecryption", "EncryptedBurst", "MAX_BURSTS", "not_http"]
 
@@ -204,21 +204,6 @@ def _vec(b: bytes, i: int, size: int) -> tuple[bytes, int]:
     if i + size + n > len(b):
         raise IndexError("truncated")
     return b[i + size:i + size + n], i + size + n
-
-
-def _extensions(body: bytes, i: int) -> list[tuple[int, bytes]]:
-    if i >= len(body):
-        return []
-    block, _ = _vec(body, i, 2)
-    out, j, n = [], 0, len(block)
-    while j + 4 <= n:
-        # Extension = extension_type(2) extension_data<0..2^16-1> (RFC 8446 §4.2)
-        end = j + 4 + (block[j + 2] << 8 | block[j + 3])
-        if end > n:
-            raise IndexError("truncated")
-        out.append((block[j] << 8 | block[j + 1], block[j + 4:end]))
-        j = end
-    return out
 
 
 def _alpn(data: bytes) -> str | None:

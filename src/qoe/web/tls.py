@@ -271,13 +271,22 @@ class _Reader:
         return self.i >= len(self.b)
 
 
-def _extensions(r: _Reader) -> list[tuple[int, bytes]]:
-    # RFC 8446 §4.2 / RFC 5246 §7.4.1.4: extensions<...> after the fixed fields, optional in <= 1.2
-    if r.done():
+def _extensions(body: bytes, i: int = 0) -> list[tuple[int, bytes]]:
+    """The extensions block at ``body[i:]`` (RFC 8446 §4.2, RFC 5246 §7.4.1.4: after a hello's
+    fixed fields, optional in TLS <= 1.2: none when nothing follows; the whole body of an
+    EncryptedExtensions) as ``(type, data)``; IndexError when it is cut short. The one reader
+    of extensions (hellos over TCP here, over QUIC in ``qoe.web.quic``, EncryptedExtensions
+    in ``qoe.web.decrypt``)."""
+    if i >= len(body):
         return []
-    block = r.vec(2)
+    if i + 2 > len(body):
+        raise IndexError("truncated")
+    n = body[i] << 8 | body[i + 1]
+    block = body[i + 2:i + 2 + n]
+    if len(block) != n:
+        raise IndexError("truncated")
     out = []
-    i, n = 0, len(block)
+    i = 0
     while i < n:
         # Extension = extension_type(2) extension_data<0..2^16-1>
         if i + 4 > n:
@@ -574,7 +583,7 @@ class _TlsSink:
         r.vec(1)  # legacy_session_id
         r.vec(2)  # cipher_suites
         r.vec(1)  # legacy_compression_methods
-        exts = _extensions(r)
+        exts = _extensions(r.b, r.i)
         if self._client_hello_ts is None:
             self._client_hello_ts = ts
         self._client_version = legacy
@@ -617,7 +626,7 @@ class _TlsSink:
         r.vec(1)  # legacy_session_id_echo
         cipher = r.u16()
         r.u8()  # legacy_compression_method
-        exts = _extensions(r)
+        exts = _extensions(r.b, r.i)
         if random == _HRR_RANDOM:
             self._hrr = True  # RFC 8446 §4.1.3: HelloRetryRequest, not a ServerHello
             return
