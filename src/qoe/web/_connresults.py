@@ -402,6 +402,7 @@ class HalfView:
     median_ns: float | None
     min_ns: int | None
     truncated_bytes: int = 0
+    first_data_ts_ns: int | None = None
 
     @property
     def rtt(self) -> HalfView:

@@ -802,7 +802,7 @@ class _Conn(_Delivery):
 
 def _half(h: _Sender) -> HalfView:
     return _make_half(h.last_data_ts, h.fin_ts, h.mss, h.retx, tuple(h.stall_iv), h.rtt_count, _median(h.rtt_v),
-                      h.rtt_min, h.truncated)
+                      h.rtt_min, h.truncated, h.first_data_ts)
 
 
 def _median(v: Any) -> float | None:

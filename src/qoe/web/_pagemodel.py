@@ -341,7 +341,7 @@ class _Item:
     tcp: Any = None  # what the streaming path keeps of its TCP connection (qoe.web._connresults.TcpView)
     active_ns: int = 0  # when its activity began: its connection's first packet (SYN) if it opened it
     preconnect: bool = False  # a TLS connection that carried no request (opened ahead, unused)
-    silent_client: bool = False  # ... told without keys: its client sent nothing after its handshake
+    silent_client: bool = False  # ... told without keys (or, records cut, by TCP): its client sent no request
     held_ns: float = -1  # until when its connection was held open, where no TCP connection says it (QUIC)
     opaque: str | None = None  # decrypted, not HTTP: why (its bytes and timing count, it holds no object)
 
@@ -415,12 +415,26 @@ def _tls_items(sessions: Iterable[Any], conns: Mapping[int, Any]) -> list[_Item]
               and c.client.fin_ts_ns is not None and s.client_first_app_data_ns is None and not snapped):
             silent = True
             end = min(end, max(c.client.fin_ts_ns, start))
+        # the same, told by the TCP headers where the snapshot length cut the records: the client
+        # closed the connection without sending a byte after the server's first (no Finished, no
+        # request; a handshake whole but unused sends its Finished, which no header tells from a
+        # request: counted as used)
+        elif isinstance(s, TlsSession) and snapped and c.client.fin_ts_ns is not None and _unanswered(c):
+            silent = True
+            end = min(end, max(c.client.fin_ts_ns, start))
         out.append(_Item(client=s.client[0], start_ns=start, end_ns=max(end, start), conn=s.connection, tls=s,
                          server_name=s.server_name,
                          active_ns=s.connection_start_ns if 0 < start - s.connection_start_ns <= PENDING_HANDSHAKE_NS
                          else start, preconnect=silent or getattr(s, "unused", False), silent_client=silent,
                          held_ns=getattr(s, "held_until_ns", -1), opaque=getattr(s, "opaque", None)))
     return out
+
+
+def _unanswered(conn: Any) -> bool:
+    """The client of TCP connection ``conn`` sent no payload after the server's first (none at
+    all when the server sent none)."""
+    last, first = conn.client.last_data_ts_ns, conn.server.first_data_ts_ns
+    return last is None or first is None or last <= first
 
 
 def opened_syn_ns(it: _Item, conn: Any) -> int | None:
@@ -713,7 +727,7 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
     syn_min: int | None = None
     end_objects: int | None = None  # the last byte of an object (a preconnect's holds none)
     end_any: int | None = None
-    tls_bytes = hidden = unused = silent = 0
+    tls_bytes = hidden = unused = silent = silent_cut = 0
     hidden_cut = False  # a hidden QUIC connection's packets were cut by the snapshot length
     opaque: dict[str, int] = {}  # why a decrypted connection is not HTTP -> connections
     tls_complete = True
@@ -741,7 +755,11 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
         elif end_objects is None or e > end_objects:
             end_objects = e
         if it.silent_client:
-            silent += 1
+            c = conns.get(ci)
+            if c is not None and (c.client.truncated_bytes or c.server.truncated_bytes):
+                silent_cut += 1
+            else:
+                silent += 1
         if txn is not None:
             txn_list.append(txn)
             protocols_set.add(txn_protocol(txn))
@@ -821,6 +839,9 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
     if silent:
         notes.append(f"{silent} TLS connection(s) opened and never used (without keys: the client sent nothing "
                      "after the handshake, or closed the connection before it was whole, so no request)")
+    if silent_cut:
+        notes.append(f"{silent_cut} TLS connection(s) opened and never used (the snapshot length cut their records: "
+                     "the client closed each without sending a byte after the server's first, so no request)")
     if unused:
         half = sum(1 for it in group if it.preconnect and not it.silent_client and not it.tls.complete)
         notes.append(f"{unused} TLS connection(s) opened and never used (decrypted: no request inside"
