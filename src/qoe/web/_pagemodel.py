@@ -860,8 +860,19 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
                      f"holding no object ({whys})")
     if not complete:
         reasons = {t.partial or t.error or "incomplete" for t in txns if not t.complete}
-        reasons |= {_tls_incomplete(it.tls) for it in group
-                    if it.tls is not None and not it.preconnect and not it.tls.complete}
+        cut_hs = []  # (the snapshot length cut their records: one reason, said once for all)
+        for it in group:
+            if it.tls is not None and not it.preconnect and not it.tls.complete:
+                c = conns.get(it.conn)
+                if c is not None and (c.client.truncated_bytes or c.server.truncated_bytes):
+                    cut_hs.append(it.tls)
+                else:
+                    reasons.add(_tls_incomplete(it.tls))
+        if cut_hs:
+            quic = sum(1 for s in cut_hs if getattr(s, "version_name", None) == "QUIC")
+            kind = "QUIC" if quic == len(cut_hs) else "TLS" if not quic else "TLS and QUIC"
+            reasons.add(f"the snapshot length cut the records of {kind} connection(s) "
+                        + ", ".join(str(s.connection) for s in sorted(cut_hs, key=_connection_of)))
         notes.append("partial: " + "; ".join(sorted(reasons)))
     if any(cut):
         notes.append(f"the capture's snapshot length cut the packets: {sum(cut)} payload bytes not captured on "
@@ -950,6 +961,10 @@ def onload_end_ns(transactions: Iterable[Any]) -> int | None:
         if end is None or e > end:
             end = e
     return end
+
+
+def _connection_of(s: Any) -> int:
+    return s.connection
 
 
 def _tls_incomplete(s: Any) -> str:
