@@ -73,11 +73,6 @@ _EXT_ENCRYPT_THEN_MAC = 22  # RFC 7366 §2
 #: Go's crypto/tls and rustls; not from an RFC).
 _EXT_ECH, _ECH_OUTER = 0xFE0D, 0
 
-
-def _ech_outer(etype: int, data: bytes | memoryview) -> bool:
-    """A ClientHello extension is an ``encrypted_client_hello`` of type outer (ECH's
-    ClientHelloOuter, or its GREASE)."""
-    return etype == _EXT_ECH and data[:1] == bytes([_ECH_OUTER])
 # RFC 5246 §6.2.3: TLSCiphertext.length <= 2^14 + 2048 (RFC 8446 §5.2 lowers it to
 # 2^14 + 256 for TLS 1.3; the older, larger bound is accepted for all versions)
 _MAX_RECORD = 2**14 + 2048
@@ -90,6 +85,12 @@ _MAX_APP_TIMES = 64  # application_data record times kept per direction for TLS 
 
 #: Protocol version numbers (RFC 8446 §4.2.1, RFC 5246 Appendix E, RFC 6101).
 _VERSION_NAMES = {0x0300: "SSL 3.0", 0x0301: "TLS 1.0", 0x0302: "TLS 1.1", 0x0303: "TLS 1.2", 0x0304: "TLS 1.3"}
+
+
+def _ech_outer(etype: int, data: bytes | memoryview) -> bool:
+    """A ClientHello extension is an ``encrypted_client_hello`` of type outer (ECH's
+    ClientHelloOuter, or its GREASE)."""
+    return etype == _EXT_ECH and data[:1] == bytes([_ECH_OUTER])
 
 
 def _grease(value: int) -> bool:
