@@ -227,6 +227,11 @@ class RecordCipher:
         either way)."""
         seq = self.seq
         self.seq += 1
+        return self.open_at(seq, ctype, version, body)
+
+    def open_at(self, seq: int, ctype: int, version: int, body: bytes | memoryview) -> tuple[int, bytes] | None:
+        """:meth:`open` for the record of sequence number ``seq``, the cipher left as it is (a
+        trial that threads may make at once on one cipher: the ECH search's)."""
         try:
             if self.tls13:
                 # RFC 8446 §5.2: additional_data = opaque_type || legacy_record_version || length;

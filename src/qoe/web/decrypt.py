@@ -536,9 +536,8 @@ class DecryptingTlsSink:
         for cr, shs in log.tls13_entries():
             if len(shs) != suite.hash_length:
                 continue
-            trial = _ech_trial(suite, shs)
-            trial.seq = 0  # (the EncryptedExtensions is the server's first record under this secret)
-            if trial.open(ctype, version, body) is None:
+            # (the EncryptedExtensions is the server's first record under this secret: number 0)
+            if _ech_trial(suite, shs).open_at(0, ctype, version, body) is None:
                 continue
             logged = log.secrets  # (tls13_entries gives the connections with all four)
             self._tls13_keys(suite, logged[("CLIENT_HANDSHAKE_TRAFFIC_SECRET", cr)], shs,
