@@ -96,6 +96,10 @@ _MAX_FRAME = (1 << 24) - 1  # RFC 9113 §4.1: Length is 24 bits
 _MAX_HEADER_LIST = 1 << 20  # decoded field list bound (hpack's default 64 KiB is below real Set-Cookie walls)
 _MAX_BLOCK = 1 << 20  # a field block being gathered over CONTINUATIONs
 _SETTINGS_HEADER_TABLE_SIZE = 0x1  # RFC 9113 §6.5.2
+# RFC 9113 §6.1-§6.10: the frame header's flag bits read here (the frames hyperframe parsed define
+# them: END_STREAM on DATA and HEADERS, END_HEADERS on HEADERS, PUSH_PROMISE and CONTINUATION,
+# PRIORITY on HEADERS, ACK on SETTINGS), tested on the header's byte, not hyperframe's flag set
+_END_STREAM, _END_HEADERS, _PRIORITY, _ACK = 0x01, 0x04, 0x20, 0x01
 
 
 def _memoize_huffman() -> None:
@@ -360,10 +364,11 @@ class H2Sink:
             except (HyperframeError, ValueError, IndexError) as e:
                 self._stop(f"{'client' if direction == CLIENT else 'server'}: HTTP/2 frame not parsed ({e})")
                 return None
+            flags = view[i + 4]  # RFC 9113 §4.1: the frame header's Flags
             i += 9 + length
             d.frames += 1
             try:
-                self._frame(direction, d, frame, length, start_ts, ts)
+                self._frame(direction, d, frame, length, start_ts, ts, flags)
             except (hpack.HPACKError, UnicodeDecodeError, ValueError) as e:
                 self._stop(f"{'client' if direction == CLIENT else 'server'}: field block not decoded ({e})")
                 return None
@@ -382,7 +387,7 @@ class H2Sink:
                 s.priority = p
         return s
 
-    def _frame(self, direction: int, d: _Dir, f: Any, length: int, start: int, end: int) -> None:
+    def _frame(self, direction: int, d: _Dir, f: Any, length: int, start: int, end: int, flags: int) -> None:
         sid = f.stream_id
         if d.block is not None and not isinstance(f, ContinuationFrame):
             raise ValueError("a field block was interrupted by another frame (RFC 9113 §6.10)")
@@ -392,12 +397,12 @@ class H2Sink:
                 if direction == CLIENT:
                     s.req_wire += length
                     s.req_body += len(f.data)
-                    if "END_STREAM" in f.flags:
+                    if flags & _END_STREAM:
                         s.req_end = end
                 else:
                     s.resp_wire += length
                     s.resp_body += len(f.data)
-                    if "END_STREAM" in f.flags:
+                    if flags & _END_STREAM:
                         s.resp_end = end
         elif isinstance(f, (HeadersFrame, PushPromiseFrame)):
             d.block = [f.data]
@@ -405,12 +410,12 @@ class H2Sink:
             d.block_sid = sid
             d.block_kind = "push" if isinstance(f, PushPromiseFrame) else "headers"
             d.block_promised = f.promised_stream_id if isinstance(f, PushPromiseFrame) else 0
-            d.block_end_stream = "END_STREAM" in f.flags
+            d.block_end_stream = bool(flags & _END_STREAM) and isinstance(f, HeadersFrame)
             d.block_start = start
             d.block_bytes = 9 + length
-            if isinstance(f, HeadersFrame) and "PRIORITY" in f.flags:
+            if flags & _PRIORITY and isinstance(f, HeadersFrame):
                 self._priority(sid, f)
-            if "END_HEADERS" in f.flags:
+            if flags & _END_HEADERS:
                 self._block_done(direction, d, end)
         elif isinstance(f, ContinuationFrame):
             if d.block is None or sid != d.block_sid:
@@ -420,7 +425,7 @@ class H2Sink:
             d.block_bytes += 9 + length
             if d.block_len > _MAX_BLOCK:
                 raise ValueError(f"field block longer than {_MAX_BLOCK} bytes")
-            if "END_HEADERS" in f.flags:
+            if flags & _END_HEADERS:
                 self._block_done(direction, d, end)
         elif isinstance(f, RstStreamFrame):
             self._resets += 1
@@ -430,7 +435,7 @@ class H2Sink:
         elif isinstance(f, PriorityFrame):
             self._priority(sid, f)
         elif isinstance(f, SettingsFrame):
-            if "ACK" not in f.flags:
+            if not flags & _ACK:
                 if d.settings is None:
                     d.settings = tuple(sorted(f.settings.items()))
                 size = f.settings.get(_SETTINGS_HEADER_TABLE_SIZE)
@@ -487,7 +492,9 @@ class H2Sink:
         s = self._streams.get(sid)
         if s is None:
             s = self._stream(sid)  # a response whose request the capture missed
-        status = next((v for k, v in headers if k == ":status"), None)
+        # (RFC 9113 §8.3: pseudo-header fields come first; a response has one, :status)
+        status = headers[0][1] if headers and headers[0][0] == ":status" else next(
+            (v for k, v in headers if k == ":status"), None)
         code = int(status) if status is not None and status.isdigit() else None
         if s.resp_start is None:
             s.resp_start = start
