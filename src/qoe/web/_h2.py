@@ -134,16 +134,17 @@ class _QuietLog:
 
 
 _HPACK_LOG = getattr(hpack.hpack, "log", None)
+if not hasattr(_HPACK_LOG, "isEnabledFor"):
+    _HPACK_LOG = None  # (no such logger in this hpack: nothing is put in its place)
 _QUIET = _QuietLog()
 
 
 def _hpack_log() -> None:
-    """hpack's module logger, or the quiet one while hpack's DEBUG records would be dropped
-    anyway (checked before each header block is decoded)."""
+    """Put hpack's module logger in ``hpack.hpack.log``, or the quiet one while hpack's DEBUG
+    records would be dropped anyway (before each header block is decoded)."""
     real = _HPACK_LOG
-    if real is None or not hasattr(real, "isEnabledFor"):
-        return
-    hpack.hpack.log = real if real.isEnabledFor(logging.DEBUG) else _QUIET
+    if real is not None:
+        hpack.hpack.log = real if real.isEnabledFor(logging.DEBUG) else _QUIET
 
 
 def _code(c: int) -> str:

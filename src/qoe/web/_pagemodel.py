@@ -394,7 +394,7 @@ def _tls_items(sessions: Iterable[Any], conns: Mapping[int, Any]) -> list[_Item]
         c = conns.get(s.connection)
         # the capture's snapshot length cut its packets: the records stopped being read at the
         # first one cut, but the TCP headers say when each side last sent data
-        snapped = c is not None and (c.client.truncated_bytes or c.server.truncated_bytes)
+        snapped = snapshot_cut(c)
         if (end is None or snapped) and c is not None:
             end = c.server.last_data_ts_ns or c.client.last_data_ts_ns or end
         end = end or s.server_first_app_data_ns or s.handshake_end_ns or start
@@ -428,6 +428,12 @@ def _tls_items(sessions: Iterable[Any], conns: Mapping[int, Any]) -> list[_Item]
                          else start, preconnect=silent or getattr(s, "unused", False), silent_client=silent,
                          held_ns=getattr(s, "held_until_ns", -1), opaque=getattr(s, "opaque", None)))
     return out
+
+
+def snapshot_cut(conn: Any) -> bool:
+    """The capture's snapshot length cut payload bytes of connection ``conn`` (its TCP view, or
+    a QUIC connection's; None: no facts, False)."""
+    return conn is not None and bool(conn.client.truncated_bytes or conn.server.truncated_bytes)
 
 
 def _unanswered(conn: Any) -> bool:
@@ -755,8 +761,7 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
         elif end_objects is None or e > end_objects:
             end_objects = e
         if it.silent_client:
-            c = conns.get(ci)
-            if c is not None and (c.client.truncated_bytes or c.server.truncated_bytes):
+            if snapshot_cut(conns.get(ci)):
                 silent_cut += 1
             else:
                 silent += 1
@@ -863,8 +868,7 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
         cut_hs = []  # (the snapshot length cut their records: one reason, said once for all)
         for it in group:
             if it.tls is not None and not it.preconnect and not it.tls.complete:
-                c = conns.get(it.conn)
-                if c is not None and (c.client.truncated_bytes or c.server.truncated_bytes):
+                if snapshot_cut(conns.get(it.conn)):
                     cut_hs.append(it.tls)
                 else:
                     reasons.add(_tls_incomplete(it.tls))
@@ -872,7 +876,7 @@ def _page(index: int, client: str, group: list[_Item], conns: Mapping[int, Any],
             quic = sum(1 for s in cut_hs if getattr(s, "version_name", None) == "QUIC")
             kind = "QUIC" if quic == len(cut_hs) else "TLS" if not quic else "TLS and QUIC"
             reasons.add(f"the snapshot length cut the records of {kind} connection(s) "
-                        + ", ".join(str(s.connection) for s in sorted(cut_hs, key=_connection_of)))
+                        + ", ".join(str(i) for i in sorted(s.connection for s in cut_hs)))
         notes.append("partial: " + "; ".join(sorted(reasons)))
     if any(cut):
         notes.append(f"the capture's snapshot length cut the packets: {sum(cut)} payload bytes not captured on "
@@ -961,10 +965,6 @@ def onload_end_ns(transactions: Iterable[Any]) -> int | None:
         if end is None or e > end:
             end = e
     return end
-
-
-def _connection_of(s: Any) -> int:
-    return s.connection
 
 
 def _tls_incomplete(s: Any) -> str:

@@ -46,7 +46,7 @@ from typing import Any
 from qoe.web._dispatch import PARSERS, Parser, ProtocolSink
 from qoe.web._dns import DnsQuery, batch_queries, iter_dns_queries
 from qoe.web._pagemodel import (PENDING_HANDSHAKE_NS, Page, _http_items, _Item, _page, _tls_items, held_until_ns,
-                                opened_syn_ns, starts_other_page)
+                                opened_syn_ns, snapshot_cut, starts_other_page)
 from qoe._records import replaced
 from qoe.web.tcp import _is_file, _iter_connections, iter_connections
 
@@ -249,7 +249,7 @@ class _PageStream:
 
                     found[-1].opaque = not_http(d.alpn)
                 elif (self.decrypting and d is not None and (d.keys_found or not res.tls.complete)
-                      and not (conn.client.truncated_bytes or conn.server.truncated_bytes)):
+                      and not snapshot_cut(conn)):
                     # (not when the capture's snapshot length cut its packets: there was nothing
                     # whole to decrypt, and its TCP timing is what is known of it)
                     it = found[-1]
