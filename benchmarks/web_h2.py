@@ -34,8 +34,9 @@ The floor rows show how close parity can get with the libraries the project mand
 - ``hpack alone``: ``hpack.Decoder.decode(block, raw=True)`` on every header block of the
   capture, in the order qoe fed them, one fresh decoder per connection direction as qoe
   keeps them (the blocks are collected first by recording what qoe's run gave hpack), with
-  hpack's Huffman decoder memoized and its per-field debug calls silenced (DEBUG being off) as
-  ``qoe.web._h2`` leaves them (the memo emptied first), and
+  hpack's Huffman decoder memoized, its per-field debug calls silenced (DEBUG being off) and
+  its decoded fields returned without a copy as ``qoe.web._h2`` leaves them (the memo emptied
+  first), and
   without the memo (hpack as installed); with the share of Huffman-coded bytes that repeat a
   string met before, in this capture and in one copy (what the memo can save on one real load);
 - ``reading alone``: ``qoe.capture.tcp_segment_rows`` over the file (pcap read, headers

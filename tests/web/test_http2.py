@@ -479,6 +479,33 @@ def test_the_huffman_memo_takes_what_any_hpack_release_hands_it():
     assert hpack.hpack.decode_huffman(b"") == b""
 
 
+def test_hpack_fields_come_out_as_hpack_decodes_them():
+    """qoe lets hpack return the fields it decoded without copying each into a new tuple
+    (``raw=True``): the same names and values, a never-indexed field still a
+    ``NeverIndexedHeaderTuple`` (RFC 7541 §6.2.3: a proxy must keep it so), text when asked
+    (``raw=False``), and a field of another bytes-like type made bytes as hpack makes it.
+    Reference: RFC 7541 Appendix C.3.1, the first request without Huffman coding
+    (8286 8441 0f77 7777 2e65 7861 6d70 6c65 2e63 6f6d), and C.2.3 (a never-indexed literal,
+    ``password: secret``: 1008 7061 7373 776f 7264 0673 6563 7265 74)."""
+    import hpack.hpack
+    from hpack import Decoder
+    from hpack.struct import HeaderTuple, NeverIndexedHeaderTuple
+
+    from qoe.web.http import parse  # noqa: F401 - loads the HTTP/2 parser
+
+    c31 = bytes.fromhex("828684410f7777772e6578616d706c652e636f6d")
+    c23 = bytes.fromhex("100870617373776f726406736563726574")
+    fields = Decoder().decode(c31 + c23, raw=True)
+    assert fields == [(b":method", b"GET"), (b":scheme", b"http"), (b":path", b"/"),
+                      (b":authority", b"www.example.com"), (b"password", b"secret")]
+    assert [type(f) for f in fields] == [HeaderTuple] * 4 + [NeverIndexedHeaderTuple]
+    assert all(type(n) is bytes and type(v) is bytes for n, v in fields)
+    text = Decoder().decode(c31 + c23)
+    assert text[3] == (":authority", "www.example.com") and type(text[4]) is NeverIndexedHeaderTuple
+    odd = hpack.hpack._unicode_if_needed(HeaderTuple(memoryview(b"x-a"), bytearray(b"1")), True)
+    assert odd == (b"x-a", b"1") and type(odd[0]) is bytes and type(odd[1]) is bytes
+
+
 def test_hpack_debug_records_reach_a_program_that_asks_for_them(caplog):
     """qoe decodes header blocks with hpack's per-field debug calls silenced while hpack's
     logger drops DEBUG records anyway (they cost 7.5 % of its time); a program that turns
