@@ -315,3 +315,36 @@ def test_unreadable_tables_name_the_file(tmp_path):
     for name in ("r.parquet", "r.json", "missing.csv", "r.xlsx"):
         with pytest.raises(InputError, match=name.replace(".", r"\.")):
             read_table(tmp_path / name)
+
+
+def test_a_note_about_many_results_names_a_few_and_counts_them():
+    """A note shared by 200 results (copies of one page: the same note on each) is one line that
+    names the first five and the last and says 200, not 200 names; six are still all named,
+    and a note of a few results next to it keeps its own names. The JSON output keeps every
+    result's note."""
+    @dataclass(frozen=True)
+    class Page:
+        url: str
+        notes: tuple = ()
+
+        @property
+        def label(self):
+            return self.url
+
+        def to_record(self, *, brief=False):
+            return {"url": self.url}
+
+        def to_dict(self):
+            return {"url": self.url, "notes": list(self.notes)}
+
+    pages = [Page(f"http://h{i}/", ("never used",) + (("slow",) if i in (3, 150) else ())) for i in range(200)]
+    rep = Report(kind="web", source="x.pcap", results=tuple(pages))
+    assert rep.note_lines() == [
+        "[http://h0/, http://h1/, http://h2/, http://h3/, http://h4/, ... http://h199/ (200 in all)] never used",
+        "[http://h3/, http://h150/] slow",
+    ]
+    six = Report(kind="web", source="x.pcap", results=tuple(pages[:6]))
+    assert six.note_lines()[0] == "[" + ", ".join(f"http://h{i}/" for i in range(6)) + "] never used"
+    seven = Report(kind="web", source="x.pcap", results=tuple(pages[:7]))
+    assert seven.note_lines()[0].endswith("... http://h6/ (7 in all)] never used")
+    assert sum("never used" in r["notes"] for r in _strict(rep.to_json())["results"]) == 200

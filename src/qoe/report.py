@@ -672,11 +672,14 @@ class Report:
         """The report's notes, then each distinct result note once, prefixed by the results it is about.
 
         A result names itself by its ``label`` (voice: the direction, else the stream);
-        results without one by their position.
+        results without one by their position. A note about more than six results (``NOTE_NAMES``)
+        names the first five and the last, and says how many in all (the JSON output holds
+        every result's notes).
 
         Examples
         --------
-        ``"[user talks, user listens] network one-way delay: measured ..."``
+        ``"[user talks, user listens] network one-way delay: measured ..."``;
+        ``"[#1, #2, #3, #4, #5, ... #200 (200 in all)] slow DNS"``
         """
         return _note_lines(self.notes, self.results)
 
@@ -715,6 +718,11 @@ def _records_of(result: Any, table: str, *, brief: bool, kind: str) -> list[dict
     return [{**ident, **row} for row in result.tables().get(table, [])]
 
 
+#: Results a note line names at most: a note about more names the first ones and the last,
+#: and how many in all (:meth:`Report.note_lines`).
+NOTE_NAMES = 6
+
+
 def _note_lines(notes: Iterable[str], results: Iterable[Any]) -> list[str]:
     """:meth:`Report.note_lines` of a report's ``notes`` and ``results``."""
     lines = list(notes)
@@ -723,8 +731,15 @@ def _note_lines(notes: Iterable[str], results: Iterable[Any]) -> list[str]:
         who = str(getattr(r, "label", None) or f"#{i + 1}")
         for n in getattr(r, "notes", ()):
             seen.setdefault(n, {})[who] = None
-    lines += [f"[{', '.join(who)}] {n}" for n, who in seen.items()]
+    lines += [f"[{_names(list(who))}] {n}" for n, who in seen.items()]
     return lines
+
+
+def _names(who: list[str]) -> str:
+    """The results a note is about, at most :data:`NOTE_NAMES` of them named."""
+    if len(who) <= NOTE_NAMES:
+        return ", ".join(who)
+    return f"{', '.join(who[:NOTE_NAMES - 1])}, ... {who[-1]} ({len(who)} in all)"
 
 
 def _mapping_proxy(items: dict[Any, Any]) -> MappingProxyType:
