@@ -54,7 +54,8 @@ class DecryptedTlsParser(DecryptingTlsSink):
         super().__init__(conn, keylog, http1=http1, h2=h2)
 
     def result(self) -> ConnectionResult:
-        return tls_result(self.conn, self.session(), self.decryption(), self.app)
+        s = self.session()
+        return tls_result(self.conn, s, self.decryption(s), self.app)
 
 
 def tls_result(conn: ConnectionId, s: TlsSession, d: TlsDecryption, app: Any) -> ConnectionResult:

@@ -671,8 +671,10 @@ class DecryptingTlsSink:
         """The application-protocol sink (None when nothing was decrypted)."""
         return self._app
 
-    def decryption(self) -> TlsDecryption:
-        """What decryption gave (bursts include the one still open)."""
+    def decryption(self, session: TlsSession | None = None) -> TlsDecryption:
+        """What decryption gave (bursts include the one still open); ``session``: this
+        connection's :meth:`session` when the caller has made it already (else made here
+        when it is needed)."""
         c, s = self._d
         bursts = list(self._bursts)
         dropped = self._bursts_dropped
@@ -684,7 +686,7 @@ class DecryptingTlsSink:
                 dropped += 1
         note = self._note
         if not self._keys_found and self._suite is not None and c.records + s.records == 0 and len(self._keylog):
-            if not self.timing.session().complete:
+            if not (session if session is not None else self.timing.session()).complete:
                 # Chromium logs a connection's secrets once its handshake is done; a connection
                 # it opened and abandoned (a preconnect, a backup) never gets there
                 note = ("handshake not completed (a connection the client opened and abandoned): no secrets "
