@@ -459,7 +459,7 @@ class _Sender:
                 if u is not None:
                     self.events.append(QuicRetransmission(ts, space, pn, sid, a, b - a, False, min(u.ts, ts), False))
                     self.origins.append(u)
-        if any(sid is not None for sid, _, _ in data) and not self.near:
+        if not self.near and self.lost_open[space] and any(sid is not None for sid, _, _ in data):
             for u in self.lost_open[space].values():  # the first stream packet after a loss closes its claims
                 if not u.seen and u.state == _LOST and u.claimed is None and u.lost_ts is not None and u.lost_ts <= ts:
                     u.claimed = -1
