@@ -510,7 +510,7 @@ def test_hpack_debug_records_reach_a_program_that_asks_for_them(caplog):
     """qoe decodes header blocks with hpack's per-field debug calls silenced while hpack's
     logger drops DEBUG records anyway (they cost 7.5 % of its time); a program that turns
     DEBUG on for hpack gets them, from the next block on, and none are made once it is off
-    again. Reference: hpack's own records ("Decoding ..." per block) as hpack.Decoder logs
+    again; a program's own use of hpack between qoe's blocks logs as it would. Reference: hpack's own records ("Decoding ..." per block) as hpack.Decoder logs
     them when called directly."""
     import logging
 
@@ -543,3 +543,10 @@ def test_hpack_debug_records_reach_a_program_that_asks_for_them(caplog):
     with caplog.at_level(logging.INFO, logger="hpack"):
         connection(50101)
     assert hpack_records() == []
+    # a program's own hpack decoding after qoe's, with DEBUG on, logs as hpack does: qoe's quiet
+    # logger is not left in hpack's module between the blocks qoe decodes
+    from hpack import Decoder
+
+    with caplog.at_level(logging.DEBUG, logger="hpack"):
+        Decoder().decode(Encoder().encode([(":method", "GET"), (":path", "/")]))
+    assert any(rec.getMessage().startswith("Decoding ") for rec in hpack_records())

@@ -51,9 +51,10 @@ hpack also calls its module logger's ``debug`` for every integer and field it de
 a header block on Chromium's loads, each two Python calls into :mod:`logging` that find DEBUG
 off): 7.5 % of hpack's time. While the ``hpack.hpack`` logger is not enabled for DEBUG,
 :meth:`H2Sink` decodes a block with a logger whose ``debug`` does nothing in that module's
-``log`` (:func:`_hpack_log`, checked at each block: a program that turns hpack's DEBUG on gets
-every record from its next block, tested); hpack's own when it is on, or when its module has
-no such logger (a later release).
+``log``, and puts hpack's own back after it (:func:`_decode_block`, checked at each block: a
+program that turns hpack's DEBUG on gets every record of qoe's next block, and its own hpack
+decoding between qoe's blocks logs as it would, tested); with hpack's own logger when DEBUG is
+on, or when its module has no such logger (a later release).
 
 With ``raw=True`` (fields as bytes, as qoe asks), hpack's ``decode`` ends by copying every field
 it decoded into a new tuple of the same class and the same two byte strings
@@ -169,12 +170,18 @@ if not hasattr(_HPACK_LOG, "isEnabledFor"):
 _QUIET = _QuietLog()
 
 
-def _hpack_log() -> None:
-    """Put hpack's module logger in ``hpack.hpack.log``, or the quiet one while hpack's DEBUG
-    records would be dropped anyway (before each header block is decoded)."""
+def _decode_block(decoder: hpack.Decoder, block: bytes) -> list[Any]:
+    """``decoder.decode(block, raw=True)`` with the quiet logger in ``hpack.hpack.log`` while
+    hpack's DEBUG records would be dropped anyway, hpack's own put back after (whatever else
+    in the process decodes with hpack meanwhile logs as it would)."""
     real = _HPACK_LOG
-    if real is not None:
-        hpack.hpack.log = real if real.isEnabledFor(logging.DEBUG) else _QUIET
+    if real is None or real.isEnabledFor(logging.DEBUG):
+        return decoder.decode(block, raw=True)
+    hpack.hpack.log = _QUIET
+    try:
+        return decoder.decode(block, raw=True)
+    finally:
+        hpack.hpack.log = real
 
 
 def _code(c: int) -> str:
@@ -495,8 +502,7 @@ class H2Sink:
     def _block_done(self, direction: int, d: _Dir, end: int) -> None:
         pieces, d.block = d.block or [b""], None
         block = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-        _hpack_log()
-        fields = d.decoder.decode(block, raw=True)
+        fields = _decode_block(d.decoder, block)
         headers = fields_text(fields)
         sid, start, nbytes = d.block_sid, d.block_start, d.block_bytes
         if d.block_kind == "push":
