@@ -490,12 +490,13 @@ class H2Sink:
                     s.reset = f"GOAWAY {_code(f.error_code)}"
 
     def _priority(self, sid: int, f: Any) -> None:
+        s = self._streams.get(sid)
+        if s is not None and s.priority is not None:
+            return  # an open stream keeps its first (Chromium re-prioritises its streams)
         # RFC 7540 §5.3.2: the Weight field is weight - 1
         text = f"weight={f.stream_weight + 1} depends_on={f.depends_on} exclusive={bool(f.exclusive)}"
-        s = self._streams.get(sid)
         if s is not None:
-            if s.priority is None:
-                s.priority = text
+            s.priority = text
         else:
             self._pending_priority[sid] = text
 
