@@ -129,6 +129,39 @@ def test_chunks_split_by_flow_bucket_partition_the_rows(cap, write):  # type: ig
             chunks[0].rows(flows=bad)
 
 
+def test_chunk_rows_within_times_are_the_rows_captured_then(cap, write):  # type: ignore[no-untyped-def]
+    """``SegmentChunk.rows(times=...)`` gives the rows whose capture time lies within one of the
+    spans (both ends included; overlapping spans, spans in any order, with ``flows`` too),
+    the common layouts' rows and the per-packet decoder's alike; spans that are not pairs of
+    integers in order are refused. Reference: the rows of ``tcp_segment_rows`` filtered by
+    their time field one by one."""
+    rng = np.random.default_rng(20261128)
+    frames = _tcp_frames(cap, rng, 800)
+    path = write(cap.pcap([(cap.T0 + i // 1000, i % 1000, f) for i, f in enumerate(frames)]))
+    want = list(tcp_segment_rows(path, chunk_size=4096))
+    chunks = list(tcp_segment_chunks(path, chunk_size=4096))
+    ts = [r[1] for r in want]
+    t0, t1 = min(ts), max(ts)
+    at = sorted(ts)
+    cases = [
+        [(t0, t1)],
+        [],
+        [(at[100], at[100])],  # one instant, its end included
+        [(at[500], at[600]), (at[10], at[50]), (at[40], at[120])],  # out of order, overlapping
+        [(t0 - 10**9, t0 - 1), (t1 + 1, t1 + 10**9)],  # none
+    ]
+    for spans in cases:
+        got = [r for c in chunks for r in c.rows(times=spans)]
+        assert got == [r for r in want if any(a <= r[1] <= b for a, b in spans)]
+    assert 0 < len([r for c in chunks for r in c.rows(times=cases[3])]) < len(want)
+    buckets = {r[0]: flow_bucket(r[2], r[3], r[4], r[5]) for r in want}
+    both = [r for c in chunks for r in c.rows(flows=(0, 50), times=cases[3])]
+    assert both == [r for r in want if buckets[r[0]] < 50 and any(a <= r[1] <= b for a, b in cases[3])] and both
+    for bad in [[(5, 1)], [(1.5, 2)], [(True, 2)], [(1, 2, 3)], [1], [("1", "2")]]:
+        with pytest.raises(InputError, match="times must be"):
+            chunks[0].rows(times=bad)
+
+
 @pytest.mark.parametrize("linktype", [1, 113, 276, 101])
 def test_tcp_readers_agree_on_random_mixtures(cap, write, linktype):  # type: ignore[no-untyped-def]
     rng = np.random.default_rng(20261123 + linktype)

@@ -21,7 +21,7 @@ nothing of QoE.
   :data:`TCP_SEGMENT_FIELDS` (for TCP reassembly; :func:`tcp_segment_row` turns a Packet
   into one), :func:`tcp_segment_chunks` a chunk of the file at a time, optionally only the
   connections of a range of :func:`flow_bucket` (to split a capture's connections between
-  processes).
+  processes) or the segments captured within given times (to read a few moments again).
 - :func:`probe` checks that a file is a capture qoe reads and describes it
   (:class:`CaptureInfo`: format, interfaces, and the time of frame 1 that Wireshark's
   relative times count from) from the file's first records only.

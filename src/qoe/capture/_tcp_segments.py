@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from itertools import chain, repeat
 from typing import Any
 
@@ -215,7 +215,8 @@ class SegmentChunk:
         self.upto = upto  # frame index of the chunk's last packet record
 
     def rows(self, *, udp: Callable[[UdpBatch], None] | None = None,
-             flows: tuple[int, int] | None = None) -> list[SegmentRow]:
+             flows: tuple[int, int] | None = None,
+             times: Sequence[tuple[int, int]] | None = None) -> list[SegmentRow]:
         """The chunk's TCP segments as rows of :data:`TCP_SEGMENT_FIELDS`, in frame order.
 
         Parameters
@@ -226,17 +227,22 @@ class SegmentChunk:
         flows : (int, int), optional
             ``(lo, hi)``: only the segments whose :func:`flow_bucket` ``b`` has ``lo <= b <
             hi`` (whole connections, both directions). Default: every segment.
+        times : sequence of (int, int), optional
+            ``[(start_ns, end_ns), ...]``: only the segments captured at a time ``t`` with
+            ``start_ns <= t <= end_ns`` for one of them (a reader that wants a few moments of
+            a large capture builds only their rows). Default: every segment.
 
         Raises
         ------
         InputError
-            ``flows`` out of range.
+            ``flows`` out of range; ``times`` not pairs of integers with start <= end.
         """
         if flows is not None:
             lo, hi = flows
             if not (isinstance(lo, int) and isinstance(hi, int) and 0 <= lo <= hi <= FLOW_BUCKETS):
                 raise InputError(f"flows must be (lo, hi) with 0 <= lo <= hi <= {FLOW_BUCKETS}, got {flows!r}")
-        return _rows_of(self, udp, flows)
+        spans = None if times is None else _spans(times)
+        return _rows_of(self, udp, flows, spans)
 
 
 def _parts(path: PathOrFile, chunk_size: int, reassembly: ReassemblyLimits, with_udp: bool) -> Iterator[SegmentChunk]:
@@ -256,17 +262,53 @@ def _parts(path: PathOrFile, chunk_size: int, reassembly: ReassemblyLimits, with
         warn_unread_esp(name_of(path), ex.decoder.esp_unread)  # as read_udp_batches does at its end
 
 
+def _spans(times: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """``times`` (``SegmentChunk.rows``) checked, as the starts and ends of the same spans merged
+    where they overlap, in order."""
+    def whole(v: Any) -> bool:
+        return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+    try:
+        pairs = sorted((int(a), int(b)) for a, b in times if whole(a) and whole(b) and a <= b)
+        if len(pairs) != len(times):
+            raise ValueError
+    except (TypeError, ValueError):
+        raise InputError("times must be (start_ns, end_ns) pairs of integers with start_ns <= end_ns, got "
+                         f"{times!r}"[:300]) from None
+    merged: list[list[int]] = []
+    for a, b in pairs:
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return (np.array([a for a, _ in merged], dtype=np.int64), np.array([b for _, b in merged], dtype=np.int64))
+
+
+def _in_spans(ts: np.ndarray, spans: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """Which times fall in one of ``spans`` (:func:`_spans`: merged, in order), ends included."""
+    starts, ends = spans
+    if not len(starts):
+        return np.zeros(len(ts), dtype=bool)
+    k = np.searchsorted(starts, ts, side="right") - 1  # the last span starting at or before each time
+    return (k >= 0) & (ts <= ends[np.maximum(k, 0)])
+
+
 def _rows_of(part: SegmentChunk, udp: Callable[[UdpBatch], None] | None,
-             flows: tuple[int, int] | None = None) -> list[SegmentRow]:
+             flows: tuple[int, int] | None = None,
+             spans: tuple[np.ndarray, np.ndarray] | None = None) -> list[SegmentRow]:
     """The TCP segments of one chunk, in frame order (after handing its UDP datagrams to ``udp``);
-    ``flows``: only those whose :func:`flow_bucket` is in ``[lo, hi)``."""
+    ``flows``: only those whose :func:`flow_bucket` is in ``[lo, hi)``; ``spans``: only those
+    captured within them (:func:`_spans`)."""
     if udp is not None and part.udp is not None:
         udp(part.udp)
-    rows = _fast_rows(part, flows)
+    rows = _fast_rows(part, flows, spans)
     slow = part.slow
     if flows is not None and slow:
         lo, hi = flows
         slow = [r for r in slow if lo <= flow_bucket(r[2], r[3], r[4], r[5]) < hi]
+    if spans is not None and slow:
+        keep = _in_spans(np.array([r[1] for r in slow], dtype=np.int64), spans)
+        slow = [r for r, k in zip(slow, keep.tolist()) if k]
     if not slow:
         return rows
     if not rows:
@@ -361,9 +403,11 @@ def _fast_columns(
     return cols, codes, texts, options
 
 
-def _fast_rows(part: SegmentChunk, flows: tuple[int, int] | None = None) -> list[SegmentRow]:
+def _fast_rows(part: SegmentChunk, flows: tuple[int, int] | None = None,
+               spans: tuple[np.ndarray, np.ndarray] | None = None) -> list[SegmentRow]:
     """The rows of a chunk's common segments, built from their columns by zip (``flows``: only
-    those whose :func:`flow_bucket` is in ``[lo, hi)``)."""
+    those whose :func:`flow_bucket` is in ``[lo, hi)``; ``spans``: only those captured within
+    them)."""
     cols = part.cols
     if not cols:
         return []
@@ -372,8 +416,11 @@ def _fast_rows(part: SegmentChunk, flows: tuple[int, int] | None = None) -> list
     texts = part.texts
     codes = part.codes
     options = part.options
-    if flows is not None:
-        keep = _in_flows(cols, codes, texts, flows)
+    if flows is not None or spans is not None:
+        keep = _in_flows(cols, codes, texts, flows) if flows is not None else None
+        if spans is not None:
+            in_spans = _in_spans(cols["ts_ns"], spans)
+            keep = in_spans if keep is None else keep & in_spans
         if not keep.all():
             at = np.cumsum(keep) - 1  # a kept row's place among the kept ones
             sel = np.flatnonzero(keep)

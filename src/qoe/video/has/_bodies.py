@@ -3,8 +3,9 @@
 :mod:`qoe.web` turns a capture into HTTP transactions without keeping any body (bounded
 memory). A streaming session needs the bodies of its manifests, a few kilobytes each: this
 module reads the server's bytes of those responses again, in one pass over the capture's TCP
-segments (:func:`qoe.capture.tcp_segment_rows`), keeping only segments of the wanted
-connections inside each response's time window, and decodes the message: head up to the
+segments (:func:`qoe.capture.tcp_segment_chunks`: the rows of the segments captured inside
+the responses' time windows only), keeping only segments of the wanted connections inside
+each response's window, and decodes the message: head up to the
 blank line (RFC 9112 §2.1), body by ``Content-Length`` or the chunked coding (RFC 9112
 §7.1), ``Content-Encoding`` gzip/deflate undone (RFC 9110 §8.4.1).
 
@@ -24,9 +25,10 @@ from __future__ import annotations
 import os
 import zlib
 from collections.abc import Iterable
+from itertools import chain
 from dataclasses import dataclass
 
-from qoe.capture import tcp_segment_rows
+from qoe.capture import tcp_segment_chunks
 
 __all__ = ["ResponseWindow", "read_bodies", "decode_response"]
 
@@ -122,8 +124,9 @@ def read_bodies(capture: str | os.PathLike[str], windows: Iterable[ResponseWindo
     """The decoded bodies of the responses in ``windows``: ``{key: (body, whole)}``.
 
     One pass over the capture's TCP segments; only segments of the windows' connections,
-    captured inside a window, are kept. ``whole`` is False when bytes were missing (a gap, a
-    snap length) or the body was cut at :data:`MAX_BODY_BYTES`.
+    captured inside a window, are kept (the rows of the segments captured outside every
+    window are not built: ``SegmentChunk.rows(times=...)``). ``whole`` is False when bytes
+    were missing (a gap, a snap length) or the body was cut at :data:`MAX_BODY_BYTES`.
     """
 
     wins = list(windows)
@@ -131,7 +134,9 @@ def read_bodies(capture: str | os.PathLike[str], windows: Iterable[ResponseWindo
     for w in wins:
         by_flow.setdefault((w.server[0], w.server[1], w.client[0], w.client[1]), []).append(w)
     got: dict[int, list[tuple[int, bytes]]] = {w.key: [] for w in wins}
-    for row in tcp_segment_rows(capture):
+    spans = [(w.start_ns - _SLACK_NS, max(w.end_ns, w.start_ns - _SLACK_NS)) for w in wins]
+    rows = chain.from_iterable(chunk.rows(times=spans) for chunk in tcp_segment_chunks(capture))
+    for row in rows:
         ws = by_flow.get((row[2], row[3], row[4], row[5]))
         if not ws:
             continue
