@@ -297,3 +297,28 @@ def test_only_the_connections_between_given_endpoints(tmp_path, seed):
 def test_endpoints_must_be_pairs_of_address_and_port(bad):
     with pytest.raises(QoEError, match="endpoints must be pairs of"):
         iter_connections("x.pcap", endpoints=bad)
+
+
+@pytest.mark.parametrize("seed", [1, 3])
+def test_only_the_segments_within_given_times(tmp_path, seed):
+    """iter_connections(..., times=spans) on a file gives what the same pass gives on the file's
+    packets with those captured outside every span left out (read_packets, filtered by time
+    here), connections and sink calls alike; the packets path takes ``times`` too. Bad spans are
+    refused."""
+    path = str(tmp_path / f"gen{seed}.pcap")
+    _write_capture(path, seed, connections=40, ports=1000 if seed % 3 else 4)
+    packets = list(read_packets(path, protocols=("tcp",)))
+    ts = sorted(p.ts_ns for p in packets)
+    spans = [(ts[len(ts) // 2], ts[3 * len(ts) // 4]), (ts[10], ts[len(ts) // 5]), (ts[len(ts) // 6], ts[len(ts) // 4])]
+    kept = [p for p in packets if any(a <= p.ts_ns <= b for a, b in spans)]
+    assert 0 < len(kept) < len(packets)
+    want_log: list = []
+    want = list(iter_connections(kept, sinks=lambda cid: _Log(want_log, cid)))
+    for source in (path, packets):
+        log: list = []
+        got = list(iter_connections(source, sinks=lambda cid: _Log(log, cid), times=spans))
+        assert [as_plain(c) for c in got] == [as_plain(c) for c in want] and got
+        assert log == want_log
+    for bad in ([(5, 1)], [(1.5, 2)], [("1", "2")], [(1, 2, 3)], 5):
+        with pytest.raises(QoEError, match="times must be"):
+            iter_connections(path, times=bad)

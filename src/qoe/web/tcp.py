@@ -122,10 +122,14 @@ from __future__ import annotations
 import os
 import warnings
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import chain
 from typing import Any
 
-from qoe.capture import TCP_ACK, TCP_SEGMENT_FIELDS, TCP_SYN, Packet, relaxed_gc, tcp_segment_row, tcp_segment_rows
+import numpy as np
+
+from qoe.capture import (TCP_ACK, TCP_SEGMENT_FIELDS, TCP_SYN, Packet, relaxed_gc, tcp_segment_chunks, tcp_segment_row,
+                         tcp_segment_rows)
 from qoe.errors import InputError, QoEWarning
 from qoe.web._sink import CLIENT, SERVER, ByteSink, ConnectionId, SinkFactory
 from qoe.web._conntrack import _Conn
@@ -170,6 +174,7 @@ def connections(
     sinks: SinkFactory | None = None,
     limits: TcpLimits = TcpLimits(),
     endpoints: Iterable[tuple[tuple[str, int], tuple[str, int]]] | None = None,
+    times: Sequence[tuple[int, int]] | None = None,
 ) -> list[Connection]:
     """Every TCP connection of a capture, reassembled, in order of first packet.
 
@@ -192,6 +197,14 @@ def connections(
         again (a streaming session's manifests) cost little more than reading the file.
         The connections kept, and what their sinks are given, are the same as without it,
         but for ``id.index``, which numbers the connections read. Default: every connection.
+    times : sequence of (int, int), optional
+        Only the segments captured within one of these ``(start_ns, end_ns)`` spans (ends
+        included), the others left out before reassembly as if they had not been captured:
+        for a capture file, their rows are not even built
+        (``qoe.capture.SegmentChunk.rows(times=...)``). With ``endpoints``, what a reader of
+        a few connections' first moments needs (a streaming session's manifests: from each
+        connection's start to its last manifest's end). A connection cut short this way ends
+        as the capture does. Default: every segment.
 
     Returns
     -------
@@ -203,7 +216,8 @@ def connections(
     CaptureError
         The file cannot be read as a capture (from :func:`qoe.capture.tcp_segment_rows`).
     InputError
-        ``limits`` is not a TcpLimits with positive bounds, or ``sinks`` is not callable.
+        ``limits`` is not a TcpLimits with positive bounds, ``sinks`` is not callable, or
+        ``endpoints`` / ``times`` are not what they should be.
 
     Warns
     -----
@@ -224,7 +238,7 @@ def connections(
     >>> c.id.server, c.client.bytes, c.rtt_syn_ns, c.rtt_synack_ns
     (('198.51.100.2', 80), 18, 1000, 1000)
     """
-    return sorted(iter_connections(capture, sinks=sinks, limits=limits, endpoints=endpoints), key=_index)
+    return sorted(iter_connections(capture, sinks=sinks, limits=limits, endpoints=endpoints, times=times), key=_index)
 
 
 def _index(c: Connection) -> int:
@@ -241,6 +255,7 @@ def iter_connections(
     sinks: SinkFactory | None = None,
     limits: TcpLimits = TcpLimits(),
     endpoints: Iterable[tuple[tuple[str, int], tuple[str, int]]] | None = None,
+    times: Sequence[tuple[int, int]] | None = None,
 ) -> Iterator[Connection]:
     """Like :func:`connections`, but each Connection as soon as it is final (streaming).
 
@@ -262,8 +277,9 @@ def iter_connections(
     if sinks is not None and not callable(sinks):
         raise InputError(f"sinks must be a callable (ConnectionId -> ByteSink | None), got {type(sinks).__name__}")
     pairs = None if endpoints is None else _endpoint_pairs(endpoints)
+    spans = None if times is None else _checked_times(times)
     # (the collector's young generation relaxed while the pass works: qoe.capture.relaxed_gc)
-    return relaxed_gc(_iter_connections(capture, sinks, limits, pairs=pairs))
+    return relaxed_gc(_iter_connections(capture, sinks, limits, pairs=pairs, times=spans))
 
 
 def _endpoint_pairs(endpoints: Any) -> frozenset[tuple[str, int, str, int]]:
@@ -288,23 +304,52 @@ def _is_file(capture: Any) -> bool:
 def _iter_connections(
     capture: Any, sinks: SinkFactory | None, limits: TcpLimits, udp: Any = None,
     pairs: frozenset[tuple[str, int, str, int]] | None = None, read_ahead: bool | None = False,
-    view: bool = False,
+    view: bool = False, times: Sequence[tuple[int, int]] | None = None,
 ) -> Iterator[Connection | TcpView]:
     """:func:`iter_connections` without the checks; ``udp``, for a capture file: called with the
     UDP datagrams of each chunk as the file is read (``qoe.capture.tcp_segment_rows``: one pass
     gives the page reader its TCP and its DNS); ``pairs``: only segments whose ``(src, sport,
     dst, dport)`` is one of these; ``read_ahead``: a capture file is read in a child process
     (:func:`qoe.capture.tcp_segment_rows`); ``view``: each connection as the page model reads it
-    (``qoe.web._connresults.TcpView``), not the whole :class:`Connection`."""
+    (``qoe.web._connresults.TcpView``), not the whole :class:`Connection`; ``times``: only
+    segments captured within these spans (:func:`connections`)."""
     if _is_file(capture):
         name = os.fspath(capture) if isinstance(capture, (str, os.PathLike)) else "the capture"
-        rows: Iterable[tuple[Any, ...]] = tcp_segment_rows(capture, udp=udp, read_ahead=read_ahead)
+        if times is not None:
+            chunks = tcp_segment_chunks(capture, udp=udp is not None)
+            rows: Iterable[tuple[Any, ...]] = chain.from_iterable(c.rows(udp=udp, times=times) for c in chunks)
+        else:
+            rows = tcp_segment_rows(capture, udp=udp, read_ahead=read_ahead)
     else:
         name = "the packets"
         rows = _rows(capture)
+        if times is not None:
+            rows = _within(rows, times)
     if pairs is not None:
         rows = (r for r in rows if (r[_SRC], r[_SPORT], r[_DST], r[_DPORT]) in pairs)
     return _track(rows, sinks, limits, str(name), view=view)
+
+
+def _checked_times(times: Any) -> list[tuple[int, int]]:
+    """``times`` (:func:`connections`) as a list of ``(start_ns, end_ns)``; InputError if they are not
+    pairs of integers with start <= end."""
+    try:
+        spans = [(a, b) for a, b in times]
+        if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for p in spans for v in p) and all(
+                a <= b for a, b in spans):
+            return [(int(a), int(b)) for a, b in spans]
+    except (TypeError, ValueError):
+        pass
+    raise InputError(f"times must be (start_ns, end_ns) pairs of integers with start_ns <= end_ns, got {times!r}"[:300])
+
+
+def _within(rows: Iterable[tuple[Any, ...]], times: Sequence[tuple[int, int]]) -> Iterator[tuple[Any, ...]]:
+    """The rows captured within one of ``times``' spans (packets already read)."""
+    spans = list(times)
+    for r in rows:
+        ts = r[1]
+        if any(a <= ts <= b for a, b in spans):
+            yield r
 
 
 def _rows(packets: Iterable[Packet]) -> Iterator[tuple[Any, ...]]:

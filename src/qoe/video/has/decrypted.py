@@ -3,8 +3,10 @@
 :mod:`qoe.web` decrypts TLS with a key log (:mod:`qoe.web.decrypt`) and makes HTTP/1.x and
 HTTP/2 transactions of the plaintext, keeping no body. A streaming session needs the bodies
 of its manifests: :func:`keylog_bodies` reads the capture once more and opens again only the
-connections that carried a manifest, through the public :class:`qoe.web.decrypt.DecryptingTlsSink`
-with sinks of its own in place of the HTTP parsers. They keep only
+connections that carried a manifest, up to their last manifest's end (``qoe.web.tcp.connections``'
+``endpoints`` and ``times``: the other segments' rows are not built), through the public
+:class:`qoe.web.decrypt.DecryptingTlsSink` with sinks of its own in place of the HTTP parsers.
+They keep only
 
 * HTTP/1.x: the server's plaintext delivered inside each manifest response's time window
   (as :func:`qoe.video.has._bodies.read_bodies` does with cleartext), decoded by
@@ -176,7 +178,9 @@ def keylog_bodies(capture: str | os.PathLike[str], keylog: Any
             sinks.extend((h1, h2))
             return DecryptingTlsSink(conn, log, http1=lambda _c: h1, h2=lambda _c: h2)
 
-        connections(capture, sinks=factory, endpoints=list(wanted))  # the others' segments skipped
+        # the others' segments skipped, and each manifest connection's after its last manifest
+        # (the segments that follow on a kept-alive connection are not read: their rows not built)
+        connections(capture, sinks=factory, endpoints=list(wanted), times=_spans(wanted))
         out: dict[int, tuple[bytes, bool]] = {}
         for s in sinks:
             out.update(s.bodies())
@@ -186,6 +190,20 @@ def keylog_bodies(capture: str | os.PathLike[str], keylog: Any
         return out
 
     return bodies
+
+
+def _spans(wanted: Mapping[Any, Sequence[tuple[int, Any]]]) -> list[tuple[int, int]] | None:
+    """The capture times to read for the manifests' connections: each from its start to its last
+    manifest's end (with the slack of the windows), or None (every segment) when a manifest
+    has no end or its connection no start."""
+    spans = []
+    for items in wanted.values():
+        starts = [t.connection_start_ns for _, t in items]
+        ends = [t.response_end_ns for _, t in items]
+        if None in starts or None in ends:
+            return None
+        spans.append((min(starts) - _SLACK_NS, max(ends) + _SLACK_NS))
+    return spans
 
 
 def h3_data(stream: bytes) -> tuple[bytes, bool]:
