@@ -24,7 +24,10 @@ Two parts.
 2. The hard case: ``--copies`` sessions one after the other in one capture (copies of
    ``dash-ample``, each from its own client address, 50 ms apart, ``tests/big_capture.py``; default 200,
    ``--short`` 20), ``qoe has sessions CAPTURE --format csv`` in a fresh process (wall, CPU,
-   peak RSS) against ``tshark -q -z http,tree``, and the sessions and segments each found.
+   peak RSS) against ``tshark -q -z http,tree``, and the sessions and segments each found;
+   then a quarter as many copies of ``dash-tls`` (the same over HTTPS; its key log opens every
+   copy, the ClientHello randoms being the same) with ``--keylog`` against ``tshark -o
+   tls.keylog_file:... -q -z http,tree``.
 
 Usage::
 
@@ -133,19 +136,25 @@ def accuracy(tshark: bool) -> None:
           "tests/video/has/test_sessions.py on the stalls before they part)")
 
 
-def scale(copies: int, tshark: bool) -> None:
+def scale(copies: int, tshark: bool, kind: str = "has") -> None:
     tmp = Path(tempfile.mkdtemp(prefix="qoe-has-bench-"))
     try:
         cap = tmp / "sessions.pcap"
-        write(cap, "has", copies=copies)
+        write(cap, kind, copies=copies)
         mb = cap.stat().st_size / 1e6
-        print(f"\n{copies} sessions one after the other (copies of dash-ample, each its own client): {mb:.0f} MB")
+        keylog = SESSIONS / "dash-tls.keylog" if kind == "has-tls" else None
+        sample = "dash-tls over HTTPS, one key log for all" if keylog else "dash-ample"
+        print(f"\n{copies} sessions one after the other (copies of {sample}, each its own client): {mb:.0f} MB")
+        keys = ["--keylog", str(keylog)] if keylog else []
         qoe = _wrapped([sys.executable, "-c", "from qoe_cli.main import main; main()", "has", "sessions",
-                        str(cap), "--format", "csv"])
+                        str(cap), *keys, "--format", "csv"])
         rows = [r for r in qoe["out"].splitlines()[1:] if r]
         print(f"{'tool':32s} {'wall s':>7s} {'CPU s':>7s} {'peak RSS MiB':>12s} {'x tshark CPU':>12s}")
-        ts = _wrapped(["tshark", "-r", str(cap), "-q", "-z", "http,tree"]) if tshark else None
-        for label, r in (("qoe has sessions --format csv", qoe), ("tshark -q -z http,tree", ts)):
+        tls = ["-o", f"tls.keylog_file:{keylog}"] if keylog else []
+        ts = _wrapped(["tshark", "-r", str(cap), *tls, "-q", "-z", "http,tree"]) if tshark else None
+        labels = ("qoe has sessions --keylog" if keylog else "qoe has sessions --format csv",
+                  "tshark tls.keylog_file http,tree" if keylog else "tshark -q -z http,tree")
+        for label, r in ((labels[0], qoe), (labels[1], ts)):
             if r is None:
                 continue
             ratio = f"{ts['cpu'] / r['cpu']:11.2f}x" if ts is not None else f"{'-':>12s}"
@@ -171,7 +180,9 @@ def main(argv: list[str] | None = None) -> int:
         print("tshark not found: qoe's times only")
     sys.path.insert(0, str(ROOT / "src"))
     accuracy(tshark)
-    scale(args.copies or (20 if args.short else 200), tshark)
+    copies = args.copies or (20 if args.short else 200)
+    scale(copies, tshark)
+    scale(max(1, copies // 4), tshark, "has-tls")  # (a quarter: each HTTPS copy is 1.8 MB)
     return 0
 
 

@@ -32,6 +32,7 @@ SAMPLES = {
     "udpts": ROOT / "data" / "video" / "captures" / "udpts-down-b64_client.pcap",  # MPEG-TS in plain UDP
     "web": ROOT / "data" / "web" / "captures" / "http11-idle-b64-curl-x3_client.pcap",  # three page loads
     "has": ROOT / "data" / "video" / "has" / "sessions" / "dash-ample.pcap.gz",  # a DASH session (dash.js)
+    "has-tls": ROOT / "data" / "video" / "has" / "sessions" / "dash-tls.pcap.gz",  # the same over HTTPS (its key log beside)
     "quic": ROOT / "data" / "web" / "browser" / "captures" / "h3-idle.pcap",  # Chromium's HTTP/3 page load
     "browser-h1": ROOT / "data" / "web" / "browser" / "captures" / "h1-loss.pcap",  # Chromium, HTTP/1.1 and HTTPS, losses
 }
