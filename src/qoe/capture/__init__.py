@@ -21,7 +21,8 @@ nothing of QoE.
   :data:`TCP_SEGMENT_FIELDS` (for TCP reassembly; :func:`tcp_segment_row` turns a Packet
   into one), :func:`tcp_segment_chunks` a chunk of the file at a time, optionally only the
   connections of a range of :func:`flow_bucket` (to split a capture's connections between
-  processes) or the segments captured within given times (to read a few moments again).
+  processes) or the segments captured within given times (to read a few moments again; :func:`time_spans`
+  checks and merges them).
 - :func:`probe` checks that a file is a capture qoe reads and describes it
   (:class:`CaptureInfo`: format, interfaces, and the time of frame 1 that Wireshark's
   relative times count from) from the file's first records only.
@@ -81,7 +82,7 @@ from qoe.capture._reader import read_packets
 from qoe.capture._reassembly import ReassemblyLimits
 from qoe.capture._tcp_segments import (FLOW_BUCKETS, TCP_SEGMENT_FIELDS, SegmentChunk, flow_bucket, read_tcp_segments,
                                        tcp_segment_chunks,
-                                       tcp_segment_row, tcp_segment_rows)
+                                       tcp_segment_row, tcp_segment_rows, time_spans)
 from qoe.capture._types import (
     TCP_ACK,
     TCP_AE,
@@ -112,6 +113,7 @@ __all__ = [
     "tcp_segment_rows",
     "tcp_segment_chunks",
     "SegmentChunk",
+    "time_spans",
     "flow_bucket",
     "FLOW_BUCKETS",
     "tcp_segment_row",

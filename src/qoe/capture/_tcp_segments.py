@@ -241,7 +241,7 @@ class SegmentChunk:
             lo, hi = flows
             if not (isinstance(lo, int) and isinstance(hi, int) and 0 <= lo <= hi <= FLOW_BUCKETS):
                 raise InputError(f"flows must be (lo, hi) with 0 <= lo <= hi <= {FLOW_BUCKETS}, got {flows!r}")
-        spans = None if times is None else _spans(times)
+        spans = None if times is None else time_spans(times)
         return _rows_of(self, udp, flows, spans)
 
 
@@ -262,9 +262,31 @@ def _parts(path: PathOrFile, chunk_size: int, reassembly: ReassemblyLimits, with
         warn_unread_esp(name_of(path), ex.decoder.esp_unread)  # as read_udp_batches does at its end
 
 
-def _spans(times: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
-    """``times`` (``SegmentChunk.rows``) checked, as the starts and ends of the same spans merged
-    where they overlap, in order."""
+def time_spans(times: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Capture-time spans checked and merged: the ``times`` of :meth:`SegmentChunk.rows` and
+    ``qoe.web.tcp.connections``.
+
+    Parameters
+    ----------
+    times : sequence of (int, int)
+        ``(start_ns, end_ns)`` pairs of integers, ``start_ns <= end_ns``, in any order.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        The starts and ends (int64) of the spans merged where they overlap, in order.
+
+    Raises
+    ------
+    InputError
+        ``times`` is not such a sequence.
+
+    Examples
+    --------
+    >>> starts, ends = time_spans([(50, 60), (0, 10), (5, 20)])
+    >>> starts.tolist(), ends.tolist()
+    ([0, 50], [20, 60])
+    """
     def whole(v: Any) -> bool:
         return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
@@ -285,7 +307,7 @@ def _spans(times: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _in_spans(ts: np.ndarray, spans: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    """Which times fall in one of ``spans`` (:func:`_spans`: merged, in order), ends included."""
+    """Which times fall in one of ``spans`` (:func:`time_spans`: merged, in order), ends included."""
     starts, ends = spans
     if not len(starts):
         return np.zeros(len(ts), dtype=bool)
@@ -298,7 +320,7 @@ def _rows_of(part: SegmentChunk, udp: Callable[[UdpBatch], None] | None,
              spans: tuple[np.ndarray, np.ndarray] | None = None) -> list[SegmentRow]:
     """The TCP segments of one chunk, in frame order (after handing its UDP datagrams to ``udp``);
     ``flows``: only those whose :func:`flow_bucket` is in ``[lo, hi)``; ``spans``: only those
-    captured within them (:func:`_spans`)."""
+    captured within them (:func:`time_spans`)."""
     if udp is not None and part.udp is not None:
         udp(part.udp)
     rows = _fast_rows(part, flows, spans)

@@ -126,10 +126,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
 from typing import Any
 
-import numpy as np
 
 from qoe.capture import (TCP_ACK, TCP_SEGMENT_FIELDS, TCP_SYN, Packet, relaxed_gc, tcp_segment_chunks, tcp_segment_row,
-                         tcp_segment_rows)
+                         tcp_segment_rows, time_spans)
 from qoe.errors import InputError, QoEWarning
 from qoe.web._sink import CLIENT, SERVER, ByteSink, ConnectionId, SinkFactory
 from qoe.web._conntrack import _Conn
@@ -331,16 +330,10 @@ def _iter_connections(
 
 
 def _checked_times(times: Any) -> list[tuple[int, int]]:
-    """``times`` (:func:`connections`) as a list of ``(start_ns, end_ns)``; InputError if they are not
-    pairs of integers with start <= end."""
-    try:
-        spans = [(a, b) for a, b in times]
-        if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for p in spans for v in p) and all(
-                a <= b for a, b in spans):
-            return [(int(a), int(b)) for a, b in spans]
-    except (TypeError, ValueError):
-        pass
-    raise InputError(f"times must be (start_ns, end_ns) pairs of integers with start_ns <= end_ns, got {times!r}"[:300])
+    """``times`` (:func:`connections`) as a list of ``(start_ns, end_ns)``, checked by
+    :func:`qoe.capture.time_spans` (InputError if they are not pairs of integers in order)."""
+    time_spans(times)
+    return [(int(a), int(b)) for a, b in times]
 
 
 def _within(rows: Iterable[tuple[Any, ...]], times: Sequence[tuple[int, int]]) -> Iterator[tuple[Any, ...]]:
