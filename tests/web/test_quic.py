@@ -161,6 +161,30 @@ def test_a_file_and_its_packets_give_the_same_connections(name):
     assert any(c.transactions for c in from_file)
 
 
+def test_datagrams_within_given_times_are_those_read():
+    """iter_quic_connections(..., times=spans) on a file gives what it gives on the file's
+    packets captured within the spans (read_packets, filtered by time here): the first half
+    of Chromium's HTTP/3 load with loss, decrypted, and a span that holds nothing; bad spans
+    are refused."""
+    from qoe.errors import QoEError
+    from qoe.web.quic import iter_quic_connections
+
+    cap = TLS / "../browser/captures/h3-loss.pcap"
+    keylog = cap.with_suffix(".keylog")
+    packets = list(read_packets(cap))
+    ts = sorted(p.ts_ns for p in packets if p.proto == 17)
+    spans = [(ts[0], ts[len(ts) // 2])]
+    kept = [p for p in packets if spans[0][0] <= p.ts_ns <= spans[0][1]]
+    want = [c.to_dict() for c in iter_quic_connections(kept, keylog=keylog)]
+    whole = [c.to_dict() for c in iter_quic_connections(cap, keylog=keylog)]
+    assert want and want != whole
+    assert [c.to_dict() for c in iter_quic_connections(cap, keylog=keylog, times=spans)] == want
+    assert [c.to_dict() for c in iter_quic_connections(packets, keylog=keylog, times=spans)] == want
+    assert list(iter_quic_connections(cap, keylog=keylog, times=[(0, ts[0] - 1)])) == []
+    with pytest.raises(QoEError, match="times must be"):
+        iter_quic_connections(cap, times=[(5, 1)])
+
+
 def test_memory_does_not_grow_with_a_capture_of_many_quic_connections(tmp_path):
     """Copies of Chromium's HTTP/3 page load (``tests/big_capture.py``: each from its own
     client address, 50 ms apart), 30 and then 150 of them, decrypted with the page's key

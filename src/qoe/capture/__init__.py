@@ -82,7 +82,7 @@ from qoe.capture._reader import read_packets
 from qoe.capture._reassembly import ReassemblyLimits
 from qoe.capture._tcp_segments import (FLOW_BUCKETS, TCP_SEGMENT_FIELDS, SegmentChunk, flow_bucket, read_tcp_segments,
                                        tcp_segment_chunks,
-                                       tcp_segment_row, tcp_segment_rows, time_spans)
+                                       tcp_segment_row, tcp_segment_rows, time_spans, TimeSpans)
 from qoe.capture._types import (
     TCP_ACK,
     TCP_AE,
@@ -114,6 +114,7 @@ __all__ = [
     "tcp_segment_chunks",
     "SegmentChunk",
     "time_spans",
+    "TimeSpans",
     "flow_bucket",
     "FLOW_BUCKETS",
     "tcp_segment_row",

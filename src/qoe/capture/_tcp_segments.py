@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import zlib
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from itertools import chain, repeat
 from typing import Any
 
@@ -262,9 +263,31 @@ def _parts(path: PathOrFile, chunk_size: int, reassembly: ReassemblyLimits, with
         warn_unread_esp(name_of(path), ex.decoder.esp_unread)  # as read_udp_batches does at its end
 
 
-def time_spans(times: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
-    """Capture-time spans checked and merged: the ``times`` of :meth:`SegmentChunk.rows` and
-    ``qoe.web.tcp.connections``.
+@dataclass(frozen=True, eq=False)
+class TimeSpans:
+    """Capture-time spans, merged where they overlap, in order (:func:`time_spans` makes them).
+
+    Attributes
+    ----------
+    starts, ends : numpy.ndarray
+        The spans' first and last times (int64 ns), both included.
+    """
+
+    starts: np.ndarray
+    ends: np.ndarray
+
+    def contains(self, ts: np.ndarray) -> np.ndarray:
+        """Which of the times ``ts`` (an int64 array) fall in one of the spans."""
+        starts, ends = self.starts, self.ends
+        if not len(starts):
+            return np.zeros(len(ts), dtype=bool)
+        k = np.searchsorted(starts, ts, side="right") - 1  # the last span starting at or before each time
+        return (k >= 0) & (ts <= ends[np.maximum(k, 0)])
+
+
+def time_spans(times: Sequence[tuple[int, int]]) -> TimeSpans:
+    """Capture-time spans checked and merged: the ``times`` of :meth:`SegmentChunk.rows`,
+    ``qoe.web.tcp.connections`` and ``qoe.web.quic.iter_quic_connections``.
 
     Parameters
     ----------
@@ -273,8 +296,8 @@ def time_spans(times: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray
 
     Returns
     -------
-    (numpy.ndarray, numpy.ndarray)
-        The starts and ends (int64) of the spans merged where they overlap, in order.
+    TimeSpans
+        The spans merged where they overlap, in order.
 
     Raises
     ------
@@ -283,9 +306,11 @@ def time_spans(times: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray
 
     Examples
     --------
-    >>> starts, ends = time_spans([(50, 60), (0, 10), (5, 20)])
-    >>> starts.tolist(), ends.tolist()
+    >>> spans = time_spans([(50, 60), (0, 10), (5, 20)])
+    >>> spans.starts.tolist(), spans.ends.tolist()
     ([0, 50], [20, 60])
+    >>> spans.contains(np.array([0, 20, 21, 55, 61])).tolist()
+    [True, True, False, True, False]
     """
     def whole(v: Any) -> bool:
         return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
@@ -303,21 +328,12 @@ def time_spans(times: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray
             merged[-1][1] = max(merged[-1][1], b)
         else:
             merged.append([a, b])
-    return (np.array([a for a, _ in merged], dtype=np.int64), np.array([b for _, b in merged], dtype=np.int64))
-
-
-def _in_spans(ts: np.ndarray, spans: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    """Which times fall in one of ``spans`` (:func:`time_spans`: merged, in order), ends included."""
-    starts, ends = spans
-    if not len(starts):
-        return np.zeros(len(ts), dtype=bool)
-    k = np.searchsorted(starts, ts, side="right") - 1  # the last span starting at or before each time
-    return (k >= 0) & (ts <= ends[np.maximum(k, 0)])
+    return TimeSpans(np.array([a for a, _ in merged], dtype=np.int64), np.array([b for _, b in merged], dtype=np.int64))
 
 
 def _rows_of(part: SegmentChunk, udp: Callable[[UdpBatch], None] | None,
              flows: tuple[int, int] | None = None,
-             spans: tuple[np.ndarray, np.ndarray] | None = None) -> list[SegmentRow]:
+             spans: TimeSpans | None = None) -> list[SegmentRow]:
     """The TCP segments of one chunk, in frame order (after handing its UDP datagrams to ``udp``);
     ``flows``: only those whose :func:`flow_bucket` is in ``[lo, hi)``; ``spans``: only those
     captured within them (:func:`time_spans`)."""
@@ -329,7 +345,7 @@ def _rows_of(part: SegmentChunk, udp: Callable[[UdpBatch], None] | None,
         lo, hi = flows
         slow = [r for r in slow if lo <= flow_bucket(r[2], r[3], r[4], r[5]) < hi]
     if spans is not None and slow:
-        keep = _in_spans(np.array([r[1] for r in slow], dtype=np.int64), spans)
+        keep = spans.contains(np.array([r[1] for r in slow], dtype=np.int64))
         slow = [r for r, k in zip(slow, keep.tolist()) if k]
     if not slow:
         return rows
@@ -426,7 +442,7 @@ def _fast_columns(
 
 
 def _fast_rows(part: SegmentChunk, flows: tuple[int, int] | None = None,
-               spans: tuple[np.ndarray, np.ndarray] | None = None) -> list[SegmentRow]:
+               spans: TimeSpans | None = None) -> list[SegmentRow]:
     """The rows of a chunk's common segments, built from their columns by zip (``flows``: only
     those whose :func:`flow_bucket` is in ``[lo, hi)``; ``spans``: only those captured within
     them)."""
@@ -441,7 +457,7 @@ def _fast_rows(part: SegmentChunk, flows: tuple[int, int] | None = None,
     if flows is not None or spans is not None:
         keep = _in_flows(cols, codes, texts, flows) if flows is not None else None
         if spans is not None:
-            in_spans = _in_spans(cols["ts_ns"], spans)
+            in_spans = spans.contains(cols["ts_ns"])
             keep = in_spans if keep is None else keep & in_spans
         if not keep.all():
             at = np.cumsum(keep) - 1  # a kept row's place among the kept ones

@@ -71,7 +71,7 @@ from aioquic.quic.crypto import CryptoContext, CryptoPair, apply_key_phase, next
 from aioquic.quic.packet import QuicPacketType, pull_ack_frame, pull_quic_header, pull_quic_transport_parameters
 from aioquic.tls import CipherSuite
 
-from qoe.capture import fork_available, read_ahead_pays, read_udp_batches
+from qoe.capture import TimeSpans, fork_available, read_ahead_pays, read_udp_batches, time_spans
 from qoe.capture import read_ahead as read_ahead_in
 from qoe.errors import InputError, QoEWarning
 from qoe.report import as_dict
@@ -1017,15 +1017,22 @@ def speaks_h3(alpn: str | None) -> bool:
     return alpn is not None and alpn.startswith("h3")
 
 
-def iter_quic_connections(capture: Any, *, keylog: Any = None, stream_tap: Any = None) -> Iterator[QuicConnection]:
+def iter_quic_connections(capture: Any, *, keylog: Any = None, stream_tap: Any = None,
+                          times: Any = None) -> Iterator[QuicConnection]:
     """:func:`quic_connections` as a stream: each connection when it has been idle 30 s or the capture ended.
 
     ``stream_tap``, when given, is called with ``(client, server, stream_id, direction, data, fin)``
     for the in-order bytes of every stream handed to HTTP/3 (decrypted connections only): what
     a caller needs to read bodies, which the transactions do not keep (e.g. a streaming
-    session's manifests, :mod:`qoe.video.has.decrypted`)."""
+    session's manifests, :mod:`qoe.video.has.decrypted`). ``times``, when given: only the
+    datagrams captured within one of these ``(start_ns, end_ns)`` spans (ends included;
+    checked by :func:`qoe.capture.time_spans`), the others left out as if not captured: a
+    reader of a few connections' first moments (from each one's first packet) decrypts
+    nothing else. A connection whose datagrams resume after a gap of more than its idle
+    timeout is a new one, joined in progress, as in any capture."""
     keylog = load_keylog(capture if isinstance(capture, (str, os.PathLike)) else None, keylog)
-    return _connections(capture, keylog, stream_tap)
+    spans = None if times is None else time_spans(times)
+    return _connections(capture, keylog, stream_tap, spans=spans)
 
 
 class _Elsewhere:
@@ -1130,7 +1137,7 @@ class _Paths:
 
 
 def _connections(capture: Any, keylog: KeyLog | None, stream_tap: Any = None,
-                 half: int | None = None, floors: bool = False) -> Iterator[Any]:
+                 half: int | None = None, floors: bool = False, spans: TimeSpans | None = None) -> Iterator[Any]:
     """The connections of :func:`iter_quic_connections`; with ``half`` (0 or 1), those whose
     index has that parity only: the datagrams of the others are followed (their connections
     numbered, their idleness seen, as the whole pass does) but not read. ``floors``: after each
@@ -1142,7 +1149,7 @@ def _connections(capture: Any, keylog: KeyLog | None, stream_tap: Any = None,
     count = 0
     unread: dict[int, int] = {}  # connections of a QUIC version not read, by version
     sweep_at = None  # capture time of the next look for connections idle _IDLE_NS
-    for ts_ns, a, b, payload, captured in _datagrams(capture):
+    for ts_ns, a, b, payload, captured in _datagrams(capture, spans):
         if sweep_at is None or ts_ns >= sweep_at:
             # a connection whose 4-tuple is not seen again would otherwise be held (with its
             # packets and streams) to the end of the capture: memory would grow with it
@@ -1277,7 +1284,7 @@ def _final_connections(capture: Any, keylog: KeyLog | None, read_ahead: bool | N
             close()
 
 
-def _datagrams(capture: Any) -> Iterator[tuple[int, tuple[str, int], tuple[str, int], bytes, int]]:
+def _datagrams(capture: Any, spans: TimeSpans | None = None) -> Iterator[tuple[int, tuple[str, int], tuple[str, int], bytes, int]]:
     """``(ts_ns, (src, sport), (dst, dport), payload, captured)`` of each UDP datagram with a
     payload, in capture order: from a file, through the columnar reader
     (``qoe.capture.read_udp_batches``: the same datagrams as ``read_packets(capture,
@@ -1286,13 +1293,17 @@ def _datagrams(capture: Any) -> Iterator[tuple[int, tuple[str, int], tuple[str, 
     (``UdpBatch.cut``) is given at its length on the wire, zeros in place of what was not
     captured, with ``captured`` the bytes that were (else ``len(payload)``): its headers read as
     on the wire, and no packet past ``captured`` is opened (:meth:`_Conn.datagram`). (Packets
-    already read do not say what was cut: their payload as captured.)"""
+    already read do not say what was cut: their payload as captured.) ``spans``: only the
+    datagrams captured within them (a :class:`qoe.capture.TimeSpans`)."""
     if _is_file(capture):
         # a batch per chunk read (its payloads left in the chunk): QUIC's datagrams are large,
         # and a batch of 65,536 of them held a 45 MB capture whole (benchmarks/web_h3.py)
         for batch in read_udp_batches(capture, batch_size=None):
             names = batch.addresses
-            rows = np.flatnonzero(batch.lengths > 0)
+            keep = batch.lengths > 0
+            if spans is not None:
+                keep &= spans.contains(batch.ts_ns)
+            rows = np.flatnonzero(keep)
             starts = batch.starts[rows]
             ends = starts + batch.lengths[rows]
             data = batch.data
@@ -1304,8 +1315,9 @@ def _datagrams(capture: Any) -> Iterator[tuple[int, tuple[str, int], tuple[str, 
                 yield ts, (names[s], sp), (names[d], dp), payload + bytes(n) if n else payload, hi - lo
         return
     for p in capture:
-        if p.proto == 17 and p.payload:
+        if p.proto == 17 and p.payload and (spans is None or spans.contains(np.array([p.ts_ns]))[0]):
             yield p.ts_ns, (p.src, p.sport), (p.dst, p.dport), bytes(p.payload), len(p.payload)
+
 
 
 def quic_connections(capture: Any, *, keylog: Any = None, read_ahead: bool | None = False) -> list[QuicConnection]:

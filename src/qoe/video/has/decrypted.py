@@ -18,8 +18,9 @@ A record that failed authentication (or was not captured whole) is a gap in the 
 a manifest with a gap is returned as not whole.
 
 HTTP/3 (:func:`quic_bodies`): :func:`qoe.web.quic.iter_quic_connections` decrypts the QUIC
-connections and hands each request stream's bytes, in order, to a tap; the server's bytes of
-the manifest responses' streams are kept and their DATA frames (RFC 9114 §7.2.1) joined.
+connections, while a manifest's connection carried manifests (its ``times``), and hands each
+request stream's bytes, in order, to a tap; the server's bytes of the manifest responses'
+streams are kept and their DATA frames (RFC 9114 §7.2.1) joined.
 
 References
 ----------
@@ -206,6 +207,15 @@ def _spans(wanted: Mapping[Any, Sequence[tuple[int, Any]]]) -> list[tuple[int, i
     return spans
 
 
+def _quic_spans(mtx: Sequence[Any]) -> list[tuple[int, int]] | None:
+    """:func:`_spans` of the HTTP/3 manifests, by connection."""
+    by_conn: dict[tuple[Any, Any], list[tuple[int, Any]]] = {}
+    for k, t in enumerate(mtx):
+        if t.client and t.server and t.stream_id is not None:
+            by_conn.setdefault((tuple(t.client), tuple(t.server)), []).append((k, t))
+    return _spans(by_conn)
+
+
 def h3_data(stream: bytes) -> tuple[bytes, bool]:
     """The payload of the DATA frames of one HTTP/3 response stream, and whether the frames were whole.
 
@@ -274,7 +284,9 @@ def quic_bodies(capture: str | os.PathLike[str], keylog: Any
                 ended.add(k)
 
         if wanted:
-            for _ in iter_quic_connections(capture, keylog=keylog, stream_tap=tap):
+            # only while the manifests' connections carried them: from each one's first packet to
+            # its last manifest's end (the other datagrams are not decrypted)
+            for _ in iter_quic_connections(capture, keylog=keylog, stream_tap=tap, times=_quic_spans(mtx)):
                 pass
         out: dict[int, tuple[bytes, bool]] = {}
         for k, raw in got.items():
