@@ -51,7 +51,7 @@ from qoe.web._requestline import MAX_SNIFF, PREFACE, looks_like_request
 from qoe.web._sink import CLIENT, SERVER, ConnectionId
 from qoe.web._tlsdecrypt import RecordCipher, Suite, suite_for, tls12_ciphers, tls13_cipher
 from qoe.web.keylog import KeyLog
-from qoe.web.tls import TlsSession, _extensions, _TlsSink
+from qoe.web.tls import TlsSession, _alpn_chosen, _extensions, _TlsSink
 
 __all__ = ["DecryptingTlsSink", "DiscardSink", "TlsDecryption", "EncryptedBurst", "MAX_BURSTS", "not_http"]
 
@@ -197,19 +197,6 @@ class _Held(NamedTuple):
     version: int | None
     length: int
     body: bytes | None
-
-
-def _vec(b: bytes, i: int, size: int) -> tuple[bytes, int]:
-    n = int.from_bytes(b[i:i + size], "big")
-    if i + size + n > len(b):
-        raise IndexError("truncated")
-    return b[i + size:i + size + n], i + size + n
-
-
-def _alpn(data: bytes) -> str | None:
-    names, _ = _vec(data, 0, 2)  # RFC 7301 §3.1: ProtocolNameList
-    name, _ = _vec(names, 0, 1)
-    return name.decode("ascii", "replace") if name else None
 
 
 class DecryptingTlsSink:
@@ -565,7 +552,7 @@ class DecryptingTlsSink:
                 try:
                     for t, data in _extensions(body, 0):
                         if t == _EXT_ALPN:
-                            self._alpn = _alpn(data)
+                            self._alpn = _alpn_chosen(data) or None
                         elif t == _EXT_EARLY_DATA:
                             early = True
                 except IndexError:

@@ -80,8 +80,8 @@ from qoe.web._quicrtt import NOT_ACK_ELICITING, AckRtt
 from qoe.web._quicversion import INITIAL_TYPE, QUIC_PORT, initial_version, joins_late, other_version, version_name
 from qoe.web._results import make_transaction
 from qoe.web._sink import CLIENT, SERVER
-from qoe.web.decrypt import ECH_TRIALS_KEPT, MAX_BURSTS, EncryptedBurst, _alpn
-from qoe.web.tls import _ech_outer, _extensions
+from qoe.web.decrypt import ECH_TRIALS_KEPT, MAX_BURSTS, EncryptedBurst
+from qoe.web.tls import _alpn_chosen, _ech_outer, _extensions
 from qoe.web.keylog import KeyLog, load_keylog
 from qoe.web.tcp import _is_file
 
@@ -777,7 +777,7 @@ class _Conn:
                     self.early_accepted = False
                     for t, d in _extensions(body, 0):
                         if t == 16:
-                            self.alpn = _alpn(d)
+                            self.alpn = _alpn_chosen(d) or None
                             self._start_h3()
                         elif t == 42:  # RFC 8446 §4.2.10: early_data in EncryptedExtensions: accepted
                             self.early_accepted = True

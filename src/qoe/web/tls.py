@@ -272,6 +272,14 @@ class _Reader:
         return self.i >= len(self.b)
 
 
+def _alpn_chosen(data: bytes) -> str:
+    """The protocol an ``application_layer_protocol_negotiation`` extension of a ServerHello or
+    EncryptedExtensions names: the first of its ProtocolNameList (RFC 7301 §3.1: the server
+    sends exactly one); IndexError when it is cut short. The one reader of the chosen ALPN
+    (here, ``qoe.web.decrypt``, ``qoe.web.quic``)."""
+    return _Reader(_Reader(data).vec(2)).vec(1).decode("ascii", "replace")
+
+
 def _extensions(body: bytes, i: int = 0) -> list[tuple[int, bytes]]:
     """The extensions block at ``body[i:]`` (RFC 8446 §4.2, RFC 5246 §7.4.1.4: after a hello's
     fixed fields, optional in TLS <= 1.2: none when nothing follows; the whole body of an
@@ -639,8 +647,7 @@ class _TlsSink:
             if etype == _EXT_SUPPORTED_VERSIONS:
                 version = e.u16()  # RFC 8446 §4.2.1: selected_version
             elif etype == _EXT_ALPN:
-                protos = _Reader(e.vec(2))
-                self.alpn = protos.vec(1).decode("ascii", "replace")
+                self.alpn = _alpn_chosen(data)
             elif etype == _EXT_PRE_SHARED_KEY:
                 self._psk = True
             elif etype == _EXT_ENCRYPT_THEN_MAC:
