@@ -217,7 +217,7 @@ class SegmentChunk:
 
     def rows(self, *, udp: Callable[[UdpBatch], None] | None = None,
              flows: tuple[int, int] | None = None,
-             times: Sequence[tuple[int, int]] | None = None) -> list[SegmentRow]:
+             times: Sequence[tuple[int, int]] | TimeSpans | None = None) -> list[SegmentRow]:
         """The chunk's TCP segments as rows of :data:`TCP_SEGMENT_FIELDS`, in frame order.
 
         Parameters
@@ -231,7 +231,9 @@ class SegmentChunk:
         times : sequence of (int, int), optional
             ``[(start_ns, end_ns), ...]``: only the segments captured at a time ``t`` with
             ``start_ns <= t <= end_ns`` for one of them (a reader that wants a few moments of
-            a large capture builds only their rows). Default: every segment.
+            a large capture builds only their rows), or the :class:`TimeSpans` that
+            :func:`time_spans` made of them (checked once for every chunk). Default: every
+            segment.
 
         Raises
         ------
@@ -284,15 +286,20 @@ class TimeSpans:
         k = np.searchsorted(starts, ts, side="right") - 1  # the last span starting at or before each time
         return (k >= 0) & (ts <= ends[np.maximum(k, 0)])
 
+    def holds(self, t: int) -> bool:
+        """Whether the one time ``t`` falls in one of the spans (:meth:`contains` of one)."""
+        return bool(self.contains(np.array([t], dtype=np.int64))[0])
 
-def time_spans(times: Sequence[tuple[int, int]]) -> TimeSpans:
+
+def time_spans(times: Sequence[tuple[int, int]] | TimeSpans) -> TimeSpans:
     """Capture-time spans checked and merged: the ``times`` of :meth:`SegmentChunk.rows`,
     ``qoe.web.tcp.connections`` and ``qoe.web.quic.iter_quic_connections``.
 
     Parameters
     ----------
-    times : sequence of (int, int)
-        ``(start_ns, end_ns)`` pairs of integers, ``start_ns <= end_ns``, in any order.
+    times : sequence of (int, int), or TimeSpans
+        ``(start_ns, end_ns)`` pairs of integers, ``start_ns <= end_ns``, in any order (spans
+        made already are given back as they are).
 
     Returns
     -------
@@ -311,7 +318,11 @@ def time_spans(times: Sequence[tuple[int, int]]) -> TimeSpans:
     ([0, 50], [20, 60])
     >>> spans.contains(np.array([0, 20, 21, 55, 61])).tolist()
     [True, True, False, True, False]
+    >>> time_spans(spans) is spans  # (checked already)
+    True
     """
+    if isinstance(times, TimeSpans):
+        return times
     def whole(v: Any) -> bool:
         return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 

@@ -1315,9 +1315,8 @@ def _datagrams(capture: Any, spans: TimeSpans | None = None) -> Iterator[tuple[i
                 yield ts, (names[s], sp), (names[d], dp), payload + bytes(n) if n else payload, hi - lo
         return
     for p in capture:
-        if p.proto == 17 and p.payload and (spans is None or spans.contains(np.array([p.ts_ns]))[0]):
+        if p.proto == 17 and p.payload and (spans is None or spans.holds(p.ts_ns)):
             yield p.ts_ns, (p.src, p.sport), (p.dst, p.dport), bytes(p.payload), len(p.payload)
-
 
 
 def quic_connections(capture: Any, *, keylog: Any = None, read_ahead: bool | None = False) -> list[QuicConnection]:

@@ -128,7 +128,7 @@ from typing import Any
 
 
 from qoe.capture import (TCP_ACK, TCP_SEGMENT_FIELDS, TCP_SYN, Packet, relaxed_gc, tcp_segment_chunks, tcp_segment_row,
-                         tcp_segment_rows, time_spans)
+                         tcp_segment_rows, time_spans, TimeSpans)
 from qoe.errors import InputError, QoEWarning
 from qoe.web._sink import CLIENT, SERVER, ByteSink, ConnectionId, SinkFactory
 from qoe.web._conntrack import _Conn
@@ -276,7 +276,7 @@ def iter_connections(
     if sinks is not None and not callable(sinks):
         raise InputError(f"sinks must be a callable (ConnectionId -> ByteSink | None), got {type(sinks).__name__}")
     pairs = None if endpoints is None else _endpoint_pairs(endpoints)
-    spans = None if times is None else _checked_times(times)
+    spans = None if times is None else time_spans(times)
     # (the collector's young generation relaxed while the pass works: qoe.capture.relaxed_gc)
     return relaxed_gc(_iter_connections(capture, sinks, limits, pairs=pairs, times=spans))
 
@@ -303,7 +303,7 @@ def _is_file(capture: Any) -> bool:
 def _iter_connections(
     capture: Any, sinks: SinkFactory | None, limits: TcpLimits, udp: Any = None,
     pairs: frozenset[tuple[str, int, str, int]] | None = None, read_ahead: bool | None = False,
-    view: bool = False, times: Sequence[tuple[int, int]] | None = None,
+    view: bool = False, times: TimeSpans | None = None,
 ) -> Iterator[Connection | TcpView]:
     """:func:`iter_connections` without the checks; ``udp``, for a capture file: called with the
     UDP datagrams of each chunk as the file is read (``qoe.capture.tcp_segment_rows``: one pass
@@ -311,7 +311,7 @@ def _iter_connections(
     dst, dport)`` is one of these; ``read_ahead``: a capture file is read in a child process
     (:func:`qoe.capture.tcp_segment_rows`); ``view``: each connection as the page model reads it
     (``qoe.web._connresults.TcpView``), not the whole :class:`Connection`; ``times``: only
-    segments captured within these spans (:func:`connections`)."""
+    segments captured within these spans (:func:`connections`, checked)."""
     if _is_file(capture):
         name = os.fspath(capture) if isinstance(capture, (str, os.PathLike)) else "the capture"
         if times is not None:
@@ -329,19 +329,10 @@ def _iter_connections(
     return _track(rows, sinks, limits, str(name), view=view)
 
 
-def _checked_times(times: Any) -> list[tuple[int, int]]:
-    """``times`` (:func:`connections`) as a list of ``(start_ns, end_ns)``, checked by
-    :func:`qoe.capture.time_spans` (InputError if they are not pairs of integers in order)."""
-    time_spans(times)
-    return [(int(a), int(b)) for a, b in times]
-
-
-def _within(rows: Iterable[tuple[Any, ...]], times: Sequence[tuple[int, int]]) -> Iterator[tuple[Any, ...]]:
-    """The rows captured within one of ``times``' spans (packets already read)."""
-    spans = list(times)
+def _within(rows: Iterable[tuple[Any, ...]], spans: TimeSpans) -> Iterator[tuple[Any, ...]]:
+    """The rows captured within ``spans`` (packets already read)."""
     for r in rows:
-        ts = r[1]
-        if any(a <= ts <= b for a, b in spans):
+        if spans.holds(r[1]):
             yield r
 
 

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from itertools import chain
 from dataclasses import dataclass
 
-from qoe.capture import tcp_segment_chunks
+from qoe.capture import tcp_segment_chunks, time_spans
 
 __all__ = ["ResponseWindow", "read_bodies", "decode_response"]
 
@@ -134,7 +134,7 @@ def read_bodies(capture: str | os.PathLike[str], windows: Iterable[ResponseWindo
     for w in wins:
         by_flow.setdefault((w.server[0], w.server[1], w.client[0], w.client[1]), []).append(w)
     got: dict[int, list[tuple[int, bytes]]] = {w.key: [] for w in wins}
-    spans = [(w.start_ns - _SLACK_NS, max(w.end_ns, w.start_ns - _SLACK_NS)) for w in wins]
+    spans = time_spans([(w.start_ns - _SLACK_NS, max(w.end_ns, w.start_ns - _SLACK_NS)) for w in wins])
     rows = chain.from_iterable(chunk.rows(times=spans) for chunk in tcp_segment_chunks(capture))
     for row in rows:
         ws = by_flow.get((row[2], row[3], row[4], row[5]))
